@@ -1,0 +1,59 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+)
+
+// crossCheck finds problems no single key shows: a sandbox asking for a
+// disabled service, lease limits that contradict each other, a lease
+// without an end.
+func (r *Resolved) crossCheck() Errors {
+	var errs Errors
+	c := &r.Config
+	for _, name := range sortedKeys(c.Sandboxes) {
+		sb := c.Sandboxes[name]
+		seen := map[string]bool{}
+		for i, svc := range sb.Services {
+			path := fmt.Sprintf("sandboxes.%s.services[%d]", name, i)
+			enabled := (svc == "mysql" && c.Infra.MySQL.Enabled) || (svc == "redis" && c.Infra.Redis.Enabled)
+			switch {
+			case seen[svc]:
+				errs = append(errs, r.errorAt(path, fmt.Sprintf("lists %s twice", svc)))
+			case !enabled:
+				errs = append(errs, r.errorAt(path, fmt.Sprintf("asks for %s, but infra.%s.enabled is false", svc, svc)))
+			}
+			seen[svc] = true
+		}
+		if sb.TTL > 0 && sb.TTL > c.Lease.MaxTTL {
+			errs = append(errs, r.errorAt("sandboxes."+name+".ttl",
+				fmt.Sprintf("%s is longer than lease.max_ttl (%s)", sb.TTL, c.Lease.MaxTTL)))
+		}
+	}
+	if c.VM.TTL > c.Lease.MaxTTL {
+		errs = append(errs, r.errorAt("vm.ttl", fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.VM.TTL, c.Lease.MaxTTL)))
+	}
+	if c.Lease.DefaultTTL > c.Lease.MaxTTL {
+		errs = append(errs, r.errorAt("lease.default_ttl",
+			fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.Lease.DefaultTTL, c.Lease.MaxTTL)))
+	}
+	if c.Lease.MaxTTL > c.Lease.MaxLifetime {
+		errs = append(errs, r.errorAt("lease.max_ttl",
+			fmt.Sprintf("%s is longer than lease.max_lifetime (%s)", c.Lease.MaxTTL, c.Lease.MaxLifetime)))
+	}
+	for _, name := range sortedKeys(c.Leases) {
+		if c.Leases[name].ExpiresAt.IsZero() {
+			errs = append(errs, r.errorAt("leases."+name, "has no expires_at"))
+		}
+	}
+	return errs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,108 @@
+package spec
+
+import (
+	"runtime"
+	"time"
+)
+
+// Host is what the defaults depend on, kept as a value so tests can
+// resolve a spec as macOS, Linux or Windows would.
+type Host struct {
+	OS   string // runtime.GOOS spelling: linux, darwin, windows
+	Arch string // runtime.GOARCH spelling
+}
+
+// CurrentHost describes the machine sbf runs on.
+func CurrentHost() Host { return Host{OS: runtime.GOOS, Arch: runtime.GOARCH} }
+
+// DefaultVMType is Lima's natural vmType for the host: vz on macOS, qemu
+// on Linux, none elsewhere.
+func (h Host) DefaultVMType() string {
+	switch h.OS {
+	case "darwin":
+		return "vz"
+	case "linux":
+		return "qemu"
+	}
+	return ""
+}
+
+// ResolveDriver turns "auto" into the backend this host runs.
+func (h Host) ResolveDriver(driver string) string {
+	if driver != "auto" && driver != "" {
+		return driver
+	}
+	if h.OS == "windows" {
+		return "hyperv"
+	}
+	return "lima"
+}
+
+// Defaults returns the built-in layer: SandboxForge v1's defaults plus
+// sbf's own keys.
+func Defaults(h Host) Config {
+	return Config{
+		VM: VM{
+			Driver:    "auto",
+			CPUs:      1,
+			MemoryGiB: 2,
+			DiskGiB:   15,
+			VMType:    h.DefaultVMType(),
+			Template:  "template:docker",
+			Mounts:    []string{},
+		},
+		Docker: Docker{InstallIfMissing: true},
+		Build: Build{
+			EnableBuildkit: true,
+			MinFreeGiB:     3,
+			Prebuilt: Prebuilt{
+				Enabled:    true,
+				Validation: "strict",
+				StalenessCheck: StalenessCheck{
+					CheckGitCommit:    true,
+					CheckDependencies: true,
+					CheckAgeThreshold: Duration(24 * time.Hour),
+					OnStale:           "rebuild",
+				},
+			},
+			ImageCaching: ImageCaching{Enabled: true, Strategy: "smart", TagFormat: "{image}:{git_short}-{deps_hash}"},
+			StalenessDetection: StalenessDetection{
+				CheckGitCommit:   true,
+				CheckGitDirty:    true,
+				CheckDeps:        []string{"pyproject.toml", "uv.lock"},
+				CheckDockerfile:  true,
+				MaxAgeThreshold:  Duration(24 * time.Hour),
+				OnStale:          "rebuild",
+				OnDirtyWorkspace: "warn_and_rebuild",
+				OnMissing:        "build",
+			},
+		},
+		Infra: Infra{
+			EnsureNetwork:            true,
+			BridgeToComposeNetwork:   true,
+			IncludeServicesByDefault: true,
+			NetworkNamePrefix:        "lima-net",
+			MySQL: MySQL{
+				Enabled: true, Image: "mysql:8.0", RootPassword: "root", Database: "app",
+				ContainerNamePrefix: "lima-mysql", ExtraEnv: map[string]string{}, InjectEnvTo: ".env",
+			},
+			Redis: Redis{
+				Enabled: true, Image: "redis:7-alpine", ContainerNamePrefix: "lima-redis",
+				ExtraEnv: map[string]string{}, InjectEnvTo: ".env",
+			},
+		},
+		Sync: Sync{
+			ExcludePatterns: []string{".venv", ".venv/**", ".pytest_cache", ".pytest_cache/**",
+				".uv-cache", ".uv-cache/**", "__pycache__", "__pycache__/**"},
+		},
+		Compose: Compose{Files: []string{"compose.yaml"}},
+		Lease: Lease{
+			DefaultTTL:   Duration(30 * time.Minute),
+			MaxTTL:       Duration(2 * time.Hour),
+			MaxLifetime:  Duration(24 * time.Hour),
+			MaxInstances: 3,
+		},
+		Sandboxes: map[string]Sandbox{},
+		Leases:    map[string]LeaseRecord{},
+	}
+}

@@ -1,0 +1,83 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is one problem in one layer, at the place that caused it.
+type Error struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+func (e Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Sentence is the error as SandboxForge v1 worded it ("vm.cpus must be a
+// positive integer"), which MCP clients of v1 expect in details.errors.
+func (e Error) Sentence() string {
+	if e.Key == "" {
+		return e.Message
+	}
+	return e.Key + " " + e.Message
+}
+
+// Errors is every problem found, across all layers. It is what Load
+// returns when the desired state is invalid.
+type Errors []Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sortBySource orders errors by layer (in merge order), then position.
+func (es Errors) sortBySource(sources []string) {
+	rank := map[string]int{}
+	for i, s := range sources {
+		rank[s] = i
+	}
+	sort.SliceStable(es, func(i, j int) bool { return rank[es[i].File] < rank[es[j].File] })
+	for start := 0; start < len(es); {
+		end := start
+		for end < len(es) && es[end].File == es[start].File {
+			end++
+		}
+		es[start:end].sortWithin()
+		start = end
+	}
+}
+
+// sortWithin orders errors by position inside one file; layers keep their
+// merge order because each file's errors are sorted separately.
+func (es Errors) sortWithin() {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Line != es[j].Line {
+			return es[i].Line < es[j].Line
+		}
+		if es[i].Column != es[j].Column {
+			return es[i].Column < es[j].Column
+		}
+		return es[i].Key < es[j].Key
+	})
+}

@@ -1,0 +1,61 @@
+package spec
+
+import (
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/tools/txtar"
+)
+
+// FuzzLoad feeds arbitrary documents to the loader. It must never panic,
+// every error must say where it is, and a valid document's resolved
+// config, written back out, must load to the same config.
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/spec/*.txtar")
+	for _, path := range files {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range ar.Files {
+			if filepath.Ext(file.Name) == ".toml" {
+				f.Add(file.Data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		ws := t.TempDir()
+		writeFile(t, filepath.Join(ws, FileName), string(doc))
+		r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
+		var errs Errors
+		if err != nil {
+			if !errors.As(err, &errs) || len(errs) == 0 {
+				t.Fatalf("Load returned %T %v, want a non-empty Errors", err, err)
+			}
+			for _, e := range errs {
+				if e.File == "" || e.Message == "" || e.Line < 0 {
+					t.Fatalf("error without a place or message: %+v", e)
+				}
+			}
+			return
+		}
+		cfg := r.Config
+		cfg.Leases = nil
+		out, err := toml.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("marshal resolved config: %v", err)
+		}
+		writeFile(t, filepath.Join(ws, FileName), string(out))
+		again, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
+		if err != nil {
+			t.Fatalf("resolved config does not load back: %v\n%s", err, out)
+		}
+		again.Config.Leases = nil
+		if !reflect.DeepEqual(cfg, again.Config) {
+			t.Fatalf("round trip changed the config:\nfirst:  %+v\nsecond: %+v", cfg, again.Config)
+		}
+	})
+}

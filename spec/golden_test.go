@@ -1,0 +1,134 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/tools/txtar"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files with the current output")
+
+// Golden cases, one per file in testdata/spec: the archive's files are the
+// layers (paths under global/ are the global config home; a "set" file
+// holds one --set assignment per line; a "host" file names the OS), and
+// "want" is the resolved config or the error list.
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/spec/*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no golden cases found")
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := renderCase(t, ar)
+			want := archiveFile(ar, "want")
+			if *update {
+				setArchiveFile(ar, "want", got)
+				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("resolved output differs (run go test ./spec -update to accept)\n--- got ---\n%s\n--- want ---\n%s", got, want)
+			}
+		})
+	}
+}
+
+func renderCase(t *testing.T, ar *txtar.Archive) string {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	home := filepath.Join(root, "global")
+	host := Host{OS: "linux", Arch: "amd64"}
+	var sets []string
+	for _, f := range ar.Files {
+		switch {
+		case f.Name == "want":
+		case f.Name == "set":
+			sets = strings.Split(strings.TrimSpace(string(f.Data)), "\n")
+		case f.Name == "host":
+			host.OS = strings.TrimSpace(string(f.Data))
+		default:
+			dst := filepath.Join(ws, f.Name)
+			if rest, ok := strings.CutPrefix(f.Name, "global/"); ok {
+				dst = filepath.Join(home, rest)
+			}
+			writeFile(t, dst, string(f.Data))
+		}
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req, err := ParseSet(sets)
+	if err != nil {
+		return "set error: " + err.Error() + "\n"
+	}
+	r, err := Load(Options{Root: ws, Host: host, ConfigHome: home, Request: req})
+	return normalizePaths(describe(t, r, err), ws, home)
+}
+
+func describe(t *testing.T, r *Resolved, err error) string {
+	var b bytes.Buffer
+	var errs Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			b.WriteString(e.Error() + "\n")
+		}
+		return b.String()
+	}
+	if err != nil {
+		t.Fatalf("Load: unexpected error type %T: %v", err, err)
+	}
+	b.WriteString("sources: " + strings.Join(r.Sources, ", ") + "\n")
+	out, err := toml.Marshal(r.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(out)
+	return b.String()
+}
+
+func normalizePaths(s, ws, home string) string {
+	s = strings.ReplaceAll(s, ws+string(filepath.Separator), "")
+	return strings.ReplaceAll(s, home+string(filepath.Separator), "global/")
+}
+
+func archiveFile(ar *txtar.Archive, name string) string {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+func setArchiveFile(ar *txtar.Archive, name, data string) {
+	for i := range ar.Files {
+		if ar.Files[i].Name == name {
+			ar.Files[i].Data = []byte(data)
+			return
+		}
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
+}
+
+func writeFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,112 @@
+package spec
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// JSONSchema describes the file format for editors (Taplo / Even Better
+// TOML read it through a `#:schema` comment). It is generated from the
+// same struct tags the loader enforces, so the two cannot disagree.
+func JSONSchema() ([]byte, error) {
+	defaults := reflect.ValueOf(Defaults(Host{OS: "linux"}))
+	root := objectSchema(reflect.TypeFor[Config](), defaults)
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["title"] = "SandboxForge workspace (.sandboxforge.toml)"
+	root["description"] = "Desired state of an sbf workspace. Unknown keys are errors."
+	return json.MarshalIndent(root, "", "  ")
+}
+
+func objectSchema(t reflect.Type, defaults reflect.Value) map[string]any {
+	props := map[string]any{}
+	for _, f := range fieldsOf(t) {
+		var def reflect.Value
+		if defaults.IsValid() {
+			def = defaults.FieldByIndex(f.index)
+		}
+		props[f.key] = fieldSchema(f, def)
+	}
+	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+}
+
+func fieldSchema(f field, def reflect.Value) map[string]any {
+	s := valueSchema(f, def)
+	if f.doc != "" {
+		s["description"] = f.doc
+	}
+	if def.IsValid() && f.key != "vm_type" && isScalar(f.typ) {
+		if f.typ == durationType {
+			s["default"] = def.Interface().(Duration).String()
+		} else {
+			s["default"] = def.Interface()
+		}
+	}
+	return s
+}
+
+func valueSchema(f field, def reflect.Value) map[string]any {
+	switch {
+	case f.typ == durationType:
+		s := map[string]any{"type": "string", "pattern": `^(\d+(\.\d+)?d|(\d+(\.\d+)?(h|m|s|ms))+)?$`}
+		if f.has("hours") {
+			s = map[string]any{"anyOf": []any{s, map[string]any{"type": "number", "minimum": 0}}}
+		}
+		return s
+	case f.typ == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case f.typ.Kind() == reflect.Struct:
+		return objectSchema(f.typ, def)
+	case f.typ.Kind() == reflect.Map && f.typ.Elem().Kind() == reflect.String:
+		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+	case f.typ.Kind() == reflect.Map:
+		return map[string]any{
+			"type":                 "object",
+			"propertyNames":        map[string]any{"pattern": sandboxNameRE.String(), "maxLength": maxSandboxName},
+			"additionalProperties": objectSchema(f.typ.Elem(), reflect.Value{}),
+		}
+	case f.typ.Kind() == reflect.Slice:
+		item := map[string]any{"type": "string"}
+		if f.enum != nil {
+			item["enum"] = f.enum
+		}
+		if f.has("port_forward") {
+			item["pattern"] = portForwardRE.String()
+		}
+		return map[string]any{"type": "array", "items": item}
+	case f.typ.Kind() == reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case f.typ.Kind() == reflect.Int:
+		return withMinimum(map[string]any{"type": "integer"}, f, "minimum", 1)
+	case f.typ.Kind() == reflect.Float64:
+		return withMinimum(map[string]any{"type": "number"}, f, "exclusiveMinimum", 0)
+	}
+	s := map[string]any{"type": "string"}
+	if f.enum != nil {
+		// Values are trimmed and lower-cased before the check; editors see
+		// the canonical spellings.
+		s["enum"] = f.enum
+	}
+	if f.has("nonempty") {
+		s["pattern"] = `\S`
+	}
+	if strings.Contains(f.doc, "${VAR}") {
+		s["examples"] = []string{"${MYSQL_ROOT_PASSWORD}"}
+	}
+	return s
+}
+
+func withMinimum(s map[string]any, f field, key string, v int) map[string]any {
+	if f.has("positive") {
+		s[key] = v
+	}
+	return s
+}
+
+func isScalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,181 @@
+package spec
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+)
+
+// File names, oldest first: later names win when both exist.
+var (
+	globalFiles    = []string{"lima-mcp/config.toml", "orbitforge-mcp/config.toml", "sandboxforge-mcp/config.toml", "sandboxforge/config.toml"}
+	workspaceFiles = []string{".lima-mcp.toml", ".orbitforge.toml", FileName}
+)
+
+const (
+	// FileName is the committed workspace spec.
+	FileName = ".sandboxforge.toml"
+	// LocalFileName holds a person's uncommitted overrides.
+	LocalFileName = ".sandboxforge.local.toml"
+	// Dir holds what sbf writes: managed overrides, state, locks.
+	Dir = ".sandboxforge"
+	// OverridesFile is written only by sbf, inside Dir.
+	OverridesFile = "overrides.toml"
+	// SourceDefaults and SourceRequest name the layers that are not files.
+	SourceDefaults = "defaults"
+	SourceRequest  = "request_overrides"
+)
+
+// Options says where to look. Nothing here reads the process environment;
+// cmd/ does that and passes the answers in.
+type Options struct {
+	Root       string   // workspace root; resolved to an absolute, symlink-free path
+	Host       Host     // decides host-aware defaults
+	ConfigHome string   // $XDG_CONFIG_HOME, or $HOME/.config; empty skips global files
+	Request    *Request // per-call overrides, not persisted
+}
+
+// Resolved is the desired state of one workspace.
+type Resolved struct {
+	Root        string            `json:"workspace_root"`
+	WorkspaceID string            `json:"workspace_id"`
+	Sources     []string          `json:"sources"`
+	Config      Config            `json:"config"`
+	Host        Host              `json:"-"`
+	origins     map[string]*layer // path → the layer that set it last
+}
+
+// Load resolves the layered desired state. When any layer has problems it
+// returns a Resolved carrying the root, id and sources, plus Errors listing
+// every problem in every layer.
+func Load(opts Options) (*Resolved, error) {
+	root, id, err := WorkspaceIdentity(opts.Root)
+	if err != nil {
+		return nil, Errors{{File: opts.Root, Message: err.Error()}}
+	}
+	r := &Resolved{Root: root, WorkspaceID: id, Sources: []string{SourceDefaults}, Host: opts.Host,
+		Config: Defaults(opts.Host)}
+	var errs Errors
+	var layers []*layer
+	add := func(l *layer, layerErrs Errors) {
+		errs = append(errs, layerErrs...)
+		if l != nil {
+			layers = append(layers, l)
+			r.Sources = append(r.Sources, l.source)
+		}
+	}
+	for _, path := range layerFiles(root, opts.ConfigHome) {
+		add(readLayer(path, false))
+	}
+	add(readLayer(filepath.Join(root, Dir, OverridesFile), true))
+	if opts.Request != nil {
+		add(opts.Request.l, validateLayer(opts.Request.l, false))
+	}
+	if len(errs) > 0 {
+		return r, errs
+	}
+	merged := map[string]any{}
+	r.origins = map[string]*layer{}
+	for _, l := range layers {
+		mergeTrees(merged, cloneTree(l.tree))
+		recordOrigins(r.origins, l, l.tree, "")
+	}
+	assign(merged, reflect.ValueOf(&r.Config).Elem())
+	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM)
+	if errs := r.crossCheck(); len(errs) > 0 {
+		errs.sortBySource(r.Sources)
+		return r, errs
+	}
+	return r, nil
+}
+
+func layerFiles(root, configHome string) []string {
+	var paths []string
+	if configHome != "" {
+		for _, f := range globalFiles {
+			paths = append(paths, filepath.Join(configHome, f))
+		}
+	}
+	for _, f := range workspaceFiles {
+		paths = append(paths, filepath.Join(root, f))
+	}
+	return append(paths, filepath.Join(root, LocalFileName))
+}
+
+// readLayer parses and validates one file. A missing or empty file is no
+// layer at all; a broken one is reported and still named as a source.
+func readLayer(path string, managed bool) (*layer, Errors) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return newLayer(path), Errors{{File: path, Message: fmt.Sprintf("cannot read: %v", err)}}
+	}
+	l, err := parseLayer(path, data)
+	if err != nil {
+		return newLayer(path), Errors{err.(Error)}
+	}
+	if len(l.tree) == 0 {
+		return nil, nil
+	}
+	return l, validateLayer(l, managed)
+}
+
+// WorkspaceIdentity resolves a workspace root and derives its id the way
+// SandboxForge v1 did: "ws_" + the first 12 hex digits of the SHA-1 of
+// the absolute, symlink-resolved path.
+func WorkspaceIdentity(root string) (abs, id string, err error) {
+	if root == "" {
+		root = "."
+	}
+	abs, err = filepath.Abs(root)
+	if err != nil {
+		return "", "", fmt.Errorf("resolving workspace_root %q: %w", root, err)
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace_root does not exist: %s", abs)
+	}
+	info, err := os.Stat(resolved)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace_root does not exist: %s", resolved)
+	}
+	if !info.IsDir() {
+		return "", "", fmt.Errorf("workspace_root must be a directory: %s", resolved)
+	}
+	sum := sha1.Sum([]byte(resolved))
+	return resolved, "ws_" + hex.EncodeToString(sum[:])[:12], nil
+}
+
+func recordOrigins(origins map[string]*layer, l *layer, t map[string]any, path string) {
+	for k, v := range t {
+		p := childPath(path, k)
+		origins[p] = l
+		if m, ok := v.(map[string]any); ok {
+			recordOrigins(origins, l, m, p)
+		}
+	}
+}
+
+// errorAt points at where the winning value for path (or the nearest
+// enclosing key that has one) was written.
+func (r *Resolved) errorAt(path, msg string) Error {
+	for p := path; p != ""; {
+		if l, ok := r.origins[p]; ok {
+			return l.errorAt(path, false, msg)
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return Error{File: SourceDefaults, Key: path, Message: msg}
+}

@@ -1,0 +1,287 @@
+package spec
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func load(t *testing.T, files map[string]string, req *Request) (*Resolved, Errors) {
+	t.Helper()
+	ws := t.TempDir()
+	for name, data := range files {
+		writeFile(t, filepath.Join(ws, name), data)
+	}
+	r, err := Load(Options{Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, Request: req})
+	var errs Errors
+	if err != nil && !errors.As(err, &errs) {
+		t.Fatalf("Load: %v", err)
+	}
+	return r, errs
+}
+
+func TestEmptyWorkspaceIsValidWithV1Defaults(t *testing.T) {
+	r, errs := load(t, nil, nil)
+	if errs != nil {
+		t.Fatalf("errors: %v", errs)
+	}
+	if got := strings.Join(r.Sources, ","); got != "defaults" {
+		t.Errorf("sources = %q, want defaults", got)
+	}
+	c := r.Config
+	if c.VM.CPUs != 1 || c.VM.MemoryGiB != 2 || c.VM.DiskGiB != 15 || c.VM.Template != "template:docker" || c.VM.VMType != "qemu" {
+		t.Errorf("vm defaults = %+v", c.VM)
+	}
+	if c.Infra.MySQL.Image != "mysql:8.0" || c.Infra.Redis.Image != "redis:7-alpine" || c.Infra.NetworkNamePrefix != "lima-net" {
+		t.Errorf("infra defaults = %+v", c.Infra)
+	}
+	if c.Lease.DefaultTTL.Std() != 30*time.Minute || c.Lease.MaxTTL.Std() != 2*time.Hour ||
+		c.Lease.MaxLifetime.Std() != 24*time.Hour || c.Lease.MaxInstances != 3 {
+		t.Errorf("lease defaults = %+v", c.Lease)
+	}
+}
+
+func TestEmptyFileIsNotASource(t *testing.T) {
+	r, errs := load(t, map[string]string{FileName: "# nothing yet\n"}, nil)
+	if errs != nil || len(r.Sources) != 1 {
+		t.Fatalf("sources = %v, errors = %v", r.Sources, errs)
+	}
+}
+
+func TestNewerWorkspaceNameWins(t *testing.T) {
+	r, _ := load(t, map[string]string{
+		".lima-mcp.toml":   "[vm]\ncpus = 2\nmemory_gib = 3\n",
+		".orbitforge.toml": "[vm]\ncpus = 3\n",
+		FileName:           "[vm]\ncpus = 4\n",
+	}, nil)
+	if r.Config.VM.CPUs != 4 || r.Config.VM.MemoryGiB != 3 {
+		t.Errorf("vm = %+v, want cpus 4 from %s and memory 3 from the legacy file", r.Config.VM, FileName)
+	}
+}
+
+func TestGlobalFilesFollowConfigHome(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, "sandboxforge-mcp/config.toml"), "[vm]\ncpus = 2\n")
+	writeFile(t, filepath.Join(home, "orbitforge-mcp/config.toml"), "[vm]\ncpus = 9\nmemory_gib = 5\n")
+	ws := t.TempDir()
+	r, err := Load(Options{Root: ws, Host: CurrentHost(), ConfigHome: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.VM.CPUs != 2 || r.Config.VM.MemoryGiB != 5 {
+		t.Errorf("vm = %+v, want cpus 2 (newer name) and memory 5 (older name)", r.Config.VM)
+	}
+	want := []string{SourceDefaults, filepath.Join(home, "orbitforge-mcp/config.toml"), filepath.Join(home, "sandboxforge-mcp/config.toml")}
+	if strings.Join(r.Sources, "|") != strings.Join(want, "|") {
+		t.Errorf("sources = %v, want %v", r.Sources, want)
+	}
+}
+
+func TestWorkspaceIdentity(t *testing.T) {
+	dir := t.TempDir()
+	real, _ := filepath.EvalSymlinks(dir)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("symlinks unavailable:", err)
+	}
+	abs, id, err := WorkspaceIdentity(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum([]byte(real))
+	if want := "ws_" + hex.EncodeToString(sum[:])[:12]; id != want || abs != real {
+		t.Errorf("identity = %s %s, want %s %s", abs, id, real, want)
+	}
+	if len(id) != 15 {
+		t.Errorf("id %q: want 15 characters like v1", id)
+	}
+
+	missing := filepath.Join(dir, "nope")
+	if _, _, err := WorkspaceIdentity(missing); err == nil || !strings.Contains(err.Error(), "does not exist: "+missing) {
+		t.Errorf("missing root: err = %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	writeFile(t, file, "x")
+	if _, _, err := WorkspaceIdentity(file); err == nil || !strings.Contains(err.Error(), "must be a directory: ") {
+		t.Errorf("file root: err = %v", err)
+	}
+	if _, err := Load(Options{Root: missing}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Load of a missing root: err = %v", err)
+	}
+}
+
+func TestHostAwareDefaults(t *testing.T) {
+	for _, tc := range []struct{ os, vmType, driver string }{
+		{"linux", "qemu", "lima"},
+		{"darwin", "vz", "lima"},
+		{"windows", "", "hyperv"},
+	} {
+		h := Host{OS: tc.os}
+		if got := Defaults(h).VM.VMType; got != tc.vmType {
+			t.Errorf("%s: vm_type = %q, want %q", tc.os, got, tc.vmType)
+		}
+		if got := h.ResolveDriver("auto"); got != tc.driver {
+			t.Errorf("%s: auto driver = %q, want %q", tc.os, got, tc.driver)
+		}
+		if got := h.ResolveDriver("sim"); got != "sim" {
+			t.Errorf("%s: an explicit driver must be kept, got %q", tc.os, got)
+		}
+	}
+}
+
+func TestEnumsAreTrimmedAndLowerCased(t *testing.T) {
+	r, errs := load(t, map[string]string{FileName: "[vm]\nvm_type = \" VZ \"\ndriver = \"SIM\"\n"}, nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if r.Config.VM.VMType != "vz" || r.Config.VM.Driver != "sim" {
+		t.Errorf("vm = %+v", r.Config.VM)
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"30m", 30 * time.Minute, ""},
+		{"12h", 12 * time.Hour, ""},
+		{"7d", 7 * 24 * time.Hour, ""},
+		{"1.5d", 36 * time.Hour, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"-5h", 0, "negative"},
+		{"", 0, "non-empty"},
+		{"5 parsecs", 0, "invalid duration"},
+	} {
+		d, err := ParseDuration(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseDuration(%q) err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || d.Std() != tc.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, d.Std(), err, tc.want)
+		}
+		if back, err := ParseDuration(d.String()); err != nil || back != d {
+			t.Errorf("%q renders as %q, which reads back as %v, %v", tc.in, d.String(), back.Std(), err)
+		}
+	}
+}
+
+func TestV1DurationKeysTakeHours(t *testing.T) {
+	r, errs := load(t, map[string]string{FileName: "[build.prebuilt.staleness_check]\ncheck_age_threshold = 12\n[build.staleness_detection]\nmax_age_threshold = 1.5\n"}, nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got := r.Config.Build.Prebuilt.StalenessCheck.CheckAgeThreshold.Std(); got != 12*time.Hour {
+		t.Errorf("check_age_threshold = %v", got)
+	}
+	if got := r.Config.Build.StalenessDetection.MaxAgeThreshold.Std(); got != 90*time.Minute {
+		t.Errorf("max_age_threshold = %v", got)
+	}
+	_, errs = load(t, map[string]string{FileName: "[build.staleness_detection]\nmax_age_threshold = -1\n"}, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "negative") {
+		t.Errorf("negative hours: %v", errs)
+	}
+}
+
+func TestParseSet(t *testing.T) {
+	req, err := ParseSet([]string{"vm.cpus=4", "vm.arch=aarch64", `sandboxes.api.ports=["8080:80"]`, "vm.mounts=[]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, errs := load(t, map[string]string{FileName: "[sandboxes.api]\n"}, req)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	api := r.Config.Sandboxes["api"]
+	if api.CPUs != 4 || api.Arch != "aarch64" || len(api.Ports) != 1 || api.Ports[0] != "8080:80" {
+		t.Errorf("api = %+v", api)
+	}
+	if r.Sources[len(r.Sources)-1] != SourceRequest {
+		t.Errorf("sources = %v, want request_overrides last", r.Sources)
+	}
+	for _, bad := range []string{"vm.cpus", "=4", "vm..cpus=1"} {
+		if _, err := ParseSet([]string{bad}); err == nil {
+			t.Errorf("ParseSet(%q) accepted", bad)
+		}
+	}
+	if _, err := ParseSet([]string{"vm=1", "vm.cpus=2"}); err == nil {
+		t.Error("setting a key below a scalar was accepted")
+	}
+	req, _ = ParseSet([]string{"vm.cpus=true"})
+	_, errs = load(t, nil, req)
+	if len(errs) != 1 || errs[0].File != SourceRequest || errs[0].Line != 1 || errs[0].Column != 9 {
+		t.Errorf("errors = %+v, want one at request_overrides:1:9", errs)
+	}
+}
+
+func TestJSONOverrides(t *testing.T) {
+	req, err := JSONOverrides(json.RawMessage(`{"vm": {"cpus": 3, "memory_gib": 2.5, "arch": null}, "infra": {"network_name": null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, errs := load(t, map[string]string{FileName: "[vm]\narch = \"aarch64\"\n"}, req)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if r.Config.VM.CPUs != 3 || r.Config.VM.MemoryGiB != 2.5 || r.Config.VM.Arch != "" {
+		t.Errorf("vm = %+v: cpus 3, memory 2.5 and arch reset by null expected", r.Config.VM)
+	}
+	req, _ = JSONOverrides(json.RawMessage(`{"vm": {"cpus": null, "disk_gib": 1.0e400}}`))
+	_, errs = load(t, nil, req)
+	if len(errs) != 2 {
+		t.Errorf("errors = %v, want null cpus and infinite disk rejected", errs)
+	}
+	if _, err := JSONOverrides(json.RawMessage(`[1]`)); err == nil {
+		t.Error("a JSON array was accepted as overrides")
+	}
+}
+
+func TestErrorsCarryPositionsAndV1Sentences(t *testing.T) {
+	_, errs := load(t, map[string]string{FileName: "[vm]\ncpus = 1.5\n"}, nil)
+	if len(errs) != 1 {
+		t.Fatalf("errors = %v", errs)
+	}
+	e := errs[0]
+	if e.Line != 2 || e.Column != 8 || e.Key != "vm.cpus" || !filepath.IsAbs(e.File) {
+		t.Errorf("error = %+v", e)
+	}
+	if got := e.Sentence(); got != "vm.cpus must be a positive integer (got 1.5)" {
+		t.Errorf("sentence = %q", got)
+	}
+}
+
+func TestUnknownKeyListsAllowedKeys(t *testing.T) {
+	_, errs := load(t, map[string]string{FileName: "[infra.redis]\nimg = \"x\"\n"}, nil)
+	want := "is not supported (allowed: container_name_prefix, enabled, extra_env, image, inject_env_to)"
+	if len(errs) != 1 || errs[0].Key != "infra.redis.img" || errs[0].Message != want || errs[0].Line != 2 || errs[0].Column != 1 {
+		t.Errorf("errors = %+v", errs)
+	}
+}
+
+func TestLeasesLoadFromManagedOverrides(t *testing.T) {
+	r, errs := load(t, map[string]string{
+		FileName:                          "[sandboxes.api]\n",
+		filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = \"2026-11-25T12:00:00+01:00\"\n",
+	}, nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	l := r.Config.Leases["api"]
+	if want := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC); !l.ExpiresAt.Equal(want) || l.ExpiresAt.Location() != time.UTC {
+		t.Errorf("lease = %+v, want expiry %v in UTC", l, want)
+	}
+	_, errs = load(t, map[string]string{filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\n"}, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "no expires_at") {
+		t.Errorf("errors = %v", errs)
+	}
+}

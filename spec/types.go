@@ -1,0 +1,106 @@
+// Package spec loads the desired state of a workspace: the layered
+// .sandboxforge.toml documents, validated strictly and reported with exact
+// positions.
+package spec
+
+import "time"
+
+// Config is the resolved document. Struct tags drive everything the package
+// does with it: `toml` names the key (and `json` mirrors it for output),
+// `enum`, `check` and `nullable` define what a value may be, and `doc`
+// feeds the JSON Schema. Keys of SandboxForge v1 keep their names and
+// defaults so existing files load unchanged.
+type Config struct {
+	VM        VM                     `toml:"vm" json:"vm" doc:"Defaults for every sandbox's virtual machine."`
+	Docker    Docker                 `toml:"docker" json:"docker" doc:"The container runtime inside each sandbox."`
+	Build     Build                  `toml:"build" json:"build" doc:"Image build caching and staleness checks (SandboxForge v1)."`
+	Infra     Infra                  `toml:"infra" json:"infra" doc:"MySQL and Redis services run inside sandboxes that ask for them."`
+	Sync      Sync                   `toml:"sync" json:"sync" doc:"What workspace sync copies into a sandbox."`
+	Compose   Compose                `toml:"compose" json:"compose" doc:"The Docker Compose stack converged inside sandboxes with compose = true."`
+	Lease     Lease                  `toml:"lease" json:"lease" doc:"Lease lengths and the instance cap."`
+	Sandboxes map[string]Sandbox     `toml:"sandboxes" json:"sandboxes" check:"sandbox_name" doc:"Named sandboxes. Each inherits [vm] and may override any of its keys."`
+	Leases    map[string]LeaseRecord `toml:"leases" json:"leases" managed:"true" check:"sandbox_name" doc:"Written by sbf in .sandboxforge/overrides.toml: each sandbox's lease."`
+}
+
+// LeaseRecord is a sandbox's lease: it exists while now < ExpiresAt.
+type LeaseRecord struct {
+	AcquiredAt time.Time `toml:"acquired_at" json:"acquired_at" doc:"When the lease was first acquired; max_lifetime counts from here."`
+	ExpiresAt  time.Time `toml:"expires_at" json:"expires_at" doc:"When the sandbox expires and its VM is deleted."`
+}
+
+// VM describes one virtual machine. [vm] holds the defaults; each sandbox
+// starts from them.
+type VM struct {
+	Driver    string   `toml:"driver" json:"driver" enum:"auto,lima,vz,hyperv,sim" doc:"Backend: auto picks lima on Linux and macOS, hyperv on Windows. sim is a simulator for tests and demos."`
+	CPUs      int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs."`
+	MemoryGiB float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory in GiB."`
+	DiskGiB   float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk size in GiB."`
+	Arch      string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture (x86_64, aarch64); empty means the host's."`
+	VMType    string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; defaults to vz on macOS and qemu on Linux."`
+	Template  string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template the VM's image comes from (v1: template:NAME). Host mounts are never inherited from it."`
+	TTL       Duration `toml:"ttl" json:"ttl" nullable:"true" doc:"Lease length (30m, 2h, 7d); empty means [lease] default_ttl."`
+	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest. None by default."`
+}
+
+// Sandbox is one named VM: the [vm] keys it overrides plus what runs in it.
+type Sandbox struct {
+	VM       `toml:",inline"`
+	Compose  bool     `toml:"compose" json:"compose" doc:"Converge the [compose] stack inside this sandbox."`
+	Services []string `toml:"services" json:"services" enum:"mysql,redis" doc:"Services from [infra] to run in this sandbox."`
+	Ports    []string `toml:"ports" json:"ports" check:"port_forward" doc:"Port forwards HOST:GUEST from the host's loopback into the guest."`
+}
+
+// Docker configures the runtime inside the guest.
+type Docker struct {
+	InstallIfMissing bool `toml:"install_if_missing" json:"install_if_missing" doc:"Install Docker in the guest when it is missing."`
+}
+
+// Compose names the stack converged inside sandboxes.
+type Compose struct {
+	Files []string `toml:"files" json:"files" check:"nonempty_items" doc:"Compose files, relative to the workspace root."`
+}
+
+// Lease bounds how long sandboxes live and how many may exist.
+type Lease struct {
+	DefaultTTL   Duration `toml:"default_ttl" json:"default_ttl" check:"positive" doc:"Lease length when neither the sandbox nor the request names one."`
+	MaxTTL       Duration `toml:"max_ttl" json:"max_ttl" check:"positive" doc:"Longest single lease or extension."`
+	MaxLifetime  Duration `toml:"max_lifetime" json:"max_lifetime" check:"positive" doc:"Longest a lease may reach through extensions, from when it was acquired."`
+	MaxInstances int      `toml:"max_instances" json:"max_instances" check:"positive" doc:"Most sbf instances alive on this host at once, across workspaces."`
+}
+
+// Sync configures workspace sync into a sandbox (v1).
+type Sync struct {
+	IncludeGit      bool     `toml:"include_git" json:"include_git" doc:"Copy .git too."`
+	ExcludePatterns []string `toml:"exclude_patterns" json:"exclude_patterns" doc:"Glob patterns left out of sync."`
+}
+
+// Infra holds the v1 service keys.
+type Infra struct {
+	EnsureNetwork            bool   `toml:"ensure_network" json:"ensure_network" doc:"Create the services' Docker network."`
+	BridgeToComposeNetwork   bool   `toml:"bridge_to_compose_network" json:"bridge_to_compose_network" doc:"Attach the compose project to the services' network."`
+	IncludeServicesByDefault bool   `toml:"include_services_by_default" json:"include_services_by_default" doc:"Start services when a tool call does not say."`
+	NetworkName              string `toml:"network_name" json:"network_name" nullable:"true" doc:"Network name, used verbatim; empty derives one from network_name_prefix."`
+	NetworkNamePrefix        string `toml:"network_name_prefix" json:"network_name_prefix" check:"nonempty" doc:"Prefix of the derived network name."`
+	MySQL                    MySQL  `toml:"mysql" json:"mysql" doc:"The MySQL service."`
+	Redis                    Redis  `toml:"redis" json:"redis" doc:"The Redis service."`
+}
+
+// MySQL is the v1 [infra.mysql] table.
+type MySQL struct {
+	Enabled             bool              `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run MySQL."`
+	Image               string            `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
+	RootPassword        string            `toml:"root_password" json:"root_password" check:"nonempty" doc:"Root password; ${VAR} reads it from the environment."`
+	Database            string            `toml:"database" json:"database" check:"nonempty" doc:"Database created at start."`
+	ContainerNamePrefix string            `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
+	ExtraEnv            map[string]string `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container."`
+	InjectEnvTo         string            `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
+}
+
+// Redis is the v1 [infra.redis] table.
+type Redis struct {
+	Enabled             bool              `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run Redis."`
+	Image               string            `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
+	ContainerNamePrefix string            `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
+	ExtraEnv            map[string]string `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container."`
+	InjectEnvTo         string            `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
+}

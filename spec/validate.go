@@ -1,0 +1,306 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// null is a JSON null from request overrides; TOML has no null. It resets
+// nullable keys and is an error elsewhere.
+type null struct{}
+
+// validator checks one layer's tree against the Config type. It rewrites
+// accepted values into their canonical Go form in place (enums trimmed and
+// lower-cased, durations parsed, integers widened to floats where a number
+// is wanted) so merging and decoding need no further checks.
+type validator struct {
+	l       *layer
+	managed bool // the managed overrides document may hold sbf-only keys
+	errs    Errors
+}
+
+func validateLayer(l *layer, managed bool) Errors {
+	v := &validator{l: l, managed: managed}
+	v.table(l.tree, reflect.TypeFor[Config](), "")
+	v.errs.sortWithin()
+	return v.errs
+}
+
+func (v *validator) fail(path string, preferKey bool, format string, args ...any) {
+	v.errs = append(v.errs, v.l.errorAt(path, preferKey, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) table(t map[string]any, typ reflect.Type, path string) {
+	for key, val := range t {
+		p := childPath(path, key)
+		f, ok := lookupField(typ, key)
+		if !ok {
+			v.fail(p, true, "is not supported (allowed: %s)", allowedKeys(typ))
+			continue
+		}
+		if norm, ok := v.value(f, val, p); ok {
+			t[key] = norm
+		}
+	}
+}
+
+// value checks one value against its field and returns its canonical form.
+func (v *validator) value(f field, val any, path string) (any, bool) {
+	if _, isNull := val.(null); isNull {
+		if f.nullable {
+			return reflect.Zero(f.typ).Interface(), true
+		}
+		v.fail(path, false, "must not be null")
+		return nil, false
+	}
+	if f.managedOnly && !v.managed {
+		v.fail(path, true, "is written only by sbf (in %s/%s); remove it from this file", Dir, OverridesFile)
+		return nil, false
+	}
+	switch {
+	case f.typ == timeType:
+		return v.timestamp(val, path)
+	case f.typ == durationType:
+		return v.duration(f, val, path)
+	case f.typ.Kind() == reflect.Struct:
+		m, ok := val.(map[string]any)
+		if !ok {
+			v.fail(path, false, "must be a table")
+			return nil, false
+		}
+		v.table(m, f.typ, path)
+		return m, true
+	case f.typ.Kind() == reflect.Map:
+		return v.mapValue(f, val, path)
+	case f.typ.Kind() == reflect.Slice:
+		return v.list(f, val, path)
+	}
+	return v.scalar(f, val, path)
+}
+
+func (v *validator) scalar(f field, val any, path string) (any, bool) {
+	switch f.typ.Kind() {
+	case reflect.Bool:
+		if b, ok := val.(bool); ok {
+			return b, true
+		}
+		v.fail(path, false, "must be a boolean%s", got(val))
+	case reflect.Int:
+		n, ok := val.(int64)
+		if ok && (n > 0 || !f.has("positive")) && n <= math.MaxInt32 {
+			return int(n), true
+		}
+		v.fail(path, false, "must be a %sinteger%s", positiveWord(f), got(val))
+	case reflect.Float64:
+		n, ok := toFloat(val)
+		if ok && (n > 0 || !f.has("positive")) && !math.IsInf(n, 0) && !math.IsNaN(n) {
+			return n, true
+		}
+		v.fail(path, false, "must be a %snumber%s", positiveWord(f), got(val))
+	case reflect.String:
+		return v.str(f, val, path)
+	}
+	return nil, false
+}
+
+func (v *validator) str(f field, val any, path string) (any, bool) {
+	s, ok := val.(string)
+	if !ok {
+		v.fail(path, false, "must be a string%s", got(val))
+		return nil, false
+	}
+	if f.enum != nil {
+		norm := strings.ToLower(strings.TrimSpace(s))
+		if norm == "" && f.nullable {
+			return "", true
+		}
+		for _, e := range f.enum {
+			if norm == e {
+				return norm, true
+			}
+		}
+		v.fail(path, false, "must be one of: %s (got %q)", strings.Join(slices.Sorted(slices.Values(f.enum)), ", "), s)
+		return nil, false
+	}
+	if f.has("nonempty") && strings.TrimSpace(s) == "" {
+		v.fail(path, false, "must be a non-empty string")
+		return nil, false
+	}
+	return s, true
+}
+
+func (v *validator) duration(f field, val any, path string) (any, bool) {
+	var d Duration
+	switch x := val.(type) {
+	case string:
+		if strings.TrimSpace(x) == "" && f.nullable {
+			return Duration(0), true
+		}
+		parsed, err := ParseDuration(x)
+		if err != nil {
+			v.fail(path, false, "%s", err)
+			return nil, false
+		}
+		d = parsed
+	case int64, float64:
+		n, _ := toFloat(x)
+		if !f.has("hours") {
+			v.fail(path, false, "must be a duration string such as 30m, 12h or 7d (got %v)", x)
+			return nil, false
+		}
+		if n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			v.fail(path, false, "must not be negative (got %v)", x)
+			return nil, false
+		}
+		d = Duration(n * 3600e9)
+	default:
+		v.fail(path, false, "must be a duration string such as 30m, 12h or 7d%s", got(val))
+		return nil, false
+	}
+	if d == 0 && f.has("positive") {
+		v.fail(path, false, "must be longer than zero")
+		return nil, false
+	}
+	return d, true
+}
+
+func (v *validator) timestamp(val any, path string) (any, bool) {
+	switch x := val.(type) {
+	case time.Time:
+		return x.UTC(), true
+	case string:
+		if t, err := time.Parse(time.RFC3339, x); err == nil {
+			return t.UTC(), true
+		}
+	}
+	v.fail(path, false, "must be an RFC 3339 date-time with a time zone%s", got(val))
+	return nil, false
+}
+
+func (v *validator) list(f field, val any, path string) (any, bool) {
+	items, ok := val.([]any)
+	if !ok {
+		v.fail(path, false, "must be an array of strings")
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	good := true
+	item := field{typ: reflect.TypeFor[string](), enum: f.enum, checks: f.checks}
+	for i, it := range items {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		norm, ok := v.str(item, it, p)
+		if ok && f.has("nonempty_items") && strings.TrimSpace(norm.(string)) == "" {
+			v.fail(p, false, "must be a non-empty string")
+			ok = false
+		}
+		if ok && f.has("port_forward") {
+			ok = v.portForward(norm.(string), p)
+		}
+		if !ok {
+			good = false
+			continue
+		}
+		out = append(out, norm.(string))
+	}
+	return out, good
+}
+
+var portForwardRE = regexp.MustCompile(`^(\d{1,5})(?::(\d{1,5}))?$`)
+
+func (v *validator) portForward(s, path string) bool {
+	m := portForwardRE.FindStringSubmatch(s)
+	if m == nil {
+		v.fail(path, false, "must be HOST:GUEST ports such as \"8080:80\" (got %q)", s)
+		return false
+	}
+	for _, part := range m[1:] {
+		if n, _ := strconv.Atoi(part); part != "" && (n < 1 || n > 65535) {
+			v.fail(path, false, "port %s is out of range 1-65535", part)
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) mapValue(f field, val any, path string) (any, bool) {
+	m, ok := val.(map[string]any)
+	if !ok {
+		v.fail(path, false, "must be a table")
+		return nil, false
+	}
+	elem := f.typ.Elem()
+	for k, x := range m {
+		p := childPath(path, k)
+		if elem.Kind() == reflect.Struct {
+			if f.has("sandbox_name") && !ValidSandboxName(k) {
+				v.fail(p, true, "is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit, at most %d characters)", maxSandboxName)
+				continue
+			}
+			if norm, ok := v.value(field{key: k, typ: elem}, x, p); ok {
+				m[k] = norm
+			}
+			continue
+		}
+		if s, ok := x.(string); ok {
+			m[k] = s
+		} else {
+			v.fail(p, false, "must be a string%s", got(x))
+		}
+	}
+	return m, true
+}
+
+const maxSandboxName = 40
+
+var sandboxNameRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$`)
+
+// ValidSandboxName reports whether a name can become part of a backend
+// instance name on every driver.
+func ValidSandboxName(name string) bool {
+	return len(name) <= maxSandboxName && sandboxNameRE.MatchString(name)
+}
+
+func toFloat(val any) (float64, bool) {
+	switch x := val.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func positiveWord(f field) string {
+	if f.has("positive") {
+		return "positive "
+	}
+	return ""
+}
+
+// got describes a value of the wrong type, so "cpus = true" reads as
+// "must be a positive integer (got boolean true)".
+func got(val any) string {
+	switch x := val.(type) {
+	case bool:
+		return fmt.Sprintf(" (got boolean %v)", x)
+	case string:
+		return fmt.Sprintf(" (got string %q)", x)
+	case int64:
+		return fmt.Sprintf(" (got %d)", x)
+	case float64:
+		return " (got " + strconv.FormatFloat(x, 'f', -1, 64) + ")"
+	case []any:
+		return " (got an array)"
+	case map[string]any:
+		return " (got a table)"
+	case nil:
+		return ""
+	}
+	return fmt.Sprintf(" (got %T)", val)
+}
