@@ -1,0 +1,112 @@
+// Command sbf converges VM-isolated workspaces described by a committed
+// .sandboxforge.toml. Each subcommand lives in its own file and stays thin:
+// parse flags, call the engine, render.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// app is what every subcommand shares: where it reads and writes, and the
+// process environment, passed in so tests can run sbf in-process.
+type app struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	dir    string // -C
+}
+
+// exitError carries an exit code other than 1 (usage errors exit 2, plan
+// --detailed-exitcode exits 2 for pending changes). A nil err means the
+// command already said what it had to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// silentExit ends the command with a code and nothing more to print.
+func silentExit(code int) error { return &exitError{code: code} }
+
+func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+		code = 2
+	}
+	fmt.Fprintf(stderr, "sbf: %v\n", err)
+	if code == 2 {
+		fmt.Fprintln(stderr, "Run 'sbf --help' for usage.")
+	}
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sbf",
+		Short:         "Declarative, VM-isolated workspaces",
+		Long:          "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose stack inside them and the services they need.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "run as if sbf was started in `DIR` (the workspace root)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, err: err}
+	})
+	root.AddCommand(
+		a.validateCommand(),
+		a.initCommand(),
+		a.schemaCommand(),
+		a.versionCommand(),
+	)
+	return root
+}
+
+// args wraps a positional-argument rule so its failures are usage errors.
+func args(rule cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, list []string) error {
+		if err := rule(cmd, list); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		return nil
+	}
+}
