@@ -1,0 +1,107 @@
+// Package flock serialises sbf processes with OS file locks. Next to each
+// lock file it keeps a small JSON note naming the holder, so a waiting
+// process can say who it waits for.
+package flock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Holder describes who holds a lock.
+type Holder struct {
+	Command string    `json:"command"`
+	PID     int       `json:"pid"`
+	Since   time.Time `json:"since"`
+	Host    string    `json:"host,omitempty"`
+}
+
+// LockedError is returned when the lock stays taken past the timeout.
+type LockedError struct {
+	Path   string
+	Holder *Holder // nil when the note could not be read
+}
+
+func (e *LockedError) Error() string {
+	if e.Holder == nil {
+		return fmt.Sprintf("%s is locked by another sbf process", e.Path)
+	}
+	return fmt.Sprintf("%s is locked by %q (pid %d) since %s", e.Path, e.Holder.Command, e.Holder.PID,
+		e.Holder.Since.UTC().Format(time.RFC3339))
+}
+
+// Lock is a held lock.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// Acquire takes the lock at path, retrying until timeout (zero: try once).
+// The holder note is written to path+".info" once the lock is held.
+func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 5 * time.Millisecond
+	for {
+		err := tryLock(f)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errWouldBlock) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		select {
+		case <-waitCtx.Done():
+			f.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &LockedError{Path: path, Holder: ReadHolder(path)}
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 250*time.Millisecond)
+	}
+	note, _ := json.Marshal(who)
+	// The note is advisory: a failure to write it must not fail the lock.
+	_ = os.WriteFile(path+".info", note, 0o644)
+	return &Lock{f: f, path: path}, nil
+}
+
+// Release drops the lock. The lock file stays (removing it would race with
+// a process that has it open); the note is cleared.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	_ = os.Remove(l.path + ".info")
+	err := unlock(l.f)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	return err
+}
+
+// ReadHolder returns the note of whoever holds path, if any.
+func ReadHolder(path string) *Holder {
+	b, err := os.ReadFile(path + ".info")
+	if err != nil {
+		return nil
+	}
+	var h Holder
+	if json.Unmarshal(b, &h) != nil {
+		return nil
+	}
+	return &h
+}
+
+var errWouldBlock = errors.New("lock is held")
