@@ -1,0 +1,91 @@
+// Package state keeps what sbf has done to the world: one JSON file per
+// workspace (.sandboxforge/state.json), written atomically with a backup
+// of the previous version, serialised between processes by a file lock.
+package state
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Version is the state file format this build writes.
+const Version = 1
+
+// Phase is where a sandbox is in its life.
+type Phase string
+
+const (
+	Pending   Phase = "pending"
+	Creating  Phase = "creating"
+	Running   Phase = "running"
+	Stopped   Phase = "stopped"
+	Expired   Phase = "expired"
+	Destroyed Phase = "destroyed"
+	Failed    Phase = "failed"
+)
+
+// Terminal phases have no VM behind them.
+func (p Phase) Terminal() bool { return p == Expired || p == Destroyed }
+
+// File is the whole state of one workspace.
+type File struct {
+	Version       int                 `json:"version"`
+	Lineage       string              `json:"lineage"` // fixed for the life of this state history
+	Serial        int64               `json:"serial"`  // +1 on every write
+	WorkspaceRoot string              `json:"workspace_root"`
+	WorkspaceID   string              `json:"workspace_id"`
+	Sandboxes     map[string]*Sandbox `json:"sandboxes"`
+	Tasks         map[string]*Task    `json:"tasks"`
+}
+
+// Sandbox records one sandbox's instance as sbf last left it.
+type Sandbox struct {
+	Driver   string `json:"driver"`
+	Instance string `json:"instance"`
+	Phase    Phase  `json:"phase"`
+	// VM is the spec last applied successfully; the planner diffs against it.
+	VM *drivers.Spec `json:"vm,omitempty"`
+	// Applied holds a hash per layer converged inside the VM (runtime,
+	// services, compose), so unchanged layers are skipped.
+	Applied   map[string]string `json:"applied,omitempty"`
+	ExpiresAt *time.Time        `json:"expires_at,omitempty"` // the lease when last applied
+	CreatedAt *time.Time        `json:"created_at,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	LastError string            `json:"last_error,omitempty"`
+	SSH       string            `json:"ssh,omitempty"`
+}
+
+// Task is a background command started in a sandbox.
+type Task struct {
+	ID         string     `json:"id"`
+	Sandbox    string     `json:"sandbox"`
+	Command    string     `json:"command"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+}
+
+// New starts a state history for a workspace.
+func New(root, workspaceID string) *File {
+	return &File{
+		Version:       Version,
+		Lineage:       newLineage(),
+		WorkspaceRoot: root,
+		WorkspaceID:   workspaceID,
+		Sandboxes:     map[string]*Sandbox{},
+		Tasks:         map[string]*Task{},
+	}
+}
+
+func newLineage() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
