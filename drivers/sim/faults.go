@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/flock"
+)
+
+// fault is one SBF_SIM_FAULTS rule: OP:TARGET=fail[:N]. TARGET is an
+// instance name, a sandbox name (the end of an instance name) or *.
+// Without N the operation always fails; with N it fails N times, counted
+// in the world so separate processes share the count.
+type fault struct {
+	rule   string
+	op     string
+	target string
+	times  int // 0: always
+}
+
+var ops = map[string]bool{"list": true, "create": true, "start": true, "stop": true, "delete": true, "reconfigure": true}
+
+func parseFaults(s string) ([]fault, error) {
+	var out []fault
+	for _, rule := range splitList(s) {
+		lhs, rhs, ok := strings.Cut(rule, "=")
+		op, target, ok2 := strings.Cut(lhs, ":")
+		if !ok || !ok2 || !ops[op] || target == "" {
+			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure", rule)
+		}
+		f := fault{rule: rule, op: op, target: target}
+		switch {
+		case rhs == "fail":
+		case strings.HasPrefix(rhs, "fail:"):
+			n, err := strconv.Atoi(strings.TrimPrefix(rhs, "fail:"))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: fail count must be a positive integer", rule)
+			}
+			f.times = n
+		default:
+			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want fail or fail:N after =", rule)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func parseLatency(s string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, item := range splitList(s) {
+		op, d, ok := strings.Cut(item, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || !ops[op] || err != nil || dur < 0 {
+			return nil, fmt.Errorf("SBF_SIM_LATENCY item %q: want OP=DURATION (create=300ms)", item)
+		}
+		out[op] = dur
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func (f fault) matches(op, name string) bool {
+	return f.op == op && (f.target == "*" || f.target == name || strings.HasSuffix(name, "-"+f.target))
+}
+
+// injectFault fails the operation when a rule says so.
+func (d *Driver) injectFault(ctx context.Context, op, name string) error {
+	for _, f := range d.faults {
+		if !f.matches(op, name) {
+			continue
+		}
+		if f.times == 0 {
+			return fmt.Errorf("sim: injected %s failure for %s", op, name)
+		}
+		fire, err := d.consume(ctx, f)
+		if err != nil {
+			return err
+		}
+		if fire {
+			return fmt.Errorf("sim: injected %s failure for %s (rule %s)", op, name, f.rule)
+		}
+	}
+	return nil
+}
+
+// consume takes one use of a counted rule; false once it is used up.
+func (d *Driver) consume(ctx context.Context, f fault) (bool, error) {
+	lock, err := flock.Acquire(ctx, filepath.Join(d.dir, "faults.lock"), flock.Holder{Command: "sim", PID: os.Getpid()}, time.Minute)
+	if err != nil {
+		return false, err
+	}
+	defer lock.Release()
+	sum := sha1.Sum([]byte(f.rule))
+	path := filepath.Join(d.dir, "fault-"+hex.EncodeToString(sum[:8])+".count")
+	used := 0
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		used, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	if used >= f.times {
+		return false, nil
+	}
+	return true, os.WriteFile(path, []byte(strconv.Itoa(used+1)), 0o644)
+}

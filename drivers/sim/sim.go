@@ -1,0 +1,204 @@
+// Package sim is a simulated hypervisor for tests, benchmarks and demos,
+// selected with [vm] driver = "sim" and never a default. Its world lives
+// in a folder, so separate sbf processes share it; operations can be
+// slowed (SBF_SIM_LATENCY) or made to fail (SBF_SIM_FAULTS), and each one
+// is appended to an operation log that tests read.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/clock"
+)
+
+// Name is the driver name in specs.
+const Name = "sim"
+
+// Options configure a simulated world.
+type Options struct {
+	Dir     string      // the world; SBF_SIM_DIR, default <workspace>/.sandboxforge/sim
+	Latency string      // SBF_SIM_LATENCY, e.g. "create=300ms,start=100ms"
+	Faults  string      // SBF_SIM_FAULTS, e.g. "create:api=fail,delete:*=fail:2"
+	Clock   clock.Clock // timestamps in the log
+}
+
+// Driver is one simulated world.
+type Driver struct {
+	dir     string
+	clock   clock.Clock
+	latency map[string]time.Duration
+	faults  []fault
+}
+
+// record is one instance as stored in the world.
+type record struct {
+	Name      string         `json:"name"`
+	Status    drivers.Status `json:"status"`
+	Spec      drivers.Spec   `json:"spec"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// New opens (creating) a world.
+func New(opts Options) (*Driver, error) {
+	lat, err := parseLatency(opts.Latency)
+	if err != nil {
+		return nil, err
+	}
+	faults, err := parseFaults(opts.Faults)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "instances"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating sim world %s: %w", opts.Dir, err)
+	}
+	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults}, nil
+}
+
+// Dir is the world's folder.
+func (d *Driver) Dir() string { return d.dir }
+
+// List reports every instance in the world.
+func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
+	if err := d.begin(ctx, "list", ""); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(filepath.Join(d.dir, "instances"))
+	if err != nil {
+		return nil, fmt.Errorf("listing sim world: %w", err)
+	}
+	var out []drivers.Instance
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		r, err := d.read(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
+			SSH: "sim://" + r.Name})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, d.end("list", "", nil)
+}
+
+// Create makes a stopped instance.
+func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
+	if err := d.begin(ctx, "create", spec.Name); err != nil {
+		return err
+	}
+	if _, err := d.read(spec.Name); err == nil {
+		return d.end("create", spec.Name, fmt.Errorf("sim instance %s already exists", spec.Name))
+	}
+	err := d.write(record{Name: spec.Name, Status: drivers.Stopped, Spec: spec, CreatedAt: d.clock.Now().UTC()})
+	return d.end("create", spec.Name, err)
+}
+
+// Start runs an instance.
+func (d *Driver) Start(ctx context.Context, name string) error {
+	return d.transition(ctx, "start", name, func(r *record) error {
+		r.Status = drivers.Running
+		return nil
+	})
+}
+
+// Stop halts an instance; stopping a stopped one is fine.
+func (d *Driver) Stop(ctx context.Context, name string) error {
+	return d.transition(ctx, "stop", name, func(r *record) error {
+		r.Status = drivers.Stopped
+		return nil
+	})
+}
+
+// Reconfigure changes a stopped instance's resources.
+func (d *Driver) Reconfigure(ctx context.Context, spec drivers.Spec) error {
+	return d.transition(ctx, "reconfigure", spec.Name, func(r *record) error {
+		if r.Status == drivers.Running {
+			return fmt.Errorf("sim instance %s must be stopped to change it", spec.Name)
+		}
+		r.Spec = spec
+		return nil
+	})
+}
+
+// Delete removes an instance.
+func (d *Driver) Delete(ctx context.Context, name string) error {
+	if err := d.begin(ctx, "delete", name); err != nil {
+		return err
+	}
+	err := os.Remove(d.path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound)
+	}
+	return d.end("delete", name, err)
+}
+
+func (d *Driver) transition(ctx context.Context, op, name string, change func(*record) error) error {
+	if err := d.begin(ctx, op, name); err != nil {
+		return err
+	}
+	r, err := d.read(name)
+	if err == nil {
+		err = change(&r)
+	}
+	if err == nil {
+		err = d.write(r)
+	}
+	return d.end(op, name, err)
+}
+
+// begin waits out the operation's latency and applies fault injection.
+// A failed operation is logged and changes nothing.
+func (d *Driver) begin(ctx context.Context, op, name string) error {
+	if lat := d.latency[op]; lat > 0 {
+		select {
+		case <-time.After(lat):
+		case <-ctx.Done():
+			return d.end(op, name, ctx.Err())
+		}
+	}
+	if err := d.injectFault(ctx, op, name); err != nil {
+		return d.end(op, name, err)
+	}
+	return nil
+}
+
+func (d *Driver) path(name string) string { return filepath.Join(d.dir, "instances", name+".json") }
+
+func (d *Driver) read(name string) (record, error) {
+	var r record
+	data, err := os.ReadFile(d.path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("reading sim instance %s: %w", name, err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("sim instance %s is corrupt: %w", name, err)
+	}
+	return r, nil
+}
+
+func (d *Driver) write(r record) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(d.path(r.Name), data, 0o644)
+}
