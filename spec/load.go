@@ -39,16 +39,22 @@ type Options struct {
 	Host       Host     // decides host-aware defaults
 	ConfigHome string   // $XDG_CONFIG_HOME, or $HOME/.config; empty skips global files
 	Request    *Request // per-call overrides, not persisted
+	// Managed, when set, stands in for the managed overrides file: an edit
+	// can be planned before it is written.
+	Managed *Managed
 }
 
 // Resolved is the desired state of one workspace.
 type Resolved struct {
-	Root        string            `json:"workspace_root"`
-	WorkspaceID string            `json:"workspace_id"`
-	Sources     []string          `json:"sources"`
-	Config      Config            `json:"config"`
-	Host        Host              `json:"-"`
-	origins     map[string]*layer // path → the layer that set it last
+	Root        string   `json:"workspace_root"`
+	WorkspaceID string   `json:"workspace_id"`
+	Sources     []string `json:"sources"`
+	Config      Config   `json:"config"`
+	Host        Host     `json:"-"`
+	// AdHoc names sandboxes declared only in the managed overrides (by
+	// 'sbf up NAME' or create_instance), not by any file a person edits.
+	AdHoc   map[string]bool   `json:"-"`
+	origins map[string]*layer // path → the layer that set it last
 }
 
 // Load resolves the layered desired state. When any layer has problems it
@@ -73,7 +79,7 @@ func Load(opts Options) (*Resolved, error) {
 	for _, path := range layerFiles(root, opts.ConfigHome) {
 		add(readLayer(path, false))
 	}
-	add(readLayer(filepath.Join(root, Dir, OverridesFile), true))
+	add(managedLayer(filepath.Join(root, Dir, OverridesFile), opts.Managed))
 	if opts.Request != nil {
 		add(opts.Request.l, validateLayer(opts.Request.l, false))
 	}
@@ -88,6 +94,7 @@ func Load(opts Options) (*Resolved, error) {
 	}
 	assign(merged, reflect.ValueOf(&r.Config).Elem())
 	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM)
+	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
 	if errs := r.crossCheck(); len(errs) > 0 {
 		errs.sortBySource(r.Sources)
 		return r, errs
@@ -126,6 +133,38 @@ func readLayer(path string, managed bool) (*layer, Errors) {
 		return nil, nil
 	}
 	return l, validateLayer(l, managed)
+}
+
+func managedLayer(path string, m *Managed) (*layer, Errors) {
+	if m == nil {
+		return readLayer(path, true)
+	}
+	if len(m.tree) == 0 {
+		return nil, nil
+	}
+	l := newLayer(path)
+	l.tree = cloneTree(m.tree)
+	return l, validateLayer(l, true)
+}
+
+func adHocSandboxes(layers []*layer, sandboxes map[string]Sandbox, managedPath string) map[string]bool {
+	byPerson := map[string]bool{}
+	for _, l := range layers {
+		if l.source == managedPath {
+			continue
+		}
+		t, _ := l.tree["sandboxes"].(map[string]any)
+		for name := range t {
+			byPerson[name] = true
+		}
+	}
+	out := map[string]bool{}
+	for name := range sandboxes {
+		if !byPerson[name] {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // WorkspaceIdentity resolves a workspace root and derives its id the way

@@ -1,0 +1,170 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/flock"
+)
+
+// Managed is the managed overrides document (.sandboxforge/overrides.toml):
+// leases, and sandboxes declared by `sbf up NAME` or MCP's create_instance.
+// Only sbf writes it, always through EditManaged.
+type Managed struct {
+	tree map[string]any
+}
+
+const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sbf extend', 'sbf destroy' and MCP tools.\n" +
+	"# Edit .sandboxforge.toml or .sandboxforge.local.toml instead; sbf rewrites this file.\n\n"
+
+// ReadManaged loads the document of a workspace (empty when absent).
+func ReadManaged(root string) (*Managed, error) {
+	path := filepath.Join(root, Dir, OverridesFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Managed{tree: map[string]any{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	m := &Managed{tree: map[string]any{}}
+	if err := toml.Unmarshal(data, &m.tree); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Clone copies the document so an edit can be tried without touching it.
+func (m *Managed) Clone() *Managed { return &Managed{tree: cloneTree(m.tree)} }
+
+// Encode renders the document; it is checked like any layer first, so sbf
+// never writes a managed document it would itself reject.
+func (m *Managed) Encode() ([]byte, error) {
+	body, err := toml.Marshal(m.tree)
+	if err != nil {
+		return nil, fmt.Errorf("encoding managed overrides: %w", err)
+	}
+	l, err := parseLayer(OverridesFile, body)
+	if err != nil {
+		return nil, fmt.Errorf("managed overrides would not parse: %w", err)
+	}
+	if errs := validateLayer(l, true); len(errs) > 0 {
+		return nil, fmt.Errorf("managed overrides would be invalid: %w", errs)
+	}
+	return append([]byte(managedHeader), body...), nil
+}
+
+// Equal reports whether two documents would be written identically.
+func (m *Managed) Equal(o *Managed) bool {
+	a, errA := toml.Marshal(m.tree)
+	b, errB := toml.Marshal(o.tree)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// EditManaged applies edit to the workspace's document under a lock and
+// writes it atomically. The edit sees the current document, so concurrent
+// editors (CLI and MCP server) never lose each other's changes.
+func EditManaged(ctx context.Context, root string, who flock.Holder, edit func(*Managed) error) error {
+	dir := filepath.Join(root, Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	lock, err := flock.Acquire(ctx, filepath.Join(dir, "overrides.lock"), who, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	m, err := ReadManaged(root)
+	if err != nil {
+		return err
+	}
+	before := m.Clone()
+	if err := edit(m); err != nil {
+		return err
+	}
+	if m.Equal(before) {
+		return nil
+	}
+	data, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, OverridesFile), data, 0o644)
+}
+
+// Lease returns a sandbox's lease.
+func (m *Managed) Lease(name string) (LeaseRecord, bool) {
+	t, ok := m.table("leases", name)
+	if !ok {
+		return LeaseRecord{}, false
+	}
+	var l LeaseRecord
+	l.AcquiredAt, _ = t["acquired_at"].(time.Time)
+	l.ExpiresAt, _ = t["expires_at"].(time.Time)
+	return l, !l.ExpiresAt.IsZero()
+}
+
+// SetLease writes a sandbox's lease.
+func (m *Managed) SetLease(name string, l LeaseRecord) {
+	m.ensure("leases")[name] = map[string]any{"acquired_at": l.AcquiredAt.UTC(), "expires_at": l.ExpiresAt.UTC()}
+}
+
+// DropLease removes a sandbox's lease: the sandbox is no longer wanted.
+func (m *Managed) DropLease(name string) { m.drop("leases", name) }
+
+// Declare adds a sandbox (with optional [vm] key overrides) to this
+// document, keeping keys it already has.
+func (m *Managed) Declare(name string, keys map[string]any) {
+	sb, ok := m.ensure("sandboxes")[name].(map[string]any)
+	if !ok {
+		sb = map[string]any{}
+		m.tree["sandboxes"].(map[string]any)[name] = sb
+	}
+	for k, v := range keys {
+		sb[k] = v
+	}
+}
+
+// Undeclare removes a sandbox this document declared.
+func (m *Managed) Undeclare(name string) { m.drop("sandboxes", name) }
+
+// Declares reports whether this document declares the sandbox.
+func (m *Managed) Declares(name string) bool {
+	_, ok := m.table("sandboxes", name)
+	return ok
+}
+
+func (m *Managed) table(section, name string) (map[string]any, bool) {
+	s, _ := m.tree[section].(map[string]any)
+	t, ok := s[name].(map[string]any)
+	return t, ok
+}
+
+func (m *Managed) ensure(section string) map[string]any {
+	s, ok := m.tree[section].(map[string]any)
+	if !ok {
+		s = map[string]any{}
+		m.tree[section] = s
+	}
+	return s
+}
+
+func (m *Managed) drop(section, name string) {
+	s, ok := m.tree[section].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(s, name)
+	if len(s) == 0 {
+		delete(m.tree, section)
+	}
+}
