@@ -1,0 +1,128 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// HostAdmission enforces [lease] max_instances across every workspace on
+// the host. Under a host-wide lock it counts the sbf instances the
+// drivers list (minus those whose lease has expired, which are on their
+// way out) plus slots other processes have reserved for creates in
+// flight, then reserves one. A reservation is a lock file its process
+// holds, so a crashed process's reservation frees itself.
+type HostAdmission struct {
+	Dir   string // host state folder
+	Index *state.HostIndex
+	Max   int
+	Clock clock.Clock
+	List  func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
+	Who   flock.Holder
+}
+
+// LimitError is INSTANCE_LIMIT_EXCEEDED.
+func limitError(maxInstances, active int, counted []string) *Error {
+	return errorf(CodeInstanceLimit, map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
+		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] max_instances",
+		active, maxInstances, strings.Join(counted, ", "))
+}
+
+// Admit reserves a slot for instance or returns INSTANCE_LIMIT_EXCEEDED.
+func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), error) {
+	resDir := filepath.Join(h.Dir, "reservations")
+	if err := os.MkdirAll(resDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", resDir, err)
+	}
+	lock, err := flock.Acquire(ctx, filepath.Join(h.Dir, "admission.lock"), h.Who, 2*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the host-wide instance count: %w", err)
+	}
+	defer lock.Release()
+
+	active, err := h.active(ctx, resDir)
+	if err != nil {
+		return nil, err
+	}
+	delete(active, instance) // replacing an instance does not add one
+	if len(active) >= h.Max {
+		return nil, limitError(h.Max, len(active), sortedSet(active))
+	}
+	res, err := flock.Acquire(ctx, filepath.Join(resDir, instance+".lock"), h.Who, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reserving a slot for %s: %w", instance, err)
+	}
+	return func() {
+		os.Remove(filepath.Join(resDir, instance+".lock"))
+		res.Release()
+	}, nil
+}
+
+// active is every instance that counts against the cap right now.
+func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]bool, error) {
+	listed, err := h.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("counting instances for the instance cap: %w", err)
+	}
+	expired := map[string]bool{}
+	if h.Index != nil {
+		entries, err := h.Index.All()
+		if err != nil {
+			return nil, err
+		}
+		now := h.Clock.Now()
+		for _, e := range entries {
+			if !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt) {
+				expired[e.Instance] = true
+			}
+		}
+	}
+	active := map[string]bool{}
+	for _, inst := range listed {
+		if strings.HasPrefix(inst.Name, drivers.Prefix) && !expired[inst.Name] {
+			active[inst.Name] = true
+		}
+	}
+	reservations, _ := filepath.Glob(filepath.Join(resDir, "*.lock"))
+	for _, path := range reservations {
+		name := strings.TrimSuffix(filepath.Base(path), ".lock")
+		if inFlight(ctx, path) {
+			active[name] = true
+		}
+	}
+	return active, nil
+}
+
+// inFlight reports whether a reservation is still held by a live process;
+// a stale one is removed.
+func inFlight(ctx context.Context, path string) bool {
+	l, err := flock.Acquire(ctx, path, flock.Holder{Command: "admission probe"}, 0)
+	var locked *flock.LockedError
+	if errors.As(err, &locked) {
+		return true
+	}
+	if err == nil {
+		os.Remove(path)
+		l.Release()
+	}
+	return false
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,246 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Driver is what the executor needs from a backend.
+type Driver interface {
+	Lister
+	Create(ctx context.Context, spec drivers.Spec) error
+	Start(ctx context.Context, name string) error
+	Stop(ctx context.Context, name string) error
+	Delete(ctx context.Context, name string) error
+	// Reconfigure applies restart-class changes to a stopped instance.
+	Reconfigure(ctx context.Context, spec drivers.Spec) error
+}
+
+// Recorder persists state changes; state.Store is one.
+type Recorder interface {
+	Update(change func(*state.File)) error
+}
+
+// Admitter guards the host-wide instance cap: it reserves a slot for an
+// instance about to be created, or refuses.
+type Admitter interface {
+	Admit(ctx context.Context, instance string) (release func(), err error)
+}
+
+// Event reports progress of one action.
+type Event struct {
+	Sandbox string
+	Kind    Kind
+	Done    bool
+	Err     error
+	Elapsed time.Duration
+}
+
+// Executor carries out a plan. It makes no decisions: every step it takes
+// is named by the plan; it only orders them, records each outcome in the
+// state as it happens, and reports every failure.
+type Executor struct {
+	Drivers     func(name string) (Driver, error)
+	Record      Recorder
+	Clock       clock.Clock
+	Admit       Admitter // nil: no cap
+	Parallelism int
+	Events      func(Event) // nil: silent
+}
+
+// Apply executes p. Sandboxes are independent and run in parallel (up to
+// Parallelism); a failed sandbox does not stop the others. The error joins
+// every failure, each naming its sandbox.
+func (e *Executor) Apply(ctx context.Context, p *Plan) error {
+	if len(p.Refresh) > 0 {
+		if err := e.Record.Update(func(f *state.File) {
+			for _, r := range p.Refresh {
+				e.applyRefresh(f, r)
+			}
+		}); err != nil {
+			return fmt.Errorf("recording state corrections: %w", err)
+		}
+	}
+	sem := make(chan struct{}, max(1, e.Parallelism))
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.Actions))
+	for i, a := range p.Actions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			errs[i] = e.run(ctx, a)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (e *Executor) applyRefresh(f *state.File, r Refresh) {
+	rec := record(f, r.Sandbox)
+	rec.Phase, rec.Instance, rec.Driver, rec.LastError = r.Phase, r.Instance, r.Driver, ""
+	if r.VM != nil {
+		rec.VM = r.VM
+	}
+	rec.UpdatedAt = e.Clock.Now().UTC()
+}
+
+func record(f *state.File, sandbox string) *state.Sandbox {
+	rec, ok := f.Sandboxes[sandbox]
+	if !ok {
+		rec = &state.Sandbox{Phase: state.Pending}
+		f.Sandboxes[sandbox] = rec
+	}
+	return rec
+}
+
+// run performs one action and records its outcome.
+func (e *Executor) run(ctx context.Context, a Action) error {
+	start := e.Clock.Now()
+	e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind})
+	err := e.perform(ctx, a)
+	if err != nil {
+		err = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, err)
+		if rerr := e.note(a, func(rec *state.Sandbox) {
+			rec.Phase, rec.LastError = state.Failed, err.Error()
+		}); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind, Done: true, Err: err, Elapsed: e.Clock.Now().Sub(start)})
+	return err
+}
+
+func (e *Executor) perform(ctx context.Context, a Action) error {
+	drv, err := e.Drivers(a.Driver)
+	if err != nil {
+		return err
+	}
+	switch a.Kind {
+	case Create:
+		return e.create(ctx, drv, a)
+	case Start:
+		if err := drv.Start(ctx, a.Instance); err != nil {
+			return err
+		}
+		return e.note(a, running(a))
+	case Update:
+		if a.WasRunning {
+			if err := drv.Stop(ctx, a.Instance); err != nil {
+				return fmt.Errorf("stopping before the change: %w", err)
+			}
+		}
+		if err := drv.Reconfigure(ctx, *a.Spec); err != nil {
+			return err
+		}
+		if err := drv.Start(ctx, a.Instance); err != nil {
+			return err
+		}
+		return e.note(a, running(a))
+	case Replace:
+		old, err := e.Drivers(a.OldDriver)
+		if err != nil {
+			return err
+		}
+		if err := remove(ctx, old, a.Instance); err != nil {
+			return fmt.Errorf("deleting the old instance: %w", err)
+		}
+		return e.create(ctx, drv, a)
+	case Delete, Expire:
+		if err := remove(ctx, drv, a.Instance); err != nil {
+			return err
+		}
+		phase := state.Destroyed
+		if a.Kind == Expire {
+			phase = state.Expired
+		}
+		return e.note(a, func(rec *state.Sandbox) {
+			rec.Phase, rec.LastError, rec.SSH = phase, "", ""
+			if a.ExpiresAt != nil {
+				rec.ExpiresAt = a.ExpiresAt
+			}
+		})
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// create records the sandbox as creating before touching the backend, so
+// a crash mid-create leaves a record the next plan repairs from the world.
+func (e *Executor) create(ctx context.Context, drv Driver, a Action) error {
+	if err := e.note(a, func(rec *state.Sandbox) { rec.Phase = state.Creating }); err != nil {
+		return err
+	}
+	if e.Admit != nil {
+		release, err := e.Admit.Admit(ctx, a.Instance)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if err := drv.Create(ctx, *a.Spec); err != nil {
+		return err
+	}
+	if err := drv.Start(ctx, a.Instance); err != nil {
+		return err
+	}
+	now := e.Clock.Now().UTC()
+	return e.note(a, func(rec *state.Sandbox) {
+		running(a)(rec)
+		rec.CreatedAt = &now
+	})
+}
+
+// remove stops then deletes an instance; one already gone is fine.
+func remove(ctx context.Context, drv Driver, instance string) error {
+	stopErr := drv.Stop(ctx, instance)
+	err := drv.Delete(ctx, instance)
+	if err == nil || errors.Is(err, drivers.ErrNotFound) {
+		return nil
+	}
+	if stopErr != nil && !errors.Is(stopErr, drivers.ErrNotFound) {
+		return errors.Join(err, fmt.Errorf("stopping first: %w", stopErr))
+	}
+	return err
+}
+
+func running(a Action) func(*state.Sandbox) {
+	return func(rec *state.Sandbox) {
+		rec.Phase, rec.LastError = state.Running, ""
+		if a.Spec != nil {
+			spec := *a.Spec
+			rec.VM = &spec
+		}
+		if a.ExpiresAt != nil {
+			rec.ExpiresAt = a.ExpiresAt
+		}
+	}
+}
+
+// note records a change to one sandbox's record.
+func (e *Executor) note(a Action, change func(*state.Sandbox)) error {
+	return e.Record.Update(func(f *state.File) {
+		rec := record(f, a.Sandbox)
+		rec.Instance, rec.Driver = a.Instance, a.Driver
+		change(rec)
+		rec.UpdatedAt = e.Clock.Now().UTC()
+	})
+}
+
+func (e *Executor) emit(ev Event) {
+	if e.Events != nil {
+		e.Events(ev)
+	}
+}

@@ -1,0 +1,92 @@
+// Package reconcile is sbf's engine: it observes the world, plans the
+// difference to the desired state with a pure function, and executes the
+// plan without making decisions of its own.
+package reconcile
+
+import (
+	"slices"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// Desired is what the workspace asks for, reduced to what planning needs.
+type Desired struct {
+	Root        string
+	WorkspaceID string
+	Sandboxes   map[string]DesiredSandbox
+}
+
+// DesiredSandbox is one declared sandbox.
+type DesiredSandbox struct {
+	Name     string
+	Instance string
+	Driver   string // resolved: never "auto"
+	VM       drivers.Spec
+	// Lease is nil when the sandbox holds none (never acquired, or
+	// destroyed): such a sandbox must not exist.
+	Lease *spec.LeaseRecord
+	TTL   time.Duration // lease length when acquired or renewed
+}
+
+// DesiredFrom reduces a resolved spec.
+func DesiredFrom(r *spec.Resolved) Desired {
+	d := Desired{Root: r.Root, WorkspaceID: r.WorkspaceID, Sandboxes: map[string]DesiredSandbox{}}
+	for name, sb := range r.Config.Sandboxes {
+		ds := DesiredSandbox{
+			Name:     name,
+			Instance: drivers.InstanceName(r.WorkspaceID, name),
+			Driver:   r.Host.ResolveDriver(sb.Driver),
+			VM:       vmSpec(drivers.InstanceName(r.WorkspaceID, name), sb),
+			TTL:      sb.TTL.Std(),
+		}
+		if ds.TTL == 0 {
+			ds.TTL = r.Config.Lease.DefaultTTL.Std()
+		}
+		if l, ok := r.Config.Leases[name]; ok {
+			ds.Lease = &l
+		}
+		d.Sandboxes[name] = ds
+	}
+	return d
+}
+
+func vmSpec(instance string, sb spec.Sandbox) drivers.Spec {
+	return drivers.Spec{
+		Name:      instance,
+		CPUs:      sb.CPUs,
+		MemoryGiB: sb.MemoryGiB,
+		DiskGiB:   sb.DiskGiB,
+		Arch:      sb.Arch,
+		VMType:    sb.VMType,
+		Template:  sb.Template,
+		Mounts:    nilIfEmpty(sb.Mounts),
+		Ports:     nilIfEmpty(sb.Ports),
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// drivers lists the backends this workspace's desired and recorded
+// sandboxes use, sorted.
+func driversInUse(d Desired, recorded map[string]string) []string {
+	seen := map[string]bool{}
+	for _, sb := range d.Sandboxes {
+		seen[sb.Driver] = true
+	}
+	for _, drv := range recorded {
+		seen[drv] = true
+	}
+	out := make([]string, 0, len(seen))
+	for drv := range seen {
+		out = append(out, drv)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,270 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// DriverFactory returns the backend a workspace's sandboxes use, or why it
+// cannot be used (*drivers.UnavailableError).
+type DriverFactory func(name string, r *spec.Resolved) (Driver, error)
+
+// Engine is the one path from a front door (CLI command, MCP tool) to the
+// world: edit the desired state, observe, plan, execute, record.
+type Engine struct {
+	Clock       clock.Clock
+	Drivers     DriverFactory
+	HostDir     string // host-wide state: instance index, admission
+	Parallelism int
+	LockTimeout time.Duration
+	Who         flock.Holder
+	Events      func(Event)
+}
+
+// Options say what one convergence does.
+type Options struct {
+	Targets []string // only these sandboxes (all when empty)
+	Edit    Edit     // desired-state change, written only if the plan runs
+	// Confirm sees the plan before anything changes; false stops there.
+	Confirm func(*Plan) (bool, error)
+	Saved   *SavedPlan // refuse to run unless the world still matches it
+	DryRun  bool       // plan only: no lock, nothing written
+}
+
+// Result is what a convergence saw and did.
+type Result struct {
+	Resolved *spec.Resolved
+	Plan     *Plan
+	State    *state.File // after the run (before it, for a dry run)
+	Observed Observed
+	Applied  bool
+	// NextExpiry is the earliest live lease end, zero when none: the
+	// watch loop wakes then.
+	NextExpiry time.Time
+}
+
+// Converge brings one workspace to its desired state (or, with DryRun,
+// says what that would take).
+func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+	now := e.Clock.Now()
+	root, id, err := spec.WorkspaceIdentity(ws.Root)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, spec.Dir)
+	var store *state.Store
+	var rec *state.File
+	if opts.DryRun {
+		if rec, err = state.Read(dir, root, id); err != nil {
+			return nil, err
+		}
+	} else {
+		if store, err = state.Open(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
+			return nil, err
+		}
+		defer store.Close()
+		rec = store.Snapshot()
+	}
+	before, r, err := e.resolve(ws, rec, opts.Edit, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Resolved: r, State: rec}
+	desired := DesiredFrom(r)
+	res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(rec)), e.lister(r))
+	res.Plan = Compute(desired, rec, res.Observed, now).Only(opts.Targets)
+	res.NextExpiry = nextExpiry(desired, now)
+	if opts.Saved != nil {
+		if err := opts.Saved.check(rec, res.Plan); err != nil {
+			return res, err
+		}
+	}
+	if opts.DryRun {
+		return res, problemsError(res.Plan)
+	}
+	if opts.Confirm != nil && !res.Plan.Empty() {
+		ok, err := opts.Confirm(res.Plan)
+		if err != nil || !ok {
+			return res, err
+		}
+	}
+	if err := e.writeEdit(ctx, before, r, rec, opts.Edit, now); err != nil {
+		return res, err
+	}
+	exec := &Executor{
+		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
+		Record:      store,
+		Clock:       e.Clock,
+		Admit:       e.admission(r, desired, rec),
+		Parallelism: e.Parallelism,
+		Events:      e.Events,
+	}
+	applyErr := exec.Apply(ctx, res.Plan)
+	res.Applied, res.State = true, store.Snapshot()
+	if len(res.Plan.Actions) > 0 {
+		res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(res.State)), e.lister(r))
+	}
+	return res, errors.Join(applyErr, problemsError(res.Plan))
+}
+
+// resolve loads the desired state before and after the edit; the edit is
+// applied in memory only.
+func (e *Engine) resolve(ws spec.Options, rec *state.File, edit Edit, now time.Time) (before, after *spec.Resolved, err error) {
+	before, err = spec.Load(ws)
+	if err != nil || edit == nil {
+		return before, before, err
+	}
+	managed, err := spec.ReadManaged(before.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := edit(managed, EditContext{Resolved: before, State: rec, Now: now}); err != nil {
+		return nil, nil, err
+	}
+	ws.Managed = managed
+	after, err = spec.Load(ws)
+	return before, after, err
+}
+
+// writeEdit persists the edit: it is applied again to the document as it
+// is now, under its lock, so edits made meanwhile (an MCP call) survive.
+// The host index then learns the new leases.
+func (e *Engine) writeEdit(ctx context.Context, before *spec.Resolved, r *spec.Resolved, rec *state.File, edit Edit, now time.Time) error {
+	if edit == nil {
+		return nil
+	}
+	c := EditContext{Resolved: before, State: rec, Now: now}
+	if err := spec.EditManaged(ctx, r.Root, e.holder(), func(m *spec.Managed) error { return edit(m, c) }); err != nil {
+		return fmt.Errorf("writing the desired state: %w", err)
+	}
+	return e.indexLeases(r, rec)
+}
+
+func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
+	if e.HostDir == "" {
+		return nil
+	}
+	idx := state.OpenHostIndex(e.HostDir)
+	names := map[string]bool{}
+	for n := range r.Config.Sandboxes {
+		names[n] = true
+	}
+	for n := range rec.Sandboxes {
+		names[n] = true
+	}
+	for name := range names {
+		entry := state.IndexEntry{Instance: drivers.InstanceName(r.WorkspaceID, name), Sandbox: name,
+			WorkspaceRoot: r.Root, WorkspaceID: r.WorkspaceID}
+		if sb, ok := r.Config.Sandboxes[name]; ok {
+			entry.Driver = r.Host.ResolveDriver(sb.Driver)
+		} else {
+			entry.Driver = rec.Sandboxes[name].Driver
+		}
+		if l, ok := r.Config.Leases[name]; ok {
+			entry.ExpiresAt = l.ExpiresAt
+		}
+		if err := idx.Put(entry); err != nil {
+			return fmt.Errorf("updating the host instance index: %w", err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) lister(r *spec.Resolved) func(string) (Lister, error) {
+	return func(name string) (Lister, error) { return e.Drivers(name, r) }
+}
+
+// admission counts every sbf instance the workspace's drivers list.
+func (e *Engine) admission(r *spec.Resolved, d Desired, rec *state.File) Admitter {
+	if e.HostDir == "" {
+		return nil
+	}
+	names := driversInUse(d, recordedDrivers(rec))
+	return &HostAdmission{
+		Dir:   e.HostDir,
+		Index: state.OpenHostIndex(e.HostDir),
+		Max:   r.Config.Lease.MaxInstances,
+		Clock: e.Clock,
+		Who:   e.holder(),
+		List: func(ctx context.Context) ([]drivers.Instance, error) {
+			var all []drivers.Instance
+			for _, n := range names {
+				drv, err := e.Drivers(n, r)
+				if err != nil {
+					return nil, err
+				}
+				list, err := drv.List(ctx)
+				if err != nil {
+					return nil, err
+				}
+				all = append(all, list...)
+			}
+			return all, nil
+		},
+	}
+}
+
+func (e *Engine) holder() flock.Holder {
+	h := e.Who
+	if h.Since.IsZero() {
+		h.Since = e.Clock.Now().UTC()
+	}
+	return h
+}
+
+func recordedDrivers(rec *state.File) map[string]string {
+	out := map[string]string{}
+	for name, sb := range rec.Sandboxes {
+		if !sb.Phase.Terminal() && sb.Driver != "" {
+			out[name] = sb.Driver
+		}
+	}
+	return out
+}
+
+func nextExpiry(d Desired, now time.Time) time.Time {
+	var next time.Time
+	for _, sb := range d.Sandboxes {
+		if sb.Lease != nil && now.Before(sb.Lease.ExpiresAt) && (next.IsZero() || sb.Lease.ExpiresAt.Before(next)) {
+			next = sb.Lease.ExpiresAt
+		}
+	}
+	return next
+}
+
+// problemsError reports sandboxes the planner could not decide about,
+// keeping the first backend's guidance reachable with errors.As.
+func problemsError(p *Plan) error {
+	var errs []error
+	for _, pr := range p.Problems {
+		errs = append(errs, fmt.Errorf("sandbox %s: %w", pr.Sandbox, pr.Err))
+	}
+	return errors.Join(errs...)
+}
+
+// SortedSandboxes lists a result's sandbox names: declared and recorded.
+func (r *Result) SortedSandboxes() []string {
+	seen := map[string]bool{}
+	for n := range r.Resolved.Config.Sandboxes {
+		seen[n] = true
+	}
+	for n := range r.State.Sandboxes {
+		seen[n] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,154 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files with the current output")
+
+// goldenWorkspaceID makes instance names in golden files stable:
+// sbf-01234567-NAME.
+const goldenWorkspaceID = "ws_0123456789ab"
+
+// Golden planner cases, one per file in testdata/plan. Files:
+//
+//	now            the instant the plan is made (RFC 3339)
+//	*.toml         workspace layers (leases in .sandboxforge/overrides.toml)
+//	recorded.json  the state file's "sandboxes" object
+//	observed.json  {"DRIVER": [instances...] | "unavailable: reason"} — raw
+//	               lists, so instances of other workspaces can be included
+//	want           the rendered plan, then problems
+func TestPlanGolden(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/plan/*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no golden cases")
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := planFromArchive(t, ar)
+			var out bytes.Buffer
+			p.Render(&out, Style{})
+			p.RenderProblems(&out)
+			got := out.String()
+			if *update {
+				setFile(ar, "want", got)
+				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if want := fileData(ar, "want"); got != want {
+				t.Errorf("plan differs (go test ./reconcile -update accepts it)\n--- got ---\n%s--- want ---\n%s", got, want)
+			}
+		})
+	}
+}
+
+func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
+	ws := t.TempDir()
+	for _, f := range ar.Files {
+		if strings.HasSuffix(f.Name, ".toml") {
+			writeTestFile(t, filepath.Join(ws, f.Name), string(f.Data))
+		}
+	}
+	r, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	if err != nil {
+		t.Fatalf("loading desired state: %v", err)
+	}
+	r.WorkspaceID = goldenWorkspaceID
+	d := DesiredFrom(r)
+
+	rec := state.New(ws, goldenWorkspaceID)
+	if data := fileData(ar, "recorded.json"); data != "" {
+		if err := json.Unmarshal([]byte(data), &rec.Sandboxes); err != nil {
+			t.Fatalf("recorded.json: %v", err)
+		}
+	}
+	now, err := time.Parse(time.RFC3339, strings.TrimSpace(fileData(ar, "now")))
+	if err != nil {
+		t.Fatalf("now: %v", err)
+	}
+	return Compute(d, rec, observeArchive(t, ar, d, rec), now)
+}
+
+func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File) Observed {
+	raw := map[string]json.RawMessage{}
+	if data := fileData(ar, "observed.json"); data != "" {
+		if err := json.Unmarshal([]byte(data), &raw); err != nil {
+			t.Fatalf("observed.json: %v", err)
+		}
+	}
+	recorded := map[string]string{}
+	for name, sb := range rec.Sandboxes {
+		recorded[name] = sb.Driver
+	}
+	names := driversInUse(d, recorded)
+	for drv := range raw {
+		names = append(names, drv)
+	}
+	return Observe(context.Background(), goldenWorkspaceID, names, func(name string) (Lister, error) {
+		var reason string
+		if json.Unmarshal(raw[name], &reason) == nil {
+			return nil, errors.New(strings.TrimPrefix(reason, "unavailable: "))
+		}
+		var list []drivers.Instance
+		if len(raw[name]) > 0 {
+			if err := json.Unmarshal(raw[name], &list); err != nil {
+				t.Fatalf("observed.json %s: %v", name, err)
+			}
+		}
+		return staticLister(list), nil
+	})
+}
+
+type staticLister []drivers.Instance
+
+func (s staticLister) List(context.Context) ([]drivers.Instance, error) { return s, nil }
+
+func fileData(ar *txtar.Archive, name string) string {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data)
+		}
+	}
+	return ""
+}
+
+func setFile(ar *txtar.Archive, name, data string) {
+	for i := range ar.Files {
+		if ar.Files[i].Name == name {
+			ar.Files[i].Data = []byte(data)
+			return
+		}
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
+}
+
+func writeTestFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,188 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Edit changes the desired state: it rewrites the managed overrides
+// document. Front doors (CLI commands, MCP tools) express themselves as
+// edits; the engine plans with the edit applied, and writes it only when
+// the plan is carried out.
+type Edit func(m *spec.Managed, c EditContext) error
+
+// EditContext is what an edit may consult.
+type EditContext struct {
+	Resolved *spec.Resolved // the desired state before the edit
+	State    *state.File    // what sbf last recorded
+	Now      time.Time
+}
+
+// leaseTTL is how long a sandbox's lease lasts when acquired.
+func leaseTTL(r *spec.Resolved, name string) time.Duration {
+	if ttl := r.Config.Sandboxes[name].TTL.Std(); ttl > 0 {
+		return ttl
+	}
+	return r.Config.Lease.DefaultTTL.Std()
+}
+
+// renew acquires a lease, or moves a live one to now+ttl when that is
+// later; it never shortens a lease someone extended.
+func renew(cur spec.LeaseRecord, held bool, ttl time.Duration, now time.Time) spec.LeaseRecord {
+	now = now.Truncate(time.Second) // leases read better, and compare as v1's did, in whole seconds
+	if !held || !now.Before(cur.ExpiresAt) {
+		return spec.LeaseRecord{AcquiredAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC()}
+	}
+	if next := now.Add(ttl); next.After(cur.ExpiresAt) {
+		cur.ExpiresAt = next.UTC()
+	}
+	return cur
+}
+
+// RenewEdit is what `sbf apply` does to leases: it acquires or renews the
+// lease of every sandbox it converges. Without targets those are the
+// sandboxes declared in files people edit; ad-hoc sandboxes (from `sbf up
+// NAME` or MCP) keep their own leases, so an expired one stays expired.
+func RenewEdit(targets []string) Edit {
+	return func(m *spec.Managed, c EditContext) error {
+		r, now := c.Resolved, c.Now
+		names := targets
+		if len(names) == 0 {
+			names = personal(r)
+		}
+		for _, name := range names {
+			if _, ok := r.Config.Sandboxes[name]; !ok {
+				return notDeclared(r, name)
+			}
+			cur, held := m.Lease(name)
+			m.SetLease(name, renew(cur, held, leaseTTL(r, name), now))
+		}
+		return nil
+	}
+}
+
+// UpEdit declares the named sandboxes that no file declares (ad hoc, with
+// optional [vm] overrides) and acquires their leases for ttl (zero: each
+// sandbox's own). Without names it does so for every sandbox the files
+// declare.
+func UpEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
+	return func(m *spec.Managed, c EditContext) error {
+		r, now := c.Resolved, c.Now
+		if len(names) == 0 {
+			names = personal(r)
+		}
+		if ttl > r.Config.Lease.MaxTTL.Std() || ttl < 0 {
+			return ttlInvalid(r, ttl, "a lease may not be longer than lease.max_ttl")
+		}
+		for _, name := range names {
+			if !spec.ValidSandboxName(name) {
+				return errorf(CodeConfigInvalid, map[string]any{"sandbox": name},
+					"%q is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit)", name)
+			}
+			if _, declared := r.Config.Sandboxes[name]; !declared || r.AdHoc[name] {
+				m.Declare(name, keys)
+			}
+			d := ttl
+			if d == 0 {
+				d = leaseTTL(r, name)
+			}
+			cur, held := m.Lease(name)
+			m.SetLease(name, renew(cur, held, d, now))
+		}
+		return nil
+	}
+}
+
+// DestroyEdit drops the named sandboxes' leases (every sandbox's when
+// names is empty) and forgets ad-hoc declarations.
+func DestroyEdit(names []string) Edit {
+	return func(m *spec.Managed, c EditContext) error {
+		r := c.Resolved
+		if len(names) == 0 {
+			names = sortedNames(r)
+		}
+		for _, name := range names {
+			_, declared := r.Config.Sandboxes[name]
+			if _, recorded := c.State.Sandboxes[name]; !declared && !recorded {
+				return notDeclared(r, name)
+			}
+			m.DropLease(name)
+			if r.AdHoc[name] {
+				m.Undeclare(name)
+			}
+		}
+		return nil
+	}
+}
+
+// ExtendEdit moves a live lease's end by `by`, within [lease] max_ttl per
+// extension and max_lifetime from acquisition.
+func ExtendEdit(name string, by time.Duration) Edit {
+	return func(m *spec.Managed, c EditContext) error {
+		r, now := c.Resolved, c.Now
+		if _, ok := r.Config.Sandboxes[name]; !ok {
+			return notDeclared(r, name)
+		}
+		cur, held := m.Lease(name)
+		if !held {
+			return errorf(CodeInstanceTerminal, map[string]any{"sandbox": name, "status": "destroyed"},
+				"sandbox %s holds no lease; run 'sbf up %s' to acquire one", name, name)
+		}
+		if !now.Before(cur.ExpiresAt) {
+			return errorf(CodeInstanceTerminal, map[string]any{"sandbox": name, "status": "expired"},
+				"sandbox %s's lease expired at %s; run 'sbf up %s' to acquire a new one", name,
+				cur.ExpiresAt.UTC().Format(time.RFC3339), name)
+		}
+		pol := r.Config.Lease
+		if by <= 0 || by > pol.MaxTTL.Std() {
+			return ttlInvalid(r, by, "each extension must be longer than zero and at most lease.max_ttl")
+		}
+		next := cur.ExpiresAt.Add(by)
+		if limit := cur.AcquiredAt.Add(pol.MaxLifetime.Std()); next.After(limit) {
+			return ttlInvalid(r, by, fmt.Sprintf("the lease would end at %s, past lease.max_lifetime (%s after %s)",
+				next.UTC().Format(time.RFC3339), pol.MaxLifetime, cur.AcquiredAt.UTC().Format(time.RFC3339)))
+		}
+		cur.ExpiresAt = next.UTC()
+		m.SetLease(name, cur)
+		return nil
+	}
+}
+
+func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *Error {
+	pol := r.Config.Lease
+	return errorf(CodeTTLInvalid, map[string]any{
+		"ttl_minutes":          ttl.Minutes(),
+		"default_ttl_minutes":  pol.DefaultTTL.Std().Minutes(),
+		"max_ttl_minutes":      pol.MaxTTL.Std().Minutes(),
+		"max_lifetime_minutes": pol.MaxLifetime.Std().Minutes(),
+	}, "TTL %s is invalid: %s (max_ttl %s, max_lifetime %s)", spec.Duration(ttl), why, pol.MaxTTL, pol.MaxLifetime)
+}
+
+func notDeclared(r *spec.Resolved, name string) *Error {
+	return errorf(CodeInstanceNotFound, map[string]any{"sandbox": name, "declared": sortedNames(r)},
+		"sandbox %q is not declared in this workspace (declared: %v)", name, sortedNames(r))
+}
+
+// personal lists the sandboxes declared by files people edit.
+func personal(r *spec.Resolved) []string {
+	var names []string
+	for _, name := range sortedNames(r) {
+		if !r.AdHoc[name] {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func sortedNames(r *spec.Resolved) []string {
+	names := make([]string, 0, len(r.Config.Sandboxes))
+	for n := range r.Config.Sandboxes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

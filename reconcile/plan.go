@@ -1,0 +1,215 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Kind is what an action does.
+type Kind string
+
+const (
+	Create  Kind = "create"
+	Start   Kind = "start"
+	Update  Kind = "update"  // restart-class change: stop, reconfigure, start
+	Replace Kind = "replace" // delete, then create
+	Delete  Kind = "delete"
+	Expire  Kind = "expire" // delete because the lease ran out
+)
+
+// Action is one step of a plan, with the reason it is needed.
+type Action struct {
+	Sandbox  string        `json:"sandbox"`
+	Kind     Kind          `json:"action"`
+	Cause    string        `json:"cause"`
+	Instance string        `json:"instance"`
+	Driver   string        `json:"driver"`
+	Drift    bool          `json:"drift,omitempty"`
+	Spec     *drivers.Spec `json:"spec,omitempty"`
+	// OldDriver is where the instance a replace deletes lives.
+	OldDriver string `json:"old_driver,omitempty"`
+	// WasRunning tells an update to stop the instance first.
+	WasRunning bool       `json:"was_running,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+}
+
+// Refresh corrects the record of a sandbox whose instance already is as
+// desired (adopted after a lost state file, a failure that healed, a VM
+// already gone). It changes the state file, never the world.
+type Refresh struct {
+	Sandbox  string        `json:"sandbox"`
+	Phase    state.Phase   `json:"phase"`
+	Instance string        `json:"instance"`
+	Driver   string        `json:"driver"`
+	VM       *drivers.Spec `json:"vm,omitempty"`
+	Note     string        `json:"note"`
+}
+
+// Problem is a sandbox the planner could not decide about.
+type Problem struct {
+	Sandbox string `json:"sandbox"`
+	Err     error  `json:"-"`
+	Message string `json:"message"`
+}
+
+// Plan is the difference between desired and actual, as steps.
+type Plan struct {
+	Actions  []Action  `json:"actions"`
+	Refresh  []Refresh `json:"refresh"`
+	Problems []Problem `json:"problems"`
+}
+
+// Empty reports whether applying the plan would do nothing at all.
+func (p *Plan) Empty() bool { return len(p.Actions) == 0 && len(p.Refresh) == 0 }
+
+// Compute is the planner: a pure function of what is desired, what was
+// recorded, what is observed and the time. It does no I/O and reads no
+// clock; its output is sorted by sandbox, so it renders the same every time.
+func Compute(d Desired, rec *state.File, obs Observed, now time.Time) *Plan {
+	p := &Plan{}
+	for _, name := range sandboxNames(d, rec, obs) {
+		planSandbox(p, d, rec.Sandboxes[name], obs, name, now)
+	}
+	return p
+}
+
+func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
+	seen := map[string]bool{}
+	for name := range d.Sandboxes {
+		seen[name] = true
+	}
+	for name := range rec.Sandboxes {
+		seen[name] = true
+	}
+	for inst := range obs.Instances {
+		if _, name, ok := drivers.ParseInstanceName(inst); ok {
+			seen[name] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string, now time.Time) {
+	ds, declared := d.Sandboxes[name]
+	instance := drivers.InstanceName(d.WorkspaceID, name)
+	inst, exists := obs.Instances[instance]
+	driver := ds.Driver
+	if !declared {
+		driver = inst.Driver
+		if r != nil {
+			driver = r.Driver
+		}
+	}
+	for _, drv := range relevantDrivers(driver, r, inst, exists) {
+		if err := obs.Unavailable[drv]; err != nil {
+			p.Problems = append(p.Problems, Problem{Sandbox: name, Err: err, Message: err.Error()})
+			return
+		}
+	}
+	base := Action{Sandbox: name, Instance: instance, Driver: driver}
+	switch {
+	case declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt):
+		planWanted(p, base, ds, r, inst, exists)
+	case declared && ds.Lease != nil:
+		expiry := ds.Lease.ExpiresAt.UTC()
+		cause := "lease expired at " + expiry.Format(time.RFC3339)
+		if exists {
+			base.Kind, base.Cause, base.ExpiresAt = Expire, cause, &expiry
+			p.Actions = append(p.Actions, base)
+		} else if r != nil && r.Phase != state.Expired {
+			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Expired, Instance: instance, Driver: driver,
+				Note: cause + "; the instance is already gone"})
+		}
+	default:
+		cause := "not in configuration"
+		if declared {
+			cause = "no lease (destroyed)"
+		}
+		if exists {
+			base.Kind, base.Cause = Delete, cause
+			p.Actions = append(p.Actions, base)
+		} else if r != nil && !r.Phase.Terminal() {
+			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Destroyed, Instance: instance, Driver: driver,
+				Note: cause + "; the instance is already gone"})
+		}
+	}
+}
+
+func relevantDrivers(driver string, r *state.Sandbox, inst drivers.Instance, exists bool) []string {
+	out := []string{driver}
+	if r != nil && r.Driver != driver {
+		out = append(out, r.Driver)
+	}
+	if exists && !slices.Contains(out, inst.Driver) {
+		out = append(out, inst.Driver)
+	}
+	return out
+}
+
+// planWanted converges a sandbox that holds a live lease.
+func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool) {
+	want := ds.VM
+	a.Spec = &want
+	if l := ds.Lease; l != nil {
+		exp := l.ExpiresAt.UTC()
+		a.ExpiresAt = &exp
+	}
+	if !exists {
+		a.Kind, a.Cause = Create, "not found"
+		if r != nil && (r.Phase == state.Running || r.Phase == state.Stopped) {
+			a.Cause, a.Drift = fmt.Sprintf("recorded %s but missing from %s (drift)", r.Phase, ds.Driver), true
+		}
+		p.Actions = append(p.Actions, a)
+		return
+	}
+	switch {
+	case inst.Driver != ds.Driver:
+		a.Kind, a.Cause, a.OldDriver = Replace, fmt.Sprintf("driver %s → %s", inst.Driver, ds.Driver), inst.Driver
+	case inst.Status == drivers.Broken:
+		a.Kind, a.Cause, a.OldDriver = Replace, "instance is broken", inst.Driver
+	default:
+		restart, replace := diffSpecs(currentSpec(want, r, inst), want)
+		switch {
+		case len(replace) > 0:
+			a.Kind, a.Cause, a.OldDriver = Replace, joinCauses(append(replace, restart...)), inst.Driver
+		case len(restart) > 0:
+			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart), inst.Status == drivers.Running
+		case inst.Status != drivers.Running:
+			a.Kind, a.Cause = Start, string(inst.Status)
+		}
+	}
+	if a.Kind != "" {
+		p.Actions = append(p.Actions, a)
+		return
+	}
+	if note := recordDrift(r, ds, a.Instance); note != "" {
+		p.Refresh = append(p.Refresh, Refresh{Sandbox: a.Sandbox, Phase: state.Running, Instance: a.Instance,
+			Driver: ds.Driver, VM: &want, Note: note})
+	}
+}
+
+// recordDrift says why a converged sandbox's record needs rewriting, or
+// "" when it is already right.
+func recordDrift(r *state.Sandbox, ds DesiredSandbox, instance string) string {
+	switch {
+	case r == nil:
+		return "adopted " + instance + " into state (it was running with no record)"
+	case r.Phase != state.Running:
+		return fmt.Sprintf("recorded %s, but %s is running as desired", r.Phase, instance)
+	case r.Instance != instance || r.Driver != ds.Driver || r.VM == nil || !r.VM.Equal(ds.VM):
+		return "record brought up to date with " + instance
+	case r.LastError != "":
+		return "last error cleared: " + instance + " is running as desired"
+	}
+	return ""
+}

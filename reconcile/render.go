@@ -1,0 +1,171 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Summary counts a plan the way people read plans: a replace both adds
+// and destroys.
+type Summary struct {
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
+}
+
+// Summary counts the plan's actions.
+func (p *Plan) Summary() Summary {
+	var s Summary
+	for _, a := range p.Actions {
+		switch a.Kind {
+		case Create:
+			s.Add++
+		case Replace:
+			s.Add++
+			s.Destroy++
+		case Delete, Expire:
+			s.Destroy++
+		default:
+			s.Change++
+		}
+	}
+	return s
+}
+
+// Symbol marks an action in human output.
+func (k Kind) Symbol() string {
+	switch k {
+	case Create:
+		return "+"
+	case Replace:
+		return "-/+"
+	case Delete, Expire:
+		return "-"
+	}
+	return "~"
+}
+
+// Style decorates human output; the zero value prints plain text.
+type Style struct {
+	Color bool
+}
+
+func (s Style) paint(k Kind, text string) string {
+	if !s.Color {
+		return text
+	}
+	code := "33" // yellow: changes
+	switch k {
+	case Create:
+		code = "32"
+	case Delete, Expire:
+		code = "31"
+	case Replace:
+		code = "35"
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// Render writes the plan for people. The text is deterministic, so golden
+// tests compare it byte for byte.
+func (p *Plan) Render(w io.Writer, st Style) {
+	if len(p.Actions) == 0 {
+		fmt.Fprintln(w, "No changes. Sandboxes match the configuration.")
+	} else {
+		width := 0
+		for _, a := range p.Actions {
+			width = max(width, len(a.Sandbox))
+		}
+		fmt.Fprintln(w, "sbf will perform these actions:")
+		fmt.Fprintln(w)
+		for _, a := range p.Actions {
+			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.Sandbox, a.Kind, a.Cause)
+			fmt.Fprintln(w, st.paint(a.Kind, line))
+		}
+	}
+	if len(p.Refresh) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "State corrections (no change to any VM):")
+		for _, r := range p.Refresh {
+			fmt.Fprintf(w, "  %s: %s\n", r.Sandbox, r.Note)
+		}
+	}
+	if len(p.Actions) > 0 {
+		s := p.Summary()
+		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to destroy.\n", s.Add, s.Change, s.Destroy)
+	}
+}
+
+// RenderProblems writes what could not be planned.
+func (p *Plan) RenderProblems(w io.Writer) {
+	if len(p.Problems) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Cannot plan these sandboxes:")
+	for _, pr := range p.Problems {
+		fmt.Fprintf(w, "  %s: %s\n", pr.Sandbox, strings.ReplaceAll(pr.Message, "\n", "\n    "))
+	}
+}
+
+// Change is one line of `sbf plan --json`.
+type Change struct {
+	Sandbox  string `json:"sandbox"`
+	Action   Kind   `json:"action"`
+	Cause    string `json:"cause"`
+	Instance string `json:"instance"`
+	Driver   string `json:"driver"`
+	Drift    bool   `json:"drift"`
+}
+
+// Report is `sbf plan --json`.
+type Report struct {
+	Changes  []Change  `json:"changes"`
+	Summary  Summary   `json:"summary"`
+	Refresh  []Refresh `json:"state_corrections"`
+	Problems []Problem `json:"problems"`
+}
+
+// Report gives the plan as data.
+func (p *Plan) Report() Report {
+	r := Report{Changes: []Change{}, Summary: p.Summary(), Refresh: p.Refresh, Problems: p.Problems}
+	for _, a := range p.Actions {
+		r.Changes = append(r.Changes, Change{Sandbox: a.Sandbox, Action: a.Kind, Cause: a.Cause, Instance: a.Instance, Driver: a.Driver, Drift: a.Drift})
+	}
+	if r.Refresh == nil {
+		r.Refresh = []Refresh{}
+	}
+	if r.Problems == nil {
+		r.Problems = []Problem{}
+	}
+	return r
+}
+
+// Only keeps the parts of the plan about the named sandboxes (all when
+// names is empty).
+func (p *Plan) Only(names []string) *Plan {
+	if len(names) == 0 {
+		return p
+	}
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	out := &Plan{}
+	for _, a := range p.Actions {
+		if keep[a.Sandbox] {
+			out.Actions = append(out.Actions, a)
+		}
+	}
+	for _, r := range p.Refresh {
+		if keep[r.Sandbox] {
+			out.Refresh = append(out.Refresh, r)
+		}
+	}
+	for _, pr := range p.Problems {
+		if keep[pr.Sandbox] {
+			out.Problems = append(out.Problems, pr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package reconcile
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// SandboxStatus is one row of `sbf status`.
+type SandboxStatus struct {
+	Name      string      `json:"name"`
+	Instance  string      `json:"instance"`
+	Driver    string      `json:"driver"`
+	Phase     state.Phase `json:"phase"`
+	Declared  bool        `json:"declared"`
+	ExpiresAt *time.Time  `json:"expires_at"`
+	Live      string      `json:"live_status"` // running, stopped, broken, absent, unknown
+	Drift     string      `json:"drift"`       // empty when record and world agree
+	LastError string      `json:"last_error"`
+}
+
+// Status combines desired, recorded and observed state per sandbox.
+func (r *Result) Status() []SandboxStatus {
+	var out []SandboxStatus
+	for _, name := range r.SortedSandboxes() {
+		sb, declared := r.Resolved.Config.Sandboxes[name]
+		row := SandboxStatus{Name: name, Declared: declared, Phase: state.Pending,
+			Instance: drivers.InstanceName(r.Resolved.WorkspaceID, name)}
+		if declared {
+			row.Driver = r.Resolved.Host.ResolveDriver(sb.Driver)
+		}
+		if l, ok := r.Resolved.Config.Leases[name]; ok {
+			exp := l.ExpiresAt
+			row.ExpiresAt = &exp
+		}
+		rec := r.State.Sandboxes[name]
+		if rec != nil {
+			row.Phase, row.LastError = rec.Phase, rec.LastError
+			if row.Driver == "" {
+				row.Driver = rec.Driver
+			}
+			if row.ExpiresAt == nil {
+				row.ExpiresAt = rec.ExpiresAt
+			}
+		}
+		row.Live, row.Drift = r.live(row.Instance, row.Driver, rec)
+		out = append(out, row)
+	}
+	return out
+}
+
+func (r *Result) live(instance, driver string, rec *state.Sandbox) (live, drift string) {
+	if _, unavailable := r.Observed.Unavailable[driver]; unavailable {
+		return "unknown", ""
+	}
+	inst, exists := r.Observed.Instances[instance]
+	switch {
+	case !exists:
+		live = "absent"
+	default:
+		live = string(inst.Status)
+	}
+	if rec == nil {
+		if exists {
+			drift = "instance exists but is not recorded"
+		}
+		return live, drift
+	}
+	switch {
+	case (rec.Phase == state.Running || rec.Phase == state.Stopped) && !exists:
+		drift = fmt.Sprintf("recorded %s, but the instance is missing", rec.Phase)
+	case rec.Phase.Terminal() && exists:
+		drift = fmt.Sprintf("recorded %s, but the instance still exists", rec.Phase)
+	case rec.Phase == state.Running && exists && inst.Status != drivers.Running:
+		drift = "recorded running, but the instance is " + string(inst.Status)
+	}
+	return live, drift
+}
