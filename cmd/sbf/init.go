@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-var drivers = []string{"auto", "lima", "vz", "hyperv", "sim"}
+var driverNames = []string{"auto", "lima", "vz", "hyperv", "sim"}
 
 func (a *app) initCommand() *cobra.Command {
 	var driver string
@@ -27,13 +27,13 @@ func (a *app) initCommand() *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			driver = strings.ToLower(strings.TrimSpace(driver))
-			if !slices.Contains(drivers, driver) {
-				return usageErrorf("--driver %q: want one of %s", driver, strings.Join(drivers, ", "))
+			if !slices.Contains(driverNames, driver) {
+				return usageErrorf("--driver %q: want one of %s", driver, strings.Join(driverNames, ", "))
 			}
 			return a.initWorkspace(driver)
 		},
 	}
-	cmd.Flags().StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(drivers, ", ")+")")
+	cmd.Flags().StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(driverNames, ", ")+")")
 	return cmd
 }
 

@@ -94,6 +94,13 @@ func (a *app) rootCommand() *cobra.Command {
 	})
 	root.AddCommand(
 		a.validateCommand(),
+		a.planCommand(),
+		a.applyCommand(),
+		a.statusCommand(),
+		a.upCommand(),
+		a.destroyCommand(),
+		a.extendCommand(),
+		a.reconcileCommand(),
 		a.initCommand(),
 		a.schemaCommand(),
 		a.versionCommand(),

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"text/tabwriter"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -16,3 +19,19 @@ func sortStrings(s []string) []string {
 	sort.Strings(s)
 	return s
 }
+
+// table aligns columns for human output.
+type table struct {
+	w    *tabwriter.Writer
+	cols int
+}
+
+func newTable(w io.Writer, headers ...string) *table {
+	t := &table{w: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), cols: len(headers)}
+	t.row(headers...)
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
+
+func (t *table) flush() { t.w.Flush() }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// convergeFlags are shared by the commands that change the world.
+type convergeFlags struct {
+	engineFlags
+	asJSON      bool
+	autoApprove bool
+	sets        []string
+}
+
+func (f *convergeFlags) register(cmd *cobra.Command, approve bool) {
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "sandboxes converged at once")
+	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait this long for another sbf holding the state lock")
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
+	if approve {
+		cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "do not ask for confirmation")
+	}
+}
+
+func (a *app) workspace(sets []string) (spec.Options, error) {
+	req, err := spec.ParseSet(sets)
+	if err != nil {
+		return spec.Options{}, &exitError{code: 2, err: err}
+	}
+	return spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req}, nil
+}
+
+// applyReport is the --json output of commands that converge.
+type applyReport struct {
+	Plan      reconcile.Report          `json:"plan"`
+	Applied   bool                      `json:"applied"`
+	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
+	Error     *errorReport              `json:"error"`
+}
+
+type errorReport struct {
+	Code    string         `json:"error_code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func newErrorReport(err error) *errorReport {
+	if err == nil {
+		return nil
+	}
+	code, details := reconcile.CodeOf(err)
+	return &errorReport{Code: code, Message: err.Error(), Details: details}
+}
+
+// converge runs the engine and reports the outcome the same way for apply,
+// up, destroy and extend.
+func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options) error {
+	ws, err := a.workspace(f.sets)
+	if err != nil {
+		return err
+	}
+	eng, err := a.engine(cmdName, f.engineFlags)
+	if err != nil {
+		return err
+	}
+	if opts.Confirm == nil && !f.autoApprove {
+		opts.Confirm = a.confirm(f.asJSON)
+	}
+	if f.asJSON {
+		eng.Events = nil
+	}
+	res, err := eng.Converge(context.Background(), ws, opts)
+	if f.asJSON {
+		rep := applyReport{Error: newErrorReport(err)}
+		if res != nil {
+			rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
+		}
+		if werr := writeJSON(a.stdout, rep); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return silentExit(1)
+		}
+		return nil
+	}
+	if res != nil && res.Plan != nil && !res.Applied && err == nil {
+		fmt.Fprintln(a.stdout, "Apply cancelled; nothing was changed.")
+		return nil
+	}
+	if res != nil && res.Plan != nil && res.Applied {
+		a.printOutcome(res)
+	}
+	return err
+}
+
+func (a *app) printOutcome(res *reconcile.Result) {
+	s := res.Plan.Summary()
+	if res.Plan.Empty() {
+		fmt.Fprintln(a.stdout, "No changes. Sandboxes match the configuration.")
+	} else {
+		fmt.Fprintf(a.stdout, "Apply complete: %d added, %d changed, %d destroyed.\n", s.Add, s.Change, s.Destroy)
+	}
+	a.printStatusTable(res.Status())
+}
+
+// confirm asks on a terminal; without one it refuses rather than guess.
+func (a *app) confirm(asJSON bool) func(*reconcile.Plan) (bool, error) {
+	return func(p *reconcile.Plan) (bool, error) {
+		if !isTerminal(a.stdin) {
+			return false, usageErrorf("refusing to change sandboxes without confirmation: stdin is not a terminal; pass --auto-approve")
+		}
+		if !asJSON {
+			p.Render(a.stdout, a.style())
+		}
+		fmt.Fprint(a.stdout, "\nDo you want to perform these actions? Only 'yes' is accepted: ")
+		line, err := bufio.NewReader(a.stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, os.ErrClosed) && line == "" {
+			return false, nil
+		}
+		return strings.TrimSpace(line) == "yes", nil
+	}
+}
+
+func (a *app) style() reconcile.Style {
+	return reconcile.Style{Color: isTerminal(a.stdout) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout)
+	t := newTable(a.stdout, "SANDBOX", "INSTANCE", "DRIVER", "PHASE", "LIVE", "EXPIRES", "NOTE")
+	for _, r := range rows {
+		exp := "-"
+		if r.ExpiresAt != nil {
+			exp = r.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		note := r.Drift
+		if r.LastError != "" {
+			note = strings.TrimSpace(note + " " + firstLine(r.LastError))
+		}
+		t.row(r.Name, r.Instance, r.Driver, string(r.Phase), r.Live, exp, note)
+	}
+	t.flush()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

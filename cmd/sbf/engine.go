@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// clock is the only clock of the process. SBF_NOW (RFC 3339) pins "now"
+// for black-box tests: leases expire as if that were the time.
+func (a *app) clock() (clock.Clock, error) {
+	if v := a.getenv("SBF_NOW"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil, fmt.Errorf("SBF_NOW=%q: want an RFC 3339 time such as 2026-11-25T12:00:00Z", v)
+		}
+		return clock.Fixed{T: t}, nil
+	}
+	return clock.Real{}, nil
+}
+
+// hostDir holds host-wide state (the instance index and the instance cap's
+// lock): $SBF_STATE_HOME, else $XDG_STATE_HOME/sandboxforge, else
+// ~/.local/state/sandboxforge.
+func (a *app) hostDir() string {
+	if d := a.getenv("SBF_STATE_HOME"); d != "" {
+		return d
+	}
+	if d := a.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "sandboxforge")
+	}
+	if h := a.getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "sandboxforge")
+	}
+	return filepath.Join(os.TempDir(), "sandboxforge")
+}
+
+type engineFlags struct {
+	parallelism int
+	lockTimeout time.Duration
+}
+
+func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
+	c, err := a.clock()
+	if err != nil {
+		return nil, err
+	}
+	return &reconcile.Engine{
+		Clock:       c,
+		Drivers:     a.driverFactory(c),
+		HostDir:     a.hostDir(),
+		Parallelism: f.parallelism,
+		LockTimeout: f.lockTimeout,
+		Who:         flock.Holder{Command: "sbf " + command, PID: os.Getpid()},
+		Events:      a.progress,
+	}, nil
+}
+
+// driverFactory builds each backend once per process.
+func (a *app) driverFactory(c clock.Clock) reconcile.DriverFactory {
+	var mu sync.Mutex
+	cache := map[string]reconcile.Driver{}
+	return func(name string, r *spec.Resolved) (reconcile.Driver, error) {
+		key := name
+		if name == sim.Name {
+			key = name + "\x00" + a.simDir(r.Root)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := cache[key]; ok {
+			return d, nil
+		}
+		d, err := a.newDriver(name, r, c)
+		if err != nil {
+			return nil, err
+		}
+		cache[key] = d
+		return d, nil
+	}
+}
+
+func (a *app) newDriver(name string, r *spec.Resolved, c clock.Clock) (reconcile.Driver, error) {
+	switch name {
+	case sim.Name:
+		return sim.New(sim.Options{Dir: a.simDir(r.Root), Latency: a.getenv("SBF_SIM_LATENCY"),
+			Faults: a.getenv("SBF_SIM_FAULTS"), Clock: c})
+	}
+	return nil, &drivers.UnavailableError{Driver: name, Reason: "this build of sbf has no " + name + " driver",
+		ProbableCause: "backend_unavailable", NextSteps: []string{"use a build of sbf that includes the " + name + " driver"}}
+}
+
+// simDir is the simulated world: $SBF_SIM_DIR, else the workspace's
+// .sandboxforge/sim.
+func (a *app) simDir(root string) string {
+	if d := a.getenv("SBF_SIM_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(root, spec.Dir, "sim")
+}
+
+// progress reports long actions on stderr as they start and end.
+func (a *app) progress(ev reconcile.Event) {
+	switch {
+	case !ev.Done:
+		fmt.Fprintf(a.stderr, "%s: %s...\n", ev.Sandbox, ev.Kind)
+	case ev.Err != nil:
+		fmt.Fprintf(a.stderr, "%s: %s failed after %s\n", ev.Sandbox, ev.Kind, ev.Elapsed.Round(time.Millisecond))
+	default:
+		fmt.Fprintf(a.stderr, "%s: %s done (%s)\n", ev.Sandbox, ev.Kind, ev.Elapsed.Round(time.Millisecond))
+	}
+}

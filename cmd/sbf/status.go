@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	var f convergeFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show each sandbox: phase, lease, what the driver reports, drift",
+		Args:  args(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			ws, err := a.workspace(f.sets)
+			if err != nil {
+				return err
+			}
+			eng, err := a.engine("status", f.engineFlags)
+			if err != nil {
+				return err
+			}
+			res, err := eng.Converge(context.Background(), ws, reconcile.Options{DryRun: true})
+			if res == nil {
+				return a.reportError(err, f.asJSON)
+			}
+			rows := res.Status()
+			if f.asJSON {
+				return writeJSON(a.stdout, map[string]any{
+					"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
+					"sandboxes": nonNil(rows), "error": newErrorReport(err)})
+			}
+			fmt.Fprintf(a.stdout, "Workspace %s (%s)\n", res.Resolved.Root, res.Resolved.WorkspaceID)
+			if len(rows) == 0 {
+				fmt.Fprintln(a.stdout, "No sandboxes declared or recorded.")
+			}
+			a.printStatusTable(rows)
+			if err != nil {
+				fmt.Fprintf(a.stderr, "sbf: %v\n", err)
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	return cmd
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
