@@ -52,7 +52,9 @@ type Executor struct {
 	Clock       clock.Clock
 	Admit       Admitter // nil: no cap
 	Parallelism int
-	Events      func(Event) // nil: silent
+	Events      func(Event) // nil: silent; called by one goroutine at a time
+
+	emitMu sync.Mutex
 }
 
 // Apply executes p. Sandboxes are independent and run in parallel (up to
@@ -241,6 +243,8 @@ func (e *Executor) note(a Action, change func(*state.Sandbox)) error {
 
 func (e *Executor) emit(ev Event) {
 	if e.Events != nil {
+		e.emitMu.Lock()
+		defer e.emitMu.Unlock()
 		e.Events(ev)
 	}
 }

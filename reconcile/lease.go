@@ -61,6 +61,13 @@ func RenewEdit(targets []string) Edit {
 			cur, held := m.Lease(name)
 			m.SetLease(name, renew(cur, held, leaseTTL(r, name), now))
 		}
+		// A lease outliving its sandbox's declaration would bring the
+		// sandbox back if someone declared it again; apply forgets it.
+		for name := range r.Config.Leases {
+			if _, declared := r.Config.Sandboxes[name]; !declared {
+				m.DropLease(name)
+			}
+		}
 		return nil
 	}
 }

@@ -9,7 +9,11 @@ import (
 // step is small and permanent: old state files load through the chain.
 var migrations = map[int]func(doc map[string]any) error{}
 
-func decode(data []byte) (*File, error) {
+func decode(data []byte) (*File, error) { return decodeAt(data, Version, migrations) }
+
+// decodeAt reads a document into the current shape, running the migration
+// chain from the document's version up to current.
+func decodeAt(data []byte, current int, migrations map[int]func(map[string]any) error) (*File, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -19,13 +23,13 @@ func decode(data []byte) (*File, error) {
 		return nil, fmt.Errorf("no version field")
 	}
 	from := int(v)
-	if from > Version {
-		return nil, fmt.Errorf("written by a newer sbf (state version %d; this build reads up to %d)", from, Version)
+	if from > current {
+		return nil, fmt.Errorf("written by a newer sbf (state version %d; this build reads up to %d)", from, current)
 	}
-	if from == Version {
+	if from == current {
 		return strictDecode(data)
 	}
-	for version := from; version < Version; version++ {
+	for version := from; version < current; version++ {
 		step, ok := migrations[version]
 		if !ok {
 			return nil, fmt.Errorf("no migration from state version %d", version)

@@ -69,11 +69,11 @@ type Task struct {
 	ExitCode   *int       `json:"exit_code,omitempty"`
 }
 
-// New starts a state history for a workspace.
+// New is the state of a workspace sbf has never written. Its lineage is
+// given on the first write, so every plan made before then agrees on it.
 func New(root, workspaceID string) *File {
 	return &File{
 		Version:       Version,
-		Lineage:       newLineage(),
 		WorkspaceRoot: root,
 		WorkspaceID:   workspaceID,
 		Sandboxes:     map[string]*Sandbox{},

@@ -120,6 +120,9 @@ func (s *Store) Update(change func(*File)) error {
 	next := s.file.Clone()
 	change(next)
 	next.Serial = s.file.Serial + 1
+	if next.Lineage == "" {
+		next.Lineage = newLineage()
+	}
 	data, err := json.MarshalIndent(next, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
@@ -146,9 +149,15 @@ func (f *File) Clone() *File {
 	if err != nil {
 		panic("state: cannot encode itself: " + err.Error())
 	}
-	out, err := decode(data)
-	if err != nil {
+	var out File
+	if err := json.Unmarshal(data, &out); err != nil {
 		panic("state: cannot decode itself: " + err.Error())
 	}
-	return out
+	if out.Sandboxes == nil {
+		out.Sandboxes = map[string]*Sandbox{}
+	}
+	if out.Tasks == nil {
+		out.Tasks = map[string]*Task{}
+	}
+	return &out
 }

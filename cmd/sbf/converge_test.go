@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxforge/sbf/spec"
+)
+
+func simDir(t *testing.T, specText string) string {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, spec.FileName), specText)
+	return dir
+}
+
+func TestPlanJSON(t *testing.T) {
+	dir := simDir(t, simSpec)
+	r := sbf(t, nil, "plan", "-C", dir, "--json", "--detailed-exitcode")
+	var rep struct {
+		Changes []struct{ Sandbox, Action, Cause string }
+		Summary struct{ Add, Change, Destroy int }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if r.code != 2 || len(rep.Changes) != 2 || rep.Changes[0].Sandbox != "api" || rep.Changes[0].Action != "create" ||
+		rep.Changes[0].Cause != "not found" || rep.Summary.Add != 2 {
+		t.Errorf("exit %d, report %+v", r.code, rep)
+	}
+}
+
+func TestApplyWithoutTerminalNeedsAutoApprove(t *testing.T) {
+	dir := simDir(t, simSpec)
+	r := sbf(t, nil, "apply", "-C", dir)
+	if r.code != 2 || !strings.Contains(r.stderr, "--auto-approve") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := sbf(t, nil, "status", "-C", dir, "--json"); !strings.Contains(r.stdout, `"phase": "pending"`) {
+		t.Errorf("something was created without confirmation:\n%s", r.stdout)
+	}
+}
+
+func TestPlanOutAndApplyPlanFile(t *testing.T) {
+	dir := simDir(t, simSpec)
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	env := map[string]string{"HOME": t.TempDir()}
+	if r := sbf(t, env, "plan", "-C", dir, "--out", planFile); r.code != 0 {
+		t.Fatalf("plan --out: %d %s", r.code, r.stderr)
+	}
+	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 0 || !strings.Contains(r.stdout, "Apply complete: 2 added") {
+		t.Fatalf("apply PLANFILE: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 1 || !strings.Contains(r.stderr, "saved plan is stale") {
+		t.Errorf("reapplying a used plan: %d %s", r.code, r.stderr)
+	}
+}
+
+func TestUpExtendDestroy(t *testing.T) {
+	dir := simDir(t, simSpec+"[lease]\nmax_ttl = \"1h\"\n")
+	env := map[string]string{"HOME": t.TempDir(), "SBF_NOW": "2026-11-25T12:00:00Z"}
+	if r := sbf(t, env, "up", "-C", dir, "scratch", "--ttl", "20m"); r.code != 0 {
+		t.Fatalf("up: %d %s", r.code, r.stderr)
+	}
+	r := sbf(t, env, "extend", "-C", dir, "scratch", "3h", "--json")
+	var rep struct {
+		Error struct {
+			Code    string `json:"error_code"`
+			Details map[string]any
+		}
+	}
+	json.Unmarshal([]byte(r.stdout), &rep)
+	if r.code != 1 || rep.Error.Code != "TTL_INVALID" || rep.Error.Details["max_ttl_minutes"] != 60.0 {
+		t.Errorf("extend past max_ttl: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := sbf(t, env, "extend", "-C", dir, "scratch", "30m"); r.code != 0 {
+		t.Fatalf("extend: %d %s", r.code, r.stderr)
+	}
+	r = sbf(t, env, "status", "-C", dir, "--json")
+	if !strings.Contains(r.stdout, `"expires_at": "2026-11-25T12:50:00Z"`) {
+		t.Errorf("status after extend:\n%s", r.stdout)
+	}
+	if r := sbf(t, env, "destroy", "-C", dir, "scratch", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "1 destroyed") {
+		t.Fatalf("destroy: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := sbf(t, env, "extend", "-C", dir, "scratch", "10m"); r.code != 1 || !strings.Contains(r.stderr, "not declared") {
+		t.Errorf("extend after destroy: %d %s", r.code, r.stderr)
+	}
+	if r := sbf(t, env, "extend", "-C", dir, "scratch", "soon"); r.code != 2 {
+		t.Errorf("bad duration: exit %d", r.code)
+	}
+}
+
+func TestInvalidSpecStopsBeforeAnyDriver(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"sim\"\ncpus = 0\n[sandboxes.api]\n")
+	r := sbf(t, nil, "plan", "-C", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "cpus") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := sbf(t, nil, "plan", "-C", dir, "--json"); !strings.Contains(r.stdout, `"error_code": "WORKSPACE_CONFIG_INVALID"`) {
+		t.Errorf("--json error:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, spec.Dir, "sim")); err == nil {
+		t.Error("the sim driver was opened for an invalid spec")
+	}
+}
+
+func TestBadSBFNow(t *testing.T) {
+	dir := simDir(t, simSpec)
+	if r := sbf(t, map[string]string{"SBF_NOW": "tomorrow"}, "plan", "-C", dir); r.code != 1 || !strings.Contains(r.stderr, "RFC 3339") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

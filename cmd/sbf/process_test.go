@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// sbfBinary is built once for tests that need a real process (killing it,
+// racing two of them).
+var sbfBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sbf-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sbfBinary = filepath.Join(dir, "sbf")
+	if out, err := exec.Command("go", "build", "-o", sbfBinary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building sbf: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// simWorkspace is a workspace on the sim driver with its own host state.
+type simWorkspace struct {
+	t    *testing.T
+	root string
+	env  []string
+}
+
+func newSimWorkspace(t *testing.T, specText string) *simWorkspace {
+	root := t.TempDir()
+	write(t, filepath.Join(root, spec.FileName), specText)
+	return &simWorkspace{t: t, root: root, env: []string{
+		"HOME=" + t.TempDir(), "SBF_STATE_HOME=" + filepath.Join(root, "host"), "PATH=" + os.Getenv("PATH"), "NO_COLOR=1",
+	}}
+}
+
+func (w *simWorkspace) cmd(extraEnv []string, args ...string) *exec.Cmd {
+	c := exec.Command(sbfBinary, append([]string{"-C", w.root}, args...)...)
+	c.Env = append(append([]string{}, w.env...), extraEnv...)
+	return c
+}
+
+func (w *simWorkspace) run(extraEnv []string, args ...string) result {
+	w.t.Helper()
+	c := w.cmd(extraEnv, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (w *simWorkspace) simDir() string { return filepath.Join(w.root, spec.Dir, "sim") }
+
+func (w *simWorkspace) world() []string {
+	entries, _ := os.ReadDir(filepath.Join(w.simDir(), "instances"))
+	var names []string
+	for _, e := range entries {
+		// A write interrupted by SIGKILL may leave a temporary file; only
+		// complete instance records count.
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !strings.HasPrefix(name, ".") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (w *simWorkspace) mutations() int {
+	ops, err := sim.ReadLog(w.simDir())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n := 0
+	for _, o := range ops {
+		if o.Mutating() {
+			n++
+		}
+	}
+	return n
+}
+
+const simSpec = `
+[vm]
+driver = "sim"
+[sandboxes.api]
+[sandboxes.web]
+cpus = 2
+`
+
+// The issue's acceptance scenario, with real processes.
+func TestSimLifecycleEndToEnd(t *testing.T) {
+	w := newSimWorkspace(t, simSpec)
+	if r := w.run(nil, "plan", "--detailed-exitcode"); r.code != 2 || !strings.Contains(r.stdout, "Plan: 2 to add") {
+		t.Fatalf("first plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := w.world(); len(got) != 2 {
+		t.Fatalf("world = %v", got)
+	}
+	before := w.mutations()
+	if r := w.run(nil, "plan", "--detailed-exitcode"); r.code != 0 || !strings.Contains(r.stdout, "No changes.") {
+		t.Fatalf("second plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 || w.mutations() != before {
+		t.Fatalf("converged apply: exit %d, %d mutating driver calls", r.code, w.mutations()-before)
+	}
+	later := []string{"SBF_NOW=" + time.Now().Add(3*time.Hour).UTC().Format(time.RFC3339)}
+	if r := w.run(later, "reconcile"); r.code != 0 || !strings.Contains(r.stdout, "expire") {
+		t.Fatalf("reconcile past the lease: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := w.world(); len(got) != 0 {
+		t.Fatalf("world after expiry = %v", got)
+	}
+	r := w.run(later, "status", "--json")
+	var st struct {
+		Sandboxes []struct {
+			Name, Phase string
+			Live        string `json:"live_status"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Sandboxes) != 2 {
+		t.Fatalf("status: %v\n%s", err, r.stdout)
+	}
+	for _, s := range st.Sandboxes {
+		if s.Phase != "expired" || s.Live != "absent" {
+			t.Errorf("%s: phase %s live %s", s.Name, s.Phase, s.Live)
+		}
+	}
+}
+
+// Killing apply at any point leaves a readable state, and the next apply
+// converges with nothing leaked.
+func TestKilledApplyConvergesOnRerun(t *testing.T) {
+	delays := []time.Duration{0, 20 * time.Millisecond, 90 * time.Millisecond, 160 * time.Millisecond,
+		260 * time.Millisecond, 380 * time.Millisecond, 520 * time.Millisecond, 700 * time.Millisecond}
+	slow := []string{"SBF_SIM_LATENCY=create=120ms,start=80ms,stop=40ms,delete=40ms,reconfigure=30ms"}
+	for _, delay := range delays {
+		t.Run(delay.String(), func(t *testing.T) {
+			w := newSimWorkspace(t, simSpec+"[sandboxes.db]\n")
+			c := w.cmd(slow, "apply", "--auto-approve", "--parallelism", "1")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			c.Process.Signal(syscall.SIGKILL)
+			c.Wait()
+			if _, err := state.Read(filepath.Join(w.root, spec.Dir), w.root, ""); err != nil {
+				t.Fatalf("state after SIGKILL at %s: %v", delay, err)
+			}
+			if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
+				t.Fatalf("rerun: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if r := w.run(nil, "plan", "--detailed-exitcode"); r.code != 0 {
+				t.Fatalf("plan after rerun: exit %d\n%s", r.code, r.stdout)
+			}
+			if got := w.world(); len(got) != 3 {
+				t.Errorf("world = %v, want exactly the 3 declared sandboxes", got)
+			}
+			// Now kill a destroy halfway: the rerun must leave nothing behind.
+			c = w.cmd(slow, "destroy", "--auto-approve", "--parallelism", "1")
+			c.Start()
+			time.Sleep(delay)
+			c.Process.Signal(syscall.SIGKILL)
+			c.Wait()
+			if r := w.run(nil, "destroy", "--auto-approve"); r.code != 0 {
+				t.Fatalf("destroy rerun: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if got := w.world(); len(got) != 0 {
+				t.Errorf("leaked after destroy: %v", got)
+			}
+		})
+	}
+}
+
+// Two applies at once: one waits or fails clearly; state stays sound.
+func TestConcurrentAppliesNeverCorruptState(t *testing.T) {
+	w := newSimWorkspace(t, simSpec)
+	slow := []string{"SBF_SIM_LATENCY=create=400ms"}
+	first := w.cmd(slow, "apply", "--auto-approve")
+	var firstOut bytes.Buffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	r := w.run(nil, "apply", "--auto-approve")
+	if r.code != 1 || !strings.Contains(r.stderr, "is locked by \"sbf apply\"") || !strings.Contains(r.stderr, "--lock-timeout") {
+		t.Errorf("second apply: exit %d, stderr %q", r.code, r.stderr)
+	}
+	waiter := w.run(nil, "apply", "--auto-approve", "--lock-timeout", "30s")
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, firstOut.String())
+	}
+	if waiter.code != 0 {
+		t.Errorf("waiting apply: exit %d\n%s", waiter.code, waiter.stderr)
+	}
+	if _, err := state.Read(filepath.Join(w.root, spec.Dir), w.root, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.world(); len(got) != 2 {
+		t.Errorf("world = %v", got)
+	}
+}

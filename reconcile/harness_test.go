@@ -1,0 +1,135 @@
+package reconcile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// harness is a workspace on the sim driver with a fake clock: the engine
+// end to end, with real files, locks and state.
+type harness struct {
+	t       testing.TB
+	root    string
+	simDir  string
+	hostDir string
+	clock   *clock.Fake
+	faults  string
+	latency string
+	eng     *Engine
+}
+
+func newHarness(t testing.TB, specText string) *harness {
+	t.Helper()
+	root := t.TempDir()
+	h := &harness{t: t, root: root, simDir: filepath.Join(root, "world"), hostDir: filepath.Join(root, "host"), clock: clock.NewFake(t0)}
+	h.writeSpec(specText)
+	h.eng = &Engine{
+		Clock:       h.clock,
+		Drivers:     h.driver,
+		HostDir:     h.hostDir,
+		Parallelism: 4,
+		Who:         flock.Holder{Command: "test", PID: os.Getpid()},
+	}
+	return h
+}
+
+func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
+	if name != sim.Name {
+		return nil, &drivers.UnavailableError{Driver: name, Reason: "not in tests"}
+	}
+	return sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: h.clock})
+}
+
+func (h *harness) writeSpec(text string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.root, spec.FileName), []byte(text), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) ws() spec.Options {
+	return spec.Options{Root: h.root, Host: spec.Host{OS: "linux", Arch: "amd64"}}
+}
+
+func (h *harness) converge(opts Options) (*Result, error) {
+	return h.eng.Converge(context.Background(), h.ws(), opts)
+}
+
+// apply is `sbf apply --auto-approve`.
+func (h *harness) apply() (*Result, error) { return h.converge(Options{Edit: RenewEdit(nil)}) }
+
+// reconcile is one pass of the watch loop.
+func (h *harness) reconcile() (*Result, error) { return h.converge(Options{}) }
+
+func (h *harness) mustApply() *Result {
+	h.t.Helper()
+	res, err := h.apply()
+	if err != nil {
+		h.t.Fatalf("apply: %v", err)
+	}
+	return res
+}
+
+func (h *harness) plan() *Plan {
+	h.t.Helper()
+	res, err := h.converge(Options{Edit: RenewEdit(nil), DryRun: true})
+	if err != nil {
+		h.t.Fatalf("plan: %v", err)
+	}
+	return res.Plan
+}
+
+// world lists the sim world by instance name.
+func (h *harness) world() map[string]drivers.Instance {
+	h.t.Helper()
+	d, _ := sim.New(sim.Options{Dir: h.simDir})
+	list, err := d.List(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]drivers.Instance{}
+	for _, i := range list {
+		out[i.Name] = i
+	}
+	return out
+}
+
+// mutations counts the operations that changed the world since the mark.
+func (h *harness) mutations(since int) (int, []sim.Op) {
+	ops, err := sim.ReadLog(h.simDir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	n := 0
+	for _, o := range ops[since:] {
+		if o.Mutating() {
+			n++
+		}
+	}
+	return n, ops
+}
+
+func (h *harness) logLen() int {
+	_, ops := h.mutations(0)
+	return len(ops)
+}
+
+func (h *harness) instance(sandbox string) string {
+	h.t.Helper()
+	_, id, err := spec.WorkspaceIdentity(h.root)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return drivers.InstanceName(id, sandbox)
+}

@@ -1,0 +1,169 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/flock"
+)
+
+func open(t *testing.T, dir string, timeout time.Duration) (*Store, error) {
+	t.Helper()
+	return Open(context.Background(), dir, "/ws", "ws_0123456789ab",
+		flock.Holder{Command: "sbf test", PID: os.Getpid(), Since: time.Unix(0, 0)}, timeout)
+}
+
+func TestUpdateWritesAtomicallyWithBackup(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".sandboxforge")
+	s, err := open(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); string(gi) != "*\n" {
+		t.Errorf(".gitignore = %q, want *", gi)
+	}
+	for i, phase := range []Phase{Creating, Running} {
+		if err := s.Update(func(f *File) { f.Sandboxes["api"] = &Sandbox{Phase: phase, Driver: "sim"} }); err != nil {
+			t.Fatal(err)
+		}
+		onDisk, err := Read(dir, "/ws", "ws_0123456789ab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if onDisk.Serial != int64(i+1) || onDisk.Sandboxes["api"].Phase != phase {
+			t.Errorf("after update %d: serial %d phase %s", i+1, onDisk.Serial, onDisk.Sandboxes["api"].Phase)
+		}
+	}
+	backup, err := os.ReadFile(filepath.Join(dir, BackupName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev File
+	if err := json.Unmarshal(backup, &prev); err != nil || prev.Serial != 1 || prev.Sandboxes["api"].Phase != Creating {
+		t.Errorf("backup = serial %d %+v (%v), want the previous version", prev.Serial, prev.Sandboxes["api"], err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, ".*tmp*")); len(matches) > 0 {
+		t.Errorf("temporary files left behind: %v", matches)
+	}
+}
+
+func TestLineageIsFixedAndNew(t *testing.T) {
+	if l := New("/a", "ws_a").Lineage; l != "" {
+		t.Errorf("an unwritten state has lineage %q", l)
+	}
+	if a, b := newLineage(), newLineage(); a == b || len(a) != 36 {
+		t.Errorf("lineages %q %q: want distinct UUID-shaped values", a, b)
+	}
+	dir := t.TempDir()
+	s, _ := open(t, dir, 0)
+	s.Update(func(*File) {})
+	lineage := s.Snapshot().Lineage
+	s.Close()
+	s, _ = open(t, dir, 0)
+	defer s.Close()
+	s.Update(func(*File) {})
+	if got := s.Snapshot().Lineage; got != lineage {
+		t.Errorf("lineage changed across writes: %s → %s", lineage, got)
+	}
+}
+
+func TestLockedStateNamesItsHolder(t *testing.T) {
+	dir := t.TempDir()
+	first, err := open(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = open(t, dir, 0)
+	var locked *flock.LockedError
+	if !errors.As(err, &locked) || locked.Holder == nil || locked.Holder.Command != "sbf test" || locked.Holder.PID != os.Getpid() {
+		t.Fatalf("second open: %v", err)
+	}
+	if !strings.Contains(err.Error(), "--lock-timeout") {
+		t.Errorf("error does not say how to wait: %v", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		first.Close()
+	}()
+	second, err := open(t, dir, 5*time.Second)
+	if err != nil {
+		t.Fatalf("waiting with a timeout: %v", err)
+	}
+	second.Close()
+}
+
+func TestCorruptStateIsReportedAndKept(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	garbage := []byte(`{"version": 1, "lineage": "x", "sandboxes": {"api": `)
+	os.WriteFile(path, garbage, 0o644)
+	_, err := open(t, dir, 0)
+	var corrupt *CorruptError
+	if !errors.As(err, &corrupt) || corrupt.Path != path || !strings.Contains(err.Error(), BackupName) {
+		t.Fatalf("err = %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(garbage) {
+		t.Error("a corrupt state file was modified")
+	}
+	// The lock was released, so the user can repair and retry.
+	os.Remove(path)
+	s, err := open(t, dir, 0)
+	if err != nil {
+		t.Fatalf("after removing the corrupt file: %v", err)
+	}
+	s.Close()
+}
+
+func TestVersions(t *testing.T) {
+	if _, err := decode([]byte(`{"version": 99, "lineage": "x"}`)); err == nil || !strings.Contains(err.Error(), "newer sbf") {
+		t.Errorf("future version: %v", err)
+	}
+	if _, err := decode([]byte(`{"lineage": "x"}`)); err == nil {
+		t.Error("a document without a version was accepted")
+	}
+	chain := map[int]func(map[string]any) error{
+		1: func(doc map[string]any) error { doc["workspace_id"] = "ws_from_v1"; return nil },
+		2: func(doc map[string]any) error {
+			doc["workspace_root"] = doc["root"]
+			delete(doc, "root")
+			return nil
+		},
+	}
+	f, err := decodeAt([]byte(`{"version": 1, "lineage": "x", "root": "/old"}`), 3, chain)
+	if err != nil || f.Version != 3 || f.WorkspaceID != "ws_from_v1" || f.WorkspaceRoot != "/old" {
+		t.Errorf("migrated = %+v, %v", f, err)
+	}
+	if _, err := decodeAt([]byte(`{"version": 0, "lineage": "x"}`), 3, chain); err == nil {
+		t.Error("a version with no migration path was accepted")
+	}
+}
+
+func TestHostIndex(t *testing.T) {
+	idx := OpenHostIndex(t.TempDir())
+	exp := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, e := range []IndexEntry{
+		{Instance: "sbf-01234567-inst_1a2b3c4d", Sandbox: "inst_1a2b3c4d", WorkspaceRoot: "/a", ExpiresAt: exp},
+		{Instance: "sbf-89abcdef-api", Sandbox: "api", WorkspaceRoot: "/b"},
+	} {
+		if err := idx.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := idx.All()
+	if err != nil || len(all) != 2 || all[0].Instance != "sbf-01234567-inst_1a2b3c4d" {
+		t.Fatalf("All = %+v, %v", all, err)
+	}
+	if e, ok := idx.Lookup("inst_1a2b3c4d"); !ok || e.WorkspaceRoot != "/a" || !e.ExpiresAt.Equal(exp) {
+		t.Errorf("Lookup by id = %+v %v", e, ok)
+	}
+	if _, ok := idx.Lookup("nope"); ok {
+		t.Error("Lookup found an unknown instance")
+	}
+}
