@@ -34,7 +34,7 @@ func sbf(t *testing.T, env map[string]string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-func write(t *testing.T, path, data string) {
+func write(t testing.TB, path, data string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

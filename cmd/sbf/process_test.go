@@ -40,12 +40,12 @@ func TestMain(m *testing.M) {
 
 // simWorkspace is a workspace on the sim driver with its own host state.
 type simWorkspace struct {
-	t    *testing.T
+	t    testing.TB
 	root string
 	env  []string
 }
 
-func newSimWorkspace(t *testing.T, specText string) *simWorkspace {
+func newSimWorkspace(t testing.TB, specText string) *simWorkspace {
 	root := t.TempDir()
 	write(t, filepath.Join(root, spec.FileName), specText)
 	return &simWorkspace{t: t, root: root, env: []string{
