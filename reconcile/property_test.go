@@ -144,13 +144,16 @@ func TestWatchWakesAtLeaseEnd(t *testing.T) {
 	passes := make(chan *Result, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- h.eng.Watch(ctx, func() []spec.Options { return []spec.Options{h.ws()} }, time.Hour,
-			func(_ spec.Options, res *Result, err error) {
+		done <- h.eng.Watch(ctx, WatchOptions{
+			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
+			Interval:   time.Hour,
+			Report: func(_ spec.Options, res *Result, err error) {
 				if err != nil {
 					t.Errorf("pass: %v", err)
 				}
 				passes <- res
-			})
+			},
+		})
 	}()
 	waitPass := func() *Result {
 		select {

@@ -101,6 +101,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.destroyCommand(),
 		a.extendCommand(),
 		a.reconcileCommand(),
+		a.mcpCommand(),
+		a.serveCommand(),
 		a.initCommand(),
 		a.schemaCommand(),
 		a.versionCommand(),

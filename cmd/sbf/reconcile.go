@@ -57,8 +57,10 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(a.stderr, "sbf: reconciling %s every %s (and at each lease end); Ctrl-C stops\n", a.dir, interval)
-	return eng.Watch(ctx, func() []spec.Options { return []spec.Options{ws} }, interval,
-		func(_ spec.Options, res *reconcile.Result, err error) {
+	return eng.Watch(ctx, reconcile.WatchOptions{
+		Workspaces: func() []spec.Options { return []spec.Options{ws} },
+		Interval:   interval,
+		Report: func(_ spec.Options, res *reconcile.Result, err error) {
 			if f.asJSON {
 				rep := applyReport{Error: newErrorReport(err)}
 				if res != nil {
@@ -75,5 +77,6 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 				fmt.Fprintf(a.stdout, "%s pass: %d added, %d changed, %d destroyed\n",
 					eng.Clock.Now().UTC().Format(time.RFC3339), s.Add, s.Change, s.Destroy)
 			}
-		})
+		},
+	})
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/mcpserver"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type mcpFlags struct {
+	http             string
+	allowNonLoopback bool
+	tokenFile        string
+}
+
+func (f *mcpFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the MCP tools over stdio (and Streamable HTTP with --http)",
+		Long: "mcp serves SandboxForge's MCP tools on stdin/stdout for an MCP client, and runs the reconcile\n" +
+			"loop (expiry, repair) in the background. --http also serves Streamable HTTP at http://ADDR/mcp\n" +
+			"(default 127.0.0.1:8765). SandboxForge v1's environment variables keep their meaning.",
+		Args: args(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error { return a.serveMCP(&f, true) },
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&f.http, "http", "", "also serve Streamable HTTP on `ADDR`")
+	cmd.Flags().Lookup("http").NoOptDefVal = "127.0.0.1:8765"
+	return cmd
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "serve [ADDR]",
+		Short: "Run the reconcile loop and serve MCP over Streamable HTTP",
+		Long: "serve runs the reconcile loop for every workspace it has touched (and every workspace holding\n" +
+			"a lease on this host) and serves the MCP tools at http://ADDR/mcp (default MCP_HTTP_HOST:MCP_HTTP_PORT,\n" +
+			"127.0.0.1:8765). SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(_ *cobra.Command, list []string) error {
+			if len(list) == 1 {
+				f.http = list[0]
+			}
+			return a.serveMCP(&f, false)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
+	settings, err := mcpserver.ReadSettings(a.getenv)
+	if err != nil {
+		return err
+	}
+	httpAddr := f.http
+	if !stdio && httpAddr == "" || stdio && httpAddr == "" && settings.EnableHTTP != nil && *settings.EnableHTTP {
+		httpAddr = settings.HTTPAddr()
+	}
+	opts := mcpserver.HTTPOptions{Addr: httpAddr, AllowNonLoopback: f.allowNonLoopback || settings.AllowRemote}
+	if f.tokenFile != "" {
+		tok, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return fmt.Errorf("reading --token-file: %w", err)
+		}
+		if opts.Token = strings.TrimSpace(string(tok)); opts.Token == "" {
+			return fmt.Errorf("--token-file %s is empty", f.tokenFile)
+		}
+	}
+	if httpAddr != "" {
+		if err := mcpserver.CheckListen(opts); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+	srv, err := a.newMCPServer(settings)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var wg sync.WaitGroup
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		srv.RunLoop(loopCtx, a.logPass)
+	}()
+	var httpErr chan error
+	var hs *http.Server
+	if httpAddr != "" {
+		ln, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			stopLoop()
+			wg.Wait()
+			return fmt.Errorf("listening on %s: %w", httpAddr, err)
+		}
+		hs = &http.Server{Handler: srv.HTTPHandler(opts), ReadHeaderTimeout: 10 * time.Second}
+		httpErr = make(chan error, 1)
+		go func() { httpErr <- hs.Serve(ln) }()
+		fmt.Fprintf(a.stderr, "sbf: serving MCP on http://%s/mcp\n", ln.Addr())
+	}
+	if stdio {
+		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.stdin, a.stdout)
+	} else {
+		select {
+		case <-ctx.Done():
+		case err = <-httpErr:
+		}
+	}
+	if hs != nil {
+		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		hs.Shutdown(shutdown)
+		cancel()
+	}
+	stopLoop()
+	wg.Wait() // a pass in progress finishes and saves its state
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (a *app) newMCPServer(settings mcpserver.Settings) (*mcpserver.Server, error) {
+	eng, err := a.engine("mcp", engineFlags{parallelism: 4, lockTimeout: 10 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	eng.Events = nil // stdout may be the protocol stream
+	root, err := filepath.Abs(a.dir)
+	if err != nil {
+		return nil, err
+	}
+	return mcpserver.New(mcpserver.Config{
+		Engine: eng, Settings: settings, Host: spec.CurrentHost(), ConfigHome: a.configHome(),
+		DefaultRoot: root, Version: version,
+	}), nil
+}
+
+// logPass reports loop passes that changed something or failed.
+func (a *app) logPass(ws spec.Options, res *reconcile.Result, err error) {
+	if err != nil {
+		fmt.Fprintf(a.stderr, "sbf: reconcile %s: %v\n", ws.Root, err)
+	}
+	if res != nil && res.Plan != nil && len(res.Plan.Actions) > 0 {
+		for _, act := range res.Plan.Actions {
+			fmt.Fprintf(a.stderr, "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Sandbox, act.Cause)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !linux && !darwin && !windows
+
+package hostcap
+
+func memoryAvailableGiB() *float64 { return nil }

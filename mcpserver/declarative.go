@@ -1,0 +1,165 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type validateArgs struct {
+	WorkspaceRoot string          `json:"workspace_root" jsonschema:"Absolute path of the workspace folder."`
+	Overrides     json.RawMessage `json:"overrides,omitempty" jsonschema:"Keys to override for this check only, as a nested object (null resets nullable keys)."`
+}
+
+type prepareArgs struct {
+	InstanceID      string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	IncludeServices *bool  `json:"include_services,omitempty" jsonschema:"Run the sandbox's MySQL/Redis services (ANDed with [infra] include_services_by_default). Default true."`
+	WaitForReady    bool   `json:"wait_for_ready,omitempty" jsonschema:"Wait until services answer their readiness probes."`
+}
+
+type workspaceArgs struct {
+	WorkspaceRoot string   `json:"workspace_root,omitempty" jsonschema:"Absolute path of the workspace folder; default: the server's workspace."`
+	Targets       []string `json:"targets,omitempty" jsonschema:"Only these sandboxes (default: all)."`
+}
+
+type desiredArgs struct {
+	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"Absolute path of the workspace folder; default: the server's workspace."`
+}
+
+func (s *Server) registerWorkspace() {
+	addTool(s, "validate_workspace_config", "Resolve a workspace's layered .sandboxforge.toml (with optional overrides) and report every problem.", s.validate)
+	addTool(s, "prepare_workspace", "Converge everything an instance's workspace declares for it: VM, container runtime, services, compose stack.", s.prepareWorkspace)
+	addTool(s, "plan", "Show what apply would change in a workspace, with the cause of every action.", s.plan)
+	addTool(s, "apply", "Converge a workspace to its desired state (acquiring or renewing leases) and return the plan it executed.", s.apply)
+	addTool(s, "get_desired_state", "Return a workspace's resolved desired state, its sources and the managed overrides (leases, ad-hoc sandboxes).", s.desiredState)
+}
+
+func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
+	ws, err := s.workspace(a.WorkspaceRoot, a.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.load(ws)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources,
+		"config": r.Config, "valid": true, "diagnostics": []string{}}, nil
+}
+
+func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
+	e, err := s.lookup(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	include := a.IncludeServices == nil || *a.IncludeServices
+	out, err := s.prepare(ctx, ws, e.Sandbox, include, a.WaitForReady)
+	if err != nil {
+		return nil, err
+	}
+	out["instance_id"] = a.InstanceID
+	return out, nil
+}
+
+// prepare converges one sandbox (never renewing its lease) and reports
+// what its layers recorded.
+func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (map[string]any, error) {
+	before, err := s.load(ws)
+	if err != nil {
+		return nil, err
+	}
+	if l, held := before.Config.Leases[sandbox]; !held || !s.cfg.Engine.Clock.Now().Before(l.ExpiresAt) {
+		status := "destroyed"
+		if held {
+			status = "expired"
+		}
+		return nil, newToolError(reconcile.CodeInstanceTerminal, "Instance '"+sandbox+"' is "+status,
+			map[string]any{"instance_id": sandbox, "status": status})
+	}
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{Targets: []string{sandbox}})
+	if err != nil {
+		return nil, err
+	}
+	r := res.Resolved
+	s.touch(r.Root)
+	out := map[string]any{
+		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
+		"backend_instance_name": drivers.InstanceName(r.WorkspaceID, sandbox),
+		"runtime": "docker", "runtime_ready": false, "docker_command": nil,
+		"include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
+		"wait_for_ready":   wait, "services": map[string]any{}, "service_readiness": map[string]any{},
+		"connection_env": map[string]string{}, "env_injections": []any{},
+		"plan": res.Plan.Report(),
+	}
+	if rec := res.State.Sandboxes[sandbox]; rec != nil {
+		runtimeFields(out, rec)
+		out["phase"] = rec.Phase
+	}
+	return out, nil
+}
+
+func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
+	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+		Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets), DryRun: true})
+	if res == nil || res.Plan == nil {
+		return nil, err
+	}
+	var text bytes.Buffer
+	res.Plan.Render(&text, reconcile.Style{})
+	res.Plan.RenderProblems(&text)
+	return map[string]any{"workspace_root": res.Resolved.Root, "plan": res.Plan.Report(), "text": text.String()}, err
+}
+
+func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
+	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
+	if res != nil && res.Resolved != nil {
+		s.touch(res.Resolved.Root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspace_root": res.Resolved.Root, "plan": res.Plan.Report(), "applied": res.Applied,
+		"sandboxes": res.Status()}, nil
+}
+
+func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
+	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.load(ws)
+	if err != nil {
+		return nil, err
+	}
+	var adHoc []string
+	for _, name := range sortedKeys(r.AdHoc) {
+		adHoc = append(adHoc, name)
+	}
+	return map[string]any{
+		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources, "config": r.Config,
+		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},
+	}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,216 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+type createArgs struct {
+	WorkspaceRoot string   `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
+	TTLMinutes    *int     `json:"ttl_minutes,omitempty" jsonschema:"Lease length in minutes; default [lease] default_ttl (30). At most [lease] max_ttl."`
+	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
+	WaitForReady  bool     `json:"wait_for_ready,omitempty" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
+	CPUs          *int     `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for this instance."`
+	MemoryGiB     *float64 `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for this instance."`
+	DiskGiB       *float64 `json:"disk_gib,omitempty" jsonschema:"Override [vm] disk_gib for this instance."`
+}
+
+type instanceArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Force      bool   `json:"force,omitempty" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
+}
+
+type extendArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	TTLMinutes int    `json:"ttl_minutes" jsonschema:"Minutes to add to the lease; at most [lease] max_ttl per call, within max_lifetime overall."`
+}
+
+type listArgs struct {
+	IncludeExpired bool `json:"include_expired,omitempty" jsonschema:"Also list expired and destroyed instances."`
+}
+
+func (s *Server) registerLifecycle() {
+	addTool(s, "create_instance", "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when auto_bootstrap).", s.createInstance)
+	addTool(s, "list_instances", "List sbf instances on this host with their lease, live status and drift.", s.listInstances)
+	addTool(s, "destroy_instance", "Release an instance's lease; its VM is stopped and deleted. Works on expired instances too.", s.destroyInstance)
+	addTool(s, "extend_instance_ttl", "Move an instance's lease end later by ttl_minutes.", s.extendInstance)
+}
+
+func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) {
+	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.load(ws)
+	if err != nil {
+		return nil, err
+	}
+	vm, keys := r.Config.VM, map[string]any{}
+	if a.CPUs != nil {
+		vm.CPUs, keys["cpus"] = *a.CPUs, int64(*a.CPUs)
+	}
+	if a.MemoryGiB != nil {
+		vm.MemoryGiB, keys["memory_gib"] = *a.MemoryGiB, *a.MemoryGiB
+	}
+	if a.DiskGiB != nil {
+		vm.DiskGiB, keys["disk_gib"] = *a.DiskGiB, *a.DiskGiB
+	}
+	driver := r.Host.ResolveDriver(vm.Driver)
+	if _, err := s.cfg.Engine.Drivers(driver, r); err != nil {
+		return nil, err
+	}
+	ttl, err := s.ttl(r, a.TTLMinutes)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.preflight(r, vm); err != nil {
+		return nil, err
+	}
+	id := newInstanceID()
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+		Targets: []string{id}, Edit: reconcile.UpEdit([]string{id}, ttl, keys)})
+	if err != nil {
+		// Leave nothing behind: the lease goes, and whatever was created
+		// is deleted before the error is returned.
+		s.cfg.Engine.Converge(context.WithoutCancel(ctx), ws, reconcile.Options{
+			Targets: []string{id}, Edit: reconcile.DestroyEdit([]string{id})})
+		return nil, err
+	}
+	s.touch(r.Root)
+	out := s.instanceSummary(res, id)
+	out["auto_bootstrap"], out["wait_for_ready"] = a.AutoBootstrap == nil || *a.AutoBootstrap, a.WaitForReady
+	if out["auto_bootstrap"] == true {
+		boot, err := s.prepare(ctx, ws, id, r.Config.Infra.IncludeServicesByDefault, a.WaitForReady)
+		if err != nil {
+			return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+err.Error(),
+				map[string]any{"instance_id": id, "workspace_root": r.Root, "bootstrap_error": asToolError(err)})
+		}
+		out["bootstrap"] = boot
+	}
+	return out, nil
+}
+
+// ttl checks a requested lease length the way v1 did: 1..max minutes.
+func (s *Server) ttl(r *spec.Resolved, minutes *int) (time.Duration, error) {
+	pol := r.Config.Lease
+	if minutes == nil {
+		return pol.DefaultTTL.Std(), nil
+	}
+	d := time.Duration(*minutes) * time.Minute
+	if *minutes <= 0 || d > pol.MaxTTL.Std() {
+		return 0, newToolError(reconcile.CodeTTLInvalid,
+			fmt.Sprintf("ttl_minutes must be between 1 and %.0f", pol.MaxTTL.Std().Minutes()),
+			map[string]any{"ttl_minutes": *minutes, "default_ttl_minutes": pol.DefaultTTL.Std().Minutes(),
+				"max_ttl_minutes": pol.MaxTTL.Std().Minutes()})
+	}
+	return d, nil
+}
+
+// instanceSummary is create_instance's v1 result shape.
+func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[string]any {
+	r := res.Resolved
+	instance := drivers.InstanceName(r.WorkspaceID, sandbox)
+	out := map[string]any{
+		"instance_id": sandbox, "backend": r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver), "status": "running",
+		"created_at": nil, "expires_at": nil, "ssh_port": nil,
+		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "backend_instance_name": instance,
+	}
+	if rec := res.State.Sandboxes[sandbox]; rec != nil {
+		out["created_at"] = isoPtr(rec.CreatedAt)
+	}
+	if l, ok := r.Config.Leases[sandbox]; ok {
+		out["expires_at"] = iso(l.ExpiresAt)
+	}
+	if inst, ok := res.Observed.Instances[instance]; ok {
+		out["ssh_port"] = sshPort(inst.SSH)
+	}
+	return out
+}
+
+func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, error) {
+	e, err := s.lookup(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+		Targets: []string{e.Sandbox}, Edit: reconcile.DestroyEdit([]string{e.Sandbox})}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "backend": e.Driver, "status": "destroyed"}, nil
+}
+
+func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) {
+	e, err := s.lookup(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.load(ws)
+	if err != nil {
+		return nil, err
+	}
+	if l, held := r.Config.Leases[e.Sandbox]; !held || !s.cfg.Engine.Clock.Now().Before(l.ExpiresAt) {
+		status := "destroyed"
+		if held {
+			status = "expired"
+		}
+		return nil, newToolError(reconcile.CodeInstanceTerminal, fmt.Sprintf("Instance '%s' is %s", a.InstanceID, status),
+			map[string]any{"instance_id": a.InstanceID, "status": status})
+	}
+	if a.TTLMinutes <= 0 || time.Duration(a.TTLMinutes)*time.Minute > r.Config.Lease.MaxTTL.Std() {
+		_, err := s.ttl(r, &a.TTLMinutes)
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+		Targets: []string{e.Sandbox}, Edit: reconcile.ExtendEdit(e.Sandbox, time.Duration(a.TTLMinutes)*time.Minute)})
+	if err != nil {
+		return nil, err
+	}
+	s.touch(r.Root)
+	return map[string]any{"instance_id": a.InstanceID, "expires_at": iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
+		"ttl_extended_minutes": a.TTLMinutes}, nil
+}
+
+// listInstances reads every workspace the host index knows, observing
+// each once. It never changes state: an expired lease is reported as
+// expired, and its VM is left for the loop to delete.
+func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
+	entries, err := s.index.All()
+	if err != nil {
+		return nil, err
+	}
+	byRoot := map[string][]state.IndexEntry{}
+	for _, e := range entries {
+		byRoot[e.WorkspaceRoot] = append(byRoot[e.WorkspaceRoot], e)
+	}
+	instances := []map[string]any{}
+	var problems []string
+	for _, root := range sortedKeys(byRoot) {
+		rows, err := s.workspaceRows(ctx, root, byRoot[root], a.IncludeExpired)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", root, err))
+		}
+		instances = append(instances, rows...)
+	}
+	out := map[string]any{"instances": instances}
+	for k, v := range s.backendInfo() {
+		out[k] = v
+	}
+	if len(problems) > 0 {
+		out["reconciliation_error"] = fmt.Sprint(problems)
+	}
+	return out, nil
+}

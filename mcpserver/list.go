@@ -1,0 +1,104 @@
+package mcpserver
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// workspaceRows builds list_instances records for one workspace from one
+// observation.
+func (s *Server) workspaceRows(ctx context.Context, root string, entries []state.IndexEntry, includeExpired bool) ([]map[string]any, error) {
+	ws, err := s.workspace(root, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{DryRun: true})
+	if res == nil {
+		return nil, err
+	}
+	known := map[string]state.IndexEntry{}
+	for _, e := range entries {
+		known[e.Instance] = e
+	}
+	now := s.cfg.Engine.Clock.Now()
+	var rows []map[string]any
+	for _, st := range res.Status() {
+		e, ok := known[st.Instance]
+		if !ok {
+			continue
+		}
+		status := v1Status(st, now)
+		if !includeExpired && (status == "expired" || status == "destroyed") {
+			continue
+		}
+		rec := res.State.Sandboxes[st.Name]
+		row := map[string]any{
+			"instance_id": instanceID(e), "backend_name": st.Driver, "profile_name": "workspace",
+			"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
+			"status": status, "created_at": nil, "expires_at": isoPtr(st.ExpiresAt), "last_used_at": nil,
+			"owner_session": s.cfg.Settings.Session, "ssh_port": nil, "backend_instance_name": st.Instance,
+			"runtime_name": nil, "runtime_ready": false, "docker_command": nil,
+			"live_exists": st.Live != "absent" && st.Live != "unknown", "live_status": st.Live,
+			"reconciliation_drift": st.Drift != "" || (status == "expired" && st.Live != "absent" && st.Live != "unknown"),
+			"sandbox": st.Name, "phase": st.Phase, "last_error": st.LastError,
+		}
+		if rec != nil {
+			row["created_at"] = isoPtr(rec.CreatedAt)
+			runtimeFields(row, rec)
+		}
+		if inst, ok := res.Observed.Instances[st.Instance]; ok {
+			row["ssh_port"] = sshPort(inst.SSH)
+		}
+		rows = append(rows, row)
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, _ := rows[i]["created_at"].(string)
+		b, _ := rows[j]["created_at"].(string)
+		return a > b
+	})
+	return rows, err
+}
+
+// runtimeFields fills v1's runtime columns from what the guest layer
+// recorded.
+func runtimeFields(row map[string]any, rec *state.Sandbox) {
+	if cmd := rec.Applied["docker_command"]; cmd != "" {
+		row["runtime_name"], row["runtime_ready"], row["docker_command"] = "docker", true, cmd
+	}
+}
+
+// v1Status maps a sandbox to v1's lease statuses (creating, running,
+// destroyed, expired, error) plus sbf's stopped. A lease that has run out
+// reads "expired" at once, but nothing is written: the loop deletes the
+// VM and records the transition.
+func v1Status(st reconcile.SandboxStatus, now time.Time) string {
+	switch {
+	case st.Phase == state.Destroyed || st.Phase == state.Expired:
+		return string(st.Phase)
+	case st.ExpiresAt != nil && !now.Before(*st.ExpiresAt):
+		return "expired"
+	case st.ExpiresAt == nil && st.Declared:
+		return "destroyed"
+	case st.Phase == state.Failed:
+		return "error"
+	case st.Phase == state.Pending || st.Phase == state.Creating:
+		return "creating"
+	}
+	return string(st.Phase)
+}
+
+// backendInfo reports the server's default backend as v1 did.
+func (s *Server) backendInfo() map[string]any {
+	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
+	out := map[string]any{"backend": name, "backend_available": true}
+	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
+	if _, err := s.cfg.Engine.Drivers(name, probe); err != nil {
+		out["backend_available"], out["backend_error"] = false, err.Error()
+	}
+	return out
+}

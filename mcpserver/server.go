@@ -1,0 +1,125 @@
+// Package mcpserver exposes sbf's engine as MCP tools. Tools only edit the
+// desired state (leases and ad-hoc sandboxes in a workspace's managed
+// overrides) and ask the engine to converge; none drives a backend
+// directly. Every tool of SandboxForge v1's server keeps its name,
+// parameters, result fields and error codes.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sandboxforge/sbf/internal/hostcap"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Config is what a server is built from; cmd/ fills it from flags and the
+// environment.
+type Config struct {
+	Engine      *reconcile.Engine
+	Settings    Settings
+	Host        spec.Host
+	ConfigHome  string
+	DefaultRoot string // workspace for declarative tools called without one
+	Version     string
+	// Probe measures the host before a VM is created (tests replace it).
+	Probe func(root string) hostcap.Capacity
+}
+
+// Server is one MCP server over one engine.
+type Server struct {
+	cfg   Config
+	index *state.HostIndex
+	mcp   *server.MCPServer
+
+	mu      sync.Mutex
+	touched map[string]bool // workspace roots the loop converges
+	wake    chan struct{}
+}
+
+// New builds the server and registers every tool.
+func New(cfg Config) *Server {
+	if cfg.Probe == nil {
+		cfg.Probe = hostcap.Probe
+	}
+	s := &Server{
+		cfg:     cfg,
+		index:   state.OpenHostIndex(cfg.Engine.HostDir),
+		touched: map[string]bool{},
+		wake:    make(chan struct{}, 1),
+	}
+	s.mcp = server.NewMCPServer("sbf", cfg.Version,
+		server.WithToolCapabilities(false),
+		server.WithInputSchemaValidation(),
+		server.WithStrictInputSchemaDefault(),
+		server.WithRecovery(),
+		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
+			"every tool edits the desired state and the engine converges it; leases expire on their own."),
+	)
+	s.registerLifecycle()
+	s.registerWorkspace()
+	return s
+}
+
+// MCP is the underlying server, for transports and in-process clients.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// touch remembers a workspace for the reconcile loop and wakes the loop so
+// a new lease's end is scheduled.
+func (s *Server) touch(root string) {
+	s.mu.Lock()
+	s.touched[root] = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunLoop runs the reconcile loop over every workspace this server has
+// touched, plus every workspace the host index holds a lease for (so
+// leases created before a restart still expire). It returns when ctx ends.
+func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconcile.Result, error)) error {
+	return s.cfg.Engine.Watch(ctx, reconcile.WatchOptions{
+		Workspaces: s.loopWorkspaces,
+		Interval:   s.cfg.Settings.SweepInterval,
+		Wake:       s.wake,
+		Report:     report,
+	})
+}
+
+func (s *Server) loopWorkspaces() []spec.Options {
+	roots := map[string]bool{}
+	s.mu.Lock()
+	for r := range s.touched {
+		roots[r] = true
+	}
+	s.mu.Unlock()
+	entries, _ := s.index.All()
+	for _, e := range entries {
+		if !e.ExpiresAt.IsZero() {
+			roots[e.WorkspaceRoot] = true
+		}
+	}
+	var out []spec.Options
+	for _, r := range sortedKeys(roots) {
+		if ws, err := s.workspace(r, nil); err == nil {
+			out = append(out, ws)
+		}
+	}
+	return out
+}
+
+func newInstanceID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return "inst_" + hex.EncodeToString(b[:])
+}

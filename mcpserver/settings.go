@@ -1,0 +1,158 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings are SandboxForge v1's server environment variables, read with
+// their v1 meaning so an existing client configuration keeps working when
+// only the command changes.
+type Settings struct {
+	MaxInstances  int           // MAX_INSTANCES → [lease] max_instances
+	DefaultTTL    time.Duration // DEFAULT_TTL_MINUTES → [lease] default_ttl
+	MaxTTL        time.Duration // MAX_TTL_MINUTES → [lease] max_ttl
+	Backend       string        // SANDBOX_BACKEND → [vm] driver
+	SweepInterval time.Duration // SANDBOX_SWEEPER_INTERVAL_SECONDS: the loop's longest sleep
+	Session       string        // MCP_SESSION_ID, reported as owner_session
+	HTTPHost      string        // MCP_HTTP_HOST
+	HTTPPort      int           // MCP_HTTP_PORT
+	EnableHTTP    *bool         // MCP_ENABLE_HTTP; nil when unset
+	AllowRemote   bool          // MCP_HTTP_ALLOW_NON_LOOPBACK
+}
+
+// ReadSettings parses the v1 variables. Unlike v1, a malformed value is an
+// error naming the variable instead of a crash or a silent default.
+func ReadSettings(getenv func(string) string) (Settings, error) {
+	s := Settings{SweepInterval: time.Minute, Session: "local", HTTPHost: "127.0.0.1", HTTPPort: 8765}
+	var errs []string
+	num := func(name string, min int) (int, bool) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min {
+			errs = append(errs, fmt.Sprintf("%s=%q: want an integer ≥ %d", name, v, min))
+			return 0, false
+		}
+		return n, true
+	}
+	if n, ok := num("MAX_INSTANCES", 1); ok {
+		s.MaxInstances = n
+	}
+	if n, ok := num("DEFAULT_TTL_MINUTES", 1); ok {
+		s.DefaultTTL = time.Duration(n) * time.Minute
+	}
+	if n, ok := num("MAX_TTL_MINUTES", 1); ok {
+		s.MaxTTL = time.Duration(n) * time.Minute
+	}
+	if n, ok := num("SANDBOX_SWEEPER_INTERVAL_SECONDS", 1); ok {
+		s.SweepInterval = time.Duration(n) * time.Second
+	}
+	if n, ok := num("MCP_HTTP_PORT", 0); ok {
+		s.HTTPPort = n
+	}
+	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
+		switch b {
+		case "auto", "lima", "hyperv", "vz", "sim":
+			s.Backend = b
+		default:
+			errs = append(errs, fmt.Sprintf("Unsupported SANDBOX_BACKEND '%s'. Allowed: auto, lima, hyperv (and sbf's vz, sim)", b))
+		}
+	}
+	if v := getenv("MCP_SESSION_ID"); v != "" {
+		s.Session = v
+	}
+	if v := strings.TrimSpace(getenv("MCP_HTTP_HOST")); v != "" {
+		s.HTTPHost = v
+	}
+	if v, ok, err := parseBool(getenv("MCP_ENABLE_HTTP")); err != nil {
+		errs = append(errs, "MCP_ENABLE_HTTP: "+err.Error())
+	} else if ok {
+		s.EnableHTTP = &v
+	}
+	if v, ok, err := parseBool(getenv("MCP_HTTP_ALLOW_NON_LOOPBACK")); err != nil {
+		errs = append(errs, "MCP_HTTP_ALLOW_NON_LOOPBACK: "+err.Error())
+	} else if ok {
+		s.AllowRemote = v
+	}
+	if len(errs) > 0 {
+		return s, fmt.Errorf("invalid environment: %s", strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+func parseBool(v string) (value, set bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
+		return false, false, nil
+	case "1", "true", "yes", "on":
+		return true, true, nil
+	case "0", "false", "no", "off":
+		return false, true, nil
+	}
+	return false, false, fmt.Errorf("want 1/true/yes/on or 0/false/no/off, got %q", v)
+}
+
+// HTTPAddr is MCP_HTTP_HOST:MCP_HTTP_PORT.
+func (s Settings) HTTPAddr() string { return net.JoinHostPort(s.HTTPHost, strconv.Itoa(s.HTTPPort)) }
+
+// overrides is the request layer these settings put over every
+// workspace the server converges.
+func (s Settings) overrides() map[string]any {
+	out := map[string]any{}
+	lease := map[string]any{}
+	if s.MaxInstances > 0 {
+		lease["max_instances"] = s.MaxInstances
+	}
+	if s.DefaultTTL > 0 {
+		lease["default_ttl"] = s.DefaultTTL.String()
+	}
+	if s.MaxTTL > 0 {
+		lease["max_ttl"] = s.MaxTTL.String()
+	}
+	if len(lease) > 0 {
+		out["lease"] = lease
+	}
+	if s.Backend != "" {
+		out["vm"] = map[string]any{"driver": s.Backend}
+	}
+	return out
+}
+
+func mergeJSON(base map[string]any, extra json.RawMessage) (json.RawMessage, error) {
+	merged := map[string]any{}
+	for k, v := range base {
+		merged[k] = v
+	}
+	if len(extra) > 0 && string(extra) != "null" {
+		var add map[string]any
+		if err := json.Unmarshal(extra, &add); err != nil {
+			return nil, fmt.Errorf("overrides must be a JSON object: %w", err)
+		}
+		deepMerge(merged, add)
+	}
+	return json.Marshal(merged)
+}
+
+func deepMerge(dst, src map[string]any) {
+	for k, v := range src {
+		sm, ok1 := v.(map[string]any)
+		dm, ok2 := dst[k].(map[string]any)
+		if ok1 && ok2 {
+			cp := map[string]any{}
+			for kk, vv := range dm {
+				cp[kk] = vv
+			}
+			deepMerge(cp, sm)
+			dst[k] = cp
+			continue
+		}
+		dst[k] = v
+	}
+}

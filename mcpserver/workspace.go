@@ -1,0 +1,83 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// workspace builds load options for a workspace root: the server's v1
+// settings and the call's own overrides form the request layer.
+func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, error) {
+	if strings.TrimSpace(root) == "" {
+		root = s.cfg.DefaultRoot
+	}
+	abs, _, err := spec.WorkspaceIdentity(root)
+	if err != nil {
+		return spec.Options{}, newToolError(reconcile.CodeConfigInvalid, err.Error(),
+			map[string]any{"workspace_root": root, "errors": []string{err.Error()}})
+	}
+	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome}
+	layer := s.cfg.Settings.overrides()
+	if len(layer) == 0 && len(extra) == 0 {
+		return ws, nil
+	}
+	raw, err := mergeJSON(layer, extra)
+	if err != nil {
+		return ws, newToolError(reconcile.CodeConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
+	}
+	if ws.Request, err = spec.JSONOverrides(raw); err != nil {
+		return ws, newToolError(reconcile.CodeConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
+	}
+	return ws, nil
+}
+
+// load resolves a workspace, turning problems into WORKSPACE_CONFIG_INVALID
+// with v1's details.
+func (s *Server) load(ws spec.Options) (*spec.Resolved, error) {
+	r, err := spec.Load(ws)
+	if err != nil {
+		te := asToolError(err)
+		te.Details["workspace_root"] = ws.Root
+		return nil, te
+	}
+	return r, nil
+}
+
+// lookup finds the workspace and sandbox behind an MCP instance id.
+func (s *Server) lookup(id string) (state.IndexEntry, error) {
+	if e, ok := s.index.Lookup(id); ok && id != "" {
+		return e, nil
+	}
+	return state.IndexEntry{}, newToolError(reconcile.CodeInstanceNotFound, fmt.Sprintf("Instance '%s' was not found", id),
+		map[string]any{"instance_id": id})
+}
+
+// instanceID is what MCP clients call an instance: the id create_instance
+// made (the sandbox name), or the backend name for sandboxes a spec
+// declares (sandbox names repeat across workspaces, backend names do not).
+func instanceID(e state.IndexEntry) string {
+	if strings.HasPrefix(e.Sandbox, "inst_") {
+		return e.Sandbox
+	}
+	return e.Instance
+}
+
+// sshPort extracts the port of a driver's host:port address.
+func sshPort(addr string) any {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return nil
+	}
+	return n
+}
