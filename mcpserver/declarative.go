@@ -93,7 +93,7 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 	out := map[string]any{
 		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
 		"backend_instance_name": drivers.InstanceName(r.WorkspaceID, sandbox),
-		"runtime": "docker", "runtime_ready": false, "docker_command": nil,
+		"runtime":               "docker", "runtime_ready": false, "docker_command": nil,
 		"include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
 		"wait_for_ready":   wait, "services": map[string]any{}, "service_readiness": map[string]any{},
 		"connection_env": map[string]string{}, "env_injections": []any{},

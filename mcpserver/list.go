@@ -45,7 +45,7 @@ func (s *Server) workspaceRows(ctx context.Context, root string, entries []state
 			"runtime_name": nil, "runtime_ready": false, "docker_command": nil,
 			"live_exists": st.Live != "absent" && st.Live != "unknown", "live_status": st.Live,
 			"reconciliation_drift": st.Drift != "" || (status == "expired" && st.Live != "absent" && st.Live != "unknown"),
-			"sandbox": st.Name, "phase": st.Phase, "last_error": st.LastError,
+			"sandbox":              st.Name, "phase": st.Phase, "last_error": st.LastError,
 		}
 		if rec != nil {
 			row["created_at"] = isoPtr(rec.CreatedAt)
