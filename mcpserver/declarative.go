@@ -11,8 +11,8 @@ import (
 )
 
 type validateArgs struct {
-	WorkspaceRoot string          `json:"workspace_root" jsonschema:"Absolute path of the workspace folder."`
-	Overrides     json.RawMessage `json:"overrides,omitempty" jsonschema:"Keys to override for this check only, as a nested object (null resets nullable keys)."`
+	WorkspaceRoot string         `json:"workspace_root" jsonschema:"Absolute path of the workspace folder."`
+	Overrides     map[string]any `json:"overrides,omitempty" jsonschema:"Keys to override for this check only, as a nested object (null resets nullable keys)."`
 }
 
 type prepareArgs struct {
@@ -39,7 +39,11 @@ func (s *Server) registerWorkspace() {
 }
 
 func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
-	ws, err := s.workspace(a.WorkspaceRoot, a.Overrides)
+	var extra json.RawMessage
+	if a.Overrides != nil {
+		extra, _ = json.Marshal(a.Overrides)
+	}
+	ws, err := s.workspace(a.WorkspaceRoot, extra)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckListen(t *testing.T) {
+	for _, tc := range []struct {
+		o  HTTPOptions
+		ok bool
+	}{
+		{HTTPOptions{Addr: "127.0.0.1:8765"}, true},
+		{HTTPOptions{Addr: "localhost:8765"}, true},
+		{HTTPOptions{Addr: "[::1]:8765"}, true},
+		{HTTPOptions{Addr: "0.0.0.0:8765"}, false},
+		{HTTPOptions{Addr: "0.0.0.0:8765", AllowNonLoopback: true}, false},
+		{HTTPOptions{Addr: "0.0.0.0:8765", AllowNonLoopback: true, Token: "s3cret"}, true},
+		{HTTPOptions{Addr: "no-port"}, false},
+	} {
+		if err := CheckListen(tc.o); (err == nil) != tc.ok {
+			t.Errorf("%+v: err = %v", tc.o, err)
+		}
+	}
+}
+
+func TestGuardRejectsForeignOriginsAndMissingTokens(t *testing.T) {
+	reached := 0
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ })
+	for _, tc := range []struct {
+		token, origin, auth string
+		want                int
+	}{
+		{"", "", "", 200},
+		{"", "http://localhost:6274", "", 200},
+		{"", "http://127.0.0.1", "", 200},
+		{"", "http://[::1]:3000", "", 200},
+		{"", "https://evil.example", "", 403},
+		{"", "http://127.0.0.1.evil.example", "", 403},
+		{"", "null", "", 403},
+		{"tok", "", "", 401},
+		{"tok", "", "Bearer nope", 401},
+		{"tok", "", "Bearer tok", 200},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader("{}"))
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		before := reached
+		guard(next, tc.token).ServeHTTP(rec, req)
+		if rec.Code != tc.want || (tc.want == 200) != (reached > before) {
+			t.Errorf("token %q origin %q auth %q: status %d, want %d", tc.token, tc.origin, tc.auth, rec.Code, tc.want)
+		}
+	}
+}
+
+func TestReadSettings(t *testing.T) {
+	env := map[string]string{"MAX_INSTANCES": "5", "DEFAULT_TTL_MINUTES": "15", "MAX_TTL_MINUTES": "90",
+		"SANDBOX_SWEEPER_INTERVAL_SECONDS": "30", "SANDBOX_BACKEND": " Lima ", "MCP_HTTP_HOST": "::1",
+		"MCP_HTTP_PORT": "9000", "MCP_ENABLE_HTTP": "0", "MCP_SESSION_ID": "agent-7"}
+	s, err := ReadSettings(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxInstances != 5 || s.DefaultTTL != 15*time.Minute || s.MaxTTL != 90*time.Minute || s.SweepInterval != 30*time.Second ||
+		s.Backend != "lima" || s.HTTPAddr() != "[::1]:9000" || s.EnableHTTP == nil || *s.EnableHTTP || s.Session != "agent-7" {
+		t.Errorf("settings = %+v", s)
+	}
+	o := s.overrides()
+	if o["lease"].(map[string]any)["max_ttl"] != "1h30m0s" || o["vm"].(map[string]any)["driver"] != "lima" {
+		t.Errorf("overrides = %v", o)
+	}
+	defaults, _ := ReadSettings(func(string) string { return "" })
+	if defaults.HTTPAddr() != "127.0.0.1:8765" || defaults.SweepInterval != time.Minute || len(defaults.overrides()) != 0 {
+		t.Errorf("defaults = %+v", defaults)
+	}
+	for _, bad := range []map[string]string{{"SANDBOX_BACKEND": "docker"}, {"MAX_INSTANCES": "many"}, {"MCP_ENABLE_HTTP": "maybe"}} {
+		if _, err := ReadSettings(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("%v was accepted", bad)
+		}
+	}
+}
