@@ -151,10 +151,7 @@ func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var adHoc []string
-	for _, name := range sortedKeys(r.AdHoc) {
-		adHoc = append(adHoc, name)
-	}
+	adHoc := sortedKeys(r.AdHoc)
 	return map[string]any{
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources, "config": r.Config,
 		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},
