@@ -247,4 +247,3 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 	}
 	return stdio, urls
 }
-
