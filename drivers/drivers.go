@@ -8,8 +8,10 @@ package drivers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Spec is the VM a sandbox wants.
@@ -21,14 +23,33 @@ type Spec struct {
 	Arch      string   `json:"arch,omitempty"`
 	VMType    string   `json:"vm_type,omitempty"`
 	Template  string   `json:"template,omitempty"`
+	Image     Image    `json:"image,omitzero"`
 	Mounts    []string `json:"mounts,omitempty"`
 	Ports     []string `json:"ports,omitempty"`
+}
+
+// Image is the guest image: a disk (with optional digest) or, for direct
+// kernel boot, a raw root disk with kernel and initrd. Paths are absolute.
+type Image struct {
+	Location      string `json:"location,omitempty"`
+	Digest        string `json:"digest,omitempty"`
+	Kernel        string `json:"kernel,omitempty"`
+	KernelCmdline string `json:"kernel_cmdline,omitempty"`
+	Initrd        string `json:"initrd,omitempty"`
+}
+
+// String names the image in plan causes.
+func (i Image) String() string {
+	if i.Location == "" {
+		return "(template)"
+	}
+	return i.Location
 }
 
 // Equal reports whether two specs describe the same VM.
 func (s Spec) Equal(o Spec) bool {
 	return s.Name == o.Name && s.CPUs == o.CPUs && s.MemoryGiB == o.MemoryGiB && s.DiskGiB == o.DiskGiB &&
-		s.Arch == o.Arch && s.VMType == o.VMType && s.Template == o.Template &&
+		s.Arch == o.Arch && s.VMType == o.VMType && s.Template == o.Template && s.Image == o.Image &&
 		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports)
 }
 
@@ -107,4 +128,75 @@ func ParseInstanceName(name string) (tag, sandbox string, ok bool) {
 		}
 	}
 	return rest[:8], rest[9:], true
+}
+
+// ExecRequest is a command to run inside an instance.
+type ExecRequest struct {
+	Command   string        // run by /bin/sh -c in the guest
+	Stdin     io.Reader     // nil: empty
+	Timeout   time.Duration // zero: none; the remote command is killed when it passes
+	MaxOutput int           // bytes kept per stream; zero: DefaultMaxOutput
+}
+
+// DefaultMaxOutput is how much of each output stream Exec keeps.
+const DefaultMaxOutput = 1 << 20
+
+// ExecResult is what a command did. Output beyond MaxOutput is dropped;
+// the *Bytes fields count everything the command wrote.
+type ExecResult struct {
+	ExitCode        int           `json:"exit_code"`
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	StdoutBytes     int64         `json:"stdout_bytes"`
+	StderrBytes     int64         `json:"stderr_bytes"`
+	StdoutTruncated bool          `json:"stdout_truncated"`
+	StderrTruncated bool          `json:"stderr_truncated"`
+	TimedOut        bool          `json:"timed_out"`
+	Duration        time.Duration `json:"-"`
+	DurationMS      int64         `json:"duration_ms"`
+	Via             string        `json:"via"` // how it ran: "ssh" or a fallback
+}
+
+// CappedBuffer keeps the first max bytes written and counts the rest.
+type CappedBuffer struct {
+	max   int
+	buf   []byte
+	total int64
+}
+
+// NewCappedBuffer keeps at most max bytes (DefaultMaxOutput when max ≤ 0).
+func NewCappedBuffer(max int) *CappedBuffer {
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	return &CappedBuffer{max: max}
+}
+
+func (c *CappedBuffer) Write(p []byte) (int, error) {
+	c.total += int64(len(p))
+	if room := c.max - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// String is what was kept.
+func (c *CappedBuffer) String() string { return string(c.buf) }
+
+// Total counts every byte written.
+func (c *CappedBuffer) Total() int64 { return c.total }
+
+// Truncated reports whether bytes were dropped.
+func (c *CappedBuffer) Truncated() bool { return c.total > int64(len(c.buf)) }
+
+// CanonicalArch spells an architecture the way VM backends report it
+// (x86_64, aarch64), accepting Go's spelling (amd64, arm64) too.
+func CanonicalArch(arch string) string {
+	switch strings.ToLower(arch) {
+	case "amd64", "x86_64", "x86-64":
+		return "x86_64"
+	case "arm64", "aarch64":
+		return "aarch64"
+	}
+	return arch
 }

@@ -4,7 +4,9 @@
 package reconcile
 
 import (
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -38,7 +40,7 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			Name:     name,
 			Instance: drivers.InstanceName(r.WorkspaceID, name),
 			Driver:   r.Host.ResolveDriver(sb.Driver),
-			VM:       vmSpec(drivers.InstanceName(r.WorkspaceID, name), sb),
+			VM:       vmSpec(drivers.InstanceName(r.WorkspaceID, name), sb, r.Root, r.Host),
 			TTL:      sb.TTL.Std(),
 		}
 		if ds.TTL == 0 {
@@ -52,18 +54,34 @@ func DesiredFrom(r *spec.Resolved) Desired {
 	return d
 }
 
-func vmSpec(instance string, sb spec.Sandbox) drivers.Spec {
+func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drivers.Spec {
+	im := sb.Image
+	arch := drivers.CanonicalArch(sb.Arch)
+	if arch == "" {
+		arch = drivers.CanonicalArch(host.Arch)
+	}
 	return drivers.Spec{
+		Image: drivers.Image{Location: absPath(root, im.Location), Digest: im.Digest, Kernel: absPath(root, im.Kernel),
+			KernelCmdline: im.KernelCmdline, Initrd: absPath(root, im.Initrd)},
 		Name:      instance,
 		CPUs:      sb.CPUs,
 		MemoryGiB: sb.MemoryGiB,
 		DiskGiB:   sb.DiskGiB,
-		Arch:      sb.Arch,
+		Arch:      arch,
 		VMType:    sb.VMType,
 		Template:  sb.Template,
 		Mounts:    nilIfEmpty(sb.Mounts),
 		Ports:     nilIfEmpty(sb.Ports),
 	}
+}
+
+// absPath makes a relative image path absolute against the workspace;
+// URLs and absolute paths stay as they are.
+func absPath(root, p string) string {
+	if p == "" || strings.Contains(p, "://") || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
 }
 
 func nilIfEmpty(s []string) []string {

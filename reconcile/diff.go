@@ -49,6 +49,9 @@ func diffSpecs(cur, want drivers.Spec) (restart, replace []string) {
 	str("vm_type", cur.VMType, want.VMType, &replace)
 	str("arch", cur.Arch, want.Arch, &replace)
 	str("template", cur.Template, want.Template, &replace)
+	if cur.Image != want.Image {
+		replace = append(replace, fmt.Sprintf("image %s → %s", cur.Image, want.Image))
+	}
 	switch {
 	case want.DiskGiB < cur.DiskGiB:
 		replace = append(replace, fmt.Sprintf("disk %s → %s GiB (shrink)", num(cur.DiskGiB), num(want.DiskGiB)))

@@ -25,11 +25,13 @@ func (r *Resolved) crossCheck() Errors {
 			}
 			seen[svc] = true
 		}
+		errs = append(errs, r.checkImage("sandboxes."+name+".image", sb.Image)...)
 		if sb.TTL > 0 && sb.TTL > c.Lease.MaxTTL {
 			errs = append(errs, r.errorAt("sandboxes."+name+".ttl",
 				fmt.Sprintf("%s is longer than lease.max_ttl (%s)", sb.TTL, c.Lease.MaxTTL)))
 		}
 	}
+	errs = append(errs, r.checkImage("vm.image", c.VM.Image)...)
 	if c.VM.TTL > c.Lease.MaxTTL {
 		errs = append(errs, r.errorAt("vm.ttl", fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.VM.TTL, c.Lease.MaxTTL)))
 	}
@@ -45,6 +47,20 @@ func (r *Resolved) crossCheck() Errors {
 		if c.Leases[name].ExpiresAt.IsZero() {
 			errs = append(errs, r.errorAt("leases."+name, "has no expires_at"))
 		}
+	}
+	return errs
+}
+
+func (r *Resolved) checkImage(path string, im Image) Errors {
+	var errs Errors
+	if im.Kernel != "" && im.Location == "" {
+		errs = append(errs, r.errorAt(path+".kernel", "needs "+path+".location (the root disk to boot)"))
+	}
+	if im.Initrd != "" && im.Kernel == "" {
+		errs = append(errs, r.errorAt(path+".initrd", "needs "+path+".kernel"))
+	}
+	if im.KernelCmdline != "" && im.Kernel == "" {
+		errs = append(errs, r.errorAt(path+".kernel_cmdline", "needs "+path+".kernel"))
 	}
 	return errs
 }

@@ -39,7 +39,19 @@ type VM struct {
 	VMType    string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; defaults to vz on macOS and qemu on Linux."`
 	Template  string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template the VM's image comes from (v1: template:NAME). Host mounts are never inherited from it."`
 	TTL       Duration `toml:"ttl" json:"ttl" nullable:"true" doc:"Lease length (30m, 2h, 7d); empty means [lease] default_ttl."`
-	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest. None by default."`
+	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
+	Image     Image    `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
+}
+
+// Image is what a VM boots: a cloud image (location, optional digest) or,
+// for direct kernel boot, a raw root disk with its kernel and initrd.
+// Relative paths are relative to the workspace root.
+type Image struct {
+	Location      string `toml:"location" json:"location" doc:"URL or path of the disk image."`
+	Digest        string `toml:"digest" json:"digest" doc:"Expected digest of location, such as sha256:…"`
+	Kernel        string `toml:"kernel" json:"kernel" doc:"Kernel for direct boot (URL or path); needs location to be a raw root disk."`
+	KernelCmdline string `toml:"kernel_cmdline" json:"kernel_cmdline" doc:"Kernel command line for direct boot."`
+	Initrd        string `toml:"initrd" json:"initrd" doc:"Initial ramdisk for direct boot (URL or path)."`
 }
 
 // Sandbox is one named VM: the [vm] keys it overrides plus what runs in it.
