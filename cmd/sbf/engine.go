@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"runtime"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/lima"
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -93,9 +96,38 @@ func (a *app) newDriver(name string, r *spec.Resolved, c clock.Clock) (reconcile
 	case sim.Name:
 		return sim.New(sim.Options{Dir: a.simDir(r.Root), Latency: a.getenv("SBF_SIM_LATENCY"),
 			Faults: a.getenv("SBF_SIM_FAULTS"), Clock: c})
+	case lima.Name:
+		timeout, err := a.durationEnv("SBF_LIMA_START_TIMEOUT")
+		if err != nil {
+			return nil, err
+		}
+		return lima.New(context.Background(), lima.Options{
+			Limactl: a.getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: runtime.GOOS, HostArch: runtime.GOARCH,
+			Getenv: a.getenv, Debug: a.debugf, Clock: c,
+		})
 	}
 	return nil, &drivers.UnavailableError{Driver: name, Reason: "this build of sbf has no " + name + " driver",
 		ProbableCause: "backend_unavailable", NextSteps: []string{"use a build of sbf that includes the " + name + " driver"}}
+}
+
+// durationEnv reads an optional Go duration from the environment.
+func (a *app) durationEnv(name string) (time.Duration, error) {
+	v := a.getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 20m", name, v)
+	}
+	return d, nil
+}
+
+// debugf prints driver diagnostics when SBF_DEBUG is set.
+func (a *app) debugf(format string, args ...any) {
+	if a.getenv("SBF_DEBUG") != "" {
+		fmt.Fprintf(a.stderr, "sbf debug: "+format+"\n", args...)
+	}
 }
 
 // simDir is the simulated world: $SBF_SIM_DIR, else the workspace's

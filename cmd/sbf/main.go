@@ -101,6 +101,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.destroyCommand(),
 		a.extendCommand(),
 		a.reconcileCommand(),
+		a.execCommand(),
+		a.cpCommand(),
 		a.mcpCommand(),
 		a.serveCommand(),
 		a.initCommand(),

@@ -1,0 +1,181 @@
+// Package lima drives Lima (limactl) for sbf: it generates each
+// instance's lima.yaml from the spec, runs limactl for the lifecycle, and
+// executes commands over one persistent SSH connection per running VM
+// rather than a `limactl shell` process per command.
+package lima
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+)
+
+// Name is the driver name in specs.
+const Name = "lima"
+
+// Options configure the driver. Zero values pick the defaults.
+type Options struct {
+	Limactl      string        // path or name of limactl; default "limactl" on PATH
+	StartTimeout time.Duration // passed to `limactl start --timeout`; default 15m
+	HostOS       string        // runtime.GOOS spelling
+	HostArch     string        // runtime.GOARCH spelling
+	Euid         func() int    // default os.Geteuid; limactl refuses root
+	Getenv       func(string) string
+	Debug        func(format string, args ...any) // where fallbacks are reported
+	Clock        clock.Clock                      // measures command durations
+}
+
+// Driver is a Lima backend.
+type Driver struct {
+	opts    Options
+	limactl string
+	version string
+
+	mu    sync.Mutex
+	conns map[string]*sshConn // instance → open SSH client
+}
+
+// New checks that Lima can run here and returns the driver, or an
+// *drivers.UnavailableError saying why not and what to do.
+func New(ctx context.Context, o Options) (*Driver, error) {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 15 * time.Minute
+	}
+	if o.Euid == nil {
+		o.Euid = os.Geteuid
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Debug == nil {
+		o.Debug = func(string, ...any) {}
+	}
+	d := &Driver{opts: o, conns: map[string]*sshConn{}}
+	if err := d.check(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Version is what `limactl --version` reported.
+func (d *Driver) Version() string { return d.version }
+
+func unavailable(cause, reason string, steps ...string) *drivers.UnavailableError {
+	return &drivers.UnavailableError{Driver: Name, Reason: reason, ProbableCause: cause, NextSteps: steps}
+}
+
+// check finds limactl and proves it runs, in the order a user would fix
+// things: host OS, privileges, binary, version.
+func (d *Driver) check(ctx context.Context) error {
+	if d.opts.HostOS != "linux" && d.opts.HostOS != "darwin" {
+		return unavailable("unsupported_host_os",
+			fmt.Sprintf("unsupported host OS '%s'; only macOS and Linux are supported", d.opts.HostOS),
+			"use the hyperv driver on Windows ([vm] driver = \"hyperv\")")
+	}
+	if d.opts.Euid() == 0 {
+		return unavailable("running_as_root", "limactl refuses to run as root",
+			"run sbf as an unprivileged user, for example: sudo -u $SUDO_USER sbf apply",
+			"or create a user for VMs (useradd -m sbf) and run sbf as that user")
+	}
+	name := d.opts.Limactl
+	if name == "" {
+		name = "limactl"
+	}
+	path, err := findExecutable(name, d.opts.Getenv("PATH"))
+	if err != nil {
+		return err
+	}
+	d.limactl = path
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _, err := d.run(vctx, nil, "--version")
+	if err != nil {
+		return unavailable("backend_binary_not_executable", fmt.Sprintf("%s --version failed: %v", path, err),
+			"check that "+path+" is a working limactl binary for this machine")
+	}
+	d.version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "limactl version"))
+	if major := strings.SplitN(strings.TrimPrefix(d.version, "v"), ".", 2)[0]; major == "0" || major == "" {
+		return unavailable("backend_version_unsupported", fmt.Sprintf("limactl %s is too old; sbf needs Lima 1.0 or newer", d.version),
+			"upgrade Lima ('make lima' builds v1.2.1)")
+	}
+	return nil
+}
+
+// findExecutable resolves limactl like the shell would, but tells a
+// missing binary from one that is there without execute permission.
+func findExecutable(name, pathEnv string) (string, error) {
+	candidates := []string{name}
+	if !strings.ContainsRune(name, os.PathSeparator) {
+		candidates = nil
+		for _, dir := range filepath.SplitList(pathEnv) {
+			candidates = append(candidates, filepath.Join(dir, name))
+		}
+	}
+	var notExec string
+	for _, c := range candidates {
+		info, err := os.Stat(c)
+		if err != nil || info.IsDir() {
+			continue
+		}
+		if info.Mode()&0o111 == 0 {
+			notExec = c
+			continue
+		}
+		return c, nil
+	}
+	if notExec != "" {
+		return "", unavailable("backend_binary_not_executable", notExec+" is not executable", "chmod +x "+notExec)
+	}
+	return "", unavailable("backend_binary_missing", name+" not found in PATH",
+		"install Lima 1.x (in this repository, 'make lima' builds v1.2.1 into .tools/lima/bin)",
+		"then put limactl on PATH or set SBF_LIMACTL to its path")
+}
+
+// CommandError is a limactl invocation that failed.
+type CommandError struct {
+	Args     []string
+	ExitCode int
+	Stderr   string
+}
+
+func (e *CommandError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if i := strings.LastIndex(msg, "\n"); i >= 0 && len(msg) > 2000 {
+		msg = "…" + msg[len(msg)-2000:]
+	}
+	return fmt.Sprintf("limactl %s: exit %d: %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+}
+
+// run executes limactl with --tty=false so it never prompts.
+func (d *Driver) run(ctx context.Context, stdin io.Reader, args ...string) (stdout, stderr []byte, err error) {
+	full := append([]string{"--tty=false"}, args...)
+	if len(args) == 1 && args[0] == "--version" {
+		full = args
+	}
+	cmd := exec.CommandContext(ctx, d.limactl, full...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.Bytes(), errb.Bytes(), &CommandError{Args: args, ExitCode: exit.ExitCode(), Stderr: errb.String()}
+	}
+	if err != nil {
+		return out.Bytes(), errb.Bytes(), fmt.Errorf("running limactl %s: %w", strings.Join(args, " "), err)
+	}
+	return out.Bytes(), errb.Bytes(), nil
+}

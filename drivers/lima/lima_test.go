@@ -1,0 +1,193 @@
+package lima
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+var update = flag.Bool("update", false, "rewrite golden lima.yaml files")
+
+type fake struct {
+	t   *testing.T
+	dir string
+	env map[string]string
+}
+
+// newFake puts the fake limactl in charge; replies are files in dir.
+func newFake(t *testing.T) *fake {
+	dir := t.TempDir()
+	t.Setenv("FAKE_LIMA_DIR", dir)
+	qemuDir := t.TempDir()
+	os.WriteFile(filepath.Join(qemuDir, "qemu-system-x86_64"), []byte("#!/bin/sh\n"), 0o755)
+	return &fake{t: t, dir: dir, env: map[string]string{"PATH": qemuDir}}
+}
+
+func (f *fake) reply(cmd, stdout, stderr string, exit int) {
+	os.WriteFile(filepath.Join(f.dir, cmd+".stdout"), []byte(stdout), 0o644)
+	os.WriteFile(filepath.Join(f.dir, cmd+".stderr"), []byte(stderr), 0o644)
+	os.WriteFile(filepath.Join(f.dir, cmd+".exit"), []byte(strconv.Itoa(exit)), 0o644)
+}
+
+func (f *fake) argv() []string {
+	data, _ := os.ReadFile(filepath.Join(f.dir, "argv.log"))
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+func (f *fake) options() Options {
+	abs, _ := filepath.Abs("testdata/fake-limactl")
+	return Options{Limactl: abs, HostOS: "linux", HostArch: "amd64", Euid: func() int { return 1000 },
+		Getenv: func(k string) string { return f.env[k] }}
+}
+
+func (f *fake) driver() *Driver {
+	f.t.Helper()
+	d, err := New(context.Background(), f.options())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
+func cause(err error) string {
+	var u *drivers.UnavailableError
+	if errors.As(err, &u) {
+		return u.ProbableCause
+	}
+	return ""
+}
+
+func TestAvailability(t *testing.T) {
+	f := newFake(t)
+	o := f.options()
+	o.Euid = func() int { return 0 }
+	if _, err := New(context.Background(), o); cause(err) != "running_as_root" || !strings.Contains(err.Error(), "unprivileged user") {
+		t.Errorf("as root: %v", err)
+	}
+	o = f.options()
+	o.Limactl = filepath.Join(t.TempDir(), "limactl")
+	if _, err := New(context.Background(), o); cause(err) != "backend_binary_missing" {
+		t.Errorf("missing: %v", err)
+	}
+	os.WriteFile(o.Limactl, []byte("#!/bin/sh\n"), 0o644)
+	if _, err := New(context.Background(), o); cause(err) != "backend_binary_not_executable" {
+		t.Errorf("not executable: %v", err)
+	}
+	t.Setenv("FAKE_LIMA_VERSION", "0.23.2")
+	if _, err := New(context.Background(), f.options()); cause(err) != "backend_version_unsupported" {
+		t.Errorf("old version: %v", err)
+	}
+	t.Setenv("FAKE_LIMA_VERSION", "1.2.1")
+	o = f.options()
+	o.HostOS = "windows"
+	os.Remove(filepath.Join(f.dir, "argv.log"))
+	if _, err := New(context.Background(), o); cause(err) != "unsupported_host_os" {
+		t.Errorf("windows: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "argv.log")); err == nil {
+		t.Error("limactl was run on an unsupported host")
+	}
+	d := f.driver()
+	if d.Version() != "1.2.1" {
+		t.Errorf("version = %q", d.Version())
+	}
+	f.env["PATH"] = t.TempDir()
+	err := d.Create(context.Background(), drivers.Spec{Name: "sbf-01234567-api", VMType: "qemu", Arch: "x86_64",
+		Image: drivers.Image{Location: "/img/disk.img"}})
+	if cause(err) != "host_vm_dependency_missing" {
+		t.Errorf("qemu missing: %v", err)
+	}
+	f.env["QEMU_SYSTEM_X86_64"] = o.Limactl // any executable will do
+	f.env["PATH"] = filepath.Dir(o.Limactl)
+	os.Chmod(o.Limactl, 0o755)
+	if err := d.Create(context.Background(), drivers.Spec{Name: "sbf-01234567-api", VMType: "qemu", Arch: "x86_64",
+		Image: drivers.Image{Location: "/img/disk.img"}}); err != nil {
+		t.Errorf("with QEMU_SYSTEM_X86_64: %v", err)
+	}
+}
+
+const ndjson = `{"name":"sbf-01234567-api","hostname":"lima-sbf-01234567-api","status":"Running","dir":"/home/u/.lima/sbf-01234567-api","vmType":"qemu","arch":"x86_64","cpuType":"","cpus":2,"memory":2147483648,"disk":10737418240,"sshLocalPort":41537,"sshConfigFile":"/home/u/.lima/sbf-01234567-api/ssh.config","hostAgentPID":1234,"driverPID":1240,"sshAddress":"127.0.0.1","protected":false,"limaVersion":"1.2.1"}
+{"name":"default","status":"Stopped","dir":"/home/u/.lima/default","vmType":"vz","arch":"aarch64","cpus":4,"memory":4294967296,"disk":107374182400,"protected":false,"limaVersion":"1.2.1"}
+{"name":"sbf-01234567-bad","status":"Broken","dir":"/home/u/.lima/sbf-01234567-bad","vmType":"qemu","arch":"x86_64","errors":[{}],"protected":false}
+`
+
+func TestListFormats(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(ndjson), "\n")
+	for name, out := range map[string]string{
+		"ndjson":  ndjson,
+		"array":   "[" + strings.Join(lines, ",") + "]\n",
+		"wrapper": `{"instances": [` + strings.Join(lines, ",") + "]}\n",
+	} {
+		list, err := parseList([]byte(out))
+		if err != nil || len(list) != 3 {
+			t.Fatalf("%s: %v (%d instances)", name, err, len(list))
+		}
+		api, def, bad := list[0].instance(), list[1].instance(), list[2].instance()
+		if api.Status != drivers.Running || api.SSH != "127.0.0.1:41537" || api.Reported.MemoryGiB != 2 ||
+			api.Reported.DiskGiB != 10 || api.Reported.CPUs != 2 || api.Reported.Arch != "x86_64" {
+			t.Errorf("%s: api = %+v", name, api)
+		}
+		if def.Status != drivers.Stopped || bad.Status != drivers.Broken || def.SSH != "" {
+			t.Errorf("%s: default %+v, bad %+v", name, def, bad)
+		}
+	}
+	_, err := parseList([]byte(lines[0] + "\n{\"name\": oops}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed NDJSON: %v", err)
+	}
+	if list, err := parseList([]byte("\n")); err != nil || len(list) != 0 {
+		t.Errorf("empty list: %v %v", list, err)
+	}
+	f := newFake(t)
+	f.reply("list", ndjson, "", 0)
+	insts, err := f.driver().List(context.Background())
+	if err != nil || len(insts) != 3 || f.argv()[1] != "--tty=false list --json" {
+		t.Errorf("List = %v, %v; argv %v", insts, err, f.argv())
+	}
+}
+
+func TestLifecycleArgv(t *testing.T) {
+	f := newFake(t)
+	d := f.driver()
+	ctx := context.Background()
+	s := drivers.Spec{Name: "sbf-01234567-api", CPUs: 4, MemoryGiB: 4, DiskGiB: 30, VMType: "qemu", Arch: "x86_64",
+		Image: drivers.Image{Location: "/img/disk.img"}, Ports: []string{"8080:80"}}
+	d.Create(ctx, s)
+	d.Start(ctx, s.Name)
+	d.Reconfigure(ctx, s)
+	d.Stop(ctx, s.Name)
+	d.Delete(ctx, s.Name)
+	want := []string{
+		"--version",
+		"--tty=false create --name sbf-01234567-api -",
+		"--tty=false start --timeout 15m0s sbf-01234567-api",
+		`--tty=false edit sbf-01234567-api --set .cpus = 4 | .memory = "4096MiB" | .disk = "30720MiB" | .mountType = "reverse-sshfs" | .mounts = [] | .portForwards = [{"guestPort":80,"hostIP":"127.0.0.1","hostPort":8080},{"guestIP":"0.0.0.0","proto":"any","ignore":true}]`,
+		"--tty=false stop sbf-01234567-api",
+		"--tty=false delete --force sbf-01234567-api",
+	}
+	if got := f.argv(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("argv:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestUnknownInstanceIsNotFound(t *testing.T) {
+	f := newFake(t)
+	d := f.driver()
+	f.reply("stop", "", `time="2026-11-25T12:00:00Z" level=fatal msg="stat /home/u/.lima/sbf-01234567-gone/lima.yaml: no such file or directory"`+"\n", 1)
+	if err := d.Stop(context.Background(), "sbf-01234567-gone"); !errors.Is(err, drivers.ErrNotFound) {
+		t.Errorf("stop of an unknown instance: %v", err)
+	}
+	f.reply("start", "", "level=fatal msg=\"failed to start: exit status 1\"\n", 1)
+	err := d.Start(context.Background(), "sbf-01234567-x")
+	var ce *CommandError
+	if errors.Is(err, drivers.ErrNotFound) || !errors.As(err, &ce) || ce.ExitCode != 1 {
+		t.Errorf("a failed start: %v", err)
+	}
+}

@@ -1,0 +1,107 @@
+package lima
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// listedInstance is the part of `limactl list --json` sbf reads.
+type listedInstance struct {
+	Name          string `json:"name"`
+	Status        string `json:"status"`
+	Dir           string `json:"dir"`
+	VMType        string `json:"vmType"`
+	Arch          string `json:"arch"`
+	CPUs          int    `json:"cpus"`
+	Memory        int64  `json:"memory"` // bytes
+	Disk          int64  `json:"disk"`   // bytes
+	SSHLocalPort  int    `json:"sshLocalPort"`
+	SSHAddress    string `json:"sshAddress"`
+	SSHConfigFile string `json:"sshConfigFile"`
+}
+
+// List reports every Lima instance with one `limactl list --json`.
+func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
+	out, _, err := d.run(ctx, nil, "list", "--json")
+	if err != nil {
+		return nil, err
+	}
+	listed, err := parseList(out)
+	if err != nil {
+		return nil, err
+	}
+	insts := make([]drivers.Instance, 0, len(listed))
+	for _, l := range listed {
+		insts = append(insts, l.instance())
+	}
+	return insts, nil
+}
+
+// parseList accepts the three shapes limactl has printed: NDJSON (one
+// object per line), a JSON array, and {"instances": [...]}. A malformed
+// NDJSON line is an error naming the line.
+func parseList(out []byte) ([]listedInstance, error) {
+	trimmed := bytes.TrimSpace(out)
+	if len(trimmed) == 0 {
+		return nil, nil
+	}
+	if trimmed[0] == '[' {
+		var list []listedInstance
+		if err := json.Unmarshal(trimmed, &list); err != nil {
+			return nil, fmt.Errorf("parsing limactl list JSON array: %w", err)
+		}
+		return list, nil
+	}
+	var wrapper struct {
+		Instances *[]listedInstance `json:"instances"`
+	}
+	if bytes.Count(trimmed, []byte("\n")) == 0 || bytes.HasPrefix(trimmed, []byte(`{"instances"`)) {
+		if err := json.Unmarshal(trimmed, &wrapper); err == nil && wrapper.Instances != nil {
+			return *wrapper.Instances, nil
+		}
+	}
+	var list []listedInstance
+	sc := bufio.NewScanner(bytes.NewReader(trimmed))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var l listedInstance
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, fmt.Errorf("parsing limactl list JSON: line %d: %w", n, err)
+		}
+		list = append(list, l)
+	}
+	return list, sc.Err()
+}
+
+func (l listedInstance) instance() drivers.Instance {
+	status := drivers.Broken
+	switch l.Status {
+	case "Running":
+		status = drivers.Running
+	case "Stopped":
+		status = drivers.Stopped
+	}
+	inst := drivers.Instance{Name: l.Name, Driver: Name, Status: status, Reported: drivers.Spec{
+		Name: l.Name, CPUs: l.CPUs, MemoryGiB: gib(l.Memory), DiskGiB: gib(l.Disk), Arch: l.Arch, VMType: l.VMType,
+	}}
+	if l.SSHLocalPort > 0 {
+		host := l.SSHAddress
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		inst.SSH = host + ":" + strconv.Itoa(l.SSHLocalPort)
+	}
+	return inst
+}
+
+func gib(bytes int64) float64 { return float64(bytes) / (1 << 30) }

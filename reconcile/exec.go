@@ -1,0 +1,75 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// Execer is a driver that can run commands in its instances.
+type Execer interface {
+	Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error)
+}
+
+// Copier is a driver that can copy files and folders in and out.
+type Copier interface {
+	CopyIn(ctx context.Context, instance, localPath, remotePath string) error
+	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
+}
+
+// Target is a running sandbox a command or copy goes to.
+type Target struct {
+	Resolved *spec.Resolved
+	Sandbox  string
+	Instance string
+	Driver   Driver
+}
+
+// Target finds a sandbox that holds a live lease and its driver. Commands
+// never go to a sandbox whose lease has run out, even before the loop has
+// deleted its VM.
+func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
+	r, err := spec.Load(ws)
+	if err != nil {
+		return nil, err
+	}
+	sb, ok := r.Config.Sandboxes[sandbox]
+	if !ok {
+		return nil, notDeclared(r, sandbox)
+	}
+	l, held := r.Config.Leases[sandbox]
+	if !held || !e.Clock.Now().Before(l.ExpiresAt) {
+		status := "destroyed"
+		if held {
+			status = "expired"
+		}
+		return nil, errorf(CodeInstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
+			"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
+	}
+	drv, err := e.Drivers(r.Host.ResolveDriver(sb.Driver), r)
+	if err != nil {
+		return nil, err
+	}
+	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox), Driver: drv}, nil
+}
+
+// Exec runs a command in the target.
+func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	x, ok := t.Driver.(Execer)
+	if !ok {
+		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
+	}
+	return x.Exec(ctx, t.Instance, req)
+}
+
+// Copier returns the target's copy capability.
+func (t *Target) Copier() (Copier, error) {
+	c, ok := t.Driver.(Copier)
+	if !ok {
+		return nil, fmt.Errorf("the driver of sandbox %s cannot copy files", t.Sandbox)
+	}
+	return c, nil
+}
+
