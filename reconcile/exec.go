@@ -72,4 +72,3 @@ func (t *Target) Copier() (Copier, error) {
 	}
 	return c, nil
 }
-

@@ -239,7 +239,7 @@ func (v *validator) mapValue(f field, val any, path string) (any, bool) {
 		p := childPath(path, k)
 		if elem.Kind() == reflect.Struct {
 			if f.has("sandbox_name") && !ValidSandboxName(k) {
-				v.fail(p, true, "is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit, at most %d characters)", maxSandboxName)
+				v.fail(p, true, "is not a valid sandbox name (letters and digits, single '-' or '_' between them, at most %d characters)", maxSandboxName)
 				continue
 			}
 			if norm, ok := v.value(field{key: k, typ: elem}, x, p); ok {
@@ -258,7 +258,7 @@ func (v *validator) mapValue(f field, val any, path string) (any, bool) {
 
 const maxSandboxName = 40
 
-var sandboxNameRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$`)
+var sandboxNameRE = regexp.MustCompile(`^[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*$`)
 
 // ValidSandboxName reports whether a name can become part of a backend
 // instance name on every driver.

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"runtime"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
