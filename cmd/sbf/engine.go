@@ -64,7 +64,7 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 		Parallelism: f.parallelism,
 		LockTimeout: f.lockTimeout,
 		Who:         flock.Holder{Command: "sbf " + command, PID: os.Getpid()},
-		Events:      a.progress,
+		Events:      newProgress(a.stderr, 30*time.Second).event,
 	}, nil
 }
 
@@ -139,14 +139,3 @@ func (a *app) simDir(root string) string {
 	return filepath.Join(root, spec.Dir, "sim")
 }
 
-// progress reports long actions on stderr as they start and end.
-func (a *app) progress(ev reconcile.Event) {
-	switch {
-	case !ev.Done:
-		fmt.Fprintf(a.stderr, "%s: %s...\n", ev.Sandbox, ev.Kind)
-	case ev.Err != nil:
-		fmt.Fprintf(a.stderr, "%s: %s failed after %s\n", ev.Sandbox, ev.Kind, ev.Elapsed.Round(time.Millisecond))
-	default:
-		fmt.Fprintf(a.stderr, "%s: %s done (%s)\n", ev.Sandbox, ev.Kind, ev.Elapsed.Round(time.Millisecond))
-	}
-}
