@@ -95,7 +95,7 @@ func Defaults(h Host) Config {
 			ExcludePatterns: []string{".venv", ".venv/**", ".pytest_cache", ".pytest_cache/**",
 				".uv-cache", ".uv-cache/**", "__pycache__", "__pycache__/**"},
 		},
-		Compose: Compose{Files: []string{"compose.yaml"}},
+		Compose: Compose{Files: []string{"compose.yaml"}, EnvFiles: []string{}, Profiles: []string{}},
 		Lease: Lease{
 			DefaultTTL:   Duration(30 * time.Minute),
 			MaxTTL:       Duration(2 * time.Hour),

@@ -69,7 +69,11 @@ type Docker struct {
 
 // Compose names the stack converged inside sandboxes.
 type Compose struct {
-	Files []string `toml:"files" json:"files" check:"nonempty_items" doc:"Compose files, relative to the workspace root."`
+	Files            []string `toml:"files" json:"files" check:"nonempty_items" doc:"Compose files, relative to the workspace root."`
+	ProjectDirectory string   `toml:"project_directory" json:"project_directory" doc:"Folder the compose files' relative paths start from; default: the workspace root."`
+	EnvFiles         []string `toml:"env_files" json:"env_files" check:"nonempty_items" doc:"Files with variables for interpolation, besides the project's .env."`
+	Profiles         []string `toml:"profiles" json:"profiles" check:"nonempty_items" doc:"Compose profiles to enable."`
+	UseProcessEnv    bool     `toml:"use_process_env" json:"use_process_env" doc:"Let sbf's own environment take part in interpolation (off: only .env and env_files)."`
 }
 
 // Lease bounds how long sandboxes live and how many may exist.
