@@ -56,8 +56,8 @@ type LoadOptions struct {
 	Compose spec.Compose // the [compose] table
 	Sandbox string
 	Env     map[string]string // connection variables, available to interpolation
-	Environ []string // the process environment, used only with use_process_env
-	Network string   // services network the app joins ("" when none)
+	Environ []string          // the process environment, used only with use_process_env
+	Network string            // services network the app joins ("" when none)
 }
 
 // LoadProject reads and validates a sandbox's compose files on the host,
