@@ -26,6 +26,7 @@ type Driver interface {
 // Recorder persists state changes; state.Store is one.
 type Recorder interface {
 	Update(change func(*state.File)) error
+	Snapshot() *state.File
 }
 
 // Admitter guards the host-wide instance cap: it reserves a slot for an
@@ -53,13 +54,16 @@ type Executor struct {
 	Admit       Admitter // nil: no cap
 	Parallelism int
 	Events      func(Event) // nil: silent; called by one goroutine at a time
+	// Layers holds, by sandbox, the in-guest layers the plan was made for.
+	Layers map[string]*Layers
 
 	emitMu sync.Mutex
 }
 
 // Apply executes p. Sandboxes are independent and run in parallel (up to
-// Parallelism); a failed sandbox does not stop the others. The error joins
-// every failure, each naming its sandbox.
+// Parallelism); a failed sandbox does not stop the others, while within a
+// sandbox each step waits for the one before. The error joins every
+// failure, each naming its sandbox.
 func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 	if len(p.Refresh) > 0 {
 		if err := e.Record.Update(func(f *state.File) {
@@ -70,25 +74,48 @@ func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 			return fmt.Errorf("recording state corrections: %w", err)
 		}
 	}
+	chains := chainsOf(p.Actions)
 	sem := make(chan struct{}, max(1, e.Parallelism))
 	var wg sync.WaitGroup
-	errs := make([]error, len(p.Actions))
-	for i, a := range p.Actions {
+	errs := make([]error, len(chains))
+	for i, chain := range chains {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i] = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, ctx.Err())
+				errs[i] = fmt.Errorf("sandbox %s: %w", chain[0].Sandbox, ctx.Err())
 				return
 			}
 			defer func() { <-sem }()
-			errs[i] = e.run(ctx, a)
+			// A sandbox's steps depend on each other (VM, runtime,
+			// services, env, compose): the first failure ends its chain.
+			for _, a := range chain {
+				if errs[i] = e.run(ctx, a); errs[i] != nil {
+					return
+				}
+			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// chainsOf groups a plan's actions by sandbox, keeping their order.
+func chainsOf(actions []Action) [][]Action {
+	var chains [][]Action
+	index := map[string]int{}
+	for _, a := range actions {
+		i, ok := index[a.Sandbox]
+		if !ok {
+			i = len(chains)
+			index[a.Sandbox] = i
+			chains = append(chains, nil)
+		}
+		chains[i] = append(chains[i], a)
+	}
+	return chains
 }
 
 func (e *Executor) applyRefresh(f *state.File, r Refresh) {
@@ -161,6 +188,8 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
 		return e.create(ctx, drv, a)
+	case Runtime, Services, Env, Compose:
+		return e.performLayer(ctx, drv, a)
 	case Delete, Expire:
 		if err := remove(ctx, drv, a.Instance); err != nil {
 			return err

@@ -30,6 +30,8 @@ type DesiredSandbox struct {
 	// destroyed): such a sandbox must not exist.
 	Lease *spec.LeaseRecord
 	TTL   time.Duration // lease length when acquired or renewed
+	// Layers is what runs inside the VM; nil when nothing does.
+	Layers *Layers
 }
 
 // DesiredFrom reduces a resolved spec.

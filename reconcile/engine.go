@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/spec"
@@ -29,6 +30,9 @@ type Engine struct {
 	LockTimeout time.Duration
 	Who         flock.Holder
 	Events      func(Event)
+	// Env is the process environment: ${VAR} in secrets, and compose
+	// interpolation when a workspace asks for it.
+	Env LayerEnv
 }
 
 // Options say what one convergence does.
@@ -81,7 +85,17 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 	}
 	res := &Result{Resolved: r, State: rec}
 	desired := DesiredFrom(r)
+	layers, err := resolveLayers(ctx, r, desired, e.Env)
+	if err != nil {
+		return nil, err
+	}
+	for name, l := range layers {
+		sb := desired.Sandboxes[name]
+		sb.Layers = l
+		desired.Sandboxes[name] = sb
+	}
 	res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(rec)), e.lister(r))
+	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, desired, res.Observed, e.runner(r))
 	res.Plan = Compute(desired, rec, res.Observed, now).Only(opts.Targets)
 	res.NextExpiry = nextExpiry(desired, now)
 	if opts.Saved != nil {
@@ -108,6 +122,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 		Admit:       e.admission(r, desired, rec),
 		Parallelism: e.Parallelism,
 		Events:      e.Events,
+		Layers:      layers,
 	}
 	applyErr := exec.Apply(ctx, res.Plan)
 	res.Applied, res.State = true, store.Snapshot()
@@ -178,6 +193,16 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 		}
 	}
 	return nil
+}
+
+func (e *Engine) runner(r *spec.Resolved) func(driver, instance string) (guest.Runner, error) {
+	return func(driver, instance string) (guest.Runner, error) {
+		d, err := e.Drivers(driver, r)
+		if err != nil {
+			return nil, err
+		}
+		return runnerFor(d, driver, instance)
+	}
 }
 
 func (e *Engine) lister(r *spec.Resolved) func(string) (Lister, error) {

@@ -41,9 +41,15 @@ func CodeOf(err error) (code string, details map[string]any) {
 	var specErrs spec.Errors
 	var unavailable *drivers.UnavailableError
 	var locked *flock.LockedError
+	var coded interface {
+		ErrorCode() string
+		ErrorDetails() map[string]any
+	}
 	switch {
 	case errors.As(err, &e):
 		return e.Code, e.Details
+	case errors.As(err, &coded):
+		return coded.ErrorCode(), coded.ErrorDetails()
 	case errors.As(err, &specErrs):
 		msgs := make([]string, len(specErrs))
 		for i, se := range specErrs {

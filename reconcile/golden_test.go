@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"golang.org/x/tools/txtar"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -28,7 +30,9 @@ const goldenWorkspaceID = "ws_0123456789ab"
 // Golden planner cases, one per file in testdata/plan. Files:
 //
 //	now            the instant the plan is made (RFC 3339)
-//	*.toml         workspace layers (leases in .sandboxforge/overrides.toml)
+//	other files    the workspace: layers (leases in .sandboxforge/overrides.toml),
+//	               compose files, .env files
+//	guests.json    what running guests report (see guestsFromArchive)
 //	recorded.json  the state file's "sandboxes" object
 //	observed.json  {"DRIVER": [instances...] | "unavailable: reason"} — raw
 //	               lists, so instances of other workspaces can be included
@@ -65,8 +69,9 @@ func TestPlanGolden(t *testing.T) {
 
 func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	ws := t.TempDir()
+	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true}
 	for _, f := range ar.Files {
-		if strings.HasSuffix(f.Name, ".toml") {
+		if !reserved[f.Name] {
 			writeTestFile(t, filepath.Join(ws, f.Name), string(f.Data))
 		}
 	}
@@ -76,10 +81,19 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	}
 	r.WorkspaceID = goldenWorkspaceID
 	d := DesiredFrom(r)
+	layers, err := resolveLayers(context.Background(), r, d, LayerEnv{})
+	if err != nil {
+		t.Fatalf("layers: %v", err)
+	}
+	for name, l := range layers {
+		sb := d.Sandboxes[name]
+		sb.Layers = l
+		d.Sandboxes[name] = sb
+	}
 
 	rec := state.New(ws, goldenWorkspaceID)
 	if data := fileData(ar, "recorded.json"); data != "" {
-		if err := json.Unmarshal([]byte(data), &rec.Sandboxes); err != nil {
+		if err := json.Unmarshal(render(t, data, d), &rec.Sandboxes); err != nil {
 			t.Fatalf("recorded.json: %v", err)
 		}
 	}
@@ -87,9 +101,58 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	if err != nil {
 		t.Fatalf("now: %v", err)
 	}
-	return Compute(d, rec, observeArchive(t, ar, d, rec), now)
+	obs := observeArchive(t, ar, d, rec)
+	obs.Guests, obs.EnvOK = guestsFromArchive(t, ar, d), map[string]bool{}
+	for _, sb := range d.Sandboxes {
+		if sb.Layers != nil {
+			for file, vars := range sb.Layers.Env {
+				obs.EnvOK[file] = envUpToDate(file, vars)
+			}
+		}
+	}
+	return Compute(d, rec, obs, now)
 }
 
+// guestsFromArchive reads guests.json (a template, see render).
+func guestsFromArchive(t *testing.T, ar *txtar.Archive, d Desired) map[string]*GuestObserved {
+	text := fileData(ar, "guests.json")
+	if text == "" {
+		return nil
+	}
+	out := map[string]*GuestObserved{}
+	data := render(t, text, d)
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("guests.json: %v\n%s", err, data)
+	}
+	return out
+}
+
+// render expands {{bundle SANDBOX KIND}} and {{hash SANDBOX KIND SERVICE}}
+// to the hashes the desired projects have (KIND: compose or services).
+func render(t *testing.T, text string, d Desired) []byte {
+	project := func(sandbox, kind string) *guest.Project {
+		if l := d.Sandboxes[sandbox].Layers; l != nil {
+			if kind == "services" {
+				return l.Services
+			}
+			return l.Compose
+		}
+		t.Fatalf("no layers for %s", sandbox)
+		return nil
+	}
+	tmpl, err := template.New("archive").Funcs(template.FuncMap{
+		"bundle": func(sandbox, kind string) string { return project(sandbox, kind).Bundle },
+		"hash":   func(sandbox, kind, svc string) string { return project(sandbox, kind).Services[svc] },
+	}).Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
 func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File) Observed {
 	raw := map[string]json.RawMessage{}
 	if data := fileData(ar, "observed.json"); data != "" {

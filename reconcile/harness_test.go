@@ -27,6 +27,7 @@ type harness struct {
 	faults  string
 	latency string
 	eng     *Engine
+	guests  *guestWorld // when set, sim instances have fake Docker guests
 }
 
 func newHarness(t testing.TB, specText string) *harness {
@@ -48,7 +49,11 @@ func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
 	if name != sim.Name {
 		return nil, &drivers.UnavailableError{Driver: name, Reason: "not in tests"}
 	}
-	return sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: h.clock})
+	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: h.clock})
+	if err != nil || h.guests == nil {
+		return d, err
+	}
+	return guestSim{Driver: d, world: h.guests}, nil
 }
 
 func (h *harness) writeSpec(text string) {

@@ -13,6 +13,11 @@ type Observed struct {
 	// Unavailable holds, per driver, why it could not be listed; the
 	// planner leaves that driver's sandboxes alone rather than guess.
 	Unavailable map[string]error
+	// Guests is what running sandboxes' guests report, by sandbox.
+	Guests map[string]*GuestObserved
+	// EnvOK says, per host .env file, whether it already holds the
+	// connection variables.
+	EnvOK map[string]bool
 }
 
 // Lister is the part of a driver observation needs.

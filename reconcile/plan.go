@@ -36,6 +36,8 @@ type Action struct {
 	// WasRunning tells an update to stop the instance first.
 	WasRunning bool       `json:"was_running,omitempty"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	// Docker is the guest's docker command when the plan saw it ready.
+	Docker string `json:"docker,omitempty"`
 }
 
 // Refresh corrects the record of a sandbox whose instance already is as
@@ -119,7 +121,7 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 	base := Action{Sandbox: name, Instance: instance, Driver: driver}
 	switch {
 	case declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt):
-		planWanted(p, base, ds, r, inst, exists)
+		planWanted(p, base, ds, r, inst, exists, obs)
 	case declared && ds.Lease != nil:
 		expiry := ds.Lease.ExpiresAt.UTC()
 		cause := "lease expired at " + expiry.Format(time.RFC3339)
@@ -156,8 +158,22 @@ func relevantDrivers(driver string, r *state.Sandbox, inst drivers.Instance, exi
 	return out
 }
 
-// planWanted converges a sandbox that holds a live lease.
-func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool) {
+// planWanted converges a sandbox that holds a live lease: its VM, then
+// what runs inside it.
+func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool, obs Observed) {
+	vm := planVM(p, a, ds, r, inst, exists)
+	var applied map[string]string
+	if r != nil {
+		applied = r.Applied
+	}
+	base := a
+	base.ExpiresAt = nil
+	planLayers(p, base, ds, applied, obs.Guests[ds.Name], obs.EnvOK, vm)
+}
+
+// planVM plans the VM itself and returns the kind of action it needs
+// ("" when none).
+func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool) Kind {
 	want := ds.VM
 	a.Spec = &want
 	if l := ds.Lease; l != nil {
@@ -170,7 +186,7 @@ func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst dri
 			a.Cause, a.Drift = fmt.Sprintf("recorded %s but missing from %s (drift)", r.Phase, ds.Driver), true
 		}
 		p.Actions = append(p.Actions, a)
-		return
+		return a.Kind
 	}
 	switch {
 	case inst.Driver != ds.Driver:
@@ -190,12 +206,13 @@ func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst dri
 	}
 	if a.Kind != "" {
 		p.Actions = append(p.Actions, a)
-		return
+		return a.Kind
 	}
 	if note := recordDrift(r, ds, a.Instance); note != "" {
 		p.Refresh = append(p.Refresh, Refresh{Sandbox: a.Sandbox, Phase: state.Running, Instance: a.Instance,
 			Driver: ds.Driver, VM: &want, Note: note})
 	}
+	return ""
 }
 
 // recordDrift says why a converged sandbox's record needs rewriting, or

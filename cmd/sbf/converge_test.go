@@ -113,3 +113,19 @@ func TestBadSBFNow(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestBrokenComposeFileFailsPlanBeforeAnyVM(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\ncompose = true\n")
+	write(t, filepath.Join(dir, "compose.yaml"), "services:\n  web:\n    image: nginx\n   ports: [\"80:80\"]\n")
+	r := sbf(t, nil, "plan", "-C", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, filepath.Join(dir, "compose.yaml")) {
+		t.Errorf("plan: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, spec.Dir)); err == nil {
+		t.Error("plan created state or touched a driver for a broken compose file")
+	}
+	v := sbf(t, nil, "validate", "-C", dir, "--json")
+	if v.code != 1 || !strings.Contains(v.stdout, `"key": "compose"`) || !strings.Contains(v.stdout, "compose.yaml") {
+		t.Errorf("validate: exit %d\n%s", v.code, v.stdout)
+	}
+}

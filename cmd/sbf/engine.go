@@ -65,6 +65,7 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 		LockTimeout: f.lockTimeout,
 		Who:         flock.Holder{Command: "sbf " + command, PID: os.Getpid()},
 		Events:      newProgress(a.stderr, 30*time.Second).event,
+		Env:         a.layerEnv(),
 	}, nil
 }
 
@@ -110,6 +111,12 @@ func (a *app) newDriver(name string, r *spec.Resolved, c clock.Clock) (reconcile
 		ProbableCause: "backend_unavailable", NextSteps: []string{"use a build of sbf that includes the " + name + " driver"}}
 }
 
+// layerEnv is the environment secrets (${VAR}) and, when a workspace asks
+// for it, compose interpolation read.
+func (a *app) layerEnv() reconcile.LayerEnv {
+	return reconcile.LayerEnv{Getenv: a.getenv, Environ: os.Environ()}
+}
+
 // durationEnv reads an optional Go duration from the environment.
 func (a *app) durationEnv(name string) (time.Duration, error) {
 	v := a.getenv(name)
@@ -138,4 +145,3 @@ func (a *app) simDir(root string) string {
 	}
 	return filepath.Join(root, spec.Dir, "sim")
 }
-

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -75,9 +78,35 @@ func (a *app) validate(req *spec.Request) (*validateReport, error) {
 	}
 	rep.WorkspaceRoot, rep.WorkspaceID, rep.Sources = r.Root, r.WorkspaceID, r.Sources
 	if rep.Valid {
+		if err := reconcile.CheckLayers(context.Background(), r, a.layerEnv()); err != nil {
+			rep.Valid, rep.Errors = false, layerErrors(err)
+			return rep, nil
+		}
 		rep.Config = &r.Config
 	}
 	return rep, nil
+}
+
+// layerErrors turns compose and services problems into validation errors
+// naming their file.
+func layerErrors(err error) spec.Errors {
+	var out spec.Errors
+	for _, e := range unjoin(err) {
+		var pe *guest.ProjectError
+		if errors.As(e, &pe) {
+			out = append(out, spec.Error{File: pe.File, Key: "compose", Message: pe.Err.Error()})
+			continue
+		}
+		out = append(out, spec.Error{File: spec.FileName, Key: "sandboxes", Message: e.Error()})
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func (a *app) printValidation(rep *validateReport) error {

@@ -1,0 +1,133 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// readinessTimeout bounds how long services may take to answer.
+const readinessTimeout = 90 * time.Second
+
+// guestRunner binds a driver's exec and copy to one instance.
+type guestRunner struct {
+	exec     Execer
+	copy     Copier
+	instance string
+}
+
+func (g guestRunner) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	return g.exec.Exec(ctx, g.instance, req)
+}
+
+func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
+	return g.copy.CopyIn(ctx, g.instance, local, remote)
+}
+
+// runnerFor gives the guest layer a way into an instance, or says why the
+// driver offers none.
+func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
+	x, ok1 := d.(Execer)
+	c, ok2 := d.(Copier)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("the %s driver cannot run commands in its VMs, so it cannot converge a runtime, services or compose", driverName)
+	}
+	return guestRunner{exec: x, copy: c, instance: instance}, nil
+}
+
+// performLayer carries out an in-guest step. The layer values come from
+// the desired state the plan was made from, not from the action, so no
+// secret is ever part of a plan.
+func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error {
+	l := e.Layers[a.Sandbox]
+	if l == nil {
+		return fmt.Errorf("no in-guest layers are desired for %s", a.Sandbox)
+	}
+	if a.Kind == Env {
+		return e.writeEnv(a, l)
+	}
+	r, err := runnerFor(drv, a.Driver, a.Instance)
+	if err != nil {
+		return err
+	}
+	if a.Kind == Runtime {
+		docker, err := guest.EnsureRuntime(ctx, r, l.Install)
+		if err != nil {
+			return err
+		}
+		return e.note(a, func(rec *state.Sandbox) { setApplied(rec, "docker_command", docker) })
+	}
+	docker := a.Docker
+	if docker == "" {
+		docker = e.Record.Snapshot().Sandboxes[a.Sandbox].Applied["docker_command"]
+	}
+	if docker == "" {
+		return fmt.Errorf("the container runtime of %s is not known to be ready", a.Sandbox)
+	}
+	switch a.Kind {
+	case Services:
+		if err := guest.ApplyProject(ctx, r, docker, l.Services); err != nil {
+			return err
+		}
+		if _, err := guest.WaitReady(ctx, r, docker, guest.ReadinessProbes(l.Containers), readinessTimeout, e.sleep); err != nil {
+			return err
+		}
+		return e.note(a, func(rec *state.Sandbox) { setProject(rec, "services.", l.Services) })
+	case Compose:
+		if err := guest.ApplyProject(ctx, r, docker, l.Compose); err != nil {
+			return err
+		}
+		return e.note(a, func(rec *state.Sandbox) { setProject(rec, "compose.", l.Compose) })
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func (e *Executor) writeEnv(a Action, l *Layers) error {
+	for _, file := range sortedKeysOf(l.Env) {
+		if _, err := guest.WriteEnvFile(file, l.Env[file], atomicfile.WriteFile); err != nil {
+			return &guest.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
+				Details: map[string]any{"path": file}}
+		}
+	}
+	// Only a hash of the values is recorded: state files hold no secrets.
+	sum, _ := json.Marshal(l.Env)
+	h := sha256.Sum256(sum)
+	return e.note(a, func(rec *state.Sandbox) { setApplied(rec, "env", hex.EncodeToString(h[:])[:16]) })
+}
+
+func setApplied(rec *state.Sandbox, key, value string) {
+	if rec.Applied == nil {
+		rec.Applied = map[string]string{}
+	}
+	rec.Applied[key] = value
+}
+
+// setProject records the per-service hashes a project was applied with.
+func setProject(rec *state.Sandbox, prefix string, p *guest.Project) {
+	for k := range rec.Applied {
+		if strings.HasPrefix(k, prefix) {
+			delete(rec.Applied, k)
+		}
+	}
+	for svc, h := range p.Services {
+		setApplied(rec, prefix+svc, h)
+	}
+}
+
+func (e *Executor) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-e.Clock.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,165 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
+)
+
+// fakeDocker models Docker inside one guest well enough to check the
+// engine's decisions: whether it is installed, the bundles shipped, and
+// containers whose config hash is the hash of their service's YAML.
+type fakeDocker struct {
+	installed bool
+	files     map[string]map[string][]byte // remote dir → relative path → content
+	running   map[string]map[string]fakeContainer
+	ups       []string // projects `up` was run for, in order
+	recreated []string // project/service recreated by up
+}
+
+type fakeContainer struct{ hash, state string }
+
+// guestWorld is every fake guest, shared by all drivers of a harness.
+type guestWorld struct {
+	mu     sync.Mutex
+	guests map[string]*fakeDocker
+}
+
+func (w *guestWorld) get(instance string) *fakeDocker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.guests == nil {
+		w.guests = map[string]*fakeDocker{}
+	}
+	g, ok := w.guests[instance]
+	if !ok {
+		g = &fakeDocker{installed: true, files: map[string]map[string][]byte{}, running: map[string]map[string]fakeContainer{}}
+		w.guests[instance] = g
+	}
+	return g
+}
+
+// guestSim is the sim driver plus exec and copy into fake guests.
+type guestSim struct {
+	*sim.Driver
+	world *guestWorld
+}
+
+var (
+	cdRE      = regexp.MustCompile(`^cd '([^']+)'`)
+	projectRE = regexp.MustCompile(`compose -p '([^']+)'`)
+	mvRE      = regexp.MustCompile(`mv '([^']+)' '([^']+)'`)
+)
+
+func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	d := g.world.get(instance)
+	g.world.mu.Lock()
+	defer g.world.mu.Unlock()
+	cmd := req.Command
+	switch {
+	case strings.Contains(cmd, "compose version"): // runtime probe
+		if d.installed {
+			return drivers.ExecResult{Stdout: "ready:docker\n"}, nil
+		}
+		return drivers.ExecResult{Stdout: "missing\n"}, nil
+	case strings.Contains(cmd, "apt-get install"):
+		d.installed = true
+		return drivers.ExecResult{}, nil
+	case strings.Contains(cmd, "@@bundle"):
+		return drivers.ExecResult{Stdout: d.observe(cmdDir(cmd), projectOf(cmd))}, nil
+	case strings.Contains(cmd, "up -d --remove-orphans"):
+		m := mvRE.FindStringSubmatch(cmd)
+		d.files[m[2]] = d.files[m[1]]
+		delete(d.files, m[1])
+		d.up(m[2], projectOf(cmd))
+		return drivers.ExecResult{}, nil
+	}
+	return drivers.ExecResult{}, nil // rm -rf, readiness probes, systemctl…
+}
+
+func (g guestSim) CopyIn(_ context.Context, instance, local, remote string) error {
+	d := g.world.get(instance)
+	g.world.mu.Lock()
+	defer g.world.mu.Unlock()
+	files := map[string][]byte{}
+	err := filepath.Walk(local, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			rel, _ := filepath.Rel(local, p)
+			files[rel], err = os.ReadFile(p)
+		}
+		return err
+	})
+	d.files[remote] = files
+	return err
+}
+
+func (g guestSim) CopyOut(context.Context, string, string, string) error { return nil }
+
+func cmdDir(cmd string) string    { return cdRE.FindStringSubmatch(cmd)[1] }
+func projectOf(cmd string) string { return projectRE.FindStringSubmatch(cmd)[1] }
+func (d *fakeDocker) wants(dir string) map[string]string {
+	var doc struct {
+		Services map[string]any `yaml:"services"`
+	}
+	yaml.Unmarshal(d.files[dir]["compose.yaml"], &doc)
+	out := map[string]string{}
+	for name, svc := range doc.Services {
+		b, _ := yaml.Marshal(svc)
+		sum := sha256.Sum256(b)
+		out[name] = hex.EncodeToString(sum[:8])
+	}
+	return out
+}
+
+func (d *fakeDocker) observe(dir, project string) string {
+	files, ok := d.files[dir]
+	if !ok {
+		return "@@nobundle\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "@@bundle %s@@hash\n", files[".sbf-bundle"])
+	want := d.wants(dir)
+	for _, svc := range sortedKeysOf(want) {
+		fmt.Fprintf(&b, "%s %s\n", svc, want[svc])
+	}
+	b.WriteString("@@ps\n")
+	for _, svc := range sortedKeysOf(d.running[project]) {
+		c := d.running[project][svc]
+		fmt.Fprintf(&b, "%s %s %s\n", svc, c.hash, c.state)
+	}
+	return b.String()
+}
+
+// up does what `docker compose up -d --remove-orphans` does: recreate
+// what differs, start what stopped, remove orphans.
+func (d *fakeDocker) up(dir, project string) {
+	d.ups = append(d.ups, project)
+	want := d.wants(dir)
+	if d.running[project] == nil {
+		d.running[project] = map[string]fakeContainer{}
+	}
+	for svc, h := range want {
+		if c, ok := d.running[project][svc]; !ok || c.hash != h {
+			d.recreated = append(d.recreated, project+"/"+svc)
+		}
+		d.running[project][svc] = fakeContainer{hash: h, state: "running"}
+	}
+	for svc := range d.running[project] {
+		if _, ok := want[svc]; !ok {
+			delete(d.running[project], svc)
+		}
+	}
+	sort.Strings(d.recreated)
+}

@@ -1,0 +1,145 @@
+package reconcile
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const layeredSpec = `
+[vm]
+driver = "sim"
+[sandboxes.api]
+compose = true
+services = ["redis"]
+`
+
+const appCompose = `services:
+  web:
+    image: nginx:1
+    environment:
+      REDIS: ${REDIS_URL}
+  worker:
+    image: busybox
+`
+
+func layeredHarness(t *testing.T) *harness {
+	h := newHarness(t, layeredSpec)
+	h.guests = &guestWorld{}
+	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
+	writeTestFile(t, filepath.Join(h.root, ".env"), "# my settings\nAPP_MODE=dev\n")
+	return h
+}
+
+func kinds(p *Plan) string {
+	var out []string
+	for _, a := range p.Actions {
+		out = append(out, string(a.Kind)+"("+a.Cause+")")
+	}
+	return strings.Join(out, " ")
+}
+
+func TestLayersConvergeAndStayConverged(t *testing.T) {
+	h := layeredHarness(t)
+	res := h.mustApply()
+	if got := kinds(res.Plan); got != "create(not found) runtime(new VM) services(new VM) env(connection variables differ in .env) compose(new VM)" {
+		t.Fatalf("first plan: %s", got)
+	}
+	g := h.guests.get(h.instance("api"))
+	if strings.Join(g.ups, ",") != "sbf-api-services,sbf-api" {
+		t.Errorf("ups = %v", g.ups)
+	}
+	env, _ := os.ReadFile(filepath.Join(h.root, ".env"))
+	if !strings.HasPrefix(string(env), "# my settings\nAPP_MODE=dev\n") || !strings.Contains(string(env), "REDIS_URL=redis://lima-redis-api:6379/0\n") {
+		t.Errorf(".env = %q", env)
+	}
+	rec := res.State.Sandboxes["api"]
+	if rec.Applied["docker_command"] != "docker" || rec.Applied["compose.web"] == "" || rec.Applied["services.redis"] == "" {
+		t.Errorf("applied = %v", rec.Applied)
+	}
+	for k, v := range rec.Applied {
+		if strings.Contains(v, "redis://") {
+			t.Errorf("state holds a connection value under %s", k)
+		}
+	}
+	if p := h.plan(); !p.Empty() {
+		t.Fatalf("plan after apply: %s", kinds(p))
+	}
+	if n := len(g.ups); h.mustApply() != nil && len(g.ups) != n {
+		t.Error("a converged apply ran compose up again")
+	}
+}
+
+func TestComposeEditRecreatesOnlyThatService(t *testing.T) {
+	h := layeredHarness(t)
+	h.mustApply()
+	g := h.guests.get(h.instance("api"))
+	g.recreated = nil
+	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), strings.Replace(appCompose, "nginx:1", "nginx:2", 1))
+	p := h.plan()
+	if got := kinds(p); got != "compose(changed: web)" {
+		t.Fatalf("plan after editing web: %s", got)
+	}
+	h.mustApply()
+	if !slices.Equal(g.recreated, []string{"sbf-api/web"}) {
+		t.Errorf("recreated %v, want only web", g.recreated)
+	}
+	if p := h.plan(); !p.Empty() {
+		t.Errorf("plan after the edit was applied: %s", kinds(p))
+	}
+}
+
+func TestGuestDriftIsRepaired(t *testing.T) {
+	h := layeredHarness(t)
+	h.mustApply()
+	g := h.guests.get(h.instance("api"))
+	g.running["sbf-api"]["worker"] = fakeContainer{hash: g.running["sbf-api"]["worker"].hash, state: "exited"}
+	if got := kinds(h.plan()); got != "compose(worker is exited)" {
+		t.Fatalf("plan: %s", got)
+	}
+	os.WriteFile(filepath.Join(h.root, ".env"), []byte("# my settings\nREDIS_HOST=elsewhere\n"), 0o644)
+	if got := kinds(h.plan()); got != "env(connection variables differ in .env) compose(worker is exited)" {
+		t.Fatalf("plan: %s", got)
+	}
+	h.mustApply()
+	if p := h.plan(); !p.Empty() {
+		t.Errorf("after repair: %s", kinds(p))
+	}
+	env, _ := os.ReadFile(filepath.Join(h.root, ".env"))
+	if !strings.Contains(string(env), "REDIS_HOST=lima-redis-api\n") || strings.Contains(string(env), "elsewhere") {
+		t.Errorf(".env = %q", env)
+	}
+}
+
+func TestMissingRuntimeIsInstalled(t *testing.T) {
+	h := layeredHarness(t)
+	h.writeSpec(layeredSpec + "[docker]\ninstall_if_missing = false\n")
+	g := h.guests.get(h.instance("api"))
+	g.installed = false
+	_, err := h.apply()
+	if c, _ := CodeOf(err); c != "RUNTIME_NOT_READY" || !strings.Contains(err.Error(), "sandbox api: runtime") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(g.ups) != 0 {
+		t.Error("compose ran although the runtime step failed")
+	}
+	h.writeSpec(layeredSpec)
+	if got := kinds(h.plan()); !strings.HasPrefix(got, "runtime(runtime not ready (missing)) services") {
+		t.Fatalf("plan: %s", got)
+	}
+	h.mustApply()
+	if !g.installed || len(g.ups) != 2 {
+		t.Errorf("installed %v, ups %v", g.installed, g.ups)
+	}
+}
+
+func TestDriverWithoutExecCannotConvergeLayers(t *testing.T) {
+	h := newHarness(t, layeredSpec)
+	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
+	_, err := h.apply()
+	if err == nil || !strings.Contains(err.Error(), "cannot run commands") {
+		t.Errorf("err = %v", err)
+	}
+}
