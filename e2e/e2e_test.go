@@ -1,0 +1,329 @@
+//go:build e2e
+
+// Package e2e drives sbf against real Lima VMs. It runs as the
+// unprivileged user e2e/run.sh prepares (limactl refuses root), boots one
+// VM for the whole suite and reuses it, and prints the time of each step.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/lima"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type timing struct {
+	step string
+	took time.Duration
+}
+
+var timings []timing
+
+func record(step string, start time.Time) { timings = append(timings, timing{step, time.Since(start)}) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fmt.Println("\ne2e timings:")
+	for _, t := range timings {
+		fmt.Printf("  %-62s %9.2fs\n", t.step, t.took.Seconds())
+	}
+	os.Exit(code)
+}
+
+type ws struct {
+	t    *testing.T
+	root string
+	env  []string
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (w *ws) sbf(stdin string, extraEnv []string, args ...string) result {
+	w.t.Helper()
+	c := exec.Command(os.Getenv("SBF_BIN"), append([]string{"-C", w.root}, args...)...)
+	c.Env = append(append(os.Environ(), w.env...), extraEnv...)
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (w *ws) must(step string, args ...string) result {
+	w.t.Helper()
+	start := time.Now()
+	r := w.sbf("", nil, args...)
+	record(step, start)
+	if r.code != 0 {
+		w.t.Fatalf("%s: sbf %v: exit %d\nstdout:\n%s\nstderr:\n%s", step, args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func (w *ws) write(rel, data string) {
+	w.t.Helper()
+	p := filepath.Join(w.root, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func specText(cpus int, compose bool) string {
+	img := os.Getenv("SBF_E2E_IMAGE_DIR")
+	return fmt.Sprintf(`[vm]
+driver = "lima"
+vm_type = "qemu"
+cpus = %d
+memory_gib = 2
+disk_gib = 10
+ttl = "1h"
+
+[vm.image]
+location = "%s/disk.ext4"
+kernel = "%s/vmlinuz"
+kernel_cmdline = "root=/dev/vda rw console=ttyS0 apparmor=0"
+initrd = "%s/initrd.img"
+
+[sandboxes.api]
+ports = ["18080:80"]
+compose = %v
+`, cpus, img, img, img, compose)
+}
+
+const composeV1 = `services:
+  web:
+    image: sbf-e2e/busybox:1
+    pull_policy: never
+    command: ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/www"]
+    ports: ["80:80"]
+  idle:
+    image: sbf-e2e/busybox:1
+    pull_policy: never
+    command: ["/bin/busybox", "sleep", "86400"]
+`
+
+func limactl(t *testing.T, args ...string) string {
+	out, err := exec.Command("limactl", append([]string{"--tty=false"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("limactl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func TestRealVM(t *testing.T) {
+	if os.Getenv("SBF_E2E_IMAGE_DIR") == "" || os.Getenv("SBF_BIN") == "" {
+		t.Skip("run through e2e/run.sh (make e2e)")
+	}
+	w := &ws{t: t, root: t.TempDir(), env: []string{"SBF_STATE_HOME=" + t.TempDir(), "SBF_LIMA_START_TIMEOUT=20m"}}
+	w.write(".sandboxforge.toml", specText(2, false))
+	t.Cleanup(func() { w.sbf("", nil, "destroy", "--auto-approve") })
+
+	r := w.must("sbf apply (create + boot the VM)", "apply", "--auto-approve")
+	t.Log(r.stdout)
+	instance := strings.TrimSpace(w.must("sbf status", "status", "--json").stdout)
+	var st struct {
+		Sandboxes []struct{ Instance, Phase, Live string } `json:"sandboxes"`
+	}
+	json.Unmarshal([]byte(instance), &st)
+	if len(st.Sandboxes) != 1 || st.Sandboxes[0].Phase != "running" {
+		t.Fatalf("status after apply: %s", instance)
+	}
+	name := st.Sandboxes[0].Instance
+	yaml, _ := os.ReadFile(filepath.Join(os.Getenv("LIMA_HOME"), name, "lima.yaml"))
+	if !strings.Contains(string(yaml), "mounts: []") {
+		t.Errorf("the generated lima.yaml has mounts:\n%s", yaml)
+	}
+
+	t.Run("exec", func(t *testing.T) { testExec(t, w) })
+	t.Run("copy", func(t *testing.T) { testCopy(t, w) })
+	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
+	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
+
+	w.write(".sandboxforge.toml", specText(1, true))
+	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "update   cpus 2 → 1") {
+		t.Errorf("plan for a cpus change:\n%s", r.stdout)
+	}
+	w.must("sbf apply: cpus 2 → 1 (stop, limactl edit, start)", "apply", "--auto-approve")
+	if out := w.must("sbf exec nproc", "exec", "api", "--", "nproc").stdout; strings.TrimSpace(out) != "1" {
+		t.Errorf("nproc after the change = %q", out)
+	}
+	w.must("sbf extend api 30m", "extend", "api", "30m")
+
+	later := []string{"SBF_NOW=" + time.Now().Add(4*time.Hour).UTC().Format(time.RFC3339)}
+	start := time.Now()
+	r = w.sbf("", later, "reconcile")
+	record("sbf reconcile with SBF_NOW past the lease (expire)", start)
+	if r.code != 0 || !strings.Contains(r.stdout, "expire") {
+		t.Fatalf("reconcile: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if list := limactl(t, "list", "--quiet"); strings.Contains(list, name) {
+		t.Errorf("%s still listed by limactl after expiry:\n%s", name, list)
+	}
+	json.Unmarshal([]byte(w.sbf("", later, "status", "--json").stdout), &st)
+	if st.Sandboxes[0].Phase != "expired" || st.Sandboxes[0].Live != "absent" {
+		t.Errorf("status after expiry: %+v", st.Sandboxes)
+	}
+}
+
+func testExec(t *testing.T, w *ws) {
+	if out := w.must("sbf exec uname -a", "exec", "api", "--", "uname", "-a").stdout; !strings.Contains(out, "Linux") {
+		t.Errorf("uname -a = %q", out)
+	}
+	if r := w.sbf("", nil, "exec", "api", "--", "sh", "-c", "echo oops >&2; exit 3"); r.code != 3 || r.stderr != "oops\n" {
+		t.Errorf("exit code and stderr: %d %q", r.code, r.stderr)
+	}
+	if r := w.sbf("hello from stdin", nil, "exec", "api", "--", "cat"); r.stdout != "hello from stdin" {
+		t.Errorf("stdin: %q", r.stdout)
+	}
+	r := w.sbf("", nil, "exec", "api", "--json", "--timeout", "2s", "--", "sleep", "30")
+	if !strings.Contains(r.stdout, `"timed_out": true`) {
+		t.Errorf("timeout: %s %s", r.stdout, r.stderr)
+	}
+}
+
+func testCopy(t *testing.T, w *ws) {
+	src := t.TempDir()
+	for i := 0; i < 40; i++ {
+		p := filepath.Join(src, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.txt", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, bytes.Repeat([]byte(fmt.Sprint(i)), 1000+i), 0o644)
+	}
+	w.must("sbf cp: a folder of 40 files in", "cp", src, "api:/tmp/e2e-copy")
+	back := filepath.Join(t.TempDir(), "back")
+	w.must("sbf cp: the folder back out", "cp", "api:/tmp/e2e-copy", back)
+	filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			rel, _ := filepath.Rel(src, p)
+			want, _ := os.ReadFile(p)
+			if got, err := os.ReadFile(filepath.Join(back, rel)); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s differs after the round trip: %v", rel, err)
+			}
+		}
+		return nil
+	})
+}
+
+func testCompose(t *testing.T, w *ws) {
+	rootfs := os.Getenv("SBF_E2E_ROOTFS")
+	w.must("sbf cp busybox rootfs into the guest", "cp", rootfs, "api:/tmp/rootfs.tar")
+	w.must("docker import in the guest (no registry here)", "exec", "api", "--", "docker", "import", "/tmp/rootfs.tar", "sbf-e2e/busybox:1")
+	w.write("compose.yaml", composeV1)
+	w.write(".sandboxforge.toml", specText(2, true))
+	r := w.must("sbf apply: compose up (runtime + compose)", "apply", "--auto-approve")
+	t.Log(r.stdout)
+	get := func() string {
+		c := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:18080/")
+		out, _ := c.Output()
+		return string(out)
+	}
+	start := time.Now()
+	code := get()
+	for i := 0; i < 30 && code != "200" && code != "404"; i++ {
+		time.Sleep(time.Second)
+		code = get()
+	}
+	record("port forward 18080 → guest 80 answers", start)
+	if code != "200" && code != "404" {
+		t.Errorf("http://127.0.0.1:18080/ answered %q", code)
+	}
+	if r := w.must("sbf plan: converged stack", "plan", "--detailed-exitcode"); !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("plan after compose up:\n%s", r.stdout)
+	}
+	ids := func() string {
+		return w.must("docker ps (ids)", "exec", "api", "--", "docker", "ps", "--format", "{{.Names}} {{.ID}}").stdout
+	}
+	before := ids()
+	w.write("compose.yaml", strings.Replace(composeV1, `"sleep", "86400"`, `"sleep", "86401"`, 1))
+	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "compose  changed: idle") {
+		t.Errorf("plan after editing idle:\n%s", r.stdout)
+	}
+	w.must("sbf apply: compose edit (one service)", "apply", "--auto-approve")
+	after := ids()
+	webLine := func(s string) string {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.Contains(l, "web") {
+				return l
+			}
+		}
+		return ""
+	}
+	if webLine(before) == "" || webLine(before) != webLine(after) {
+		t.Errorf("web was recreated by an edit of idle:\nbefore %s\nafter  %s", before, after)
+	}
+	if before == after {
+		t.Errorf("idle was not recreated:\n%s", after)
+	}
+}
+
+// testExecSpeed compares warm exec through sbf with `limactl shell` on the
+// same VM, in the same run: the CLI (process start included) and the
+// engine API (what the MCP server uses).
+func testExecSpeed(t *testing.T, w *ws, name string) {
+	const n = 50
+	var shell, cli, api []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		limactl(t, "shell", name, "true")
+		shell = append(shell, time.Since(start))
+	}
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if r := w.sbf("", nil, "exec", "api", "--", "true"); r.code != 0 {
+			t.Fatalf("sbf exec: %s", r.stderr)
+		}
+		cli = append(cli, time.Since(start))
+	}
+	eng := &reconcile.Engine{Clock: clock.Real{}, Drivers: func(d string, r *spec.Resolved) (reconcile.Driver, error) {
+		return lima.New(context.Background(), lima.Options{HostOS: runtime.GOOS, HostArch: runtime.GOARCH})
+	}}
+	tgt, err := eng.Target(spec.Options{Root: w.root, Host: spec.CurrentHost()}, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}) // dial once
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 || res.Via != "ssh" {
+			t.Fatalf("engine exec: %+v %v", res, err)
+		}
+		api = append(api, time.Since(start))
+	}
+	ms, mc, ma := median(shell), median(cli), median(api)
+	fmt.Printf("\nexec speed (median of %d on the same VM):\n  limactl shell NAME true  %8.1f ms\n"+
+		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n",
+		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000, ms.Seconds()/ma.Seconds())
+	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc}, timing{"median engine API exec", ma})
+	if ms < 10*ma {
+		t.Errorf("engine exec %s is not 10x faster than limactl shell %s", ma, ms)
+	}
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# run.sh — `make e2e`: sbf against real Lima VMs on this machine.
+#
+# As root it prepares what the suite needs (QEMU, Lima v1.2.1, the cached
+# offline guest image, an unprivileged user, TCG when KVM is unusable, a
+# busybox rootfs for containers), builds sbf and the e2e test binary where
+# that user can read them, then runs the suite as that user (limactl refuses
+# root). Afterwards it checks that no sbf instance and nothing but Lima's
+# own config is left under LIMA_HOME.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+export PATH="/usr/local/go/bin:$PATH"
+# The wrapper's log goes beside LIMA_HOME, so LIMA_HOME holds only Lima's files.
+export SBF_E2E_SSH_LOG=${SBF_E2E_HOME:-/var/lib/sbf-e2e}/ssh-wrapper.log
+# shellcheck source=lima-env.sh
+source "$HERE/lima-env.sh"
+
+t0=$SECONDS
+sbf_e2e_setup
+echo "e2e: setup took $((SECONDS - t0))s (accel $SBF_E2E_ACCEL)" >&2
+
+BIN=$SBF_E2E_HOME/bin
+install -d -m 0755 "$BIN"
+(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go test -c -tags e2e -o "$BIN/e2e.test" ./e2e)
+chmod 0755 "$BIN/sbf" "$BIN/e2e.test"
+
+ROOTFS=$SBF_E2E_HOME/busybox-rootfs.tar
+if [[ ! -s $ROOTFS ]]; then
+  work=$(mktemp -d)
+  (cd "$work" &&
+   { apt-get download busybox-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox-static >/dev/null; }; } &&
+   dpkg-deb -x busybox-static_*.deb deb &&
+   mkdir -p rootfs/bin rootfs/www rootfs/tmp &&
+   cp deb/bin/busybox rootfs/bin/busybox && ln -s busybox rootfs/bin/sh && ln -s busybox rootfs/bin/httpd &&
+   tar -C rootfs -cf "$ROOTFS" .)
+  rm -rf "$work"
+  chmod 0644 "$ROOTFS"
+fi
+
+# Leftovers of an interrupted earlier run would skew the suite.
+sbf_e2e_delete_all
+
+status=0
+as_e2e_user env TMPDIR=/tmp SBF_E2E_IMAGE_DIR="$SBF_E2E_IMAGE_DIR" SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
+  "$BIN/e2e.test" -test.v -test.timeout 40m -test.count 1 || status=$?
+
+left=$(as_e2e_user limactl list --quiet 2>/dev/null | grep '^sbf-' || true)
+extra=$(find "$LIMA_HOME" -mindepth 1 -maxdepth 1 ! -name _config -printf '%f\n')
+if [[ -n "$left" || -n "$extra" ]]; then
+  echo "e2e: FAILED: left behind: instances [$left], LIMA_HOME entries [$extra]" >&2
+  sbf_e2e_delete_all
+  status=1
+else
+  echo "e2e: nothing left: limactl list has no sbf instance; LIMA_HOME holds only _config" >&2
+fi
+echo "e2e: total $((SECONDS - t0))s" >&2
+exit $status

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# build-lima.sh PREFIX — build and install Lima v1.2.1 (limactl + native guest agent +
+# templates) from the Go module proxy into PREFIX.
+#
+# Why: no prebuilt Lima can be downloaded here, and v1.2.1 is the only version the Go
+# module proxy serves. `go install …@v1.2.1` fails (it asks for the version list), so we
+# `go mod download` the exact version, build from a writable copy of the module source,
+# and lay the result out the way limactl expects:
+#   PREFIX/bin/limactl
+#   PREFIX/share/lima/lima-guestagent.Linux-<uname -m>
+#   PREFIX/share/lima/templates/...            (templates are files, not embedded)
+# Idempotent: does nothing if PREFIX/bin/limactl already reports version 1.2.1.
+set -euo pipefail
+
+LIMA_VERSION=1.2.1
+PREFIX=${1:?usage: build-lima.sh PREFIX}
+mkdir -p "$PREFIX"
+PREFIX=$(cd "$PREFIX" && pwd)
+
+t0=$(date +%s)
+log() { echo "build-lima: [$(( $(date +%s) - t0 ))s] $*" >&2; }
+
+if [[ -x "$PREFIX/bin/limactl" ]] &&
+   "$PREFIX/bin/limactl" --version 2>/dev/null | grep -qx "limactl version $LIMA_VERSION" &&
+   compgen -G "$PREFIX/share/lima/lima-guestagent.Linux-*" >/dev/null &&
+   [[ -d "$PREFIX/share/lima/templates" ]]; then
+  log "limactl $LIMA_VERSION already installed in $PREFIX; nothing to do"
+  exit 0
+fi
+
+command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
+command -v go >/dev/null || { echo "build-lima: go not found" >&2; exit 1; }
+
+case "$(uname -m)" in
+  x86_64)  ga_arch=x86_64;  goarch=amd64 ;;
+  aarch64|arm64) ga_arch=aarch64; goarch=arm64 ;;
+  *) echo "build-lima: unsupported host arch $(uname -m)" >&2; exit 1 ;;
+esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sbf-lima-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+log "downloading github.com/lima-vm/lima@v$LIMA_VERSION"
+# Run outside any module so the project's go.mod is neither read nor changed.
+moddir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "github.com/lima-vm/lima@v$LIMA_VERSION" |
+         sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[[ -d "$moddir" ]] || { echo "build-lima: module download failed" >&2; exit 1; }
+
+log "copying module source to $work/src"
+cp -r "$moddir" "$work/src"
+chmod -R u+w "$work/src"
+
+cd "$work/src"
+log "building limactl"
+go build -buildvcs=false -trimpath \
+  -ldflags "-s -w -X github.com/lima-vm/lima/pkg/version.Version=$LIMA_VERSION" \
+  -o "$work/out/limactl" ./cmd/limactl
+log "building lima-guestagent (linux/$goarch, static)"
+CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -buildvcs=false -trimpath \
+  -ldflags "-s -w -X github.com/lima-vm/lima/pkg/version.Version=$LIMA_VERSION" \
+  -o "$work/out/lima-guestagent" ./cmd/lima-guestagent
+
+log "installing into $PREFIX"
+install -d -m 0755 "$PREFIX/bin" "$PREFIX/share/lima/templates"
+install -m 0755 "$work/out/lima-guestagent" "$PREFIX/share/lima/lima-guestagent.Linux-$ga_arch"
+cp -r "$work/src/templates/." "$PREFIX/share/lima/templates/"
+chmod -R a+rX "$PREFIX/share/lima"
+# limactl last: its presence (with the right version) marks a complete install.
+install -m 0755 "$work/out/limactl" "$PREFIX/bin/limactl.tmp"
+mv -f "$PREFIX/bin/limactl.tmp" "$PREFIX/bin/limactl"
+
+log "done: $("$PREFIX/bin/limactl" --version)"
