@@ -18,10 +18,13 @@ import (
 // it; the session is torn down shortly after as a backstop).
 func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	start := d.opts.Clock.Now()
-	res, err := d.execSSH(ctx, instance, req)
+	res, done, err := d.execPersistent(ctx, instance, req)
+	if !done {
+		res, err = d.execSSH(ctx, instance, req)
+	}
 	if err != nil && ctx.Err() == nil {
 		d.opts.Debug("lima: SSH to %s unavailable (%v); falling back to limactl shell", instance, err)
-		res, err = d.execShell(ctx, instance, req)
+		res, err = d.execLimactlShell(ctx, instance, req)
 	}
 	res.Duration = d.opts.Clock.Now().Sub(start)
 	res.DurationMS = res.Duration.Milliseconds()
@@ -86,8 +89,33 @@ func (d *Driver) execSSH(ctx context.Context, instance string, req drivers.ExecR
 	return res, nil
 }
 
-// execShell is the fallback: one `limactl shell` process per command.
-func (d *Driver) execShell(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+// execPersistent runs a command without stdin on the instance's
+// long-lived guest shell. done is false when the shell is busy with
+// another command or cannot be used; the caller then opens a session.
+func (d *Driver) execPersistent(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, bool, error) {
+	if req.Stdin != nil {
+		return drivers.ExecResult{}, false, nil
+	}
+	sh, err := d.shellFor(ctx, instance)
+	if err != nil {
+		return drivers.ExecResult{}, false, nil
+	}
+	if !sh.mu.TryLock() {
+		return drivers.ExecResult{}, false, nil
+	}
+	defer sh.mu.Unlock()
+	res, err := sh.run(ctx, req)
+	if sh.broken {
+		d.dropShell(instance, sh)
+		if ctx.Err() == nil && res.Stdout == "" && res.Stderr == "" {
+			return res, false, nil // it broke before the command ran: retry on a session
+		}
+	}
+	return res, true, err
+}
+
+// execLimactlShell is the fallback: one `limactl shell` process per command.
+func (d *Driver) execLimactlShell(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)

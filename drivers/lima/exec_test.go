@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,24 +34,73 @@ func TestExecOverOnePersistentConnection(t *testing.T) {
 	_, d, g := guestFixture(t)
 	ctx := context.Background()
 	res, err := d.Exec(ctx, instance, drivers.ExecRequest{Command: "echo out; echo err >&2; exit 7"})
-	if err != nil || res.ExitCode != 7 || res.Stdout != "out\n" || res.Stderr != "err\n" || res.Via != "ssh" {
+	if err != nil || res.ExitCode != 7 || res.Stdout != "out\n" || res.Stderr != "err\n" || res.Via != "ssh-shell" {
 		t.Fatalf("exec = %+v, %v", res, err)
 	}
 	res, _ = d.Exec(ctx, instance, drivers.ExecRequest{Command: "tr a-z A-Z", Stdin: strings.NewReader("hello")})
-	if res.Stdout != "HELLO" || res.ExitCode != 0 {
-		t.Errorf("stdin: %+v", res)
+	if res.Stdout != "HELLO" || res.ExitCode != 0 || res.Via != "ssh" {
+		t.Errorf("stdin goes through a session of its own: %+v", res)
 	}
 	for i := 0; i < 20; i++ {
 		if res, err := d.Exec(ctx, instance, drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 {
 			t.Fatalf("exec %d: %+v %v", i, res, err)
 		}
 	}
-	if c, s := g.connections.Load(), g.sessions.Load(); c != 1 || s != 22 {
-		t.Errorf("%d connections and %d sessions for 22 commands; want 1 connection, a session each", c, s)
+	// One connection; one session for the guest shell, one for the
+	// command with stdin.
+	if c, s := g.connections.Load(), g.sessions.Load(); c != 1 || s != 2 {
+		t.Errorf("%d connections and %d sessions for 22 commands; want 1 and 2", c, s)
 	}
 	d.dropConn(instance) // as after a stop: the next command dials again
 	if _, err := d.Exec(ctx, instance, drivers.ExecRequest{Command: "true"}); err != nil || g.connections.Load() != 2 {
 		t.Errorf("redial: %v, %d connections", err, g.connections.Load())
+	}
+}
+
+func TestGuestShellKeepsCommandsApart(t *testing.T) {
+	_, d, g := guestFixture(t)
+	ctx := context.Background()
+	run := func(cmd string) drivers.ExecResult {
+		t.Helper()
+		res, err := d.Exec(ctx, instance, drivers.ExecRequest{Command: cmd})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res
+	}
+	run("cd /tmp; export LEAK=1; LOCAL=2")
+	if res := run(`pwd; echo "[$LEAK$LOCAL]"`); strings.Contains(res.Stdout, "/tmp") || !strings.Contains(res.Stdout, "[]") {
+		t.Errorf("state leaked between commands: %q", res.Stdout)
+	}
+	if res := run("printf 'no newline'"); res.Stdout != "no newline" {
+		t.Errorf("output without a final newline: %q", res.Stdout)
+	}
+	if res := run(`printf '\n@@sbf-0000000000000000-1 0\nafter\n'; exit 4`); res.ExitCode != 4 || !strings.Contains(res.Stdout, "after") {
+		t.Errorf("a fake marker ended the output early: %+v", res)
+	}
+	if res := run("cat; echo read-nothing"); res.Stdout != "read-nothing\n" {
+		t.Errorf("a command without stdin read something: %q", res.Stdout)
+	}
+	if res := run("echo 'unbalanced"); res.ExitCode == 0 {
+		t.Errorf("a syntax error succeeded: %+v", res)
+	}
+	if res := run("echo still-alive"); res.Stdout != "still-alive\n" {
+		t.Errorf("the guest shell did not survive a bad command: %+v", res)
+	}
+	before := g.sessions.Load()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := d.Exec(ctx, instance, drivers.ExecRequest{Command: "sleep 0.3; echo done"}); err != nil || res.Stdout != "done\n" {
+				t.Errorf("concurrent exec: %+v %v", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if extra := g.sessions.Load() - before; extra < 1 || extra > 3 {
+		t.Errorf("4 concurrent commands opened %d sessions; the busy shell should send the others to sessions", extra)
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// sshConn is one open SSH client to a running instance; each command
-// gets its own session on it.
+// sshConn is one open SSH client to a running instance, and the guest
+// shell that runs commands without stdin on it.
 type sshConn struct {
 	client *ssh.Client
+	shell  *shell
 }
 
 // sshTarget is what Lima's per-instance ssh.config says about reaching it.
@@ -158,8 +159,41 @@ func (d *Driver) dropConn(instance string) {
 	delete(d.conns, instance)
 	d.mu.Unlock()
 	if ok {
+		if c.shell != nil {
+			c.shell.close()
+		}
 		c.client.Close()
 	}
+}
+
+// shellFor returns the instance's guest shell, starting it on first use.
+func (d *Driver) shellFor(ctx context.Context, instance string) (*shell, error) {
+	client, err := d.conn(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.conns[instance]
+	if !ok || c.client != client {
+		return nil, fmt.Errorf("connection to %s closed", instance)
+	}
+	if c.shell == nil {
+		if c.shell, err = startShell(client); err != nil {
+			return nil, err
+		}
+	}
+	return c.shell, nil
+}
+
+// dropShell forgets a broken guest shell; the next command starts another.
+func (d *Driver) dropShell(instance string, sh *shell) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.conns[instance]; ok && c.shell == sh {
+		c.shell = nil
+	}
+	sh.close()
 }
 
 // Close closes every SSH connection.
