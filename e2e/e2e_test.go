@@ -59,7 +59,9 @@ func (w *ws) sbf(stdin string, extraEnv []string, args ...string) result {
 	w.t.Helper()
 	c := exec.Command(os.Getenv("SBF_BIN"), append([]string{"-C", w.root}, args...)...)
 	c.Env = append(append(os.Environ(), w.env...), extraEnv...)
-	c.Stdin = strings.NewReader(stdin)
+	if stdin != "" { // otherwise /dev/null, as from a script
+		c.Stdin = strings.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()

@@ -45,6 +45,14 @@ status=0
 as_e2e_user env TMPDIR=/tmp SBF_E2E_IMAGE_DIR="$SBF_E2E_IMAGE_DIR" SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
   "$BIN/e2e.test" -test.v -test.timeout 40m -test.count 1 || status=$?
 
+# Exec brokers end once their VM is gone; give them a moment, then look.
+sleep 12
+brokers=$(pgrep -u "$SBF_E2E_USER" -f 'exec-broker' || true)
+if [[ -n "$brokers" ]]; then
+  echo "e2e: FAILED: exec brokers outlived their VMs: $brokers" >&2
+  pkill -u "$SBF_E2E_USER" -f 'exec-broker' || true
+  status=1
+fi
 left=$(as_e2e_user limactl list --quiet 2>/dev/null | grep '^sbf-' || true)
 extra=$(find "$LIMA_HOME" -mindepth 1 -maxdepth 1 ! -name _config -printf '%f\n')
 if [[ -n "$left" || -n "$extra" ]]; then

@@ -95,7 +95,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 		desired.Sandboxes[name] = sb
 	}
 	res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(rec)), e.lister(r))
-	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, desired, res.Observed, e.runner(r))
+	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, desired, res.Observed, now, opts.Targets, e.runner(r))
 	res.Plan = Compute(desired, rec, res.Observed, now).Only(opts.Targets)
 	res.NextExpiry = nextExpiry(desired, now)
 	if opts.Saved != nil {

@@ -19,13 +19,18 @@ type Copier interface {
 	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
 }
 
-// Target is a running sandbox a command or copy goes to.
+// Target is a running sandbox a command or copy goes to. Its driver is
+// built on first use, so callers that only need the names pay nothing.
 type Target struct {
-	Resolved *spec.Resolved
-	Sandbox  string
-	Instance string
-	Driver   Driver
+	Resolved   *spec.Resolved
+	Sandbox    string
+	Instance   string
+	DriverName string
+	engine     *Engine
 }
+
+// Driver returns the target's backend.
+func (t *Target) Driver() (Driver, error) { return t.engine.Drivers(t.DriverName, t.Resolved) }
 
 // Target finds a sandbox that holds a live lease and its driver. Commands
 // never go to a sandbox whose lease has run out, even before the loop has
@@ -48,16 +53,17 @@ func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
 		return nil, errorf(CodeInstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
 			"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
 	}
-	drv, err := e.Drivers(r.Host.ResolveDriver(sb.Driver), r)
-	if err != nil {
-		return nil, err
-	}
-	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox), Driver: drv}, nil
+	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox),
+		DriverName: r.Host.ResolveDriver(sb.Driver), engine: e}, nil
 }
 
 // Exec runs a command in the target.
 func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	x, ok := t.Driver.(Execer)
+	drv, err := t.Driver()
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
+	x, ok := drv.(Execer)
 	if !ok {
 		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
 	}
@@ -66,7 +72,11 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 
 // Copier returns the target's copy capability.
 func (t *Target) Copier() (Copier, error) {
-	c, ok := t.Driver.(Copier)
+	drv, err := t.Driver()
+	if err != nil {
+		return nil, err
+	}
+	c, ok := drv.(Copier)
 	if !ok {
 		return nil, fmt.Errorf("the driver of sandbox %s cannot copy files", t.Sandbox)
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
@@ -149,14 +151,17 @@ type GuestObserved struct {
 	Err      string // why the guest could not be observed
 }
 
-// observeGuests looks inside each running sandbox that wants layers, and
-// at the host .env files. It changes nothing.
-func observeGuests(ctx context.Context, d Desired, obs Observed, runner func(driver, instance string) (guest.Runner, error)) (map[string]*GuestObserved, map[string]bool) {
+// observeGuests looks inside each running sandbox that wants layers (and
+// still holds its lease, and is among the targets), and at the host .env
+// files. It changes nothing.
+func observeGuests(ctx context.Context, d Desired, obs Observed, now time.Time, targets []string,
+	runner func(driver, instance string) (guest.Runner, error)) (map[string]*GuestObserved, map[string]bool) {
 	guests := map[string]*GuestObserved{}
 	envOK := map[string]bool{}
 	for _, name := range sortedKeysOf(d.Sandboxes) {
 		ds := d.Sandboxes[name]
-		if ds.Layers == nil {
+		if ds.Layers == nil || ds.Lease == nil || !now.Before(ds.Lease.ExpiresAt) ||
+			len(targets) > 0 && !slices.Contains(targets, name) {
 			continue
 		}
 		for file, vars := range ds.Layers.Env {

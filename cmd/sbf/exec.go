@@ -15,7 +15,7 @@ import (
 )
 
 func (a *app) execCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, noStdin bool
 	var timeout time.Duration
 	var maxOutput int
 	cmd := &cobra.Command{
@@ -38,10 +38,10 @@ func (a *app) execCommand() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			req := drivers.ExecRequest{Command: shellJoin(command), Timeout: timeout, MaxOutput: maxOutput}
-			if !asJSON {
+			if !asJSON && !noStdin && !isDevNull(a.stdin) {
 				req.Stdin = a.stdin
 			}
-			res, err := tgt.Exec(ctx, req)
+			res, err := a.brokered(ctx, tgt, req)
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}
@@ -67,6 +67,7 @@ func (a *app) execCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVarP(&noStdin, "no-stdin", "n", false, "give the command no stdin (faster: it runs on a warm guest shell)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (0: no limit)")
 	cmd.Flags().IntVar(&maxOutput, "max-output", drivers.DefaultMaxOutput, "bytes of each output stream to keep")
 	return cmd
@@ -101,6 +102,17 @@ func (a *app) target(names []string) (*reconcile.Target, error) {
 		return nil, usageErrorf("one sandbox at a time, got %v", names)
 	}
 	return eng.Target(ws, name)
+}
+
+// isDevNull reports whether stdin is /dev/null, which needs no forwarding.
+func isDevNull(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err1 := f.Stat()
+	dn, err2 := os.Stat(os.DevNull)
+	return err1 == nil && err2 == nil && os.SameFile(fi, dn)
 }
 
 // shellJoin quotes argv for sh -c, leaving a single argument as written

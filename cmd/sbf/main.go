@@ -102,6 +102,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.extendCommand(),
 		a.reconcileCommand(),
 		a.execCommand(),
+		a.execBrokerCommand(),
 		a.cpCommand(),
 		a.mcpCommand(),
 		a.serveCommand(),

@@ -55,7 +55,9 @@ func (s *scripted) CopyIn(_ context.Context, local, remote string) error {
 	})
 }
 
-func out(stdout string, code int) drivers.ExecResult { return drivers.ExecResult{Stdout: stdout, ExitCode: code} }
+func out(stdout string, code int) drivers.ExecResult {
+	return drivers.ExecResult{Stdout: stdout, ExitCode: code}
+}
 
 func TestEnsureRuntime(t *testing.T) {
 	ready := &scripted{replies: []reply{{match: "compose version", res: out("ready:sudo -n docker\n", 0)}}}

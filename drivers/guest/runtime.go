@@ -32,7 +32,7 @@ func (e *Error) ErrorDetails() map[string]any { return e.Details }
 // Compose v2 answer (directly, or through passwordless sudo), else what is
 // missing.
 const probeScript = `for d in docker "sudo -n docker"; do
-  if $d info >/dev/null 2>&1 && $d compose version >/dev/null 2>&1; then echo "ready:$d"; exit 0; fi
+  if $d version -f '{{.Server.Version}}' >/dev/null 2>&1 && $d compose version --short >/dev/null 2>&1; then echo "ready:$d"; exit 0; fi
 done
 if ! command -v docker >/dev/null 2>&1; then echo missing; exit 0; fi
 if docker compose version >/dev/null 2>&1 || sudo -n docker compose version >/dev/null 2>&1; then echo daemon; else echo no-compose; fi`

@@ -166,6 +166,18 @@ func (d *Driver) dropConn(instance string) {
 	}
 }
 
+// Alive reports whether the instance's SSH connection is open and answers.
+func (d *Driver) Alive(instance string) bool {
+	d.mu.Lock()
+	c, ok := d.conns[instance]
+	d.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+	return err == nil
+}
+
 // shellFor returns the instance's guest shell, starting it on first use.
 func (d *Driver) shellFor(ctx context.Context, instance string) (*shell, error) {
 	client, err := d.conn(ctx, instance)

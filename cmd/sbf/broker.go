@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/lima"
+	"github.com/sandboxforge/sbf/internal/execbroker"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+// watchConnection ends the broker once the VM's connection is gone (the VM
+// stopped, expired or was destroyed): nothing outlives its sandbox.
+func watchConnection(ctx context.Context, stop func(), drv any, instance string) {
+	alive, ok := drv.(interface{ Alive(string) bool })
+	if !ok {
+		return
+	}
+	seen := false
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			up := alive.Alive(instance)
+			if seen && !up {
+				stop()
+				return
+			}
+			seen = seen || up
+		}
+	}
+}
+
+// brokerIdle is how long an exec broker waits for the next command.
+const brokerIdle = 10 * time.Minute
+
+func (a *app) brokerSocket(instance string) string {
+	return filepath.Join(a.hostDir(), "exec", instance+".sock")
+}
+
+// brokered runs a command through the sandbox's exec broker, starting one
+// when none runs. Lima VMs only: their SSH connection and guest shell are
+// what a broker keeps warm between `sbf exec` processes.
+func (a *app) brokered(ctx context.Context, tgt *reconcile.Target, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	if tgt.DriverName != lima.Name || a.getenv("SBF_EXEC_BROKER") == "0" {
+		return tgt.Exec(ctx, req)
+	}
+	sock := a.brokerSocket(tgt.Instance)
+	res, err := execbroker.Exec(ctx, sock, req)
+	if !errors.Is(err, execbroker.ErrNoBroker) {
+		return res, err
+	}
+	if err := a.startBroker(tgt); err != nil {
+		a.debugf("exec broker for %s: %v; running the command directly", tgt.Instance, err)
+		return tgt.Exec(ctx, req)
+	}
+	// The broker listens before it dials the guest; give it a few seconds.
+	for attempt := 0; attempt < 50; attempt++ {
+		res, err = execbroker.Exec(ctx, sock, req)
+		if !errors.Is(err, execbroker.ErrNoBroker) {
+			return res, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+	a.debugf("exec broker for %s did not answer; running the command directly", tgt.Instance)
+	return tgt.Exec(ctx, req)
+}
+
+// startBroker launches `sbf exec-broker` detached from this process.
+func (a *app) startBroker(tgt *reconcile.Target) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(a.brokerSocket(tgt.Instance))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, tgt.Instance+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(exe, "-C", tgt.Resolved.Root, "exec-broker", tgt.Sandbox)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+func (a *app) execBrokerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "exec-broker NAME",
+		Short:  "Keep a sandbox's connection warm for sbf exec (started by sbf exec itself)",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(_ *cobra.Command, list []string) error {
+			tgt, err := a.target(list)
+			if err != nil {
+				return err
+			}
+			sock := a.brokerSocket(tgt.Instance)
+			if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+				return err
+			}
+			lock, err := flock.Acquire(context.Background(), sock+".lock", flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()}, 0)
+			if err != nil {
+				return nil // another broker serves this sandbox
+			}
+			defer lock.Release()
+			os.Remove(sock)
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w", sock, err)
+			}
+			defer os.Remove(sock)
+			drv, err := tgt.Driver()
+			if err != nil {
+				return err
+			}
+			x, ok := drv.(reconcile.Execer)
+			if !ok {
+				return fmt.Errorf("the %s driver cannot run commands", tgt.DriverName)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			go watchConnection(ctx, stop, drv, tgt.Instance)
+			return execbroker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+				return x.Exec(ctx, tgt.Instance, req)
+			}, brokerIdle)
+		},
+	}
+}

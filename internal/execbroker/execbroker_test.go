@@ -1,0 +1,89 @@
+package execbroker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error)) (string, chan error) {
+	sock := filepath.Join(t.TempDir(), "b.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), ln, exec, idle) }()
+	return sock, done
+}
+
+func TestBrokerRunsCommands(t *testing.T) {
+	sock, _ := serve(t, time.Minute, func(_ context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+		res := drivers.ExecResult{ExitCode: 3, Stdout: "ran " + req.Command, Via: "ssh-shell"}
+		if req.Stdin != nil {
+			b, _ := io.ReadAll(req.Stdin)
+			res.Stdout += " with " + string(b)
+		}
+		if req.Command == "fail" {
+			return res, errors.New("guest gone")
+		}
+		return res, nil
+	})
+	ctx := context.Background()
+	res, err := Exec(ctx, sock, drivers.ExecRequest{Command: "true"})
+	if err != nil || res.Stdout != "ran true" || res.ExitCode != 3 || res.Via != "ssh-shell" {
+		t.Errorf("no stdin: %+v %v", res, err)
+	}
+	res, err = Exec(ctx, sock, drivers.ExecRequest{Command: "cat", Stdin: strings.NewReader("input")})
+	if err != nil || res.Stdout != "ran cat with input" {
+		t.Errorf("stdin: %+v %v", res, err)
+	}
+	if _, err := Exec(ctx, sock, drivers.ExecRequest{Command: "fail"}); err == nil || err.Error() != "guest gone" {
+		t.Errorf("error: %v", err)
+	}
+	if _, err := Exec(ctx, filepath.Join(t.TempDir(), "none.sock"), drivers.ExecRequest{Command: "true"}); !errors.Is(err, ErrNoBroker) {
+		t.Errorf("no broker: %v", err)
+	}
+}
+
+func TestClientGoingAwayCancelsTheCommand(t *testing.T) {
+	cancelled := make(chan struct{})
+	sock, _ := serve(t, time.Minute, func(ctx context.Context, _ drivers.ExecRequest) (drivers.ExecResult, error) {
+		<-ctx.Done()
+		close(cancelled)
+		return drivers.ExecResult{}, ctx.Err()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	Exec(ctx, sock, drivers.ExecRequest{Command: "sleep 100"})
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the broker kept running a command nobody waits for")
+	}
+}
+
+func TestBrokerExitsWhenIdle(t *testing.T) {
+	sock, done := serve(t, 200*time.Millisecond, func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error) {
+		time.Sleep(300 * time.Millisecond) // longer than the idle time: must not count as idle
+		return drivers.ExecResult{}, nil
+	})
+	if _, err := Exec(context.Background(), sock, drivers.ExecRequest{Command: "slow"}); err != nil {
+		t.Fatalf("a command longer than the idle time was cut: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the broker did not exit when idle")
+	}
+}
