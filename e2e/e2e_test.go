@@ -315,7 +315,7 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}) // dial once
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 || res.Via != "ssh" {
+		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 || res.Via != "ssh-shell" {
 			t.Fatalf("engine exec: %+v %v", res, err)
 		}
 		api = append(api, time.Since(start))

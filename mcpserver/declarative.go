@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -56,11 +58,7 @@ func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
 }
 
 func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
-	e, err := s.lookup(a.InstanceID)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	e, ws, err := s.instance(a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +149,7 @@ func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	adHoc := sortedKeys(r.AdHoc)
+	adHoc := slices.Sorted(maps.Keys(r.AdHoc))
 	return map[string]any{
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources, "config": r.Config,
 		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},

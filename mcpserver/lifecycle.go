@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -134,11 +136,7 @@ func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[stri
 }
 
 func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, error) {
-	e, err := s.lookup(a.InstanceID)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	e, ws, err := s.instance(a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +148,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 }
 
 func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) {
-	e, err := s.lookup(a.InstanceID)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	e, ws, err := s.instance(a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +192,7 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 	}
 	instances := []map[string]any{}
 	var problems []string
-	for _, root := range sortedKeys(byRoot) {
+	for _, root := range slices.Sorted(maps.Keys(byRoot)) {
 		rows, err := s.workspaceRows(ctx, root, byRoot[root], a.IncludeExpired)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", root, err))

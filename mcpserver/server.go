@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -108,7 +110,7 @@ func (s *Server) loopWorkspaces() []spec.Options {
 		}
 	}
 	var out []spec.Options
-	for _, r := range sortedKeys(roots) {
+	for _, r := range slices.Sorted(maps.Keys(roots)) {
 		if ws, err := s.workspace(r, nil); err == nil {
 			out = append(out, ws)
 		}

@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +137,7 @@ func (f *fixture) world() map[string]bool {
 	return out
 }
 
-func keys(m map[string]any) string { return strings.Join(sortedKeys(m), ",") }
+func keys(m map[string]any) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }
 
 func hasKeys(t *testing.T, what string, m map[string]any, want ...string) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -76,13 +75,4 @@ func isoPtr(t *time.Time) any {
 		return nil
 	}
 	return iso(*t)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -59,6 +59,16 @@ func (s *Server) lookup(id string) (state.IndexEntry, error) {
 		map[string]any{"instance_id": id})
 }
 
+// instance resolves an MCP instance id to its entry and its workspace.
+func (s *Server) instance(id string) (state.IndexEntry, spec.Options, error) {
+	e, err := s.lookup(id)
+	if err != nil {
+		return e, spec.Options{}, err
+	}
+	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	return e, ws, err
+}
+
 // instanceID is what MCP clients call an instance: the id create_instance
 // made (the sandbox name), or the backend name for sandboxes a spec
 // declares (sandbox names repeat across workspaces, backend names do not).

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +94,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 }
 
 func (e *Executor) writeEnv(a Action, l *Layers) error {
-	for _, file := range sortedKeysOf(l.Env) {
+	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
 		if _, err := guest.WriteEnvFile(file, l.Env[file], atomicfile.WriteFile); err != nil {
 			return &guest.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
 				Details: map[string]any{"path": file}}

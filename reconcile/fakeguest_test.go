@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -131,11 +133,11 @@ func (d *fakeDocker) observe(dir, project string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "@@bundle %s@@hash\n", files[".sbf-bundle"])
 	want := d.wants(dir)
-	for _, svc := range sortedKeysOf(want) {
+	for _, svc := range slices.Sorted(maps.Keys(want)) {
 		fmt.Fprintf(&b, "%s %s\n", svc, want[svc])
 	}
 	b.WriteString("@@ps\n")
-	for _, svc := range sortedKeysOf(d.running[project]) {
+	for _, svc := range slices.Sorted(maps.Keys(d.running[project])) {
 		c := d.running[project][svc]
 		fmt.Fprintf(&b, "%s %s %s\n", svc, c.hash, c.state)
 	}

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -61,7 +61,7 @@ func resolveLayers(ctx context.Context, r *spec.Resolved, d Desired, env LayerEn
 	out := map[string]*Layers{}
 	envOwners := map[string]string{}
 	var errs []error
-	for _, name := range sortedKeysOf(r.Config.Sandboxes) {
+	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
 		sb := r.Config.Sandboxes[name]
 		if !sb.Compose && len(sb.Services) == 0 {
 			continue
@@ -158,7 +158,7 @@ func observeGuests(ctx context.Context, d Desired, obs Observed, now time.Time, 
 	runner func(driver, instance string) (guest.Runner, error)) (map[string]*GuestObserved, map[string]bool) {
 	guests := map[string]*GuestObserved{}
 	envOK := map[string]bool{}
-	for _, name := range sortedKeysOf(d.Sandboxes) {
+	for _, name := range slices.Sorted(maps.Keys(d.Sandboxes)) {
 		ds := d.Sandboxes[name]
 		if ds.Layers == nil || ds.Lease == nil || !now.Before(ds.Lease.ExpiresAt) ||
 			len(targets) > 0 && !slices.Contains(targets, name) {
@@ -235,7 +235,7 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 	if l.Services != nil {
 		planProject(add, Services, l.Services, applied, "services.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Services }, guestCause)
 	}
-	for _, file := range sortedKeysOf(l.Env) {
+	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
 		if !envOK[file] {
 			add(Env, "connection variables differ in "+filepath.Base(file))
 			break
@@ -270,13 +270,4 @@ func envUpToDate(file string, vars map[string]string) bool {
 		return false
 	}
 	return bytes.Equal(guest.UpsertEnv(data, vars), data)
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,7 +2,8 @@ package spec
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // crossCheck finds problems no single key shows: a sandbox asking for a
@@ -11,7 +12,7 @@ import (
 func (r *Resolved) crossCheck() Errors {
 	var errs Errors
 	c := &r.Config
-	for _, name := range sortedKeys(c.Sandboxes) {
+	for _, name := range slices.Sorted(maps.Keys(c.Sandboxes)) {
 		sb := c.Sandboxes[name]
 		seen := map[string]bool{}
 		for i, svc := range sb.Services {
@@ -43,7 +44,7 @@ func (r *Resolved) crossCheck() Errors {
 		errs = append(errs, r.errorAt("lease.max_ttl",
 			fmt.Sprintf("%s is longer than lease.max_lifetime (%s)", c.Lease.MaxTTL, c.Lease.MaxLifetime)))
 	}
-	for _, name := range sortedKeys(c.Leases) {
+	for _, name := range slices.Sorted(maps.Keys(c.Leases)) {
 		if c.Leases[name].ExpiresAt.IsZero() {
 			errs = append(errs, r.errorAt("leases."+name, "has no expires_at"))
 		}
@@ -63,13 +64,4 @@ func (r *Resolved) checkImage(path string, im Image) Errors {
 		errs = append(errs, r.errorAt(path+".kernel_cmdline", "needs "+path+".kernel"))
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

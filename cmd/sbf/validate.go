@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -143,7 +144,7 @@ func sandboxList(c *spec.Config) string {
 	for n := range c.Sandboxes {
 		names = append(names, n)
 	}
-	return strings.Join(sortStrings(names), ", ")
+	return strings.Join(slices.Sorted(slices.Values(names)), ", ")
 }
 
 // displayPath shortens paths inside the workspace to workspace-relative

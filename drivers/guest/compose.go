@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -97,7 +99,7 @@ func (p *Project) Drift(s ProjectState, applied map[string]string) []string {
 		return []string{s.Error}
 	}
 	var out []string
-	for _, svc := range sortedKeys(s.Want) {
+	for _, svc := range slices.Sorted(maps.Keys(s.Want)) {
 		c, ok := s.Containers[svc]
 		switch {
 		case !ok:
@@ -108,7 +110,7 @@ func (p *Project) Drift(s ProjectState, applied map[string]string) []string {
 			out = append(out, svc+" is "+c.State)
 		}
 	}
-	for _, svc := range sortedKeys(s.Containers) {
+	for _, svc := range slices.Sorted(maps.Keys(s.Containers)) {
 		if _, ok := s.Want[svc]; !ok {
 			out = append(out, svc+" is an orphan")
 		}
@@ -224,7 +226,7 @@ func WaitReady(ctx context.Context, r Runner, docker string, probes map[string]s
 	const interval = 2 * time.Second
 	attempts := map[string]int{}
 	last := map[string]string{}
-	pending := sortedKeys(probes)
+	pending := slices.Sorted(maps.Keys(probes))
 	for round := 1; len(pending) > 0; round++ {
 		var still []string
 		for _, name := range pending {

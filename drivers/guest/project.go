@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,7 +83,7 @@ func LoadProject(ctx context.Context, o LoadOptions) (*Project, error) {
 	if o.Compose.UseProcessEnv {
 		env = append(env, o.Environ...)
 	}
-	for _, k := range sortedKeys(o.Env) {
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
 		env = append(env, k+"="+o.Env[k])
 	}
 	envFiles := make([]string, len(o.Compose.EnvFiles))
@@ -269,13 +270,4 @@ func rel(dir, p string) string {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

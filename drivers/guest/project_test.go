@@ -3,8 +3,10 @@ package guest
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +45,7 @@ func TestRealWorldComposeFilesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(sortedKeys(p.Services), ","); got != strings.Join(tc.services, ",") {
+			if got := strings.Join(slices.Sorted(maps.Keys(p.Services)), ","); got != strings.Join(tc.services, ",") {
 				t.Errorf("services = %s, want %v", got, tc.services)
 			}
 			if strings.Join(p.Extra, ",") != strings.Join(tc.extra, ",") {
@@ -67,7 +69,7 @@ func TestInterpolationAndProfiles(t *testing.T) {
 	}
 	p, _ = load(t, "profiles", spec.Compose{Profiles: []string{"debug"}}, "", nil)
 	if _, ok := p.Services["debugger"]; !ok || len(p.Services) != 2 {
-		t.Errorf("with profile debug: %v", sortedKeys(p.Services))
+		t.Errorf("with profile debug: %v", slices.Sorted(maps.Keys(p.Services)))
 	}
 	t.Setenv("DB_PASS", "from-the-process")
 	if _, err := load(t, "required-var", spec.Compose{}, "", nil); err == nil {
