@@ -305,14 +305,18 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		}
 		cli = append(cli, time.Since(start))
 	}
-	eng := &reconcile.Engine{Clock: clock.Real{}, Drivers: func(d string, r *spec.Resolved) (reconcile.Driver, error) {
-		return lima.New(context.Background(), lima.Options{HostOS: runtime.GOOS, HostArch: runtime.GOARCH})
-	}}
+	drv, err := lima.New(context.Background(), lima.Options{HostOS: runtime.GOOS, HostArch: runtime.GOARCH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &reconcile.Engine{Clock: clock.Real{}, Drivers: func(string, *spec.Resolved) (reconcile.Driver, error) { return drv, nil }}
 	tgt, err := eng.Target(spec.Options{Root: w.root, Host: spec.CurrentHost()}, "api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}) // dial once
+	if _, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil { // dial once
+		t.Fatal(err)
+	}
 	for i := 0; i < n; i++ {
 		start := time.Now()
 		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 || res.Via != "ssh-shell" {

@@ -27,10 +27,18 @@ type Target struct {
 	Instance   string
 	DriverName string
 	engine     *Engine
+	driver     Driver
 }
 
-// Driver returns the target's backend.
-func (t *Target) Driver() (Driver, error) { return t.engine.Drivers(t.DriverName, t.Resolved) }
+// Driver returns the target's backend, built once.
+func (t *Target) Driver() (Driver, error) {
+	if t.driver != nil {
+		return t.driver, nil
+	}
+	d, err := t.engine.Drivers(t.DriverName, t.Resolved)
+	t.driver = d
+	return d, err
+}
 
 // Target finds a sandbox that holds a live lease and its driver. Commands
 // never go to a sandbox whose lease has run out, even before the loop has
