@@ -154,7 +154,10 @@ func TestRealVM(t *testing.T) {
 	t.Log(r.stdout)
 	instance := strings.TrimSpace(w.must("sbf status", "status", "--json").stdout)
 	var st struct {
-		Sandboxes []struct{ Instance, Phase, Live string } `json:"sandboxes"`
+		Sandboxes []struct {
+			Instance, Phase string
+			Live            string `json:"live_status"`
+		} `json:"sandboxes"`
 	}
 	json.Unmarshal([]byte(instance), &st)
 	if len(st.Sandboxes) != 1 || st.Sandboxes[0].Phase != "running" {
