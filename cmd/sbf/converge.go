@@ -106,9 +106,17 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 
 func (a *app) printOutcome(res *reconcile.Result) {
 	s := res.Plan.Summary()
-	if res.Plan.Empty() {
+	switch {
+	case len(res.Plan.Problems) > 0 && len(res.Plan.Actions) == 0:
+		n := len(res.Plan.Problems)
+		what := "1 sandbox"
+		if n != 1 {
+			what = fmt.Sprintf("%d sandboxes", n)
+		}
+		fmt.Fprintf(a.stdout, "Nothing was changed: %s could not be planned (the reasons follow).\n", what)
+	case res.Plan.Empty():
 		fmt.Fprintln(a.stdout, "No changes. Sandboxes match the configuration.")
-	} else {
+	default:
 		fmt.Fprintf(a.stdout, "Apply complete: %d added, %d changed, %d destroyed.\n", s.Add, s.Change, s.Destroy)
 	}
 	a.printStatusTable(res.Status())

@@ -129,3 +129,19 @@ func TestBrokenComposeFileFailsPlanBeforeAnyVM(t *testing.T) {
 		t.Errorf("validate: exit %d\n%s", v.code, v.stdout)
 	}
 }
+
+func TestApplyWithoutABackendSaysWhatToDo(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"lima\"\n[sandboxes.hello]\n")
+	r := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl"), "PATH": "/nonexistent"},
+		"apply", "-C", dir, "--auto-approve")
+	if r.code != 1 || strings.Contains(r.stdout, "match the configuration") || !strings.Contains(r.stdout, "Nothing was changed: 1 sandbox") {
+		t.Errorf("exit %d\nstdout:\n%s", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "lima driver unavailable") || !strings.Contains(r.stderr, "next:") {
+		t.Errorf("no guidance:\n%s", r.stderr)
+	}
+	j := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl")}, "apply", "-C", dir, "--auto-approve", "--json")
+	if !strings.Contains(j.stdout, `"error_code": "BACKEND_UNAVAILABLE"`) || !strings.Contains(j.stdout, `"next_steps"`) {
+		t.Errorf("--json:\n%s", j.stdout)
+	}
+}
