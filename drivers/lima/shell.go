@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -27,15 +26,14 @@ import (
 // carry a random token, so a command cannot end its own output early by
 // accident.
 type shell struct {
-	mu      sync.Mutex // one command at a time
-	sess    *ssh.Session
-	stdin   io.WriteCloser
-	stdout  *markedStream
-	stderr  *markedStream
-	token   string
-	next    int
-	broken  bool
-	started time.Time
+	mu     sync.Mutex // one command at a time
+	sess   *ssh.Session
+	stdin  io.WriteCloser
+	stdout *markedStream
+	stderr *markedStream
+	token  string
+	next   int
+	broken bool
 }
 
 func startShell(c *ssh.Client) (*shell, error) {
