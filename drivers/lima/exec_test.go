@@ -69,10 +69,10 @@ func TestGuestShellKeepsCommandsApart(t *testing.T) {
 		return res
 	}
 	elsewhere := t.TempDir()
-	before := run("pwd").Stdout
+	home := run("pwd").Stdout
 	run("cd " + elsewhere + "; export LEAK=1; LOCAL=2")
-	if res := run(`pwd; echo "[$LEAK$LOCAL]"`); res.Stdout != before+"[]\n" {
-		t.Errorf("state leaked between commands: %q (started in %q)", res.Stdout, before)
+	if res := run(`pwd; echo "[$LEAK$LOCAL]"`); res.Stdout != home+"[]\n" {
+		t.Errorf("state leaked between commands: %q (started in %q)", res.Stdout, home)
 	}
 	if res := run("printf 'no newline'"); res.Stdout != "no newline" {
 		t.Errorf("output without a final newline: %q", res.Stdout)
