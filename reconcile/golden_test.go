@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -54,13 +55,13 @@ func TestPlanGolden(t *testing.T) {
 			p.RenderProblems(&out)
 			got := out.String()
 			if *update {
-				setFile(ar, "want", got)
+				testutil.SetFile(ar, "want", got)
 				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if want := fileData(ar, "want"); got != want {
+			if want := testutil.File(ar, "want"); got != want {
 				t.Errorf("plan differs (go test ./reconcile -update accepts it)\n--- got ---\n%s--- want ---\n%s", got, want)
 			}
 		})
@@ -72,7 +73,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true}
 	for _, f := range ar.Files {
 		if !reserved[f.Name] {
-			writeTestFile(t, filepath.Join(ws, f.Name), string(f.Data))
+			testutil.WriteFile(t, filepath.Join(ws, f.Name), string(f.Data))
 		}
 	}
 	r, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
@@ -92,12 +93,12 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	}
 
 	rec := state.New(ws, goldenWorkspaceID)
-	if data := fileData(ar, "recorded.json"); data != "" {
+	if data := testutil.File(ar, "recorded.json"); data != "" {
 		if err := json.Unmarshal(render(t, data, d), &rec.Sandboxes); err != nil {
 			t.Fatalf("recorded.json: %v", err)
 		}
 	}
-	now, err := time.Parse(time.RFC3339, strings.TrimSpace(fileData(ar, "now")))
+	now, err := time.Parse(time.RFC3339, strings.TrimSpace(testutil.File(ar, "now")))
 	if err != nil {
 		t.Fatalf("now: %v", err)
 	}
@@ -115,7 +116,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 
 // guestsFromArchive reads guests.json (a template, see render).
 func guestsFromArchive(t *testing.T, ar *txtar.Archive, d Desired) map[string]*GuestObserved {
-	text := fileData(ar, "guests.json")
+	text := testutil.File(ar, "guests.json")
 	if text == "" {
 		return nil
 	}
@@ -155,7 +156,7 @@ func render(t *testing.T, text string, d Desired) []byte {
 }
 func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File) Observed {
 	raw := map[string]json.RawMessage{}
-	if data := fileData(ar, "observed.json"); data != "" {
+	if data := testutil.File(ar, "observed.json"); data != "" {
 		if err := json.Unmarshal([]byte(data), &raw); err != nil {
 			t.Fatalf("observed.json: %v", err)
 		}
@@ -186,32 +187,3 @@ func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File)
 type staticLister []drivers.Instance
 
 func (s staticLister) List(context.Context) ([]drivers.Instance, error) { return s, nil }
-
-func fileData(ar *txtar.Archive, name string) string {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data)
-		}
-	}
-	return ""
-}
-
-func setFile(ar *txtar.Archive, name, data string) {
-	for i := range ar.Files {
-		if ar.Files[i].Name == name {
-			ar.Files[i].Data = []byte(data)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
-}
-
-func writeTestFile(t testing.TB, path, data string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 const layeredSpec = `
@@ -28,8 +30,8 @@ const appCompose = `services:
 func layeredHarness(t *testing.T) *harness {
 	h := newHarness(t, layeredSpec)
 	h.guests = &guestWorld{}
-	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
-	writeTestFile(t, filepath.Join(h.root, ".env"), "# my settings\nAPP_MODE=dev\n")
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
+	testutil.WriteFile(t, filepath.Join(h.root, ".env"), "# my settings\nAPP_MODE=dev\n")
 	return h
 }
 
@@ -77,7 +79,7 @@ func TestComposeEditRecreatesOnlyThatService(t *testing.T) {
 	h.mustApply()
 	g := h.guests.get(h.instance("api"))
 	g.recreated = nil
-	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), strings.Replace(appCompose, "nginx:1", "nginx:2", 1))
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), strings.Replace(appCompose, "nginx:1", "nginx:2", 1))
 	p := h.plan()
 	if got := kinds(p); got != "compose(changed: web)" {
 		t.Fatalf("plan after editing web: %s", got)
@@ -137,7 +139,7 @@ func TestMissingRuntimeIsInstalled(t *testing.T) {
 
 func TestDriverWithoutExecCannotConvergeLayers(t *testing.T) {
 	h := newHarness(t, layeredSpec)
-	writeTestFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
 	_, err := h.apply()
 	if err == nil || !strings.Contains(err.Error(), "cannot run commands") {
 		t.Errorf("err = %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"golang.org/x/tools/txtar"
 )
 
@@ -28,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		ws := t.TempDir()
-		writeFile(t, filepath.Join(ws, FileName), string(doc))
+		testutil.WriteFile(t, filepath.Join(ws, FileName), string(doc))
 		r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
 		var errs Errors
 		if err != nil {
@@ -48,7 +49,7 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal resolved config: %v", err)
 		}
-		writeFile(t, filepath.Join(ws, FileName), string(out))
+		testutil.WriteFile(t, filepath.Join(ws, FileName), string(out))
 		again, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
 		if err != nil {
 			t.Fatalf("resolved config does not load back: %v\n%s", err, out)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"golang.org/x/tools/txtar"
 )
 
@@ -31,9 +32,9 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := renderCase(t, ar)
-			want := archiveFile(ar, "want")
+			want := testutil.File(ar, "want")
 			if *update {
-				setArchiveFile(ar, "want", got)
+				testutil.SetFile(ar, "want", got)
 				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -64,7 +65,7 @@ func renderCase(t *testing.T, ar *txtar.Archive) string {
 			if rest, ok := strings.CutPrefix(f.Name, "global/"); ok {
 				dst = filepath.Join(home, rest)
 			}
-			writeFile(t, dst, string(f.Data))
+			testutil.WriteFile(t, dst, string(f.Data))
 		}
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -102,33 +103,4 @@ func describe(t *testing.T, r *Resolved, err error) string {
 func normalizePaths(s, ws, home string) string {
 	s = strings.ReplaceAll(s, ws+string(filepath.Separator), "")
 	return strings.ReplaceAll(s, home+string(filepath.Separator), "global/")
-}
-
-func archiveFile(ar *txtar.Archive, name string) string {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return string(f.Data)
-		}
-	}
-	return ""
-}
-
-func setArchiveFile(ar *txtar.Archive, name, data string) {
-	for i := range ar.Files {
-		if ar.Files[i].Name == name {
-			ar.Files[i].Data = []byte(data)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(data)})
-}
-
-func writeFile(t testing.TB, path, data string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

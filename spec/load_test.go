@@ -10,13 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 func load(t *testing.T, files map[string]string, req *Request) (*Resolved, Errors) {
 	t.Helper()
 	ws := t.TempDir()
 	for name, data := range files {
-		writeFile(t, filepath.Join(ws, name), data)
+		testutil.WriteFile(t, filepath.Join(ws, name), data)
 	}
 	r, err := Load(Options{Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, Request: req})
 	var errs Errors
@@ -67,8 +69,8 @@ func TestNewerWorkspaceNameWins(t *testing.T) {
 
 func TestGlobalFilesFollowConfigHome(t *testing.T) {
 	home := t.TempDir()
-	writeFile(t, filepath.Join(home, "sandboxforge-mcp/config.toml"), "[vm]\ncpus = 2\n")
-	writeFile(t, filepath.Join(home, "orbitforge-mcp/config.toml"), "[vm]\ncpus = 9\nmemory_gib = 5\n")
+	testutil.WriteFile(t, filepath.Join(home, "sandboxforge-mcp/config.toml"), "[vm]\ncpus = 2\n")
+	testutil.WriteFile(t, filepath.Join(home, "orbitforge-mcp/config.toml"), "[vm]\ncpus = 9\nmemory_gib = 5\n")
 	ws := t.TempDir()
 	r, err := Load(Options{Root: ws, Host: CurrentHost(), ConfigHome: home})
 	if err != nil {
@@ -107,7 +109,7 @@ func TestWorkspaceIdentity(t *testing.T) {
 		t.Errorf("missing root: err = %v", err)
 	}
 	file := filepath.Join(dir, "file")
-	writeFile(t, file, "x")
+	testutil.WriteFile(t, file, "x")
 	if _, _, err := WorkspaceIdentity(file); err == nil || !strings.Contains(err.Error(), "must be a directory: ") {
 		t.Errorf("file root: err = %v", err)
 	}

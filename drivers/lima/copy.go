@@ -11,12 +11,14 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // CopyIn copies a local file or folder to remotePath in the guest as one
 // tar stream over SSH: one session, however many files.
 func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
-	s, err := d.session(ctx, instance)
+	s, stderr, err := d.copySession(ctx, instance)
 	if err != nil {
 		return d.copyFallback(ctx, localPath, instance+":"+remotePath, err)
 	}
@@ -25,12 +27,7 @@ func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath str
 	if err != nil {
 		return err
 	}
-	var stderr strings.Builder
-	s.Stderr = &stderr
-	dir, base := path.Split(path.Clean(remotePath))
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRemote(remotePath)
 	if err := s.Start("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
 		return err
 	}
@@ -44,7 +41,7 @@ func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath str
 
 // CopyOut copies a guest file or folder to localPath the same way.
 func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	s, err := d.session(ctx, instance)
+	s, stderr, err := d.copySession(ctx, instance)
 	if err != nil {
 		return d.copyFallback(ctx, instance+":"+remotePath, localPath, err)
 	}
@@ -53,12 +50,7 @@ func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath st
 	if err != nil {
 		return err
 	}
-	var stderr strings.Builder
-	s.Stderr = &stderr
-	dir, base := path.Split(path.Clean(remotePath))
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRemote(remotePath)
 	if err := s.Start("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
 		return err
 	}
@@ -68,6 +60,26 @@ func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath st
 		return fmt.Errorf("archiving %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
 	}
 	return rerr
+}
+
+// copySession opens a session whose stderr is kept for error messages.
+func (d *Driver) copySession(ctx context.Context, instance string) (*ssh.Session, *strings.Builder, error) {
+	s, err := d.session(ctx, instance)
+	if err != nil {
+		return nil, nil, err
+	}
+	stderr := &strings.Builder{}
+	s.Stderr = stderr
+	return s, stderr, nil
+}
+
+// splitRemote splits a guest path into its folder and last element.
+func splitRemote(p string) (dir, base string) {
+	dir, base = path.Split(path.Clean(p))
+	if dir == "" {
+		dir = "."
+	}
+	return dir, base
 }
 
 func (d *Driver) copyFallback(ctx context.Context, from, to string, sshErr error) error {
