@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,33 +38,13 @@ const goldenWorkspaceID = "ws_0123456789ab"
 //	               lists, so instances of other workspaces can be included
 //	want           the rendered plan, then problems
 func TestPlanGolden(t *testing.T) {
-	files, _ := filepath.Glob("../testdata/plan/*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden cases")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			ar, err := txtar.ParseFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := planFromArchive(t, ar)
-			var out bytes.Buffer
-			p.Render(&out, Style{})
-			p.RenderProblems(&out)
-			got := out.String()
-			if *update {
-				testutil.SetFile(ar, "want", got)
-				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if want := testutil.File(ar, "want"); got != want {
-				t.Errorf("plan differs (go test ./reconcile -update accepts it)\n--- got ---\n%s--- want ---\n%s", got, want)
-			}
-		})
-	}
+	testutil.RunGolden(t, "../testdata/plan/*.txtar", *update, func(t *testing.T, ar *txtar.Archive) string {
+		p := planFromArchive(t, ar)
+		var out bytes.Buffer
+		p.Render(&out, Style{})
+		p.RenderProblems(&out)
+		return out.String()
+	})
 }
 
 func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {

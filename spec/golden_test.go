@@ -21,30 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files with the current o
 // holds one --set assignment per line; a "host" file names the OS), and
 // "want" is the resolved config or the error list.
 func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("../testdata/spec/*.txtar")
-	if len(files) == 0 {
-		t.Fatal("no golden cases found")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			ar, err := txtar.ParseFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := renderCase(t, ar)
-			want := testutil.File(ar, "want")
-			if *update {
-				testutil.SetFile(ar, "want", got)
-				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if got != want {
-				t.Errorf("resolved output differs (run go test ./spec -update to accept)\n--- got ---\n%s\n--- want ---\n%s", got, want)
-			}
-		})
-	}
+	testutil.RunGolden(t, "../testdata/spec/*.txtar", *update, renderCase)
 }
 
 func renderCase(t *testing.T, ar *txtar.Archive) string {

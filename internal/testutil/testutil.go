@@ -5,6 +5,7 @@ package testutil
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/tools/txtar"
@@ -39,5 +40,35 @@ func WriteFile(t testing.TB, path, data string) {
 	}
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunGolden runs one subtest per archive matching glob: render produces the
+// output, which is compared with the archive's "want" file, or written
+// there when update is set.
+func RunGolden(t *testing.T, glob string, update bool, render func(*testing.T, *txtar.Archive) string) {
+	t.Helper()
+	files, _ := filepath.Glob(glob)
+	if len(files) == 0 {
+		t.Fatalf("no golden cases match %s", glob)
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := render(t, ar)
+			if update {
+				SetFile(ar, "want", got)
+				if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if want := File(ar, "want"); got != want {
+				t.Errorf("output differs from %s (rerun with -update to accept)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+			}
+		})
 	}
 }
