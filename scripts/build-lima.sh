@@ -9,7 +9,12 @@
 #   PREFIX/bin/limactl
 #   PREFIX/share/lima/lima-guestagent.Linux-<uname -m>
 #   PREFIX/share/lima/templates/...            (templates are files, not embedded)
-# Idempotent: does nothing if PREFIX/bin/limactl already reports version 1.2.1.
+# Module zips drop symbolic links, so the template links of Lima's source tree
+# (_images/ubuntu-lts.yaml -> ubuntu-24.04.yaml, ...) are restored from
+# scripts/lima-template-links.txt, and the install is checked by resolving
+# template://docker and template://default with the built limactl.
+# Idempotent: does nothing if PREFIX/bin/limactl already reports version 1.2.1
+# and its templates resolve.
 set -euo pipefail
 
 LIMA_VERSION=1.2.1
@@ -17,15 +22,53 @@ PREFIX=${1:?usage: build-lima.sh PREFIX}
 mkdir -p "$PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
 
+LINKS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lima-template-links.txt
 t0=$(date +%s)
 log() { echo "build-lima: [$(( $(date +%s) - t0 ))s] $*" >&2; }
+
+# restore_links TEMPLATES_DIR: recreate the links the module zip dropped.
+restore_links() {
+  local link target
+  while read -r link target; do
+    [[ -z "$link" || "$link" == \#* ]] && continue
+    ln -sfn "$target" "$1/$link"
+  done <"$LINKS"
+}
+
+# templates_resolve: the built limactl embeds the default templates' whole
+# base chain and finds images in it (what sbf's template:docker needs).
+# limactl refuses root, so root runs it as nobody.
+templates_resolve() {
+  local t home rc=0
+  home=$(mktemp -d)
+  chmod 0777 "$home"
+  for t in docker default; do
+    if ! unprivileged env -i HOME="$home" PATH=/usr/bin:/bin "$PREFIX/bin/limactl" --tty=false \
+           template copy --embed-all "template://$t" - 2>"$home/err" | grep -q 'location: .*cloudimg'; then
+      log "template://$t does not resolve to images: $(head -c 300 "$home/err")"
+      rc=1
+    fi
+  done
+  rm -rf "$home"
+  return $rc
+}
+unprivileged() {
+  if [[ $(id -u) -eq 0 ]]; then
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+  else
+    "$@"
+  fi
+}
 
 if [[ -x "$PREFIX/bin/limactl" ]] &&
    "$PREFIX/bin/limactl" --version 2>/dev/null | grep -qx "limactl version $LIMA_VERSION" &&
    compgen -G "$PREFIX/share/lima/lima-guestagent.Linux-*" >/dev/null &&
    [[ -d "$PREFIX/share/lima/templates" ]]; then
-  log "limactl $LIMA_VERSION already installed in $PREFIX; nothing to do"
-  exit 0
+  restore_links "$PREFIX/share/lima/templates"
+  if templates_resolve; then
+    log "limactl $LIMA_VERSION already installed in $PREFIX; nothing to do"
+    exit 0
+  fi
 fi
 
 command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
@@ -64,9 +107,11 @@ log "installing into $PREFIX"
 install -d -m 0755 "$PREFIX/bin" "$PREFIX/share/lima/templates"
 install -m 0755 "$work/out/lima-guestagent" "$PREFIX/share/lima/lima-guestagent.Linux-$ga_arch"
 cp -r "$work/src/templates/." "$PREFIX/share/lima/templates/"
+restore_links "$PREFIX/share/lima/templates"
 chmod -R a+rX "$PREFIX/share/lima"
 # limactl last: its presence (with the right version) marks a complete install.
 install -m 0755 "$work/out/limactl" "$PREFIX/bin/limactl.tmp"
 mv -f "$PREFIX/bin/limactl.tmp" "$PREFIX/bin/limactl"
 
-log "done: $("$PREFIX/bin/limactl" --version)"
+templates_resolve || { echo "build-lima: the installed templates do not resolve" >&2; exit 1; }
+log "done: $("$PREFIX/bin/limactl" --version); template://docker and template://default resolve"

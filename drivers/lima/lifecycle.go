@@ -18,7 +18,7 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	images := specImages(s)
 	if images == nil {
 		var err error
-		if images, err = d.templateImages(ctx, s.Template); err != nil {
+		if images, err = d.templates.images(s.Template); err != nil {
 			return err
 		}
 	}

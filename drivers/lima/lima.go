@@ -39,8 +39,9 @@ type Options struct {
 // Driver is a Lima backend.
 type Driver struct {
 	opts    Options
-	limactl string
-	version string
+	limactl   string
+	version   string
+	templates templateStore
 
 	mu    sync.Mutex
 	conns map[string]*sshConn // instance → open SSH client
@@ -100,6 +101,7 @@ func (d *Driver) check(ctx context.Context) error {
 		return err
 	}
 	d.limactl = path
+	d.templates = newTemplateStore(path, d.opts.Getenv)
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, _, err := d.run(vctx, nil, "--version")

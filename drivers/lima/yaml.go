@@ -2,7 +2,6 @@ package lima
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -141,29 +140,6 @@ func specImages(s drivers.Spec) []image {
 		out.Initrd = &file{Location: im.Initrd}
 	}
 	return []image{out}
-}
-
-// templateImages reads the images of a Lima template (v1's template:NAME)
-// and nothing else from it.
-func (d *Driver) templateImages(ctx context.Context, template string) ([]image, error) {
-	locator := template
-	if name, ok := strings.CutPrefix(template, "template:"); ok && !strings.HasPrefix(name, "//") {
-		locator = "template://" + name
-	}
-	out, _, err := d.run(ctx, nil, "template", "copy", "--embed", locator, "-")
-	if err != nil {
-		return nil, fmt.Errorf("reading the images of %s: %w", template, err)
-	}
-	var t struct {
-		Images []image `yaml:"images"`
-	}
-	if err := yaml.Unmarshal(out, &t); err != nil {
-		return nil, fmt.Errorf("parsing template %s: %w", template, err)
-	}
-	if len(t.Images) == 0 {
-		return nil, fmt.Errorf("template %s lists no images; set [vm.image] location", template)
-	}
-	return t.Images, nil
 }
 
 // size renders GiB as whole MiB, which Lima reads exactly.

@@ -50,35 +50,20 @@ func TestNoMountsMeansNoMounts(t *testing.T) {
 	}
 }
 
-// v1's template:docker still works for the images, but the template's
-// mounts (the host's home directory) never come along.
+// v1's template:docker still works for the images (base chain followed),
+// but the template's mounts (the host's home directory) never come along.
 func TestTemplateBringsImagesNotMounts(t *testing.T) {
 	f := newFake(t)
-	f.reply("template", `base: template://_images/ubuntu-lts
-images:
-- location: https://cloud-images.example/noble-amd64.img
-  arch: x86_64
-  digest: sha256:abc
-- location: https://cloud-images.example/noble-arm64.img
-  arch: aarch64
-mounts:
-- location: "~"
-- location: /tmp/lima
-  writable: true
-`, "", 0)
+	f.env["LIMA_TEMPLATES_PATH"] = moduleTemplates(t, true)
 	d := f.driver()
 	err := d.Create(context.Background(), drivers.Spec{Name: "sbf-01234567-api", CPUs: 1, MemoryGiB: 2, DiskGiB: 15,
 		VMType: "qemu", Arch: "x86_64", Template: "template:docker"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := f.argv()
-	if argv[1] != "--tty=false template copy --embed template://docker -" {
-		t.Errorf("argv = %v", argv)
-	}
 	created, _ := os.ReadFile(filepath.Join(f.dir, "created.yaml"))
 	text := string(created)
-	if !strings.Contains(text, "noble-amd64.img") || !strings.Contains(text, "noble-arm64.img") ||
+	if !strings.Contains(text, "ubuntu-24.04-server-cloudimg-amd64.img") || !strings.Contains(text, "cloudimg-arm64.img") ||
 		strings.Contains(text, `"~"`) || strings.Contains(text, "/tmp/lima") || !strings.Contains(text, "mounts: []") {
 		t.Errorf("created lima.yaml:\n%s", text)
 	}
