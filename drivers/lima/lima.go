@@ -38,7 +38,7 @@ type Options struct {
 
 // Driver is a Lima backend.
 type Driver struct {
-	opts    Options
+	opts      Options
 	limactl   string
 	version   string
 	templates templateStore
