@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is one problem in one layer, at the place that caused it.
@@ -80,4 +81,19 @@ func (es Errors) sortWithin() {
 		}
 		return es[i].Key < es[j].Key
 	})
+}
+
+// maxQuoted bounds how much of a value an error quotes: errors travel to
+// terminals and MCP clients, and must not echo unbounded input.
+const maxQuoted = 120
+
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }

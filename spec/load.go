@@ -81,7 +81,10 @@ func Load(opts Options) (*Resolved, error) {
 	}
 	add(managedLayer(filepath.Join(root, Dir, OverridesFile), opts.Managed))
 	if opts.Request != nil {
-		add(opts.Request.l, validateLayer(opts.Request.l, false))
+		// Validation rewrites a tree into canonical values; the request is
+		// loaded again by every Load, so each one checks a fresh copy.
+		l := opts.Request.layer()
+		add(l, validateLayer(l, false))
 	}
 	if len(errs) > 0 {
 		return r, errs
@@ -118,11 +121,14 @@ func layerFiles(root, configHome string) []string {
 // readLayer parses and validates one file. A missing or empty file is no
 // layer at all; a broken one is reported and still named as a source.
 func readLayer(path string, managed bool) (*layer, Errors) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := readLimited(path, DefaultLimits.MaxBytes)
+	var big *tooLarge
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.As(err, &big):
+		return newLayer(path), Errors{{File: path, Message: DefaultLimits.sizeMessage(int(big.size))}}
+	case err != nil:
 		return newLayer(path), Errors{{File: path, Message: fmt.Sprintf("cannot read: %v", err)}}
 	}
 	l, err := parseLayer(path, data)

@@ -29,7 +29,7 @@ const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sb
 // ReadManaged loads the document of a workspace (empty when absent).
 func ReadManaged(root string) (*Managed, error) {
 	path := filepath.Join(root, Dir, OverridesFile)
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, DefaultLimits.MaxBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Managed{tree: map[string]any{}}, nil
 	}
@@ -37,7 +37,7 @@ func ReadManaged(root string) (*Managed, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	m := &Managed{tree: map[string]any{}}
-	if err := toml.Unmarshal(data, &m.tree); err != nil {
+	if err := toml.Unmarshal(bytes.TrimPrefix(data, bom), &m.tree); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return m, nil

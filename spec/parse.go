@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -55,11 +58,26 @@ func (l *layer) errorAt(path string, preferKey bool, msg string) Error {
 	return Error{File: l.source, Line: pos.Line, Column: pos.Column, Key: path, Message: msg}
 }
 
-// parseLayer decodes a TOML document. The tree comes from go-toml's full
-// decoder (so every TOML rule is enforced); positions come from its
-// low-level parser, which the decoder does not expose.
+var bom = []byte("\xef\xbb\xbf")
+
+// parseLayer decodes a TOML document within DefaultLimits.
 func parseLayer(source string, data []byte) (*layer, error) {
+	return parseLayerWithin(source, data, DefaultLimits)
+}
+
+// parseLayerWithin decodes a TOML document. Positions come from go-toml's
+// low-level parser, which also enforces the limits before anything is
+// built; the tree then comes from its full decoder, so every TOML rule is
+// enforced.
+func parseLayerWithin(source string, data []byte, lim Limits) (*layer, error) {
+	data = bytes.TrimPrefix(data, bom) // editors on Windows write one; TOML allows none
+	if lim.MaxBytes > 0 && len(data) > lim.MaxBytes {
+		return nil, Error{File: source, Message: lim.sizeMessage(len(data))}
+	}
 	l := newLayer(source)
+	if err := indexPositions(l, data, lim); err != nil {
+		return nil, err
+	}
 	if err := toml.Unmarshal(data, &l.tree); err != nil {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
@@ -69,75 +87,148 @@ func parseLayer(source string, data []byte) (*layer, error) {
 		}
 		return nil, Error{File: source, Message: "invalid TOML: " + err.Error()}
 	}
-	indexPositions(l, data)
 	return l, nil
 }
 
-func indexPositions(l *layer, data []byte) {
+// lineIndex turns byte offsets into line and column in O(log lines): the
+// parser's own Shape rescans the document from the start for every node,
+// which made large documents quadratic.
+type lineIndex []int // offsets where lines start
+
+func newLineIndex(data []byte) lineIndex {
+	idx := lineIndex{0}
+	for i, b := range data {
+		if b == '\n' {
+			idx = append(idx, i+1)
+		}
+	}
+	return idx
+}
+
+func (li lineIndex) pos(offset int) Pos {
+	line := sort.Search(len(li), func(i int) bool { return li[i] > offset }) - 1
+	return Pos{Line: line + 1, Column: offset - li[line] + 1}
+}
+
+// indexer records where every key and value of one document is, and stops
+// at the first limit the document exceeds. A syntax error ends indexing
+// quietly: the decoder reports it with its position.
+type indexer struct {
+	l     *layer
+	lines lineIndex
+	lim   Limits
+	err   error
+}
+
+func indexPositions(l *layer, data []byte, lim Limits) error {
+	x := &indexer{l: l, lines: newLineIndex(data), lim: lim}
 	p := &unstable.Parser{}
 	p.Reset(data)
-	shape := func(n *unstable.Node) (Pos, bool) {
-		if n.Raw.Length == 0 && n.Raw.Offset == 0 {
-			return Pos{}, false
-		}
-		s := p.Shape(n.Raw)
-		return Pos{Line: s.Start.Line, Column: s.Start.Column}, true
-	}
 	var table []string
 	arrayTables := map[string]int{}
-	var keyValue func(prefix []string, kv *unstable.Node)
-	var value func(path []string, v *unstable.Node)
-	keyParts := func(prefix []string, it unstable.Iterator) []string {
-		parts := append([]string(nil), prefix...)
-		for it.Next() {
-			n := it.Node()
-			parts = append(parts, string(n.Data))
-			if pos, ok := shape(n); ok {
-				if _, seen := l.keys[joinPath(parts)]; !seen {
-					l.keys[joinPath(parts)] = pos
-				}
-			}
-		}
-		return parts
-	}
-	value = func(path []string, v *unstable.Node) {
-		if pos, ok := shape(v); ok {
-			l.values[joinPath(path)] = pos
-		}
-		switch v.Kind {
-		case unstable.Array:
-			i := 0
-			for it := v.Children(); it.Next(); {
-				if c := it.Node(); c.Kind != unstable.Comment {
-					value(append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), c)
-					i++
-				}
-			}
-		case unstable.InlineTable:
-			for it := v.Children(); it.Next(); {
-				if c := it.Node(); c.Kind == unstable.KeyValue {
-					keyValue(path, c)
-				}
-			}
-		}
-	}
-	keyValue = func(prefix []string, kv *unstable.Node) {
-		value(keyParts(prefix, kv.Key()), kv.Value())
-	}
-	for p.NextExpression() {
+	for x.err == nil && p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table:
-			table = keyParts(nil, e.Key())
+			table = x.keyParts(nil, e.Key())
 		case unstable.ArrayTable:
-			table = keyParts(nil, e.Key())
+			table = x.keyParts(nil, e.Key())
 			k := joinPath(table)
 			table = append(table, "["+strconv.Itoa(arrayTables[k])+"]")
 			arrayTables[k]++
 		case unstable.KeyValue:
-			keyValue(table, e)
+			x.keyValue(table, e)
 		}
 	}
+	return x.err
+}
+
+func (x *indexer) at(n *unstable.Node) (Pos, bool) {
+	if n.Raw.Length == 0 && n.Raw.Offset == 0 {
+		return Pos{}, false
+	}
+	return x.lines.pos(int(n.Raw.Offset)), true
+}
+
+func (x *indexer) keyParts(prefix []string, it unstable.Iterator) []string {
+	parts := append([]string(nil), prefix...)
+	for x.err == nil && it.Next() {
+		n := it.Node()
+		parts = append(parts, string(n.Data))
+		pos, ok := x.at(n)
+		if x.tooDeep(parts, pos) || !ok {
+			continue
+		}
+		if path := joinPath(parts); !hasKey(x.l.keys, path) {
+			x.l.keys[path] = pos
+		}
+	}
+	return parts
+}
+
+func hasKey(m map[string]Pos, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func (x *indexer) keyValue(prefix []string, kv *unstable.Node) {
+	x.value(x.keyParts(prefix, kv.Key()), kv.Value())
+}
+
+func (x *indexer) value(path []string, v *unstable.Node) {
+	if x.err != nil {
+		return
+	}
+	pos, ok := x.at(v)
+	if x.tooDeep(path, pos) {
+		return
+	}
+	if ok {
+		x.l.values[joinPath(path)] = pos
+	}
+	switch v.Kind {
+	case unstable.Array:
+		i := 0
+		for it := v.Children(); x.err == nil && it.Next(); {
+			c := it.Node()
+			if c.Kind == unstable.Comment {
+				continue
+			}
+			if i == x.lim.MaxArrayLen && x.lim.MaxArrayLen > 0 {
+				x.err = x.limitError(path, pos, "has more than %d items; arrays are limited to %d", x.lim.MaxArrayLen, x.lim.MaxArrayLen)
+				return
+			}
+			x.value(append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), c)
+			i++
+		}
+	case unstable.InlineTable:
+		for it := v.Children(); x.err == nil && it.Next(); {
+			if c := it.Node(); c.Kind == unstable.KeyValue {
+				x.keyValue(path, c)
+			}
+		}
+	}
+}
+
+// tooDeep checks the key depth before the path is ever joined, so a key of
+// thousands of parts costs no more than the limit.
+func (x *indexer) tooDeep(path []string, pos Pos) bool {
+	if x.lim.MaxKeyDepth <= 0 || len(path) <= x.lim.MaxKeyDepth {
+		return false
+	}
+	if x.err == nil {
+		x.err = x.limitError(path[:x.lim.MaxKeyDepth], pos, "nests deeper than %d levels; keys are limited to %d parts",
+			x.lim.MaxKeyDepth, x.lim.MaxKeyDepth)
+	}
+	return true
+}
+
+func (x *indexer) limitError(path []string, pos Pos, format string, args ...any) Error {
+	key := joinPath(path)
+	if len(path) >= x.lim.MaxKeyDepth && x.lim.MaxKeyDepth > 0 {
+		key += "…"
+	}
+	return Error{File: x.l.source, Line: pos.Line, Column: pos.Column, Key: clip(key), Message: fmt.Sprintf(format, args...)}
 }
 
 // joinPath spells a key path the way errors name it: vm.cpus,

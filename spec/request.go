@@ -15,6 +15,13 @@ import (
 // "request_overrides" in sources.
 type Request struct{ l *layer }
 
+// layer is a copy of the request's layer as it was read.
+func (r *Request) layer() *layer {
+	l := *r.l
+	l.tree = cloneTree(r.l.tree)
+	return &l
+}
+
 // ParseSet reads `key.path=value` assignments. The value is read as a TOML
 // value (4, true, "x", ["a"]); anything that is not valid TOML is taken as a
 // plain string, so `--set vm.arch=aarch64` needs no quotes. Errors point

@@ -125,7 +125,7 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 				return norm, true
 			}
 		}
-		v.fail(path, false, "must be one of: %s (got %q)", strings.Join(slices.Sorted(slices.Values(f.enum)), ", "), s)
+		v.fail(path, false, "must be one of: %s (got %q)", strings.Join(slices.Sorted(slices.Values(f.enum)), ", "), clip(s))
 		return nil, false
 	}
 	if f.has("nonempty") && strings.TrimSpace(s) == "" {
@@ -154,11 +154,12 @@ func (v *validator) duration(f field, val any, path string) (any, bool) {
 			v.fail(path, false, "must be a duration string such as 30m, 12h or 7d (got %v)", x)
 			return nil, false
 		}
-		if n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
-			v.fail(path, false, "must not be negative (got %v)", x)
+		parsed, err := DurationFromHours(n)
+		if err != nil {
+			v.fail(path, false, "%s", err)
 			return nil, false
 		}
-		d = Duration(n * 3600e9)
+		d = parsed
 	default:
 		v.fail(path, false, "must be a duration string such as 30m, 12h or 7d%s", got(val))
 		return nil, false
@@ -216,7 +217,7 @@ var portForwardRE = regexp.MustCompile(`^(\d{1,5})(?::(\d{1,5}))?$`)
 func (v *validator) portForward(s, path string) bool {
 	m := portForwardRE.FindStringSubmatch(s)
 	if m == nil {
-		v.fail(path, false, "must be HOST:GUEST ports such as \"8080:80\" (got %q)", s)
+		v.fail(path, false, "must be HOST:GUEST ports such as \"8080:80\" (got %q)", clip(s))
 		return false
 	}
 	for _, part := range m[1:] {
@@ -290,7 +291,7 @@ func got(val any) string {
 	case bool:
 		return fmt.Sprintf(" (got boolean %v)", x)
 	case string:
-		return fmt.Sprintf(" (got string %q)", x)
+		return fmt.Sprintf(" (got string %q)", clip(x))
 	case int64:
 		return fmt.Sprintf(" (got %d)", x)
 	case float64:
