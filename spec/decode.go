@@ -37,14 +37,16 @@ func assign(tree map[string]any, dst reflect.Value) {
 		switch {
 		case f.typ == durationType || f.typ == timeType:
 			target.Set(reflect.ValueOf(val).Convert(f.typ))
-		case f.typ.Kind() == reflect.Struct:
-			assign(val.(map[string]any), target)
-		case f.typ.Kind() == reflect.Map && f.typ.Elem().Kind() == reflect.String:
+		case f.typ == secretType:
+			target.Set(reflect.ValueOf(NewSecret(val.(string))))
+		case f.typ == envType:
 			m := map[string]string{}
 			for k, x := range val.(map[string]any) {
 				m[k] = x.(string)
 			}
-			target.Set(reflect.ValueOf(m))
+			target.Set(reflect.ValueOf(NewEnv(m)))
+		case f.typ.Kind() == reflect.Struct:
+			assign(val.(map[string]any), target)
 		case f.typ.Kind() == reflect.Map && f.typ.Elem() == reflect.TypeFor[Sandbox]():
 			// Sandboxes are resolved separately: each inherits [vm].
 		case f.typ.Kind() == reflect.Map:

@@ -83,12 +83,12 @@ func Defaults(h Host) Config {
 			IncludeServicesByDefault: true,
 			NetworkNamePrefix:        "lima-net",
 			MySQL: MySQL{
-				Enabled: true, Image: "mysql:8.0", RootPassword: "root", Database: "app",
-				ContainerNamePrefix: "lima-mysql", ExtraEnv: map[string]string{}, InjectEnvTo: ".env",
+				Enabled: true, Image: "mysql:8.0", RootPassword: NewSecret("root"), Database: "app",
+				ContainerNamePrefix: "lima-mysql", ExtraEnv: Env{}, InjectEnvTo: ".env",
 			},
 			Redis: Redis{
 				Enabled: true, Image: "redis:7-alpine", ContainerNamePrefix: "lima-redis",
-				ExtraEnv: map[string]string{}, InjectEnvTo: ".env",
+				ExtraEnv: Env{}, InjectEnvTo: ".env",
 			},
 		},
 		Sync: Sync{

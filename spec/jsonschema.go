@@ -36,9 +36,14 @@ func fieldSchema(f field, def reflect.Value) map[string]any {
 		s["description"] = f.doc
 	}
 	if def.IsValid() && f.key != "vm_type" && isScalar(f.typ) {
-		if f.typ == durationType {
+		switch f.typ {
+		case durationType:
 			s["default"] = def.Interface().(Duration).String()
-		} else {
+		case secretType:
+			// The built-in default ("root", as in v1) is documentation,
+			// not anyone's secret.
+			s["default"] = def.Interface().(Secret).Reveal()
+		default:
 			s["default"] = def.Interface()
 		}
 	}
@@ -55,9 +60,11 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 		return s
 	case f.typ == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
+	case f.typ == secretType:
+		return stringSchema(f)
 	case f.typ.Kind() == reflect.Struct:
 		return objectSchema(f.typ, def)
-	case f.typ.Kind() == reflect.Map && f.typ.Elem().Kind() == reflect.String:
+	case f.typ == envType:
 		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
 	case f.typ.Kind() == reflect.Map:
 		return map[string]any{
@@ -81,6 +88,10 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 	case f.typ.Kind() == reflect.Float64:
 		return withMinimum(map[string]any{"type": "number"}, f, "exclusiveMinimum", 0)
 	}
+	return stringSchema(f)
+}
+
+func stringSchema(f field) map[string]any {
 	s := map[string]any{"type": "string"}
 	if f.enum != nil {
 		// Values are trimmed and lower-cased before the check; editors see
@@ -104,6 +115,9 @@ func withMinimum(s map[string]any, f field, key string, v int) map[string]any {
 }
 
 func isScalar(t reflect.Type) bool {
+	if t == secretType {
+		return true
+	}
 	switch t.Kind() {
 	case reflect.Struct, reflect.Map:
 		return false

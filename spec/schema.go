@@ -36,6 +36,8 @@ func (f field) has(check string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	timeType     = reflect.TypeFor[time.Time]()
+	secretType   = reflect.TypeFor[Secret]()
+	envType      = reflect.TypeFor[Env]()
 )
 
 var fieldCache sync.Map // reflect.Type → []field

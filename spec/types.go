@@ -103,20 +103,20 @@ type Infra struct {
 
 // MySQL is the v1 [infra.mysql] table.
 type MySQL struct {
-	Enabled             bool              `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run MySQL."`
-	Image               string            `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
-	RootPassword        string            `toml:"root_password" json:"root_password" check:"nonempty" doc:"Root password; ${VAR} reads it from the environment."`
-	Database            string            `toml:"database" json:"database" check:"nonempty" doc:"Database created at start."`
-	ContainerNamePrefix string            `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
-	ExtraEnv            map[string]string `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container."`
-	InjectEnvTo         string            `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
+	Enabled             bool   `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run MySQL."`
+	Image               string `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
+	RootPassword        Secret `toml:"root_password" json:"root_password" check:"nonempty" doc:"Root password; ${VAR} reads it from the environment."`
+	Database            string `toml:"database" json:"database" check:"nonempty" doc:"Database created at start."`
+	ContainerNamePrefix string `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
+	ExtraEnv            Env    `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container; values whose names look secret (…PASSWORD, …TOKEN, …KEY) are never shown."`
+	InjectEnvTo         string `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
 }
 
 // Redis is the v1 [infra.redis] table.
 type Redis struct {
-	Enabled             bool              `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run Redis."`
-	Image               string            `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
-	ContainerNamePrefix string            `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
-	ExtraEnv            map[string]string `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container."`
-	InjectEnvTo         string            `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
+	Enabled             bool   `toml:"enabled" json:"enabled" doc:"Allow sandboxes to run Redis."`
+	Image               string `toml:"image" json:"image" check:"nonempty" doc:"Container image."`
+	ContainerNamePrefix string `toml:"container_name_prefix" json:"container_name_prefix" check:"nonempty" doc:"Prefix of the container name."`
+	ExtraEnv            Env    `toml:"extra_env" json:"extra_env" doc:"Extra environment for the container; values whose names look secret (…PASSWORD, …TOKEN, …KEY) are never shown."`
+	InjectEnvTo         string `toml:"inject_env_to" json:"inject_env_to" nullable:"true" doc:"File (relative to the workspace) that receives the connection variables; empty disables."`
 }

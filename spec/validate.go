@@ -64,6 +64,10 @@ func (v *validator) value(f field, val any, path string) (any, bool) {
 		return nil, false
 	}
 	switch {
+	case f.typ == secretType:
+		return v.secret(f, val, path)
+	case f.typ == envType:
+		return v.env(val, path)
 	case f.typ == timeType:
 		return v.timestamp(val, path)
 	case f.typ == durationType:
@@ -133,6 +137,38 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 		return nil, false
 	}
 	return s, true
+}
+
+// secret checks a secret-bearing value without ever quoting it.
+func (v *validator) secret(f field, val any, path string) (any, bool) {
+	s, ok := val.(string)
+	if !ok {
+		v.fail(path, false, "must be a string (got %s)", typeName(val))
+		return nil, false
+	}
+	if f.has("nonempty") && strings.TrimSpace(s) == "" {
+		v.fail(path, false, "must be a non-empty string")
+		return nil, false
+	}
+	return s, true
+}
+
+// env checks an extra_env table; any value may be a secret, so none is
+// quoted.
+func (v *validator) env(val any, path string) (any, bool) {
+	m, ok := val.(map[string]any)
+	if !ok {
+		v.fail(path, false, "must be a table")
+		return nil, false
+	}
+	good := true
+	for k, x := range m {
+		if _, ok := x.(string); !ok {
+			v.fail(childPath(path, k), false, "must be a string (got %s)", typeName(x))
+			good = false
+		}
+	}
+	return m, good
 }
 
 func (v *validator) duration(f field, val any, path string) (any, bool) {
@@ -235,23 +271,14 @@ func (v *validator) mapValue(f field, val any, path string) (any, bool) {
 		v.fail(path, false, "must be a table")
 		return nil, false
 	}
-	elem := f.typ.Elem()
 	for k, x := range m {
 		p := childPath(path, k)
-		if elem.Kind() == reflect.Struct {
-			if f.has("sandbox_name") && !ValidSandboxName(k) {
-				v.fail(p, true, "is not a valid sandbox name (letters and digits, single '-' or '_' between them, at most %d characters)", maxSandboxName)
-				continue
-			}
-			if norm, ok := v.value(field{key: k, typ: elem}, x, p); ok {
-				m[k] = norm
-			}
+		if f.has("sandbox_name") && !ValidSandboxName(k) {
+			v.fail(p, true, "is not a valid sandbox name (letters and digits, single '-' or '_' between them, at most %d characters)", maxSandboxName)
 			continue
 		}
-		if s, ok := x.(string); ok {
-			m[k] = s
-		} else {
-			v.fail(p, false, "must be a string%s", got(x))
+		if norm, ok := v.value(field{key: k, typ: f.typ.Elem()}, x, p); ok {
+			m[k] = norm
 		}
 	}
 	return m, true
@@ -282,6 +309,27 @@ func positiveWord(f field) string {
 		return "positive "
 	}
 	return ""
+}
+
+// typeName names a value's type without showing it.
+func typeName(val any) string {
+	switch val.(type) {
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a date-time"
+	}
+	return fmt.Sprintf("%T", val)
 }
 
 // got describes a value of the wrong type, so "cpus = true" reads as

@@ -66,7 +66,7 @@ func ConnectionEnv(infra spec.Infra, sandbox string, services []string, getenv f
 	for _, svc := range services {
 		switch svc {
 		case "mysql":
-			pw, err := Expand(infra.MySQL.RootPassword, "infra.mysql.root_password", getenv)
+			pw, err := Expand(infra.MySQL.RootPassword.Reveal(), "infra.mysql.root_password", getenv)
 			if err != nil {
 				return nil, err
 			}

@@ -74,7 +74,7 @@ func FuzzUpsertEnv(f *testing.F) {
 
 func TestConnectionEnvAndRedaction(t *testing.T) {
 	infra := spec.Defaults(spec.Host{OS: "linux"}).Infra
-	infra.MySQL.RootPassword = "${DB_ROOT_PW}"
+	infra.MySQL.RootPassword = spec.NewSecret("${DB_ROOT_PW}")
 	getenv := func(k string) string { return map[string]string{"DB_ROOT_PW": "s3cr@t"}[k] }
 	env, err := ConnectionEnv(infra, "api", []string{"mysql", "redis"}, getenv)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestWriteEnvFileKeepsCommentsAndMode(t *testing.T) {
 
 func TestServicesProject(t *testing.T) {
 	infra := spec.Defaults(spec.Host{OS: "linux"}).Infra
-	infra.MySQL.ExtraEnv = map[string]string{"TZ": "UTC"}
+	infra.MySQL.ExtraEnv = spec.NewEnv(map[string]string{"TZ": "UTC"})
 	p, err := ServicesProject(infra, "api", []string{"mysql", "redis"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

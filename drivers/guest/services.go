@@ -22,18 +22,18 @@ func ServicesProject(infra spec.Infra, sandbox string, services []string, getenv
 	for _, name := range services {
 		switch name {
 		case "mysql":
-			pw, err := Expand(infra.MySQL.RootPassword, "infra.mysql.root_password", getenv)
+			pw, err := Expand(infra.MySQL.RootPassword.Reveal(), "infra.mysql.root_password", getenv)
 			if err != nil {
 				return nil, err
 			}
 			env := map[string]string{"MYSQL_ROOT_PASSWORD": pw, "MYSQL_DATABASE": infra.MySQL.Database}
-			for k, v := range infra.MySQL.ExtraEnv {
+			for k, v := range infra.MySQL.ExtraEnv.Reveal() {
 				env[k] = v
 			}
 			svcs["mysql"] = service(infra.MySQL.Image, MySQLContainer(infra, sandbox), env,
 				[]string{"CMD-SHELL", `MYSQL_PWD="$$MYSQL_ROOT_PASSWORD" mysqladmin ping -h 127.0.0.1 -uroot --silent`})
 		case "redis":
-			svcs["redis"] = service(infra.Redis.Image, RedisContainer(infra, sandbox), infra.Redis.ExtraEnv,
+			svcs["redis"] = service(infra.Redis.Image, RedisContainer(infra, sandbox), infra.Redis.ExtraEnv.Reveal(),
 				[]string{"CMD-SHELL", "redis-cli ping | grep -q PONG"})
 		default:
 			return nil, fmt.Errorf("unknown service %q", name)
