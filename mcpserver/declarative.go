@@ -54,7 +54,7 @@ func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources,
-		"config": r.Config, "valid": true, "diagnostics": []string{}}, nil
+		"config": r.Config, "valid": true, "diagnostics": sentences(r.Warnings)}, nil
 }
 
 func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
@@ -153,7 +153,17 @@ func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
 	return map[string]any{
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources, "config": r.Config,
 		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},
+		"warnings":          sentences(r.Warnings),
 	}, nil
+}
+
+// sentences words problems sbf corrected on its own as v1 worded errors.
+func sentences(es spec.Errors) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Sentence()
+	}
+	return out
 }
 
 func nonNil(s []string) []string {

@@ -23,7 +23,7 @@ func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, er
 		return spec.Options{}, newToolError(reconcile.CodeConfigInvalid, err.Error(),
 			map[string]any{"workspace_root": root, "errors": []string{err.Error()}})
 	}
-	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome}
+	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome, Now: s.cfg.Engine.Clock.Now()}
 	layer := s.cfg.Settings.overrides()
 	if len(layer) == 0 && len(extra) == 0 {
 		return ws, nil

@@ -30,6 +30,17 @@ func leaseTTL(r *spec.Resolved, name string) time.Duration {
 	return r.Config.Lease.DefaultTTL.Std()
 }
 
+// heldLease reads a sandbox's lease from the document within the lease
+// policy, so an edit never builds on (or writes back) a hand-edited end
+// past it.
+func heldLease(m *spec.Managed, r *spec.Resolved, name string, now time.Time) (spec.LeaseRecord, bool) {
+	cur, held := m.Lease(name)
+	if held {
+		cur, _ = spec.ClampLease(cur, r.Config.Lease, now)
+	}
+	return cur, held
+}
+
 // renew acquires a lease, or moves a live one to now+ttl when that is
 // later; it never shortens a lease someone extended.
 func renew(cur spec.LeaseRecord, held bool, ttl time.Duration, now time.Time) spec.LeaseRecord {
@@ -58,7 +69,7 @@ func RenewEdit(targets []string) Edit {
 			if _, ok := r.Config.Sandboxes[name]; !ok {
 				return notDeclared(r, name)
 			}
-			cur, held := m.Lease(name)
+			cur, held := heldLease(m, r, name, now)
 			m.SetLease(name, renew(cur, held, leaseTTL(r, name), now))
 		}
 		// A lease outliving its sandbox's declaration would bring the
@@ -97,7 +108,7 @@ func UpEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
 			if d == 0 {
 				d = leaseTTL(r, name)
 			}
-			cur, held := m.Lease(name)
+			cur, held := heldLease(m, r, name, now)
 			m.SetLease(name, renew(cur, held, d, now))
 		}
 		return nil
@@ -134,7 +145,7 @@ func ExtendEdit(name string, by time.Duration) Edit {
 		if _, ok := r.Config.Sandboxes[name]; !ok {
 			return notDeclared(r, name)
 		}
-		cur, held := m.Lease(name)
+		cur, held := heldLease(m, r, name, now)
 		if !held {
 			return errorf(CodeInstanceTerminal, map[string]any{"sandbox": name, "status": "destroyed"},
 				"sandbox %s holds no lease; run 'sbf up %s' to acquire one", name, name)

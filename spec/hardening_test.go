@@ -2,8 +2,12 @@ package spec
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // A request layer is loaded more than once per command (the engine
@@ -82,5 +86,43 @@ func TestParseLimitsNameTheLimit(t *testing.T) {
 		if len(errs[0].Error()) > 400 {
 			t.Errorf("%s: the error echoes the input (%d bytes)", name, len(errs[0].Error()))
 		}
+	}
+}
+
+// A lease end hand-edited far into the future is pulled back to the
+// policy at load, with a warning that points at it.
+func TestHandEditedLeaseIsClampedToThePolicy(t *testing.T) {
+	files := map[string]string{
+		FileName: "[sandboxes.api]\n[sandboxes.web]\n[sandboxes.ok]\n",
+		filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n" +
+			"[leases.web]\nacquired_at = 2098-12-31T00:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n" +
+			"[leases.ok]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = 2026-11-25T12:00:00Z\n",
+	}
+	ws := t.TempDir()
+	for name, data := range files {
+		testutil.WriteFile(t, filepath.Join(ws, name), data)
+	}
+	now := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
+	r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Config.Leases["api"].ExpiresAt, time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("api expires %v, want %v (acquired_at + max_lifetime)", got, want)
+	}
+	if got, want := r.Config.Leases["web"].ExpiresAt, now.Add(24*time.Hour); !got.Equal(want) {
+		t.Errorf("web expires %v, want %v (now + max_lifetime)", got, want)
+	}
+	if got := r.Config.Leases["ok"].ExpiresAt; !got.Equal(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("a lease within the policy moved to %v", got)
+	}
+	if len(r.Warnings) != 2 || r.Warnings[0].Key != "leases.api.expires_at" || r.Warnings[0].Line != 3 ||
+		!strings.Contains(r.Warnings[0].Message, "past lease.max_lifetime") {
+		t.Errorf("warnings = %v", r.Warnings)
+	}
+	// Without a clock the bound is max_lifetime after acquisition.
+	r, err = Load(Options{Root: ws, Host: Host{OS: "linux"}})
+	if err != nil || r.Config.Leases["api"].ExpiresAt.Year() != 2026 {
+		t.Errorf("without now: %v %+v", err, r.Config.Leases)
 	}
 }

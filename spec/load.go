@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // File names, oldest first: later names win when both exist.
@@ -42,6 +43,9 @@ type Options struct {
 	// Managed, when set, stands in for the managed overrides file: an edit
 	// can be planned before it is written.
 	Managed *Managed
+	// Now, when set, also bounds leases by the current time (see
+	// ClampLease); the package itself never reads the clock.
+	Now time.Time
 }
 
 // Resolved is the desired state of one workspace.
@@ -53,8 +57,11 @@ type Resolved struct {
 	Host        Host     `json:"-"`
 	// AdHoc names sandboxes declared only in the managed overrides (by
 	// 'sbf up NAME' or create_instance), not by any file a person edits.
-	AdHoc   map[string]bool   `json:"-"`
-	origins map[string]*layer // path → the layer that set it last
+	AdHoc map[string]bool `json:"-"`
+	// Warnings are problems sbf corrected on its own, such as a lease end
+	// edited past the lease policy.
+	Warnings Errors            `json:"warnings,omitempty"`
+	origins  map[string]*layer // path → the layer that set it last
 }
 
 // Load resolves the layered desired state. When any layer has problems it
@@ -102,6 +109,7 @@ func Load(opts Options) (*Resolved, error) {
 		errs.sortBySource(r.Sources)
 		return r, errs
 	}
+	r.clampLeases(opts.Now)
 	return r, nil
 }
 

@@ -23,6 +23,7 @@ type validateReport struct {
 	Sources       []string     `json:"sources"`
 	Config        *spec.Config `json:"config"`
 	Errors        spec.Errors  `json:"errors"`
+	Warnings      spec.Errors  `json:"warnings"`
 }
 
 func (a *app) validateCommand() *cobra.Command {
@@ -64,12 +65,16 @@ func (a *app) validateCommand() *cobra.Command {
 }
 
 func (a *app) validate(req *spec.Request) (*validateReport, error) {
-	r, err := a.loadSpec(req)
+	c, err := a.clock()
+	if err != nil {
+		return nil, err
+	}
+	r, err := spec.Load(spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req, Now: c.Now()})
 	var verrs spec.Errors
 	if err != nil && !errors.As(err, &verrs) {
 		return nil, err
 	}
-	rep := &validateReport{Valid: err == nil, Errors: verrs, Sources: []string{}}
+	rep := &validateReport{Valid: err == nil, Errors: verrs, Sources: []string{}, Warnings: spec.Errors{}}
 	if rep.Errors == nil {
 		rep.Errors = spec.Errors{}
 	}
@@ -78,6 +83,9 @@ func (a *app) validate(req *spec.Request) (*validateReport, error) {
 		return rep, nil
 	}
 	rep.WorkspaceRoot, rep.WorkspaceID, rep.Sources = r.Root, r.WorkspaceID, r.Sources
+	if r.Warnings != nil {
+		rep.Warnings = r.Warnings
+	}
 	if rep.Valid {
 		if err := reconcile.CheckLayers(context.Background(), r, a.layerEnv()); err != nil {
 			rep.Valid, rep.Errors = false, layerErrors(err)
@@ -122,6 +130,10 @@ func (a *app) printValidation(rep *validateReport) error {
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "Valid: %s (%s)\n", rep.WorkspaceRoot, rep.WorkspaceID)
+	for _, w := range rep.Warnings {
+		w.File = displayPath(rep.WorkspaceRoot, w.File)
+		fmt.Fprintf(a.stdout, "Warning: %s\n", w.Error())
+	}
 	shown := make([]string, len(rep.Sources))
 	for i, s := range rep.Sources {
 		shown[i] = displayPath(rep.WorkspaceRoot, s)
