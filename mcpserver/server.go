@@ -58,7 +58,6 @@ func New(cfg Config) *Server {
 	}
 	s.mcp = server.NewMCPServer("sbf", cfg.Version,
 		server.WithToolCapabilities(false),
-		server.WithInputSchemaValidation(),
 		server.WithStrictInputSchemaDefault(),
 		server.WithRecovery(),
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+

@@ -45,10 +45,14 @@ func asToolError(err error) *toolError {
 // carrying the v1 envelope.
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
 	tool := mcp.NewTool(name, mcp.WithDescription(description), mcp.WithInputSchema[A]())
+	schema := compileArgs(tool)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if te := schema.check(req.Params.Arguments); te != nil {
+			return errorResult(te), nil
+		}
 		var args A
 		if err := req.BindArguments(&args); err != nil {
-			return errorResult(newToolError("INVALID_ARGUMENTS", fmt.Sprintf("%s: %v", name, err), nil)), nil
+			return errorResult(newToolError("INVALID_ARGUMENTS", clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name})), nil
 		}
 		out, err := handle(ctx, args)
 		if err != nil {
