@@ -1,22 +1,62 @@
 package mcpserver
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// HTTPOptions secure the Streamable HTTP transport.
+// HTTPOptions secure and bound the Streamable HTTP transport.
 type HTTPOptions struct {
 	Addr             string // host:port
 	AllowNonLoopback bool   // --allow-non-loopback / MCP_HTTP_ALLOW_NON_LOOPBACK
 	Token            string // bearer token; required off loopback
+	// MaxBodyBytes caps a request body (413 beyond it); zero means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxSessions caps live sessions; a new one evicts the longest idle.
+	// Zero means DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdle ends a session after this long without a request; zero
+	// means DefaultSessionIdle.
+	SessionIdle time.Duration
+
+	now func() time.Time // tests move time; nil: the real clock
+}
+
+// Defaults of the HTTP limits: far above what an MCP client sends (tool
+// arguments are small JSON), far below what hurts the server.
+const (
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultMaxSessions  = 1000
+	DefaultSessionIdle  = 30 * time.Minute
+)
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	return o
 }
 
 // CheckListen refuses an address off loopback unless explicitly allowed,
@@ -39,10 +79,124 @@ func CheckListen(o HTTPOptions) error {
 	return nil
 }
 
-// HTTPHandler serves MCP at /mcp behind the Origin and token checks.
-func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	mcp := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))
-	return guard(mcp, o.Token)
+// HTTP is the Streamable HTTP transport at /mcp behind sbf's checks and
+// limits. Close stops its session sweeper.
+type HTTP struct {
+	handler  http.Handler
+	sessions *sessionTable
+	stop     chan struct{}
+	once     sync.Once
+}
+
+// HTTPHandler builds the transport. Its sessions expire after
+// o.SessionIdle and are capped at o.MaxSessions; bodies over
+// o.MaxBodyBytes get 413 with the error envelope.
+func (s *Server) HTTPHandler(o HTTPOptions) *HTTP {
+	o = o.withDefaults()
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
+	table := newSessionTable(o.MaxSessions, o.SessionIdle, now)
+	mcp := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), server.WithSessionIdManager(table))
+	table.end = func(id string) { endSession(mcp, id) }
+	h := &HTTP{handler: guard(limitBody(mcp, o.MaxBodyBytes), o.Token), sessions: table, stop: make(chan struct{})}
+	go h.sweep(max(o.SessionIdle/4, time.Second))
+	return h
+}
+
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
+
+// Close stops the sweeper; sessions end with the process.
+func (h *HTTP) Close() { h.once.Do(func() { close(h.stop) }) }
+
+func (h *HTTP) sweep(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+			// After a burst of sessions ends, hand the memory back now
+			// rather than over the runtime's next minutes.
+			if h.sessions.Sweep() >= 100 {
+				debug.FreeOSMemory()
+			}
+		}
+	}
+}
+
+// endSession has mcp-go release a session as if its client had sent
+// DELETE: that is the one door to all of the state it keeps per session.
+func endSession(mcp http.Handler, id string) {
+	req, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(server.HeaderKeySessionID, id)
+	mcp.ServeHTTP(discard{header: http.Header{}}, req)
+}
+
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}
+
+// NewHTTPServer wraps a handler with timeouts, so no client holds a
+// connection or a goroutine indefinitely. Writes may take as long as the
+// longest tool call (an apply that boots VMs); reads may not.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Hour,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// limitBody refuses a POST body over max bytes with 413 and the error
+// envelope, reading no more than max of it: a declared length over the
+// limit is refused before any of it is read.
+func limitBody(next http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > max {
+			tooLarge(w, max)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			tooLarge(w, max)
+			return
+		case err != nil:
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tooLarge answers as JSON-RPC (what the client speaks) carrying the v1
+// envelope as the error's data.
+func tooLarge(w http.ResponseWriter, max int64) {
+	te := newToolError("REQUEST_TOO_LARGE", fmt.Sprintf("the request body is larger than the limit of %d bytes", max),
+		map[string]any{"limit_bytes": max})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": mcpgo.INVALID_REQUEST, "message": te.Message, "data": te}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	w.Write(body)
 }
 
 // guard rejects requests from non-loopback origins (DNS rebinding: a web

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -40,9 +41,10 @@ type Server struct {
 	index *state.HostIndex
 	mcp   *server.MCPServer
 
-	mu      sync.Mutex
-	touched map[string]bool // workspace roots the loop converges
-	wake    chan struct{}
+	mu       sync.Mutex
+	touched  map[string]bool // workspace roots the loop converges
+	wake     chan struct{}
+	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 }
 
 // New builds the server and registers every tool.
@@ -56,7 +58,11 @@ func New(cfg Config) *Server {
 		touched: map[string]bool{},
 		wake:    make(chan struct{}, 1),
 	}
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(1) })
+	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(-1) })
 	s.mcp = server.NewMCPServer("sbf", cfg.Version,
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithStrictInputSchemaDefault(),
 		server.WithRecovery(),
@@ -67,6 +73,9 @@ func New(cfg Config) *Server {
 	s.registerWorkspace()
 	return s
 }
+
+// Sessions is the number of client sessions the server holds state for.
+func (s *Server) Sessions() int { return int(s.sessions.Load()) }
 
 // MCP is the underlying server, for transports and in-process clients.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }

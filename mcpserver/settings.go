@@ -23,6 +23,9 @@ type Settings struct {
 	HTTPPort      int           // MCP_HTTP_PORT
 	EnableHTTP    *bool         // MCP_ENABLE_HTTP; nil when unset
 	AllowRemote   bool          // MCP_HTTP_ALLOW_NON_LOOPBACK
+	MaxBodyBytes  int64         // MCP_HTTP_MAX_BODY_BYTES; 0: DefaultMaxBodyBytes
+	MaxSessions   int           // MCP_HTTP_MAX_SESSIONS; 0: DefaultMaxSessions
+	SessionIdle   time.Duration // MCP_HTTP_SESSION_IDLE_SECONDS; 0: DefaultSessionIdle
 }
 
 // ReadSettings parses the v1 variables. Unlike v1, a malformed value is an
@@ -56,6 +59,15 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("MCP_HTTP_PORT", 0); ok {
 		s.HTTPPort = n
+	}
+	if n, ok := num("MCP_HTTP_MAX_BODY_BYTES", 1024); ok {
+		s.MaxBodyBytes = int64(n)
+	}
+	if n, ok := num("MCP_HTTP_MAX_SESSIONS", 1); ok {
+		s.MaxSessions = n
+	}
+	if n, ok := num("MCP_HTTP_SESSION_IDLE_SECONDS", 1); ok {
+		s.SessionIdle = time.Duration(n) * time.Second
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		switch b {

@@ -63,6 +63,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 }
 
 func errorResult(te *toolError) *mcp.CallToolResult {
+	te = te.bounded()
 	text, _ := json.Marshal(te)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: string(text)}},

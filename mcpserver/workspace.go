@@ -20,8 +20,8 @@ func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, er
 	}
 	abs, _, err := spec.WorkspaceIdentity(root)
 	if err != nil {
-		return spec.Options{}, newToolError(reconcile.CodeConfigInvalid, err.Error(),
-			map[string]any{"workspace_root": root, "errors": []string{err.Error()}})
+		return spec.Options{}, newToolError(reconcile.CodeConfigInvalid, clip(err.Error()),
+			map[string]any{"workspace_root": clip(root), "errors": []string{clip(err.Error())}})
 	}
 	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome, Now: s.cfg.Engine.Clock.Now()}
 	layer := s.cfg.Settings.overrides()

@@ -26,11 +26,36 @@ type mcpFlags struct {
 	http             string
 	allowNonLoopback bool
 	tokenFile        string
+	maxBodyBytes     int64
+	maxSessions      int
+	sessionIdle      time.Duration
 }
 
 func (f *mcpFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
+		fmt.Sprintf("largest HTTP request body in bytes (default %d, or MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes))
+	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", 0,
+		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions))
+	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
+		fmt.Sprintf("end HTTP sessions idle this long (default %s, or MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle))
+}
+
+// httpOptions combines flags over the environment's settings.
+func (f *mcpFlags) httpOptions(addr string, s mcpserver.Settings) mcpserver.HTTPOptions {
+	o := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: f.allowNonLoopback || s.AllowRemote,
+		MaxBodyBytes: s.MaxBodyBytes, MaxSessions: s.MaxSessions, SessionIdle: s.SessionIdle}
+	if f.maxBodyBytes > 0 {
+		o.MaxBodyBytes = f.maxBodyBytes
+	}
+	if f.maxSessions > 0 {
+		o.MaxSessions = f.maxSessions
+	}
+	if f.sessionIdle > 0 {
+		o.SessionIdle = f.sessionIdle
+	}
+	return o
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -79,7 +104,7 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 	if !stdio && httpAddr == "" || stdio && httpAddr == "" && settings.EnableHTTP != nil && *settings.EnableHTTP {
 		httpAddr = settings.HTTPAddr()
 	}
-	opts := mcpserver.HTTPOptions{Addr: httpAddr, AllowNonLoopback: f.allowNonLoopback || settings.AllowRemote}
+	opts := f.httpOptions(httpAddr, settings)
 	if f.tokenFile != "" {
 		tok, err := os.ReadFile(f.tokenFile)
 		if err != nil {
@@ -94,7 +119,11 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 			return usageErrorf("%v", err)
 		}
 	}
-	srv, err := a.newMCPServer(settings)
+	command := "serve"
+	if stdio {
+		command = "mcp"
+	}
+	srv, err := a.newMCPServer(settings, command)
 	if err != nil {
 		return err
 	}
@@ -116,7 +145,9 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 			wg.Wait()
 			return fmt.Errorf("listening on %s: %w", httpAddr, err)
 		}
-		hs = &http.Server{Handler: srv.HTTPHandler(opts), ReadHeaderTimeout: 10 * time.Second}
+		handler := srv.HTTPHandler(opts)
+		defer handler.Close()
+		hs = mcpserver.NewHTTPServer(handler)
 		httpErr = make(chan error, 1)
 		go func() { httpErr <- hs.Serve(ln) }()
 		fmt.Fprintf(a.stderr, "sbf: serving MCP on http://%s/mcp\n", ln.Addr())
@@ -142,8 +173,10 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 	return err
 }
 
-func (a *app) newMCPServer(settings mcpserver.Settings) (*mcpserver.Server, error) {
-	eng, err := a.engine("mcp", engineFlags{parallelism: 4, lockTimeout: 10 * time.Minute})
+// newMCPServer builds the server; command ("mcp" or "serve") names the
+// process in lock notes, so a waiting sbf says who it waits for.
+func (a *app) newMCPServer(settings mcpserver.Settings, command string) (*mcpserver.Server, error) {
+	eng, err := a.engine(command, engineFlags{parallelism: 4, lockTimeout: 10 * time.Minute})
 	if err != nil {
 		return nil, err
 	}
