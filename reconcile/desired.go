@@ -18,6 +18,8 @@ type Desired struct {
 	Root        string
 	WorkspaceID string
 	Sandboxes   map[string]DesiredSandbox
+	// KeepRecords is how long records of sandboxes without a VM stay.
+	KeepRecords time.Duration
 }
 
 // DesiredSandbox is one declared sandbox.
@@ -36,7 +38,8 @@ type DesiredSandbox struct {
 
 // DesiredFrom reduces a resolved spec.
 func DesiredFrom(r *spec.Resolved) Desired {
-	d := Desired{Root: r.Root, WorkspaceID: r.WorkspaceID, Sandboxes: map[string]DesiredSandbox{}}
+	d := Desired{Root: r.Root, WorkspaceID: r.WorkspaceID, Sandboxes: map[string]DesiredSandbox{},
+		KeepRecords: r.Config.Lease.KeepRecords.Std()}
 	for name, sb := range r.Config.Sandboxes {
 		ds := DesiredSandbox{
 			Name:     name,

@@ -51,3 +51,38 @@ func TestHandEditedLeaseEndExpiresAtMaxLifetime(t *testing.T) {
 		t.Errorf("warnings = %v, want one per edited lease", res.Resolved.Warnings)
 	}
 }
+
+// Records of destroyed sandboxes leave the state file after
+// lease.keep_records; lineage stays and serial keeps counting.
+func TestTerminalRecordsArePrunedAfterKeepRecords(t *testing.T) {
+	h := newHarness(t, twoSandboxes)
+	h.mustApply()
+	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n") // web is no longer declared
+	res := h.mustApply()
+	if res.State.Sandboxes["web"].Phase != state.Destroyed {
+		t.Fatalf("web = %+v", res.State.Sandboxes["web"])
+	}
+	lineage, serial := res.State.Lineage, res.State.Serial
+	h.clock.Advance(7*24*time.Hour - time.Minute)
+	if res, err := h.reconcile(); err != nil || res.State.Sandboxes["web"] == nil {
+		t.Fatalf("before keep_records: %v, records %v", err, res.State.Sandboxes)
+	}
+	h.clock.Advance(time.Minute)
+	res, err := h.reconcile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := res.State.Sandboxes["web"]; kept || res.State.Sandboxes["api"] == nil {
+		t.Errorf("records after keep_records: %v", res.State.Sandboxes)
+	}
+	if res.State.Lineage != lineage || res.State.Serial <= serial {
+		t.Errorf("lineage %s serial %d, before %s %d", res.State.Lineage, res.State.Serial, lineage, serial)
+	}
+	on, err := state.Read(filepath.Join(h.root, spec.Dir), h.root, "")
+	if err != nil || on.Sandboxes["web"] != nil || on.Lineage != lineage {
+		t.Errorf("state file: %v %+v", err, on)
+	}
+	if res, err := h.reconcile(); err != nil || !res.Plan.Empty() {
+		t.Errorf("after pruning: %v %+v", err, res.Plan)
+	}
+}

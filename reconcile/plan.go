@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -131,6 +132,8 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 		} else if r != nil && r.Phase != state.Expired {
 			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Expired, Instance: instance, Driver: driver,
 				Note: cause + "; the instance is already gone"})
+		} else {
+			planForget(p, d, r, name, now)
 		}
 	default:
 		cause := "not in configuration"
@@ -143,8 +146,22 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 		} else if r != nil && !r.Phase.Terminal() {
 			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Destroyed, Instance: instance, Driver: driver,
 				Note: cause + "; the instance is already gone"})
+		} else {
+			planForget(p, d, r, name, now)
 		}
 	}
+}
+
+// planForget drops the record of a sandbox whose VM is gone once it is
+// older than [lease] keep_records, so destroyed sandboxes do not stay in
+// the state file forever. A record of unknown age is kept.
+func planForget(p *Plan, d Desired, r *state.Sandbox, name string, now time.Time) {
+	if r == nil || !r.Phase.Terminal() || d.KeepRecords <= 0 || r.UpdatedAt.IsZero() || now.Sub(r.UpdatedAt) < d.KeepRecords {
+		return
+	}
+	p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Forgotten, Instance: r.Instance, Driver: r.Driver,
+		Note: fmt.Sprintf("record dropped: %s since %s, longer than lease.keep_records (%s)",
+			r.Phase, r.UpdatedAt.UTC().Format(time.RFC3339), spec.Duration(d.KeepRecords))})
 }
 
 func relevantDrivers(driver string, r *state.Sandbox, inst drivers.Instance, exists bool) []string {

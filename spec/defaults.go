@@ -101,6 +101,7 @@ func Defaults(h Host) Config {
 			MaxTTL:       Duration(2 * time.Hour),
 			MaxLifetime:  Duration(24 * time.Hour),
 			MaxInstances: 3,
+			KeepRecords:  Duration(7 * 24 * time.Hour),
 		},
 		Sandboxes: map[string]Sandbox{},
 		Leases:    map[string]LeaseRecord{},

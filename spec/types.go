@@ -82,6 +82,7 @@ type Lease struct {
 	MaxTTL       Duration `toml:"max_ttl" json:"max_ttl" check:"positive" doc:"Longest single lease or extension."`
 	MaxLifetime  Duration `toml:"max_lifetime" json:"max_lifetime" check:"positive" doc:"Longest a lease may reach through extensions, from when it was acquired."`
 	MaxInstances int      `toml:"max_instances" json:"max_instances" check:"positive" doc:"Most sbf instances alive on this host at once, across workspaces."`
+	KeepRecords  Duration `toml:"keep_records" json:"keep_records" check:"positive" doc:"How long the state file keeps the record of a destroyed or expired sandbox before dropping it."`
 }
 
 // Sync configures workspace sync into a sandbox (v1).

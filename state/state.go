@@ -25,10 +25,24 @@ const (
 	Expired   Phase = "expired"
 	Destroyed Phase = "destroyed"
 	Failed    Phase = "failed"
+	// Forgotten asks for a record to be dropped: it is never stored, the
+	// write that sees it removes the record. The planner asks once a
+	// terminal record outlived [lease] keep_records.
+	Forgotten Phase = "forgotten"
 )
 
 // Terminal phases have no VM behind them.
-func (p Phase) Terminal() bool { return p == Expired || p == Destroyed }
+func (p Phase) Terminal() bool { return p == Expired || p == Destroyed || p == Forgotten }
+
+// dropForgotten removes the records asked to be forgotten; lineage and
+// serial are the file's, not the records', so they carry on.
+func (f *File) dropForgotten() {
+	for name, sb := range f.Sandboxes {
+		if sb.Phase == Forgotten {
+			delete(f.Sandboxes, name)
+		}
+	}
+}
 
 // File is the whole state of one workspace.
 type File struct {

@@ -119,6 +119,7 @@ func (s *Store) Update(change func(*File)) error {
 	defer s.mu.Unlock()
 	next := s.file.Clone()
 	change(next)
+	next.dropForgotten()
 	next.Serial = s.file.Serial + 1
 	if next.Lineage == "" {
 		next.Lineage = newLineage()
