@@ -108,6 +108,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.serveCommand(),
 		a.initCommand(),
 		a.schemaCommand(),
+		a.imageCommand(),
 		a.versionCommand(),
 	)
 	return root

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# build-image.sh OUTDIR — build the offline Debian 12 (bookworm) guest image that the
-# real-VM e2e suite boots with Lima (direct kernel boot, no bootloader, no partitions).
+# build.sh OUTDIR — the recipe of sbf's "sbf:debian-12" guest image: Debian 12 (bookworm)
+# with Docker and Compose v2 preinstalled, booted by Lima's direct kernel boot (no
+# bootloader, no partitions). `sbf image build` runs it (embedded in the sbf binary) with
+# stdout and stderr both sent to its progress output; do not call it directly.
 #
 # Why: no cloud image can be downloaded on these machines, but Debian's mirror and the Go
 # module proxy are reachable, so the image is made here:
@@ -19,17 +21,16 @@
 # The kernel must be booted with apparmor=0 (Debian's kernel enables AppArmor and the
 # image has no apparmor package, which makes `docker run` fail otherwise).
 #
-# Output: OUTDIR/{vmlinuz,initrd.img,disk.ext4,recipe.sha256}; disk.ext4 is a raw ext4
+# Output: OUTDIR/{vmlinuz,initrd.img,disk.ext4}; disk.ext4 is a raw ext4
 # filesystem labelled "limaroot" (boot with root=/dev/vda). OUTDIR must not exist or be
-# empty. Run as root. Use cached-image.sh to get a cached copy instead of calling this.
+# empty. Run as root.
 #
 # Environment:
-#   SBF_E2E_DEBIAN_MIRROR  Debian archive URL (default: taken from the host's apt sources)
-#   SBF_E2E_COMPOSE_VERSION  compose module version (default below)
+#   SBF_IMAGE_DEBIAN_MIRROR  Debian archive URL (default: taken from the host's apt sources)
 set -euo pipefail
 
 SUITE=bookworm
-COMPOSE_VERSION=${SBF_E2E_COMPOSE_VERSION:-v2.40.3}
+COMPOSE_VERSION=v2.40.3
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 OUTDIR=${1:?usage: build-image.sh OUTDIR}
@@ -41,7 +42,7 @@ if [[ -n "$(ls -A "$OUTDIR")" ]]; then
 fi
 [[ $(id -u) -eq 0 ]] || { echo "build-image: must run as root" >&2; exit 1; }
 for c in debootstrap mkfs.ext4 chroot; do
-  command -v "$c" >/dev/null || { echo "build-image: $c missing (run scripts/host-deps.sh)" >&2; exit 1; }
+  command -v "$c" >/dev/null || { echo "build-image: $c missing (Debian: apt-get install debootstrap e2fsprogs)" >&2; exit 1; }
 done
 command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
 
@@ -71,8 +72,8 @@ find_mirror() {
     done
   } | grep -v -i security | grep -E '/debian/?$' | head -n1
 }
-MIRROR=${SBF_E2E_DEBIAN_MIRROR:-$(find_mirror || true)}
-[[ -n "$MIRROR" ]] || { echo "build-image: no Debian mirror found in apt sources; set SBF_E2E_DEBIAN_MIRROR" >&2; exit 1; }
+MIRROR=${SBF_IMAGE_DEBIAN_MIRROR:-$(find_mirror || true)}
+[[ -n "$MIRROR" ]] || { echo "build-image: no Debian mirror found in apt sources; set SBF_IMAGE_DEBIAN_MIRROR" >&2; exit 1; }
 
 case "$(uname -m)" in
   x86_64) DEB_ARCH=amd64; GOARCH=amd64 ;;
@@ -224,5 +225,4 @@ log "mkfs.ext4 -L limaroot -d rootfs (${used_mb} MiB used, ${size_mb} MiB image)
 mkfs.ext4 -q -L limaroot -d "$ROOT" "$OUTDIR/disk.ext4" "${size_mb}M"
 chmod 0644 "$OUTDIR/disk.ext4"
 
-"$HERE/recipe-hash.sh" >"$OUTDIR/recipe.sha256"
 log "done: $(cd "$OUTDIR" && du -h --apparent-size vmlinuz initrd.img disk.ext4 | tr '\n' ' ')"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# SandboxForge e2e guest image: put the Lima user in the "docker" group so that
+# sbf:debian-12 guest image: put the Lima user in the "docker" group so that
 # `docker ...` works without sudo.
 # Installed as /var/lib/cloud/scripts/per-boot/00-00-sbf-docker-group.sh. cloud-init runs the
 # per-boot scripts in name order, so this runs before Lima's 00-lima.boot.sh; on the first
