@@ -6,6 +6,7 @@
 package drivers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,11 @@ type Spec struct {
 	Image     Image    `json:"image,omitzero"`
 	Mounts    []string `json:"mounts,omitempty"`
 	Ports     []string `json:"ports,omitempty"`
+	// Emulation says whether software emulation may stand in for
+	// hardware virtualization (auto, never, always). It decides how a VM
+	// starts, not what it is, so it is no reason to restart one and
+	// Equal ignores it.
+	Emulation string `json:"emulation,omitempty"`
 }
 
 // Image is the guest image: a disk (with optional digest) or, for direct
@@ -199,4 +205,19 @@ func CanonicalArch(arch string) string {
 		return "aarch64"
 	}
 	return arch
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose drivers report progress to fn:
+// what a long operation (a VM boot) is waiting for.
+func WithProgress(ctx context.Context, fn func(msg string)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// Progressf reports progress to the context's listener, if any.
+func Progressf(ctx context.Context, format string, args ...any) {
+	if fn, ok := ctx.Value(progressKey{}).(func(string)); ok {
+		fn(fmt.Sprintf(format, args...))
+	}
 }

@@ -16,7 +16,7 @@ import (
 type Driver interface {
 	Lister
 	Create(ctx context.Context, spec drivers.Spec) error
-	Start(ctx context.Context, name string) error
+	Start(ctx context.Context, spec drivers.Spec) error
 	Stop(ctx context.Context, name string) error
 	Delete(ctx context.Context, name string) error
 	// Reconfigure applies restart-class changes to a stopped instance.
@@ -35,13 +35,15 @@ type Admitter interface {
 	Admit(ctx context.Context, instance string) (release func(), err error)
 }
 
-// Event reports progress of one action.
+// Event reports progress of one action: its start, its end (Done), and
+// in between what the driver says it waits for (Message).
 type Event struct {
 	Sandbox string
 	Kind    Kind
 	Done    bool
 	Err     error
 	Elapsed time.Duration
+	Message string
 }
 
 // Executor carries out a plan. It makes no decisions: every step it takes
@@ -140,6 +142,7 @@ func record(f *state.File, sandbox string) *state.Sandbox {
 func (e *Executor) run(ctx context.Context, a Action) error {
 	start := e.Clock.Now()
 	e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind})
+	ctx = drivers.WithProgress(ctx, func(msg string) { e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind, Message: msg}) })
 	err := e.perform(ctx, a)
 	if err != nil {
 		err = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, err)
@@ -162,7 +165,7 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 	case Create:
 		return e.create(ctx, drv, a)
 	case Start:
-		if err := drv.Start(ctx, a.Instance); err != nil {
+		if err := drv.Start(ctx, *a.Spec); err != nil {
 			return err
 		}
 		return e.note(a, running(a))
@@ -175,7 +178,7 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 		if err := drv.Reconfigure(ctx, *a.Spec); err != nil {
 			return err
 		}
-		if err := drv.Start(ctx, a.Instance); err != nil {
+		if err := drv.Start(ctx, *a.Spec); err != nil {
 			return err
 		}
 		return e.note(a, running(a))
@@ -224,7 +227,7 @@ func (e *Executor) create(ctx context.Context, drv Driver, a Action) error {
 	if err := drv.Create(ctx, *a.Spec); err != nil {
 		return err
 	}
-	if err := drv.Start(ctx, a.Instance); err != nil {
+	if err := drv.Start(ctx, *a.Spec); err != nil {
 		return err
 	}
 	now := e.Clock.Now().UTC()

@@ -104,7 +104,7 @@ func (a *app) newDriver(name string, r *spec.Resolved, c clock.Clock) (reconcile
 		}
 		return lima.New(context.Background(), lima.Options{
 			Limactl: a.getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: runtime.GOOS, HostArch: runtime.GOARCH,
-			Getenv: a.getenv, Debug: a.debugf, Clock: c,
+			Getenv: a.getenv, Debug: a.debugf, Clock: c, StateDir: a.hostDir(),
 		})
 	}
 	return nil, &drivers.UnavailableError{Driver: name, Reason: "this build of sbf has no " + name + " driver",

@@ -32,6 +32,10 @@ func (p *progress) event(ev reconcile.Event) {
 	key := fmt.Sprintf("%s: %s", ev.Sandbox, ev.Kind)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ev.Message != "" {
+		fmt.Fprintf(p.w, "%s: %s\n", key, ev.Message)
+		return
+	}
 	switch {
 	case !ev.Done:
 		p.running[key] = p.now()

@@ -43,3 +43,17 @@ func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 		t.Error("heartbeats continued after the action ended")
 	}
 }
+
+// A driver's message (Lima waiting for ssh) is a line of its own and
+// neither restarts nor ends the action.
+func TestProgressPassesDriverMessages(t *testing.T) {
+	var out syncBuffer
+	p := newProgress(&out, time.Hour)
+	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create})
+	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create, Message: `lima: Waiting for the essential requirement 1 of 2: "ssh"`})
+	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create, Done: true, Elapsed: time.Second})
+	want := "api: create...\napi: create: lima: Waiting for the essential requirement 1 of 2: \"ssh\"\napi: create done (1s)\n"
+	if out.String() != want {
+		t.Errorf("progress output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

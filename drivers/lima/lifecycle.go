@@ -15,9 +15,11 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.checkQEMU(s); err != nil {
 		return err
 	}
-	images := specImages(s)
+	images, err := d.specImages(s)
+	if err != nil {
+		return err
+	}
 	if images == nil {
-		var err error
 		if images, err = d.templates.images(s.Template); err != nil {
 			return err
 		}
@@ -28,12 +30,6 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	}
 	_, _, err = d.run(ctx, strings.NewReader(string(y)), "create", "--name", s.Name, "-")
 	return guidance(err)
-}
-
-// Start boots an instance and waits (up to StartTimeout) until it is ready.
-func (d *Driver) Start(ctx context.Context, name string) error {
-	_, _, err := d.run(ctx, nil, "start", "--timeout", d.opts.StartTimeout.String(), name)
-	return notFound(guidance(err), name)
 }
 
 // Stop halts an instance, forcibly when a clean stop fails.

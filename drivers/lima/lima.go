@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
@@ -34,6 +35,13 @@ type Options struct {
 	Getenv       func(string) string
 	Debug        func(format string, args ...any) // where fallbacks are reported
 	Clock        clock.Clock                      // measures command durations
+	// StateDir is sbf's host-wide state folder: the driver caches what
+	// it measured there (limactl's version, whether KVM works) and keeps
+	// its emulation wrappers.
+	StateDir string
+	// Image finds an sbf image ([vm.image] location = "sbf:NAME") built
+	// for arch; default: the image cache of this user, then the host's.
+	Image func(name, arch string) (images.Image, error)
 }
 
 // Driver is a Lima backend.
@@ -45,6 +53,8 @@ type Driver struct {
 
 	mu    sync.Mutex
 	conns map[string]*sshConn // instance → open SSH client
+
+	noteEmulation sync.Once
 }
 
 // New checks that Lima can run here and returns the driver, or an
@@ -64,6 +74,9 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 	}
 	if o.Debug == nil {
 		o.Debug = func(string, ...any) {}
+	}
+	if o.Image == nil {
+		o.Image = cachedImage(o.Getenv, o.Euid())
 	}
 	d := &Driver{opts: o, conns: map[string]*sshConn{}}
 	if err := d.check(ctx); err != nil {
@@ -88,9 +101,7 @@ func (d *Driver) check(ctx context.Context) error {
 			"use the hyperv driver on Windows ([vm] driver = \"hyperv\")")
 	}
 	if d.opts.Euid() == 0 {
-		return unavailable("running_as_root", "limactl refuses to run as root",
-			"run sbf as an unprivileged user, for example: sudo -u $SUDO_USER sbf apply",
-			"or create a user for VMs (useradd -m sbf) and run sbf as that user")
+		return unavailable("running_as_root", "limactl refuses to run as root", rootSteps(d.opts.Getenv("SUDO_USER"), "/etc/passwd")...)
 	}
 	name := d.opts.Limactl
 	if name == "" {
@@ -102,14 +113,12 @@ func (d *Driver) check(ctx context.Context) error {
 	}
 	d.limactl = path
 	d.templates = newTemplateStore(path, d.opts.Getenv)
-	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, _, err := d.run(vctx, nil, "--version")
+	version, err := d.limactlVersion(ctx)
 	if err != nil {
 		return unavailable("backend_binary_not_executable", fmt.Sprintf("%s --version failed: %v", path, err),
 			"check that "+path+" is a working limactl binary for this machine")
 	}
-	d.version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "limactl version"))
+	d.version = version
 	if major := strings.SplitN(strings.TrimPrefix(d.version, "v"), ".", 2)[0]; major == "0" || major == "" {
 		return unavailable("backend_version_unsupported", fmt.Sprintf("limactl %s is too old; sbf needs Lima 1.0 or newer", d.version),
 			"upgrade Lima ('make lima' builds v1.2.1)")

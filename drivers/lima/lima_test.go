@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -16,9 +17,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden lima.yaml files")
 
 type fake struct {
-	t   *testing.T
-	dir string
-	env map[string]string
+	t     *testing.T
+	dir   string
+	state string // sbf's state folder
+	env   map[string]string
 }
 
 // newFake puts the fake limactl in charge; replies are files in dir.
@@ -27,7 +29,7 @@ func newFake(t *testing.T) *fake {
 	t.Setenv("FAKE_LIMA_DIR", dir)
 	qemuDir := t.TempDir()
 	os.WriteFile(filepath.Join(qemuDir, "qemu-system-x86_64"), []byte("#!/bin/sh\n"), 0o755)
-	return &fake{t: t, dir: dir, env: map[string]string{"PATH": qemuDir}}
+	return &fake{t: t, dir: dir, state: t.TempDir(), env: map[string]string{"PATH": qemuDir}}
 }
 
 func (f *fake) reply(cmd, stdout, stderr string, exit int) {
@@ -44,7 +46,7 @@ func (f *fake) argv() []string {
 func (f *fake) options() Options {
 	abs, _ := filepath.Abs("testdata/fake-limactl")
 	return Options{Limactl: abs, HostOS: "linux", HostArch: "amd64", Euid: func() int { return 1000 },
-		Getenv: func(k string) string { return f.env[k] }}
+		Getenv: func(k string) string { return f.env[k] }, StateDir: f.state}
 }
 
 func (f *fake) driver() *Driver {
@@ -81,10 +83,12 @@ func TestAvailability(t *testing.T) {
 		t.Errorf("not executable: %v", err)
 	}
 	t.Setenv("FAKE_LIMA_VERSION", "0.23.2")
+	f.state = t.TempDir() // the version is cached per binary; this "binary" changed its answer
 	if _, err := New(context.Background(), f.options()); cause(err) != "backend_version_unsupported" {
 		t.Errorf("old version: %v", err)
 	}
 	t.Setenv("FAKE_LIMA_VERSION", "1.2.1")
+	f.state = t.TempDir()
 	o = f.options()
 	o.HostOS = "windows"
 	os.Remove(filepath.Join(f.dir, "argv.log"))
@@ -160,7 +164,7 @@ func TestLifecycleArgv(t *testing.T) {
 	s := drivers.Spec{Name: "sbf-01234567-api", CPUs: 4, MemoryGiB: 4, DiskGiB: 30, VMType: "qemu", Arch: "x86_64",
 		Image: drivers.Image{Location: "/img/disk.img"}, Ports: []string{"8080:80"}}
 	d.Create(ctx, s)
-	d.Start(ctx, s.Name)
+	d.Start(ctx, s)
 	d.Reconfigure(ctx, s)
 	d.Stop(ctx, s.Name)
 	d.Delete(ctx, s.Name)
@@ -185,9 +189,36 @@ func TestUnknownInstanceIsNotFound(t *testing.T) {
 		t.Errorf("stop of an unknown instance: %v", err)
 	}
 	f.reply("start", "", "level=fatal msg=\"failed to start: exit status 1\"\n", 1)
-	err := d.Start(context.Background(), "sbf-01234567-x")
+	err := d.Start(context.Background(), drivers.Spec{Name: "sbf-01234567-x"})
 	var ce *CommandError
 	if errors.Is(err, drivers.ErrNotFound) || !errors.As(err, &ce) || ce.ExitCode != 1 {
 		t.Errorf("a failed start: %v", err)
+	}
+}
+
+// limactl's version is asked once per binary: later drivers read it from
+// the cache until the binary changes.
+func TestVersionIsCachedPerBinary(t *testing.T) {
+	f := newFake(t)
+	bin := filepath.Join(t.TempDir(), "limactl")
+	src, _ := os.ReadFile("testdata/fake-limactl")
+	os.WriteFile(bin, src, 0o755)
+	o := f.options()
+	o.Limactl = bin
+	versionRuns := func() int { return strings.Count(strings.Join(f.argv(), "\n"), "--version") }
+	for range 3 {
+		if _, err := New(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := versionRuns(); n != 1 {
+		t.Errorf("limactl --version ran %d times for one binary", n)
+	}
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(bin, later, later) // an upgraded limactl
+	t.Setenv("FAKE_LIMA_VERSION", "1.3.0")
+	d, err := New(context.Background(), o)
+	if err != nil || d.Version() != "1.3.0" || versionRuns() != 2 {
+		t.Errorf("after the binary changed: version %v, %v, %d runs", d, err, versionRuns())
 	}
 }

@@ -94,7 +94,7 @@ func generate(s drivers.Spec, images []image) ([]byte, error) {
 		Video:        video{Display: "none"},
 		PortForwards: []portForward{},
 	}
-	if s.Image.Kernel != "" {
+	if len(images) > 0 && images[0].Kernel != nil {
 		// Direct kernel boot needs no bootloader; SeaBIOS suffices.
 		c.Firmware = &firmware{LegacyBIOS: true}
 	}
@@ -124,22 +124,6 @@ func generate(s drivers.Spec, images []image) ([]byte, error) {
 		return nil, fmt.Errorf("rendering lima.yaml: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// specImages turns the spec's image into Lima's images list.
-func specImages(s drivers.Spec) []image {
-	im := s.Image
-	if im.Location == "" {
-		return nil
-	}
-	out := image{Location: im.Location, Arch: s.Arch, Digest: im.Digest}
-	if im.Kernel != "" {
-		out.Kernel = &file{Location: im.Kernel, Cmdline: im.KernelCmdline}
-	}
-	if im.Initrd != "" {
-		out.Initrd = &file{Location: im.Initrd}
-	}
-	return []image{out}
 }
 
 // size renders GiB as whole MiB, which Lima reads exactly.

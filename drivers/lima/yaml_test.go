@@ -22,7 +22,12 @@ func TestGeneratedYAML(t *testing.T) {
 	}
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := generate(s, specImages(s))
+			d := &Driver{opts: Options{HostArch: "amd64"}}
+			images, err := d.specImages(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := generate(s, images)
 			if err != nil {
 				t.Fatal(err)
 			}

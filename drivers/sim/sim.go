@@ -110,7 +110,8 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 }
 
 // Start runs an instance.
-func (d *Driver) Start(ctx context.Context, name string) error {
+func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
+	name := s.Name
 	return d.transition(ctx, "start", name, func(r *record) error {
 		r.Status = drivers.Running
 		return nil

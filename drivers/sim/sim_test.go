@@ -30,7 +30,7 @@ func TestLifecycleAndLog(t *testing.T) {
 	if err := d.Create(ctx, spec); err == nil {
 		t.Error("creating an existing instance succeeded")
 	}
-	if err := d.Start(ctx, spec.Name); err != nil {
+	if err := d.Start(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	spec.CPUs = 4
@@ -52,7 +52,7 @@ func TestLifecycleAndLog(t *testing.T) {
 	if err := d.Delete(ctx, spec.Name); !errors.Is(err, drivers.ErrNotFound) {
 		t.Errorf("deleting a missing instance: %v, want ErrNotFound", err)
 	}
-	if err := d.Start(ctx, "sbf-01234567-nope"); !errors.Is(err, drivers.ErrNotFound) {
+	if err := d.Start(ctx, drivers.Spec{Name: "sbf-01234567-nope"}); !errors.Is(err, drivers.ErrNotFound) {
 		t.Errorf("starting a missing instance: %v", err)
 	}
 	ops, err := ReadLog(dir)

@@ -1,0 +1,200 @@
+package lima
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/atomicfile"
+)
+
+//go:embed wrappers
+var wrappers embed.FS
+
+// Start boots an instance and waits (up to StartTimeout) until it is
+// ready, passing Lima's progress on and, where KVM cannot run guests,
+// running QEMU under software emulation when the spec allows it.
+func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
+	env, err := d.startEnv(ctx, s)
+	if err != nil {
+		return err
+	}
+	stderr, err := d.runStreaming(ctx, env, func(line string) {
+		if msg, ok := limaProgress(line); ok {
+			drivers.Progressf(ctx, "%s", msg)
+		}
+	}, "start", "--timeout", d.opts.StartTimeout.String(), s.Name)
+	if err != nil {
+		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
+	}
+	return nil
+}
+
+// startEnv is the environment `limactl start` needs beyond sbf's own:
+// for QEMU guests of the host's arch on Linux without usable KVM, the
+// wrappers that make Lima's QEMU run in software emulation.
+func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error) {
+	arch := drivers.CanonicalArch(s.Arch)
+	host := drivers.CanonicalArch(d.opts.HostArch)
+	if arch == "" {
+		arch = host
+	}
+	if d.opts.HostOS != "linux" || s.VMType != "qemu" || arch != host {
+		return nil, nil // macOS has its own hypervisor; foreign arches are emulated by Lima itself
+	}
+	qemuVar := "QEMU_SYSTEM_" + strings.ToUpper(arch)
+	if d.opts.Getenv(qemuVar) != "" {
+		return nil, nil // the user chose a QEMU; leave it alone
+	}
+	qemu, err := findExecutable("qemu-system-"+arch, d.opts.Getenv("PATH"))
+	if err != nil {
+		return nil, err
+	}
+	mode := s.Emulation
+	if mode == "" {
+		mode = "auto"
+	}
+	reason := "[vm] emulation = \"always\""
+	if mode != "always" {
+		a := d.detectAccel(ctx, qemu)
+		if a.Usable {
+			return nil, nil
+		}
+		if mode == "never" {
+			steps := []string{`or allow software emulation (about 10x slower): [vm] emulation = "auto"`}
+			if a.Fix != "" {
+				steps = append([]string{a.Fix}, steps...)
+			}
+			return nil, unavailable("hardware_virtualization_unavailable",
+				"KVM cannot run guests here: "+a.Reason+`, and [vm] emulation = "never"`, steps...)
+		}
+		reason = a.Reason
+	}
+	dir, err := d.installWrappers()
+	if err != nil {
+		return nil, err
+	}
+	d.noteEmulation.Do(func() {
+		drivers.Progressf(ctx, "no usable hardware virtualization (%s): QEMU runs in software emulation, "+
+			"about 10x slower; a first boot takes minutes", reason)
+	})
+	return []string{
+		qemuVar + "=" + filepath.Join(dir, "qemu-system"),
+		"SBF_REAL_QEMU=" + qemu,
+		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
+	}, nil
+}
+
+// installWrappers writes the QEMU and ssh wrappers into sbf's state
+// folder (rewritten only when they changed) and returns their folder.
+func (d *Driver) installWrappers() (string, error) {
+	if d.opts.StateDir == "" {
+		return "", errors.New("software emulation needs sbf's state folder for its QEMU wrapper")
+	}
+	dir := filepath.Join(d.opts.StateDir, "lima", "wrappers")
+	for src, dst := range map[string]string{"wrappers/qemu-system": "qemu-system", "wrappers/ssh": "bin/ssh"} {
+		want, _ := wrappers.ReadFile(src)
+		path := filepath.Join(dir, dst)
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", fmt.Errorf("installing the emulation wrappers: %w", err)
+		}
+		if err := atomicfile.WriteFile(path, want, 0o755); err != nil {
+			return "", fmt.Errorf("installing the emulation wrappers: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// runStreaming runs limactl with extra environment, handing each stderr
+// line to onLine as it comes; it returns stderr whole as well.
+func (d *Driver) runStreaming(ctx context.Context, env []string, onLine func(string), args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, d.limactl, append([]string{"--tty=false"}, args...)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	var all strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			onLine(sc.Text())
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return all.String(), &CommandError{Args: args, ExitCode: exit.ExitCode(), Stderr: all.String()}
+	}
+	if err != nil {
+		return all.String(), fmt.Errorf("running limactl %s: %w", strings.Join(args, " "), err)
+	}
+	return all.String(), nil
+}
+
+var logrusMsg = regexp.MustCompile(`level=(\w+) msg=("(?:[^"\\]|\\.)*")`)
+
+// limaProgress picks the lines of `limactl start` worth showing: what
+// the boot waits for and how it ends, and every warning.
+func limaProgress(line string) (string, bool) {
+	m := logrusMsg.FindStringSubmatch(line)
+	if m == nil {
+		return "", false
+	}
+	msg, err := strconv.Unquote(m[2])
+	if err != nil {
+		return "", false
+	}
+	msg = strings.TrimPrefix(msg, "[hostagent] ")
+	if m[1] != "info" && m[1] != "debug" {
+		return "lima " + m[1] + ": " + msg, true
+	}
+	for _, k := range []string{"Waiting for", "requirement", "READY", "Starting QEMU", "Downloading", "Exiting"} {
+		if strings.Contains(msg, k) {
+			return "lima: " + msg, true
+		}
+	}
+	return "", false
+}
+
+// bootFailure says where to look when a boot fails: the guest's serial
+// console and the host agent's log, with a hint when the cause is known.
+func (d *Driver) bootFailure(err error, stderr, name string) error {
+	err = guidance(err)
+	home := limaHome(d.opts.Getenv)
+	if home == "" {
+		return err
+	}
+	dir := filepath.Join(home, name)
+	ha, _ := os.ReadFile(filepath.Join(dir, "ha.stderr.log"))
+	hint := ""
+	switch {
+	case bytes.Contains(ha, []byte("Could not access KVM kernel module")), bytes.Contains(ha, []byte("failed to initialize kvm")):
+		hint = "\nhint: QEMU could not use KVM; set [vm] emulation = \"always\" to run in software emulation"
+	case strings.Contains(stderr, "DEGRADED"):
+		hint = "\nhint: the VM booted but Lima's guest agent did not come up"
+	}
+	return fmt.Errorf("%w%s\nserial console: %s\nhost agent log: %s", err, hint,
+		filepath.Join(dir, "serial.log"), filepath.Join(dir, "ha.stderr.log"))
+}

@@ -1,0 +1,172 @@
+package lima
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// withKVM points the driver's KVM device at path for one test.
+func withKVM(t *testing.T, path string) {
+	old := kvmDevice
+	kvmDevice = path
+	t.Cleanup(func() { kvmDevice = old })
+}
+
+// fakeQEMU is a qemu-system-x86_64 that exits with code, after printing
+// its arguments to args.log beside it.
+func fakeQEMU(t *testing.T, dir, body string) string {
+	p := filepath.Join(dir, "qemu-system-x86_64")
+	os.WriteFile(p, []byte("#!/bin/sh\necho \"$@\" >> \""+dir+"/args.log\"\n"+body+"\n"), 0o755)
+	return p
+}
+
+var qemuSpec = drivers.Spec{Name: "sbf-01234567-api", CPUs: 1, MemoryGiB: 1, DiskGiB: 5, VMType: "qemu", Arch: "x86_64"}
+
+// Without usable KVM, start runs Lima with sbf's QEMU wrapper (which
+// turns Lima's accel=kvm into software emulation) and says so once.
+func TestStartUnderEmulation(t *testing.T) {
+	withKVM(t, filepath.Join(t.TempDir(), "kvm")) // no such device
+	f := newFake(t)
+	qemuDir := t.TempDir()
+	realQEMU := fakeQEMU(t, qemuDir, "exit 0")
+	f.env["PATH"] = qemuDir + ":/usr/bin:/bin"
+	d := f.driver()
+	var said []string
+	ctx := drivers.WithProgress(context.Background(), func(m string) { said = append(said, m) })
+	for range 2 {
+		if err := d.Start(ctx, qemuSpec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "software emulation") || !strings.Contains(said[0], "no "+kvmDevice) {
+		t.Errorf("progress = %q (want one note naming the cause)", said)
+	}
+	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
+	wrapper := filepath.Join(f.state, "lima", "wrappers", "qemu-system")
+	if !strings.Contains(string(env), "QEMU_SYSTEM_X86_64="+wrapper) || !strings.Contains(string(env), "SBF_REAL_QEMU="+realQEMU) ||
+		!strings.Contains(string(env), "PATH="+filepath.Join(f.state, "lima", "wrappers", "bin")+":") {
+		t.Fatalf("start env:\n%s", env)
+	}
+	// The wrapper itself: Lima's KVM flags become TCG ones for the real QEMU.
+	cmd := exec.Command(wrapper, "-machine", "q35,accel=kvm", "-cpu", "host,+aes", "-enable-kvm", "-m", "2048")
+	cmd.Env = append(os.Environ(), "SBF_REAL_QEMU="+realQEMU)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrapper: %v %s", err, out)
+	}
+	args, _ := os.ReadFile(filepath.Join(qemuDir, "args.log"))
+	if got := strings.TrimSpace(string(args)); got != "-machine q35,accel=tcg -cpu max,+aes -m 2048" {
+		t.Errorf("real QEMU got %q", got)
+	}
+}
+
+func TestEmulationNeverFailsWithGuidance(t *testing.T) {
+	withKVM(t, filepath.Join(t.TempDir(), "kvm"))
+	f := newFake(t)
+	d := f.driver()
+	s := qemuSpec
+	s.Emulation = "never"
+	err := d.Start(context.Background(), s)
+	var u *drivers.UnavailableError
+	if !errors.As(err, &u) || u.ProbableCause != "hardware_virtualization_unavailable" || !strings.Contains(err.Error(), `emulation = "auto"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(strings.Join(f.argv(), "\n"), "start") {
+		t.Error("limactl start ran although the VM could not start")
+	}
+}
+
+// A KVM that works is used as is: no wrapper, no note.
+func TestUsableKVMNeedsNoWrapper(t *testing.T) {
+	dev := filepath.Join(t.TempDir(), "kvm")
+	os.WriteFile(dev, nil, 0o666)
+	withKVM(t, dev)
+	f := newFake(t)
+	qemuDir := t.TempDir()
+	fakeQEMU(t, qemuDir, "exit 85") // the probe guest ran
+	f.env["PATH"] = qemuDir
+	d := f.driver()
+	var said []string
+	ctx := drivers.WithProgress(context.Background(), func(m string) { said = append(said, m) })
+	if err := d.Start(ctx, qemuSpec); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
+	if strings.Contains(string(env), "QEMU_SYSTEM") || len(said) != 0 {
+		t.Errorf("env %s, progress %q", env, said)
+	}
+	probe, _ := os.ReadFile(filepath.Join(qemuDir, "args.log"))
+	if !strings.Contains(string(probe), "-accel kvm -cpu host") || !strings.Contains(string(probe), "isa-debug-exit") {
+		t.Errorf("probe args: %s", probe)
+	}
+	// The answer is cached for this boot of the host: no second probe.
+	d2 := f.driver()
+	d2.Start(ctx, qemuSpec)
+	if again, _ := os.ReadFile(filepath.Join(qemuDir, "args.log")); string(again) != string(probe) {
+		t.Errorf("probed again:\n%s", again)
+	}
+}
+
+func TestBootProbeOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	hang := fakeQEMU(t, dir, "sleep 30")
+	if ok, reason := bootProbe(context.Background(), hang, dir, 300*time.Millisecond, "-accel", "kvm"); ok || !strings.Contains(reason, "did not run within") {
+		t.Errorf("hang: %v %q", ok, reason)
+	}
+	failDir := t.TempDir()
+	fails := fakeQEMU(t, failDir, "echo 'failed to set MSR 0x10a' >&2; exit 134")
+	if ok, reason := bootProbe(context.Background(), fails, dir, 5*time.Second, "-accel", "kvm"); ok || !strings.Contains(reason, "MSR") {
+		t.Errorf("fails: %v %q", ok, reason)
+	}
+}
+
+// The probe's boot sector really runs: a real QEMU under software
+// emulation exits with the probe's code.
+func TestBootSectorRunsInRealQEMU(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Skip("qemu-system-x86_64 not installed (scripts/host-deps.sh installs it)")
+	}
+	if ok, reason := bootProbe(context.Background(), qemu, t.TempDir(), 30*time.Second, "-accel", "tcg"); !ok {
+		t.Fatalf("the probe guest did not run under TCG: %s", reason)
+	}
+}
+
+func TestLimaProgressLines(t *testing.T) {
+	for line, want := range map[string]string{
+		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: \"ssh\""`: `lima: Waiting for the essential requirement 1 of 2: "ssh"`,
+		`time="2026-11-26T06:00:00Z" level=info msg="READY. Run ` + "`limactl shell x`" + ` to open the shell."`:         "lima: READY. Run `limactl shell x` to open the shell.",
+		`time="2026-11-26T06:00:00Z" level=warning msg="[hostagent] DEGRADED"`:                                           "lima warning: DEGRADED",
+		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] hostagent socket created at /x"`:                        "",
+		`not a log line`: "",
+	} {
+		got, ok := limaProgress(line)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s\n  → %q %v, want %q", line, got, ok, want)
+		}
+	}
+}
+
+// A failed boot names the serial console and the host agent's log.
+func TestBootFailureNamesTheLogs(t *testing.T) {
+	f := newFake(t)
+	home := t.TempDir()
+	f.env["LIMA_HOME"] = home
+	os.MkdirAll(filepath.Join(home, qemuSpec.Name), 0o755)
+	os.WriteFile(filepath.Join(home, qemuSpec.Name, "ha.stderr.log"), []byte(`{"msg":"Could not access KVM kernel module"}`), 0o644)
+	f.reply("start", "", `time="x" level=fatal msg="exiting, status={Running:false Degraded:false Exiting:true}"`+"\n", 1)
+	f.env["QEMU_SYSTEM_X86_64"] = "/usr/bin/qemu-system-x86_64" // chosen by the user: no probe
+	err := f.driver().Start(context.Background(), qemuSpec)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(home, qemuSpec.Name, "serial.log")) ||
+		!strings.Contains(err.Error(), `emulation = "always"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
