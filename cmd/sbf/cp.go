@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,8 +18,9 @@ func (a *app) cpCommand() *cobra.Command {
 			"Exactly one side names a sandbox.",
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(_ *cobra.Command, list []string) error {
-			srcBox, src := splitRemote(list[0])
-			dstBox, dst := splitRemote(list[1])
+			declared := a.declaredSandbox()
+			srcBox, src := splitRemote(list[0], declared, runtime.GOOS == "windows")
+			dstBox, dst := splitRemote(list[1], declared, runtime.GOOS == "windows")
 			if (srcBox == "") == (dstBox == "") {
 				return usageErrorf("exactly one of SRC and DST must be NAME:PATH")
 			}
@@ -46,12 +48,33 @@ func (a *app) cpCommand() *cobra.Command {
 	}
 }
 
-// splitRemote splits NAME:PATH; a plain path (or a Windows drive letter)
-// has no sandbox.
-func splitRemote(s string) (sandbox, path string) {
+// splitRemote splits NAME:PATH. A sandbox name wins over a drive letter
+// (sandbox "a" in a:/x), unless the path is clearly a Windows one: X:\…
+// always is, and on Windows so is X:… when no sandbox X is declared.
+func splitRemote(s string, declared func(string) bool, windows bool) (sandbox, path string) {
 	name, p, ok := strings.Cut(s, ":")
-	if !ok || len(name) < 2 || strings.ContainsAny(name, `/\.`) {
+	if !ok || name == "" || strings.ContainsAny(name, `/\.`) {
+		return "", s
+	}
+	if len(name) == 1 && (strings.HasPrefix(p, `\`) || windows && !declared(name)) {
 		return "", s
 	}
 	return name, p
+}
+
+// declaredSandbox reports whether the workspace declares a sandbox; the
+// spec is read at most once, and only for a one-letter name.
+func (a *app) declaredSandbox() func(string) bool {
+	var names map[string]bool
+	return func(name string) bool {
+		if names == nil {
+			names = map[string]bool{}
+			if r, err := a.loadSpec(nil); err == nil {
+				for n := range r.Config.Sandboxes {
+					names[n] = true
+				}
+			}
+		}
+		return names[name]
+	}
 }

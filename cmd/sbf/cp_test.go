@@ -1,0 +1,43 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSplitRemoteSandboxNamesBeatDriveLetters(t *testing.T) {
+	declared := func(n string) bool { return n == "a" }
+	for _, tc := range []struct {
+		arg      string
+		windows  bool
+		box, pth string
+	}{
+		{"a:/x", false, "a", "/x"},
+		{"a:/x", true, "a", "/x"},   // declared: the sandbox wins
+		{"c:/x", true, "", "c:/x"},  // undeclared on Windows: a drive
+		{"c:/x", false, "c", "/x"},  // no drives elsewhere
+		{`c:\x`, false, "", `c:\x`}, // clearly Windows-absolute
+		{`a:\x`, true, "", `a:\x`},  // even when a sandbox is called a
+		{"api:/work", false, "api", "/work"},
+		{"./a:b", false, "", "./a:b"},
+		{"plain", false, "", "plain"},
+	} {
+		box, p := splitRemote(tc.arg, declared, tc.windows)
+		if box != tc.box || p != tc.pth {
+			t.Errorf("splitRemote(%q, windows=%v) = %q %q, want %q %q", tc.arg, tc.windows, box, p, tc.box, tc.pth)
+		}
+	}
+}
+
+// `sbf cp src a:/x` names sandbox a; before, any one-letter sandbox was
+// read as a drive letter and the command refused both sides as local.
+func TestCopyToOneLetterSandbox(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n")
+	write(t, filepath.Join(dir, "src"), "x")
+	r := sbf(t, map[string]string{"SBF_STATE_HOME": filepath.Join(dir, "host")}, "cp", "-C", dir, filepath.Join(dir, "src"), "a:/x")
+	if strings.Contains(r.stderr, "exactly one of SRC and DST") || !strings.Contains(r.stderr, "sandbox a ") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}
