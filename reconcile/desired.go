@@ -4,6 +4,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/images"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -77,13 +78,14 @@ func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drive
 		Template:  sb.Template,
 		Mounts:    nilIfEmpty(sb.Mounts),
 		Ports:     nilIfEmpty(sb.Ports),
+		Emulation: sb.Emulation,
 	}
 }
 
 // absPath makes a relative image path absolute against the workspace;
 // URLs and absolute paths stay as they are.
 func absPath(root, p string) string {
-	if p == "" || strings.Contains(p, "://") || filepath.IsAbs(p) {
+	if _, sbfImage := images.NameOf(p); p == "" || sbfImage || strings.Contains(p, "://") || filepath.IsAbs(p) {
 		return p
 	}
 	return filepath.Join(root, p)

@@ -49,6 +49,7 @@ func Defaults(h Host) Config {
 			DiskGiB:   15,
 			VMType:    h.DefaultVMType(),
 			Template:  "template:docker",
+			Emulation: "auto",
 			Mounts:    []string{},
 		},
 		Docker: Docker{InstallIfMissing: true},

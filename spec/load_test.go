@@ -287,3 +287,15 @@ func TestLeasesLoadFromManagedOverrides(t *testing.T) {
 		t.Errorf("errors = %v", errs)
 	}
 }
+
+func TestSbfImageLocations(t *testing.T) {
+	r, errs := load(t, map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-12\"\n[vm]\nemulation = \"never\"\n"}, nil)
+	if len(errs) != 0 || r.Config.VM.Image.Location != "sbf:debian-12" || r.Config.VM.Emulation != "never" {
+		t.Fatalf("errs %v, vm %+v", errs, r.Config.VM)
+	}
+	_, errs = load(t, map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-99\"\n[vm]\nemulation = \"sometimes\"\n"}, nil)
+	text := errs.Error()
+	if len(errs) != 2 || !strings.Contains(text, `known: sbf:debian-12`) || !strings.Contains(text, "vm.emulation") {
+		t.Errorf("errors: %v", errs)
+	}
+}

@@ -41,13 +41,14 @@ type VM struct {
 	TTL       Duration `toml:"ttl" json:"ttl" nullable:"true" doc:"Lease length (30m, 2h, 7d); empty means [lease] default_ttl."`
 	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
 	Image     Image    `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
+	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when hardware virtualization (KVM) cannot run guests: auto uses it then (about 10x slower), never fails instead, always uses it."`
 }
 
 // Image is what a VM boots: a cloud image (location, optional digest) or,
 // for direct kernel boot, a raw root disk with its kernel and initrd.
 // Relative paths are relative to the workspace root.
 type Image struct {
-	Location      string `toml:"location" json:"location" doc:"URL or path of the disk image."`
+	Location      string `toml:"location" json:"location" check:"image_location" doc:"URL or path of the disk image, or sbf:debian-12 for the image sbf builds on this machine (sbf image build)."`
 	Digest        string `toml:"digest" json:"digest" doc:"Expected digest of location, such as sha256:…"`
 	Kernel        string `toml:"kernel" json:"kernel" doc:"Kernel for direct boot (URL or path); needs location to be a raw root disk."`
 	KernelCmdline string `toml:"kernel_cmdline" json:"kernel_cmdline" doc:"Kernel command line for direct boot."`

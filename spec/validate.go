@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"github.com/sandboxforge/sbf/images"
 	"math"
 	"reflect"
 	"regexp"
@@ -136,6 +137,13 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 		v.fail(path, false, "must be a non-empty string")
 		return nil, false
 	}
+	if f.has("image_location") && strings.HasPrefix(s, images.Scheme) {
+		recipes, err := images.Recipes(nil)
+		if name, _ := images.NameOf(s); err == nil && recipes[name].Name == "" {
+			v.fail(path, false, "names no sbf image (known: %s; got %q)", strings.Join(images.Names(recipes), ", "), clip(s))
+			return nil, false
+		}
+	}
 	return s, true
 }
 
@@ -149,6 +157,13 @@ func (v *validator) secret(f field, val any, path string) (any, bool) {
 	if f.has("nonempty") && strings.TrimSpace(s) == "" {
 		v.fail(path, false, "must be a non-empty string")
 		return nil, false
+	}
+	if f.has("image_location") && strings.HasPrefix(s, images.Scheme) {
+		recipes, err := images.Recipes(nil)
+		if name, _ := images.NameOf(s); err == nil && recipes[name].Name == "" {
+			v.fail(path, false, "names no sbf image (known: %s; got %q)", strings.Join(images.Names(recipes), ", "), clip(s))
+			return nil, false
+		}
 	}
 	return s, true
 }
