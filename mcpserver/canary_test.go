@@ -1,0 +1,83 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+const canary = "Sup3rS3cretCanary"
+
+// canarySpec plants the canary in every secret-bearing key: the MySQL root
+// password, extra_env values whose names look secret, and credentials in
+// a connection URL.
+const canarySpec = simSpec + `
+[infra.mysql]
+root_password = "` + canary + `-root"
+extra_env = { MYSQL_PASSWORD = "` + canary + `-pw", DATABASE_URL = "mysql://app:` + canary + `-url@db:3306/app", TZ = "UTC" }
+[infra.redis]
+extra_env = { REDIS_PASSWORD = "` + canary + `-redis", API_TOKEN = "` + canary + `-token" }
+[sandboxes.api]
+`
+
+// Every tool's every answer — results, errors, text and structured
+// content — is free of the planted secrets.
+func TestNoToolOutputCarriesASecret(t *testing.T) {
+	f := newFixture(t, canarySpec)
+	called := map[string]bool{}
+	check := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		called[name] = true
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		res, err := f.c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		raw, _ := json.Marshal(res)
+		if strings.Contains(string(raw), canary) {
+			t.Errorf("%s(%v) shows a secret: %s", name, args, raw)
+		}
+		var out map[string]any
+		json.Unmarshal([]byte(res.Content[0].(mcp.TextContent).Text), &out)
+		return out
+	}
+	overrides := map[string]any{"infra": map[string]any{"mysql": map[string]any{"root_password": canary + "-override",
+		"extra_env": map[string]any{"DB_PASS": canary + "-extra"}}}}
+	check("validate_workspace_config", map[string]any{"workspace_root": f.root})
+	check("validate_workspace_config", map[string]any{"workspace_root": f.root, "overrides": overrides})
+	check("get_desired_state", map[string]any{"workspace_root": f.root})
+	check("plan", map[string]any{"workspace_root": f.root})
+	check("apply", map[string]any{"workspace_root": f.root})
+	id, _ := check("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10})["instance_id"].(string)
+	check("list_instances", map[string]any{"include_expired": true})
+	check("prepare_workspace", map[string]any{"instance_id": id})
+	check("extend_instance_ttl", map[string]any{"instance_id": id, "ttl_minutes": 5})
+	check("destroy_instance", map[string]any{"instance_id": id})
+
+	// Errors about secret-bearing keys name the key, never the value.
+	bad := map[string]any{"infra": map[string]any{"mysql": map[string]any{"root_password": 987654321,
+		"extra_env": map[string]any{"MYSQL_PASSWORD": []any{canary}}}}}
+	out := check("validate_workspace_config", map[string]any{"workspace_root": f.root, "overrides": bad})
+	if out["error_code"] != "WORKSPACE_CONFIG_INVALID" || strings.Contains(mustJSON(out), "987654321") {
+		t.Errorf("invalid secrets: %v", out)
+	}
+
+	tools, err := f.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if !called[tool.Name] {
+			t.Errorf("tool %s is not covered by the canary test", tool.Name)
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
