@@ -73,6 +73,9 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 			return nil, err
 		}
 	} else {
+		if err := e.preflight(ws, dir, root, id, opts.Targets); err != nil {
+			return nil, err
+		}
 		if store, err = state.Open(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
 			return nil, err
 		}
@@ -130,6 +133,42 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 		res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(res.State)), e.lister(r))
 	}
 	return res, errors.Join(applyErr, problemsError(res.Plan))
+}
+
+// preflight fails before anything is written when a backend the run
+// needs cannot be used here (limactl as root, a missing binary): such a
+// run must leave no lease and no state folder behind (a root-owned
+// .sandboxforge/ would block the unprivileged retry).
+func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []string) error {
+	r, err := spec.Load(ws)
+	if err != nil {
+		return nil // reported by the run itself, with every problem
+	}
+	rec, err := state.Read(dir, root, id)
+	if err != nil {
+		return nil
+	}
+	d := DesiredFrom(r)
+	recorded := recordedDrivers(rec)
+	if len(targets) > 0 {
+		for name := range d.Sandboxes {
+			if !slices.Contains(targets, name) {
+				delete(d.Sandboxes, name)
+			}
+		}
+		for name := range recorded {
+			if !slices.Contains(targets, name) {
+				delete(recorded, name)
+			}
+		}
+	}
+	for _, name := range driversInUse(d, recorded) {
+		var unavailable *drivers.UnavailableError
+		if _, err := e.Drivers(name, r); errors.As(err, &unavailable) {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolve loads the desired state before and after the edit; the edit is

@@ -286,11 +286,21 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	}
 }
 
+// A plan names the sandbox whose backend cannot be used; an apply fails
+// before writing anything: no lease, no state folder (as root, a
+// .sandboxforge/ owned by root would block the unprivileged retry).
 func TestUnavailableDriverIsAProblemNotAGuess(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"lima\"\n[sandboxes.api]\n")
-	res, err := h.apply()
+	res, err := h.converge(Options{DryRun: true})
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) || len(res.Plan.Actions) != 0 || len(res.Plan.Problems) != 1 {
-		t.Errorf("err = %v, plan = %+v", err, res.Plan)
+		t.Errorf("plan: err = %v, plan = %+v", err, res.Plan)
+	}
+	res, err = h.apply()
+	if !errors.As(err, &u) || res != nil {
+		t.Errorf("apply: err = %v, result = %+v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, spec.Dir)); !os.IsNotExist(err) {
+		t.Errorf("the failed apply created %s: %v", spec.Dir, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -93,6 +94,11 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 			return silentExit(1)
 		}
 		return nil
+	}
+	var unavailable *drivers.UnavailableError
+	if res == nil && errors.As(err, &unavailable) {
+		fmt.Fprintln(a.stdout, "Nothing was changed: a backend this workspace needs cannot be used here (the reason follows).")
+		return err
 	}
 	if res != nil && res.Plan != nil && !res.Applied && err == nil {
 		fmt.Fprintln(a.stdout, "Apply cancelled; nothing was changed.")
