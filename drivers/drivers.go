@@ -221,3 +221,52 @@ func Progressf(ctx context.Context, format string, args ...any) {
 		fn(fmt.Sprintf(format, args...))
 	}
 }
+
+// Check is one thing a backend needs, as `sbf doctor` reports it.
+type Check struct {
+	Name      string   `json:"name"`
+	Status    string   `json:"status"` // ok, warn (works, but worth knowing), fail
+	Detail    string   `json:"detail"`
+	NextSteps []string `json:"next_steps,omitempty"`
+}
+
+// Check statuses.
+const (
+	CheckOK   = "ok"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+)
+
+// Diagnosis is a backend's answer to "can you run these VMs here, and if
+// not, why not and what to do".
+type Diagnosis struct {
+	Driver  string  `json:"driver"`
+	Usable  bool    `json:"usable"`
+	Summary string  `json:"summary"`
+	Checks  []Check `json:"checks"`
+}
+
+// Add records a check; a failed one makes the backend unusable.
+func (d *Diagnosis) Add(c Check) {
+	d.Checks = append(d.Checks, c)
+}
+
+// Finish sets Usable from the checks.
+func (d *Diagnosis) Finish() {
+	d.Usable = true
+	for _, c := range d.Checks {
+		if c.Status == CheckFail {
+			d.Usable = false
+		}
+	}
+}
+
+// CheckFromError turns a failed requirement into a failed check, keeping
+// an UnavailableError's next steps.
+func CheckFromError(name string, err error) Check {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return Check{Name: name, Status: CheckFail, Detail: u.Reason, NextSteps: u.NextSteps}
+	}
+	return Check{Name: name, Status: CheckFail, Detail: err.Error()}
+}

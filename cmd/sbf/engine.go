@@ -98,17 +98,25 @@ func (a *app) newDriver(name string, r *spec.Resolved, c clock.Clock) (reconcile
 		return sim.New(sim.Options{Dir: a.simDir(r.Root), Latency: a.getenv("SBF_SIM_LATENCY"),
 			Faults: a.getenv("SBF_SIM_FAULTS"), Clock: c})
 	case lima.Name:
-		timeout, err := a.durationEnv("SBF_LIMA_START_TIMEOUT")
+		o, err := a.limaOptions(c)
 		if err != nil {
 			return nil, err
 		}
-		return lima.New(context.Background(), lima.Options{
-			Limactl: a.getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: runtime.GOOS, HostArch: runtime.GOARCH,
-			Getenv: a.getenv, Debug: a.debugf, Clock: c, StateDir: a.hostDir(),
-		})
+		return lima.New(context.Background(), o)
 	}
 	return nil, &drivers.UnavailableError{Driver: name, Reason: "this build of sbf has no " + name + " driver",
 		ProbableCause: "backend_unavailable", NextSteps: []string{"use a build of sbf that includes the " + name + " driver"}}
+}
+
+func (a *app) limaOptions(c clock.Clock) (lima.Options, error) {
+	timeout, err := a.durationEnv("SBF_LIMA_START_TIMEOUT")
+	if err != nil {
+		return lima.Options{}, err
+	}
+	return lima.Options{
+		Limactl: a.getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: runtime.GOOS, HostArch: runtime.GOARCH,
+		Getenv: a.getenv, Debug: a.debugf, Clock: c, StateDir: a.hostDir(),
+	}, nil
 }
 
 // layerEnv is the environment secrets (${VAR}) and, when a workspace asks

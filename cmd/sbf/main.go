@@ -109,6 +109,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.initCommand(),
 		a.schemaCommand(),
 		a.imageCommand(),
+		a.doctorCommand(),
 		a.versionCommand(),
 	)
 	return root

@@ -136,7 +136,7 @@ func bootProbe(ctx context.Context, qemu, workDir string, timeout time.Duration,
 	if i := strings.IndexByte(msg, '\n'); i > 0 {
 		msg = msg[:i]
 	}
-	return false, fmt.Sprintf("QEMU cannot run a KVM guest here (%v: %s)", err, msg)
+	return false, fmt.Sprintf("QEMU with %s failed (%v: %s)", strings.Join(accel, " "), err, msg)
 }
 
 // kvmGroupFix names the group that may open /dev/kvm, when it has one.

@@ -60,6 +60,15 @@ type Driver struct {
 // New checks that Lima can run here and returns the driver, or an
 // *drivers.UnavailableError saying why not and what to do.
 func New(ctx context.Context, o Options) (*Driver, error) {
+	d := newDriver(o)
+	if err := d.check(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// newDriver fills in the defaults without checking anything.
+func newDriver(o Options) *Driver {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 15 * time.Minute
 	}
@@ -78,11 +87,7 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 	if o.Image == nil {
 		o.Image = cachedImage(o.Getenv, o.Euid())
 	}
-	d := &Driver{opts: o, conns: map[string]*sshConn{}}
-	if err := d.check(ctx); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return &Driver{opts: o, conns: map[string]*sshConn{}}
 }
 
 // Version is what `limactl --version` reported.
@@ -95,14 +100,32 @@ func unavailable(cause, reason string, steps ...string) *drivers.UnavailableErro
 // check finds limactl and proves it runs, in the order a user would fix
 // things: host OS, privileges, binary, version.
 func (d *Driver) check(ctx context.Context) error {
+	if err := d.checkHost(); err != nil {
+		return err
+	}
+	if err := d.checkUser(); err != nil {
+		return err
+	}
+	return d.findLimactl(ctx)
+}
+
+func (d *Driver) checkHost() error {
 	if d.opts.HostOS != "linux" && d.opts.HostOS != "darwin" {
 		return unavailable("unsupported_host_os",
 			fmt.Sprintf("unsupported host OS '%s'; only macOS and Linux are supported", d.opts.HostOS),
 			"use the hyperv driver on Windows ([vm] driver = \"hyperv\")")
 	}
+	return nil
+}
+
+func (d *Driver) checkUser() error {
 	if d.opts.Euid() == 0 {
 		return unavailable("running_as_root", "limactl refuses to run as root", rootSteps(d.opts.Getenv("SUDO_USER"), "/etc/passwd")...)
 	}
+	return nil
+}
+
+func (d *Driver) findLimactl(ctx context.Context) error {
 	name := d.opts.Limactl
 	if name == "" {
 		name = "limactl"

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/lima"
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type doctorReport struct {
+	WorkspaceRoot string              `json:"workspace_root"`
+	Usable        bool                `json:"usable"`
+	Drivers       []drivers.Diagnosis `json:"drivers"`
+}
+
+func (a *app) doctorCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Say whether this machine can run the workspace's VMs, why not, and what to do",
+		Long: "Checks, for each backend the workspace uses, everything a first run needs: binaries and versions,\n" +
+			"hardware virtualization or software emulation, the user, the guest image (downloadable, cached or\n" +
+			"built), memory and disk headroom and the state folder. Exits 0 when every backend can run a VM.",
+		Args: args(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			rep, err := a.doctor()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				a.printDoctor(rep)
+			}
+			if !rep.Usable {
+				return silentExit(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	return cmd
+}
+
+// doctor diagnoses every backend the workspace's sandboxes use (or, with
+// none declared, the one [vm] would use).
+func (a *app) doctor() (doctorReport, error) {
+	r, err := a.loadSpec(nil)
+	if err != nil {
+		return doctorReport{}, err
+	}
+	if len(r.Config.Sandboxes) == 0 {
+		copied := *r
+		copied.Config.Sandboxes = map[string]spec.Sandbox{"example": {VM: r.Config.VM}}
+		r = &copied
+	}
+	byDriver := map[string][]drivers.Spec{}
+	for _, sb := range reconcile.DesiredFrom(r).Sandboxes {
+		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb.VM)
+	}
+	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true}
+	for _, name := range slices.Sorted(maps.Keys(byDriver)) {
+		d, err := a.diagnose(name, byDriver[name])
+		if err != nil {
+			return doctorReport{}, err
+		}
+		rep.Drivers = append(rep.Drivers, d)
+		rep.Usable = rep.Usable && d.Usable
+	}
+	return rep, nil
+}
+
+func (a *app) diagnose(name string, specs []drivers.Spec) (drivers.Diagnosis, error) {
+	c, err := a.clock()
+	if err != nil {
+		return drivers.Diagnosis{}, err
+	}
+	switch name {
+	case lima.Name:
+		o, err := a.limaOptions(c)
+		if err != nil {
+			return drivers.Diagnosis{}, err
+		}
+		return lima.Diagnose(context.Background(), o, specs), nil
+	case sim.Name:
+		return drivers.Diagnosis{Driver: name, Usable: true, Summary: "usable (simulated VMs, for tests and demos)"}, nil
+	}
+	_, err = a.newDriver(name, nil, c)
+	var u *drivers.UnavailableError
+	if !errors.As(err, &u) {
+		u = &drivers.UnavailableError{Reason: fmt.Sprint(err)}
+	}
+	d := drivers.Diagnosis{Driver: name, Summary: "cannot run VMs here"}
+	d.Add(drivers.CheckFromError("driver", u))
+	d.Finish()
+	return d, nil
+}
+
+func (a *app) printDoctor(rep doctorReport) {
+	for _, d := range rep.Drivers {
+		fmt.Fprintf(a.stdout, "%s: %s\n", d.Driver, d.Summary)
+		w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		for _, c := range d.Checks {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+			for _, step := range c.NextSteps {
+				fmt.Fprintf(w, "\t\tnext: %s\n", step)
+			}
+		}
+		w.Flush()
+	}
+	if !rep.Usable {
+		fmt.Fprintln(a.stdout, "\nNot every backend can run a VM here: fix the failed checks above, then run sbf doctor again.")
+	}
+}

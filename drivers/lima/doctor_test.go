@@ -1,0 +1,71 @@
+package lima
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/images"
+)
+
+func statusOf(d drivers.Diagnosis, name string) string {
+	for _, c := range d.Checks {
+		if c.Name == name {
+			return c.Status
+		}
+	}
+	return "missing"
+}
+
+// On a host like this project's CI machine (no usable KVM, an image sbf
+// built), Lima is usable via software emulation.
+func TestDiagnoseUsableViaEmulation(t *testing.T) {
+	withKVM(t, filepath.Join(t.TempDir(), "kvm"))
+	f := newFake(t)
+	bin := t.TempDir()
+	fakeQEMU(t, bin, "echo 'QEMU emulator version 7.2.22'")
+	os.WriteFile(filepath.Join(bin, "qemu-img"), []byte("#!/bin/sh\n"), 0o755)
+	f.env["PATH"] = bin
+	o := f.options()
+	o.Image = func(name, arch string) (images.Image, error) {
+		return images.Image{Name: name, Dir: "/cache/" + name}, nil
+	}
+	s := qemuSpec
+	s.MemoryGiB, s.DiskGiB, s.Image.Location = 0.5, 1, "sbf:debian-12"
+	d := Diagnose(context.Background(), o, []drivers.Spec{s})
+	if !d.Usable || d.Summary != "usable via software emulation" || statusOf(d, "virtualization") != drivers.CheckWarn ||
+		statusOf(d, "image sbf:debian-12") != drivers.CheckOK || statusOf(d, "limactl") != drivers.CheckOK {
+		t.Errorf("diagnosis: %+v", d)
+	}
+	// Root, a missing QEMU and a missing image each fail, all reported at once.
+	o.Euid = func() int { return 0 }
+	o.Image = cachedImage(func(string) string { return "" }, 1000)
+	f.env["PATH"] = t.TempDir()
+	d = Diagnose(context.Background(), o, []drivers.Spec{s})
+	if d.Usable || statusOf(d, "user") != drivers.CheckFail || statusOf(d, "qemu") != drivers.CheckFail {
+		t.Errorf("diagnosis: %+v", d)
+	}
+	if c := d.Checks[len(d.Checks)-1]; c.Name != "state folder" || c.Status != drivers.CheckOK {
+		t.Errorf("last check: %+v", c)
+	}
+}
+
+func TestRootStepsNameAUser(t *testing.T) {
+	if s := rootSteps("alice", "/nonexistent"); len(s) != 1 || !contains(s[0], "runuser -u alice") {
+		t.Errorf("sudo user: %q", s)
+	}
+	passwd := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\nsvc:x:1001:1001::/:/usr/sbin/nologin\nbob:x:1002:1002::/home/bob:/bin/bash\n"), 0o644)
+	if s := rootSteps("", passwd); len(s) != 1 || !contains(s[0], "runuser -u bob") {
+		t.Errorf("passwd user: %q", s)
+	}
+	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\n"), 0o644)
+	if s := rootSteps("root", passwd); len(s) != 3 || !contains(s[0], "useradd") || !contains(s[2], "runuser -u sbf") {
+		t.Errorf("no user: %q", s)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
