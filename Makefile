@@ -5,20 +5,23 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 TOOLS     := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 
-LIMA_PREFIX := $(TOOLS)/lima
+# Root builds Lima where the unprivileged user that runs VMs can read it.
+LIMA_PREFIX := $(if $(filter 0,$(shell id -u)),/var/cache/sandboxforge/lima-1.2.1,$(TOOLS)/lima)
 
-.PHONY: build run test vet bench fmt lint clean lima e2e bench-e2e
+.PHONY: build run run-down test vet bench fmt lint clean lima e2e bench-e2e
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sbf ./cmd/sbf
 
 # The main job: converge examples/hello on a real VM, run a command in it,
-# show the status. limactl comes from PATH, or is built (v1.2.1) when absent.
-run: build
-	@command -v limactl >/dev/null || $(MAKE) lima
-	PATH="$$PATH:$(LIMA_PREFIX)/bin" ./bin/sbf apply -C examples/hello --auto-approve
-	PATH="$$PATH:$(LIMA_PREFIX)/bin" ./bin/sbf exec -C examples/hello hello -- uname -a
-	PATH="$$PATH:$(LIMA_PREFIX)/bin" ./bin/sbf status -C examples/hello
+# show the status (scripts/run-example.sh: builds sbf, runs sbf doctor, then
+# builds what is missing: Lima v1.2.1, the offline guest image; as root it
+# runs the example as an unprivileged user). run-down destroys that VM.
+run:
+	bash scripts/run-example.sh
+
+run-down:
+	bash scripts/run-example.sh down
 
 # Lima v1.2.1 (the only version served here), with its guest agent and
 # templates, in the layout limactl expects.

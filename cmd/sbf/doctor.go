@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ type doctorReport struct {
 
 func (a *app) doctorCommand() *cobra.Command {
 	var asJSON bool
+	var only string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Say whether this machine can run the workspace's VMs, why not, and what to do",
@@ -36,6 +38,9 @@ func (a *app) doctorCommand() *cobra.Command {
 			rep, err := a.doctor()
 			if err != nil {
 				return err
+			}
+			if only != "" {
+				rep = rep.only(only)
 			}
 			if asJSON {
 				if err := writeJSON(a.stdout, rep); err != nil {
@@ -51,7 +56,26 @@ func (a *app) doctorCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	cmd.Flags().StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, virtualization, ...)")
 	return cmd
+}
+
+// only keeps the checks named with prefix; usable then depends on them.
+func (rep doctorReport) only(prefix string) doctorReport {
+	out := doctorReport{WorkspaceRoot: rep.WorkspaceRoot, Usable: true}
+	for _, d := range rep.Drivers {
+		kept := drivers.Diagnosis{Driver: d.Driver}
+		for _, c := range d.Checks {
+			if strings.HasPrefix(c.Name, prefix) {
+				kept.Add(c)
+			}
+		}
+		kept.Finish()
+		kept.Summary = fmt.Sprintf("%d %s check(s)", len(kept.Checks), prefix)
+		out.Drivers = append(out.Drivers, kept)
+		out.Usable = out.Usable && kept.Usable
+	}
+	return out
 }
 
 // doctor diagnoses every backend the workspace's sandboxes use (or, with

@@ -19,6 +19,9 @@ func TestDoctorExitsZeroOnlyWhenEveryBackendCanRun(t *testing.T) {
 		rep.Drivers[1].Driver != "sim" || !rep.Drivers[1].Usable {
 		t.Errorf("exit %d: %+v", r.code, rep)
 	}
+	if r := sbf(t, nil, "doctor", "-C", dir, "--only", "memory"); r.code != 0 || strings.Contains(r.stdout, "hyperv driver") {
+		t.Errorf("--only memory: exit %d: %s", r.code, r.stdout)
+	}
 	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n")
 	r = sbf(t, nil, "doctor", "-C", dir)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "sim: usable") {

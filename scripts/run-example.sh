@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# run-example.sh — `make run`: the main job on this machine, from a clean clone.
+#
+# Builds sbf, asks `sbf doctor` what the machine can do, builds what is missing (Lima
+# v1.2.1 when no limactl is on PATH; sbf's offline Debian image when the example's
+# default image cannot be downloaded), then converges examples/hello on a real VM, runs a
+# command in it and shows the status. The VM keeps running: `sbf destroy` (as the same
+# user) removes it, and its lease (1h) ends it otherwise when `sbf reconcile` runs.
+#
+# As root (limactl refuses root) the example runs as the unprivileged user "sbf", made the
+# way the e2e suite makes its own (scripts/vm-user.sh), on a copy of the example in that
+# user's home; QEMU comes from Debian's packages (scripts/host-deps.sh).
+# `run-example.sh down` (make run-down) destroys the example's VM.
+# Knobs: SBF_EXAMPLE (default examples/hello), SBF_IMAGE_CACHE (image cache folder; CI
+# points it at an empty one to prove the cold path), SBF_RUN_OFFLINE_IMAGE=1 (use
+# sbf:debian-12 even where the default image could be downloaded), SBF_VM_USER.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
+EXAMPLE=${SBF_EXAMPLE:-examples/hello}
+SANDBOX=$(sed -n 's/^\[sandboxes\.\([A-Za-z0-9_-]*\)\].*/\1/p' "$EXAMPLE/.sandboxforge.toml" | head -n1)
+SBF=$REPO/bin/sbf
+MODE=${1:-up}
+ROOT=0; [[ $(id -u) -eq 0 ]] && ROOT=1
+
+PHASES=()
+T_ALL=$SECONDS
+# phase LABEL CMD...: run CMD with a banner, record how long it took.
+phase() {
+  local label=$1 t=$SECONDS; shift
+  echo "==> make run: $label" >&2
+  "$@"
+  PHASES+=("$(printf '%-34s %5ss' "$label" $((SECONDS - t)))")
+}
+summary() {
+  echo "==> make run: phases" >&2
+  printf '    %s\n' "${PHASES[@]}" "$(printf '%-34s %5ss' total $((SECONDS - T_ALL)))" >&2
+}
+trap summary EXIT
+
+build() {
+  go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$SBF" ./cmd/sbf
+}
+phase "build sbf" build
+# What the machine can do, before anything slow (as root the "user" check fails: the
+# example then runs as an unprivileged user).
+phase "sbf doctor" bash -c '"$0" doctor -C "$1" || true' "$SBF" "$EXAMPLE"
+
+# --- what is missing ------------------------------------------------------------------
+if ((ROOT)); then
+  phase "host packages (QEMU)" scripts/host-deps.sh
+fi
+if ! LIMACTL=$(command -v limactl); then
+  prefix=$REPO/.tools/lima
+  ((ROOT)) && prefix=/var/cache/sandboxforge/lima-1.2.1 # readable by the VM user
+  phase "Lima v1.2.1" scripts/build-lima.sh "$prefix"
+  LIMACTL=$prefix/bin/limactl
+fi
+export PATH=$(dirname "$LIMACTL"):$PATH
+
+# The example's default image (Lima's template:docker, an Ubuntu cloud image) needs the
+# internet; without it, boot sbf's offline image instead, through the uncommitted
+# .sandboxforge.local.toml layer so the committed example stays as a user would write it.
+LOCAL_LAYER=""
+if [[ $MODE == down ]]; then
+  :
+elif ! "$SBF" doctor -C "$EXAMPLE" --only image >/dev/null 2>&1 || [[ -n "${SBF_RUN_OFFLINE_IMAGE:-}" ]]; then
+  if ! grep -qs 'sbf:debian-12' "$EXAMPLE/.sandboxforge.local.toml"; then
+    echo "make run: the example's default image cannot be downloaded here; using sbf:debian-12 (built offline)" >&2
+  fi
+  phase "image sbf:debian-12" bash -c '"$0" image build debian-12 >/dev/null' "$SBF"
+  LOCAL_LAYER='# Written by make run: this machine cannot download the default image, so the example
+# boots the image sbf builds offline (sbf image build). Delete this file to use the default.
+[vm.image]
+location = "sbf:debian-12"
+'
+fi
+
+# --- the example ------------------------------------------------------------------------
+if ((ROOT)); then
+  # shellcheck source=vm-user.sh
+  source "$REPO/scripts/vm-user.sh"
+  vm_user_setup
+  WS=$SBF_VM_HOME/$EXAMPLE
+  install -d -o "$SBF_VM_USER" -g "$SBF_VM_USER" "$SBF_VM_HOME/bin" "$WS"
+  install -m 0755 "$SBF" "$SBF_VM_HOME/bin/sbf"
+  # The spec files only: the user's own .sandboxforge/ (state, leases) stays.
+  tar -C "$EXAMPLE" --exclude=.sandboxforge --exclude=.sandboxforge.local.toml -cf - . | tar -C "$WS" -xf -
+  [[ -n "$LOCAL_LAYER" ]] && printf '%s' "$LOCAL_LAYER" >"$WS/.sandboxforge.local.toml"
+  chown -R "$SBF_VM_USER:" "$WS"
+  vm_user_open_path "$(dirname "$LIMACTL")"
+  [[ -n "${SBF_IMAGE_CACHE:-}" ]] && vm_user_open_path "$SBF_IMAGE_CACHE"
+  export SBF_VM_PATH=$SBF_VM_HOME/bin:$(dirname "$LIMACTL")
+  echo "make run: running the example as user $SBF_VM_USER in $WS (limactl refuses root)" >&2
+  run_sbf() { as_vm_user sbf "$@"; }
+else
+  WS=$EXAMPLE
+    if [[ -n "$LOCAL_LAYER" ]] && { [[ ! -e "$WS/.sandboxforge.local.toml" ]] || grep -qs 'Written by make run' "$WS/.sandboxforge.local.toml"; }; then
+    printf '%s' "$LOCAL_LAYER" >"$WS/.sandboxforge.local.toml"
+  fi
+  run_sbf() { "$SBF" "$@"; }
+fi
+
+if [[ $MODE == down ]]; then
+  phase "sbf destroy" run_sbf destroy -C "$WS" --auto-approve
+  exit 0
+fi
+phase "sbf doctor (the VM's user)" run_sbf doctor -C "$WS"
+phase "sbf apply" run_sbf apply -C "$WS" --auto-approve
+phase "sbf exec $SANDBOX -- uname -a" run_sbf exec -C "$WS" "$SANDBOX" -- uname -a
+phase "sbf status" run_sbf status -C "$WS"
+echo "make run: the VM keeps running; 'make run-down' destroys it" >&2
