@@ -30,8 +30,11 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err != nil {
 		return err
 	}
+	last := ""
 	stderr, err := d.runStreaming(ctx, env, func(line string) {
-		if msg, ok := limaProgress(line); ok {
+		// Lima repeats what it waits for every few seconds; once is news.
+		if msg, ok := limaProgress(line); ok && msg != last {
+			last = msg
 			drivers.Progressf(ctx, "%s", msg)
 		}
 	}, "start", "--timeout", d.opts.StartTimeout.String(), s.Name)

@@ -38,6 +38,9 @@ func TestStartUnderEmulation(t *testing.T) {
 	qemuDir := t.TempDir()
 	realQEMU := fakeQEMU(t, qemuDir, "exit 0")
 	f.env["PATH"] = qemuDir + ":/usr/bin:/bin"
+	// Lima says what it waits for again and again; sbf passes it on once per start.
+	waiting := `time="x" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: \"ssh\""` + "\n"
+	f.reply("start", "", waiting+waiting+waiting, 0)
 	d := f.driver()
 	var said []string
 	ctx := drivers.WithProgress(context.Background(), func(m string) { said = append(said, m) })
@@ -46,7 +49,8 @@ func TestStartUnderEmulation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(said) != 1 || !strings.Contains(said[0], "software emulation") || !strings.Contains(said[0], "no "+kvmDevice) {
+	if len(said) != 3 || !strings.Contains(said[0], "software emulation") || !strings.Contains(said[0], "no "+kvmDevice) ||
+		said[1] != `lima: Waiting for the essential requirement 1 of 2: "ssh"` || said[2] != said[1] {
 		t.Errorf("progress = %q (want one note naming the cause)", said)
 	}
 	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
