@@ -94,8 +94,9 @@ func (w *ws) write(rel, data string) {
 	}
 }
 
+// specText boots sbf's offline image, which `make e2e` built with
+// `sbf image build` (the same command `make run` uses).
 func specText(cpus int, compose bool) string {
-	img := os.Getenv("SBF_E2E_IMAGE_DIR")
 	return fmt.Sprintf(`[vm]
 driver = "lima"
 vm_type = "qemu"
@@ -105,15 +106,12 @@ disk_gib = 10
 ttl = "1h"
 
 [vm.image]
-location = "%s/disk.ext4"
-kernel = "%s/vmlinuz"
-kernel_cmdline = "root=/dev/vda rw console=ttyS0 apparmor=0"
-initrd = "%s/initrd.img"
+location = "sbf:debian-12"
 
 [sandboxes.api]
 ports = ["18080:80"]
 compose = %v
-`, cpus, img, img, img, compose)
+`, cpus, compose)
 }
 
 const composeV1 = `services:
@@ -143,12 +141,13 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func TestRealVM(t *testing.T) {
-	if os.Getenv("SBF_E2E_IMAGE_DIR") == "" || os.Getenv("SBF_BIN") == "" {
+	if os.Getenv("SBF_BIN") == "" {
 		t.Skip("run through e2e/run.sh (make e2e)")
 	}
 	w := &ws{t: t, root: t.TempDir(), env: []string{"SBF_STATE_HOME=" + t.TempDir(), "SBF_LIMA_START_TIMEOUT=20m"}}
 	w.write(".sandboxforge.toml", specText(2, false))
 	t.Cleanup(func() { w.sbf("", nil, "destroy", "--auto-approve") })
+	testDoctor(t, w)
 
 	r := w.must("sbf apply (create + boot the VM)", "apply", "--auto-approve")
 	t.Log(r.stdout)
@@ -171,6 +170,7 @@ func TestRealVM(t *testing.T) {
 
 	t.Run("exec", func(t *testing.T) { testExec(t, w) })
 	t.Run("copy", func(t *testing.T) { testCopy(t, w) })
+	t.Run("no-op-apply", func(t *testing.T) { testNoOpApplyCost(t, w) })
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
 
@@ -335,4 +335,47 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	if ms < 10*ma {
 		t.Errorf("engine exec %s is not 10x faster than limactl shell %s", ma, ms)
 	}
+}
+
+// testDoctor: on this machine the unprivileged user cannot use KVM (no
+// /dev/kvm, no permission, or a KVM that cannot run guests), so Lima is
+// usable via software emulation; with working KVM, via KVM.
+func testDoctor(t *testing.T, w *ws) {
+	r := w.must("sbf doctor --json", "doctor", "--json")
+	var rep struct {
+		Usable  bool `json:"usable"`
+		Drivers []struct {
+			Driver, Summary string
+			Checks          []struct{ Name, Status, Detail string }
+		} `json:"drivers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !rep.Usable || len(rep.Drivers) != 1 {
+		t.Fatalf("doctor: %v\n%s", err, r.stdout)
+	}
+	d := rep.Drivers[0]
+	if d.Driver != "lima" || (d.Summary != "usable via software emulation" && d.Summary != "usable via hardware virtualization (KVM)") {
+		t.Errorf("doctor summary: %+v", d)
+	}
+	t.Logf("sbf doctor: lima %s", d.Summary)
+}
+
+// testNoOpApplyCost compares a converged `sbf apply` of a VM-only
+// workspace with the one `limactl list --json` it needs, median of 10
+// each, in the same run.
+func testNoOpApplyCost(t *testing.T, w *ws) {
+	var apply, list []time.Duration
+	for range 10 {
+		start := time.Now()
+		if r := w.sbf("", nil, "apply", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "No changes") {
+			t.Fatalf("no-op apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		apply = append(apply, time.Since(start))
+		start = time.Now()
+		limactl(t, "list", "--json")
+		list = append(list, time.Since(start))
+	}
+	ma, ml := median(apply), median(list)
+	fmt.Printf("\nno-op cost (median of 10, same run):\n  sbf apply (converged)    %8.1f ms\n  limactl list --json      %8.1f ms\n  difference               %8.1f ms\n",
+		ma.Seconds()*1000, ml.Seconds()*1000, (ma-ml).Seconds()*1000)
+	timings = append(timings, timing{"median converged sbf apply", ma}, timing{"median limactl list --json", ml})
 }

@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
 # run.sh — `make e2e`: sbf against real Lima VMs on this machine.
 #
-# As root it prepares what the suite needs (QEMU, Lima v1.2.1, the cached
-# offline guest image, an unprivileged user, TCG when KVM is unusable, a
-# busybox rootfs for containers), builds sbf and the e2e test binary where
-# that user can read them, then runs the suite as that user (limactl refuses
-# root). Afterwards it checks that no sbf instance and nothing but Lima's
-# own config is left under LIMA_HOME.
+# As root it builds sbf and the test binaries where the e2e user can read them,
+# prepares what the suite needs (QEMU, Lima v1.2.1, sbf's offline guest image built
+# with `sbf image build`, an unprivileged user; see lima-env.sh) and a busybox rootfs
+# for containers, then runs the suite as that user (limactl refuses root).
+# Afterwards it checks that no sbf instance and nothing but Lima's own config is left
+# under LIMA_HOME.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
-# The wrapper's log goes beside LIMA_HOME, so LIMA_HOME holds only Lima's files.
-export SBF_E2E_SSH_LOG=${SBF_E2E_HOME:-/var/lib/sbf-e2e}/ssh-wrapper.log
 # shellcheck source=lima-env.sh
 source "$HERE/lima-env.sh"
 
 t0=$SECONDS
-sbf_e2e_setup
-echo "e2e: setup took $((SECONDS - t0))s (accel $SBF_E2E_ACCEL)" >&2
-
+vm_user_setup
 BIN=$SBF_E2E_HOME/bin
 install -d -m 0755 "$BIN"
-(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go test -c -tags e2e -o "$BIN/e2e.test" ./e2e)
-chmod 0755 "$BIN/sbf" "$BIN/e2e.test"
+(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
+ go test -c -o "$BIN/lima.test" ./drivers/lima)
+chmod 0755 "$BIN/sbf" "$BIN/e2e.test" "$BIN/lima.test"
+echo "e2e: built sbf and the test binaries in $((SECONDS - t0))s" >&2
+sbf_e2e_setup "$BIN/sbf"
+echo "e2e: setup took $((SECONDS - t0))s" >&2
 
 ROOTFS=$SBF_E2E_HOME/busybox-rootfs.tar
 if [[ ! -s $ROOTFS ]]; then
@@ -42,7 +42,10 @@ fi
 sbf_e2e_delete_all
 
 status=0
-as_e2e_user env TMPDIR=/tmp SBF_E2E_IMAGE_DIR="$SBF_E2E_IMAGE_DIR" SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
+# sbf's template resolution agrees with the real limactl on Lima's own templates.
+(as_e2e_user env TMPDIR=/tmp SBF_TEST_LIMACTL="$SBF_E2E_LIMA_PREFIX/bin/limactl" \
+  "$BIN/lima.test" -test.run 'TestTemplatesMatchRealLimactl' -test.v -test.count 1) || status=$?
+as_e2e_user env TMPDIR=/tmp SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
   "$BIN/e2e.test" -test.v -test.timeout 40m -test.count 1 || status=$?
 
 # Exec brokers end once their VM is gone; give them a moment, then look.

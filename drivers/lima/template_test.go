@@ -1,8 +1,11 @@
 package lima
 
 import (
+	"fmt"
+
 	"bufio"
 	"encoding/json"
+	"gopkg.in/yaml.v3"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -177,5 +180,41 @@ func TestTemplateBaseForms(t *testing.T) {
 	}
 	if _, err := store.images("template://remote"); err == nil || !strings.Contains(err.Error(), "remote") {
 		t.Errorf("remote: %v", err)
+	}
+}
+
+// sbf's resolver and the real limactl (`template copy --embed-all`) agree
+// on the images of Lima's default templates, as installed. make e2e runs
+// this with the limactl it built.
+func TestTemplatesMatchRealLimactl(t *testing.T) {
+	limactl := os.Getenv("SBF_TEST_LIMACTL")
+	if limactl == "" {
+		t.Skip("set SBF_TEST_LIMACTL to a built limactl (make e2e does)")
+	}
+	home := t.TempDir()
+	store := newTemplateStore(limactl, func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	})
+	for _, name := range []string{"docker", "default"} {
+		cmd := exec.Command(limactl, "--tty=false", "template", "copy", "--embed-all", "template://"+name, "-")
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("limactl template copy --embed-all template://%s: %v", name, err)
+		}
+		var theirs templateDoc
+		if err := yaml.Unmarshal(out, &theirs); err != nil {
+			t.Fatal(err)
+		}
+		ours, err := store.images("template://" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(theirs.Images) == 0 || fmt.Sprint(ours) != fmt.Sprint(theirs.Images) {
+			t.Errorf("template://%s:\nsbf:     %v\nlimactl: %v", name, ours, theirs.Images)
+		}
 	}
 }
