@@ -39,8 +39,14 @@ bench-e2e: e2e
 vet:
 	$(GO) vet ./...
 
+# Fuzz targets run for a bounded number of inputs after the suite: counts,
+# not durations, because a -fuzztime duration can fail spuriously at its
+# deadline before Go 1.27 (Go issue 75804).
 test: vet
 	$(GO) test -race ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 3000x -fuzzminimizetime 100x ./spec
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadWithinLimits$$' -fuzztime 30000x -fuzzminimizetime 100x ./spec
+	$(GO) test -run '^$$' -fuzz '^FuzzHTTPHandler$$' -fuzztime 1000x -fuzzminimizetime 100x ./mcpserver
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// FuzzHTTPHandler sends arbitrary requests (methods, headers, JSON-RPC
+// bodies of any size, declared or streamed) to the HTTP transport. It must
+// never panic or hang; a body over the limit is refused with 413; no
+// response grows with the request; sessions stay within their cap.
+func FuzzHTTPHandler(f *testing.F) {
+	fx := newFixture(f, simSpec+"[sandboxes.api]\n")
+	const limit, sessions = 16 << 10, 4
+	h := fx.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: limit, MaxSessions: sessions})
+	f.Cleanup(h.Close)
+	for _, body := range []string{
+		initBody,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"validate_workspace_config","arguments":{"workspace_root":"/nope"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"plan","arguments":{"targets":[1]}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_desired_state","arguments":{}}}`,
+		`[{"jsonrpc":"2.0","id":6,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{`,
+	} {
+		f.Add(uint8(0), body, uint16(0), "application/json", "", "", true)
+	}
+	f.Add(uint8(0), `{"a":"`, uint16(40), "application/json", "", "", false)
+	f.Add(uint8(1), "", uint16(0), "", "mcp-session-x", "2025-06-18", true)
+	f.Add(uint8(2), "", uint16(0), "", "mcp-session-x", "", true)
+	f.Fuzz(func(t *testing.T, method uint8, body string, padKiB uint16, contentType, session, version string, declared bool) {
+		// padKiB stretches the body past the limit without storing large
+		// inputs in the corpus.
+		payload := io.MultiReader(bytes.NewReader([]byte(body)), io.LimitReader(repeat('x'), int64(padKiB%512)<<10))
+		size := int64(len(body)) + int64(padKiB%512)<<10
+		// A GET is a stream that lasts as long as the client stays.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodPut}[method%4], "/mcp", payload)
+		req.ContentLength = -1
+		if declared {
+			req.ContentLength = size
+		}
+		for k, v := range map[string]string{"Content-Type": contentType, server.HeaderKeySessionID: session, "Mcp-Protocol-Version": version} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if req.Method == http.MethodPost && size > limit && rec.Code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a %d-byte body got %d", size, rec.Code)
+		}
+		if rec.Code == http.StatusRequestEntityTooLarge {
+			var env struct {
+				Error struct{ Data toolError } `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Data.Code != "REQUEST_TOO_LARGE" {
+				t.Fatalf("413 without the envelope: %s", rec.Body)
+			}
+		}
+		if rec.Body.Len() > 64<<10 {
+			t.Fatalf("a %d-byte request got a %d-byte response", size, rec.Body.Len())
+		}
+		if n := h.sessions.Len(); n > sessions {
+			t.Fatalf("%d sessions, cap %d", n, sessions)
+		}
+	})
+}
+
+type repeat byte
+
+func (r repeat) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
