@@ -1,8 +1,12 @@
 package mcpserver
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // Wrong arguments come back in the v1 envelope, naming the field, never
@@ -29,5 +33,33 @@ func TestArgumentErrorsUseTheEnvelope(t *testing.T) {
 	}
 	if len(f.world()) != 0 {
 		t.Errorf("a call with bad arguments changed the world: %v", f.world())
+	}
+}
+
+// A lease end hand-edited past the policy is clamped when a tool loads
+// the workspace, and the tools say so.
+func TestToolsReportClampedLeases(t *testing.T) {
+	f := newFixture(t, simSpec+"[sandboxes.api]\n")
+	writeManaged(t, f.root, "[leases.api]\nacquired_at = 2026-11-25T11:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n")
+	out := f.ok("get_desired_state", map[string]any{"workspace_root": f.root})
+	lease := out["managed_overrides"].(map[string]any)["leases"].(map[string]any)["api"].(map[string]any)
+	warnings := out["warnings"].([]any)
+	if lease["expires_at"] != "2026-11-26T11:00:00Z" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "max_lifetime") {
+		t.Errorf("lease %v, warnings %v", lease, warnings)
+	}
+	diag := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root})["diagnostics"].([]any)
+	if len(diag) != 1 {
+		t.Errorf("diagnostics = %v", diag)
+	}
+}
+
+func writeManaged(t *testing.T, root, text string) {
+	t.Helper()
+	dir := filepath.Join(root, spec.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, spec.OverridesFile), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
