@@ -57,11 +57,11 @@ func TestOversizedDurationNamesBothValues(t *testing.T) {
 }
 
 func TestByteOrderMarkIsAccepted(t *testing.T) {
-	r, errs := load(t, map[string]string{FileName: "\ufeff[vm]\ncpus = 3\nbogus = 1\n"}, nil)
+	_, errs := load(t, map[string]string{FileName: "\ufeff[vm]\ncpus = 3\nbogus = 1\n"}, nil)
 	if len(errs) != 1 || errs[0].Line != 3 || errs[0].Column != 1 {
 		t.Fatalf("errors = %v, want only the unknown key at 3:1", errs)
 	}
-	r, errs = load(t, map[string]string{FileName: "\ufeff[vm]\ncpus = 3\n"}, nil)
+	r, errs := load(t, map[string]string{FileName: "\ufeff[vm]\ncpus = 3\n"}, nil)
 	if errs != nil || r.Config.VM.CPUs != 3 {
 		t.Fatalf("errors = %v, vm = %+v", errs, r.Config.VM)
 	}
