@@ -41,6 +41,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 	env := map[string]string{"SBF_STATE_HOME": host, "NO_COLOR": "1"}
 	set := "--set=infra.mysql.root_password=" + canary + "-set"
 	covered := map[string]bool{}
+	root := (&app{getenv: func(string) string { return "" }}).rootCommand()
 	for _, args := range [][]string{
 		{"validate"}, {"validate", "--json"}, {"validate", "--json", set}, {"validate", set},
 		{"plan"}, {"plan", "--json"}, {"plan", "--json", set},
@@ -51,9 +52,12 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},
 		{"reconcile"}, {"reconcile", "--json"},
-		{"schema"},
+		{"schema"}, {"doctor"}, {"doctor", "--json"},
 		{"destroy", "scratch", "--auto-approve"}, {"destroy", "--auto-approve", "--json"},
 	} {
+		if c, _, err := root.Find(args[:1]); err != nil || c == root {
+			continue // a command this build does not have
+		}
 		covered["sbf "+args[0]] = true
 		r := sbf(t, env, append([]string{"-C", dir}, args...)...)
 		if r.code == 2 {
@@ -74,7 +78,6 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 			return nil
 		})
 	}
-	a := &app{getenv: func(string) string { return "" }}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Flags().Lookup("json") != nil && !covered[c.CommandPath()] && !noWorkspace[c.CommandPath()] {
@@ -84,7 +87,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(a.rootCommand())
+	walk(root)
 }
 
 // A secret of the wrong type is reported by key, never quoted.
