@@ -55,6 +55,9 @@ type Result struct {
 	// NextExpiry is the earliest live lease end, zero when none: the
 	// watch loop wakes then.
 	NextExpiry time.Time
+	// Warnings are what sbf corrected in the files as they were (a lease
+	// end clamped to its bounds), even when this run's edit rewrote them.
+	Warnings []string
 }
 
 // Converge brings one workspace to its desired state (or, with DryRun,
@@ -86,7 +89,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Resolved: r, State: rec}
+	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r)}
 	desired := DesiredFrom(r)
 	layers, err := resolveLayers(ctx, r, desired, e.Env)
 	if err != nil {
@@ -174,6 +177,7 @@ func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []stri
 // resolve loads the desired state before and after the edit; the edit is
 // applied in memory only.
 func (e *Engine) resolve(ws spec.Options, rec *state.File, edit Edit, now time.Time) (before, after *spec.Resolved, err error) {
+	ws.Now = now // a hand-edited lease end is clamped to what max_ttl allows from now
 	before, err = spec.Load(ws)
 	if err != nil || edit == nil {
 		return before, before, err
@@ -330,5 +334,17 @@ func (r *Result) SortedSandboxes() []string {
 		out = append(out, n)
 	}
 	slices.Sort(out)
+	return out
+}
+
+func warningsOf(docs ...*spec.Resolved) []string {
+	var out []string
+	for _, r := range docs {
+		for _, w := range r.Warnings {
+			if msg := w.Error(); !slices.Contains(out, msg) {
+				out = append(out, msg)
+			}
+		}
+	}
 	return out
 }

@@ -47,6 +47,7 @@ type applyReport struct {
 	Plan      reconcile.Report          `json:"plan"`
 	Applied   bool                      `json:"applied"`
 	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
+	Warnings  []string                  `json:"warnings,omitempty"`
 	Error     *errorReport              `json:"error"`
 }
 
@@ -86,6 +87,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 		rep := applyReport{Error: newErrorReport(err)}
 		if res != nil {
 			rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
+			rep.Warnings = res.Warnings
 		}
 		if werr := writeJSON(a.stdout, rep); werr != nil {
 			return werr
@@ -94,6 +96,11 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 			return silentExit(1)
 		}
 		return nil
+	}
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w)
+		}
 	}
 	var unavailable *drivers.UnavailableError
 	if res == nil && errors.As(err, &unavailable) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -146,5 +147,32 @@ func TestApplyWithoutABackendSaysWhatToDo(t *testing.T) {
 	j := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl")}, "apply", "-C", dir, "--auto-approve", "--json")
 	if !strings.Contains(j.stdout, `"error_code": "BACKEND_UNAVAILABLE"`) || !strings.Contains(j.stdout, `"next_steps"`) {
 		t.Errorf("--json:\n%s", j.stdout)
+	}
+}
+
+// A lease end hand-edited past the bounds is clamped at load; apply says
+// so on stderr and in --json.
+func TestApplyReportsClampedLeases(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %s", r.stderr)
+	}
+	managed := filepath.Join(dir, spec.Dir, "overrides.toml")
+	data, err := os.ReadFile(managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := regexp.MustCompile(`expires_at = \S+`).ReplaceAllString(string(data), "expires_at = 2099-01-01T00:00:00Z")
+	write(t, managed, edited)
+	r := sbf(t, env, "apply", "-C", dir, "--auto-approve")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "leases.api.expires_at") {
+		t.Errorf("text: exit %d, stderr %q", r.code, r.stderr)
+	}
+	write(t, managed, edited)
+	j := sbf(t, env, "plan", "-C", dir, "--json")
+	a := sbf(t, env, "apply", "-C", dir, "--auto-approve", "--json")
+	if !strings.Contains(a.stdout, `"warnings"`) || !strings.Contains(a.stdout, "leases.api.expires_at") {
+		t.Errorf("--json: %s\n(plan: %s)", a.stdout, j.stdout)
 	}
 }
