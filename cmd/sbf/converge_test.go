@@ -170,6 +170,9 @@ func TestApplyReportsClampedLeases(t *testing.T) {
 		t.Errorf("text: exit %d, stderr %q", r.code, r.stderr)
 	}
 	write(t, managed, edited)
+	if p := sbf(t, env, "plan", "-C", dir); !strings.Contains(p.stderr, "leases.api.expires_at") {
+		t.Errorf("plan: stderr %q", p.stderr)
+	}
 	j := sbf(t, env, "plan", "-C", dir, "--json")
 	a := sbf(t, env, "apply", "-C", dir, "--auto-approve", "--json")
 	if !strings.Contains(a.stdout, `"warnings"`) || !strings.Contains(a.stdout, "leases.api.expires_at") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -46,6 +47,9 @@ func (a *app) planCommand() *cobra.Command {
 			} else {
 				res.Plan.Render(a.stdout, a.style())
 				res.Plan.RenderProblems(a.stderr)
+				for _, w := range res.Warnings {
+					fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w)
+				}
 			}
 			switch {
 			case err != nil:
