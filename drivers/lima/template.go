@@ -145,7 +145,7 @@ func (s templateStore) locate(locator, relativeTo string) (string, error) {
 		return locator, nil
 	}
 	if strings.Contains(name, "..") {
-		return "", fmt.Errorf("template name %q must not contain ..", name)
+		return "", fmt.Errorf("template name %q must not contain \"..\"", name)
 	}
 	// Lima's rule: add .yaml unless the name has an extension that does
 	// not start with a digit (ubuntu-24.04 is a name, docker.sh a file).
