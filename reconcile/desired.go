@@ -4,13 +4,13 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/images"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/spec"
 )
 

@@ -1,13 +1,13 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/drivers"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/testutil"
 )
 

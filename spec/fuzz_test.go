@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/sandboxforge/sbf/internal/testutil"
 	"golang.org/x/tools/txtar"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // FuzzLoad feeds arbitrary documents to the loader. It must never panic,

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"github.com/sandboxforge/sbf/images"
 	"math"
 	"reflect"
 	"regexp"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/images"
 )
 
 // null is a JSON null from request overrides; TOML has no null. It resets

@@ -1,11 +1,9 @@
 package lima
 
 import (
-	"fmt"
-
 	"bufio"
 	"encoding/json"
-	"gopkg.in/yaml.v3"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The pinned Lima: its real template files, not a stand-in, are what the
