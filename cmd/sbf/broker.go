@@ -14,7 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/lima"
-	"github.com/sandboxforge/sbf/internal/execbroker"
+	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile"
 )
@@ -59,8 +59,8 @@ func (a *app) brokered(ctx context.Context, tgt *reconcile.Target, req drivers.E
 		return tgt.Exec(ctx, req)
 	}
 	sock := a.brokerSocket(tgt.Instance)
-	res, err := execbroker.Exec(ctx, sock, req)
-	if !errors.Is(err, execbroker.ErrNoBroker) {
+	res, err := broker.Exec(ctx, sock, req)
+	if !errors.Is(err, broker.ErrNoBroker) {
 		return res, err
 	}
 	if err := a.startBroker(tgt); err != nil {
@@ -69,8 +69,8 @@ func (a *app) brokered(ctx context.Context, tgt *reconcile.Target, req drivers.E
 	}
 	// The broker listens before it dials the guest; give it a few seconds.
 	for attempt := 0; attempt < 50; attempt++ {
-		res, err = execbroker.Exec(ctx, sock, req)
-		if !errors.Is(err, execbroker.ErrNoBroker) {
+		res, err = broker.Exec(ctx, sock, req)
+		if !errors.Is(err, broker.ErrNoBroker) {
 			return res, err
 		}
 		select {
@@ -144,7 +144,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			go watchConnection(ctx, stop, drv, tgt.Instance)
-			return execbroker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+			return broker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 				return x.Exec(ctx, tgt.Instance, req)
 			}, brokerIdle)
 		},

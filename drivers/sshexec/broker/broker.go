@@ -1,9 +1,10 @@
-// Package execbroker lets short-lived `sbf exec` processes share one
+// Package broker lets short-lived `sbf exec` processes share one
 // long-lived connection to a VM, the way an SSH ControlMaster does: a
 // broker process holds the driver (its SSH connection and guest shell)
 // and serves commands on a unix socket; each `sbf exec` asks it instead
-// of dialling the guest itself.
-package execbroker
+// of dialling the guest itself. It is the wire protocol only: what runs a
+// command is passed in, so any driver's Exec can be served.
+package broker
 
 import (
 	"bufio"

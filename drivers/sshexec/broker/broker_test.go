@@ -1,4 +1,4 @@
-package execbroker
+package broker
 
 import (
 	"context"
