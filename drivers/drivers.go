@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Spec is the VM a sandbox wants.
@@ -269,4 +271,14 @@ func CheckFromError(name string, err error) Check {
 		return Check{Name: name, Status: CheckFail, Detail: u.Reason, NextSteps: u.NextSteps}
 	}
 	return Check{Name: name, Status: CheckFail, Detail: err.Error()}
+}
+
+// Coded is the error's BACKEND_UNAVAILABLE form, with v1's details.
+func (e *UnavailableError) Coded() *coded.Error {
+	return coded.New(coded.BackendUnavailable, map[string]any{
+		"backend":        map[string]any{"name": e.Driver, "reason": e.Reason},
+		"reason":         e.Reason,
+		"probable_cause": e.ProbableCause,
+		"next_steps":     e.NextSteps,
+	}, "%s", e.Error())
 }

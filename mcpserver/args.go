@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // argsSchema checks a tool's arguments against the input schema it
@@ -46,7 +48,7 @@ func compileArgs(tool mcp.Tool) *argsSchema {
 }
 
 // check returns INVALID_ARGUMENTS naming every field that is wrong, or nil.
-func (a *argsSchema) check(args any) *toolError {
+func (a *argsSchema) check(args any) *coded.Error {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -102,12 +104,12 @@ func childField(parent, name string) string {
 	return parent + "." + name
 }
 
-func (a *argsSchema) invalid(ps []argProblem) *toolError {
+func (a *argsSchema) invalid(ps []argProblem) *coded.Error {
 	var msgs []string
 	for i := range ps {
 		ps[i].Field, ps[i].Message = clip(ps[i].Field), clip(ps[i].Message)
 		msgs = append(msgs, strings.TrimPrefix(ps[i].Field+" "+ps[i].Message, " "))
 	}
-	return newToolError("INVALID_ARGUMENTS", a.tool+": "+strings.Join(msgs, "; "),
+	return newToolError(coded.InvalidArguments, a.tool+": "+strings.Join(msgs, "; "),
 		map[string]any{"tool": a.tool, "field": ps[0].Field, "errors": ps})
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // maxEcho bounds how much of a caller's input any message repeats:
@@ -33,8 +35,8 @@ const (
 
 // bounded returns the envelope with long strings cut and long lists
 // shortened, everywhere in its details.
-func (e *toolError) bounded() *toolError {
-	out := &toolError{Code: e.Code, Message: clipTo(e.Message, maxErrorString), Details: map[string]any{}}
+func bounded(e *coded.Error) *coded.Error {
+	out := &coded.Error{Code: e.Code, Message: clipTo(e.Message, maxErrorString), Details: map[string]any{}}
 	raw, err := json.Marshal(e.Details)
 	if err != nil {
 		return out

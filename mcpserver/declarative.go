@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -83,7 +84,7 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 		if held {
 			status = "expired"
 		}
-		return nil, newToolError(reconcile.CodeInstanceTerminal, "Instance '"+sandbox+"' is "+status,
+		return nil, newToolError(coded.InstanceTerminal, "Instance '"+sandbox+"' is "+status,
 			map[string]any{"instance_id": sandbox, "status": status})
 	}
 	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{Targets: []string{sandbox}})

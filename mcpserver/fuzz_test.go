@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // FuzzHTTPHandler sends arbitrary requests (methods, headers, JSON-RPC
@@ -64,7 +66,7 @@ func FuzzHTTPHandler(f *testing.F) {
 		}
 		if rec.Code == http.StatusRequestEntityTooLarge {
 			var env struct {
-				Error struct{ Data toolError } `json:"error"`
+				Error struct{ Data coded.Error } `json:"error"`
 			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Data.Code != "REQUEST_TOO_LARGE" {
 				t.Fatalf("413 without the envelope: %s", rec.Body)

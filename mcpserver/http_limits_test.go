@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // countingReader counts what the server read of a body.
@@ -70,8 +72,8 @@ func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 		rec := post(h, body, length, "")
 		var resp struct {
 			Error struct {
-				Code int       `json:"code"`
-				Data toolError `json:"data"`
+				Code int         `json:"code"`
+				Data coded.Error `json:"data"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || rec.Code != http.StatusRequestEntityTooLarge ||

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -106,7 +107,7 @@ func (s *Server) ttl(r *spec.Resolved, minutes *int) (time.Duration, error) {
 	}
 	d := time.Duration(*minutes) * time.Minute
 	if *minutes <= 0 || d > pol.MaxTTL.Std() {
-		return 0, newToolError(reconcile.CodeTTLInvalid,
+		return 0, newToolError(coded.TTLInvalid,
 			fmt.Sprintf("ttl_minutes must be between 1 and %.0f", pol.MaxTTL.Std().Minutes()),
 			map[string]any{"ttl_minutes": *minutes, "default_ttl_minutes": pol.DefaultTTL.Std().Minutes(),
 				"max_ttl_minutes": pol.MaxTTL.Std().Minutes()})
@@ -161,7 +162,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 		if held {
 			status = "expired"
 		}
-		return nil, newToolError(reconcile.CodeInstanceTerminal, fmt.Sprintf("Instance '%s' is %s", a.InstanceID, status),
+		return nil, newToolError(coded.InstanceTerminal, fmt.Sprintf("Instance '%s' is %s", a.InstanceID, status),
 			map[string]any{"instance_id": a.InstanceID, "status": status})
 	}
 	if a.TTLMinutes <= 0 || time.Duration(a.TTLMinutes)*time.Minute > r.Config.Lease.MaxTTL.Std() {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) preflight(r *spec.Resolved, vm spec.VM) error {
 	if c.DiskFreeGiB != nil {
 		suggested["disk_gib"] = round1(math.Max(5, *c.DiskFreeGiB-2))
 	}
-	return newToolError("INSUFFICIENT_HOST_RESOURCES",
+	return newToolError(coded.HostResources,
 		fmt.Sprintf("the host cannot hold this VM (%v short): it asks for %d CPUs, %.1f GiB memory, %.1f GiB disk",
 			failed, vm.CPUs, vm.MemoryGiB, vm.DiskGiB),
 		map[string]any{

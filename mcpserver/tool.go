@@ -8,35 +8,18 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
-// toolError is the v1 failure envelope: {error_code, message, details}.
-type toolError struct {
-	Code    string         `json:"error_code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details"`
+// newToolError builds the envelope message first, as tools read best.
+func newToolError(code, msg string, details map[string]any) *coded.Error {
+	return coded.New(code, details, "%s", msg)
 }
 
-func (e *toolError) Error() string { return e.Message }
-
-func newToolError(code, msg string, details map[string]any) *toolError {
-	if details == nil {
-		details = map[string]any{}
-	}
-	return &toolError{Code: code, Message: msg, Details: details}
-}
-
-// asToolError classifies any engine error into v1's codes.
-func asToolError(err error) *toolError {
-	if te, ok := err.(*toolError); ok {
-		return te
-	}
-	code, details := reconcile.CodeOf(err)
-	if code == "ERROR" {
-		code = reconcile.CodeBackendCommand
-	}
-	return newToolError(code, err.Error(), details)
+// asToolError classifies any engine error into v1's codes; what nothing
+// classified failed in the backend, as v1 reported it.
+func asToolError(err error) *coded.Error {
+	return coded.Of(err, coded.BackendCommand)
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -52,7 +35,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		}
 		var args A
 		if err := req.BindArguments(&args); err != nil {
-			return errorResult(newToolError("INVALID_ARGUMENTS", clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name})), nil
+			return errorResult(newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name})), nil
 		}
 		out, err := handle(ctx, args)
 		if err != nil {
@@ -62,8 +45,8 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 	})
 }
 
-func errorResult(te *toolError) *mcp.CallToolResult {
-	te = te.bounded()
+func errorResult(te *coded.Error) *mcp.CallToolResult {
+	te = bounded(te)
 	text, _ := json.Marshal(te)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: string(text)}},

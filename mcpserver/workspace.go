@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -20,7 +20,7 @@ func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, er
 	}
 	abs, _, err := spec.WorkspaceIdentity(root)
 	if err != nil {
-		return spec.Options{}, newToolError(reconcile.CodeConfigInvalid, clip(err.Error()),
+		return spec.Options{}, newToolError(coded.ConfigInvalid, clip(err.Error()),
 			map[string]any{"workspace_root": clip(root), "errors": []string{clip(err.Error())}})
 	}
 	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome, Now: s.cfg.Engine.Clock.Now()}
@@ -30,10 +30,10 @@ func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, er
 	}
 	raw, err := mergeJSON(layer, extra)
 	if err != nil {
-		return ws, newToolError(reconcile.CodeConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
+		return ws, newToolError(coded.ConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
 	}
 	if ws.Request, err = spec.JSONOverrides(raw); err != nil {
-		return ws, newToolError(reconcile.CodeConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
+		return ws, newToolError(coded.ConfigInvalid, err.Error(), map[string]any{"workspace_root": abs})
 	}
 	return ws, nil
 }
@@ -55,7 +55,7 @@ func (s *Server) lookup(id string) (state.IndexEntry, error) {
 	if e, ok := s.index.Lookup(id); ok && id != "" {
 		return e, nil
 	}
-	return state.IndexEntry{}, newToolError(reconcile.CodeInstanceNotFound, fmt.Sprintf("Instance '%s' was not found", id),
+	return state.IndexEntry{}, newToolError(coded.InstanceNotFound, fmt.Sprintf("Instance '%s' was not found", id),
 		map[string]any{"instance_id": id})
 }
 

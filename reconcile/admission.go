@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"errors"
 	"fmt"
@@ -32,8 +33,8 @@ type HostAdmission struct {
 }
 
 // LimitError is INSTANCE_LIMIT_EXCEEDED.
-func limitError(maxInstances, active int, counted []string) *Error {
-	return errorf(CodeInstanceLimit, map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
+func limitError(maxInstances, active int, counted []string) *coded.Error {
+	return coded.New(coded.InstanceLimit, map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
 		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] max_instances",
 		active, maxInstances, strings.Join(counted, ", "))
 }

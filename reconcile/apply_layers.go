@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -96,7 +97,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 func (e *Executor) writeEnv(a Action, l *Layers) error {
 	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
 		if _, err := guest.WriteEnvFile(file, l.Env[file], atomicfile.WriteFile); err != nil {
-			return &guest.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
+			return &coded.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
 				Details: map[string]any{"path": file}}
 		}
 	}

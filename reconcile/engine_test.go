@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"errors"
 	"os"
@@ -216,8 +217,8 @@ func TestDestroyAndAdHocSandboxes(t *testing.T) {
 func TestExtendBounds(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_ttl = \"1h\"\nmax_lifetime = \"2h\"\n")
 	h.mustApply() // leases end at t0+30m
-	code := func(err error) string { c, _ := CodeOf(err); return c }
-	if _, err := h.converge(Options{Edit: ExtendEdit("api", 2*time.Hour)}); code(err) != CodeTTLInvalid {
+	code := func(err error) string { return coded.Of(err, coded.Unknown).Code }
+	if _, err := h.converge(Options{Edit: ExtendEdit("api", 2*time.Hour)}); code(err) != coded.TTLInvalid {
 		t.Errorf("extension past max_ttl: %v", err)
 	}
 	for i := 0; i < 1; i++ {
@@ -230,12 +231,12 @@ func TestExtendBounds(t *testing.T) {
 		t.Errorf("extended lease = %+v", l)
 	}
 	_, err := h.converge(Options{Edit: ExtendEdit("api", time.Hour)})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeTTLInvalid || e.Details["max_lifetime_minutes"] != 120.0 {
+	var e *coded.Error
+	if !errors.As(err, &e) || e.Code != coded.TTLInvalid || e.Details["max_lifetime_minutes"] != 120.0 {
 		t.Errorf("extension past max_lifetime: %#v", err)
 	}
 	h.clock.Advance(31 * time.Minute)
-	if _, err := h.converge(Options{Edit: ExtendEdit("web", time.Minute)}); code(err) != CodeInstanceTerminal {
+	if _, err := h.converge(Options{Edit: ExtendEdit("web", time.Minute)}); code(err) != coded.InstanceTerminal {
 		t.Errorf("extending an expired lease: %v", err)
 	}
 }
@@ -243,8 +244,8 @@ func TestExtendBounds(t *testing.T) {
 func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_instances = 1\n")
 	_, err := h.apply()
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeInstanceLimit || e.Details["max_instances"] != 1 || e.Details["active_instances"] != 1 {
+	var e *coded.Error
+	if !errors.As(err, &e) || e.Code != coded.InstanceLimit || e.Details["max_instances"] != 1 || e.Details["active_instances"] != 1 {
 		t.Fatalf("err = %#v", err)
 	}
 	if len(h.world()) != 1 {
@@ -281,7 +282,7 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 		t.Fatalf("fresh saved plan: %v", err)
 	}
 	_, err = h.converge(Options{Edit: RenewEdit(nil), Saved: saved})
-	if c, _ := CodeOf(err); c != CodeStalePlan || !strings.Contains(err.Error(), "saved plan is stale") {
+	if c := coded.Of(err, coded.Unknown).Code; c != coded.StalePlan || !strings.Contains(err.Error(), "saved plan is stale") {
 		t.Errorf("reused plan: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"fmt"
 
@@ -58,7 +59,7 @@ func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
 		if held {
 			status = "expired"
 		}
-		return nil, errorf(CodeInstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
+		return nil, coded.New(coded.InstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
 			"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
 	}
 	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox),

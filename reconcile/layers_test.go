@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,7 +123,7 @@ func TestMissingRuntimeIsInstalled(t *testing.T) {
 	g := h.guests.get(h.instance("api"))
 	g.installed = false
 	_, err := h.apply()
-	if c, _ := CodeOf(err); c != "RUNTIME_NOT_READY" || !strings.Contains(err.Error(), "sandbox api: runtime") {
+	if c := coded.Of(err, coded.Unknown).Code; c != "RUNTIME_NOT_READY" || !strings.Contains(err.Error(), "sandbox api: runtime") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(g.ups) != 0 {

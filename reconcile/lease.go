@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"fmt"
 	"sort"
 	"time"
@@ -98,7 +99,7 @@ func UpEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
 		}
 		for _, name := range names {
 			if !spec.ValidSandboxName(name) {
-				return errorf(CodeConfigInvalid, map[string]any{"sandbox": name},
+				return coded.New(coded.ConfigInvalid, map[string]any{"sandbox": name},
 					"%q is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit)", name)
 			}
 			if _, declared := r.Config.Sandboxes[name]; !declared || r.AdHoc[name] {
@@ -147,11 +148,11 @@ func ExtendEdit(name string, by time.Duration) Edit {
 		}
 		cur, held := heldLease(m, r, name, now)
 		if !held {
-			return errorf(CodeInstanceTerminal, map[string]any{"sandbox": name, "status": "destroyed"},
+			return coded.New(coded.InstanceTerminal, map[string]any{"sandbox": name, "status": "destroyed"},
 				"sandbox %s holds no lease; run 'sbf up %s' to acquire one", name, name)
 		}
 		if !now.Before(cur.ExpiresAt) {
-			return errorf(CodeInstanceTerminal, map[string]any{"sandbox": name, "status": "expired"},
+			return coded.New(coded.InstanceTerminal, map[string]any{"sandbox": name, "status": "expired"},
 				"sandbox %s's lease expired at %s; run 'sbf up %s' to acquire a new one", name,
 				cur.ExpiresAt.UTC().Format(time.RFC3339), name)
 		}
@@ -170,9 +171,9 @@ func ExtendEdit(name string, by time.Duration) Edit {
 	}
 }
 
-func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *Error {
+func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *coded.Error {
 	pol := r.Config.Lease
-	return errorf(CodeTTLInvalid, map[string]any{
+	return coded.New(coded.TTLInvalid, map[string]any{
 		"ttl_minutes":          ttl.Minutes(),
 		"default_ttl_minutes":  pol.DefaultTTL.Std().Minutes(),
 		"max_ttl_minutes":      pol.MaxTTL.Std().Minutes(),
@@ -180,8 +181,8 @@ func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *Error {
 	}, "TTL %s is invalid: %s (max_ttl %s, max_lifetime %s)", spec.Duration(ttl), why, pol.MaxTTL, pol.MaxLifetime)
 }
 
-func notDeclared(r *spec.Resolved, name string) *Error {
-	return errorf(CodeInstanceNotFound, map[string]any{"sandbox": name, "declared": sortedNames(r)},
+func notDeclared(r *spec.Resolved, name string) *coded.Error {
+	return coded.New(coded.InstanceNotFound, map[string]any{"sandbox": name, "declared": sortedNames(r)},
 		"sandbox %q is not declared in this workspace (declared: %v)", name, sortedNames(r))
 }
 

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -55,7 +56,7 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 
 func (sp *SavedPlan) check(rec *state.File, fresh *Plan) error {
 	stale := func(why string) error {
-		return errorf(CodeStalePlan, map[string]any{"lineage": sp.Lineage, "serial": sp.Serial},
+		return coded.New(coded.StalePlan, map[string]any{"lineage": sp.Lineage, "serial": sp.Serial},
 			"saved plan is stale: %s; run 'sbf plan' again", why)
 	}
 	switch {

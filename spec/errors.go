@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Error is one problem in one layer, at the place that caused it.
@@ -96,4 +98,14 @@ func clip(s string) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Coded is the errors' WORKSPACE_CONFIG_INVALID form: every sentence,
+// and every position for editors.
+func (es Errors) Coded() *coded.Error {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Sentence()
+	}
+	return coded.New(coded.ConfigInvalid, map[string]any{"errors": msgs, "positions": es}, "%s", es.Error())
 }

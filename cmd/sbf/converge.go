@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -48,21 +49,7 @@ type applyReport struct {
 	Applied   bool                      `json:"applied"`
 	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
 	Warnings  []string                  `json:"warnings,omitempty"`
-	Error     *errorReport              `json:"error"`
-}
-
-type errorReport struct {
-	Code    string         `json:"error_code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details"`
-}
-
-func newErrorReport(err error) *errorReport {
-	if err == nil {
-		return nil
-	}
-	code, details := reconcile.CodeOf(err)
-	return &errorReport{Code: code, Message: err.Error(), Details: details}
+	Error     *coded.Error              `json:"error"`
 }
 
 // converge runs the engine and reports the outcome the same way for apply,
@@ -84,7 +71,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	}
 	res, err := eng.Converge(context.Background(), ws, opts)
 	if f.asJSON {
-		rep := applyReport{Error: newErrorReport(err)}
+		rep := applyReport{Error: coded.Of(err, coded.Unknown)}
 		if res != nil {
 			rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
 			rep.Warnings = res.Warnings

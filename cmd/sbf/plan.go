@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -73,7 +74,7 @@ func (a *app) reportError(err error, asJSON bool) error {
 	if err == nil || !asJSON {
 		return err
 	}
-	if werr := writeJSON(a.stdout, map[string]any{"error": newErrorReport(err)}); werr != nil {
+	if werr := writeJSON(a.stdout, map[string]any{"error": coded.Of(err, coded.Unknown)}); werr != nil {
 		return werr
 	}
 	return silentExit(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -62,7 +63,7 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 		Interval:   interval,
 		Report: func(_ spec.Options, res *reconcile.Result, err error) {
 			if f.asJSON {
-				rep := applyReport{Error: newErrorReport(err)}
+				rep := applyReport{Error: coded.Of(err, coded.Unknown)}
 				if res != nil {
 					rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
 				}

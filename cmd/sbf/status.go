@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -32,7 +33,7 @@ func (a *app) statusCommand() *cobra.Command {
 			if f.asJSON {
 				return writeJSON(a.stdout, map[string]any{
 					"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
-					"sandboxes": nonNil(rows), "error": newErrorReport(err)})
+					"sandboxes": nonNil(rows), "error": coded.Of(err, coded.Unknown)})
 			}
 			fmt.Fprintf(a.stdout, "Workspace %s (%s)\n", res.Resolved.Root, res.Resolved.WorkspaceID)
 			if len(rows) == 0 {

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"bufio"
 	"context"
 	"fmt"
@@ -165,7 +166,7 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &Error{Code: "DOCKER_COMMAND_FAILED", Message: fmt.Sprintf("docker compose up for %s failed (exit %d): %s",
+		return &coded.Error{Code: "DOCKER_COMMAND_FAILED", Message: fmt.Sprintf("docker compose up for %s failed (exit %d): %s",
 			p.Name, res.ExitCode, tail(strings.TrimSpace(res.Stderr), 2000)),
 			Details: map[string]any{"project": p.Name, "exit_code": res.ExitCode, "stdout": tail(res.Stdout, 4000), "stderr": tail(res.Stderr, 4000)}}
 	}
@@ -243,7 +244,7 @@ func WaitReady(ctx context.Context, r Runner, docker string, probes map[string]s
 			break
 		}
 		if time.Duration(round)*interval >= timeout {
-			return attempts, &Error{Code: "SERVICE_NOT_READY",
+			return attempts, &coded.Error{Code: "SERVICE_NOT_READY",
 				Message: fmt.Sprintf("services not ready after %s: %s", timeout, strings.Join(pending, ", ")),
 				Details: map[string]any{"timeout_seconds": timeout.Seconds(), "pending_services": pending,
 					"readiness": attempts, "last_probe_results": last}}

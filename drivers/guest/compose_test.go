@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"errors"
 	"os"
@@ -66,7 +67,7 @@ func TestEnsureRuntime(t *testing.T) {
 	}
 	missing := &scripted{replies: []reply{{match: "compose version", res: out("missing\n", 0)}}}
 	_, err := EnsureRuntime(context.Background(), missing, false)
-	var ge *Error
+	var ge *coded.Error
 	if !errors.As(err, &ge) || ge.Code != "RUNTIME_NOT_READY" || ge.Details["probe"] != "missing" {
 		t.Errorf("install disabled: %v", err)
 	}
@@ -141,7 +142,7 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 		t.Errorf("up = %s", up)
 	}
 	bad := &scripted{replies: []reply{{match: "up -d", res: drivers.ExecResult{ExitCode: 1, Stderr: "pull access denied for nope"}}}}
-	var ge *Error
+	var ge *coded.Error
 	if err := ApplyProject(context.Background(), bad, "docker", p); !errors.As(err, &ge) || ge.Code != "DOCKER_COMMAND_FAILED" || !strings.Contains(ge.Message, "pull access denied") {
 		t.Errorf("failed up: %v", err)
 	}
@@ -157,7 +158,7 @@ func TestWaitReady(t *testing.T) {
 	}
 	never := &scripted{replies: []reply{{match: "redis-cli", res: drivers.ExecResult{ExitCode: 1, Stdout: "Could not connect"}}}}
 	_, err = WaitReady(context.Background(), never, "docker", probes, 10*time.Second, noSleep)
-	var ge *Error
+	var ge *coded.Error
 	if !errors.As(err, &ge) || ge.Code != "SERVICE_NOT_READY" || ge.Details["last_probe_results"].(map[string]string)["redis"] != "Could not connect" {
 		t.Errorf("never ready: %#v", err)
 	}

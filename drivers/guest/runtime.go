@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"fmt"
 	"strings"
@@ -15,18 +16,6 @@ type Runner interface {
 	CopyIn(ctx context.Context, localPath, remotePath string) error
 }
 
-// Error is a guest failure with a SandboxForge v1 error code.
-type Error struct {
-	Code    string
-	Message string
-	Details map[string]any
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// ErrorCode and ErrorDetails let the engine report the failure as data.
-func (e *Error) ErrorCode() string            { return e.Code }
-func (e *Error) ErrorDetails() map[string]any { return e.Details }
 
 // The runtime probe prints "ready:<docker command>" when Docker and
 // Compose v2 answer (directly, or through passwordless sudo), else what is
@@ -96,8 +85,8 @@ func EnsureRuntime(ctx context.Context, r Runner, install bool) (string, error) 
 		"look at 'sudo journalctl -u docker' in the guest (sbf exec NAME -- sudo journalctl -u docker)")
 }
 
-func notReady(verdict, output, msg string, steps ...string) *Error {
-	return &Error{Code: "RUNTIME_NOT_READY", Message: msg, Details: map[string]any{
+func notReady(verdict, output, msg string, steps ...string) *coded.Error {
+	return &coded.Error{Code: "RUNTIME_NOT_READY", Message: msg, Details: map[string]any{
 		"probe": verdict, "output": tail(output, 4000), "next_steps": steps}}
 }
 

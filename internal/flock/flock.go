@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Holder describes who holds a lock.
@@ -105,3 +107,8 @@ func ReadHolder(path string) *Holder {
 }
 
 var errWouldBlock = errors.New("lock is held")
+
+// Coded is the error's STATE_LOCKED form, naming the holder.
+func (e *LockedError) Coded() *coded.Error {
+	return coded.New(coded.StateLocked, map[string]any{"path": e.Path, "holder": e.Holder}, "%s", e.Error())
+}

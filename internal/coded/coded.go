@@ -1,0 +1,75 @@
+// Package coded is sbf's one error type with a stable code and
+// machine-readable details. The CLI's --json error document and the MCP
+// tool error envelope ({error_code, message, details}, SandboxForge v1's
+// shape) are two renderings of it. Errors of other packages that know
+// their code (a spec's validation errors, an unavailable backend, a held
+// lock) implement Coder, so this package depends on none of them.
+package coded
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Codes shared with SandboxForge v1's MCP tools, and sbf's own.
+const (
+	TTLInvalid         = "TTL_INVALID"
+	InstanceLimit      = "INSTANCE_LIMIT_EXCEEDED"
+	InstanceNotFound   = "INSTANCE_NOT_FOUND"
+	InstanceTerminal   = "INSTANCE_TERMINAL"
+	ConfigInvalid      = "WORKSPACE_CONFIG_INVALID"
+	BackendUnavailable = "BACKEND_UNAVAILABLE"
+	BackendCommand     = "BACKEND_COMMAND_FAILED"
+	HostResources      = "INSUFFICIENT_HOST_RESOURCES"
+	InvalidArguments   = "INVALID_ARGUMENTS"
+	StalePlan          = "PLAN_STALE"
+	StateLocked        = "STATE_LOCKED"
+	// Unknown is an error nothing classified.
+	Unknown = "ERROR"
+)
+
+// Error is a failure with a stable code and machine-readable details.
+type Error struct {
+	Code    string         `json:"error_code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// New makes an Error; nil details become an empty map (the envelope always
+// carries an object).
+func New(code string, details map[string]any, format string, args ...any) *Error {
+	if details == nil {
+		details = map[string]any{}
+	}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: details}
+}
+
+// Coder is an error that knows its coded form.
+type Coder interface {
+	Coded() *Error
+}
+
+// Of classifies any error: the first *Error or Coder in its chain, with
+// the message of the whole error (what was being done is kept), else
+// fallback. Nil stays nil.
+func Of(err error, fallback string) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	var c Coder
+	switch {
+	case errors.As(err, &e):
+	case errors.As(err, &c):
+		e = c.Coded()
+	default:
+		return New(fallback, nil, "%s", err.Error())
+	}
+	details := e.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	return &Error{Code: e.Code, Message: err.Error(), Details: details}
+}
