@@ -1,11 +1,11 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"fmt"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 

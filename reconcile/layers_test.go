@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/testutil"
 )
 

@@ -1,11 +1,11 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/state"
 )
 

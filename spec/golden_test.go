@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/sandboxforge/sbf/internal/testutil"
 	"golang.org/x/tools/txtar"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files with the current output")

@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"bufio"
 	"context"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // remoteDir is where a project's bundle lives in the guest, relative to

@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"errors"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // scripted is a Runner that answers commands from a script of recorded

@@ -1,13 +1,13 @@
 package guest
 
 import (
-	"github.com/sandboxforge/sbf/internal/coded"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Runner runs commands in, and copies files into, one instance.
@@ -15,7 +15,6 @@ type Runner interface {
 	Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error)
 	CopyIn(ctx context.Context, localPath, remotePath string) error
 }
-
 
 // The runtime probe prints "ready:<docker command>" when Docker and
 // Compose v2 answer (directly, or through passwordless sudo), else what is
