@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
 )
 
 // Settings are SandboxForge v1's server environment variables, read with
@@ -70,11 +73,10 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 		s.SessionIdle = time.Duration(n) * time.Second
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
-		switch b {
-		case "auto", "lima", "hyperv", "vz", "sim":
+		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {
 			s.Backend = b
-		default:
-			errs = append(errs, fmt.Sprintf("Unsupported SANDBOX_BACKEND '%s'. Allowed: auto, lima, hyperv (and sbf's vz, sim)", b))
+		} else {
+			errs = append(errs, fmt.Sprintf("Unsupported SANDBOX_BACKEND '%s'. Allowed: %s", b, strings.Join(allowed, ", ")))
 		}
 	}
 	if v := getenv("MCP_SESSION_ID"); v != "" {

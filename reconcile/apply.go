@@ -12,16 +12,9 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// Driver is what the executor needs from a backend.
-type Driver interface {
-	Lister
-	Create(ctx context.Context, spec drivers.Spec) error
-	Start(ctx context.Context, spec drivers.Spec) error
-	Stop(ctx context.Context, name string) error
-	Delete(ctx context.Context, name string) error
-	// Reconfigure applies restart-class changes to a stopped instance.
-	Reconfigure(ctx context.Context, spec drivers.Spec) error
-}
+// Driver is what the executor needs from a backend: the lifecycle every
+// registered backend provides.
+type Driver = drivers.Driver
 
 // Recorder persists state changes; state.Store is one.
 type Recorder interface {

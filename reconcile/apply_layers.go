@@ -23,8 +23,8 @@ const readinessTimeout = 90 * time.Second
 
 // guestRunner binds a driver's exec and copy to one instance.
 type guestRunner struct {
-	exec     Execer
-	copy     Copier
+	exec     drivers.Execer
+	copy     drivers.Copier
 	instance string
 }
 
@@ -39,8 +39,8 @@ func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
 // runnerFor gives the guest layer a way into an instance, or says why the
 // driver offers none.
 func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
-	x, ok1 := d.(Execer)
-	c, ok2 := d.(Copier)
+	x, ok1 := d.(drivers.Execer)
+	c, ok2 := d.(drivers.Copier)
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("the %s driver cannot run commands in its VMs, so it cannot converge a runtime, services or compose", driverName)
 	}

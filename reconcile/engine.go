@@ -101,6 +101,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 		desired.Sandboxes[name] = sb
 	}
 	res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(rec)), e.lister(r))
+	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable, func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, desired, res.Observed, now, opts.Targets, e.runner(r))
 	res.Plan = Compute(desired, rec, res.Observed, now).Only(opts.Targets)
 	res.NextExpiry = nextExpiry(desired, now)

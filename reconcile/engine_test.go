@@ -305,3 +305,36 @@ func TestUnavailableDriverIsAProblemNotAGuess(t *testing.T) {
 		t.Errorf("the failed apply created %s: %v", spec.Dir, err)
 	}
 }
+
+// pickySim is a backend that cannot honour more than 8 CPUs: what it
+// cannot do is a plan problem naming the key, never a half-done apply.
+type pickySim struct{ Driver }
+
+func (pickySim) Validate(s drivers.Spec) error {
+	if s.CPUs > 8 {
+		return &drivers.SpecError{Driver: "sim", Key: "cpus", Reason: "give a VM more than 8 CPUs"}
+	}
+	return nil
+}
+
+func TestBackendValidationIsAPlanProblem(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.big]\ncpus = 16\n[sandboxes.small]\n")
+	plain := h.eng.Drivers
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := plain(name, r)
+		if err != nil {
+			return nil, err
+		}
+		return pickySim{d}, nil
+	}
+	res, err := h.apply()
+	if err == nil || !strings.Contains(err.Error(), "sandbox big: cpus: the sim driver cannot give a VM more than 8 CPUs") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Sandbox != "small" || len(res.Plan.Problems) != 1 {
+		t.Errorf("plan = %+v", res.Plan)
+	}
+	if _, made := h.world()[drivers.InstanceName(res.Resolved.WorkspaceID, "big")]; made {
+		t.Error("the sandbox the backend cannot honour was created")
+	}
+}

@@ -9,17 +9,6 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-// Execer is a driver that can run commands in its instances.
-type Execer interface {
-	Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error)
-}
-
-// Copier is a driver that can copy files and folders in and out.
-type Copier interface {
-	CopyIn(ctx context.Context, instance, localPath, remotePath string) error
-	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
-}
-
 // Target is a running sandbox a command or copy goes to. Its driver is
 // built on first use, so callers that only need the names pay nothing.
 type Target struct {
@@ -72,7 +61,7 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
-	x, ok := drv.(Execer)
+	x, ok := drv.(drivers.Execer)
 	if !ok {
 		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
 	}
@@ -80,12 +69,12 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 }
 
 // Copier returns the target's copy capability.
-func (t *Target) Copier() (Copier, error) {
+func (t *Target) Copier() (drivers.Copier, error) {
 	drv, err := t.Driver()
 	if err != nil {
 		return nil, err
 	}
-	c, ok := drv.(Copier)
+	c, ok := drv.(drivers.Copier)
 	if !ok {
 		return nil, fmt.Errorf("the driver of sandbox %s cannot copy files", t.Sandbox)
 	}

@@ -18,6 +18,9 @@ type Observed struct {
 	// EnvOK says, per host .env file, whether it already holds the
 	// connection variables.
 	EnvOK map[string]bool
+	// Invalid holds, by sandbox, what its backend cannot honour in its
+	// spec (drivers.Validator): a plan problem, never an action.
+	Invalid map[string]error
 }
 
 // Lister is the part of a driver observation needs.
@@ -47,4 +50,25 @@ func Observe(ctx context.Context, workspaceID string, driverNames []string, get 
 		obs.Unavailable[name] = err
 	}
 	return obs
+}
+
+// ValidateSpecs asks each available backend that can check specs about
+// the sandboxes it would run.
+func ValidateSpecs(d Desired, unavailable map[string]error, get func(string) (Driver, error)) map[string]error {
+	out := map[string]error{}
+	for name, ds := range d.Sandboxes {
+		if unavailable[ds.Driver] != nil {
+			continue
+		}
+		drv, err := get(ds.Driver)
+		if err != nil {
+			continue // reported as unavailable by observation
+		}
+		if v, ok := drv.(drivers.Validator); ok {
+			if err := v.Validate(ds.VM); err != nil {
+				out[name] = err
+			}
+		}
+	}
+	return out
 }

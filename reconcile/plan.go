@@ -178,6 +178,10 @@ func relevantDrivers(driver string, r *state.Sandbox, inst drivers.Instance, exi
 // planWanted converges a sandbox that holds a live lease: its VM, then
 // what runs inside it.
 func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool, obs Observed) {
+	if err := obs.Invalid[ds.Name]; err != nil {
+		p.Problems = append(p.Problems, Problem{Sandbox: ds.Name, Err: err, Message: err.Error()})
+		return
+	}
 	vm := planVM(p, a, ds, r, inst, exists)
 	var applied map[string]string
 	if r != nil {

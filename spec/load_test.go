@@ -299,3 +299,12 @@ func TestSbfImageLocations(t *testing.T) {
 		t.Errorf("errors: %v", errs)
 	}
 }
+
+// The driver enum is the registry: a misspelt backend is an error that
+// lists every registered one.
+func TestDriverNamesComeFromTheRegistry(t *testing.T) {
+	_, errs := load(t, map[string]string{".sandboxforge.toml": "[vm]\ndriver = \"lmia\"\n"}, nil)
+	if len(errs) != 1 || !strings.Contains(errs.Error(), "must be one of: auto, hyperv, lima, sim, vz") {
+		t.Errorf("errors: %v", errs)
+	}
+}

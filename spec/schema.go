@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
 )
 
 // field is one key of a table, read from the Config struct tags. The
@@ -64,7 +66,11 @@ func fieldsOf(t reflect.Type) []field {
 		}
 		f := field{key: name, index: []int{i}, typ: sf.Type, doc: sf.Tag.Get("doc"), nullable: sf.Tag.Get("nullable") == "true",
 			managedOnly: sf.Tag.Get("managed") == "true"}
-		if e := sf.Tag.Get("enum"); e != "" {
+		if e := sf.Tag.Get("enum"); e == "@drivers" {
+			// The backends this binary has registered, so the spec, the
+			// schema and the engine can never disagree.
+			f.enum = append([]string{"auto"}, drivers.Names()...)
+		} else if e != "" {
 			f.enum = strings.Split(e, ",")
 		}
 		if c := sf.Tag.Get("check"); c != "" {

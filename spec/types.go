@@ -31,7 +31,7 @@ type LeaseRecord struct {
 // VM describes one virtual machine. [vm] holds the defaults; each sandbox
 // starts from them.
 type VM struct {
-	Driver    string   `toml:"driver" json:"driver" enum:"auto,lima,vz,hyperv,sim" doc:"Backend: auto picks lima on Linux and macOS, hyperv on Windows. sim is a simulator for tests and demos."`
+	Driver    string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend: auto picks lima on Linux and macOS, hyperv on Windows. sim is a simulator for tests and demos."`
 	CPUs      int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs."`
 	MemoryGiB float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory in GiB."`
 	DiskGiB   float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk size in GiB."`

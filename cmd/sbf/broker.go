@@ -137,7 +137,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			x, ok := drv.(reconcile.Execer)
+			x, ok := drv.(drivers.Execer)
 			if !ok {
 				return fmt.Errorf("the %s driver cannot run commands", tgt.DriverName)
 			}

@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/drivers/lima"
-	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/reconcile"
-	"github.com/sandboxforge/sbf/spec"
 )
 
 type doctorReport struct {
@@ -85,51 +79,16 @@ func (a *app) doctor() (doctorReport, error) {
 	if err != nil {
 		return doctorReport{}, err
 	}
-	if len(r.Config.Sandboxes) == 0 {
-		copied := *r
-		copied.Config.Sandboxes = map[string]spec.Sandbox{"example": {VM: r.Config.VM}}
-		r = &copied
-	}
-	byDriver := map[string][]drivers.Spec{}
-	for _, sb := range reconcile.DesiredFrom(r).Sandboxes {
-		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb.VM)
+	c, err := a.clock()
+	if err != nil {
+		return doctorReport{}, err
 	}
 	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true}
-	for _, name := range slices.Sorted(maps.Keys(byDriver)) {
-		d, err := a.diagnose(name, byDriver[name])
-		if err != nil {
-			return doctorReport{}, err
-		}
-		rep.Drivers = append(rep.Drivers, d)
+	rep.Drivers = reconcile.Diagnose(context.Background(), a.driverEnv(c), r)
+	for _, d := range rep.Drivers {
 		rep.Usable = rep.Usable && d.Usable
 	}
 	return rep, nil
-}
-
-func (a *app) diagnose(name string, specs []drivers.Spec) (drivers.Diagnosis, error) {
-	c, err := a.clock()
-	if err != nil {
-		return drivers.Diagnosis{}, err
-	}
-	switch name {
-	case lima.Name:
-		o, err := a.limaOptions(c)
-		if err != nil {
-			return drivers.Diagnosis{}, err
-		}
-		return lima.Diagnose(context.Background(), o, specs), nil
-	case sim.Name:
-		return drivers.Diagnosis{Driver: name, Usable: true, Summary: "usable (simulated VMs, for tests and demos)"}, nil
-	}
-	_, err = a.newDriver(name, nil, c)
-	var u *drivers.UnavailableError
-	if !errors.As(err, &u) {
-		u = &drivers.UnavailableError{Reason: fmt.Sprint(err)}
-	}
-	d := drivers.Diagnosis{Driver: name, Summary: "cannot run VMs here"}
-	d.Add(drivers.CheckFromError("driver", u))
-	d.Finish()
-	return d, nil
 }
 
 func (a *app) printDoctor(rep doctorReport) {

@@ -12,10 +12,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/spec"
 )
 
-var driverNames = []string{"auto", "lima", "vz", "hyperv", "sim"}
+// driverNames are auto plus every backend this binary registered.
+func driverNames() []string { return append([]string{"auto"}, drivers.Names()...) }
+
+// driverComment lists the choices in the starter file: the real backends,
+// then those for tests.
+func driverComment() string {
+	var real, test []string
+	for _, n := range drivers.Names() {
+		if reg, _ := drivers.Lookup(n); reg.TestOnly {
+			test = append(test, n)
+		} else {
+			real = append(real, n)
+		}
+	}
+	c := "# " + strings.Join(append([]string{"auto"}, real...), " | ")
+	if len(test) > 0 {
+		c += "  (" + strings.Join(test, ", ") + ": tests and demos)"
+	}
+	return c
+}
 
 func (a *app) initCommand() *cobra.Command {
 	var driver string
@@ -27,13 +47,13 @@ func (a *app) initCommand() *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			driver = strings.ToLower(strings.TrimSpace(driver))
-			if !slices.Contains(driverNames, driver) {
-				return usageErrorf("--driver %q: want one of %s", driver, strings.Join(driverNames, ", "))
+			if !slices.Contains(driverNames(), driver) {
+				return usageErrorf("--driver %q: want one of %s", driver, strings.Join(driverNames(), ", "))
 			}
 			return a.initWorkspace(driver)
 		},
 	}
-	cmd.Flags().StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(driverNames, ", ")+")")
+	cmd.Flags().StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(driverNames(), ", ")+")")
 	return cmd
 }
 
@@ -127,7 +147,7 @@ func starterSpec(driver string) string {
 # .sandboxforge.local.toml (not committed).
 
 [vm]                          # defaults for every sandbox
-driver = "` + driver + `"` + strings.Repeat(" ", max(1, 19-len(driver))) + `# auto | lima | vz | hyperv  (sim: tests and demos)
+driver = "` + driver + `"` + strings.Repeat(" ", max(1, 19-len(driver))) + driverComment() + `
 cpus = 2
 memory_gib = 4
 disk_gib = 20

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
 )
 
 func main() {

@@ -2,6 +2,7 @@ package lima
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,3 +70,23 @@ func TestRootStepsNameAUser(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestValidateNamesTheKey(t *testing.T) {
+	f := newFake(t)
+	f.env["LIMA_TEMPLATES_PATH"] = t.TempDir() // no templates at all
+	d := f.driver()
+	err := d.Validate(drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"}, Template: "template:docker"})
+	for _, key := range []string{"vm_type:", "mounts:", "ports:", "template:"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("missing %s in %v", key, err)
+		}
+	}
+	var se *drivers.SpecError
+	if !errors.As(err, &se) || se.Driver != "lima" {
+		t.Errorf("not a SpecError: %v", err)
+	}
+	ok := drivers.Spec{Name: "x", VMType: "qemu", Image: drivers.Image{Location: "/disk.img"}, Ports: []string{"8080:80"}}
+	if err := d.Validate(ok); err != nil {
+		t.Errorf("a valid spec: %v", err)
+	}
+}

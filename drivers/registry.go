@@ -1,0 +1,135 @@
+package drivers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sandboxforge/sbf/internal/clock"
+)
+
+// Driver is the lifecycle every backend provides; what else it can do is
+// the optional capabilities below, found by type assertion.
+type Driver interface {
+	// List reports the instances sbf created (names from InstanceName)
+	// and nothing else.
+	List(ctx context.Context) ([]Instance, error)
+	Create(ctx context.Context, s Spec) error
+	Start(ctx context.Context, s Spec) error
+	Stop(ctx context.Context, name string) error
+	Delete(ctx context.Context, name string) error
+	// Reconfigure applies restart-class changes to a stopped instance.
+	Reconfigure(ctx context.Context, s Spec) error
+}
+
+// Execer runs commands in running instances.
+type Execer interface {
+	Exec(ctx context.Context, instance string, req ExecRequest) (ExecResult, error)
+}
+
+// Copier copies files and folders in and out of running instances.
+type Copier interface {
+	CopyIn(ctx context.Context, instance, localPath, remotePath string) error
+	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
+}
+
+// Connector keeps a connection to each running instance open between
+// commands: what an exec broker serving many sbf processes relies on.
+type Connector interface {
+	Execer
+	// Alive reports whether the kept-open connection to instance still
+	// answers; a broker ends when it does not.
+	Alive(instance string) bool
+	// Close drops every kept-open connection.
+	Close() error
+}
+
+// Validator checks, at plan time, that a backend can honour a spec: a
+// template, vm_type, mount or port form it cannot is a plan problem
+// naming the key, not a failure halfway through an apply.
+type Validator interface {
+	Validate(s Spec) error
+}
+
+// SpecError is a spec a backend cannot honour, naming the key.
+type SpecError struct {
+	Driver string
+	Key    string // a sandbox's key as in the configuration: vm_type, ports, template
+	Reason string
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("%s: the %s driver cannot %s", e.Key, e.Driver, e.Reason)
+}
+
+// Env is what a backend is built from: the process's environment and
+// sbf's folders, so that tests and SBF_NOW decide them, not globals.
+type Env struct {
+	Getenv    func(string) string
+	Clock     clock.Clock
+	StateDir  string // sbf's host-wide state folder
+	Workspace string // the workspace root (where a per-workspace backend keeps its world)
+	HostOS    string // runtime.GOOS spelling
+	HostArch  string // runtime.GOARCH spelling
+	Debug     func(format string, args ...any)
+}
+
+// Registration is one backend as the registry knows it.
+type Registration struct {
+	Name string
+	// New builds the backend, or says why it cannot be used here
+	// (*UnavailableError).
+	New func(ctx context.Context, env Env) (Driver, error)
+	// Diagnose checks everything the backend needs for these VMs, without
+	// stopping at the first problem (sbf doctor). Nil: New's answer is
+	// the diagnosis.
+	Diagnose func(ctx context.Context, env Env, specs []Spec) Diagnosis
+	// PerWorkspace backends are built once per workspace, others once per
+	// process.
+	PerWorkspace bool
+	// TestOnly backends are never a default and are named apart in docs.
+	TestOnly bool
+}
+
+var registry = struct {
+	sync.RWMutex
+	m map[string]Registration
+}{m: map[string]Registration{}}
+
+// Register adds a backend; each backend package calls it from its
+// register.go. A name registered twice is a programming error.
+func Register(r Registration) {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.m[r.Name]; dup || r.Name == "" || r.Name == "auto" || r.New == nil {
+		panic("drivers: bad or duplicate registration " + r.Name)
+	}
+	registry.m[r.Name] = r
+}
+
+// Lookup finds a registered backend.
+func Lookup(name string) (Registration, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	r, ok := registry.m[name]
+	return r, ok
+}
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, 0, len(registry.m))
+	for n := range registry.m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NotBuiltIn is the answer for a backend name this build does not have.
+func NotBuiltIn(name string) *UnavailableError {
+	return &UnavailableError{Driver: name, Reason: "this build of sbf has no " + name + " driver",
+		ProbableCause: "backend_unavailable", NextSteps: []string{"use a build of sbf that includes the " + name + " driver"}}
+}

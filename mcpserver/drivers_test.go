@@ -1,0 +1,4 @@
+package mcpserver
+
+// The tests validate specs naming backends, which register themselves.
+import _ "github.com/sandboxforge/sbf/drivers/all"

@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// Backends builds drivers from the registry: each once per process, or
+// once per workspace for a backend that keeps its world there (sim). env
+// is completed with the workspace's root.
+func Backends(env drivers.Env) DriverFactory {
+	var mu sync.Mutex
+	cache := map[string]Driver{}
+	return func(name string, r *spec.Resolved) (Driver, error) {
+		reg, ok := drivers.Lookup(name)
+		if !ok {
+			return nil, drivers.NotBuiltIn(name)
+		}
+		e := env
+		if r != nil {
+			e.Workspace = r.Root
+		}
+		key := name
+		if reg.PerWorkspace {
+			key += "\x00" + e.Workspace
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := cache[key]; ok {
+			return d, nil
+		}
+		d, err := reg.New(context.Background(), e)
+		if err != nil {
+			return nil, err
+		}
+		cache[key] = d
+		return d, nil
+	}
+}
+
+// Diagnose asks every backend the workspace's sandboxes use whether it can
+// run their VMs here (sbf doctor): one diagnosis per backend, sorted.
+func Diagnose(ctx context.Context, env drivers.Env, r *spec.Resolved) []drivers.Diagnosis {
+	if len(r.Config.Sandboxes) == 0 {
+		// Nothing declared yet: ask about the VM [vm] describes.
+		copied := *r
+		copied.Config.Sandboxes = map[string]spec.Sandbox{"example": {VM: r.Config.VM}}
+		r = &copied
+	}
+	env.Workspace = r.Root
+	byDriver := map[string][]drivers.Spec{}
+	for _, sb := range DesiredFrom(r).Sandboxes {
+		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb.VM)
+	}
+	var out []drivers.Diagnosis
+	for _, name := range slices.Sorted(maps.Keys(byDriver)) {
+		out = append(out, diagnoseOne(ctx, env, name, byDriver[name]))
+	}
+	return out
+}
+
+func diagnoseOne(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) drivers.Diagnosis {
+	reg, ok := drivers.Lookup(name)
+	if ok && reg.Diagnose != nil {
+		return reg.Diagnose(ctx, env, specs)
+	}
+	d := drivers.Diagnosis{Driver: name, Summary: "usable"}
+	var err error = drivers.NotBuiltIn(name)
+	if ok {
+		_, err = reg.New(ctx, env)
+	}
+	if err != nil {
+		d.Summary = "cannot run VMs here"
+		d.Add(drivers.CheckFromError("driver", err))
+	}
+	d.Finish()
+	return d
+}
