@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec"
 	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
@@ -51,8 +52,7 @@ type Driver struct {
 	version   string
 	templates templateStore
 
-	mu    sync.Mutex
-	conns map[string]*sshConn // instance → open SSH client
+	ssh *sshexec.Pool // one kept-open connection per running instance
 
 	noteEmulation sync.Once
 }
@@ -87,7 +87,9 @@ func newDriver(o Options) *Driver {
 	if o.Image == nil {
 		o.Image = cachedImage(o.Getenv, o.Euid())
 	}
-	return &Driver{opts: o, conns: map[string]*sshConn{}}
+	d := &Driver{opts: o}
+	d.ssh = sshexec.New(d.sshOptions())
+	return d
 }
 
 // Version is what `limactl --version` reported.

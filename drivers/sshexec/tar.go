@@ -1,8 +1,7 @@
-package lima
+package sshexec
 
 import (
 	"archive/tar"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,82 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/crypto/ssh"
 )
-
-// CopyIn copies a local file or folder to remotePath in the guest as one
-// tar stream over SSH: one session, however many files.
-func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
-	s, stderr, err := d.copySession(ctx, instance)
-	if err != nil {
-		return d.copyFallback(ctx, localPath, instance+":"+remotePath, err)
-	}
-	defer s.Close()
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		return err
-	}
-	dir, base := splitRemote(remotePath)
-	if err := s.Start("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
-		return err
-	}
-	werr := writeTar(stdin, localPath, base)
-	stdin.Close()
-	if err := s.Wait(); err != nil {
-		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
-	}
-	return werr
-}
-
-// CopyOut copies a guest file or folder to localPath the same way.
-func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	s, stderr, err := d.copySession(ctx, instance)
-	if err != nil {
-		return d.copyFallback(ctx, instance+":"+remotePath, localPath, err)
-	}
-	defer s.Close()
-	stdout, err := s.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	dir, base := splitRemote(remotePath)
-	if err := s.Start("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
-		return err
-	}
-	rerr := readTar(stdout, base, localPath)
-	io.Copy(io.Discard, stdout)
-	if err := s.Wait(); err != nil {
-		return fmt.Errorf("archiving %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
-	}
-	return rerr
-}
-
-// copySession opens a session whose stderr is kept for error messages.
-func (d *Driver) copySession(ctx context.Context, instance string) (*ssh.Session, *strings.Builder, error) {
-	s, err := d.session(ctx, instance)
-	if err != nil {
-		return nil, nil, err
-	}
-	stderr := &strings.Builder{}
-	s.Stderr = stderr
-	return s, stderr, nil
-}
-
-// splitRemote splits a guest path into its folder and last element.
-func splitRemote(p string) (dir, base string) {
-	dir, base = path.Split(path.Clean(p))
-	if dir == "" {
-		dir = "."
-	}
-	return dir, base
-}
-
-func (d *Driver) copyFallback(ctx context.Context, from, to string, sshErr error) error {
-	d.opts.Debug("lima: SSH unavailable (%v); falling back to limactl copy", sshErr)
-	_, _, err := d.run(ctx, nil, "copy", "-r", from, to)
-	return err
-}
 
 // writeTar archives src (file or folder) with its top entry named top.
 func writeTar(w io.Writer, src, top string) error {

@@ -1,4 +1,4 @@
-package lima
+package sshexec
 
 import (
 	"bytes"
@@ -96,7 +96,7 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest) (drivers.ExecR
 		case <-ctx.Done():
 			s.broken = true
 			s.sess.Close()
-			res := result(stdout, stderr, "ssh-shell")
+			res := Result(stdout, stderr, "ssh-shell")
 			res.ExitCode, res.TimedOut = -1, true
 			return res, ctx.Err()
 		}
@@ -105,17 +105,13 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest) (drivers.ExecR
 		s.broken = true
 		return drivers.ExecResult{}, err
 	}
-	res := result(stdout, stderr, "ssh-shell")
+	res := Result(stdout, stderr, "ssh-shell")
 	code, err := strconv.Atoi(out.rest)
 	if err != nil {
 		s.broken = true
 		return res, fmt.Errorf("reading the exit status: %q", out.rest)
 	}
-	res.ExitCode = code
-	if req.Timeout > 0 && (code == 124 || code == 137) {
-		res.TimedOut, res.ExitCode = true, -1
-		res.Stderr += "Command timed out after " + seconds(req.Timeout) + "s\n"
-	}
+	exited(&res, code, req.Timeout)
 	return res, nil
 }
 

@@ -1,4 +1,7 @@
-package lima
+// Package sshtest is an in-process SSH server standing in for a guest in
+// exec and copy tests: x/crypto/ssh on the loopback, running each exec
+// request with this host's sh, so a test's "remote" paths are local ones.
+package sshtest
 
 import (
 	"crypto/ed25519"
@@ -13,22 +16,22 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 )
 
-// guestServer is a stand-in guest for exec and copy tests: a real SSH
-// server (x/crypto/ssh) that runs each exec request with the host's sh.
-type guestServer struct {
-	addr        string
-	keyFile     string
-	connections atomic.Int32 // TCP connections accepted
-	sessions    atomic.Int32
+// Server is a running stand-in guest. It accepts only the key in KeyFile,
+// and counts what clients open so tests can prove connections are reused.
+type Server struct {
+	Host, Port  string
+	KeyFile     string       // the client's private key, unencrypted
+	Connections atomic.Int32 // TCP connections accepted
+	Sessions    atomic.Int32
 }
 
-func startGuest(t *testing.T) *guestServer {
+// Start serves until the test ends.
+func Start(t testing.TB) *Server {
 	t.Helper()
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
 	hostSigner, _ := ssh.NewSignerFromKey(hostPriv)
@@ -53,21 +56,22 @@ func startGuest(t *testing.T) *guestServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	g := &guestServer{addr: ln.Addr().String(), keyFile: keyFile}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	g := &Server{Host: host, Port: port, KeyFile: keyFile}
 	go func() {
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			g.connections.Add(1)
+			g.Connections.Add(1)
 			go g.serve(nc, cfg)
 		}
 	}()
 	return g
 }
 
-func (g *guestServer) serve(nc net.Conn, cfg *ssh.ServerConfig) {
+func (g *Server) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	_, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {
 		return
@@ -78,7 +82,7 @@ func (g *guestServer) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 		if err != nil {
 			continue
 		}
-		g.sessions.Add(1)
+		g.Sessions.Add(1)
 		go session(ch, requests)
 	}
 }
@@ -96,7 +100,7 @@ func session(ch ssh.Channel, requests <-chan *ssh.Request) {
 			req.Reply(true, nil)
 			mu.Lock()
 			cmd = exec.Command("sh", "-c", payload.Command)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			ownGroup(cmd)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
 			err := cmd.Start()
 			mu.Unlock()
@@ -115,7 +119,7 @@ func session(ch ssh.Channel, requests <-chan *ssh.Request) {
 		case "signal":
 			mu.Lock()
 			if cmd != nil && cmd.Process != nil {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				killGroup(cmd)
 			}
 			mu.Unlock()
 		default:

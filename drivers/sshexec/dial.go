@@ -1,0 +1,72 @@
+package sshexec
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// dial opens an SSH client to t and keeps it alive.
+func dial(ctx context.Context, t Target) (*ssh.Client, error) {
+	signers := loadKeys(t.IdentityFiles)
+	if len(signers) == 0 {
+		return nil, fmt.Errorf("no usable private key among %v", t.IdentityFiles)
+	}
+	cfg := &ssh.ClientConfig{
+		User: t.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(signers...)},
+		// Guests are this host's own VMs, reached on its loopback or a
+		// host-only network, and regenerate their host keys at every boot;
+		// Lima's own ssh.config disables host key checking for the same
+		// reason.
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(),
+		Timeout:         10 * time.Second,
+	}
+	addr := net.JoinHostPort(t.Host, t.Port)
+	var dialer net.Dialer
+	nc, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+	}
+	conn, chans, reqs, err := ssh.NewClientConn(nc, addr, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("SSH handshake with %s: %w", addr, err)
+	}
+	client := ssh.NewClient(conn, chans, reqs)
+	go keepAlive(client)
+	return client, nil
+}
+
+// loadKeys parses the private keys it can read; a target may list keys
+// that do not exist on this host (ssh skips those too).
+func loadKeys(paths []string) []ssh.Signer {
+	var signers []ssh.Signer
+	for _, path := range paths {
+		key, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if s, err := ssh.ParsePrivateKey(key); err == nil {
+			signers = append(signers, s)
+		}
+	}
+	return signers
+}
+
+// keepAlive pings the server so a dead connection is noticed (and closed)
+// instead of hanging the next command.
+func keepAlive(c *ssh.Client) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for range t.C {
+		if _, _, err := c.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+			c.Close()
+			return
+		}
+	}
+}
