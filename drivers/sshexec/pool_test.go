@@ -1,0 +1,110 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+)
+
+// unreachable is a pool whose targets cannot be found, as when a VM is not
+// running.
+func unreachable(fb Fallbacks, clk clock.Clock) *Pool {
+	return New(Options{
+		Target:    func(context.Context, string) (Target, error) { return Target{}, errNotRunning },
+		Fallbacks: fb, Clock: clk,
+	})
+}
+
+var errNotRunning = errors.New("instance is Stopped, not running")
+
+func TestFallbacksGetTheSSHError(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var calls []string
+	p := unreachable(Fallbacks{
+		Exec: func(_ context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult, error) {
+			calls = append(calls, "exec "+instance+" "+req.Command+": "+sshErr.Error())
+			clk.Advance(3 * time.Second)
+			return drivers.ExecResult{Via: "other", ExitCode: 5}, nil
+		},
+		CopyIn: func(_ context.Context, instance, local, remote string, sshErr error) error {
+			calls = append(calls, "in "+local+" "+instance+":"+remote+": "+sshErr.Error())
+			return nil
+		},
+		CopyOut: func(_ context.Context, instance, remote, local string, sshErr error) error {
+			calls = append(calls, "out "+instance+":"+remote+" "+local+": "+sshErr.Error())
+			return errors.New("copy failed too")
+		},
+	}, clk)
+	ctx := context.Background()
+	res, err := p.Exec(ctx, "vm", drivers.ExecRequest{Command: "true"})
+	if err != nil || res.Via != "other" || res.ExitCode != 5 || res.Duration != 3*time.Second || res.DurationMS != 3000 {
+		t.Errorf("exec = %+v, %v; want the fallback's result, timed on the pool's clock", res, err)
+	}
+	if err := p.CopyIn(ctx, "vm", "/here", "/there"); err != nil {
+		t.Errorf("copy in: %v", err)
+	}
+	if err := p.CopyOut(ctx, "vm", "/there", "/here"); err == nil || err.Error() != "copy failed too" {
+		t.Errorf("copy out: %v; want the fallback's error", err)
+	}
+	want := []string{
+		"exec vm true: " + errNotRunning.Error(),
+		"in /here vm:/there: " + errNotRunning.Error(),
+		"out vm:/there /here: " + errNotRunning.Error(),
+	}
+	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fallback calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestWithoutFallbacksTheSSHErrorIsReturned(t *testing.T) {
+	p := unreachable(Fallbacks{}, nil)
+	ctx := context.Background()
+	if _, err := p.Exec(ctx, "vm", drivers.ExecRequest{Command: "true"}); !errors.Is(err, errNotRunning) {
+		t.Errorf("exec: %v", err)
+	}
+	if err := p.CopyIn(ctx, "vm", "/here", "/there"); !errors.Is(err, errNotRunning) {
+		t.Errorf("copy in: %v", err)
+	}
+	if err := p.CopyOut(ctx, "vm", "/there", "/here"); !errors.Is(err, errNotRunning) {
+		t.Errorf("copy out: %v", err)
+	}
+}
+
+func TestACancelledExecDoesNotFallBack(t *testing.T) {
+	p := unreachable(Fallbacks{Exec: func(context.Context, string, drivers.ExecRequest, error) (drivers.ExecResult, error) {
+		t.Error("the fallback ran a command nobody waits for")
+		return drivers.ExecResult{}, nil
+	}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Exec(ctx, "vm", drivers.ExecRequest{Command: "true"}); err == nil {
+		t.Error("a cancelled exec succeeded")
+	}
+}
+
+func TestAliveNeverDials(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	if p.Alive(instance) || g.Connections.Load() != 0 {
+		t.Fatalf("alive before any command, %d connections", g.Connections.Load())
+	}
+	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Alive(instance) {
+		t.Error("not alive with an open connection")
+	}
+	p.Drop(instance)
+	if p.Alive(instance) {
+		t.Error("alive after Drop")
+	}
+	p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"})
+	p.Close()
+	if p.Alive(instance) || g.Connections.Load() != 2 {
+		t.Errorf("alive after Close, or %d connections; want 2", g.Connections.Load())
+	}
+}
