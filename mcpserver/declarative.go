@@ -87,7 +87,7 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 		return nil, newToolError(coded.InstanceTerminal, "Instance '"+sandbox+"' is "+status,
 			map[string]any{"instance_id": sandbox, "status": status})
 	}
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{Targets: []string{sandbox}})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{sandbox}})
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +114,8 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
-		Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets), DryRun: true})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{
+		Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
 	if res == nil || res.Plan == nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved.Root)
 	}

@@ -76,12 +76,12 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		return nil, err
 	}
 	id := newInstanceID()
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Targets: []string{id}, Edit: reconcile.UpEdit([]string{id}, ttl, keys)})
 	if err != nil {
 		// Leave nothing behind: the lease goes, and whatever was created
 		// is deleted before the error is returned.
-		s.cfg.Engine.Converge(context.WithoutCancel(ctx), ws, reconcile.Options{
+		s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{
 			Targets: []string{id}, Edit: reconcile.DestroyEdit([]string{id})})
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Targets: []string{e.Sandbox}, Edit: reconcile.DestroyEdit([]string{e.Sandbox})}); err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 		_, err := s.ttl(r, &a.TTLMinutes)
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Targets: []string{e.Sandbox}, Edit: reconcile.ExtendEdit(e.Sandbox, time.Duration(a.TTLMinutes)*time.Minute)})
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ func (s *Server) workspaceRows(ctx context.Context, root string, entries []state
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Converge(ctx, ws, reconcile.Options{DryRun: true})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{})
 	if res == nil {
 		return nil, err
 	}

@@ -42,7 +42,6 @@ type Options struct {
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
-	DryRun  bool       // plan only: no lock, nothing written
 }
 
 // Result is what a convergence saw and did.
@@ -60,9 +59,19 @@ type Result struct {
 	Warnings []string
 }
 
-// Converge brings one workspace to its desired state (or, with DryRun,
-// says what that would take).
-func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+// Plan says what Apply would do with the same options: the edit is made
+// in memory only, no lock is taken and nothing is written.
+func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+	return e.converge(ctx, ws, opts, true)
+}
+
+// Apply brings one workspace to its desired state: it writes the edit,
+// then executes the plan, recording every outcome.
+func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+	return e.converge(ctx, ws, opts, false)
+}
+
+func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	now := e.Clock.Now()
 	root, id, err := spec.WorkspaceIdentity(ws.Root)
 	if err != nil {
@@ -71,7 +80,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 	dir := filepath.Join(root, spec.Dir)
 	var store *state.Store
 	var rec *state.File
-	if opts.DryRun {
+	if planOnly {
 		if rec, err = state.Read(dir, root, id); err != nil {
 			return nil, err
 		}
@@ -110,7 +119,7 @@ func (e *Engine) Converge(ctx context.Context, ws spec.Options, opts Options) (*
 			return res, err
 		}
 	}
-	if opts.DryRun {
+	if planOnly {
 		return res, problemsError(res.Plan)
 	}
 	if opts.Confirm != nil && !res.Plan.Empty() {

@@ -266,7 +266,7 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 
 func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	res, err := h.converge(Options{Edit: RenewEdit(nil), DryRun: true})
+	res, err := h.planWith(Options{Edit: RenewEdit(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 // .sandboxforge/ owned by root would block the unprivileged retry).
 func TestUnavailableDriverIsAProblemNotAGuess(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"lima\"\n[sandboxes.api]\n")
-	res, err := h.converge(Options{DryRun: true})
+	res, err := h.planWith(Options{})
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) || len(res.Plan.Actions) != 0 || len(res.Plan.Problems) != 1 {
 		t.Errorf("plan: err = %v, plan = %+v", err, res.Plan)

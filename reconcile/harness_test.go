@@ -68,7 +68,11 @@ func (h *harness) ws() spec.Options {
 }
 
 func (h *harness) converge(opts Options) (*Result, error) {
-	return h.eng.Converge(context.Background(), h.ws(), opts)
+	return h.eng.Apply(context.Background(), h.ws(), opts)
+}
+
+func (h *harness) planWith(opts Options) (*Result, error) {
+	return h.eng.Plan(context.Background(), h.ws(), opts)
 }
 
 // apply is `sbf apply --auto-approve`.
@@ -88,7 +92,7 @@ func (h *harness) mustApply() *Result {
 
 func (h *harness) plan() *Plan {
 	h.t.Helper()
-	res, err := h.converge(Options{Edit: RenewEdit(nil), DryRun: true})
+	res, err := h.planWith(Options{Edit: RenewEdit(nil)})
 	if err != nil {
 		h.t.Fatalf("plan: %v", err)
 	}

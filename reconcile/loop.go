@@ -34,7 +34,7 @@ func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			res, err := e.Converge(context.WithoutCancel(ctx), ws, Options{})
+			res, err := e.Apply(context.WithoutCancel(ctx), ws, Options{})
 			if o.Report != nil {
 				o.Report(ws, res, err)
 			}

@@ -69,7 +69,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	if f.asJSON {
 		eng.Events = nil
 	}
-	res, err := eng.Converge(context.Background(), ws, opts)
+	res, err := eng.Apply(context.Background(), ws, opts)
 	if f.asJSON {
 		rep := applyReport{Error: coded.Of(err, coded.Unknown)}
 		if res != nil {

@@ -31,8 +31,8 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Converge(context.Background(), ws, reconcile.Options{
-				Targets: targets, Edit: reconcile.RenewEdit(targets), DryRun: true})
+			res, err := eng.Plan(context.Background(), ws, reconcile.Options{
+				Targets: targets, Edit: reconcile.RenewEdit(targets)})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

@@ -25,7 +25,7 @@ func (a *app) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Converge(context.Background(), ws, reconcile.Options{DryRun: true})
+			res, err := eng.Plan(context.Background(), ws, reconcile.Options{})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}
