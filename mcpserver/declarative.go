@@ -41,7 +41,7 @@ func (s *Server) registerWorkspace() {
 	addTool(s, "get_desired_state", "Return a workspace's resolved desired state, its sources and the managed overrides (leases, ad-hoc sandboxes).", s.desiredState)
 }
 
-func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
+func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
 	var extra json.RawMessage
 	if a.Overrides != nil {
 		extra, _ = json.Marshal(a.Overrides)
@@ -50,10 +50,16 @@ func (s *Server) validate(_ context.Context, a validateArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.load(ws)
+	v, err := s.cfg.Engine.Validate(ctx, ws)
 	if err != nil {
 		return nil, err
 	}
+	if !v.Valid() {
+		te := asToolError(v.Err())
+		te.Details["workspace_root"] = v.Root
+		return nil, te
+	}
+	r := v.Resolved
 	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources,
 		"config": r.Config, "valid": true, "diagnostics": sentences(r.Warnings)}, nil
 }

@@ -3,7 +3,10 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,5 +249,20 @@ func TestDeclarativeTools(t *testing.T) {
 	leases := d["managed_overrides"].(map[string]any)["leases"].(map[string]any)
 	if _, ok := leases["api"]; !ok || d["workspace_root"] != f.root {
 		t.Errorf("desired state = %v", d)
+	}
+}
+
+// validate_workspace_config and `sbf validate` share the engine's verdict:
+// a broken compose file makes the workspace invalid for both.
+func TestValidateSeesBrokenComposeFiles(t *testing.T) {
+	f := newFixture(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\ncompose = true\n")
+	os.WriteFile(filepath.Join(f.root, "compose.yaml"), []byte("services:\n  web:\n    image: [not, a, string]\n"), 0o644)
+	out := f.fails("validate_workspace_config", map[string]any{"workspace_root": f.root}, "WORKSPACE_CONFIG_INVALID")
+	if msg, _ := out["message"].(string); !strings.Contains(msg, "compose.yaml") {
+		t.Errorf("message does not name the compose file: %v", out)
+	}
+	v, err := f.srv.cfg.Engine.Validate(context.Background(), spec.Options{Root: f.root, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	if err != nil || v.Valid() {
+		t.Errorf("engine verdict: %v %+v", err, v)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxforge/sbf/drivers/guest"
-	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -65,57 +62,29 @@ func (a *app) validateCommand() *cobra.Command {
 }
 
 func (a *app) validate(req *spec.Request) (*validateReport, error) {
-	c, err := a.clock()
+	eng, err := a.engine("validate", engineFlags{})
 	if err != nil {
 		return nil, err
 	}
-	r, err := spec.Load(spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req, Now: c.Now()})
-	var verrs spec.Errors
-	if err != nil && !errors.As(err, &verrs) {
+	v, err := eng.Validate(context.Background(), spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req})
+	if err != nil {
 		return nil, err
 	}
-	rep := &validateReport{Valid: err == nil, Errors: verrs, Sources: []string{}, Warnings: spec.Errors{}}
+	rep := &validateReport{Valid: v.Valid(), WorkspaceRoot: v.Root, WorkspaceID: v.ID, Sources: []string{},
+		Errors: v.Errors, Warnings: v.Warnings}
 	if rep.Errors == nil {
 		rep.Errors = spec.Errors{}
 	}
-	if r == nil {
-		rep.WorkspaceRoot, _ = filepath.Abs(a.dir)
-		return rep, nil
+	if rep.Warnings == nil {
+		rep.Warnings = spec.Errors{}
 	}
-	rep.WorkspaceRoot, rep.WorkspaceID, rep.Sources = r.Root, r.WorkspaceID, r.Sources
-	if r.Warnings != nil {
-		rep.Warnings = r.Warnings
-	}
-	if rep.Valid {
-		if err := reconcile.CheckLayers(context.Background(), r, a.layerEnv()); err != nil {
-			rep.Valid, rep.Errors = false, layerErrors(err)
-			return rep, nil
+	if v.Resolved != nil {
+		rep.Sources = v.Resolved.Sources
+		if rep.Valid {
+			rep.Config = &v.Resolved.Config
 		}
-		rep.Config = &r.Config
 	}
 	return rep, nil
-}
-
-// layerErrors turns compose and services problems into validation errors
-// naming their file.
-func layerErrors(err error) spec.Errors {
-	var out spec.Errors
-	for _, e := range unjoin(err) {
-		var pe *guest.ProjectError
-		if errors.As(e, &pe) {
-			out = append(out, spec.Error{File: pe.File, Key: "compose", Message: pe.Err.Error()})
-			continue
-		}
-		out = append(out, spec.Error{File: spec.FileName, Key: "sandboxes", Message: e.Error()})
-	}
-	return out
-}
-
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 func (a *app) printValidation(rep *validateReport) error {

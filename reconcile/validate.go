@@ -1,0 +1,77 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// Validation is the verdict on a workspace's desired state: every problem
+// of every layer, and of the compose and services files it names.
+type Validation struct {
+	Root     string
+	ID       string
+	Resolved *spec.Resolved // nil when the layers themselves do not load
+	Errors   spec.Errors
+	Warnings spec.Errors // what sbf corrected on its own (a clamped lease)
+}
+
+// Valid reports whether nothing is wrong.
+func (v *Validation) Valid() bool { return len(v.Errors) == 0 }
+
+// Err is the problems as one error (WORKSPACE_CONFIG_INVALID), or nil.
+func (v *Validation) Err() error {
+	if v.Valid() {
+		return nil
+	}
+	return v.Errors
+}
+
+// Validate checks a workspace the same way whatever the front door: the
+// layered configuration first, then (when it is valid) the compose
+// projects and services it declares, loaded on the host.
+func (e *Engine) Validate(ctx context.Context, ws spec.Options) (*Validation, error) {
+	ws.Now = e.Clock.Now()
+	r, err := spec.Load(ws)
+	var specErrs spec.Errors
+	if err != nil && !errors.As(err, &specErrs) {
+		return nil, err
+	}
+	v := &Validation{Errors: specErrs}
+	if r == nil {
+		v.Root, _ = filepath.Abs(ws.Root)
+		return v, nil
+	}
+	v.Root, v.ID, v.Resolved, v.Warnings = r.Root, r.WorkspaceID, r, r.Warnings
+	if v.Valid() {
+		if err := CheckLayers(ctx, r, e.Env); err != nil {
+			v.Errors = layerErrors(err)
+		}
+	}
+	return v, nil
+}
+
+// layerErrors turns compose and services problems into validation errors
+// naming their file.
+func layerErrors(err error) spec.Errors {
+	var out spec.Errors
+	for _, e := range unjoin(err) {
+		var pe *guest.ProjectError
+		if errors.As(e, &pe) {
+			out = append(out, spec.Error{File: pe.File, Key: "compose", Message: pe.Err.Error()})
+			continue
+		}
+		out = append(out, spec.Error{File: spec.FileName, Key: "sandboxes", Message: e.Error()})
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
