@@ -54,17 +54,17 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	vm, keys := r.Config.VM, map[string]any{}
+	keys := map[string]any{}
 	if a.CPUs != nil {
-		vm.CPUs, keys["cpus"] = *a.CPUs, int64(*a.CPUs)
+		keys["cpus"] = int64(*a.CPUs)
 	}
 	if a.MemoryGiB != nil {
-		vm.MemoryGiB, keys["memory_gib"] = *a.MemoryGiB, *a.MemoryGiB
+		keys["memory_gib"] = *a.MemoryGiB
 	}
 	if a.DiskGiB != nil {
-		vm.DiskGiB, keys["disk_gib"] = *a.DiskGiB, *a.DiskGiB
+		keys["disk_gib"] = *a.DiskGiB
 	}
-	driver := r.Host.ResolveDriver(vm.Driver)
+	driver := r.Host.ResolveDriver(r.Config.VM.Driver)
 	if _, err := s.cfg.Engine.Drivers(driver, r); err != nil {
 		return nil, err
 	}
@@ -72,17 +72,10 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.preflight(r, vm); err != nil {
-		return nil, err
-	}
 	id := newInstanceID()
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
-		Targets: []string{id}, Edit: reconcile.UpEdit([]string{id}, ttl, keys)})
+		Targets: []string{id}, Edit: reconcile.UpEdit([]string{id}, ttl, keys), Rollback: true})
 	if err != nil {
-		// Leave nothing behind: the lease goes, and whatever was created
-		// is deleted before the error is returned.
-		s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{
-			Targets: []string{id}, Edit: reconcile.DestroyEdit([]string{id})})
 		return nil, err
 	}
 	s.touch(r.Root)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/sandboxforge/sbf/internal/hostcap"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -31,8 +30,6 @@ type Config struct {
 	ConfigHome  string
 	DefaultRoot string // workspace for declarative tools called without one
 	Version     string
-	// Probe measures the host before a VM is created (tests replace it).
-	Probe func(root string) hostcap.Capacity
 }
 
 // Server is one MCP server over one engine.
@@ -49,9 +46,6 @@ type Server struct {
 
 // New builds the server and registers every tool.
 func New(cfg Config) *Server {
-	if cfg.Probe == nil {
-		cfg.Probe = hostcap.Probe
-	}
 	s := &Server{
 		cfg:     cfg,
 		index:   state.OpenHostIndex(cfg.Engine.HostDir),

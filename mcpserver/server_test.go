@@ -57,7 +57,8 @@ func newFixture(t testing.TB, specText string) *fixture {
 func (f *fixture) start(settings Settings) {
 	eng := &reconcile.Engine{
 		Clock: f.clock, HostDir: f.hostDir, Parallelism: 4, LockTimeout: time.Minute,
-		Who: flock.Holder{Command: "mcp test", PID: os.Getpid()},
+		Who:   flock.Holder{Command: "mcp test", PID: os.Getpid()},
+		Probe: func(string) hostcap.Capacity { return f.probe },
 		Drivers: func(name string, _ *spec.Resolved) (reconcile.Driver, error) {
 			if name != sim.Name {
 				return nil, &drivers.UnavailableError{Driver: name, Reason: "limactl not found in PATH",
@@ -67,7 +68,7 @@ func (f *fixture) start(settings Settings) {
 		},
 	}
 	f.srv = New(Config{Engine: eng, Settings: settings, Host: spec.Host{OS: "linux", Arch: "amd64"},
-		DefaultRoot: f.root, Version: "test", Probe: func(string) hostcap.Capacity { return f.probe }})
+		DefaultRoot: f.root, Version: "test"})
 	c, err := client.NewInProcessClient(f.srv.MCP())
 	if err != nil {
 		f.t.Fatal(err)

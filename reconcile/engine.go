@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/hostcap"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -33,6 +34,8 @@ type Engine struct {
 	// Env is the process environment: ${VAR} in secrets, and compose
 	// interpolation when a workspace asks for it.
 	Env LayerEnv
+	// Probe measures what the host can give a new VM (nil: hostcap.Probe).
+	Probe func(path string) hostcap.Capacity
 }
 
 // Options say what one convergence does.
@@ -42,6 +45,10 @@ type Options struct {
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
+	// Rollback undoes a failed create: the sandbox's lease is dropped and
+	// whatever was made of it deleted, so a failed `sbf up` or
+	// create_instance leaves nothing behind. Apply retries instead.
+	Rollback bool
 }
 
 // Result is what a convergence saw and did.
@@ -68,7 +75,23 @@ func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Resu
 // Apply brings one workspace to its desired state: it writes the edit,
 // then executes the plan, recording every outcome.
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
-	return e.converge(ctx, ws, opts, false)
+	res, err := e.converge(ctx, ws, opts, false)
+	if err == nil || !opts.Rollback || res == nil || !res.Applied {
+		return res, err
+	}
+	var failed []string
+	for _, a := range res.Plan.Actions {
+		if rec := res.State.Sandboxes[a.Sandbox]; (a.Kind == Create || a.Kind == Replace) && rec != nil && rec.Phase == state.Failed {
+			failed = append(failed, a.Sandbox)
+		}
+	}
+	if len(failed) > 0 {
+		_, rerr := e.converge(context.WithoutCancel(ctx), ws, Options{Targets: failed, Edit: DestroyEdit(failed)}, false)
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
+		}
+	}
+	return res, err
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
@@ -121,6 +144,9 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	}
 	if planOnly {
 		return res, problemsError(res.Plan)
+	}
+	if err := e.admitOnHost(res.Plan, r); err != nil {
+		return res, err
 	}
 	if opts.Confirm != nil && !res.Plan.Empty() {
 		ok, err := opts.Confirm(res.Plan)

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/hostcap"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -41,6 +42,7 @@ func newHarness(t testing.TB, specText string) *harness {
 		HostDir:     h.hostDir,
 		Parallelism: 4,
 		Who:         flock.Holder{Command: "test", PID: os.Getpid()},
+		Probe:       roomyHost,
 	}
 	return h
 }
@@ -141,4 +143,10 @@ func (h *harness) instance(sandbox string) string {
 		h.t.Fatal(err)
 	}
 	return drivers.InstanceName(id, sandbox)
+}
+
+// roomyHost is a host every test VM fits on, whatever machine runs them.
+func roomyHost(string) hostcap.Capacity {
+	mem, disk := 256.0, 4096.0
+	return hostcap.Capacity{CPUs: 64, MemoryAvailableGiB: &mem, DiskFreeGiB: &disk}
 }

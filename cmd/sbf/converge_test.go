@@ -179,3 +179,33 @@ func TestApplyReportsClampedLeases(t *testing.T) {
 		t.Errorf("--json: %s\n(plan: %s)", a.stdout, j.stdout)
 	}
 }
+
+// sbf up refuses a VM the host cannot hold, as create_instance does, and
+// writes nothing: the check belongs to the engine, not to one front door.
+func TestUpRefusesAVMTheHostCannotHold(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"sim\"\ncpus = 4096\n")
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	r := sbf(t, env, "up", "big", "-C", dir, "--json")
+	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "INSUFFICIENT_HOST_RESOURCES"`) || !strings.Contains(r.stdout, `"suggested_vm"`) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data), "big") {
+		t.Errorf("the refused sandbox was written down:\n%s", data)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, spec.Dir, "sim", "instances")); len(entries) != 0 {
+		t.Errorf("instances were created: %v", entries)
+	}
+}
+
+// A create that fails is rolled back by sbf up: no lease is left to
+// retry it forever, and the record says what happened.
+func TestUpRollsBackAFailedCreate(t *testing.T) {
+	dir := simDir(t, "[vm]\ndriver = \"sim\"\n")
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_SIM_FAULTS": "create:*=fail"}
+	if r := sbf(t, env, "up", "scratch", "-C", dir); r.code != 1 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data), "[leases.scratch]") {
+		t.Errorf("the failed sandbox keeps its lease:\n%s", data)
+	}
+}

@@ -26,7 +26,7 @@ func (a *app) upCommand() *cobra.Command {
 			}
 			f.autoApprove = true
 			return a.converge("up", &f, reconcile.Options{
-				Targets: names, Edit: reconcile.UpEdit(names, d.Std(), nil), Confirm: a.showPlan(f.asJSON)})
+				Targets: names, Edit: reconcile.UpEdit(names, d.Std(), nil), Confirm: a.showPlan(f.asJSON), Rollback: true})
 		},
 	}
 	f.register(cmd, false)
