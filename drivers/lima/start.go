@@ -38,10 +38,37 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 			drivers.Progressf(ctx, "%s", msg)
 		}
 	}, "start", "--timeout", d.opts.StartTimeout.String(), s.Name)
+	if err != nil && d.lateGuestAgent(ctx, stderr, s.Name) {
+		drivers.Progressf(ctx, "lima warning: the VM runs, but Lima's guest agent did not answer within its minute "+
+			"(a slow boot); Lima keeps retrying, and port forwards start once it answers")
+		return nil
+	}
 	if err != nil {
 		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
 	}
 	return nil
+}
+
+// lateGuestAgent tells a boot that only missed Lima's one-minute wait for
+// its guest agent (which a software-emulated boot on a busy host can)
+// from a real failure: the VM is running, and Lima's host agent goes on
+// connecting to the guest agent in the background. sbf's own exec and
+// copy do not need the guest agent.
+func (d *Driver) lateGuestAgent(ctx context.Context, stderr, name string) bool {
+	if !strings.Contains(stderr, "DEGRADED") || !strings.Contains(stderr, "guest agent does not seem to be running") ||
+		strings.Count(stderr, "level=error") > 1 {
+		return false
+	}
+	list, err := d.List(ctx)
+	if err != nil {
+		return false
+	}
+	for _, inst := range list {
+		if inst.Name == name {
+			return inst.Status == drivers.Running
+		}
+	}
+	return false
 }
 
 // startEnv is the environment `limactl start` needs beyond sbf's own:
@@ -96,6 +123,8 @@ func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error)
 		qemuVar + "=" + filepath.Join(dir, "qemu-system"),
 		"SBF_REAL_QEMU=" + qemu,
 		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
+		// What the ssh wrapper did, for when a slow boot still ends degraded.
+		"SBF_SSH_WRAPPER_LOG=" + filepath.Join(filepath.Dir(dir), "ssh-wrapper.log"),
 	}, nil
 }
 

@@ -174,3 +174,34 @@ func TestBootFailureNamesTheLogs(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A boot that only missed Lima's minute for the guest agent is a running
+// VM with a warning; any other DEGRADED end stays a failure.
+func TestLateGuestAgentIsAWarning(t *testing.T) {
+	f := newFake(t)
+	f.env["QEMU_SYSTEM_X86_64"] = "/usr/bin/qemu-system-x86_64"
+	degraded := `time="x" level=info msg="[hostagent] The final requirement 1 of 1 is satisfied"
+time="x" level=error msg="[guest agent does not seem to be running; port forwards will not work]"
+time="x" level=warning msg="DEGRADED. The VM seems running, but file sharing and port forwarding may not work."
+time="x" level=fatal msg="degraded, status={Running:true Degraded:true Exiting:false}"
+`
+	f.reply("start", "", degraded, 1)
+	f.reply("list", `{"name":"sbf-01234567-api","status":"Running"}`+"\n", "", 0)
+	var said []string
+	ctx := drivers.WithProgress(context.Background(), func(m string) { said = append(said, m) })
+	if err := f.driver().Start(ctx, qemuSpec); err != nil {
+		t.Fatalf("a late guest agent failed the start: %v", err)
+	}
+	if len(said) == 0 || !strings.Contains(said[len(said)-1], "guest agent did not answer") {
+		t.Errorf("progress = %q", said)
+	}
+	f.reply("list", `{"name":"sbf-01234567-api","status":"Stopped"}`+"\n", "", 0)
+	if err := f.driver().Start(ctx, qemuSpec); err == nil {
+		t.Error("a degraded start of a VM that is not running succeeded")
+	}
+	f.reply("start", "", strings.Replace(degraded, "level=info", "level=error", 1), 1)
+	f.reply("list", `{"name":"sbf-01234567-api","status":"Running"}`+"\n", "", 0)
+	if err := f.driver().Start(ctx, qemuSpec); err == nil {
+		t.Error("a start with another error succeeded")
+	}
+}
