@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -68,7 +69,7 @@ func BenchmarkParallelCreate(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				h := newHarness(b, text)
-				h.latency = "create=1s"
+				h.latency, h.simClock = "create=1s", clock.Real{} // a benchmark of real time
 				h.eng.Parallelism = par
 				b.StartTimer()
 				if _, err := h.apply(); err != nil {

@@ -27,6 +27,9 @@ type harness struct {
 	clock   *clock.Fake
 	faults  string
 	latency string
+	// simClock, when set, is the sim's clock (its latencies pass on it);
+	// default the fake clock the engine uses.
+	simClock clock.Clock
 	eng     *Engine
 	guests  *guestWorld // when set, sim instances have fake Docker guests
 }
@@ -51,7 +54,11 @@ func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
 	if name != sim.Name {
 		return nil, &drivers.UnavailableError{Driver: name, Reason: "not in tests"}
 	}
-	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: h.clock})
+	var c clock.Clock = h.clock
+	if h.simClock != nil {
+		c = h.simClock
+	}
+	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: c})
 	if err != nil || h.guests == nil {
 		return d, err
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -190,5 +194,122 @@ func TestWatchWakesAtLeaseEnd(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Watch returned %v", err)
+	}
+}
+
+// A workspace whose sandbox takes 10 (simulated) minutes to create does
+// not delay a lease expiry in another workspace served by the same loop.
+func TestSlowWorkspaceDoesNotDelayAnotherExpiry(t *testing.T) {
+	b := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.quick]\nttl = \"1m\"\n")
+	b.mustApply()
+	a := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.slow]\nttl = \"1h\"\n")
+	a.clock, a.simDir = b.clock, b.simDir // one host: one clock, one world
+	// slow holds a lease its VM does not have yet: the loop must create it.
+	testutil.WriteFile(t, filepath.Join(a.root, spec.Dir, spec.OverridesFile), fmt.Sprintf(
+		"[leases.slow]\nacquired_at = %s\nexpires_at = %s\n", t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)))
+	b.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		latency := ""
+		if r != nil && r.Root == a.root {
+			latency = "create=10m"
+		}
+		return sim.New(sim.Options{Dir: b.simDir, Latency: latency, Clock: b.clock})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.eng.Watch(ctx, WatchOptions{
+			Workspaces: func() []spec.Options { return []spec.Options{a.ws(), b.ws()} },
+			Interval:   time.Hour,
+		})
+	}()
+	defer func() { // the loop ends once slow's create has finished
+		cancel()
+		b.clock.Advance(10 * time.Minute)
+		<-done
+	}()
+	// Asleep: the loop waits for quick's lease end, the sim on slow's create.
+	for deadline := time.Now().Add(10 * time.Second); b.clock.Waiters() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the loop and the slow create never both waited (%d waiters)", b.clock.Waiters())
+		}
+	}
+	b.clock.Advance(time.Minute)
+	for deadline := time.After(10 * time.Second); ; {
+		if _, alive := b.world()[b.instance("quick")]; !alive {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("quick outlived its lease while slow was being created")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if _, made := b.world()[a.instance("slow")]; made {
+		t.Error("slow's 10-minute create finished after one minute")
+	}
+}
+
+// watchCounting runs the loop over one workspace and counts its passes.
+func watchCounting(t *testing.T, h *harness, interval time.Duration) (passes func() int, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	n := 0
+	done := make(chan error, 1)
+	go func() {
+		done <- h.eng.Watch(ctx, WatchOptions{
+			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
+			Interval:   interval,
+			Report:     func(spec.Options, *Result, error) { mu.Lock(); n++; mu.Unlock() },
+		})
+	}()
+	passes = func() int {
+		// The loop is idle when its only waiter is its own timer.
+		for deadline := time.Now().Add(10 * time.Second); h.clock.Waiters() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the loop never went to sleep")
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+	return passes, func() { cancel(); <-done }
+}
+
+// Failed passes back off exponentially (5 s, 10 s, 20 s, …) instead of
+// retrying at a fixed interval.
+func TestWatchBacksOffOnErrors(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.faults = "list:*=fail" // every pass fails to observe
+	passes, stop := watchCounting(t, h, time.Hour)
+	defer stop()
+	var got []int
+	for _, step := range []time.Duration{0, 5 * time.Second, 5 * time.Second, 5 * time.Second, 20 * time.Second} {
+		h.clock.Advance(step)
+		got = append(got, passes())
+	}
+	if fmt.Sprint(got) != "[1 2 2 3 4]" {
+		t.Errorf("passes after 0, 5, 10, 15, 35 s = %v; want a retry at 5 s, 15 s and 35 s", got)
+	}
+}
+
+// An invalid configuration is not retried until its files change.
+func TestWatchWaitsForInvalidFilesToChange(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\ncpus = 0\n[sandboxes.api]\n")
+	passes, stop := watchCounting(t, h, time.Minute)
+	defer stop()
+	if n := passes(); n != 1 {
+		t.Fatalf("first passes: %d", n)
+	}
+	for range 5 {
+		h.clock.Advance(time.Minute)
+	}
+	if n := passes(); n != 1 {
+		t.Errorf("an unchanged invalid workspace was retried: %d passes", n)
+	}
+	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.clock.Advance(time.Minute)
+	if n := passes(); n != 2 {
+		t.Errorf("the fixed workspace was not retried: %d passes", n)
 	}
 }

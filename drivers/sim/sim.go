@@ -30,7 +30,7 @@ type Options struct {
 	Dir     string      // the world; SBF_SIM_DIR, default <workspace>/.sandboxforge/sim
 	Latency string      // SBF_SIM_LATENCY, e.g. "create=300ms,start=100ms"
 	Faults  string      // SBF_SIM_FAULTS, e.g. "create:api=fail,delete:*=fail:2"
-	Clock   clock.Clock // timestamps in the log
+	Clock   clock.Clock // timestamps in the log, and the clock latencies pass on
 }
 
 // Driver is one simulated world.
@@ -168,7 +168,7 @@ func (d *Driver) transition(ctx context.Context, op, name string, change func(*r
 func (d *Driver) begin(ctx context.Context, op, name string) error {
 	if lat := d.latency[op]; lat > 0 {
 		select {
-		case <-time.After(lat):
+		case <-d.clock.After(lat):
 		case <-ctx.Done():
 			return d.end(op, name, ctx.Err())
 		}
