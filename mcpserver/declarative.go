@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -85,13 +84,8 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 	if err != nil {
 		return nil, err
 	}
-	if l, held := before.Config.Leases[sandbox]; !held || !s.cfg.Engine.Clock.Now().Before(l.ExpiresAt) {
-		status := "destroyed"
-		if held {
-			status = "expired"
-		}
-		return nil, newToolError(coded.InstanceTerminal, "Instance '"+sandbox+"' is "+status,
-			map[string]any{"instance_id": sandbox, "status": status})
+	if err := reconcile.CheckLease(before, sandbox, s.cfg.Engine.Clock.Now()); err != nil {
+		return nil, terminal(err, sandbox)
 	}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{sandbox}})
 	if err != nil {

@@ -150,13 +150,8 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if l, held := r.Config.Leases[e.Sandbox]; !held || !s.cfg.Engine.Clock.Now().Before(l.ExpiresAt) {
-		status := "destroyed"
-		if held {
-			status = "expired"
-		}
-		return nil, newToolError(coded.InstanceTerminal, fmt.Sprintf("Instance '%s' is %s", a.InstanceID, status),
-			map[string]any{"instance_id": a.InstanceID, "status": status})
+	if err := reconcile.CheckLease(r, e.Sandbox, s.cfg.Engine.Clock.Now()); err != nil {
+		return nil, terminal(err, a.InstanceID)
 	}
 	if a.TTLMinutes <= 0 || time.Duration(a.TTLMinutes)*time.Minute > r.Config.Lease.MaxTTL.Std() {
 		_, err := s.ttl(r, &a.TTLMinutes)
@@ -201,4 +196,12 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 		out["reconciliation_error"] = fmt.Sprint(problems)
 	}
 	return out, nil
+}
+
+// terminal words the engine's lease verdict as v1 did: "Instance 'ID' is
+// expired", with the instance id in the details.
+func terminal(err *coded.Error, id string) *coded.Error {
+	status := err.Details["status"]
+	return newToolError(coded.InstanceTerminal, fmt.Sprintf("Instance '%s' is %s", id, status),
+		map[string]any{"instance_id": id, "status": status})
 }

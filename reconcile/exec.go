@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -42,14 +43,8 @@ func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
 	if !ok {
 		return nil, notDeclared(r, sandbox)
 	}
-	l, held := r.Config.Leases[sandbox]
-	if !held || !e.Clock.Now().Before(l.ExpiresAt) {
-		status := "destroyed"
-		if held {
-			status = "expired"
-		}
-		return nil, coded.New(coded.InstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
-			"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
+	if err := CheckLease(r, sandbox, e.Clock.Now()); err != nil {
+		return nil, err
 	}
 	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox),
 		DriverName: r.Host.ResolveDriver(sb.Driver), engine: e}, nil
@@ -79,4 +74,21 @@ func (t *Target) Copier() (drivers.Copier, error) {
 		return nil, fmt.Errorf("the driver of sandbox %s cannot copy files", t.Sandbox)
 	}
 	return c, nil
+}
+
+// CheckLease says whether a sandbox holds a live lease, or why not:
+// INSTANCE_TERMINAL with details status ("destroyed" or "expired") and
+// sandbox. Nothing is done to a sandbox whose lease has run out, even
+// before the loop has deleted its VM.
+func CheckLease(r *spec.Resolved, sandbox string, now time.Time) *coded.Error {
+	l, held := r.Config.Leases[sandbox]
+	if held && now.Before(l.ExpiresAt) {
+		return nil
+	}
+	status := "destroyed"
+	if held {
+		status = "expired"
+	}
+	return coded.New(coded.InstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
+		"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
 }
