@@ -30,8 +30,8 @@ type harness struct {
 	// simClock, when set, is the sim's clock (its latencies pass on it);
 	// default the fake clock the engine uses.
 	simClock clock.Clock
-	eng     *Engine
-	guests  *guestWorld // when set, sim instances have fake Docker guests
+	eng      *Engine
+	guests   *guestWorld // when set, sim instances have fake Docker guests
 }
 
 func newHarness(t testing.TB, specText string) *harness {
