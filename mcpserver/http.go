@@ -18,6 +18,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // HTTPOptions secure and bound the Streamable HTTP transport.
@@ -35,7 +37,9 @@ type HTTPOptions struct {
 	// means DefaultSessionIdle.
 	SessionIdle time.Duration
 
-	now func() time.Time // tests move time; nil: the real clock
+	// clock times sessions; nil: the real clock (a session's idle time is
+	// real time whatever SBF_NOW says).
+	clock clock.Clock
 }
 
 // Defaults of the HTTP limits: far above what an MCP client sends (tool
@@ -93,15 +97,15 @@ type HTTP struct {
 // o.MaxBodyBytes get 413 with the error envelope.
 func (s *Server) HTTPHandler(o HTTPOptions) *HTTP {
 	o = o.withDefaults()
-	now := o.now
-	if now == nil {
-		now = time.Now
+	c := o.clock
+	if c == nil {
+		c = clock.Real{}
 	}
-	table := newSessionTable(o.MaxSessions, o.SessionIdle, now)
+	table := newSessionTable(o.MaxSessions, o.SessionIdle, c.Now)
 	mcp := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), server.WithSessionIdManager(table))
 	table.end = func(id string) { endSession(mcp, id) }
 	h := &HTTP{handler: guard(limitBody(mcp, o.MaxBodyBytes), o.Token), sessions: table, stop: make(chan struct{})}
-	go h.sweep(max(o.SessionIdle/4, time.Second))
+	go h.sweep(c.NewTicker(max(o.SessionIdle/4, time.Second)))
 	return h
 }
 
@@ -110,14 +114,13 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.Ser
 // Close stops the sweeper; sessions end with the process.
 func (h *HTTP) Close() { h.once.Do(func() { close(h.stop) }) }
 
-func (h *HTTP) sweep(every time.Duration) {
-	t := time.NewTicker(every)
+func (h *HTTP) sweep(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 			// After a burst of sessions ends, hand the memory back now
 			// rather than over the runtime's next minutes.
 			if h.sessions.Sweep() >= 100 {

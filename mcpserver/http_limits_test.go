@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
@@ -114,15 +115,15 @@ func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 // idle; an ended session's id is refused and its state released.
 func TestSessionsAreCappedAndExpire(t *testing.T) {
 	f := newFixture(t, simSpec)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := f.srv.HTTPHandler(HTTPOptions{MaxSessions: 50, SessionIdle: time.Hour, now: func() time.Time { return now }})
+	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := f.srv.HTTPHandler(HTTPOptions{MaxSessions: 50, SessionIdle: time.Hour, clock: c})
 	defer h.Close()
 	base := f.srv.Sessions() // the fixture's in-process client
 	first := initialize(t, h)
-	now = now.Add(time.Second)
+	c.Advance(time.Second)
 	keep := initialize(t, h)
 	for range 500 {
-		now = now.Add(time.Second)
+		c.Advance(time.Second)
 		initialize(t, h)
 		// keep stays active, so it is never the longest idle.
 		if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1, keep); rec.Code != http.StatusOK {
@@ -138,7 +139,7 @@ func TestSessionsAreCappedAndExpire(t *testing.T) {
 	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1, keep); rec.Code != http.StatusOK {
 		t.Errorf("the active session was evicted: %d", rec.Code)
 	}
-	now = now.Add(time.Hour)
+	c.Advance(time.Hour)
 	h.sessions.Sweep()
 	if n := f.srv.Sessions() - base; n != 0 || h.sessions.Len() != 0 {
 		t.Errorf("%d sessions held (table %d) after an hour idle", n, h.sessions.Len())

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/lima"
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile"
 )
@@ -146,7 +147,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			go watchConnection(ctx, stop, drv, tgt.Instance)
 			return broker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 				return x.Exec(ctx, tgt.Instance, req)
-			}, brokerIdle)
+			}, brokerIdle, clock.Real{}) // idleness is real time whatever SBF_NOW says
 		},
 	}
 }

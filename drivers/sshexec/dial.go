@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-// dial opens an SSH client to t and keeps it alive.
-func dial(ctx context.Context, t Target) (*ssh.Client, error) {
+// dial opens an SSH client to t and keeps it alive, pinging on c.
+func dial(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error) {
 	signers := loadKeys(t.IdentityFiles)
 	if len(signers) == 0 {
 		return nil, fmt.Errorf("no usable private key among %v", t.IdentityFiles)
@@ -38,7 +40,7 @@ func dial(ctx context.Context, t Target) (*ssh.Client, error) {
 		return nil, fmt.Errorf("SSH handshake with %s: %w", addr, err)
 	}
 	client := ssh.NewClient(conn, chans, reqs)
-	go keepAlive(client)
+	go keepAlive(client, c.NewTicker(30*time.Second))
 	return client, nil
 }
 
@@ -60,10 +62,9 @@ func loadKeys(paths []string) []ssh.Signer {
 
 // keepAlive pings the server so a dead connection is noticed (and closed)
 // instead of hanging the next command.
-func keepAlive(c *ssh.Client) {
-	t := time.NewTicker(30 * time.Second)
+func keepAlive(c *ssh.Client, t clock.Ticker) {
 	defer t.Stop()
-	for range t.C {
+	for range t.C() {
 		if _, _, err := c.SendRequest("keepalive@openssh.com", true, nil); err != nil {
 			c.Close()
 			return

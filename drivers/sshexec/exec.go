@@ -72,9 +72,9 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 	go func() { done <- s.Wait() }()
 	var backstop <-chan time.Time
 	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout + 5*time.Second)
+		t := p.opts.Clock.NewTimer(req.Timeout + 5*time.Second)
 		defer t.Stop()
-		backstop = t.C
+		backstop = t.C()
 	}
 	var waitErr error
 	timedOut := false

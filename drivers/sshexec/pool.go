@@ -84,7 +84,7 @@ func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	client, err := dial(ctx, t)
+	client, err := dial(ctx, t, p.opts.Clock)
 	if err != nil {
 		return nil, err
 	}

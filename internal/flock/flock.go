@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
@@ -68,7 +69,7 @@ func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration
 				return nil, ctx.Err()
 			}
 			return nil, &LockedError{Path: path, Holder: ReadHolder(path)}
-		case <-time.After(wait):
+		case <-clock.Real{}.After(wait): // another process lets go in real time, whatever "now" is
 		}
 		wait = min(wait*2, 250*time.Millisecond)
 	}

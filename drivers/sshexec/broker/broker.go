@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // ErrNoBroker means nothing answers on the socket.
@@ -69,13 +70,21 @@ func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.
 }
 
 // Serve answers requests with exec until ctx ends or no request has come
-// for idle. Requests are served concurrently.
-func Serve(ctx context.Context, ln net.Listener, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error), idle time.Duration) error {
+// for idle (on c). Requests are served concurrently.
+func Serve(ctx context.Context, ln net.Listener, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error),
+	idle time.Duration, c clock.Clock) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	active := 0
-	idleTimer := time.AfterFunc(idle, cancel)
+	idleTimer := c.NewTimer(idle)
+	go func() {
+		select {
+		case <-idleTimer.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	begin := func() {
 		mu.Lock()
 		active++

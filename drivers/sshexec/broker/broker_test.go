@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error)) (string, chan error) {
@@ -20,7 +21,7 @@ func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Serve(context.Background(), ln, exec, idle) }()
+	go func() { done <- Serve(context.Background(), ln, exec, idle, clock.Real{}) }()
 	return sock, done
 }
 
