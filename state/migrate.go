@@ -57,9 +57,6 @@ func strictDecode(data []byte) (*File, error) {
 	if f.Sandboxes == nil {
 		f.Sandboxes = map[string]*Sandbox{}
 	}
-	if f.Tasks == nil {
-		f.Tasks = map[string]*Task{}
-	}
 	for name, sb := range f.Sandboxes {
 		if sb == nil {
 			return nil, fmt.Errorf("sandbox %q has no record", name)

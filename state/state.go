@@ -52,7 +52,6 @@ type File struct {
 	WorkspaceRoot string              `json:"workspace_root"`
 	WorkspaceID   string              `json:"workspace_id"`
 	Sandboxes     map[string]*Sandbox `json:"sandboxes"`
-	Tasks         map[string]*Task    `json:"tasks"`
 }
 
 // Sandbox records one sandbox's instance as sbf last left it.
@@ -72,17 +71,6 @@ type Sandbox struct {
 	SSH       string            `json:"ssh,omitempty"`
 }
 
-// Task is a background command started in a sandbox.
-type Task struct {
-	ID         string     `json:"id"`
-	Sandbox    string     `json:"sandbox"`
-	Command    string     `json:"command"`
-	Status     string     `json:"status"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	ExitCode   *int       `json:"exit_code,omitempty"`
-}
-
 // New is the state of a workspace sbf has never written. Its lineage is
 // given on the first write, so every plan made before then agrees on it.
 func New(root, workspaceID string) *File {
@@ -91,7 +79,6 @@ func New(root, workspaceID string) *File {
 		WorkspaceRoot: root,
 		WorkspaceID:   workspaceID,
 		Sandboxes:     map[string]*Sandbox{},
-		Tasks:         map[string]*Task{},
 	}
 }
 

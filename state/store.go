@@ -157,8 +157,5 @@ func (f *File) Clone() *File {
 	if out.Sandboxes == nil {
 		out.Sandboxes = map[string]*Sandbox{}
 	}
-	if out.Tasks == nil {
-		out.Tasks = map[string]*Task{}
-	}
 	return &out
 }
