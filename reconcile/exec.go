@@ -2,10 +2,13 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -91,4 +94,55 @@ func CheckLease(r *spec.Resolved, sandbox string, now time.Time) *coded.Error {
 	}
 	return coded.New(coded.InstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
 		"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
+}
+
+// Brokers are exec brokers: sbf processes that keep a sandbox's
+// connection and guest shell warm between commands of separate sbf
+// processes. The front door that can start one says where it listens and
+// how to start it.
+type Brokers struct {
+	Socket func(instance string) string
+	Start  func(t *Target) error
+	Debug  func(format string, args ...any)
+}
+
+// brokerStartWait bounds how long a new broker may take to listen.
+const brokerStartWait = 5 * time.Second
+
+// ExecBrokered runs a command through the sandbox's exec broker when its
+// driver keeps connections open (drivers.Connector), starting a broker
+// when none answers, and directly otherwise or when that fails.
+func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest, b Brokers) (drivers.ExecResult, error) {
+	drv, err := t.Driver()
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
+	if _, keeps := drv.(drivers.Connector); !keeps || b.Socket == nil || b.Start == nil {
+		return t.Exec(ctx, req)
+	}
+	sock := b.Socket(t.Instance)
+	res, err := broker.Exec(ctx, sock, req)
+	if !errors.Is(err, broker.ErrNoBroker) {
+		return res, err
+	}
+	if err := b.Start(t); err != nil {
+		b.debugf("exec broker for %s: %v; running the command directly", t.Instance, err)
+		return t.Exec(ctx, req)
+	}
+	for waited := time.Duration(0); waited < brokerStartWait; waited += 100 * time.Millisecond {
+		if res, err = broker.Exec(ctx, sock, req); !errors.Is(err, broker.ErrNoBroker) {
+			return res, err
+		}
+		if err := clock.Sleep(ctx, t.engine.Clock, 100*time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	b.debugf("exec broker for %s did not answer; running the command directly", t.Instance)
+	return t.Exec(ctx, req)
+}
+
+func (b Brokers) debugf(format string, args ...any) {
+	if b.Debug != nil {
+		b.Debug(format, args...)
+	}
 }

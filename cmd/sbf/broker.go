@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/drivers/lima"
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -23,7 +21,7 @@ import (
 // watchConnection ends the broker once the VM's connection is gone (the VM
 // stopped, expired or was destroyed): nothing outlives its sandbox.
 func watchConnection(ctx context.Context, stop func(), drv any, instance string) {
-	alive, ok := drv.(interface{ Alive(string) bool })
+	alive, ok := drv.(drivers.Connector)
 	if !ok {
 		return
 	}
@@ -52,36 +50,13 @@ func (a *app) brokerSocket(instance string) string {
 	return filepath.Join(a.hostDir(), "exec", instance+".sock")
 }
 
-// brokered runs a command through the sandbox's exec broker, starting one
-// when none runs. Lima VMs only: their SSH connection and guest shell are
-// what a broker keeps warm between `sbf exec` processes.
-func (a *app) brokered(ctx context.Context, tgt *reconcile.Target, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	if tgt.DriverName != lima.Name || a.getenv("SBF_EXEC_BROKER") == "0" {
-		return tgt.Exec(ctx, req)
+// brokers is how `sbf exec` reaches exec brokers: sockets under the
+// host state folder, brokers started as detached sbf processes.
+func (a *app) brokers() reconcile.Brokers {
+	if a.getenv("SBF_EXEC_BROKER") == "0" {
+		return reconcile.Brokers{}
 	}
-	sock := a.brokerSocket(tgt.Instance)
-	res, err := broker.Exec(ctx, sock, req)
-	if !errors.Is(err, broker.ErrNoBroker) {
-		return res, err
-	}
-	if err := a.startBroker(tgt); err != nil {
-		a.debugf("exec broker for %s: %v; running the command directly", tgt.Instance, err)
-		return tgt.Exec(ctx, req)
-	}
-	// The broker listens before it dials the guest; give it a few seconds.
-	for attempt := 0; attempt < 50; attempt++ {
-		res, err = broker.Exec(ctx, sock, req)
-		if !errors.Is(err, broker.ErrNoBroker) {
-			return res, err
-		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			return res, ctx.Err()
-		}
-	}
-	a.debugf("exec broker for %s did not answer; running the command directly", tgt.Instance)
-	return tgt.Exec(ctx, req)
+	return reconcile.Brokers{Socket: a.brokerSocket, Start: a.startBroker, Debug: a.debugf}
 }
 
 // startBroker launches `sbf exec-broker` detached from this process.

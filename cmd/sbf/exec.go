@@ -41,7 +41,7 @@ func (a *app) execCommand() *cobra.Command {
 			if !asJSON && !noStdin && !isDevNull(a.stdin) {
 				req.Stdin = a.stdin
 			}
-			res, err := a.brokered(ctx, tgt, req)
+			res, err := tgt.ExecBrokered(ctx, req, a.brokers())
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}
