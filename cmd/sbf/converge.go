@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -95,8 +96,9 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 		return err
 	}
 	if res != nil && res.Plan != nil && !res.Applied && err == nil {
+		// Declined: like Terraform, not a success a script could miss.
 		fmt.Fprintln(a.stdout, "Apply cancelled; nothing was changed.")
-		return nil
+		return silentExit(1)
 	}
 	if res != nil && res.Plan != nil && res.Applied {
 		a.printOutcome(res)
@@ -126,7 +128,13 @@ func (a *app) printOutcome(res *reconcile.Result) {
 func (a *app) confirm(asJSON bool) func(*reconcile.Plan) (bool, error) {
 	return func(p *reconcile.Plan) (bool, error) {
 		if !isTerminal(a.stdin) {
-			return false, usageErrorf("refusing to change sandboxes without confirmation: stdin is not a terminal; pass --auto-approve")
+			// cron, nohup and CI runners give /dev/null or a pipe: nobody
+			// can answer, and a silent no-op must not look like success.
+			if !asJSON {
+				p.Render(a.stdout, a.style())
+			}
+			return false, errors.New("refusing to change sandboxes without confirmation: stdin is not a terminal " +
+				"(cron, CI, a pipe); review the plan with 'sbf plan', then run again with --auto-approve")
 		}
 		if !asJSON {
 			p.Render(a.stdout, a.style())
@@ -144,13 +152,11 @@ func (a *app) style() reconcile.Style {
 	return reconcile.Style{Color: isTerminal(a.stdout) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"}
 }
 
+// isTerminal asks the terminal driver, not the file mode: /dev/null is a
+// character device too.
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
