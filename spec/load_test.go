@@ -308,3 +308,20 @@ func TestDriverNamesComeFromTheRegistry(t *testing.T) {
 		t.Errorf("errors: %v", errs)
 	}
 }
+
+func TestFindWorkspaceWalksUp(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c")
+	os.MkdirAll(deep, 0o755)
+	if _, ok := FindWorkspace(deep); ok && !HasSpec(root) {
+		// A spec above the temp folder would make this test meaningless.
+		t.Skip("a workspace spec exists above the temporary folder")
+	}
+	testutil.WriteFile(t, filepath.Join(root, "a", ".orbitforge.toml"), "")
+	if got, ok := FindWorkspace(deep); !ok || got != filepath.Join(root, "a") {
+		t.Errorf("FindWorkspace = %q %v", got, ok)
+	}
+	if HasSpec(deep) || !HasSpec(filepath.Join(root, "a")) {
+		t.Error("HasSpec")
+	}
+}

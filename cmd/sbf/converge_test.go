@@ -36,7 +36,7 @@ func TestPlanJSON(t *testing.T) {
 func TestApplyWithoutTerminalNeedsAutoApprove(t *testing.T) {
 	dir := simDir(t, simSpec)
 	r := sbf(t, nil, "apply", "-C", dir)
-	if r.code != 2 || !strings.Contains(r.stderr, "--auto-approve") {
+	if r.code != 1 || !strings.Contains(r.stderr, "--auto-approve") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	if r := sbf(t, nil, "status", "-C", dir, "--json"); !strings.Contains(r.stdout, `"phase": "pending"`) {
@@ -207,5 +207,35 @@ func TestUpRollsBackAFailedCreate(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data), "[leases.scratch]") {
 		t.Errorf("the failed sandbox keeps its lease:\n%s", data)
+	}
+}
+
+// Like git and compose, sbf finds the workspace from a subfolder; where
+// there is none, workspace commands say so, exit 1 and create nothing.
+func TestWorkspaceIsFoundFromBelowOrNotAtAll(t *testing.T) {
+	dir := simDir(t, simSpec)
+	sub := filepath.Join(dir, "src", "deep")
+	os.MkdirAll(sub, 0o755)
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	t.Chdir(sub)
+	if r := sbf(t, env, "plan", "--detailed-exitcode"); r.code != 2 || !strings.Contains(r.stdout, "+ api") {
+		t.Errorf("plan from %s: exit %d\n%s%s", sub, r.code, r.stdout, r.stderr)
+	}
+	empty := t.TempDir()
+	for _, command := range []string{"plan", "apply", "status", "up", "destroy"} {
+		args := []string{command, "-C", empty}
+		if command == "apply" || command == "destroy" {
+			args = append(args, "--auto-approve")
+		}
+		r := sbf(t, env, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no .sandboxforge.toml in "+empty) || !strings.Contains(r.stderr, "sbf init") {
+			t.Errorf("%s in an empty folder: exit %d, %q", command, r.code, r.stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("created in the empty folder: %v", entries)
+	}
+	if r := sbf(t, env, "validate", "-C", empty); r.code != 0 {
+		t.Errorf("validate of an empty folder (the defaults): exit %d %s", r.code, r.stderr)
 	}
 }

@@ -90,7 +90,10 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "run as if sbf was started in `DIR` (the workspace root)")
+	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return a.findWorkspace(cmd)
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: 2, err: err}
 	})

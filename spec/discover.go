@@ -1,0 +1,36 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// HasSpec reports whether dir holds a workspace spec under any of its
+// names (.sandboxforge.toml, or v1's .orbitforge.toml and .lima-mcp.toml).
+func HasSpec(dir string) bool {
+	for _, f := range workspaceFiles {
+		if info, err := os.Stat(filepath.Join(dir, f)); err == nil && !info.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// FindWorkspace looks for a workspace spec in start and then in each parent,
+// as git and docker compose do, and returns the folder that holds one.
+func FindWorkspace(start string) (string, bool) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if HasSpec(dir) {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
