@@ -22,6 +22,8 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
+const defaultHTTPAddr = "127.0.0.1:8765"
+
 type mcpFlags struct {
 	http             string
 	allowNonLoopback bool
@@ -66,12 +68,26 @@ func (a *app) mcpCommand() *cobra.Command {
 		Long: "mcp serves SandboxForge's MCP tools on stdin/stdout for an MCP client, and runs the reconcile\n" +
 			"loop (expiry, repair) in the background. --http also serves Streamable HTTP at http://ADDR/mcp\n" +
 			"(default 127.0.0.1:8765). SandboxForge v1's environment variables keep their meaning.",
-		Args: args(cobra.NoArgs),
-		RunE: func(*cobra.Command, []string) error { return a.serveMCP(&f, true) },
+		// `--http ADDR` as two words: a bare --http takes the default
+		// address, so the address arrives as the one argument.
+		Args: args(func(cmd *cobra.Command, list []string) error {
+			if len(list) == 1 && cmd.Flags().Changed("http") && f.http == defaultHTTPAddr {
+				if _, _, err := net.SplitHostPort(list[0]); err == nil {
+					return nil
+				}
+			}
+			return cobra.NoArgs(cmd, list)
+		}),
+		RunE: func(_ *cobra.Command, list []string) error {
+			if len(list) == 1 {
+				f.http = list[0]
+			}
+			return a.serveMCP(&f, true)
+		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&f.http, "http", "", "also serve Streamable HTTP on `ADDR`")
-	cmd.Flags().Lookup("http").NoOptDefVal = "127.0.0.1:8765"
+	cmd.Flags().StringVar(&f.http, "http", "", "also serve Streamable HTTP on `ADDR` (default "+defaultHTTPAddr+")")
+	cmd.Flags().Lookup("http").NoOptDefVal = defaultHTTPAddr
 	return cmd
 }
 

@@ -247,3 +247,37 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 	}
 	return stdio, urls
 }
+
+// `sbf mcp --http ADDR` works as two words, the way the help writes it.
+func TestMCPHTTPAddressAsTwoWords(t *testing.T) {
+	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	c := w.cmd(nil, "mcp", "--http", "127.0.0.1:0")
+	stdin, _ := c.StdinPipe() // stdio stays open while HTTP serves
+	defer stdin.Close()
+	stderr, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var all strings.Builder
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "serving MCP on http://127.0.0.1:") {
+				found <- sc.Text()
+				return
+			}
+		}
+		found <- "exited:\n" + all.String()
+	}()
+	select {
+	case line := <-found:
+		if strings.HasPrefix(line, "exited") {
+			t.Fatalf("sbf mcp --http 127.0.0.1:0 did not serve HTTP: %s", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("sbf mcp --http ADDR did not start")
+	}
+}
