@@ -64,6 +64,10 @@ type Result struct {
 	// Warnings are what sbf corrected in the files as they were (a lease
 	// end clamped to its bounds), even when this run's edit rewrote them.
 	Warnings []string
+	// Busy names the process changing the workspace while a plan was made
+	// (it did not let go within LockTimeout): records and world may be
+	// halfway between two steps, so the plan is a glimpse, not a verdict.
+	Busy *flock.Holder
 }
 
 // Plan says what Apply would do with the same options: the edit is made
@@ -103,10 +107,13 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	dir := filepath.Join(root, spec.Dir)
 	var store *state.Store
 	var rec *state.File
+	var busy *flock.Holder
 	if planOnly {
-		if rec, err = state.Read(dir, root, id); err != nil {
+		var release func()
+		if rec, busy, release, err = state.ReadConsistent(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
 			return nil, err
 		}
+		defer release()
 	} else {
 		if err := e.preflight(ws, dir, root, id, opts.Targets); err != nil {
 			return nil, err
@@ -121,7 +128,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r)}
+	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r), Busy: busy}
 	desired := DesiredFrom(r)
 	layers, err := resolveLayers(ctx, r, desired, e.Env)
 	if err != nil {

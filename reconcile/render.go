@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/flock"
 )
 
 // Summary counts a plan the way people read plans: a replace both adds
@@ -124,6 +126,9 @@ type Report struct {
 	Summary  Summary   `json:"summary"`
 	Refresh  []Refresh `json:"state_corrections"`
 	Problems []Problem `json:"problems"`
+	// InProgress names the sbf changing the workspace while the plan was
+	// made, when one was.
+	InProgress *flock.Holder `json:"in_progress,omitempty"`
 }
 
 // Report gives the plan as data.

@@ -46,6 +46,10 @@ func (r *Result) Status() []SandboxStatus {
 			}
 		}
 		row.Live, row.Drift = r.live(row.Instance, row.Driver, rec)
+		if r.Busy != nil && row.Drift != "" {
+			// Mid-apply, record and world disagree by design.
+			row.Drift = ""
+		}
 		out = append(out, row)
 	}
 	return out

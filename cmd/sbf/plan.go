@@ -42,10 +42,13 @@ func (a *app) planCommand() *cobra.Command {
 				}
 			}
 			if f.asJSON {
-				if werr := writeJSON(a.stdout, res.Plan.Report()); werr != nil {
+				rep := res.Plan.Report()
+				rep.InProgress = res.Busy
+				if werr := writeJSON(a.stdout, rep); werr != nil {
 					return werr
 				}
 			} else {
+				a.noteBusy(res)
 				res.Plan.Render(a.stdout, a.style())
 				res.Plan.RenderProblems(a.stderr)
 				for _, w := range res.Warnings {
@@ -61,7 +64,7 @@ func (a *app) planCommand() *cobra.Command {
 			return nil
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, withSet)
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when changes are pending (0 none, 1 error)")
 	cmd.Flags().StringVar(&out, "out", "", "save the plan to `FILE` for 'sbf apply FILE'")
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this sandbox (repeatable)")

@@ -228,3 +228,38 @@ func TestConcurrentAppliesNeverCorruptState(t *testing.T) {
 		t.Errorf("world = %v", got)
 	}
 }
+
+// While an apply runs, plan and status say so instead of reporting the
+// half-done world as drift; with --lock-timeout they wait for it.
+func TestPlanAndStatusDuringAnApply(t *testing.T) {
+	w := newSimWorkspace(t, simSpec)
+	if r := w.run(nil, "apply", "--auto-approve", "--target", "api"); r.code != 0 {
+		t.Fatalf("first apply: %s", r.stderr)
+	}
+	slow := w.cmd([]string{"SBF_SIM_LATENCY=create=1500ms"}, "apply", "--auto-approve")
+	if err := slow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Wait()
+	time.Sleep(400 * time.Millisecond)
+	r := w.run(nil, "status", "--json")
+	var st struct {
+		InProgress *struct{ Command string } `json:"in_progress"`
+		Sandboxes  []struct{ Name, Drift string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.InProgress == nil || st.InProgress.Command != "sbf apply" {
+		t.Fatalf("status during an apply: %v\n%s", err, r.stdout)
+	}
+	for _, s := range st.Sandboxes {
+		if s.Drift != "" {
+			t.Errorf("%s: drift %q reported mid-apply", s.Name, s.Drift)
+		}
+	}
+	if p := w.run(nil, "plan"); !strings.Contains(p.stdout, `"sbf apply"`) || !strings.Contains(p.stdout, "glimpse") {
+		t.Errorf("plan during an apply does not say so:\n%s", p.stdout)
+	}
+	waited := w.run(nil, "status", "--json", "--lock-timeout", "30s")
+	if strings.Contains(waited.stdout, `"in_progress": {`) || strings.Count(waited.stdout, `"phase": "running"`) != 2 {
+		t.Errorf("status --lock-timeout did not wait for the apply:\n%s", waited.stdout)
+	}
+}

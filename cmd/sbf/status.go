@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,9 +34,10 @@ func (a *app) statusCommand() *cobra.Command {
 			if f.asJSON {
 				return writeJSON(a.stdout, map[string]any{
 					"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
-					"sandboxes": nonNil(rows), "error": coded.Of(err, coded.Unknown)})
+					"sandboxes": nonNil(rows), "in_progress": res.Busy, "error": coded.Of(err, coded.Unknown)})
 			}
 			fmt.Fprintf(a.stdout, "Workspace %s (%s)\n", res.Resolved.Root, res.Resolved.WorkspaceID)
+			a.noteBusy(res)
 			if len(rows) == 0 {
 				fmt.Fprintln(a.stdout, "No sandboxes declared or recorded.")
 			}
@@ -46,7 +48,7 @@ func (a *app) statusCommand() *cobra.Command {
 			return nil
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, withSet)
 	return cmd
 }
 
@@ -55,4 +57,13 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// noteBusy says that another sbf is changing the workspace, so what follows
+// may be halfway between two steps.
+func (a *app) noteBusy(res *reconcile.Result) {
+	if b := res.Busy; b != nil {
+		fmt.Fprintf(a.stdout, "Note: %q (pid %d) has been changing this workspace since %s; this is a glimpse mid-change "+
+			"(--lock-timeout 5m waits for it to finish).\n", b.Command, b.PID, b.Since.UTC().Format(time.RFC3339))
+	}
 }
