@@ -32,7 +32,7 @@ func (a *app) applyCommand() *cobra.Command {
 			return a.converge("apply", &f, opts)
 		},
 	}
-	f.register(cmd, true)
+	f.register(cmd, withApprove|withParallelism|withSet)
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "converge only this sandbox (repeatable)")
 	return cmd
 }

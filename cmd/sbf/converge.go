@@ -26,12 +26,25 @@ type convergeFlags struct {
 	sets        []string
 }
 
-func (f *convergeFlags) register(cmd *cobra.Command, approve bool) {
+// Flags beyond --json and --lock-timeout, given only to the commands on
+// which they act.
+const (
+	withApprove     = 1 << iota // asks before changing anything
+	withParallelism             // executes a plan over several sandboxes
+	withSet                     // reads the desired state, so overrides matter
+)
+
+func (f *convergeFlags) register(cmd *cobra.Command, which int) {
+	f.parallelism = 4
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
-	cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "sandboxes converged at once")
 	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait this long for another sbf holding the state lock")
-	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
-	if approve {
+	if which&withParallelism != 0 {
+		cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "sandboxes converged at once")
+	}
+	if which&withSet != 0 {
+		cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
+	}
+	if which&withApprove != 0 {
 		cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "do not ask for confirmation")
 	}
 }

@@ -239,3 +239,22 @@ func TestWorkspaceIsFoundFromBelowOrNotAtAll(t *testing.T) {
 		t.Errorf("validate of an empty folder (the defaults): exit %d %s", r.code, r.stderr)
 	}
 }
+
+// A flag a command would ignore is not offered: asking for it is a usage
+// error, not a silent no-op.
+func TestFlagsOnlyWhereTheyAct(t *testing.T) {
+	dir := simDir(t, simSpec)
+	for _, args := range [][]string{
+		{"plan", "--parallelism", "2"}, {"status", "--parallelism", "2"}, {"extend", "api", "1h", "--parallelism", "2"},
+		{"destroy", "--set", "vm.cpus=2"},
+	} {
+		if r := sbf(t, nil, append(args, "-C", dir)...); r.code != 2 || !strings.Contains(r.stderr, "unknown flag") {
+			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"plan", "--set", "vm.cpus=2", "--lock-timeout", "1s"}, {"status", "--lock-timeout", "1s"}} {
+		if r := sbf(t, nil, append(args, "-C", dir)...); r.code != 0 {
+			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+}

@@ -21,6 +21,6 @@ func (a *app) destroyCommand() *cobra.Command {
 			return a.converge("destroy", &f, opts)
 		},
 	}
-	f.register(cmd, true)
+	f.register(cmd, withApprove|withParallelism)
 	return cmd
 }

@@ -23,6 +23,6 @@ func (a *app) extendCommand() *cobra.Command {
 				Targets: list[:1], Edit: reconcile.ExtendEdit(list[0], d.Std()), Confirm: a.showPlan(f.asJSON)})
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, withSet)
 	return cmd
 }

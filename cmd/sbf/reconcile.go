@@ -34,7 +34,7 @@ func (a *app) reconcileCommand() *cobra.Command {
 			return a.watch(&f, interval)
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, withParallelism|withSet)
 	cmd.Flags().BoolVar(&watch, "watch", false, "keep reconciling until interrupted")
 	cmd.Flags().DurationVar(&interval, "interval", time.Minute, "longest sleep between passes")
 	return cmd

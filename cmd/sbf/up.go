@@ -29,7 +29,7 @@ func (a *app) upCommand() *cobra.Command {
 				Targets: names, Edit: reconcile.UpEdit(names, d.Std(), nil), Confirm: a.showPlan(f.asJSON), Rollback: true})
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, withParallelism|withSet)
 	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: the sandbox's ttl or [lease] default_ttl")
 	return cmd
 }
