@@ -114,12 +114,20 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 		return silentExit(1)
 	}
 	if res != nil && res.Plan != nil && res.Applied {
-		a.printOutcome(res)
+		a.printOutcome(cmdName, res, opts.Targets, eng.Clock.Now())
 	}
 	return err
 }
 
-func (a *app) printOutcome(res *reconcile.Result) {
+func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
+	if cmdName == "up" || cmdName == "extend" || cmdName == "destroy" {
+		// Their change is the lease itself; say what became of it.
+		a.printLeases(cmdName, res, targets, now)
+		if res.Plan.Empty() && len(res.Plan.Problems) == 0 {
+			a.printStatusTable(res.Status())
+			return
+		}
+	}
 	s := res.Plan.Summary()
 	switch {
 	case len(res.Plan.Problems) > 0 && len(res.Plan.Actions) == 0:
@@ -195,4 +203,35 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// printLeases says, per sandbox, what up, extend or destroy did to its
+// lease.
+func (a *app) printLeases(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
+	if len(targets) == 0 {
+		targets = res.SortedSandboxes()
+	}
+	for _, name := range targets {
+		l, held := res.Resolved.Config.Leases[name]
+		switch {
+		case cmdName == "destroy" || !held:
+			fmt.Fprintf(a.stdout, "%s: lease dropped; its VM is deleted.\n", name)
+		default:
+			fmt.Fprintf(a.stdout, "%s: lease ends %s (in %s).\n", name, l.ExpiresAt.UTC().Format(time.RFC3339),
+				shortDuration(l.ExpiresAt.Sub(now)))
+		}
+	}
+}
+
+// shortDuration writes a lease length as people do: 1h30m, 45m, 2h.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
 }
