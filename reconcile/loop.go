@@ -61,6 +61,17 @@ type controller struct {
 	queue   map[string]*entry // by workspace root
 	running int
 	done    chan passDone
+	// waited is the instant the loop last slept until: a clock pinned by
+	// SBF_NOW never passes it, yet the wait is over.
+	waited time.Time
+}
+
+// now is the clock's time, or the end of the last wait if later.
+func (c *controller) now() time.Time {
+	if t := c.e.Clock.Now(); t.After(c.waited) {
+		return t
+	}
+	return c.waited
 }
 
 // entry is one workspace's place in the queue.
@@ -86,16 +97,18 @@ func (c *controller) run(ctx context.Context) error {
 		c.refresh()
 		c.dispatch(ctx)
 		var timer <-chan time.Time
-		if next, ok := c.nextDue(); ok {
-			timer = c.e.Clock.After(next.Sub(c.e.Clock.Now()))
+		next, ok := c.nextDue()
+		if ok {
+			timer = c.e.Clock.After(next.Sub(c.now()))
 		}
 		select {
 		case d := <-c.done:
 			c.finish(d)
 		case <-timer:
+			c.waited = next
 		case <-c.o.Wake:
 			for _, en := range c.queue {
-				en.due, en.invalid = c.e.Clock.Now(), ""
+				en.due, en.invalid = c.now(), ""
 			}
 		case <-ctx.Done():
 			for c.running > 0 {
@@ -109,7 +122,7 @@ func (c *controller) run(ctx context.Context) error {
 // refresh adds new workspaces (due at once) and wakes invalid ones whose
 // files changed.
 func (c *controller) refresh() {
-	now := c.e.Clock.Now()
+	now := c.now()
 	for _, ws := range c.o.Workspaces() {
 		key := ws.Root
 		en, ok := c.queue[key]
@@ -131,7 +144,7 @@ func (c *controller) refresh() {
 
 // dispatch starts a pass for every due workspace, as workers allow.
 func (c *controller) dispatch(ctx context.Context) {
-	now := c.e.Clock.Now()
+	now := c.now()
 	for key, en := range c.queue {
 		if c.running >= c.o.Workers {
 			return
@@ -156,7 +169,7 @@ func (c *controller) finish(d passDone) {
 	if c.o.Report != nil {
 		c.o.Report(en.ws, d.res, d.err)
 	}
-	now := c.e.Clock.Now()
+	now := c.now()
 	if d.res != nil {
 		en.expiry = d.res.NextExpiry
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -261,5 +262,48 @@ func TestPlanAndStatusDuringAnApply(t *testing.T) {
 	waited := w.run(nil, "status", "--json", "--lock-timeout", "30s")
 	if strings.Contains(waited.stdout, `"in_progress": {`) || strings.Count(waited.stdout, `"phase": "running"`) != 2 {
 		t.Errorf("status --lock-timeout did not wait for the apply:\n%s", waited.stdout)
+	}
+}
+
+// `sbf reconcile --watch --json` writes one JSON object per line, one line
+// per pass, so a reader can follow it as it comes.
+func TestReconcileWatchJSONIsOneObjectPerLine(t *testing.T) {
+	w := newSimWorkspace(t, simSpec)
+	if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %s", r.stderr)
+	}
+	c := w.cmd([]string{"SBF_NOW=2099-01-01T00:00:00Z"}, "reconcile", "--watch", "--json", "--interval", "200ms")
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Signal(syscall.SIGTERM); c.Wait() }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var kinds []string
+	for i := 0; i < 2; i++ {
+		select {
+		case line, ok := <-lines:
+			var pass struct {
+				Time string
+				Plan struct{ Changes []struct{ Action string } }
+			}
+			if !ok || json.Unmarshal([]byte(line), &pass) != nil || pass.Time == "" {
+				t.Fatalf("line %d is not one JSON object: %q", i, line)
+			}
+			kinds = append(kinds, fmt.Sprint(len(pass.Plan.Changes)))
+		case <-time.After(20 * time.Second):
+			t.Fatal("no pass reported")
+		}
+	}
+	if kinds[0] != "2" || kinds[1] != "0" {
+		t.Errorf("changes per pass = %v, want the two expiries, then nothing", kinds)
 	}
 }

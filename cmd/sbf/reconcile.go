@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,6 +56,9 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if f.asJSON {
+		eng.Events = nil // stdout is the stream; progress would only be noise
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(a.stderr, "sbf: reconciling %s every %s (and at each lease end); Ctrl-C stops\n", a.dir, interval)
@@ -63,11 +67,12 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 		Interval:   interval,
 		Report: func(_ spec.Options, res *reconcile.Result, err error) {
 			if f.asJSON {
-				rep := applyReport{Error: coded.Of(err, coded.Unknown)}
+				// One object per line (NDJSON), so a reader can follow the stream.
+				rep := watchReport{Time: eng.Clock.Now().UTC(), applyReport: applyReport{Error: coded.Of(err, coded.Unknown)}}
 				if res != nil {
 					rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
 				}
-				writeJSON(a.stdout, rep)
+				json.NewEncoder(a.stdout).Encode(rep)
 				return
 			}
 			if err != nil {
@@ -80,4 +85,10 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 			}
 		},
 	})
+}
+
+// watchReport is one line of `sbf reconcile --watch --json`.
+type watchReport struct {
+	Time time.Time `json:"time"`
+	applyReport
 }
