@@ -47,6 +47,7 @@ test: vet
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 3000x -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadWithinLimits$$' -fuzztime 30000x -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTPHandler$$' -fuzztime 1000x -fuzzminimizetime 100x ./mcpserver
+	$(GO) test -run '^$$' -fuzz '^FuzzUpsertEnv$$' -fuzztime 20000x -fuzzminimizetime 100x ./drivers/guest
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -2,12 +2,16 @@ package guest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -102,57 +106,101 @@ func Redacted(env map[string]string) map[string]string {
 	return out
 }
 
-var envLine = regexp.MustCompile(`^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_.]*)\s*=`)
-
-// UpsertEnv sets each variable in a .env document: a line assigning the
-// key is replaced in place (keeping an `export ` prefix), every other line
-// stays byte for byte, new keys are appended in sorted order, and the
-// result ends with exactly one newline.
+// UpsertEnv sets each variable in a .env document. The value of every
+// statement assigning a key is replaced where it stands (a bare `KEY`,
+// which would take the value from the environment, gets `=value`); every
+// other byte stays, new keys are appended in sorted order, and the result
+// ends with exactly one newline. The document is read the way compose-go's
+// dotenv (docker compose's reader) reads it, so a value spanning lines or
+// a statement after a closing quote is never mistaken for an assignment.
+// A document that reader rejects is only appended to: WriteEnvFile
+// refuses to write it, as it refuses values CheckEnv rejects.
 func UpsertEnv(doc []byte, vars map[string]string) []byte {
-	var out bytes.Buffer
+	src := normalizedEnv(doc)
+	stmts, err := envStatements(src)
+	if err != nil {
+		stmts = nil
+	}
+	var out strings.Builder
 	seen := map[string]bool{}
-	body := bytes.TrimRight(doc, "\n")
-	if len(body) > 0 {
-		for _, line := range bytes.Split(body, []byte("\n")) {
-			m := envLine.FindSubmatch(line)
-			if m != nil {
-				if v, ok := vars[string(m[2])]; ok {
-					seen[string(m[2])] = true
-					cr := ""
-					if bytes.HasSuffix(line, []byte("\r")) {
-						cr = "\r"
-					}
-					out.Write(m[1])
-					out.WriteString(string(m[2]) + "=" + quoteEnv(v) + cr + "\n")
-					continue
-				}
-			}
-			out.Write(line)
-			out.WriteByte('\n')
+	last := 0
+	for _, st := range stmts {
+		v, ok := vars[st.key]
+		if !ok {
+			continue
 		}
+		seen[st.key] = true
+		out.WriteString(src[last:st.start])
+		q := quoteEnv(v)
+		if st.bare {
+			q = "=" + q
+		} else if q == v && strings.ContainsRune(`'"`, rune(src[st.start])) {
+			// Bare, it would run on into what follows the closing quote.
+			q = "'" + v + "'"
+		}
+		out.WriteString(q)
+		last = st.end
 	}
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
+	out.WriteString(src[last:])
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		if !seen[k] {
-			keys = append(keys, k)
+			out.WriteString(k + "=" + quoteEnv(vars[k]) + "\n")
 		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out.WriteString(k + "=" + quoteEnv(vars[k]) + "\n")
-	}
-	return out.Bytes()
+	return []byte(out.String())
 }
 
-// quoteEnv double-quotes values a .env reader would otherwise split or
-// interpret.
-func quoteEnv(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'#$\\`\n\r=") {
-		return v
+// normalizedEnv ends a document with exactly one newline, first: the last
+// line reads differently without its newline.
+func normalizedEnv(doc []byte) string {
+	src := string(bytes.TrimRight(doc, "\n"))
+	if src == "" {
+		return ""
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "$", `\$`, "`", "\\`")
-	return `"` + r.Replace(v) + `"`
+	return src + "\n"
 }
+
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckEnv refuses what a .env file cannot carry to a container: quoting
+// can represent any other value.
+func CheckEnv(vars map[string]string) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		v := vars[k]
+		switch {
+		case !envKey.MatchString(k):
+			errs = append(errs, fmt.Errorf("%q is not an environment variable name", k))
+		case strings.IndexByte(v, 0) >= 0:
+			errs = append(errs, fmt.Errorf("%s: the value contains a NUL byte, which no environment variable can hold", k))
+		case !utf8.ValidString(v):
+			errs = append(errs, fmt.Errorf("%s: the value is not valid UTF-8, which compose files and Docker's API cannot carry", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// quoteEnv writes v so that compose-go's dotenv reads back exactly v
+// (CheckEnv's values): bare when nothing in it is special to a .env
+// reader or a shell, else in single quotes, which expand nothing, else in
+// double quotes with the escapes dotenv undoes. Single quotes cannot hold
+// a quote, a line break (the file would no longer be one line per
+// variable) or an odd run of trailing backslashes (the last one would
+// escape the closing quote).
+func quoteEnv(v string) string {
+	switch {
+	case v != "" && strings.Trim(v, plainEnvChars) == "":
+		return v
+	case !strings.ContainsAny(v, "'\n\r") && (len(v)-len(strings.TrimRight(v, `\`)))%2 == 0:
+		return "'" + v + "'"
+	}
+	return `"` + doubleQuoted.Replace(v) + `"`
+}
+
+const plainEnvChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:/@%+-"
+
+// dotenv undoes these in double quotes; `\$` keeps `$` from expanding.
+var doubleQuoted = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "$", `\$`)
 
 // WriteEnvFile upserts vars into path (created 0600 when missing) and
 // replaces it atomically. It reports whether the file changed.
@@ -166,6 +214,12 @@ func WriteEnvFile(path string, vars map[string]string, write func(string, []byte
 	} else if !os.IsNotExist(err) {
 		return false, fmt.Errorf("reading %s: %w", path, err)
 	}
+	if err := CheckEnv(vars); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := envStatements(normalizedEnv(old)); err != nil {
+		return false, fmt.Errorf("writing %s: docker compose cannot read it, so sbf leaves it alone: %w", path, err)
+	}
 	next := UpsertEnv(old, vars)
 	if bytes.Equal(old, next) {
 		return false, nil
@@ -174,4 +228,110 @@ func WriteEnvFile(path string, vars map[string]string, write func(string, []byte
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// envStatement is a statement of a .env document: the key it assigns and
+// where its value lies (bare: `KEY` alone, value from the environment;
+// end is where `=value` would go).
+type envStatement struct {
+	key        string
+	start, end int
+	bare       bool
+}
+
+var exportPrefix = regexp.MustCompile(`^export\s+`)
+
+// envStatements splits src the way compose-go's dotenv parser does
+// (dotenv/parser.go), step for step, keeping positions instead of values.
+func envStatements(src string) ([]envStatement, error) {
+	var stmts []envStatement
+	i := len(src) - len(strings.TrimPrefix(src, "\uFEFF"))
+	for {
+		j := strings.IndexFunc(src[i:], func(r rune) bool { return !unicode.IsSpace(r) })
+		if j < 0 {
+			return stmts, nil
+		}
+		if i += j; src[i] == '#' {
+			if j = strings.IndexByte(src[i:], '\n'); j < 0 {
+				return stmts, nil
+			}
+			i += j
+			continue
+		}
+		if exportPrefix.MatchString(src[i:]) {
+			i += len("export")
+			i += len(src[i:]) - len(strings.TrimLeftFunc(src[i:], isEnvSpace))
+		}
+		key, sep, err := envKeyAt(src, i)
+		if err != nil || sep < 0 {
+			// At the end without `=`, the rest is a value for an empty key.
+			return stmts, err
+		}
+		if src[sep] == '\n' {
+			stmts = append(stmts, envStatement{key: key, start: sep, end: sep, bare: true})
+			i = sep + 1
+			continue
+		}
+		start := sep + 1 + len(src[sep+1:]) - len(strings.TrimLeftFunc(src[sep+1:], isEnvSpace))
+		end, next, err := envValueEnd(src, start)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, envStatement{key: key, start: start, end: end})
+		i = next
+	}
+}
+
+// envKeyAt reads a key from i to its `=`, `:` or newline (sep; -1 at the
+// end of src).
+func envKeyAt(src string, i int) (string, int, error) {
+	for off, r := range src[i:] {
+		switch {
+		case r == '=' || r == ':' || r == '\n':
+			key := strings.TrimRightFunc(src[i:i+off], unicode.IsSpace)
+			if strings.Contains(key, " ") {
+				return "", 0, fmt.Errorf("line %d: a variable name cannot contain a space", envLineAt(src, i))
+			}
+			return key, i + off, nil
+		case isEnvSpace(r), strings.ContainsRune("_.-[]", r), unicode.IsLetter(r), unicode.IsNumber(r):
+		default:
+			// The character is not quoted back: the line may hold a secret.
+			return "", 0, fmt.Errorf("line %d: a variable name holds a character dotenv does not allow", envLineAt(src, i))
+		}
+	}
+	return "", -1, nil
+}
+
+// envValueEnd finds the end of the value at start and where the next
+// statement may begin.
+func envValueEnd(src string, start int) (end, next int, err error) {
+	if start == len(src) || src[start] != '"' && src[start] != '\'' {
+		line, _, _ := strings.Cut(src[start:], "\n")
+		next = start + len(line) + 1
+		line, _, _ = strings.Cut(line, " #")
+		return start + len(strings.TrimRightFunc(line, unicode.IsSpace)), min(next, len(src)), nil
+	}
+	escaped := false
+	for k := start + 1; k < len(src); k++ {
+		switch c := src[k]; {
+		case c == src[start] && !escaped:
+			return k + 1, k + 1, nil
+		case c == '\\' && !escaped:
+			escaped = true
+		default:
+			escaped = false
+		}
+	}
+	return 0, 0, fmt.Errorf("line %d: unterminated quoted value", envLineAt(src, start))
+}
+
+func envLineAt(src string, i int) int { return 1 + strings.Count(src[:i], "\n") }
+
+// isEnvSpace is dotenv's isSpace: blanks, not line breaks.
+func isEnvSpace(r rune) bool {
+	switch r {
+	case '\t', '\v', '\f', '\r', ' ', 0x85, 0xA0:
+		return true
+	}
+	return false
 }
