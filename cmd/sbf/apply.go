@@ -34,6 +34,7 @@ func (a *app) applyCommand() *cobra.Command {
 	}
 	f.register(cmd, withApprove|withParallelism|withSet)
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "converge only this sandbox (repeatable)")
+	a.completeTarget(cmd)
 	return cmd
 }
 

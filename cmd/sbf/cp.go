@@ -16,7 +16,8 @@ func (a *app) cpCommand() *cobra.Command {
 		Short: "Copy files or folders between the host and a sandbox (NAME:PATH names the sandbox side)",
 		Long: "cp copies a file or a folder in one stream: sbf cp ./src api:/work/src, or sbf cp api:/work/out ./out.\n" +
 			"Exactly one side names a sandbox.",
-		Args: args(cobra.ExactArgs(2)),
+		Args:              args(cobra.ExactArgs(2)),
+		ValidArgsFunction: a.completeCopyPath,
 		RunE: func(_ *cobra.Command, list []string) error {
 			declared := a.declaredSandbox()
 			srcBox, src := splitRemote(list[0], declared, runtime.GOOS == "windows")

@@ -13,6 +13,7 @@ func (a *app) destroyCommand() *cobra.Command {
 		Short: "Release sandboxes' leases and delete their VMs",
 		Long: "destroy drops the lease of each named sandbox (every sandbox without names) and converges:\n" +
 			"their VMs are stopped and deleted. A later 'sbf apply' or 'sbf up' brings declared sandboxes back.",
+		ValidArgsFunction: a.completeSandboxes,
 		RunE: func(_ *cobra.Command, names []string) error {
 			opts := reconcile.Options{Targets: names, Edit: reconcile.DestroyEdit(names)}
 			if f.autoApprove {

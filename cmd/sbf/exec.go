@@ -24,7 +24,8 @@ func (a *app) execCommand() *cobra.Command {
 		Long: "exec runs COMMAND in the sandbox NAME (optional when the workspace declares one sandbox),\n" +
 			"passing stdin through and exiting with the command's exit status. With --json it prints\n" +
 			"{exit_code, stdout, stderr, duration_ms, ...} instead.",
-		Args: args(cobra.MinimumNArgs(1)),
+		Args:              args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: a.completeSandbox,
 		RunE: func(cmd *cobra.Command, list []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 || dash >= len(list) {

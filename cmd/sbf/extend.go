@@ -10,9 +10,10 @@ import (
 func (a *app) extendCommand() *cobra.Command {
 	var f convergeFlags
 	cmd := &cobra.Command{
-		Use:   "extend NAME DURATION",
-		Short: "Move a sandbox's lease end later (within [lease] max_ttl and max_lifetime)",
-		Args:  args(cobra.ExactArgs(2)),
+		Use:               "extend NAME DURATION",
+		Short:             "Move a sandbox's lease end later (within [lease] max_ttl and max_lifetime)",
+		Args:              args(cobra.ExactArgs(2)),
+		ValidArgsFunction: a.completeSandbox,
 		RunE: func(_ *cobra.Command, list []string) error {
 			d, err := spec.ParseDuration(list[1])
 			if err != nil {

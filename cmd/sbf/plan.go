@@ -68,6 +68,7 @@ func (a *app) planCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when changes are pending (0 none, 1 error)")
 	cmd.Flags().StringVar(&out, "out", "", "save the plan to `FILE` for 'sbf apply FILE'")
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this sandbox (repeatable)")
+	a.completeTarget(cmd)
 	return cmd
 }
 
