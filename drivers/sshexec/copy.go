@@ -29,7 +29,7 @@ func (p *Pool) CopyIn(ctx context.Context, instance, localPath, remotePath strin
 	if err := s.Start("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
 		return fmt.Errorf("starting tar in %s: %w", instance, err)
 	}
-	werr := writeTar(stdin, localPath, base)
+	werr := WriteTar(stdin, localPath, base)
 	stdin.Close()
 	if err := s.Wait(); err != nil {
 		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
@@ -55,7 +55,7 @@ func (p *Pool) CopyOut(ctx context.Context, instance, remotePath, localPath stri
 	if err := s.Start("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
 		return fmt.Errorf("starting tar in %s: %w", instance, err)
 	}
-	rerr := readTar(stdout, base, localPath)
+	rerr := ReadTar(stdout, base, localPath)
 	io.Copy(io.Discard, stdout)
 	if err := s.Wait(); err != nil {
 		return fmt.Errorf("archiving %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))

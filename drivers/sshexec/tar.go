@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// writeTar archives src (file or folder) with its top entry named top.
-func writeTar(w io.Writer, src, top string) error {
+// WriteTar archives src (file or folder) with its top entry named top.
+func WriteTar(w io.Writer, src, top string) error {
 	tw := tar.NewWriter(w)
 	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,10 +59,20 @@ func writeTar(w io.Writer, src, top string) error {
 	return tw.Close()
 }
 
-// readTar extracts an archive whose top entry is top into dst (top is
-// renamed to dst). Entries must stay under top; symlinks are created last
-// so no entry is ever written through one.
-func readTar(r io.Reader, top, dst string) error {
+// ReadTar extracts an archive whose top entry is top into dst (top is
+// renamed to dst). Every write goes through an os.Root at dst's folder,
+// so neither an entry name (.., absolute) nor a symlink already there or
+// unpacked earlier can lead outside it; symlinks are created last.
+func ReadTar(r io.Reader, top, dst string) error {
+	parent, base := filepath.Dir(dst), filepath.Base(dst)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(parent)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", parent, err)
+	}
+	defer root.Close()
 	tr := tar.NewReader(r)
 	type link struct{ path, target string }
 	var links []link
@@ -76,37 +86,36 @@ func readTar(r io.Reader, top, dst string) error {
 		}
 		name := path.Clean(hdr.Name)
 		rel, ok := strings.CutPrefix(name, top)
-		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) || strings.Contains(name, "..") {
+		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) || strings.Contains(name, "..") || path.IsAbs(hdr.Name) {
 			return fmt.Errorf("refusing archive entry %q outside %q", hdr.Name, top)
 		}
-		target := filepath.Join(dst, filepath.FromSlash(rel))
+		target := filepath.Join(base, filepath.FromSlash(rel))
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
+			err = root.MkdirAll(target, 0o755)
 		case tar.TypeReg:
-			if err := writeFile(target, tr, hdr.FileInfo().Mode().Perm()); err != nil {
-				return err
-			}
+			err = writeFile(root, target, tr, hdr.FileInfo().Mode().Perm())
 		case tar.TypeSymlink:
 			links = append(links, link{target, hdr.Linkname})
 		}
+		if err != nil {
+			return fmt.Errorf("extracting %s: %w", hdr.Name, err)
+		}
 	}
 	for _, l := range links {
-		os.Remove(l.path)
-		if err := os.Symlink(l.target, l.path); err != nil {
-			return err
+		root.Remove(l.path)
+		if err := root.Symlink(l.target, l.path); err != nil {
+			return fmt.Errorf("extracting the link %s: %w", l.path, err)
 		}
 	}
 	return nil
 }
 
-func writeFile(p string, r io.Reader, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+func writeFile(root *os.Root, p string, r io.Reader, perm fs.FileMode) error {
+	if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
