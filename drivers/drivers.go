@@ -144,6 +144,10 @@ type ExecRequest struct {
 	Stdin     io.Reader     // nil: empty
 	Timeout   time.Duration // zero: none; the remote command is killed when it passes
 	MaxOutput int           // bytes kept per stream; zero: DefaultMaxOutput
+	// StdoutTo and StderrTo, when set, also receive the output as it
+	// comes (sbf exec streams it); the result keeps the capped copy.
+	StdoutTo io.Writer
+	StderrTo io.Writer
 }
 
 // DefaultMaxOutput is how much of each output stream Exec keeps.

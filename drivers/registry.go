@@ -52,6 +52,13 @@ type Validator interface {
 	Validate(s Spec) error
 }
 
+// HostShell is a backend whose Exec runs commands on this host, not in a
+// VM (the sim): sbf never runs its own guest scripts (a Docker install,
+// service containers) through it.
+type HostShell interface {
+	RunsOnHost() bool
+}
+
 // SpecError is a spec a backend cannot honour, naming the key.
 type SpecError struct {
 	Driver string

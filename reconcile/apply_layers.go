@@ -39,6 +39,10 @@ func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
 // runnerFor gives the guest layer a way into an instance, or says why the
 // driver offers none.
 func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
+	if hs, ok := d.(drivers.HostShell); ok && hs.RunsOnHost() {
+		return nil, fmt.Errorf("the %s driver runs commands on this host, not in a VM, so sbf does not install or run "+
+			"Docker, services or compose with it (use the lima driver)", driverName)
+	}
 	x, ok1 := d.(drivers.Execer)
 	c, ok2 := d.(drivers.Copier)
 	if !ok1 || !ok2 {

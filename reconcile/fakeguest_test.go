@@ -59,6 +59,9 @@ type guestSim struct {
 	world *guestWorld
 }
 
+// RunsOnHost: the fake Docker guest is a guest, whatever the sim does.
+func (guestSim) RunsOnHost() bool { return false }
+
 var (
 	cdRE      = regexp.MustCompile(`^cd '([^']+)'`)
 	projectRE = regexp.MustCompile(`compose -p '([^']+)'`)

@@ -25,4 +25,9 @@ func init() {
 	})
 }
 
-var _ drivers.Driver = (*Driver)(nil)
+var (
+	_ drivers.Driver    = (*Driver)(nil)
+	_ drivers.Execer    = (*Driver)(nil)
+	_ drivers.Copier    = (*Driver)(nil)
+	_ drivers.HostShell = (*Driver)(nil)
+)

@@ -146,6 +146,9 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		err = fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound)
 	}
+	if rerr := os.RemoveAll(d.guestDir(name)); err == nil {
+		err = rerr // a VM's disk goes with it
+	}
 	return d.end("delete", name, err)
 }
 

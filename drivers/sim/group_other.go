@@ -1,0 +1,7 @@
+//go:build !unix
+
+package sim
+
+import "os/exec"
+
+func setGroup(*exec.Cmd) {}

@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec"
+)
+
+// A running sim instance's "guest" is a folder of the world: commands run
+// there for real (sh -c, with the folder as working directory and HOME),
+// and a guest path /a/b is the folder's a/b. Commands are not confined:
+// the sim is a test and demo driver, never a default, and RunsOnHost says
+// so, so sbf never runs its own guest scripts (Docker installs) with it.
+
+// guestDir is the instance's guest folder.
+func (d *Driver) guestDir(name string) string { return filepath.Join(d.dir, "guests", name) }
+
+// RunsOnHost reports that commands run on this host, not in a VM.
+func (d *Driver) RunsOnHost() bool { return true }
+
+// GuestPath maps a guest path into the instance's folder; no path leads
+// out of it.
+func (d *Driver) GuestPath(instance, p string) string {
+	return filepath.Join(d.guestDir(instance), filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// running checks the instance exists and runs, as a VM must to take
+// commands.
+func (d *Driver) running(instance string) error {
+	r, err := d.read(instance)
+	if err != nil {
+		return err
+	}
+	if r.Status != drivers.Running {
+		return fmt.Errorf("sim instance %s is %s, not running", instance, r.Status)
+	}
+	return os.MkdirAll(d.guestDir(instance), 0o755)
+}
+
+// Exec runs the command with sh in the instance's folder.
+func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	if err := d.begin(ctx, "exec", instance); err != nil {
+		return drivers.ExecResult{}, err
+	}
+	if err := d.running(instance); err != nil {
+		return drivers.ExecResult{}, d.end("exec", instance, err)
+	}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	dir := d.guestDir(instance)
+	cmd := exec.CommandContext(ctx, "sh", "-c", req.Command)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "SBF_SIM_INSTANCE=" + instance}
+	stdout, stderr := drivers.NewCappedBuffer(req.MaxOutput), drivers.NewCappedBuffer(req.MaxOutput)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, teeTo(stdout, req.StdoutTo), teeTo(stderr, req.StderrTo)
+	setGroup(cmd) // a timeout ends the whole command, children too
+	cmd.WaitDelay = time.Second
+	start := d.clock.Now()
+	err := cmd.Run()
+	res := sshexec.Result(stdout, stderr, "sim")
+	res.Duration = d.clock.Now().Sub(start)
+	res.DurationMS = res.Duration.Milliseconds()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil && req.Timeout > 0:
+		sshexec.MarkTimedOut(&res, req.Timeout)
+		err = nil
+	case errors.As(err, &exit):
+		res.ExitCode, err = exit.ExitCode(), nil
+	}
+	return res, d.end("exec", instance, err)
+}
+
+func teeTo(kept io.Writer, also io.Writer) io.Writer {
+	if also == nil {
+		return kept
+	}
+	return io.MultiWriter(kept, also)
+}
+
+// CopyIn copies a local file or folder to a path in the instance's folder.
+func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
+	if err := d.begin(ctx, "copy-in", instance); err != nil {
+		return err
+	}
+	if err := d.running(instance); err != nil {
+		return d.end("copy-in", instance, err)
+	}
+	return d.end("copy-in", instance, copyTree(localPath, d.GuestPath(instance, remotePath)))
+}
+
+// CopyOut copies a path of the instance's folder to the host.
+func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
+	if err := d.begin(ctx, "copy-out", instance); err != nil {
+		return err
+	}
+	if err := d.running(instance); err != nil {
+		return d.end("copy-out", instance, err)
+	}
+	return d.end("copy-out", instance, copyTree(d.GuestPath(instance, remotePath), localPath))
+}
+
+// copyTree streams src through the same tar code a VM copy uses, so the
+// same confinement applies at dst.
+func copyTree(src, dst string) error {
+	if _, err := os.Lstat(src); err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := sshexec.WriteTar(pw, src, "top")
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	rerr := sshexec.ReadTar(pr, "top", dst)
+	pr.Close() // a reader that gave up must not leave the writer blocked
+	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+		return werr
+	}
+	if rerr != nil {
+		return fmt.Errorf("copying %s to %s: %w", src, dst, rerr)
+	}
+	return nil
+}
