@@ -42,8 +42,9 @@ func (a *app) initCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Write a starter .sandboxforge.toml declaring one sandbox",
-		Long: "init writes a commented .sandboxforge.toml with one sandbox, the editor schema under .sandboxforge/,\n" +
-			"and adds .sandboxforge/ and .sandboxforge.local.toml to .gitignore. It never overwrites a spec.",
+		Long: "init writes a commented .sandboxforge.toml with one sandbox and, beside it, " + schemaFileName + ",\n" +
+			"the JSON Schema its '#:schema' line names (commit both: editors then complete and check the spec in\n" +
+			"every clone), and adds .sandboxforge/ and .sandboxforge.local.toml to .gitignore. It never overwrites a spec.",
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			driver = strings.ToLower(strings.TrimSpace(driver))
@@ -77,34 +78,19 @@ func (a *app) initWorkspace(driver string) error {
 	if werr != nil {
 		return fmt.Errorf("writing %s: %w", specPath, werr)
 	}
-	if err := writeSchemaFile(root); err != nil {
+	if _, err := writeSchema(filepath.Join(root, schemaFileName)); err != nil {
 		return err
 	}
 	added, err := ensureGitignore(filepath.Join(root, ".gitignore"), spec.Dir+"/", spec.LocalFileName)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "Wrote %s (one sandbox: dev, driver %s).\n", specPath, driver)
+	fmt.Fprintf(a.stdout, "Wrote %s (one sandbox: dev, driver %s) and %s, its schema: commit both.\n", specPath, driver, schemaFileName)
 	if len(added) > 0 {
 		fmt.Fprintf(a.stdout, "Added %s to .gitignore.\n", strings.Join(added, " and "))
 	}
 	fmt.Fprintln(a.stdout, "Next: 'sbf validate' to check it, 'sbf plan' to see what 'sbf apply' would do.")
 	return nil
-}
-
-func writeSchemaFile(root string) error {
-	b, err := spec.JSONSchema()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(root, spec.Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*\n"), 0o644); err != nil {
-		return fmt.Errorf("writing %s/.gitignore: %w", dir, err)
-	}
-	return os.WriteFile(filepath.Join(dir, "schema.json"), append(b, '\n'), 0o644)
 }
 
 // ensureGitignore appends the entries a .gitignore lacks, keeping every
@@ -141,10 +127,12 @@ func ensureGitignore(path string, entries ...string) ([]string, error) {
 }
 
 func starterSpec(driver string) string {
-	return `#:schema ./.sandboxforge/schema.json
-# SandboxForge workspace. 'sbf plan' shows what 'sbf apply' would change;
-# 'sbf schema' describes every key. Personal overrides belong in
-# .sandboxforge.local.toml (not committed).
+	return `#:schema ./` + schemaFileName + `
+# SandboxForge workspace. 'sbf plan' shows what 'sbf apply' would change.
+# The schema named above, committed beside this file, describes every key
+# to editors (Taplo, Even Better TOML); after upgrading sbf,
+# 'sbf schema --write ` + schemaFileName + `' refreshes it.
+# Personal overrides belong in .sandboxforge.local.toml (not committed).
 
 [vm]                          # defaults for every sandbox
 driver = "` + driver + `"` + strings.Repeat(" ", max(1, 19-len(driver))) + driverComment() + `

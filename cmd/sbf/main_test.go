@@ -152,7 +152,7 @@ func TestInitWritesAValidSpecAndNeverOverwrites(t *testing.T) {
 	if string(gi) != "node_modules\n.sandboxforge.local.toml\n.sandboxforge/\n" {
 		t.Errorf(".gitignore = %q", gi)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".sandboxforge", "schema.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, schemaFileName)); err != nil {
 		t.Errorf("schema for the #:schema line: %v", err)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, ".sandboxforge.toml"))
