@@ -77,8 +77,8 @@ func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, erro
 	return out, nil
 }
 
-// prepare converges one sandbox (never renewing its lease) and reports
-// what its layers recorded.
+// prepare converges one sandbox's layers (never renewing its lease): an
+// ad-hoc sandbox gets v1's bootstrap as desired state first.
 func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (map[string]any, error) {
 	before, err := s.load(ws)
 	if err != nil {
@@ -87,26 +87,63 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 	if err := reconcile.CheckLease(before, sandbox, s.cfg.Engine.Clock.Now()); err != nil {
 		return nil, terminal(err, sandbox)
 	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{sandbox}})
+	opts := reconcile.Options{Targets: []string{sandbox}, NoWait: !wait}
+	if before.AdHoc[sandbox] {
+		drv, err := s.cfg.Engine.Drivers(before.Host.ResolveDriver(before.Config.Sandboxes[sandbox].Driver), before)
+		if err != nil {
+			return nil, err
+		}
+		opts.Edit = reconcile.LayersEdit(sandbox, reconcile.BootstrapKeys(before, drv, includeServices))
+	}
+	res, err := s.cfg.Engine.Apply(ctx, ws, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.touch(res.Resolved.Root)
+	return s.prepared(ctx, res, sandbox, includeServices, wait)
+}
+
+// prepared is prepare_workspace's v1 result, from what the engine
+// recorded.
+func (s *Server) prepared(ctx context.Context, res *reconcile.Result, sandbox string, includeServices, wait bool) (map[string]any, error) {
+	p, err := s.cfg.Engine.Prepared(res, sandbox)
 	if err != nil {
 		return nil, err
 	}
 	r := res.Resolved
-	s.touch(r.Root)
+	services, readiness := map[string]any{}, map[string]any{}
+	for name, sr := range p.Services {
+		svc := map[string]any{"status": "running", "container": sr.Container, "image": sr.Image, "host": sr.Container, "port": sr.Port}
+		if name == "mysql" {
+			svc["database"] = r.Config.Infra.MySQL.Database
+		}
+		services[name] = svc
+		readiness[name] = map[string]any{"ready": sr.Ready, "attempts": sr.Attempts}
+	}
 	out := map[string]any{
 		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
 		"backend_instance_name": drivers.InstanceName(r.WorkspaceID, sandbox),
-		"runtime":               "docker", "runtime_ready": false, "docker_command": nil,
-		"include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
-		"wait_for_ready":   wait, "services": map[string]any{}, "service_readiness": map[string]any{},
-		"connection_env": map[string]string{}, "env_injections": []any{},
-		"plan": res.Plan.Report(),
+		"runtime":               "docker", "runtime_ready": p.RuntimeReady, "docker_command": nilIfEmpty(p.DockerCommand),
+		"network": p.Network, "include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
+		"wait_for_ready": wait, "services": services, "service_readiness": readiness,
+		"connection_env": p.ConnectionEnv, "env_injections": p.EnvInjections, "plan": res.Plan.Report(),
 	}
 	if rec := res.State.Sandboxes[sandbox]; rec != nil {
-		runtimeFields(out, rec)
 		out["phase"] = rec.Phase
 	}
+	if tgt, err := s.cfg.Engine.Target(spec.Options{Root: r.Root, Host: r.Host}, sandbox); err == nil {
+		if preferred, writable, err := tgt.WorkspacePaths(ctx); err == nil {
+			out["workspace_paths"] = map[string]any{"preferred": preferred, "writable": writable}
+		}
+	}
 	return out, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {

@@ -65,29 +65,38 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		keys["disk_gib"] = *a.DiskGiB
 	}
 	driver := r.Host.ResolveDriver(r.Config.VM.Driver)
-	if _, err := s.cfg.Engine.Drivers(driver, r); err != nil {
+	drv, err := s.cfg.Engine.Drivers(driver, r)
+	if err != nil {
 		return nil, err
 	}
 	ttl, err := s.ttl(r, a.TTLMinutes)
 	if err != nil {
 		return nil, err
 	}
+	boot := a.AutoBootstrap == nil || *a.AutoBootstrap
+	if boot {
+		// v1's bootstrap is desired state here: converged by this apply.
+		maps.Copy(keys, reconcile.BootstrapKeys(r, drv, true))
+	}
 	id := newInstanceID()
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
-		Targets: []string{id}, Edit: reconcile.UpEdit([]string{id}, ttl, keys), Rollback: true})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id},
+		Edit: reconcile.UpEdit([]string{id}, ttl, keys), Rollback: true, NoWait: !a.WaitForReady})
+	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
+		// The VM runs; what failed is inside it. v1 left the VM running too.
+		return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+err.Error(),
+			map[string]any{"instance_id": id, "workspace_root": r.Root, "bootstrap_error": asToolError(err)})
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.touch(r.Root)
 	out := s.instanceSummary(res, id)
-	out["auto_bootstrap"], out["wait_for_ready"] = a.AutoBootstrap == nil || *a.AutoBootstrap, a.WaitForReady
-	if out["auto_bootstrap"] == true {
-		boot, err := s.prepare(ctx, ws, id, r.Config.Infra.IncludeServicesByDefault, a.WaitForReady)
+	out["auto_bootstrap"], out["wait_for_ready"] = boot, a.WaitForReady
+	if boot {
+		out["bootstrap"], err = s.prepared(ctx, res, id, true, a.WaitForReady)
 		if err != nil {
-			return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+err.Error(),
-				map[string]any{"instance_id": id, "workspace_root": r.Root, "bootstrap_error": asToolError(err)})
+			return nil, err
 		}
-		out["bootstrap"] = boot
 	}
 	return out, nil
 }

@@ -51,6 +51,8 @@ type Executor struct {
 	Events      func(Event) // nil: silent; called by one goroutine at a time
 	// Layers holds, by sandbox, the in-guest layers the plan was made for.
 	Layers map[string]*Layers
+	// NoWait starts services without waiting for them to answer.
+	NoWait bool
 
 	emitMu sync.Mutex
 }

@@ -71,7 +71,10 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 		if err != nil {
 			return err
 		}
-		return e.note(a, func(rec *state.Sandbox) { setApplied(rec, "docker_command", docker) })
+		return e.note(a, func(rec *state.Sandbox) {
+			setApplied(rec, "docker_command", docker)
+			guestOf(rec).DockerCommand = docker
+		})
 	}
 	docker := a.Docker
 	if docker == "" {
@@ -85,10 +88,21 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 		if err := guest.ApplyProject(ctx, r, docker, l.Services); err != nil {
 			return err
 		}
-		if _, err := guest.WaitReady(ctx, r, docker, guest.ReadinessProbes(l.Containers), readinessTimeout, e.sleep); err != nil {
-			return err
+		attempts := map[string]int{}
+		if !e.NoWait {
+			if attempts, err = guest.WaitReady(ctx, r, docker, guest.ReadinessProbes(l.Containers), readinessTimeout, e.sleep); err != nil {
+				return err
+			}
 		}
-		return e.note(a, func(rec *state.Sandbox) { setProject(rec, "services.", l.Services) })
+		return e.note(a, func(rec *state.Sandbox) {
+			setProject(rec, "services.", l.Services)
+			g := guestOf(rec)
+			g.Network, g.Services = l.Network, map[string]state.ServiceRecord{}
+			for svc, started := range l.Started {
+				started.Attempts, started.Ready = attempts[svc], attempts[svc] > 0
+				g.Services[svc] = started
+			}
+		})
 	case Compose:
 		if err := guest.ApplyProject(ctx, r, docker, l.Compose); err != nil {
 			return err
@@ -108,7 +122,21 @@ func (e *Executor) writeEnv(a Action, l *Layers) error {
 	// Only a hash of the values is recorded: state files hold no secrets.
 	sum, _ := json.Marshal(l.Env)
 	h := sha256.Sum256(sum)
-	return e.note(a, func(rec *state.Sandbox) { setApplied(rec, "env", hex.EncodeToString(h[:])[:16]) })
+	return e.note(a, func(rec *state.Sandbox) {
+		setApplied(rec, "env", hex.EncodeToString(h[:])[:16])
+		g := guestOf(rec)
+		g.EnvFiles = map[string][]string{}
+		for file, vars := range l.Env {
+			g.EnvFiles[file] = slices.Sorted(maps.Keys(vars))
+		}
+	})
+}
+
+func guestOf(rec *state.Sandbox) *state.GuestRecord {
+	if rec.Guest == nil {
+		rec.Guest = &state.GuestRecord{}
+	}
+	return rec.Guest
 }
 
 func setApplied(rec *state.Sandbox, key, value string) {

@@ -45,6 +45,9 @@ type Options struct {
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
+	// NoWait starts services without waiting for their readiness probes
+	// (prepare_workspace with wait_for_ready false).
+	NoWait bool
 	// Rollback undoes a failed create: the sandbox's lease is dropped and
 	// whatever was made of it deleted, so a failed `sbf up` or
 	// create_instance leaves nothing behind. Apply retries instead.
@@ -172,6 +175,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		Parallelism: e.Parallelism,
 		Events:      e.Events,
 		Layers:      layers,
+		NoWait:      opts.NoWait,
 	}
 	applyErr := exec.Apply(ctx, res.Plan)
 	res.Applied, res.State = true, store.Snapshot()

@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,27 @@ func (h *harness) instance(sandbox string) string {
 func roomyHost(string) hostcap.Capacity {
 	mem, disk := 256.0, 4096.0
 	return hostcap.Capacity{CPUs: 64, MemoryAvailableGiB: &mem, DiskFreeGiB: &disk}
+}
+
+// ops lists the sim's operations so far, one "op instance" per line.
+func (h *harness) ops() string {
+	h.t.Helper()
+	list, err := sim.ReadLog(h.simDir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, op := range list {
+		fmt.Fprintf(&b, "%s %s\n", op.Op, op.Instance)
+	}
+	return b.String()
+}
+
+func (h *harness) mustApplyWith(opts Options) *Result {
+	h.t.Helper()
+	res, err := h.converge(opts)
+	if err != nil {
+		h.t.Fatalf("apply: %v", err)
+	}
+	return res
 }

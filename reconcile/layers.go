@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // Actions on what runs inside a VM, in the order a sandbox needs them.
@@ -28,11 +29,13 @@ const (
 // Layers is what a sandbox wants inside its VM. Values are resolved on
 // the host (compose files loaded, secrets expanded) before any planning.
 type Layers struct {
-	Install    bool                         // [docker] install_if_missing
-	Services   *guest.Project               // nil: no services
-	Containers map[string]string            // service → container name
-	Compose    *guest.Project               // nil: no compose stack
-	Env        map[string]map[string]string // host file → connection variables (secret)
+	Install    bool                           // [docker] install_if_missing
+	Services   *guest.Project                 // nil: no services
+	Containers map[string]string              // service → container name
+	Started    map[string]state.ServiceRecord // service → what it runs (for the record)
+	Network    string                         // the services' network, "" without services
+	Compose    *guest.Project                 // nil: no compose stack
+	Env        map[string]map[string]string   // host file → connection variables (secret)
 }
 
 // LayerEnv is what resolving layers needs from the process.
@@ -63,7 +66,7 @@ func resolveLayers(ctx context.Context, r *spec.Resolved, d Desired, env LayerEn
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
 		sb := r.Config.Sandboxes[name]
-		if !sb.Compose && len(sb.Services) == 0 {
+		if !sb.Compose && len(sb.Services) == 0 && !sb.Runtime {
 			continue
 		}
 		l, err := sandboxLayers(ctx, r, name, sb, env)
@@ -98,17 +101,20 @@ func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.S
 		if l.Services, err = guest.ServicesProject(infra, name, sb.Services, env.getenv); err != nil {
 			return nil, fmt.Errorf("sandbox %s: %w", name, err)
 		}
-		l.Containers = map[string]string{}
+		l.Containers, l.Started = map[string]string{}, map[string]state.ServiceRecord{}
 		for _, svc := range sb.Services {
 			if svc == "mysql" {
 				l.Containers[svc] = guest.MySQLContainer(infra, name)
+				l.Started[svc] = state.ServiceRecord{Container: l.Containers[svc], Image: infra.MySQL.Image, Port: 3306}
 				addEnv(l.Env, r.Root, infra.MySQL.InjectEnvTo, name, conn, "DB_", "MYSQL_", "DATABASE_URL")
 			} else {
 				l.Containers[svc] = guest.RedisContainer(infra, name)
+				l.Started[svc] = state.ServiceRecord{Container: l.Containers[svc], Image: infra.Redis.Image, Port: 6379}
 				addEnv(l.Env, r.Root, infra.Redis.InjectEnvTo, name, conn, "REDIS_")
 			}
 		}
 		network = guest.NetworkName(infra, name)
+		l.Network = network
 	}
 	if sb.Compose {
 		l.Compose, err = guest.LoadProject(ctx, guest.LoadOptions{Root: r.Root, Compose: r.Config.Compose, Sandbox: name,

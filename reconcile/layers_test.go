@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/testutil"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 const layeredSpec = `
@@ -139,12 +141,17 @@ func TestMissingRuntimeIsInstalled(t *testing.T) {
 	}
 }
 
-func TestDriverWithoutExecCannotConvergeLayers(t *testing.T) {
+// The sim runs commands on the host: sbf never runs its guest scripts
+// (a Docker install) through it, and says why.
+func TestHostShellDriverCannotConvergeLayers(t *testing.T) {
 	h := newHarness(t, layeredSpec)
 	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), appCompose)
 	_, err := h.apply()
-	if err == nil || !strings.Contains(err.Error(), "cannot run commands") {
+	if err == nil || !strings.Contains(err.Error(), "runs commands on this host, not in a VM") {
 		t.Errorf("err = %v", err)
+	}
+	if ops := h.ops(); strings.Contains(ops, "exec") {
+		t.Errorf("guest commands ran on the host:\n%s", ops)
 	}
 }
 
@@ -162,5 +169,38 @@ func TestEmulationAndSbfImagesInTheDesiredSpec(t *testing.T) {
 	}
 	if got := absPath("/ws", "img/disk.raw"); got != "/ws/img/disk.raw" {
 		t.Errorf("absPath = %q", got)
+	}
+}
+
+// What prepare_workspace reports comes from what the engine recorded while
+// converging, not from a template.
+func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"s3cret-pw\"\n[sandboxes.api]\nruntime = true\nservices = [\"mysql\", \"redis\"]\n")
+	h.guests = &guestWorld{}
+	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Edit: RenewEdit(nil), NoWait: true}), "api")
+	if empty.Services["mysql"].Ready || empty.Services["mysql"].Attempts != 0 {
+		t.Errorf("without waiting, services are not known to answer: %+v", empty.Services)
+	}
+	res := h.mustApply()
+	p, err := h.eng.Prepared(res, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.RuntimeReady || p.DockerCommand != "docker" || p.Network == nil || p.Network.Name != "lima-net-api" {
+		t.Errorf("runtime/network: %+v", p)
+	}
+	if my := p.Services["mysql"]; my.Container != "lima-mysql-api" || my.Image != "mysql:8.0" || my.Port != 3306 {
+		t.Errorf("mysql: %+v", my)
+	}
+	if len(p.EnvInjections) != 1 || !slices.Contains(p.EnvInjections[0].Keys, "DB_PASSWORD") ||
+		!strings.HasSuffix(p.EnvInjections[0].Path, ".env") {
+		t.Errorf("env injections: %+v", p.EnvInjections)
+	}
+	if p.ConnectionEnv["DB_HOST"] != "lima-mysql-api" || strings.Contains(fmt.Sprint(p.ConnectionEnv), "s3cret-pw") {
+		t.Errorf("connection env (secrets must be redacted): %v", p.ConnectionEnv)
+	}
+	state, _ := os.ReadFile(filepath.Join(h.root, spec.Dir, "state.json"))
+	if strings.Contains(string(state), "s3cret-pw") {
+		t.Error("the state file holds the password")
 	}
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -204,4 +205,19 @@ func sortedNames(r *spec.Resolved) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// LayersEdit sets the in-guest layers of an ad-hoc sandbox (the runtime
+// and services keys prepare_workspace asks for); the lease is untouched,
+// and a sandbox the files declare is left to the files.
+func LayersEdit(name string, keys map[string]any) Edit {
+	return func(m *spec.Managed, c EditContext) error {
+		if !c.Resolved.AdHoc[name] {
+			return nil
+		}
+		set := map[string]any{"services": []any{}}
+		maps.Copy(set, keys)
+		m.Declare(name, set)
+		return nil
+	}
 }

@@ -60,6 +60,7 @@ type Sandbox struct {
 	VM       `toml:",inline"`
 	Compose  bool     `toml:"compose" json:"compose" doc:"Converge the [compose] stack inside this sandbox."`
 	Services []string `toml:"services" json:"services" enum:"mysql,redis" doc:"Services from [infra] to run in this sandbox."`
+	Runtime  bool     `toml:"runtime" json:"runtime" doc:"Converge the container runtime (Docker, Compose v2) even without compose or services; sbf up and create_instance set it for the ad-hoc sandboxes they make."`
 	Ports    []string `toml:"ports" json:"ports" check:"port_forward" doc:"Port forwards HOST:GUEST from the host's loopback into the guest."`
 }
 

@@ -69,6 +69,28 @@ type Sandbox struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 	LastError string            `json:"last_error,omitempty"`
 	SSH       string            `json:"ssh,omitempty"`
+	// Guest is what the in-guest layers were last converged to: what
+	// prepare_workspace reports. It never holds a secret.
+	Guest *GuestRecord `json:"guest,omitempty"`
+}
+
+// GuestRecord is what converging a sandbox's in-guest layers did.
+type GuestRecord struct {
+	DockerCommand string                   `json:"docker_command,omitempty"`
+	Network       string                   `json:"network,omitempty"`
+	Services      map[string]ServiceRecord `json:"services,omitempty"`
+	// EnvFiles are the host files that received connection variables,
+	// with the names (never the values) written.
+	EnvFiles map[string][]string `json:"env_files,omitempty"`
+}
+
+// ServiceRecord is one service container as it was started.
+type ServiceRecord struct {
+	Container string `json:"container"`
+	Image     string `json:"image"`
+	Port      int    `json:"port"`
+	Ready     bool   `json:"ready"`
+	Attempts  int    `json:"attempts"`
 }
 
 // New is the state of a workspace sbf has never written. Its lineage is
