@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"context"
+	"io"
 	"fmt"
 	"slices"
 	"sync"
@@ -32,6 +33,23 @@ type Execer interface {
 type Copier interface {
 	CopyIn(ctx context.Context, instance, localPath, remotePath string) error
 	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
+}
+
+// ArchiveCopier moves tar archives in and out of running instances, so
+// the engine makes and unpacks them on the host itself, confined to the
+// folders the caller may use; the backend never opens a host path.
+type ArchiveCopier interface {
+	// PutArchive unpacks a tar stream into dir in the guest.
+	PutArchive(ctx context.Context, instance, dir string, archive io.Reader) error
+	// GetArchive writes a tar stream holding path (one entry named after
+	// its last element, with everything below it).
+	GetArchive(ctx context.Context, instance, path string, archive io.Writer) error
+}
+
+// Remover deletes guest paths itself, for a backend whose commands do not
+// see guest paths as the guest does (the sim); others are asked to rm.
+type Remover interface {
+	Remove(ctx context.Context, instance string, paths []string) error
 }
 
 // Connector keeps a connection to each running instance open between

@@ -48,8 +48,9 @@ func optionsFrom(env drivers.Env) (Options, error) {
 }
 
 var (
-	_ drivers.Driver    = (*Driver)(nil)
-	_ drivers.Execer    = (*Driver)(nil)
-	_ drivers.Copier    = (*Driver)(nil)
-	_ drivers.Connector = (*Driver)(nil)
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.Execer        = (*Driver)(nil)
+	_ drivers.Copier        = (*Driver)(nil)
+	_ drivers.Connector     = (*Driver)(nil)
+	_ drivers.ArchiveCopier = (*Driver)(nil)
 )

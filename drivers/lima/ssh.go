@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -44,6 +45,16 @@ func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath str
 // CopyOut copies a guest file or folder out the same way.
 func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
 	return d.ssh.CopyOut(ctx, instance, remotePath, localPath)
+}
+
+// PutArchive unpacks a tar stream into a guest folder.
+func (d *Driver) PutArchive(ctx context.Context, instance, dir string, archive io.Reader) error {
+	return d.ssh.PutArchive(ctx, instance, dir, archive)
+}
+
+// GetArchive streams a guest path out as a tar archive.
+func (d *Driver) GetArchive(ctx context.Context, instance, path string, archive io.Writer) error {
+	return d.ssh.GetArchive(ctx, instance, path, archive)
 }
 
 // Alive reports whether the instance's SSH connection is open and answers.

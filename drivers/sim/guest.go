@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -134,4 +135,62 @@ func copyTree(src, dst string) error {
 		return fmt.Errorf("copying %s to %s: %w", src, dst, rerr)
 	}
 	return nil
+}
+
+// PutArchive unpacks a tar stream into a folder of the instance's.
+func (d *Driver) PutArchive(ctx context.Context, instance, dir string, archive io.Reader) error {
+	root, rel, err := d.guestRoot(ctx, "put-archive", instance, dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(rel, 0o755); err != nil {
+		return d.end("put-archive", instance, err)
+	}
+	return d.end("put-archive", instance, sshexec.ReadTarIn(archive, root, "", rel))
+}
+
+// GetArchive streams a path of the instance's folder as a tar archive.
+func (d *Driver) GetArchive(ctx context.Context, instance, p string, archive io.Writer) error {
+	root, rel, err := d.guestRoot(ctx, "get-archive", instance, p)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return d.end("get-archive", instance, sshexec.WriteTarFS(archive, root.FS(), filepath.ToSlash(rel), path.Base("/"+p)))
+}
+
+// guestRoot opens the instance's folder as an os.Root, with p below it.
+func (d *Driver) guestRoot(ctx context.Context, op, instance, p string) (*os.Root, string, error) {
+	if err := d.begin(ctx, op, instance); err != nil {
+		return nil, "", err
+	}
+	if err := d.running(instance); err != nil {
+		return nil, "", d.end(op, instance, err)
+	}
+	root, err := os.OpenRoot(d.guestDir(instance))
+	if err != nil {
+		return nil, "", d.end(op, instance, err)
+	}
+	rel := path.Clean("/" + p)[1:]
+	if rel == "" {
+		rel = "."
+	}
+	return root, filepath.FromSlash(rel), nil
+}
+
+// Remove deletes paths of the instance's folder.
+func (d *Driver) Remove(ctx context.Context, instance string, paths []string) error {
+	root, _, err := d.guestRoot(ctx, "remove", instance, "/")
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, p := range paths {
+		rel := filepath.FromSlash(path.Clean("/" + p)[1:])
+		if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return d.end("remove", instance, err)
+		}
+	}
+	return d.end("remove", instance, nil)
 }

@@ -26,8 +26,10 @@ func init() {
 }
 
 var (
-	_ drivers.Driver    = (*Driver)(nil)
-	_ drivers.Execer    = (*Driver)(nil)
-	_ drivers.Copier    = (*Driver)(nil)
-	_ drivers.HostShell = (*Driver)(nil)
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.Execer        = (*Driver)(nil)
+	_ drivers.Copier        = (*Driver)(nil)
+	_ drivers.HostShell     = (*Driver)(nil)
+	_ drivers.ArchiveCopier = (*Driver)(nil)
+	_ drivers.Remover       = (*Driver)(nil)
 )

@@ -2,6 +2,7 @@ package sshexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -13,54 +14,80 @@ import (
 // CopyIn copies a local file or folder to remotePath in the guest as one
 // tar stream over SSH: one session, however many files.
 func (p *Pool) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
-	s, stderr, err := p.copySession(ctx, instance)
-	if err != nil {
-		if fb := p.opts.Fallbacks.CopyIn; fb != nil {
-			return fb(ctx, instance, localPath, remotePath, err)
+	dir, base := splitRemote(remotePath)
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := WriteTar(pw, localPath, base)
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	err := p.PutArchive(ctx, instance, dir, pr)
+	pr.Close()
+	werr := <-written
+	var fallback *fallbackError
+	if errors.As(err, &fallback) {
+		if p.opts.Fallbacks.CopyIn != nil {
+			return p.opts.Fallbacks.CopyIn(ctx, instance, localPath, remotePath, fallback.err)
 		}
 		return err
 	}
-	defer s.Close()
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		return err
+	if werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+		return werr // what went wrong on this side says more than the guest's tar
 	}
-	dir, base := splitRemote(remotePath)
-	if err := s.Start("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
-		return fmt.Errorf("starting tar in %s: %w", instance, err)
-	}
-	werr := WriteTar(stdin, localPath, base)
-	stdin.Close()
-	if err := s.Wait(); err != nil {
-		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
-	}
-	return werr
+	return err
 }
 
 // CopyOut copies a guest file or folder to localPath the same way.
 func (p *Pool) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
+	_, base := splitRemote(remotePath)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ReadTar(pr, base, localPath); io.Copy(io.Discard, pr) }()
+	err := p.GetArchive(ctx, instance, remotePath, pw)
+	pw.CloseWithError(err)
+	rerr := <-done
+	var fallback *fallbackError
+	if errors.As(err, &fallback) && p.opts.Fallbacks.CopyOut != nil {
+		return p.opts.Fallbacks.CopyOut(ctx, instance, remotePath, localPath, fallback.err)
+	}
+	return errors.Join(err, rerr)
+}
+
+// fallbackError is an SSH session that could not be opened: a backend may
+// still copy another way.
+type fallbackError struct{ err error }
+
+func (e *fallbackError) Error() string { return e.err.Error() }
+func (e *fallbackError) Unwrap() error { return e.err }
+
+// PutArchive unpacks a tar stream into dir in the guest over one session.
+func (p *Pool) PutArchive(ctx context.Context, instance, dir string, archive io.Reader) error {
 	s, stderr, err := p.copySession(ctx, instance)
 	if err != nil {
-		if fb := p.opts.Fallbacks.CopyOut; fb != nil {
-			return fb(ctx, instance, remotePath, localPath, err)
-		}
-		return err
+		return &fallbackError{err}
 	}
 	defer s.Close()
-	stdout, err := s.StdoutPipe()
+	s.Stdin = archive
+	if err := s.Run("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
+		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// GetArchive writes a tar stream of path from the guest over one session.
+func (p *Pool) GetArchive(ctx context.Context, instance, path string, archive io.Writer) error {
+	s, stderr, err := p.copySession(ctx, instance)
 	if err != nil {
-		return err
+		return &fallbackError{err}
 	}
-	dir, base := splitRemote(remotePath)
-	if err := s.Start("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
-		return fmt.Errorf("starting tar in %s: %w", instance, err)
+	defer s.Close()
+	s.Stdout = archive
+	dir, base := splitRemote(path)
+	if err := s.Run("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
+		return fmt.Errorf("archiving %s:%s: %v: %s", instance, path, err, strings.TrimSpace(stderr.String()))
 	}
-	rerr := ReadTar(stdout, base, localPath)
-	io.Copy(io.Discard, stdout)
-	if err := s.Wait(); err != nil {
-		return fmt.Errorf("archiving %s:%s: %v: %s", instance, remotePath, err, strings.TrimSpace(stderr.String()))
-	}
-	return rerr
+	return nil
 }
 
 // copySession opens a session whose stderr is kept for error messages.

@@ -14,8 +14,19 @@ import (
 
 // WriteTar archives src (file or folder) with its top entry named top.
 func WriteTar(w io.Writer, src, top string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	return WriteTarFS(w, os.DirFS(filepath.Dir(abs)), filepath.Base(abs), top)
+}
+
+// WriteTarFS archives src of fsys (file or folder) with its top entry
+// named top. Symlinks are archived as links, never followed; given an
+// os.Root's FS, nothing outside the root is read.
+func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -23,11 +34,10 @@ func WriteTar(w io.Writer, src, top string) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		name := path.Join(top, filepath.ToSlash(rel))
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, src), "/")
 		link := ""
 		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
+			if link, err = fs.ReadLink(fsys, p); err != nil {
 				return err
 			}
 		}
@@ -35,7 +45,7 @@ func WriteTar(w io.Writer, src, top string) error {
 		if err != nil {
 			return err
 		}
-		hdr.Name = name
+		hdr.Name = path.Join(top, rel)
 		if info.IsDir() {
 			hdr.Name += "/"
 		}
@@ -43,7 +53,7 @@ func WriteTar(w io.Writer, src, top string) error {
 			return err
 		}
 		if info.Mode().IsRegular() {
-			f, err := os.Open(p)
+			f, err := fsys.Open(p)
 			if err != nil {
 				return err
 			}
@@ -60,11 +70,9 @@ func WriteTar(w io.Writer, src, top string) error {
 }
 
 // ReadTar extracts an archive whose top entry is top into dst (top is
-// renamed to dst). Every write goes through an os.Root at dst's folder,
-// so neither an entry name (.., absolute) nor a symlink already there or
-// unpacked earlier can lead outside it; symlinks are created last.
+// renamed to dst), confined to dst's folder: see ReadTarIn.
 func ReadTar(r io.Reader, top, dst string) error {
-	parent, base := filepath.Dir(dst), filepath.Base(dst)
+	parent := filepath.Dir(dst)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
@@ -73,6 +81,14 @@ func ReadTar(r io.Reader, top, dst string) error {
 		return fmt.Errorf("opening %s: %w", parent, err)
 	}
 	defer root.Close()
+	return ReadTarIn(r, root, top, filepath.Base(dst))
+}
+
+// ReadTarIn extracts an archive whose top entry is top into dst, a path
+// below root (with top "", every entry keeps its name under dst). Every write goes through root, so neither an entry name (..,
+// absolute) nor a symlink already there or unpacked earlier can lead
+// outside it; symlinks are created last.
+func ReadTarIn(r io.Reader, root *os.Root, top, dst string) error {
 	tr := tar.NewReader(r)
 	type link struct{ path, target string }
 	var links []link
@@ -86,10 +102,13 @@ func ReadTar(r io.Reader, top, dst string) error {
 		}
 		name := path.Clean(hdr.Name)
 		rel, ok := strings.CutPrefix(name, top)
+		if top == "" { // every entry keeps its name
+			rel, ok = "/"+name, true
+		}
 		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) || strings.Contains(name, "..") || path.IsAbs(hdr.Name) {
 			return fmt.Errorf("refusing archive entry %q outside %q", hdr.Name, top)
 		}
-		target := filepath.Join(base, filepath.FromSlash(rel))
+		target := filepath.Join(dst, filepath.FromSlash(rel))
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			err = root.MkdirAll(target, 0o755)

@@ -1,0 +1,298 @@
+package reconcile
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
+)
+
+// manifestName is the guest file that remembers what the last sync sent:
+// a path → content hash map, so a re-sync sends only what changed.
+const manifestName = ".sbf-sync.json"
+
+// SyncReport says what a sync did.
+type SyncReport struct {
+	LocalPath    string   `json:"local_path"`
+	RemotePath   string   `json:"remote_path"`
+	ArchiveBytes int64    `json:"archive_bytes"`
+	Exclude      []string `json:"exclude"`
+	Sent         int      `json:"files_sent"`
+	Unchanged    int      `json:"files_unchanged"`
+	Deleted      int      `json:"files_deleted"`
+	Status       string   `json:"status"`
+}
+
+// SyncExcludes are SandboxForge v1's: the given patterns (else [sync]
+// exclude_patterns), plus .git unless [sync] include_git.
+func (t *Target) SyncExcludes(given []string) []string {
+	ex := given
+	if ex == nil {
+		ex = t.Resolved.Config.Sync.ExcludePatterns
+	}
+	ex = slices.Clone(ex)
+	if !t.Resolved.Config.Sync.IncludeGit && !slices.Contains(ex, ".git") {
+		ex = append(ex, ".git")
+	}
+	return ex
+}
+
+// Sync makes a guest folder hold what a host folder holds, minus the
+// excluded paths (fnmatch patterns tried on each path and its last
+// element, as v1 did). Only files whose content changed since the last
+// sync are sent; files gone from the host are deleted in the guest.
+func (t *Target) Sync(ctx context.Context, policy hostpath.Policy, base, localPath, remotePath string, exclude []string) (SyncReport, error) {
+	rep := SyncReport{LocalPath: localPath, RemotePath: remotePath, Exclude: exclude, Status: "ok"}
+	a, err := t.archiver()
+	if err != nil {
+		return rep, err
+	}
+	place, err := policy.Confine(base, localPath)
+	if err != nil {
+		return rep, err
+	}
+	defer place.Close()
+	fsys := place.Root.FS()
+	src := filepath.ToSlash(place.Rel)
+	if info, err := fs.Stat(fsys, src); err != nil || !info.IsDir() {
+		return rep, coded.New(coded.BackendCommand, map[string]any{"local_path": localPath}, "local path does not exist or is not a folder: %s", localPath)
+	}
+	now, err := hashTree(fsys, src, excluder(exclude))
+	if err != nil {
+		return rep, err
+	}
+	before := t.remoteManifest(ctx, a, remotePath)
+	var send, gone []string
+	for p, h := range now {
+		if before[p] != h {
+			send = append(send, p)
+		}
+	}
+	for p := range before {
+		if _, kept := now[p]; !kept {
+			gone = append(gone, p)
+		}
+	}
+	slices.Sort(send)
+	slices.Sort(gone)
+	rep.Sent, rep.Unchanged, rep.Deleted = len(send), len(now)-len(send), len(gone)
+	if err := t.deleteRemote(ctx, remotePath, gone); err != nil {
+		return rep, err
+	}
+	manifest, _ := json.Marshal(now)
+	counter := &countingWriter{}
+	err = t.put(ctx, a, remotePath, func(w io.Writer) error {
+		return writeSelected(io.MultiWriter(w, counter), fsys, src, send, manifest)
+	})
+	rep.ArchiveBytes = counter.n
+	return rep, err
+}
+
+// hashTree maps every file and link below src (not excluded) to a hash of
+// its content (or target).
+func hashTree(fsys fs.FS, src string, excluded func(rel string) bool) (map[string]string, error) {
+	out := map[string]string{}
+	err := fs.WalkDir(fsys, src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, src), "/")
+		if rel == "" {
+			return nil
+		}
+		if excluded(rel) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := fs.ReadLink(fsys, p)
+			if err != nil {
+				return err
+			}
+			out[rel] = "link:" + target
+		case d.Type().IsRegular():
+			b, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			out[rel] = hex.EncodeToString(sum[:])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", src, err)
+	}
+	return out, nil
+}
+
+// writeSelected archives the listed paths (relative to src) and the new
+// manifest, entries named relative to the guest folder.
+func writeSelected(w io.Writer, fsys fs.FS, src string, rels []string, manifest []byte) error {
+	tw := tar.NewWriter(w)
+	for _, rel := range rels {
+		p := path.Join(src, rel)
+		info, err := fs.Lstat(fsys, p)
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = fs.ReadLink(fsys, p); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = rel
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := fsys.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: manifestName, Mode: 0o644, Size: int64(len(manifest)), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(manifest); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// remoteManifest reads what the last sync sent (nothing when there was
+// none, or it cannot be read: then everything is sent).
+func (t *Target) remoteManifest(ctx context.Context, a drivers.ArchiveCopier, remotePath string) map[string]string {
+	out := map[string]string{}
+	var archive strings.Builder
+	if err := a.GetArchive(ctx, t.Instance, path.Join(remotePath, manifestName), &archive); err != nil {
+		return out
+	}
+	tr := tar.NewReader(strings.NewReader(archive.String()))
+	if hdr, err := tr.Next(); err == nil && path.Base(hdr.Name) == manifestName {
+		b, _ := io.ReadAll(io.LimitReader(tr, 64<<20))
+		json.Unmarshal(b, &out)
+	}
+	return out
+}
+
+// deleteRemote removes files the host no longer has: through the backend
+// when it can (the sim, whose guest paths are not the paths its commands
+// see), else with rm in the guest.
+func (t *Target) deleteRemote(ctx context.Context, remotePath string, rels []string) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	drv, err := t.Driver()
+	if err != nil {
+		return err
+	}
+	if r, ok := drv.(drivers.Remover); ok {
+		var paths []string
+		for _, rel := range rels {
+			paths = append(paths, path.Join(remotePath, rel))
+		}
+		return r.Remove(ctx, t.Instance, paths)
+	}
+	for len(rels) > 0 {
+		n := min(len(rels), 200)
+		cmd := "cd " + shellQuote(remotePath) + " && rm -f --"
+		for _, rel := range rels[:n] {
+			cmd += " " + shellQuote(rel)
+		}
+		res, err := t.Exec(ctx, drivers.ExecRequest{Command: cmd})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("deleting files the host no longer has in %s: %s", remotePath, res.Stderr)
+		}
+		rels = rels[n:]
+	}
+	return nil
+}
+
+// excluder matches a relative path, or its last element, against fnmatch
+// patterns (where * also matches /, as Python's fnmatch does).
+func excluder(patterns []string) func(string) bool {
+	var res []*regexp.Regexp
+	for _, p := range patterns {
+		res = append(res, fnmatchRE(p))
+	}
+	return func(rel string) bool {
+		for _, re := range res {
+			if re.MatchString(rel) || re.MatchString(path.Base(rel)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func fnmatchRE(pattern string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		case '[':
+			if j := strings.IndexByte(pattern[i+1:], ']'); j >= 0 {
+				class := pattern[i+1 : i+1+j]
+				if strings.HasPrefix(class, "!") {
+					class = "^" + class[1:]
+				}
+				b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+				i += j + 1
+				continue
+			}
+			b.WriteString(`\[`)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return regexp.MustCompile("^" + regexp.QuoteMeta(pattern) + "$")
+	}
+	return re
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
