@@ -15,7 +15,7 @@ func TestConsoleCmdline(t *testing.T) {
 		"root=/dev/vda console=ttyAMA0,115200":      "root=/dev/vda console=hvc0",
 		"root=/dev/vda":                             "root=/dev/vda console=hvc0",
 		"console=tty0 console=ttyS0 console=hvc0":   "console=tty0 console=hvc0",
-		"":                                          "console=hvc0",
+		"": "console=hvc0",
 	} {
 		if got := consoleCmdline(in); got != want {
 			t.Errorf("consoleCmdline(%q) = %q, want %q", in, got, want)
