@@ -148,6 +148,10 @@ type ExecRequest struct {
 	// comes (sbf exec streams it); the result keeps the capped copy.
 	StdoutTo io.Writer
 	StderrTo io.Writer
+	// Workdir and Env, when set, are applied by the engine before the
+	// command (cd, export); backends never see them.
+	Workdir string
+	Env     map[string]string
 }
 
 // DefaultMaxOutput is how much of each output stream Exec keeps.

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +58,16 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("list_instances", map[string]any{"include_expired": true})
 	check("prepare_workspace", map[string]any{"instance_id": id})
 	check("extend_instance_ttl", map[string]any{"instance_id": id, "ttl_minutes": 5})
+	// The data plane: a command that prints the environment sbf gives it,
+	// copies, sync and artifacts of a folder holding files of the workspace.
+	check("run_command", map[string]any{"instance_id": id, "command": "env; echo done"})
+	os.MkdirAll(filepath.Join(f.root, "src"), 0o755)
+	os.WriteFile(filepath.Join(f.root, "src", "a.txt"), []byte("a"), 0o644)
+	check("copy_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/src"})
+	check("copy_from_instance", map[string]any{"instance_id": id, "remote_path": "/w/src", "local_path": "back"})
+	check("sync_workspace_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/s"})
+	check("sync_instance_to_workspace", map[string]any{"instance_id": id, "remote_path": "/w/s", "local_path": "back2"})
+	check("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/w/src/a.txt"}, "local_dest": "arts"})
 	check("destroy_instance", map[string]any{"instance_id": id})
 
 	// Errors about secret-bearing keys name the key, never the value.

@@ -1,4 +1,8 @@
 package mcpserver
 
-// The tests validate specs naming backends, which register themselves.
-import _ "github.com/sandboxforge/sbf/drivers/all"
+// The tests validate specs naming these backends, which register
+// themselves when imported.
+import (
+	_ "github.com/sandboxforge/sbf/drivers/lima"
+	_ "github.com/sandboxforge/sbf/drivers/sim"
+)

@@ -30,6 +30,10 @@ type Config struct {
 	ConfigHome  string
 	DefaultRoot string // workspace for declarative tools called without one
 	Version     string
+	// AllowedPaths are host folders, besides each instance's workspace,
+	// that copy, sync and artifact tools may read and write
+	// (--allow-path, SBF_ALLOWED_PATHS).
+	AllowedPaths []string
 }
 
 // Server is one MCP server over one engine.
@@ -65,6 +69,7 @@ func New(cfg Config) *Server {
 	)
 	s.registerLifecycle()
 	s.registerWorkspace()
+	s.registerData()
 	return s
 }
 

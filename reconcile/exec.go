@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -55,6 +59,10 @@ func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
 
 // Exec runs a command in the target.
 func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	req, err := withPrelude(req)
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
 	drv, err := t.Driver()
 	if err != nil {
 		return drivers.ExecResult{}, err
@@ -120,6 +128,9 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest, b Br
 	if _, keeps := drv.(drivers.Connector); !keeps || b.Socket == nil || b.Start == nil {
 		return t.Exec(ctx, req)
 	}
+	if req, err = withPrelude(req); err != nil {
+		return drivers.ExecResult{}, err
+	}
 	sock := b.Socket(t.Instance)
 	res, err := broker.Exec(ctx, sock, req)
 	if !errors.Is(err, broker.ErrNoBroker) {
@@ -145,4 +156,27 @@ func (b Brokers) debugf(format string, args ...any) {
 	if b.Debug != nil {
 		b.Debug(format, args...)
 	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// withPrelude turns a request's Workdir and Env into the command's own
+// `cd` and `export`s (SandboxForge v1's wrapping), every value quoted.
+func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
+	var pre []string
+	if req.Workdir != "" {
+		pre = append(pre, "cd "+shellQuote(req.Workdir))
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		if !envName.MatchString(k) {
+			return req, coded.New(coded.InvalidArguments, map[string]any{"field": "env", "key": k},
+				"env: %q is not a variable name", k)
+		}
+		pre = append(pre, "export "+k+"="+shellQuote(req.Env[k]))
+	}
+	if len(pre) > 0 {
+		req.Command = strings.Join(append(pre, req.Command), " && ")
+	}
+	req.Workdir, req.Env = "", nil
+	return req, nil
 }

@@ -31,9 +31,12 @@ type mcpFlags struct {
 	maxBodyBytes     int64
 	maxSessions      int
 	sessionIdle      time.Duration
+	allowPaths       []string
 }
 
 func (f *mcpFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.allowPaths, "allow-path", nil,
+		"host `DIR` that copy, sync and artifact tools may use besides each instance's workspace (repeatable; also SBF_ALLOWED_PATHS)")
 	cmd.Flags().BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
@@ -139,7 +142,7 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 	if stdio {
 		command = "mcp"
 	}
-	srv, err := a.newMCPServer(settings, command)
+	srv, err := a.newMCPServer(settings, command, f.allowPaths)
 	if err != nil {
 		return err
 	}
@@ -191,7 +194,7 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 
 // newMCPServer builds the server; command ("mcp" or "serve") names the
 // process in lock notes, so a waiting sbf says who it waits for.
-func (a *app) newMCPServer(settings mcpserver.Settings, command string) (*mcpserver.Server, error) {
+func (a *app) newMCPServer(settings mcpserver.Settings, command string, allowPaths []string) (*mcpserver.Server, error) {
 	eng, err := a.engine(command, engineFlags{parallelism: 4, lockTimeout: 10 * time.Minute})
 	if err != nil {
 		return nil, err
@@ -204,6 +207,7 @@ func (a *app) newMCPServer(settings mcpserver.Settings, command string) (*mcpser
 	return mcpserver.New(mcpserver.Config{
 		Engine: eng, Settings: settings, Host: spec.CurrentHost(), ConfigHome: a.configHome(),
 		DefaultRoot: root, Version: version,
+		AllowedPaths: append(filepath.SplitList(a.getenv("SBF_ALLOWED_PATHS")), allowPaths...),
 	}), nil
 }
 

@@ -1,0 +1,159 @@
+package mcpserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+type runArgs struct {
+	InstanceID     string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds (default 600)."`
+	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
+}
+
+type copyArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	LocalPath  string `json:"local_path" jsonschema:"Host path, inside the workspace (or another allowed folder); relative to the workspace."`
+	RemotePath string `json:"remote_path" jsonschema:"Guest path."`
+}
+
+type syncArgs struct {
+	InstanceID string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	LocalPath  string   `json:"local_path" jsonschema:"Host folder, inside the workspace (or another allowed folder)."`
+	RemotePath string   `json:"remote_path" jsonschema:"Guest folder."`
+	Exclude    []string `json:"exclude,omitempty" jsonschema:"fnmatch patterns replacing [sync] exclude_patterns (.git is still left out unless [sync] include_git)."`
+}
+
+type collectArgs struct {
+	InstanceID  string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	RemotePaths []string `json:"remote_paths" jsonschema:"Guest files or folders to collect."`
+	LocalDest   string   `json:"local_dest" jsonschema:"Host folder (created if missing), inside the workspace or another allowed folder."`
+}
+
+func (s *Server) registerData() {
+	addTool(s, "run_command", "Run a shell command in an instance; a non-zero exit code is a result, not an error.", s.runCommand)
+	addTool(s, "copy_to_instance", "Copy a host file or folder into an instance.", s.copyTo)
+	addTool(s, "copy_from_instance", "Copy a file or folder out of an instance to the host.", s.copyFrom)
+	addTool(s, "sync_workspace_to_instance", "Make a guest folder hold what a host folder holds (minus excludes); a re-sync sends only changes.", s.syncTo)
+	addTool(s, "sync_instance_to_workspace", "Copy a guest folder back into the workspace.", s.syncFrom)
+	addTool(s, "collect_artifacts", "Copy guest paths into a host folder, v1's naming on collisions.", s.collect)
+}
+
+// target resolves an instance id to a running sandbox holding a live
+// lease, with v1's errors (INSTANCE_NOT_FOUND, INSTANCE_TERMINAL,
+// BACKEND_UNAVAILABLE).
+func (s *Server) target(id string) (*reconcile.Target, hostpath.Policy, error) {
+	e, ws, err := s.instance(id)
+	if err != nil {
+		return nil, hostpath.Policy{}, err
+	}
+	r, err := s.load(ws)
+	if err != nil {
+		return nil, hostpath.Policy{}, err
+	}
+	if err := reconcile.CheckLease(r, e.Sandbox, s.cfg.Engine.Clock.Now()); err != nil {
+		return nil, hostpath.Policy{}, terminal(err, id) // an ad-hoc sandbox is undeclared once destroyed
+	}
+	tgt, err := s.cfg.Engine.Target(ws, e.Sandbox)
+	if err != nil {
+		return nil, hostpath.Policy{}, err
+	}
+	if _, err := tgt.Driver(); err != nil {
+		return nil, hostpath.Policy{}, err
+	}
+	s.touch(tgt.Resolved.Root)
+	return tgt, hostpath.Policy{Roots: append([]string{tgt.Resolved.Root}, s.cfg.AllowedPaths...)}, nil
+}
+
+func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
+	tgt, _, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	timeout := 600 * time.Second
+	if a.TimeoutSeconds != nil {
+		if *a.TimeoutSeconds <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "timeout_seconds must be positive", map[string]any{"field": "timeout_seconds"})
+		}
+		timeout = time.Duration(*a.TimeoutSeconds) * time.Second
+	}
+	req := drivers.ExecRequest{Command: a.Command, Timeout: timeout, Workdir: a.Workdir, Env: a.Env}
+	if a.MaxOutputBytes != nil {
+		req.MaxOutput = *a.MaxOutputBytes
+	}
+	res, err := tgt.Exec(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "command": a.Command, "exit_code": res.ExitCode,
+		"stdout": res.Stdout, "stderr": res.Stderr, "duration_ms": res.DurationMS, "timed_out": res.TimedOut,
+		"stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes,
+		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated}, nil
+}
+
+func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {
+	tgt, policy, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := tgt.CopyIn(ctx, policy, tgt.Resolved.Root, a.LocalPath, a.RemotePath); err != nil {
+		return nil, err
+	}
+	return copied(a), nil
+}
+
+func (s *Server) copyFrom(ctx context.Context, a copyArgs) (any, error) {
+	tgt, policy, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := tgt.CopyOut(ctx, policy, tgt.Resolved.Root, a.RemotePath, a.LocalPath); err != nil {
+		return nil, err
+	}
+	return copied(a), nil
+}
+
+func copied(a copyArgs) map[string]any {
+	return map[string]any{"instance_id": a.InstanceID, "local_path": a.LocalPath, "remote_path": a.RemotePath, "status": "ok"}
+}
+
+func (s *Server) syncTo(ctx context.Context, a syncArgs) (any, error) {
+	tgt, policy, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := tgt.Sync(ctx, policy, tgt.Resolved.Root, a.LocalPath, a.RemotePath, tgt.SyncExcludes(a.Exclude))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "local_path": rep.LocalPath, "remote_path": rep.RemotePath,
+		"archive_bytes": rep.ArchiveBytes, "exclude": rep.Exclude, "files_sent": rep.Sent,
+		"files_unchanged": rep.Unchanged, "files_deleted": rep.Deleted, "status": rep.Status}, nil
+}
+
+func (s *Server) syncFrom(ctx context.Context, a copyArgs) (any, error) {
+	return s.copyFrom(ctx, a)
+}
+
+func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
+	tgt, policy, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	dest, arts, err := tgt.Collect(ctx, policy, tgt.Resolved.Root, a.RemotePaths, a.LocalDest)
+	if err != nil {
+		return nil, err
+	}
+	if arts == nil {
+		arts = []reconcile.Artifact{}
+	}
+	return map[string]any{"instance_id": a.InstanceID, "local_dest": dest, "artifacts": arts}, nil
+}
