@@ -217,14 +217,14 @@ func testExec(t *testing.T, w *ws) {
 }
 
 func testCopy(t *testing.T, w *ws) {
-	src := t.TempDir()
+	src := filepath.Join(w.root, "copy-src") // host paths must lie in the workspace
 	for i := 0; i < 40; i++ {
 		p := filepath.Join(src, fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%d.txt", i))
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, bytes.Repeat([]byte(fmt.Sprint(i)), 1000+i), 0o644)
 	}
 	w.must("sbf cp: a folder of 40 files in", "cp", src, "api:/tmp/e2e-copy")
-	back := filepath.Join(t.TempDir(), "back")
+	back := filepath.Join(w.root, "copy-back")
 	w.must("sbf cp: the folder back out", "cp", "api:/tmp/e2e-copy", back)
 	filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
@@ -240,7 +240,7 @@ func testCopy(t *testing.T, w *ws) {
 
 func testCompose(t *testing.T, w *ws) {
 	rootfs := os.Getenv("SBF_E2E_ROOTFS")
-	w.must("sbf cp busybox rootfs into the guest", "cp", rootfs, "api:/tmp/rootfs.tar")
+	w.must("sbf cp busybox rootfs into the guest", "cp", "--allow-path", filepath.Dir(rootfs), rootfs, "api:/tmp/rootfs.tar")
 	w.must("docker import in the guest (no registry here)", "exec", "api", "--", "docker", "import", "/tmp/rootfs.tar", "sbf-e2e/busybox:1")
 	w.write("compose.yaml", composeV1)
 	w.write(".sandboxforge.toml", specText(2, true))

@@ -74,18 +74,6 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	return x.Exec(ctx, t.Instance, req)
 }
 
-// Copier returns the target's copy capability.
-func (t *Target) Copier() (drivers.Copier, error) {
-	drv, err := t.Driver()
-	if err != nil {
-		return nil, err
-	}
-	c, ok := drv.(drivers.Copier)
-	if !ok {
-		return nil, fmt.Errorf("the driver of sandbox %s cannot copy files", t.Sandbox)
-	}
-	return c, nil
-}
 
 // CheckLease says whether a sandbox holds a live lease, or why not:
 // INSTANCE_TERMINAL with details status ("destroyed" or "expired") and

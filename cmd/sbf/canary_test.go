@@ -51,6 +51,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"extend", "api", "10m"}, {"extend", "api", "10m", "--json"},
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},
+		{"sync", "api", dir, "/tmp/ws"}, {"sync", "api", dir, "/tmp/ws", "--json"},
 		{"reconcile"}, {"reconcile", "--json"},
 		{"schema"}, {"doctor"}, {"doctor", "--json"},
 		{"destroy", "scratch", "--auto-approve"}, {"destroy", "--auto-approve", "--json"},

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 func (a *app) cpCommand() *cobra.Command {
-	return &cobra.Command{
+	var allow []string
+	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files or folders between the host and a sandbox (NAME:PATH names the sandbox side)",
 		Long: "cp copies a file or a folder in one stream: sbf cp ./src api:/work/src, or sbf cp api:/work/out ./out.\n" +
@@ -30,23 +33,31 @@ func (a *app) cpCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := tgt.Copier()
-			if err != nil {
-				return err
-			}
+			cwd, _ := os.Getwd()
+			policy := a.hostPolicy(tgt.Resolved.Root, allow)
 			ctx := context.Background()
 			if dstBox != "" {
-				abs, _ := filepath.Abs(src)
-				return c.CopyIn(ctx, tgt.Instance, abs, dst)
+				return tgt.CopyIn(ctx, policy, cwd, src, dst)
 			}
-			abs, _ := filepath.Abs(dst)
-			if err := c.CopyOut(ctx, tgt.Instance, src, abs); err != nil {
+			if err := tgt.CopyOut(ctx, policy, cwd, src, dst); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, abs)
+			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, dst)
 			return nil
 		},
 	}
+	addAllowPath(cmd, &allow)
+	return cmd
+}
+
+// hostPolicy is where a command may read and write on the host: the
+// workspace, SBF_ALLOWED_PATHS and --allow-path.
+func (a *app) hostPolicy(workspace string, allow []string) hostpath.Policy {
+	return hostpath.FromEnv(workspace, a.getenv, allow...)
+}
+
+func addAllowPath(cmd *cobra.Command, into *[]string) {
+	cmd.Flags().StringArrayVar(into, "allow-path", nil, "host `DIR` this command may read or write besides the workspace (repeatable; also SBF_ALLOWED_PATHS)")
 }
 
 // splitRemote splits NAME:PATH. A sandbox name wins over a drive letter

@@ -41,3 +41,30 @@ func TestCopyToOneLetterSandbox(t *testing.T) {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// cp and sync read and write only inside the workspace (and the folders
+// --allow-path adds); sync sends only what changed.
+func TestCopyAndSyncStayInTheWorkspace(t *testing.T) {
+	dir := simDir(t, simSpec)
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "secret"), "s")
+	write(t, filepath.Join(dir, "app", "a.txt"), "a")
+	if r := sbf(t, env, "cp", "-C", dir, filepath.Join(outside, "secret"), "api:/x"); r.code != 1 || !strings.Contains(r.stderr, "outside the folders") {
+		t.Errorf("cp from outside: exit %d %q", r.code, r.stderr)
+	}
+	if r := sbf(t, env, "cp", "-C", dir, "--allow-path", outside, filepath.Join(outside, "secret"), "api:/x"); r.code != 0 {
+		t.Errorf("cp with --allow-path: exit %d %q", r.code, r.stderr)
+	}
+	first := sbf(t, env, "sync", "-C", dir, "api", filepath.Join(dir, "app"), "/work/app")
+	again := sbf(t, env, "sync", "-C", dir, "api", filepath.Join(dir, "app"), "/work/app")
+	if !strings.Contains(first.stdout, "1 sent") || !strings.Contains(again.stdout, "0 sent, 1 unchanged") {
+		t.Errorf("sync: %q then %q (%s)", first.stdout, again.stdout, again.stderr)
+	}
+	if r := sbf(t, env, "sync", "-C", dir, "--from", "api", filepath.Join(outside, "back"), "/work/app"); r.code != 1 {
+		t.Errorf("sync --from to outside: exit %d", r.code)
+	}
+}

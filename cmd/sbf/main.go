@@ -109,6 +109,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.execCommand(),
 		a.execBrokerCommand(),
 		a.cpCommand(),
+		a.syncCommand(),
 		a.mcpCommand(),
 		a.serveCommand(),
 		a.initCommand(),

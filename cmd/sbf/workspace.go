@@ -14,7 +14,7 @@ import (
 // folder wherever they were run.
 var needsWorkspace = map[string]bool{
 	"plan": true, "apply": true, "status": true, "up": true, "destroy": true, "extend": true,
-	"reconcile": true, "exec": true, "cp": true, "exec-broker": true,
+	"reconcile": true, "exec": true, "cp": true, "sync": true, "exec-broker": true,
 }
 
 // findWorkspace sets the workspace root: -C pins it; otherwise the nearest
