@@ -189,6 +189,9 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 	case Runtime, Services, Env, Compose:
 		return e.performLayer(ctx, drv, a)
 	case Delete, Expire:
+		if err := e.endTasks(ctx, drv, a); err != nil {
+			return err
+		}
 		if err := remove(ctx, drv, a.Instance); err != nil {
 			return err
 		}
@@ -274,4 +277,34 @@ func (e *Executor) emit(ev Event) {
 		defer e.emitMu.Unlock()
 		e.Events(ev)
 	}
+}
+
+// endTasks stops the sandbox's running background tasks before its VM
+// goes (in a VM they would die with it; the sim runs them on the host)
+// and records why they ended.
+func (e *Executor) endTasks(ctx context.Context, drv Driver, a Action) error {
+	var pids []int
+	for _, t := range e.Record.Snapshot().Tasks {
+		if t.Sandbox == a.Sandbox && !t.Finished() {
+			pids = append(pids, t.PID)
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	if x, ok := drv.(drivers.Execer); ok {
+		cmd := "true"
+		for _, pid := range pids {
+			cmd += fmt.Sprintf("; kill -KILL -%d 2>/dev/null", pid)
+		}
+		x.Exec(ctx, a.Instance, drivers.ExecRequest{Command: cmd, Timeout: time.Minute}) // best effort: the VM goes next
+	}
+	now := e.Clock.Now().UTC()
+	return e.Record.Update(func(f *state.File) {
+		for _, t := range f.Tasks {
+			if t.Sandbox == a.Sandbox && !t.Finished() {
+				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+map[Kind]string{Delete: "destroyed", Expire: "expired"}[a.Kind]
+			}
+		}
+	})
 }

@@ -182,3 +182,21 @@ func (h *harness) mustApplyWith(opts Options) *Result {
 	}
 	return res
 }
+
+func (h *harness) target(t *testing.T, sandbox string) *Target {
+	t.Helper()
+	tgt, err := h.eng.Target(h.ws(), sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgt
+}
+
+func execReq(cmd string) drivers.ExecRequest {
+	return drivers.ExecRequest{Command: cmd, Timeout: 10 * time.Second}
+}
+
+// fmtPIDGroup counts the live (not zombie) processes of a process group.
+func fmtPIDGroup(pgid int) string {
+	return fmt.Sprintf("sleep 0.3; ps -e -o pgid=,stat= | awk '$1 == %d && $2 !~ /^Z/' | wc -l", pgid)
+}

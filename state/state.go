@@ -52,7 +52,32 @@ type File struct {
 	WorkspaceRoot string              `json:"workspace_root"`
 	WorkspaceID   string              `json:"workspace_id"`
 	Sandboxes     map[string]*Sandbox `json:"sandboxes"`
+	// Tasks are background commands started in sandboxes, by id.
+	Tasks map[string]*Task `json:"tasks,omitempty"`
 }
+
+// Task is a background command running detached in a sandbox's guest: its
+// own process group, its output and exit code in files there. The record
+// lets status, logs and stop work after sbf or the MCP server restarts.
+type Task struct {
+	ID           string     `json:"task_id"`
+	Sandbox      string     `json:"sandbox"`
+	Instance     string     `json:"instance"`
+	Command      string     `json:"command"`
+	Cwd          string     `json:"cwd,omitempty"`
+	Status       string     `json:"status"` // running, succeeded, failed, stopped
+	PID          int        `json:"pid"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	LogPath      string     `json:"log_path"`  // in the guest
+	ExitPath     string     `json:"exit_path"` // in the guest
+}
+
+// Finished reports whether the task has ended one way or another.
+func (t *Task) Finished() bool { return t.Status != "running" }
 
 // Sandbox records one sandbox's instance as sbf last left it.
 type Sandbox struct {

@@ -1,0 +1,221 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Task errors, in SandboxForge v1's vocabulary.
+const (
+	CodeTaskNotFound        = "TASK_NOT_FOUND"
+	CodeTaskAlreadyFinished = "TASK_ALREADY_FINISHED"
+)
+
+// taskControl bounds the small commands that start, probe and stop tasks.
+const taskControl = 30 * time.Second
+
+// StartTask runs a command detached in a sandbox's guest, in its own
+// session and process group, with its output and exit code in files
+// there, and records it in the workspace's state.
+func (e *Engine) StartTask(ctx context.Context, ws spec.Options, sandbox, command, cwd string, env map[string]string) (*state.Task, error) {
+	tgt, err := e.Target(ws, sandbox)
+	if err != nil {
+		return nil, err
+	}
+	id := newTaskID()
+	script, err := startScript(id, command, cwd, env)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: taskControl})
+	if err != nil {
+		return nil, fmt.Errorf("starting task %s in %s: %w", id, sandbox, err)
+	}
+	lines := strings.Fields(res.Stdout)
+	if res.ExitCode != 0 || len(lines) != 2 {
+		return nil, coded.New(coded.BackendCommand, map[string]any{"exit_code": res.ExitCode, "stderr": res.Stderr},
+			"starting task %s in %s failed: %s", id, sandbox, strings.TrimSpace(res.Stderr))
+	}
+	pid, _ := strconv.Atoi(lines[0])
+	now := e.Clock.Now().UTC()
+	t := &state.Task{ID: id, Sandbox: sandbox, Instance: tgt.Instance, Command: command, Cwd: cwd, Status: "running",
+		PID: pid, CreatedAt: now, StartedAt: &now,
+		LogPath: lines[1] + "/" + id + ".log", ExitPath: lines[1] + "/" + id + ".exit"}
+	return t, e.saveTask(ctx, ws, t)
+}
+
+// startScript starts the command under setsid (a new session: its own
+// process group, which stop signals as a whole), detached from sbf's
+// connection, writing its exit code when it ends.
+func startScript(id, command, cwd string, env map[string]string) (string, error) {
+	prelude, err := withPrelude(drivers.ExecRequest{Command: "true", Workdir: cwd, Env: env})
+	if err != nil {
+		return "", err
+	}
+	return `d="$HOME/.sbf/tasks"; mkdir -p "$d" || exit 1
+` + prelude.Command + ` || exit 1
+setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellQuote(command) + ` "$d/` + id + `.exit" > "$d/` + id + `.log" 2>&1 < /dev/null &
+echo "$!"; echo "$d"`, nil
+}
+
+func newTaskID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "task_" + hex.EncodeToString(b)
+}
+
+// Task finds a task in the workspace's state, its status brought up to
+// date from the guest when it was running.
+func (e *Engine) Task(ctx context.Context, ws spec.Options, id string) (*state.Task, error) {
+	t, err := e.findTask(ws, id)
+	if err != nil || t.Finished() {
+		return t, err
+	}
+	if err := e.refreshTask(ctx, ws, t); err != nil {
+		return t, err
+	}
+	return t, e.saveTask(ctx, ws, t)
+}
+
+// TaskLogs returns the last tail lines of a task's output (all with
+// tail ≤ 0).
+func (e *Engine) TaskLogs(ctx context.Context, ws spec.Options, id string, tail int) (*state.Task, string, error) {
+	t, err := e.Task(ctx, ws, id)
+	if err != nil {
+		return t, "", err
+	}
+	tgt, err := e.Target(ws, t.Sandbox)
+	if err != nil {
+		return t, "", err
+	}
+	cmd := "cat " + shellQuote(t.LogPath)
+	if tail > 0 {
+		cmd = "tail -n " + strconv.Itoa(tail) + " " + shellQuote(t.LogPath)
+	}
+	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: cmd, Timeout: taskControl})
+	if err != nil {
+		return t, "", err
+	}
+	return t, res.Stdout, nil
+}
+
+// StopTask signals the task's whole process group: TERM, or KILL when
+// forced (v1's exit codes -15 and -9).
+func (e *Engine) StopTask(ctx context.Context, ws spec.Options, id string, force bool) (*state.Task, error) {
+	t, err := e.Task(ctx, ws, id)
+	if err != nil {
+		return t, err
+	}
+	if t.Finished() {
+		return t, coded.New(CodeTaskAlreadyFinished, map[string]any{"task_id": id, "status": t.Status},
+			"task %s already finished (%s)", id, t.Status)
+	}
+	tgt, err := e.Target(ws, t.Sandbox)
+	if err != nil {
+		return t, err
+	}
+	sig, code := "TERM", -15
+	if force {
+		sig, code = "KILL", -9
+	}
+	if _, err := tgt.Exec(ctx, drivers.ExecRequest{Command: fmt.Sprintf("kill -%s -%d", sig, t.PID), Timeout: taskControl}); err != nil {
+		return t, fmt.Errorf("stopping task %s: %w", id, err)
+	}
+	now := e.Clock.Now().UTC()
+	t.Status, t.ExitCode, t.FinishedAt = "stopped", &code, &now
+	return t, e.saveTask(ctx, ws, t)
+}
+
+// Tasks lists a workspace's tasks as recorded.
+func (e *Engine) Tasks(ws spec.Options) ([]*state.Task, error) {
+	f, err := e.readState(ws)
+	if err != nil {
+		return nil, err
+	}
+	var out []*state.Task
+	for _, t := range f.Tasks {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// refreshTask reads the task's exit file and whether its process lives.
+func (e *Engine) refreshTask(ctx context.Context, ws spec.Options, t *state.Task) error {
+	now := e.Clock.Now().UTC()
+	tgt, err := e.Target(ws, t.Sandbox)
+	if err != nil {
+		// The sandbox is gone: its tasks went with it.
+		t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox is no longer running: "+err.Error()
+		return nil
+	}
+	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: "cat " + shellQuote(t.ExitPath) + " 2>/dev/null || echo none; " +
+		fmt.Sprintf("kill -0 %d 2>/dev/null && echo alive || echo dead", t.PID), Timeout: taskControl})
+	if err != nil {
+		return fmt.Errorf("checking task %s: %w", t.ID, err)
+	}
+	fields := strings.Fields(res.Stdout)
+	if len(fields) != 2 {
+		return fmt.Errorf("checking task %s: unexpected answer %q", t.ID, res.Stdout)
+	}
+	switch code, err := strconv.Atoi(fields[0]); {
+	case err == nil:
+		t.ExitCode, t.FinishedAt, t.Status = &code, &now, "succeeded"
+		if code != 0 {
+			t.Status = "failed"
+		}
+	case fields[1] == "dead":
+		t.Status, t.FinishedAt, t.ErrorMessage = "failed", &now, "Task process exited without an exit marker"
+	}
+	return nil
+}
+
+func (e *Engine) findTask(ws spec.Options, id string) (*state.Task, error) {
+	f, err := e.readState(ws)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := f.Tasks[id]
+	if !ok {
+		return nil, coded.New(CodeTaskNotFound, map[string]any{"task_id": id}, "Task '%s' was not found", id)
+	}
+	return t, nil
+}
+
+func (e *Engine) readState(ws spec.Options) (*state.File, error) {
+	root, id, err := spec.WorkspaceIdentity(ws.Root)
+	if err != nil {
+		return nil, err
+	}
+	return state.Read(filepath.Join(root, spec.Dir), root, id)
+}
+
+// saveTask records a task under the state lock.
+func (e *Engine) saveTask(ctx context.Context, ws spec.Options, t *state.Task) error {
+	root, id, err := spec.WorkspaceIdentity(ws.Root)
+	if err != nil {
+		return err
+	}
+	store, err := state.Open(ctx, filepath.Join(root, spec.Dir), root, id, e.holder(), e.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.Update(func(f *state.File) {
+		if f.Tasks == nil {
+			f.Tasks = map[string]*state.Task{}
+		}
+		saved := *t
+		f.Tasks[t.ID] = &saved
+	})
+}
