@@ -74,7 +74,6 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	return x.Exec(ctx, t.Instance, req)
 }
 
-
 // CheckLease says whether a sandbox holds a live lease, or why not:
 // INSTANCE_TERMINAL with details status ("destroyed" or "expired") and
 // sandbox. Nothing is done to a sandbox whose lease has run out, even
