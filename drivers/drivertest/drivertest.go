@@ -1,0 +1,194 @@
+// Package drivertest is the contract between the engine and every
+// backend, as a test suite. A backend's tests call Run with a Harness that
+// gives each subtest a driver on a world of its own (a sim folder, a fake
+// limactl, a fake powershell, or the real thing), and the suite checks
+// what reconcile relies on:
+//
+//   - created instances are stopped; Start runs them, Stop stops them,
+//     Reconfigure changes a stopped one, Delete removes it;
+//   - List reports each of sbf's instances with its status, and what it
+//     reports (cpus, memory, disk, arch, vm_type, where it reports them)
+//     equals what was asked, or the planner would change them forever;
+//   - List reports nothing sbf did not create, and nothing sbf did not
+//     create is changed by the driver;
+//   - the engine's retries are safe: Start of a running instance and Stop
+//     of a stopped one do nothing; Stop and Delete of a missing instance
+//     succeed or wrap drivers.ErrNotFound; Create of an existing name
+//     fails without touching the instance; Start of a missing instance
+//     fails and creates nothing.
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Harness is what the suite needs from a backend.
+type Harness struct {
+	// New returns a driver on a fresh, empty world. Each subtest calls it
+	// once.
+	New func(t *testing.T) World
+	// Spec returns a spec the backend can create under the given instance
+	// name (a name from drivers.InstanceName).
+	Spec func(name string) drivers.Spec
+	// Grow returns s with a change a stopped instance takes without being
+	// replaced. Nil: one more CPU, 1 GiB more memory, a 5 GiB larger disk.
+	Grow func(s drivers.Spec) drivers.Spec
+}
+
+// World is a driver and what the suite may do behind its back.
+type World struct {
+	Driver drivers.Driver
+	// AddForeign makes an instance named name the way a person would,
+	// outside sbf. Nil when nothing but sbf can put instances in this
+	// world (the sim's).
+	AddForeign func(t *testing.T, name string)
+	// ForeignExists reports whether that instance is still there, as it
+	// was made. Required with AddForeign.
+	ForeignExists func(t *testing.T, name string) bool
+	// MarksOwnership says the backend records that sbf made an instance
+	// beyond its name (Hyper-V's Notes), so an instance merely named like
+	// one of sbf's must be neither listed nor touched either.
+	MarksOwnership bool
+}
+
+// Names the suite creates. They are what drivers.InstanceName derives
+// for the workspace ws_c0ffee00aabb.
+var (
+	Primary   = drivers.InstanceName("ws_c0ffee00aabb", "contract")
+	Secondary = drivers.InstanceName("ws_c0ffee00aabb", "second")
+	Lookalike = drivers.InstanceName("ws_0000beefcafe", "lookalike")
+)
+
+// Run runs the whole contract.
+func Run(t *testing.T, h Harness) {
+	if h.Grow == nil {
+		h.Grow = func(s drivers.Spec) drivers.Spec {
+			s.CPUs, s.MemoryGiB, s.DiskGiB = s.CPUs+1, s.MemoryGiB+1, s.DiskGiB+5
+			return s
+		}
+	}
+	t.Run("lifecycle", func(t *testing.T) { lifecycle(t, h) })
+	t.Run("retries are safe", func(t *testing.T) { retries(t, h) })
+	t.Run("create refuses an existing name", func(t *testing.T) { createTwice(t, h) })
+	t.Run("start of a missing instance creates nothing", func(t *testing.T) { startMissing(t, h) })
+	t.Run("instances are independent", func(t *testing.T) { independent(t, h) })
+	t.Run("foreign instances are neither listed nor touched", func(t *testing.T) { foreign(t, h) })
+}
+
+func lifecycle(t *testing.T, h Harness) {
+	ctx := context.Background()
+	d := h.New(t).Driver
+	s := h.Spec(Primary)
+	absent(t, d, Primary)
+	must(t, "Create", d.Create(ctx, s))
+	expect(t, d, s, drivers.Stopped)
+	must(t, "Start", d.Start(ctx, s))
+	expect(t, d, s, drivers.Running)
+	must(t, "Stop", d.Stop(ctx, Primary))
+	expect(t, d, s, drivers.Stopped)
+	grown := h.Grow(s)
+	must(t, "Reconfigure of the stopped instance", d.Reconfigure(ctx, grown))
+	expect(t, d, grown, drivers.Stopped)
+	must(t, "Start after Reconfigure", d.Start(ctx, grown))
+	expect(t, d, grown, drivers.Running)
+	must(t, "Delete of the running instance", d.Delete(ctx, Primary))
+	absent(t, d, Primary)
+}
+
+func retries(t *testing.T, h Harness) {
+	ctx := context.Background()
+	d := h.New(t).Driver
+	s := h.Spec(Primary)
+	must(t, "Create", d.Create(ctx, s))
+	must(t, "Stop of a stopped instance", d.Stop(ctx, Primary))
+	expect(t, d, s, drivers.Stopped)
+	must(t, "Start", d.Start(ctx, s))
+	must(t, "Start of a running instance", d.Start(ctx, s))
+	expect(t, d, s, drivers.Running)
+	must(t, "Delete", d.Delete(ctx, Primary))
+	gone(t, "Delete of a deleted instance", d.Delete(ctx, Primary))
+	gone(t, "Stop of a deleted instance", d.Stop(ctx, Primary))
+	gone(t, "Delete of an instance never made", d.Delete(ctx, Secondary))
+	absent(t, d, Primary)
+}
+
+func createTwice(t *testing.T, h Harness) {
+	ctx := context.Background()
+	d := h.New(t).Driver
+	s := h.Spec(Primary)
+	must(t, "Create", d.Create(ctx, s))
+	must(t, "Start", d.Start(ctx, s))
+	if err := d.Create(ctx, s); err == nil {
+		t.Error("a second Create of the same name succeeded; the engine relies on it failing")
+	}
+	expect(t, d, s, drivers.Running)
+}
+
+func startMissing(t *testing.T, h Harness) {
+	ctx := context.Background()
+	d := h.New(t).Driver
+	if err := d.Start(ctx, h.Spec(Primary)); err == nil {
+		t.Error("Start of an instance that does not exist succeeded")
+	}
+	absent(t, d, Primary)
+}
+
+func independent(t *testing.T, h Harness) {
+	ctx := context.Background()
+	d := h.New(t).Driver
+	a, b := h.Spec(Primary), h.Spec(Secondary)
+	must(t, "Create "+Primary, d.Create(ctx, a))
+	must(t, "Create "+Secondary, d.Create(ctx, b))
+	must(t, "Start "+Secondary, d.Start(ctx, b))
+	expect(t, d, a, drivers.Stopped)
+	expect(t, d, b, drivers.Running)
+	must(t, "Delete "+Primary, d.Delete(ctx, Primary))
+	absent(t, d, Primary)
+	expect(t, d, b, drivers.Running)
+}
+
+func foreign(t *testing.T, h Harness) {
+	ctx := context.Background()
+	w := h.New(t)
+	if w.AddForeign == nil {
+		t.Skip("only sbf can put instances into this backend's world")
+	}
+	names := []string{"default"}
+	if w.MarksOwnership {
+		names = append(names, Lookalike)
+	}
+	for _, n := range names {
+		w.AddForeign(t, n)
+	}
+	s := h.Spec(Primary)
+	must(t, "Create", w.Driver.Create(ctx, s))
+	list := listed(t, w.Driver)
+	for _, n := range names {
+		if _, ok := list[n]; ok {
+			t.Errorf("List reports %s, which sbf did not create", n)
+		}
+	}
+	if _, ok := list[Primary]; !ok {
+		t.Errorf("List lost %s among foreign instances", Primary)
+	}
+	if w.MarksOwnership {
+		ls := h.Spec(Lookalike)
+		for op, err := range map[string]error{
+			"Stop": w.Driver.Stop(ctx, Lookalike), "Start": w.Driver.Start(ctx, ls),
+			"Reconfigure": w.Driver.Reconfigure(ctx, h.Grow(ls)), "Delete": w.Driver.Delete(ctx, Lookalike),
+		} {
+			if err == nil || errors.Is(err, drivers.ErrNotFound) {
+				t.Errorf("%s of %s, named like sbf's but not made by it: %v (want a refusal)", op, Lookalike, err)
+			}
+		}
+	}
+	for _, n := range names {
+		if !w.ForeignExists(t, n) {
+			t.Errorf("%s, which sbf did not create, is gone or changed", n)
+		}
+	}
+}
