@@ -1,23 +1,67 @@
-// Package hyperv will drive Hyper-V through PowerShell on Windows. It is
-// not written yet: selecting it reports BACKEND_UNAVAILABLE, so committed
-// specs that name it stay valid on every host.
 package hyperv
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
 
-// Name is the driver name in specs.
-const Name = "hyperv"
-
 func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
-		New: func(context.Context, drivers.Env) (drivers.Driver, error) {
-			return nil, &drivers.UnavailableError{Driver: Name, Reason: "the hyperv driver is not implemented yet",
-				ProbableCause: "backend_unavailable", NextSteps: []string{"run sbf on Linux or macOS with the lima driver"}}
+		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
+			o, err := optionsFrom(env)
+			if err != nil {
+				return nil, err
+			}
+			return New(ctx, o)
+		},
+		Diagnose: func(ctx context.Context, env drivers.Env, specs []drivers.Spec) drivers.Diagnosis {
+			o, err := optionsFrom(env)
+			if err != nil {
+				d := drivers.Diagnosis{Driver: Name, Summary: "cannot run VMs here yet: see the failed checks"}
+				d.Add(drivers.CheckFromError("settings", err))
+				d.Finish()
+				return d
+			}
+			return Diagnose(ctx, o, specs)
 		},
 	})
 }
+
+// optionsFrom reads v1's HYPERV_* variables (same names, same defaults;
+// the storage folder moves from v1's ./state/hyperv to sbf's state
+// folder) and SBF_HYPERV_POWERSHELL. Unlike v1, a malformed number is an
+// error naming the variable rather than a crash.
+func optionsFrom(env drivers.Env) (Options, error) {
+	o := Options{PowerShell: env.Getenv("SBF_HYPERV_POWERSHELL"), HostOS: env.HostOS, HostArch: env.HostArch,
+		Getenv: env.Getenv, Clock: env.Clock, Debug: env.Debug, StateDir: env.StateDir,
+		Switch: env.Getenv("HYPERV_SWITCH_NAME"), BaseVHDX: env.Getenv("HYPERV_BASE_VHDX"),
+		StorageDir: env.Getenv("HYPERV_STORAGE_DIR"), SSHUser: env.Getenv("HYPERV_SSH_USER"),
+		SSHKey: env.Getenv("HYPERV_SSH_KEY_PATH")}
+	if v := env.Getenv("HYPERV_SSH_PORT"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
+			return Options{}, fmt.Errorf("HYPERV_SSH_PORT=%q: want a port number from 1 to 65535", v)
+		}
+		o.SSHPort = v
+	}
+	if v := env.Getenv("HYPERV_BOOT_TIMEOUT_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return Options{}, fmt.Errorf("HYPERV_BOOT_TIMEOUT_SECONDS=%q: want a positive number of seconds", v)
+		}
+		o.BootTimeout = time.Duration(max(n, 10)) * time.Second // v1's floor
+	}
+	return o, nil
+}
+
+var (
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.Execer        = (*Driver)(nil)
+	_ drivers.Copier        = (*Driver)(nil)
+	_ drivers.Connector     = (*Driver)(nil)
+	_ drivers.ArchiveCopier = (*Driver)(nil)
+)

@@ -1,0 +1,6 @@
+$vm = Get-SbfVM $Name $Owner
+switch ([string]$vm.State) {
+  'Running' { }
+  'Paused' { Resume-VM -VM $vm }
+  default { Start-VM -VM $vm }
+}

@@ -1,0 +1,24 @@
+# sbf hyperv: start
+$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+function Write-Json($Value) {
+  $json = ConvertTo-Json -InputObject $Value -Depth 5 -Compress
+  [regex]::Replace($json, '[^\x00-\x7f]', { param($m) '\u{0:x4}' -f [int][char]$m.Value })
+}
+function Get-SbfVM([string]$Name, [string]$Owner) {
+  $named = @(Get-VM -Name $Name -ErrorAction SilentlyContinue)
+  if ($named.Count -eq 0) { exit 3 }
+  $ours = @($named | Where-Object { ([string]$_.Notes).StartsWith($Owner, [System.StringComparison]::Ordinal) })
+  if ($ours.Count -ne 1) { exit 4 }
+  return $ours[0]
+}
+# parameters
+$Name = 'sbf-0123abcd-api'
+$Owner = '{"managed_by":"sbf","instance":"sbf-0123abcd-api",'
+# end of parameters
+$vm = Get-SbfVM $Name $Owner
+switch ([string]$vm.State) {
+  'Running' { }
+  'Paused' { Resume-VM -VM $vm }
+  default { Start-VM -VM $vm }
+}
