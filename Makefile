@@ -43,6 +43,7 @@ vet:
 # not durations, because a -fuzztime duration can fail spuriously at its
 # deadline before Go 1.27 (Go issue 75804).
 test: vet
+	GOOS=windows $(GO) build ./... && GOOS=windows $(GO) vet ./...
 	$(GO) test -race ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 3000x -fuzzminimizetime 100x ./spec
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadWithinLimits$$' -fuzztime 30000x -fuzzminimizetime 100x ./spec
