@@ -68,6 +68,10 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("sync_workspace_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/s"})
 	check("sync_instance_to_workspace", map[string]any{"instance_id": id, "remote_path": "/w/s", "local_path": "back2"})
 	check("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/w/src/a.txt"}, "local_dest": "arts"})
+	task, _ := check("start_background_task", map[string]any{"instance_id": id, "command": "env; sleep 30"})["task_id"].(string)
+	check("get_task_status", map[string]any{"task_id": task})
+	check("get_task_logs", map[string]any{"task_id": task})
+	check("stop_task", map[string]any{"task_id": task, "force": true})
 	check("destroy_instance", map[string]any{"instance_id": id})
 
 	// Errors about secret-bearing keys name the key, never the value.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An agent can work inside what it created: commands (a non-zero exit is a
@@ -49,4 +50,34 @@ func TestDataPlaneOnTheSim(t *testing.T) {
 	f.fails("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{}, "local_dest": "a"}, "INVALID_ARGUMENTS")
 	f.ok("destroy_instance", map[string]any{"instance_id": id})
 	f.fails("run_command", map[string]any{"instance_id": id, "command": "true"}, "INSTANCE_TERMINAL")
+}
+
+// A background task outlives the server that started it: a restarted
+// server reports, reads and stops it.
+func TestBackgroundTaskSurvivesARestart(t *testing.T) {
+	f := newFixture(t, "[vm]\ndriver = \"sim\"\n")
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	started := f.ok("start_background_task", map[string]any{"instance_id": id, "command": "echo started; sleep 60"})
+	task := started["task_id"].(string)
+	if started["status"] != "running" || started["pid"].(float64) <= 0 {
+		t.Fatalf("start: %v", started)
+	}
+	f.start(Settings{SweepInterval: time.Minute, Session: "local"}) // a new server over the same host state
+	if st := f.ok("get_task_status", map[string]any{"task_id": task}); st["status"] != "running" || st["instance_id"] != id {
+		t.Errorf("status after restart: %v", st)
+	}
+	var logs map[string]any
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if logs = f.ok("get_task_logs", map[string]any{"task_id": task}); logs["logs"] == "started\n" {
+			break
+		}
+	}
+	if logs["logs"] != "started\n" {
+		t.Errorf("logs: %v", logs)
+	}
+	if st := f.ok("stop_task", map[string]any{"task_id": task}); st["status"] != "stopped" || st["exit_code"].(float64) != -15 {
+		t.Errorf("stop: %v", st)
+	}
+	f.fails("stop_task", map[string]any{"task_id": task}, "TASK_ALREADY_FINISHED")
+	f.fails("get_task_status", map[string]any{"task_id": "task_000000000000"}, "TASK_NOT_FOUND")
 }

@@ -70,6 +70,7 @@ func New(cfg Config) *Server {
 	s.registerLifecycle()
 	s.registerWorkspace()
 	s.registerData()
+	s.registerTasks()
 	return s
 }
 

@@ -1,0 +1,130 @@
+package mcpserver
+
+import (
+	"context"
+	"slices"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+type startTaskArgs struct {
+	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Command    string            `json:"command" jsonschema:"Shell command run detached in the guest."`
+	Cwd        string            `json:"cwd,omitempty" jsonschema:"Guest folder to run in."`
+	Env        map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
+}
+
+type taskArgs struct {
+	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
+}
+
+type taskLogsArgs struct {
+	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
+	Tail   *int   `json:"tail,omitempty" jsonschema:"Last lines to return (default 500; 0 or less: all)."`
+}
+
+type stopTaskArgs struct {
+	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
+	Force  bool   `json:"force,omitempty" jsonschema:"KILL instead of TERM."`
+}
+
+func (s *Server) registerTasks() {
+	addTool(s, "start_background_task", "Start a command detached in an instance; it outlives this call, sbf restarts and dropped connections.", s.startTask)
+	addTool(s, "get_task_status", "Report a background task's status, exit code and times.", s.taskStatus)
+	addTool(s, "get_task_logs", "Return a background task's output (its last lines).", s.taskLogs)
+	addTool(s, "stop_task", "Stop a background task's whole process group (TERM, or KILL with force).", s.stopTask)
+}
+
+func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
+	tgt, _, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cfg.Engine.StartTask(ctx, spec.Options{Root: tgt.Resolved.Root, Host: tgt.Resolved.Host}, tgt.Sandbox, a.Command, a.Cwd, a.Env)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": t.ID, "instance_id": a.InstanceID, "status": t.Status, "pid": t.PID, "log_path": t.LogPath}, nil
+}
+
+func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
+	ws, err := s.taskWorkspace(a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cfg.Engine.Task(ctx, ws, a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	return s.taskView(t), nil
+}
+
+func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
+	ws, err := s.taskWorkspace(a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	tail := 500
+	if a.Tail != nil {
+		tail = *a.Tail
+	}
+	t, logs, err := s.cfg.Engine.TaskLogs(ctx, ws, a.TaskID, tail)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "logs": logs, "tail": tail}, nil
+}
+
+func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
+	ws, err := s.taskWorkspace(a.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cfg.Engine.StopTask(ctx, ws, a.TaskID, a.Force)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "exit_code": t.ExitCode}, nil
+}
+
+// taskView is get_task_status's v1 shape.
+func (s *Server) taskView(t *state.Task) map[string]any {
+	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "pid": t.PID,
+		"created_at": iso(t.CreatedAt), "started_at": isoPtr(t.StartedAt), "finished_at": isoPtr(t.FinishedAt),
+		"exit_code": t.ExitCode, "error_message": nilIfEmpty(t.ErrorMessage), "log_path": t.LogPath}
+}
+
+// taskInstanceID names the task's sandbox the way the tools name
+// instances.
+func (s *Server) taskInstanceID(t *state.Task) string {
+	if e, ok := s.index.Lookup(t.Instance); ok {
+		return instanceID(e)
+	}
+	return t.Sandbox
+}
+
+// taskWorkspace finds the workspace whose state records the task: task
+// ids are unique, and every workspace an instance was made in is in the
+// host index.
+func (s *Server) taskWorkspace(id string) (spec.Options, error) {
+	entries, _ := s.index.All()
+	var roots []string
+	for _, e := range entries {
+		if !slices.Contains(roots, e.WorkspaceRoot) {
+			roots = append(roots, e.WorkspaceRoot)
+		}
+	}
+	for _, root := range roots {
+		ws := spec.Options{Root: root, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome}
+		if tasks, err := s.cfg.Engine.Tasks(ws); err == nil {
+			for _, t := range tasks {
+				if t.ID == id {
+					return ws, nil
+				}
+			}
+		}
+	}
+	return spec.Options{}, newToolError(reconcile.CodeTaskNotFound, "Task '"+id+"' was not found", map[string]any{"task_id": id})
+}
