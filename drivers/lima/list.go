@@ -26,7 +26,8 @@ type listedInstance struct {
 	SSHConfigFile string `json:"sshConfigFile"`
 }
 
-// List reports every Lima instance with one `limactl list --json`.
+// List reports sbf's Lima instances with one `limactl list --json`. Lima
+// keeps no labels, so sbf's are the ones named as sbf names them.
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	out, _, err := d.run(ctx, nil, "list", "--json")
 	if err != nil {
@@ -38,7 +39,9 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	}
 	insts := make([]drivers.Instance, 0, len(listed))
 	for _, l := range listed {
-		insts = append(insts, l.instance())
+		if _, _, ok := drivers.ParseInstanceName(l.Name); ok {
+			insts = append(insts, l.instance())
+		}
 	}
 	return insts, nil
 }
