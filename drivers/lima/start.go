@@ -26,6 +26,9 @@ var wrappers embed.FS
 // ready, passing Lima's progress on and, where KVM cannot run guests,
 // running QEMU under software emulation when the spec allows it.
 func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
+	if err := d.checkExists(s.Name); err != nil {
+		return err
+	}
 	env, err := d.startEnv(ctx, s)
 	if err != nil {
 		return err
@@ -45,6 +48,21 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	}
 	if err != nil {
 		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
+	}
+	return nil
+}
+
+// checkExists refuses to start what is not there: `limactl start NAME`
+// would create it from template://default (which mounts the home folder)
+// rather than fail. Lima creates nothing where the instance's folder
+// exists, so that is what is checked.
+func (d *Driver) checkExists(name string) error {
+	home := limaHome(d.opts.Getenv)
+	if home == "" {
+		return nil // limactl cannot find instances either, and says so
+	}
+	if _, err := os.Stat(filepath.Join(home, name)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("lima instance %s: %w", name, drivers.ErrNotFound)
 	}
 	return nil
 }
