@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 	env := map[string]string{"SBF_STATE_HOME": host, "NO_COLOR": "1"}
 	set := "--set=infra.mysql.root_password=" + canary + "-set"
 	covered := map[string]bool{}
+	taskID := ""
 	root := (&app{getenv: func(string) string { return "" }}).rootCommand()
 	for _, args := range [][]string{
 		{"validate"}, {"validate", "--json"}, {"validate", "--json", set}, {"validate", set},
@@ -52,15 +54,30 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},
 		{"sync", "api", dir, "/tmp/ws"}, {"sync", "api", dir, "/tmp/ws", "--json"},
+		{"task", "start", "--json", "api", "--", "env"}, {"task", "status", "ID"}, {"task", "status", "ID", "--json"},
+		{"task", "logs", "ID"}, {"task", "logs", "ID", "--json"}, {"task", "list"}, {"task", "list", "--json"},
+		{"task", "stop", "ID", "--json"}, {"task", "start", "api", "--", "sleep", "1"},
 		{"reconcile"}, {"reconcile", "--json"},
 		{"schema"}, {"doctor"}, {"doctor", "--json"},
 		{"destroy", "scratch", "--auto-approve"}, {"destroy", "--auto-approve", "--json"},
 	} {
-		if c, _, err := root.Find(args[:1]); err != nil || c == root {
+		c, _, err := root.Find(args)
+		if err != nil || c == root {
 			continue // a command this build does not have
 		}
-		covered["sbf "+args[0]] = true
+		covered[c.CommandPath()] = true
+		if args[0] == "task" && len(args) > 2 && args[2] == "ID" {
+			args = append(append([]string{}, args[:2]...), append([]string{taskID}, args[3:]...)...)
+		}
 		r := sbf(t, env, append([]string{"-C", dir}, args...)...)
+		if args[0] == "task" && args[1] == "start" {
+			var task struct {
+				ID string `json:"task_id"`
+			}
+			if json.Unmarshal([]byte(r.stdout), &task) == nil && task.ID != "" {
+				taskID = task.ID
+			}
+		}
 		if r.code == 2 {
 			t.Errorf("sbf %s: usage error: %s", strings.Join(args, " "), r.stderr)
 		}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -272,5 +273,40 @@ func TestLeaseCommandsReportWhatTheyDid(t *testing.T) {
 	}
 	if r := sbf(t, env, "destroy", "api", "-C", dir, "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "api: lease dropped; its VM is deleted.") {
 		t.Errorf("destroy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// sbf task: start a detached command, read its output, stop it.
+func TestTaskCommands(t *testing.T) {
+	dir := simDir(t, simSpec)
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := sbf(t, env, "task", "start", "-C", dir, "--json", "api", "--", "sh", "-c", "echo up; sleep 60")
+	var task struct {
+		ID     string `json:"task_id"`
+		Status string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.Status != "running" {
+		t.Fatalf("start: %v %s %s", err, r.stdout, r.stderr)
+	}
+	var logs result
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if logs = sbf(t, env, "task", "logs", "-C", dir, task.ID); logs.stdout == "up\n" {
+			break
+		}
+	}
+	if logs.stdout != "up\n" {
+		t.Errorf("logs: %q %q", logs.stdout, logs.stderr)
+	}
+	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 0 || !strings.Contains(r.stdout, "stopped (exit -15)") {
+		t.Errorf("stop: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := sbf(t, env, "task", "list", "-C", dir); !strings.Contains(r.stdout, task.ID) {
+		t.Errorf("list: %q", r.stdout)
+	}
+	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 1 || !strings.Contains(r.stderr, "already finished") {
+		t.Errorf("second stop: %d %q", r.code, r.stderr)
 	}
 }

@@ -110,6 +110,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.execBrokerCommand(),
 		a.cpCommand(),
 		a.syncCommand(),
+		a.taskCommand(),
 		a.mcpCommand(),
 		a.serveCommand(),
 		a.initCommand(),

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ import (
 var needsWorkspace = map[string]bool{
 	"plan": true, "apply": true, "status": true, "up": true, "destroy": true, "extend": true,
 	"reconcile": true, "exec": true, "cp": true, "sync": true, "exec-broker": true,
+	"task start": true, "task status": true, "task logs": true, "task stop": true, "task list": true,
 }
 
 // findWorkspace sets the workspace root: -C pins it; otherwise the nearest
@@ -27,7 +29,7 @@ func (a *app) findWorkspace(cmd *cobra.Command) error {
 			a.dir = root
 		}
 	}
-	if !needsWorkspace[cmd.Name()] || spec.HasSpec(a.dir) {
+	if !needsWorkspace[strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")] || spec.HasSpec(a.dir) {
 		return nil
 	}
 	where := "here or in any parent folder"
