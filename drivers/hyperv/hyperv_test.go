@@ -137,7 +137,8 @@ func TestListKeepsOnlyMarkersForTheirOwnName(t *testing.T) {
 func TestStatusOfEveryState(t *testing.T) {
 	for state, want := range map[string]drivers.Status{
 		"Running": drivers.Running, "Starting": drivers.Running, "Off": drivers.Stopped, "Saved": drivers.Stopped,
-		"Paused": drivers.Stopped, "Stopping": drivers.Stopped, "OffCritical": drivers.Broken, "Other": drivers.Broken,
+		"Paused": drivers.Stopped, "Stopping": drivers.Stopped, "Hibernated": drivers.Stopped, "ForceReboot": drivers.Running,
+		"OffCritical": drivers.Broken, "RunningCritical": drivers.Broken, "Other": drivers.Broken,
 	} {
 		if got := status(state); got != want {
 			t.Errorf("%s: %s, want %s", state, got, want)

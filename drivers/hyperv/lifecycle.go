@@ -77,9 +77,9 @@ func (vm listedVM) instance(sshPort string) drivers.Instance {
 // states (storage lost) are broken.
 func status(state string) drivers.Status {
 	switch state {
-	case "Running", "Starting", "Resuming", "Reset":
+	case "Running", "Starting", "Resuming", "Reset", "ForceReboot":
 		return drivers.Running
-	case "Off", "Stopping", "Saved", "Saving", "Paused", "Pausing", "FastSaved", "FastSaving":
+	case "Off", "Stopping", "ForceShutdown", "Saved", "Saving", "Paused", "Pausing", "FastSaved", "FastSaving", "Hibernated":
 		return drivers.Stopped
 	}
 	return drivers.Broken
