@@ -189,11 +189,11 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 		byRoot[e.WorkspaceRoot] = append(byRoot[e.WorkspaceRoot], e)
 	}
 	instances := []map[string]any{}
-	var problems []string
+	var problems []workspaceProblem
 	for _, root := range slices.Sorted(maps.Keys(byRoot)) {
 		rows, err := s.workspaceRows(ctx, root, byRoot[root], a.IncludeExpired)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", root, err))
+			problems = append(problems, workspaceProblem{root, err})
 		}
 		instances = append(instances, rows...)
 	}
@@ -202,7 +202,7 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 		out[k] = v
 	}
 	if len(problems) > 0 {
-		out["reconciliation_error"] = fmt.Sprint(problems)
+		out["reconciliation_error"] = reconciliationError(problems)
 	}
 	return out, nil
 }

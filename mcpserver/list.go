@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -92,13 +93,35 @@ func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 	return string(st.Phase)
 }
 
-// backendInfo reports the server's default backend as v1 did.
+// backendInfo reports the server's default backend as v1 did: when it is
+// unavailable, backend_error is the BACKEND_UNAVAILABLE envelope
+// ({error_code, message, details}) create_instance would fail with.
 func (s *Server) backendInfo() map[string]any {
 	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
 	out := map[string]any{"backend": name, "backend_available": true}
 	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
 	if _, err := s.cfg.Engine.Drivers(name, probe); err != nil {
-		out["backend_available"], out["backend_error"] = false, err.Error()
+		te := coded.Of(err, coded.BackendUnavailable)
+		out["backend_available"], out["backend_error"] = false, bounded(te)
 	}
 	return out
+}
+
+// workspaceProblem is one workspace list_instances could not reconcile.
+type workspaceProblem struct {
+	root string
+	err  error
+}
+
+// reconciliationError is list_instances' reconciliation_error as v1 built
+// it (BACKEND_COMMAND_FAILED, "Unable to reconcile with live backend
+// state"), with each workspace that failed, and why, in the details.
+func reconciliationError(problems []workspaceProblem) *coded.Error {
+	errs := make([]map[string]any, len(problems))
+	for i, p := range problems {
+		te := asToolError(p.err)
+		errs[i] = map[string]any{"workspace_root": p.root, "error_code": te.Code, "message": te.Message, "details": te.Details}
+	}
+	return bounded(newToolError(coded.BackendCommand, "Unable to reconcile with live backend state",
+		map[string]any{"errors": errs}))
 }
