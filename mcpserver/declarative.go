@@ -59,8 +59,12 @@ func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
 		return nil, te
 	}
 	r := v.Resolved
-	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources,
-		"config": r.Config, "valid": true, "diagnostics": sentences(r.Warnings)}, nil
+	config, err := v1Config(r)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": nonNil(r.Sources),
+		"config": config, "valid": true, "diagnostics": sentences(r.Warnings)}, nil
 }
 
 func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
@@ -187,9 +191,13 @@ func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	config, err := v1Config(r)
+	if err != nil {
+		return nil, err
+	}
 	adHoc := slices.Sorted(maps.Keys(r.AdHoc))
 	return map[string]any{
-		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": r.Sources, "config": r.Config,
+		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": nonNil(r.Sources), "config": config,
 		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},
 		"warnings":          sentences(r.Warnings),
 	}, nil

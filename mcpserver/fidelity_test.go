@@ -51,3 +51,76 @@ func TestListInstancesErrorsAreEnvelopes(t *testing.T) {
 		t.Errorf("an available backend reported as unavailable: %v", out)
 	}
 }
+
+// validate_workspace_config's config is v1's WorkspaceSettings.to_dict():
+// it carries workspace_root, workspace_id and sources; the durations v1
+// read as hours are also floats named *_hours; unset nullable keys are
+// null. get_desired_state renders its config the same way.
+func TestValidateConfigIsV1Shaped(t *testing.T) {
+	f := newFixture(t, simSpec+"[sandboxes.api]\n")
+	for _, tool := range []string{"validate_workspace_config", "get_desired_state"} {
+		out := f.ok(tool, map[string]any{"workspace_root": f.root})
+		cfg := out["config"].(map[string]any)
+		if cfg["workspace_root"] != f.root || cfg["workspace_id"] != out["workspace_id"] || mustJSON(cfg["sources"]) != mustJSON(out["sources"]) ||
+			len(cfg["sources"].([]any)) != 2 {
+			t.Errorf("%s: config lacks v1's identity keys: root %v, id %v, sources %v", tool, cfg["workspace_root"], cfg["workspace_id"], cfg["sources"])
+		}
+		check := at(t, cfg, "build", "prebuilt", "staleness_check")
+		detect := at(t, cfg, "build", "staleness_detection")
+		if check["check_age_threshold"] != "24h" || check["check_age_threshold_hours"] != 24.0 ||
+			detect["max_age_threshold"] != "24h" || detect["max_age_threshold_hours"] != 24.0 {
+			t.Errorf("%s: thresholds %v / %v", tool, check, detect)
+		}
+		for _, path := range [][]string{{"vm", "arch"}, {"vm", "ttl"}, {"infra", "network_name"}, {"sandboxes", "api", "arch"}, {"sandboxes", "api", "ttl"}} {
+			parent := at(t, cfg, path[:len(path)-1]...)
+			if v, ok := parent[path[len(path)-1]]; !ok || v != nil {
+				t.Errorf("%s: unset nullable %v = %#v, want null", tool, path, v)
+			}
+		}
+		if at(t, cfg, "infra", "mysql")["inject_env_to"] != ".env" || at(t, cfg, "vm")["template"] != "template:docker" {
+			t.Errorf("%s: set keys changed: %v", tool, cfg["infra"])
+		}
+	}
+
+	overrides := map[string]any{
+		"build": map[string]any{
+			"prebuilt":            map[string]any{"staleness_check": map[string]any{"check_age_threshold": nil}},
+			"staleness_detection": map[string]any{"max_age_threshold": "30m"},
+		},
+		"infra": map[string]any{"mysql": map[string]any{"inject_env_to": nil}, "redis": map[string]any{"inject_env_to": ""}},
+	}
+	out := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root, "overrides": overrides})
+	cfg := out["config"].(map[string]any)
+	check := at(t, cfg, "build", "prebuilt", "staleness_check")
+	detect := at(t, cfg, "build", "staleness_detection")
+	if v, ok := check["check_age_threshold"]; !ok || v != nil {
+		t.Errorf("check_age_threshold reset by null = %#v", v)
+	}
+	if v, ok := check["check_age_threshold_hours"]; !ok || v != nil {
+		t.Errorf("check_age_threshold_hours of an unset threshold = %#v", v)
+	}
+	if detect["max_age_threshold"] != "30m" || detect["max_age_threshold_hours"] != 0.5 {
+		t.Errorf("max_age_threshold = %v", detect)
+	}
+	for _, svc := range []string{"mysql", "redis"} {
+		if v, ok := at(t, cfg, "infra", svc)["inject_env_to"]; !ok || v != nil {
+			t.Errorf("infra.%s.inject_env_to = %#v, want null", svc, v)
+		}
+	}
+	if src := cfg["sources"].([]any); mustJSON(src) != mustJSON(out["sources"]) || src[len(src)-1] != "request_overrides" {
+		t.Errorf("config.sources %v, sources %v", cfg["sources"], out["sources"])
+	}
+}
+
+// at walks nested objects of a decoded result.
+func at(t *testing.T, m map[string]any, path ...string) map[string]any {
+	t.Helper()
+	for _, k := range path {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			t.Fatalf("%v: no object at %q in %v", path, k, m)
+		}
+		m = next
+	}
+	return m
+}
