@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,6 +46,51 @@ func compileArgs(tool mcp.Tool) *argsSchema {
 		panic(fmt.Sprintf("tool %s: compiling its input schema: %v", tool.Name, err))
 	}
 	return &argsSchema{tool: tool.Name, schema: sch}
+}
+
+// Unknown arguments are ignored, as v1 did (FastMCP's argument models
+// drop extra keys), and named in the result's warnings. At most
+// maxIgnoredNamed are named, each cut to maxIgnoredName bytes, so an
+// answer never grows with the request.
+const (
+	maxIgnoredNamed = 20
+	maxIgnoredName  = 64
+)
+
+// known returns the arguments without the top-level keys the tool does
+// not take, and a warning for each key it dropped (sorted, so answers are
+// deterministic). Arguments that are not an object are left for check to
+// reject.
+func (a *argsSchema) known(args any) (any, []string) {
+	m, ok := args.(map[string]any)
+	if !ok {
+		return args, nil
+	}
+	var unknown []string
+	for k := range m {
+		if _, ok := a.schema.Properties[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return args, nil
+	}
+	kept := make(map[string]any, len(m)-len(unknown))
+	for k, v := range m {
+		if _, ok := a.schema.Properties[k]; ok {
+			kept[k] = v
+		}
+	}
+	slices.Sort(unknown)
+	var warnings []string
+	for i, k := range unknown {
+		if i == maxIgnoredNamed {
+			warnings = append(warnings, fmt.Sprintf("… and %d more unknown arguments ignored", len(unknown)-i))
+			break
+		}
+		warnings = append(warnings, fmt.Sprintf("unknown argument %q ignored", clipTo(k, maxIgnoredName)))
+	}
+	return kept, warnings
 }
 
 // check returns INVALID_ARGUMENTS naming every field that is wrong, or nil.

@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers/sim"
@@ -123,4 +125,63 @@ func at(t *testing.T, m map[string]any, path ...string) map[string]any {
 		m = next
 	}
 	return m
+}
+
+// Arguments a tool does not take are ignored, as v1 did, and named in the
+// result's warnings; the call does what it would have done without them.
+// A known argument of the wrong type still fails, INVALID_ARGUMENTS.
+func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
+	f := newFixture(t, simSpec)
+	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10, "colour": "red", "auto_bootstrap": false, "profile_name": "x"})
+	if created["status"] != "running" || len(f.world()) != 1 {
+		t.Fatalf("create_instance with unknown arguments = %v", created)
+	}
+	if got := mustJSON(created["warnings"]); got != `["unknown argument \"colour\" ignored","unknown argument \"profile_name\" ignored"]` {
+		t.Errorf("warnings = %s", got)
+	}
+	list := f.ok("list_instances", map[string]any{"verbose": true})
+	if len(list["instances"].([]any)) != 1 || mustJSON(list["warnings"]) != `["unknown argument \"verbose\" ignored"]` {
+		t.Errorf("list_instances = %v", list)
+	}
+	// A tool that already warns keeps its own warnings first.
+	g := newFixture(t, simSpec+"[sandboxes.api]\n")
+	writeManaged(t, g.root, "[leases.api]\nacquired_at = 2026-11-25T11:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n")
+	ds := g.ok("get_desired_state", map[string]any{"workspace_root": g.root, "extra": 1})
+	if w, _ := ds["warnings"].([]any); len(w) != 2 || !strings.Contains(w[0].(string), "max_lifetime") || w[1] != `unknown argument "extra" ignored` {
+		t.Errorf("get_desired_state warnings = %v", ds["warnings"])
+	}
+	// Without unknown arguments there is no warnings key where v1 had none.
+	if _, ok := f.ok("list_instances", nil)["warnings"]; ok {
+		t.Error("list_instances warns without unknown arguments")
+	}
+
+	// The wrong type of a known argument is an error, and the ignored one
+	// is still named.
+	out := f.fails("extend_instance_ttl", map[string]any{"instance_id": created["instance_id"], "ttl_minutes": "ten", "why": "x"}, "INVALID_ARGUMENTS")
+	details := out["details"].(map[string]any)
+	if details["field"] != "ttl_minutes" || mustJSON(details["warnings"]) != `["unknown argument \"why\" ignored"]` {
+		t.Errorf("details = %v", details)
+	}
+	// A failure of the tool itself names it too.
+	out = f.fails("destroy_instance", map[string]any{"instance_id": "inst_deadbeef", "purge": true}, "INSTANCE_NOT_FOUND")
+	if mustJSON(out["details"].(map[string]any)["warnings"]) != `["unknown argument \"purge\" ignored"]` {
+		t.Errorf("details = %v", out["details"])
+	}
+
+	// Only unknown arguments: the required one is still required.
+	f.fails("validate_workspace_config", map[string]any{"root": f.root}, "INVALID_ARGUMENTS")
+
+	// Many unknown arguments: the answer does not grow with them.
+	many := map[string]any{"workspace_root": f.root}
+	for i := 0; i < 500; i++ {
+		many[fmt.Sprintf("x%03d_%s", i, strings.Repeat("y", 300))] = i
+	}
+	v := f.ok("validate_workspace_config", many)
+	ws := v["warnings"].([]any)
+	if len(ws) != maxIgnoredNamed+1 || ws[maxIgnoredNamed] != "… and 480 more unknown arguments ignored" || len(mustJSON(ws)) > 4<<10 {
+		t.Errorf("%d warnings, %d bytes: %v", len(ws), len(mustJSON(ws)), ws[maxIgnoredNamed])
+	}
+	if !strings.HasPrefix(ws[0].(string), `unknown argument "x000_yyy`) {
+		t.Errorf("warnings not sorted: %v", ws[0])
+	}
 }

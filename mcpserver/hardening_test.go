@@ -19,7 +19,7 @@ func TestArgumentErrorsUseTheEnvelope(t *testing.T) {
 		field string
 	}{
 		{"create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": "ten"}, "ttl_minutes"},
-		{"create_instance", map[string]any{"workspace_root": f.root, "colour": "red"}, "colour"},
+		{"create_instance", map[string]any{"workspace_root": f.root, "colour": "red", "cpus": "two"}, "cpus"},
 		{"extend_instance_ttl", map[string]any{"instance_id": "inst_00000000"}, "ttl_minutes"},
 		{"plan", map[string]any{"targets": "api"}, "targets"},
 		{"validate_workspace_config", map[string]any{"workspace_root": 7}, "workspace_root"},

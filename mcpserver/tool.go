@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -23,30 +24,70 @@ func asToolError(err error) *coded.Error {
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
-// without omitempty are required, unknown fields are rejected. Results are
-// structured content plus the same JSON as text; failures are tool errors
-// carrying the v1 envelope.
+// without omitempty are required. Arguments the tool does not take are
+// ignored, as v1 did, and named in the answer's warnings (the advertised
+// schema still says additionalProperties: false, steering clients and
+// models away from them); a known argument of the wrong type is
+// INVALID_ARGUMENTS. Results are structured content plus the same JSON as
+// text; failures are tool errors carrying the v1 envelope.
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
 	tool := mcp.NewTool(name, mcp.WithDescription(description), mcp.WithInputSchema[A]())
 	schema := compileArgs(tool)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if te := schema.check(req.Params.Arguments); te != nil {
-			return errorResult(te), nil
+		raw, warnings := schema.known(req.Params.Arguments)
+		if te := schema.check(raw); te != nil {
+			return errorResult(te, warnings...), nil
 		}
+		req.Params.Arguments = raw
 		var args A
 		if err := req.BindArguments(&args); err != nil {
-			return errorResult(newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name})), nil
+			return errorResult(newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name}), warnings...), nil
 		}
 		out, err := handle(ctx, args)
 		if err != nil {
-			return errorResult(asToolError(err)), nil
+			return errorResult(asToolError(err), warnings...), nil
 		}
-		return mcp.NewToolResultStructuredOnly(out), nil
+		return mcp.NewToolResultStructuredOnly(withWarnings(out, warnings)), nil
 	})
 }
 
-func errorResult(te *coded.Error) *mcp.CallToolResult {
+// withWarnings adds warnings to a result's own "warnings" list (every
+// tool answers an object).
+func withWarnings(out any, warnings []string) any {
+	if len(warnings) == 0 {
+		return out
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		raw, err := json.Marshal(out)
+		if err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
+			return out
+		}
+	}
+	switch prev := m["warnings"].(type) {
+	case []string:
+		m["warnings"] = append(slices.Clone(prev), warnings...)
+	case []any:
+		for _, w := range warnings {
+			prev = append(prev, w)
+		}
+		m["warnings"] = prev
+	default:
+		m["warnings"] = warnings
+	}
+	return m
+}
+
+// errorResult renders the envelope, bounded; warnings (ignored arguments)
+// go into its details.
+func errorResult(te *coded.Error, warnings ...string) *mcp.CallToolResult {
 	te = bounded(te)
+	if len(warnings) > 0 {
+		if te.Details == nil {
+			te.Details = map[string]any{}
+		}
+		te.Details["warnings"] = warnings
+	}
 	text, _ := json.Marshal(te)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: string(text)}},
