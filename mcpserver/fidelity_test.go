@@ -1,9 +1,19 @@
 package mcpserver
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -184,4 +194,213 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 	if !strings.HasPrefix(ws[0].(string), `unknown argument "x000_yyy`) {
 		t.Errorf("warnings not sorted: %v", ws[0])
 	}
+}
+
+// wantHints is what each tool does, read from its handler: v1 set no
+// annotations, so clients assumed every tool destructive. Read-only tools
+// are also idempotent and closed; see hints.go for the meaning of each.
+var wantHints = map[string]hints{
+	"create_instance":            {openWorld: true},
+	"list_instances":             {readOnly: true, idempotent: true},
+	"destroy_instance":           {destructive: true, idempotent: true},
+	"extend_instance_ttl":        {},
+	"validate_workspace_config":  {readOnly: true, idempotent: true},
+	"plan":                       {readOnly: true, idempotent: true},
+	"get_desired_state":          {readOnly: true, idempotent: true},
+	"apply":                      {destructive: true, idempotent: true, openWorld: true},
+	"prepare_workspace":          {destructive: true, idempotent: true, openWorld: true},
+	"run_command":                {destructive: true, openWorld: true},
+	"copy_to_instance":           {destructive: true, idempotent: true},
+	"copy_from_instance":         {destructive: true, idempotent: true},
+	"sync_workspace_to_instance": {destructive: true, idempotent: true},
+	"sync_instance_to_workspace": {destructive: true, idempotent: true},
+	"collect_artifacts":          {},
+	"start_background_task":      {destructive: true, openWorld: true},
+	"get_task_status":            {readOnly: true, idempotent: true},
+	"get_task_logs":              {readOnly: true, idempotent: true},
+	"stop_task":                  {destructive: true, idempotent: true},
+	"validate_image":             {readOnly: true, idempotent: true},
+	"docker_ps":                  {readOnly: true, idempotent: true},
+	"docker_images":              {readOnly: true, idempotent: true},
+	"docker_logs":                {readOnly: true, idempotent: true},
+	"docker_build":               {openWorld: true},
+	"docker_run":                 {destructive: true, openWorld: true},
+	"docker_exec":                {destructive: true, openWorld: true},
+	"docker_compose":             {destructive: true, openWorld: true},
+	"docker_cleanup":             {destructive: true, idempotent: true},
+}
+
+// Every registered tool says, in tools/list, exactly what wantHints says:
+// all four hints explicit.
+func TestToolAnnotationsAreTruthful(t *testing.T) {
+	f := newFixture(t, simSpec)
+	res, err := f.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		want, ok := wantHints[tool.Name]
+		if !ok {
+			t.Errorf("tool %s has no expected annotations in wantHints (add it there and to toolHints)", tool.Name)
+			continue
+		}
+		a := tool.Annotations
+		for _, h := range []struct {
+			name string
+			got  *bool
+			want bool
+		}{{"readOnlyHint", a.ReadOnlyHint, want.readOnly}, {"destructiveHint", a.DestructiveHint, want.destructive},
+			{"idempotentHint", a.IdempotentHint, want.idempotent}, {"openWorldHint", a.OpenWorldHint, want.openWorld}} {
+			if h.got == nil || *h.got != h.want {
+				t.Errorf("%s: %s = %v, want %v", tool.Name, h.name, deref(h.got), h.want)
+			}
+		}
+	}
+	if len(res.Tools) < len(v1Tools) {
+		t.Errorf("only %d tools listed", len(res.Tools))
+	}
+	// Unknown tools get the protocol's worst case, never "read-only".
+	if a := annotations("no_such_tool"); *a.ReadOnlyHint || !*a.DestructiveHint || *a.IdempotentHint || !*a.OpenWorldHint {
+		t.Errorf("a tool without hints is annotated %+v", a)
+	}
+}
+
+func deref(b *bool) any {
+	if b == nil {
+		return nil
+	}
+	return *b
+}
+
+// A tool annotated read-only changes nothing: no VM, no file of the
+// workspace, of the host's records or of the (simulated) guests, when
+// called on a workspace holding a running instance with a running task.
+func TestReadOnlyToolsChangeNothing(t *testing.T) {
+	f := newFixture(t, simSpec+"[sandboxes.api]\n")
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 30})["instance_id"].(string)
+	task := f.ok("start_background_task", map[string]any{"instance_id": id, "command": "echo hi; sleep 1000"})["task_id"].(string)
+	t.Cleanup(func() { f.call("stop_task", map[string]any{"task_id": task, "force": true}) })
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fmt.Sprint(f.ok("get_task_logs", map[string]any{"task_id": task})["logs"]), "hi"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the task wrote nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	args := map[string]map[string]any{
+		"list_instances":            {"include_expired": true},
+		"validate_workspace_config": {"workspace_root": f.root},
+		"plan":                      {"workspace_root": f.root},
+		"get_desired_state":         {"workspace_root": f.root},
+		"get_task_status":           {"task_id": task},
+		"get_task_logs":             {"task_id": task},
+	}
+	// Polling a running task writes down what it observed, as v1's
+	// _refresh_task_state did: the state file's serial moves, nothing
+	// else may.
+	bookkeeping := map[string]bool{"get_task_status": true, "get_task_logs": true}
+	before, world := snapshot(t, f.root, f.hostDir, f.simDir), f.world()
+	for _, name := range slices.Sorted(maps.Keys(toolHints)) {
+		h := toolHints[name]
+		if !h.readOnly {
+			continue
+		}
+		a, ok := args[name]
+		if !ok {
+			if registered(t, f, name) {
+				t.Errorf("read-only tool %s is not covered here", name)
+			}
+			continue
+		}
+		ops := opsSince(t, f, len(opsSince(t, f, 0)()))
+		f.ok(name, a)
+		for _, op := range ops() {
+			if op.Op != "list" && op.Op != "exec" { // an exec's writes would show in the guest's files
+				t.Errorf("read-only %s did %s %s", name, op.Op, op.Instance)
+			}
+		}
+		after := snapshot(t, f.root, f.hostDir, f.simDir)
+		b, a2 := before, after
+		if bookkeeping[name] {
+			b, a2 = withoutSerial(before), withoutSerial(after)
+		}
+		if !maps.Equal(b, a2) || !maps.Equal(world, f.world()) {
+			t.Errorf("read-only %s changed files or VMs:\n%v\n%v", name, diff(b, a2), f.world())
+		}
+		before, world = after, f.world()
+	}
+}
+
+func registered(t *testing.T, f *fixture, name string) bool {
+	res, err := f.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(res.Tools, func(tool mcp.Tool) bool { return tool.Name == name })
+}
+
+// opsSince returns a function listing the operations the sim world has
+// logged after its first n.
+func opsSince(t *testing.T, f *fixture, n int) func() []sim.Op {
+	return func() []sim.Op {
+		ops, err := sim.ReadLog(f.simDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ops[n:]
+	}
+}
+
+// snapshot is every file under dirs, with its content; the sim's own
+// operation log is left out (opsSince reads it).
+func snapshot(t *testing.T, dirs ...string) map[string]string {
+	out := map[string]string{}
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Base(path) == "ops.log" {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			out[path] = string(b)
+			return nil
+		})
+	}
+	return out
+}
+
+// withoutSerial drops the serial of the state file, which every write of
+// the state moves, and its backup, which every write rotates.
+func withoutSerial(files map[string]string) map[string]string {
+	out := maps.Clone(files)
+	for path, text := range out {
+		switch filepath.Base(path) {
+		case "state.json.backup":
+			delete(out, path)
+			continue
+		case "state.json":
+		default:
+			continue
+		}
+		var doc map[string]any
+		if json.Unmarshal([]byte(text), &doc) == nil {
+			delete(doc, "serial")
+			out[path] = mustJSON(doc)
+		}
+	}
+	return out
+}
+
+func diff(a, b map[string]string) []string {
+	var out []string
+	for k := range a {
+		if b[k] != a[k] {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -28,10 +28,11 @@ func asToolError(err error) *coded.Error {
 // ignored, as v1 did, and named in the answer's warnings (the advertised
 // schema still says additionalProperties: false, steering clients and
 // models away from them); a known argument of the wrong type is
-// INVALID_ARGUMENTS. Results are structured content plus the same JSON as
-// text; failures are tool errors carrying the v1 envelope.
+// INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
+// are structured content plus the same JSON as text; failures are tool
+// errors carrying the v1 envelope.
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
-	tool := mcp.NewTool(name, mcp.WithDescription(description), mcp.WithInputSchema[A]())
+	tool := mcp.NewTool(name, mcp.WithDescription(description), mcp.WithInputSchema[A](), mcp.WithToolAnnotation(annotations(name)))
 	schema := compileArgs(tool)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
