@@ -1,0 +1,289 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// WorkspaceState is what docker_build keys its image cache on and what
+// validate_image compares an image's labels with, read from the host
+// workspace as SandboxForge v1 read it (its workspace_state).
+type WorkspaceState struct {
+	GitCommit        *string `json:"git_commit"`
+	GitShort         *string `json:"git_short"`
+	GitBranch        string  `json:"git_branch"` // "detached" when git cannot say
+	GitDirty         bool    `json:"git_dirty"`
+	DependenciesHash *string `json:"dependencies_hash"`
+	DockerfileHash   *string `json:"dockerfile_hash"`
+	ContentHash      string  `json:"content_hash"`
+	BuildTimestamp   string  `json:"build_timestamp"`
+}
+
+// gitTimeout bounds each git command; listing every tracked file gets
+// twice as long.
+const gitTimeout = 10 * time.Second
+
+// ReadWorkspaceState reads the workspace's git state and hashes its
+// dependency files ([build.staleness_detection] check_dependencies) and
+// Dockerfile, then derives the content hash the cache strategy asks for.
+// A folder that is not a git repository reads as "nogit", never fails.
+func ReadWorkspaceState(ctx context.Context, root string, b spec.Build, now time.Time) WorkspaceState {
+	st := WorkspaceState{GitBranch: "detached", BuildTimestamp: now.UTC().Truncate(time.Second).Format(time.RFC3339)}
+	if out, ok := git(ctx, root, gitTimeout, "rev-parse", "HEAD"); ok && strings.TrimSpace(out) != "" {
+		commit := strings.TrimSpace(out)
+		st.GitCommit, st.GitShort = &commit, opt(commit[:min(8, len(commit))])
+	}
+	if out, ok := git(ctx, root, gitTimeout, "rev-parse", "--abbrev-ref", "HEAD"); ok && strings.TrimSpace(out) != "" {
+		st.GitBranch = strings.TrimSpace(out)
+	}
+	if out, ok := git(ctx, root, gitTimeout, "status", "--porcelain"); ok {
+		st.GitDirty = strings.TrimSpace(out) != ""
+	}
+	fsys, closeFS := openWorkspace(root)
+	defer closeFS()
+	st.DependenciesHash = hashPatterns(fsys, b.StalenessDetection.CheckDeps)
+	if b.StalenessDetection.CheckDockerfile {
+		st.DockerfileHash = hashPatterns(fsys, []string{"Dockerfile"})
+	}
+	st.ContentHash = contentHash(ctx, root, fsys, b.ImageCaching.Strategy, st)
+	return st
+}
+
+// contentHash is the cache key of a strategy: git_commit is the commit,
+// content_hash also covers every tracked file, smart (the default) is the
+// short commit, dependencies, Dockerfile and dirtiness.
+func contentHash(ctx context.Context, root string, fsys fs.FS, strategy string, st WorkspaceState) string {
+	switch strategy {
+	case "git_commit":
+		return or(st.GitCommit, "nogit")
+	case "content_hash":
+		dirty := "clean"
+		if st.GitDirty {
+			dirty = "dirty"
+		}
+		return sha256Hex(strings.Join([]string{or(st.GitCommit, "nogit"), dirty, or(st.DependenciesHash, "nodeps"),
+			or(st.DockerfileHash, "nodockerfile"), or(trackedHash(ctx, root, fsys), "notracked")}, "|"))
+	}
+	dirty := "clean"
+	if st.GitDirty {
+		dirty = "dirty"
+	}
+	return sha256Hex(strings.Join([]string{or(st.GitShort, "nogit"), or(st.DependenciesHash, "nodeps"),
+		or(st.DockerfileHash, "nodockerfile"), dirty}, "|"))
+}
+
+// trackedHash hashes every file git tracks.
+func trackedHash(ctx context.Context, root string, fsys fs.FS) *string {
+	out, ok := git(ctx, root, 2*gitTimeout, "ls-files", "-z")
+	if !ok {
+		return nil
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return hashFiles(fsys, files)
+}
+
+// git runs a git command in the workspace; ok is false when git is
+// missing or fails (no repository, no commit yet).
+func git(ctx context.Context, root string, timeout time.Duration, args ...string) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
+	// A GIT_DIR inherited from a hook would point git at another repository.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GIT_DIR=") || strings.HasPrefix(kv, "GIT_WORK_TREE=") || strings.HasPrefix(kv, "GIT_INDEX_FILE=")
+	})
+	out, err := cmd.Output()
+	return string(out), err == nil
+}
+
+// openWorkspace reads the workspace through an os.Root, so a symlink
+// cannot lead the hashing out of it.
+func openWorkspace(root string) (fs.FS, func()) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return emptyFS{}, func() {}
+	}
+	return r.FS(), func() { r.Close() }
+}
+
+type emptyFS struct{}
+
+func (emptyFS) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+// hashPatterns hashes the files matching each glob pattern (in pattern
+// order, each pattern's matches sorted by path parts, as v1's pathlib
+// did): sha256 over "path:sha256" lines; nil when nothing matches.
+func hashPatterns(fsys fs.FS, patterns []string) *string {
+	var files []string
+	for _, p := range patterns {
+		files = append(files, globFiles(fsys, p)...)
+	}
+	return hashFiles(fsys, files)
+}
+
+func hashFiles(fsys fs.FS, files []string) *string {
+	var lines []string
+	for _, f := range files {
+		if sum, ok := fileSHA256(fsys, f); ok {
+			lines = append(lines, f+":"+sum)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return opt(sha256Hex(strings.Join(lines, "\n")))
+}
+
+func fileSHA256(fsys fs.FS, name string) (string, bool) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return "", false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", false
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// globFiles lists the regular files a pattern matches, relative to the
+// workspace: path.Match per segment, and ** for any number of folders.
+func globFiles(fsys fs.FS, pattern string) []string {
+	pattern = strings.Trim(path.Clean(strings.ReplaceAll(pattern, "\\", "/")), "/")
+	if !fs.ValidPath(pattern) || pattern == "." {
+		return nil
+	}
+	want := strings.Split(pattern, "/")
+	var out []string
+	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return nil
+		}
+		segs := strings.Split(p, "/")
+		if d.IsDir() {
+			if !prefixCanMatch(want, segs) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if matchSegments(want, segs) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b string) int { return slices.Compare(strings.Split(a, "/"), strings.Split(b, "/")) })
+	return out
+}
+
+// matchSegments matches a path against pattern segments; ** matches zero
+// or more folders, never the file itself.
+func matchSegments(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return len(segs) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i < len(segs); i++ {
+			if matchSegments(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	ok, err := path.Match(pat[0], segs[0])
+	return err == nil && ok && matchSegments(pat[1:], segs[1:])
+}
+
+// prefixCanMatch says whether a folder could hold a match, so the walk
+// skips the rest of the tree.
+func prefixCanMatch(pat, dir []string) bool {
+	for i, seg := range dir {
+		if i >= len(pat) {
+			return false
+		}
+		if pat[i] == "**" {
+			return true
+		}
+		if ok, err := path.Match(pat[i], seg); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ExpectedImageTag renders [build.image_caching] tag_format for an image:
+// {image} is its repository (a registry port is not a tag), the hashes are
+// cut to 12 characters, and a result without a tag gets the repository
+// prepended.
+func ExpectedImageTag(image, tagFormat string, st WorkspaceState) string {
+	repo, _ := splitImage(image)
+	out := strings.NewReplacer(
+		"{image}", repo,
+		"{git_short}", cut(or(st.GitShort, "nogit"), 12),
+		"{deps_hash}", cut(or(st.DependenciesHash, "nodeps"), 12),
+		"{content_hash}", cut(nonEmpty(st.ContentHash, "nocontent"), 12),
+	).Replace(tagFormat)
+	if !strings.Contains(out, ":") {
+		out = repo + ":" + out
+	}
+	return out
+}
+
+// splitImage separates repository and tag; in host:port/name the colon
+// belongs to the registry.
+func splitImage(image string) (repo, tag string) {
+	v := strings.TrimSpace(image)
+	i := strings.LastIndex(v, ":")
+	if i < 0 || i < strings.LastIndex(v, "/") {
+		return v, ""
+	}
+	return v[:i], v[i+1:]
+}
+
+func opt(s string) *string { return &s }
+
+func or(p *string, def string) string {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func cut(s string, n int) string { return s[:min(n, len(s))] }
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
