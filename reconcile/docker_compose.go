@@ -1,0 +1,315 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// ComposeRequest is one docker_compose call, in v1's parameters.
+type ComposeRequest struct {
+	ProjectDir string
+	Action     string
+	File       string
+	Services   []string
+	Detach     bool
+	Command    string
+	Follow     bool
+	Since      string
+	Tail       *int
+}
+
+// ComposeResult is what a docker_compose call did.
+type ComposeResult struct {
+	DockerResult
+	Action        string
+	Bridge        map[string]any    // v1's bridge to the services' network
+	ConnectionEnv map[string]string // the services' variables, secrets redacted
+	Engine        *EngineCompose    // set when the engine converged its own stack
+	Warnings      []string
+}
+
+// EngineCompose is the engine's convergence of a sandbox's [compose]
+// stack, run for up and restart.
+type EngineCompose struct {
+	Project   string `json:"project"`
+	Dir       string `json:"project_dir"` // the shipped bundle, relative to the guest user's home
+	Converged bool   `json:"converged"`   // the plan had a compose step: up ran
+	Restarted bool   `json:"restarted"`   // an already converged stack was restarted
+	Plan      Report `json:"plan"`
+}
+
+// composeStack is the engine's compose project of a sandbox in the guest.
+type composeStack struct{ project, dir string }
+
+// Compose runs a docker_compose call. up and restart of the stack the
+// engine converges for the sandbox ([compose], compose = true) go through
+// the engine; every other call runs v1's command line in project_dir
+// (the engine's own bundle folder when project_dir names that stack).
+func (t *Target) Compose(ctx context.Context, ws spec.Options, req ComposeRequest) (ComposeResult, error) {
+	action := strings.ToLower(strings.TrimSpace(req.Action))
+	stack, owned := t.engineStack(req.ProjectDir, req.File)
+	if owned && (action == "up" || action == "restart") {
+		return t.composeViaEngine(ctx, ws, action, stack, req)
+	}
+	d, err := t.Docker(ctx)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	if owned {
+		return d.compose(ctx, req, ComposeSpec{Project: stack.project, File: "compose.yaml"}, stack.dir)
+	}
+	return d.compose(ctx, req, ComposeSpec{File: req.File}, req.ProjectDir)
+}
+
+// engineBundleDir is where drivers/guest ships a project's bundle.
+func engineBundleDir(project string) string { return ".sbf/" + project }
+
+// engineStack says whether project_dir (and file) name the stack the
+// engine converges for the sandbox: its bundle folder in the guest, or
+// the host folder its compose files are read from.
+func (t *Target) engineStack(projectDir, file string) (composeStack, bool) {
+	r := t.Resolved
+	project := guest.ProjectName(t.Sandbox)
+	st := composeStack{project: project, dir: engineBundleDir(project)}
+	if !r.Config.Sandboxes[t.Sandbox].Compose {
+		return st, false
+	}
+	hostDir := r.Root
+	if pd := r.Config.Compose.ProjectDirectory; pd != "" {
+		hostDir = hostJoin(r.Root, pd)
+	}
+	pd := strings.TrimSuffix(strings.TrimSpace(projectDir), "/")
+	guestDirs := []string{st.dir, "~/" + st.dir, "$HOME/" + st.dir, "${HOME}/" + st.dir}
+	named := slices.Contains(guestDirs, pd) || filepath.IsAbs(pd) && (filepath.Clean(pd) == r.Root || filepath.Clean(pd) == hostDir)
+	return st, named && t.stackFile(file, hostDir)
+}
+
+// stackFile: no file, the bundle's compose.yaml, or one of [compose]
+// files (as written, or as a host path).
+func (t *Target) stackFile(file, hostDir string) bool {
+	if file == "" || file == "compose.yaml" {
+		return true
+	}
+	for _, f := range t.Resolved.Config.Compose.Files {
+		p := hostJoin(t.Resolved.Root, f)
+		if file == f || filepath.Clean(file) == p || hostJoin(hostDir, file) == p {
+			return true
+		}
+	}
+	return false
+}
+
+func hostJoin(root, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(root, p)
+}
+
+// compose runs v1's compose command line with the services' connection
+// variables exported, then bridges what up or restart started onto the
+// services' network.
+func (d *Docker) compose(ctx context.Context, req ComposeRequest, base ComposeSpec, workdir string) (ComposeResult, error) {
+	action, err := NormalizeComposeAction(req.Action)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	cs := base
+	cs.Action, cs.Services, cs.Detach, cs.Command = action, req.Services, req.Detach, req.Command
+	cs.Follow, cs.Since, cs.Tail = req.Follow, req.Since, req.Tail
+	args, err := ComposeArgs(cs)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	env, secrets, err := d.connectionEnv(ctx)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	c := call{Timeout: dockerRun, Workdir: workdir, Env: env, Secrets: secrets}
+	if action == "logs" && req.Follow {
+		c.Timeout, c.TimeoutIsEnd = dockerFollow, true
+	}
+	res, err := d.run(ctx, d.line(args), c)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	out := ComposeResult{DockerResult: res, Action: action, Bridge: map[string]any{"status": "skipped"}, ConnectionEnv: guest.Redacted(env)}
+	if (action == "up" || action == "restart") && d.target.Resolved.Config.Infra.BridgeToComposeNetwork {
+		if out.Bridge, err = d.bridge(ctx, cs, workdir); err != nil {
+			return ComposeResult{}, err
+		}
+	}
+	return out, nil
+}
+
+// connectionEnv is v1's: the variables of the sandbox's service
+// containers that exist in the guest (their values, for the command) and
+// the secret values among them (scrubbed from its output).
+func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string, error) {
+	r, sandbox := d.target.Resolved, d.target.Sandbox
+	infra := r.Config.Infra
+	containers := map[string]string{}
+	if infra.MySQL.Enabled {
+		containers["mysql"] = guest.MySQLContainer(infra, sandbox)
+	}
+	if infra.Redis.Enabled {
+		containers["redis"] = guest.RedisContainer(infra, sandbox)
+	}
+	var script []string
+	for _, svc := range slices.Sorted(maps.Keys(containers)) {
+		script = append(script, d.line([]string{"inspect", "-f", "{{.State.Running}}", containers[svc]})+
+			" >/dev/null 2>&1 && echo "+shlexQuote(svc))
+	}
+	var present []string
+	if len(script) > 0 {
+		res, err := d.exec(ctx, probeReq(strings.Join(script, "; ")+"; true"))
+		if err != nil {
+			return nil, nil, err
+		}
+		present = strings.Fields(res.Stdout)
+	}
+	env, err := guest.ConnectionEnv(infra, sandbox, present, d.target.engine.Env.getenv)
+	if err != nil {
+		return nil, nil, coded.New(coded.ConfigInvalid, map[string]any{"workspace_root": r.Root, "errors": []string{err.Error()}},
+			"connection variables of sandbox %s: %v", sandbox, err)
+	}
+	shown := guest.Redacted(env)
+	var secrets []string
+	for k, v := range env {
+		if shown[k] != v {
+			secrets = append(secrets, v)
+		}
+	}
+	return env, secrets, nil
+}
+
+// composeViaEngine converges the sandbox (its compose step runs `up -d
+// --remove-orphans` when the stack differs from the files); a restart of
+// a stack that was already converged restarts its containers.
+func (t *Target) composeViaEngine(ctx context.Context, ws spec.Options, action string, st composeStack, req ComposeRequest) (ComposeResult, error) {
+	start := t.engine.Clock.Now()
+	res, err := t.engine.Apply(ctx, ws, Options{Targets: []string{t.Sandbox}})
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	prepared, err := t.engine.Prepared(res, t.Sandbox)
+	if err != nil {
+		return ComposeResult{}, err
+	}
+	eng := &EngineCompose{Project: st.project, Dir: st.dir, Plan: res.Plan.Report(),
+		Converged: slices.ContainsFunc(res.Plan.Actions, func(a Action) bool { return a.Sandbox == t.Sandbox && a.Kind == Compose })}
+	var text bytes.Buffer
+	res.Plan.Render(&text, Style{})
+	out := ComposeResult{Action: action, Engine: eng, ConnectionEnv: prepared.ConnectionEnv, Bridge: engineBridge(prepared),
+		DockerResult: DockerResult{Command: "sbf apply --target " + t.Sandbox}, Warnings: engineWarnings(action, req)}
+	if action == "restart" && !eng.Converged {
+		if out.DockerResult, err = t.restartStack(ctx, st, req.Services); err != nil {
+			return ComposeResult{}, err
+		}
+		out.Command = "sbf apply --target " + t.Sandbox + " && " + out.Command
+		eng.Restarted = true
+	}
+	out.Stdout = text.String() + out.Stdout
+	out.DurationMS = t.engine.Clock.Now().Sub(start).Milliseconds()
+	return out, nil
+}
+
+func (t *Target) restartStack(ctx context.Context, st composeStack, services []string) (DockerResult, error) {
+	d, err := t.Docker(ctx)
+	if err != nil {
+		return DockerResult{}, err
+	}
+	args, err := ComposeArgs(ComposeSpec{Project: st.project, File: "compose.yaml", Action: "restart", Services: services})
+	if err != nil {
+		return DockerResult{}, err
+	}
+	return d.run(ctx, d.line(args), call{Timeout: dockerRun, Workdir: st.dir})
+}
+
+// engineBridge: the engine's stack joins the services' network in its
+// own compose file, so nothing is connected after the fact.
+func engineBridge(p Prepared) map[string]any {
+	if p.Network == nil || p.Network.Name == "" {
+		return map[string]any{"status": "skipped"}
+	}
+	return map[string]any{"status": "ok", "network": p.Network.Name, "network_status": "existing", "joined_by": "compose file"}
+}
+
+func engineWarnings(action string, req ComposeRequest) []string {
+	w := []string{}
+	if action == "up" && len(req.Services) > 0 {
+		w = append(w, "services ignored: the engine converges the whole [compose] stack")
+	}
+	if action == "up" && !req.Detach {
+		w = append(w, "detach=false ignored: the engine starts the stack detached")
+	}
+	if req.File != "" && req.File != "compose.yaml" {
+		w = append(w, "file "+req.File+" is read on the host by the engine; the guest runs the resolved compose.yaml")
+	}
+	return w
+}
+
+// bridge is v1's: make sure the services' network exists and connect
+// every container of the project that is not on it yet.
+func (d *Docker) bridge(ctx context.Context, cs ComposeSpec, workdir string) (map[string]any, error) {
+	network := guest.NetworkName(d.target.Resolved.Config.Infra, d.target.Sandbox)
+	status, err := d.ensureNetwork(ctx, network)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"status": "ok", "network": network, "network_status": status,
+		"containers_seen": 0, "containers_connected": 0, "containers_already_connected": 0}
+	args, err := ComposeArgs(ComposeSpec{Project: cs.Project, File: cs.File, Action: "ps", Services: cs.Services, Quiet: true})
+	if err != nil {
+		return nil, err
+	}
+	ps, err := d.run(ctx, d.line(args), call{Timeout: 3 * time.Minute, Workdir: workdir})
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(ps.Stdout)
+	if len(ids) == 0 {
+		out["status"] = "no_compose_containers"
+		return out, nil
+	}
+	connected, already := 0, 0
+	for _, id := range ids {
+		nets, err := d.Command(ctx, []string{"inspect", "-f", "{{range $k, $_ := .NetworkSettings.Networks}}{{$k}} {{end}}", id})
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(strings.Fields(nets.Stdout), network) {
+			already++
+			continue
+		}
+		if _, err := d.Command(ctx, []string{"network", "connect", network, id}); err != nil {
+			return nil, err
+		}
+		connected++
+	}
+	out["containers_seen"], out["containers_connected"], out["containers_already_connected"] = len(ids), connected, already
+	return out, nil
+}
+
+func (d *Docker) ensureNetwork(ctx context.Context, network string) (string, error) {
+	res, err := d.exec(ctx, probeReq(d.line([]string{"network", "inspect", network})+" >/dev/null 2>&1"))
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode == 0 {
+		return "existing", nil
+	}
+	if _, err := d.Command(ctx, []string{"network", "create", network}); err != nil {
+		return "", err
+	}
+	return "created", nil
+}
