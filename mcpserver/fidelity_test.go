@@ -214,7 +214,7 @@ var wantHints = map[string]hints{
 	"copy_from_instance":         {destructive: true, idempotent: true},
 	"sync_workspace_to_instance": {destructive: true, idempotent: true},
 	"sync_instance_to_workspace": {destructive: true, idempotent: true},
-	"collect_artifacts":          {},
+	"collect_artifacts":          {destructive: true},
 	"start_background_task":      {destructive: true, openWorld: true},
 	"get_task_status":            {readOnly: true, idempotent: true},
 	"get_task_logs":              {readOnly: true, idempotent: true},
@@ -403,4 +403,37 @@ func diff(a, b map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The hints that are not "read-only" hold too where a test can see them:
+// collect_artifacts renames on a first collision (so calling it again
+// adds a copy: not idempotent) but, as v1 did, overwrites i-NAME when
+// that is taken too (destructive); destroying twice is a no-op
+// (idempotent).
+func TestNonReadOnlyHintsHold(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 30})["instance_id"].(string)
+	os.MkdirAll(filepath.Join(f.root, "src"), 0o755)
+	os.WriteFile(filepath.Join(f.root, "src", "a.txt"), []byte("a"), 0o644)
+	f.ok("copy_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/src"})
+	arts := filepath.Join(f.root, "arts")
+	os.MkdirAll(arts, 0o755)
+	os.WriteFile(filepath.Join(arts, "a.txt"), []byte("mine"), 0o644)
+	args := map[string]any{"instance_id": id, "remote_paths": []any{"/w/src/a.txt"}, "local_dest": "arts"}
+	f.ok("collect_artifacts", args)
+	mine, _ := os.ReadFile(filepath.Join(arts, "a.txt"))
+	entries, _ := os.ReadDir(arts)
+	if len(entries) != 2 || string(mine) != "mine" {
+		t.Errorf("a first collision: %d files, a.txt %q", len(entries), mine)
+	}
+	os.WriteFile(filepath.Join(arts, "0-a.txt"), []byte("mine too"), 0o644)
+	f.ok("collect_artifacts", args)
+	if b, _ := os.ReadFile(filepath.Join(arts, "0-a.txt")); string(b) != "a" || !toolHints["collect_artifacts"].destructive {
+		t.Errorf("0-a.txt = %q, hints %+v", b, toolHints["collect_artifacts"])
+	}
+	first := f.ok("destroy_instance", map[string]any{"instance_id": id})
+	again := f.ok("destroy_instance", map[string]any{"instance_id": id})
+	if mustJSON(first) != mustJSON(again) || len(f.world()) != 0 || !toolHints["destroy_instance"].idempotent {
+		t.Errorf("destroy twice: %v then %v", first, again)
+	}
 }

@@ -44,7 +44,7 @@ var toolHints = map[string]hints{
 	"copy_from_instance":         {destructive: true, idempotent: true}, // overwrites host files
 	"sync_workspace_to_instance": {destructive: true, idempotent: true}, // deletes guest files the host folder lacks
 	"sync_instance_to_workspace": {destructive: true, idempotent: true}, // overwrites host files
-	"collect_artifacts":          {},                                    // never overwrites: a collision gets a new name
+	"collect_artifacts":          {destructive: true},                   // a name taken twice over is overwritten (v1's i-NAME)
 	// Background tasks.
 	"start_background_task": {destructive: true, openWorld: true},
 	"get_task_status":       readOnly,
