@@ -72,6 +72,25 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("get_task_status", map[string]any{"task_id": task})
 	check("get_task_logs", map[string]any{"task_id": task})
 	check("stop_task", map[string]any{"task_id": task, "force": true})
+	// v1's Docker tools, over a docker that prints the environment it is
+	// given: compose gets the services' connection variables, secrets
+	// included, and must not show them, succeeding or failing.
+	docker := newFakeDocker(t)
+	docker.EchoEnv = true
+	docker.set(dockerRule{pattern: "compose\\ down*", echoEnv: true, code: 1})
+	check("docker_run", map[string]any{"instance_id": id, "image": "img", "env": map[string]any{"X": "1"}})
+	check("docker_exec", map[string]any{"instance_id": id, "container": "web", "command": "env"})
+	check("docker_logs", map[string]any{"instance_id": id, "container": "web"})
+	if out := check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "up"}); !strings.Contains(mustJSON(out), "DB_PASSWORD=[redacted]") {
+		t.Errorf("docker_compose did not get the connection variables, so the canary proves nothing: %v", out)
+	}
+	check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "exec", "services": []any{"web"}, "command": "env"})
+	check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "down"})
+	check("docker_ps", map[string]any{"instance_id": id})
+	check("docker_images", map[string]any{"instance_id": id})
+	check("docker_cleanup", map[string]any{"instance_id": id})
+	check("docker_build", map[string]any{"instance_id": id, "context_path": ".", "image_tag": "app:dev"})
+	check("validate_image", map[string]any{"instance_id": id, "image_name": "app:dev"})
 	check("destroy_instance", map[string]any{"instance_id": id})
 
 	// Errors about secret-bearing keys name the key, never the value.

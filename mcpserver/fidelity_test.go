@@ -293,7 +293,12 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 		"get_desired_state":         {"workspace_root": f.root},
 		"get_task_status":           {"task_id": task},
 		"get_task_logs":             {"task_id": task},
+		"docker_ps":                 {"instance_id": id, "all": true},
+		"docker_images":             {"instance_id": id},
+		"docker_logs":               {"instance_id": id, "container": "web"},
+		"validate_image":            {"instance_id": id, "image_name": "app:dev"},
 	}
+	newFakeDocker(t) // the Docker tools talk to a fake docker (docker_fake_test.go), never the host's
 	// Polling a running task writes down what it observed, as v1's
 	// _refresh_task_state did: the state file's serial moves, nothing
 	// else may.

@@ -71,6 +71,7 @@ func New(cfg Config) *Server {
 	s.registerWorkspace()
 	s.registerData()
 	s.registerTasks()
+	s.registerDocker()
 	return s
 }
 

@@ -1,0 +1,220 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+type dockerBuildArgs struct {
+	InstanceID  string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	ContextPath string            `json:"context_path" jsonschema:"Build context: a folder in the guest."`
+	ImageTag    string            `json:"image_tag" jsonschema:"Tag of the image to build (repository:tag)."`
+	Dockerfile  string            `json:"dockerfile,omitempty" jsonschema:"Dockerfile path (docker build -f)."`
+	BuildArgs   map[string]string `json:"build_args,omitempty" jsonschema:"Build args; they override GIT_COMMIT, GIT_BRANCH, BUILD_TIMESTAMP, DEPENDENCIES_HASH and WORKSPACE_CONTENT_HASH, which sbf passes from the workspace."`
+	Target      string            `json:"target,omitempty" jsonschema:"Build stage (docker build --target)."`
+	NoCache     bool              `json:"no_cache,omitempty" jsonschema:"Skip the [build] image cache and Docker's layer cache."`
+}
+
+type dockerRunArgs struct {
+	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Image      string            `json:"image" jsonschema:"Image to run."`
+	Command    string            `json:"command,omitempty" jsonschema:"Command, run with sh -lc in the container."`
+	Name       string            `json:"name,omitempty" jsonschema:"Container name."`
+	Env        map[string]string `json:"env,omitempty" jsonschema:"Environment variables (-e)."`
+	Volumes    []string          `json:"volumes,omitempty" jsonschema:"Volumes (-v), as docker takes them."`
+	Ports      []string          `json:"ports,omitempty" jsonschema:"Published ports (-p), as docker takes them."`
+	Workdir    string            `json:"workdir,omitempty" jsonschema:"Working directory in the container (-w)."`
+	Detach     *bool             `json:"detach,omitempty" jsonschema:"Run in the background (-d); default true."`
+	Privileged bool              `json:"privileged,omitempty" jsonschema:"Run privileged."`
+}
+
+type dockerExecArgs struct {
+	InstanceID     string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Container      string `json:"container" jsonschema:"Container name or id."`
+	Command        string `json:"command" jsonschema:"Command, run with sh -lc in the container."`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds (default 600)."`
+}
+
+type dockerLogsArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Container  string `json:"container" jsonschema:"Container name or id."`
+	Tail       *int   `json:"tail,omitempty" jsonschema:"Last lines to return (default 500)."`
+	Follow     bool   `json:"follow,omitempty" jsonschema:"Follow the output; returns what came within 30 seconds."`
+	Since      string `json:"since,omitempty" jsonschema:"Only lines since this time or duration (docker logs --since)."`
+}
+
+type dockerComposeArgs struct {
+	InstanceID string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	ProjectDir string   `json:"project_dir" jsonschema:"Guest folder of the compose project. For a sandbox with compose = true, the workspace root (or ~/.sbf/sbf-SANDBOX in the guest) names the stack sbf converges: up and restart then go through the engine."`
+	Action     string   `json:"action" jsonschema:"One of build, down, exec, logs, ps, pull, restart, stop, up."`
+	File       string   `json:"file,omitempty" jsonschema:"Compose file (-f)."`
+	Services   []string `json:"services,omitempty" jsonschema:"Services the action applies to (exec uses the first)."`
+	Detach     *bool    `json:"detach,omitempty" jsonschema:"up -d; default true."`
+	Command    string   `json:"command,omitempty" jsonschema:"Command for exec, run with sh -lc."`
+	Follow     bool     `json:"follow,omitempty" jsonschema:"logs --follow; returns what came within 30 seconds."`
+	Since      string   `json:"since,omitempty" jsonschema:"logs --since."`
+	Tail       *int     `json:"tail,omitempty" jsonschema:"logs --tail."`
+}
+
+type dockerPsArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	All        bool   `json:"all,omitempty" jsonschema:"Include stopped containers (-a)."`
+}
+
+type dockerImagesArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+}
+
+type dockerCleanupArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Mode       string `json:"mode,omitempty" jsonschema:"safe (default): stopped containers and dangling images; aggressive: also every unused image, network and volume."`
+}
+
+type validateImageArgs struct {
+	InstanceID    string         `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	ImageName     string         `json:"image_name" jsonschema:"Image in the guest to judge."`
+	WorkspaceRoot string         `json:"workspace_root,omitempty" jsonschema:"Workspace whose git state and [build] settings the image is judged against; default the instance's (must be inside the allowed folders)."`
+	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks: git_commit, dependencies (booleans), git_dirty (warn_and_rebuild, rebuild, warn, fail, disabled), max_age_hours (number, or null for any age)."`
+}
+
+func (s *Server) registerDocker() {
+	addTool(s, "docker_build", "Build an image in an instance, reusing the [build] cached image when it matches the workspace's git state.", s.dockerBuild)
+	addTool(s, "docker_run", "Run a container in an instance (detached by default).", s.dockerRun)
+	addTool(s, "docker_exec", "Run a command in a container of an instance.", s.dockerExec)
+	addTool(s, "docker_logs", "Return a container's output.", s.dockerLogs)
+	addTool(s, "docker_compose", "Run docker compose in an instance; up and restart of the stack sbf converges go through the engine.", s.dockerCompose)
+	addTool(s, "docker_ps", "List an instance's containers.", s.dockerPs)
+	addTool(s, "docker_images", "List an instance's images.", s.dockerImages)
+	addTool(s, "docker_cleanup", "Prune stopped containers and unused images (and more with mode aggressive).", s.dockerCleanup)
+	addTool(s, "validate_image", "Judge an image against the workspace's git state and dependencies: reuse, warn, rebuild or fail.", s.validateImage)
+}
+
+// docker resolves an instance and its docker command (v1's gates, then
+// RUNTIME_NOT_READY).
+func (s *Server) docker(ctx context.Context, id string) (*reconcile.Target, *reconcile.Docker, error) {
+	tgt, _, err := s.target(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := tgt.Docker(ctx)
+	return tgt, d, withInstance(err, id)
+}
+
+// withInstance names the instance in a coded error's details, as v1's
+// docker errors did.
+func withInstance(err error, id string) error {
+	var ce *coded.Error
+	if errors.As(err, &ce) {
+		if _, set := ce.Details["instance_id"]; !set {
+			ce.Details["instance_id"] = id
+		}
+	}
+	return err
+}
+
+// dockerResult is the fields every docker tool returns.
+func dockerResult(id string, r reconcile.DockerResult, extra map[string]any) map[string]any {
+	out := map[string]any{"instance_id": id, "command": r.Command, "exit_code": r.ExitCode, "stdout": r.Stdout,
+		"stderr": r.Stderr, "duration_ms": r.DurationMS, "timed_out": r.TimedOut,
+		"stdout_truncated": r.StdoutTruncated, "stderr_truncated": r.StderrTruncated}
+	maps.Copy(out, extra)
+	return out
+}
+
+func orDefault[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Run(ctx, reconcile.RunSpec{Image: a.Image, Command: a.Command, Name: a.Name, Workdir: a.Workdir, Env: a.Env,
+		Volumes: a.Volumes, Ports: a.Ports, Detach: orDefault(a.Detach, true), Privileged: a.Privileged})
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	var container any
+	if first, _, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n"); first != "" {
+		container = first
+	}
+	return dockerResult(a.InstanceID, res, map[string]any{"container": container}), nil
+}
+
+func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) {
+	timeout := orDefault(a.TimeoutSeconds, 600)
+	if timeout <= 0 {
+		return nil, newToolError(coded.InvalidArguments, "timeout_seconds must be positive", map[string]any{"field": "timeout_seconds"})
+	}
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Exec(ctx, a.Container, a.Command, time.Duration(timeout)*time.Second)
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+}
+
+func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Logs(ctx, a.Container, orDefault(a.Tail, 500), a.Follow, a.Since)
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+}
+
+func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Command(ctx, reconcile.PsArgs(a.All))
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res, map[string]any{"all": a.All}), nil
+}
+
+func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Command(ctx, []string{"images"})
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res, nil), nil
+}
+
+func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	mode := a.Mode
+	if mode == "" {
+		mode = "safe"
+	}
+	res, err := d.Cleanup(ctx, mode)
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res, map[string]any{"mode": mode}), nil
+}

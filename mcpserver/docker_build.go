@@ -1,0 +1,162 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error) {
+	_, d, err := s.docker(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.Build(ctx, reconcile.BuildRequest{InstanceID: a.InstanceID, ContextPath: a.ContextPath, ImageTag: a.ImageTag,
+		Dockerfile: a.Dockerfile, Target: a.Target, BuildArgs: a.BuildArgs, NoCache: a.NoCache})
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	return dockerResult(a.InstanceID, res.DockerResult, map[string]any{"image_tag": res.ImageTag,
+		"cached_image_tag": res.CachedImageTag, "cache_strategy": res.CacheStrategy, "cache_hit": res.CacheHit,
+		"validation": res.Validation, "workspace_state": res.WorkspaceState}), nil
+}
+
+func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, error) {
+	tgt, _, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.workspace(tgt.Resolved.Root, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tgt.Compose(ctx, ws, reconcile.ComposeRequest{ProjectDir: a.ProjectDir, Action: a.Action, File: a.File,
+		Services: a.Services, Detach: orDefault(a.Detach, true), Command: a.Command, Follow: a.Follow, Since: a.Since, Tail: a.Tail})
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	out := dockerResult(a.InstanceID, res.DockerResult, map[string]any{"project_dir": a.ProjectDir, "action": res.Action,
+		"compose_follow": a.Follow, "compose_since": nilIfEmpty(a.Since), "compose_tail": a.Tail,
+		"bridge": res.Bridge, "connection_env": res.ConnectionEnv})
+	if res.Engine != nil {
+		out["engine"], out["warnings"] = res.Engine, res.Warnings
+	}
+	return out, nil
+}
+
+func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, error) {
+	tgt, policy, err := s.target(a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	r := tgt.Resolved
+	if a.WorkspaceRoot != "" {
+		if r, err = s.otherWorkspace(policy, tgt.Resolved.Root, a.WorkspaceRoot); err != nil {
+			return nil, err
+		}
+	}
+	checks, ignored, err := imageChecks(reconcile.DefaultImageChecks(r.Config.Build), a.Checks)
+	if err != nil {
+		return nil, err
+	}
+	d, err := tgt.Docker(ctx)
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	st := reconcile.ReadWorkspaceState(ctx, r.Root, r.Config.Build, s.cfg.Engine.Clock.Now())
+	v, err := d.ValidateImage(ctx, a.ImageName, st, r.Config.Build, checks)
+	if err != nil {
+		return nil, withInstance(err, a.InstanceID)
+	}
+	out := map[string]any{"valid": v.Valid, "reasons": v.Reasons, "warnings": v.Warnings, "recommendation": v.Recommendation,
+		"workspace_state": v.WorkspaceState, "image_metadata": v.ImageMetadata, "instance_id": a.InstanceID,
+		"expected_image_tag": reconcile.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st)}
+	if len(ignored) > 0 {
+		out["ignored_checks"] = ignored
+	}
+	return out, nil
+}
+
+// otherWorkspace loads the workspace validate_image was pointed at; it
+// must lie inside the folders this server may read.
+func (s *Server) otherWorkspace(policy hostpath.Policy, base, root string) (*spec.Resolved, error) {
+	place, err := policy.Confine(base, root)
+	if err != nil {
+		return nil, err
+	}
+	place.Close()
+	ws, err := s.workspace(place.Abs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.load(ws)
+}
+
+// imageChecks applies validate_image's checks argument; keys that are no
+// check are returned, not refused (v1 ignored them).
+func imageChecks(c reconcile.ImageChecks, given map[string]any) (reconcile.ImageChecks, []string, error) {
+	var ignored []string
+	bad := func(k, want string) error {
+		return newToolError(coded.InvalidArguments, fmt.Sprintf("checks.%s must be %s", k, want), map[string]any{"field": "checks." + k})
+	}
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		v := given[k]
+		switch k {
+		case "git_commit", "dependencies":
+			b, ok := v.(bool)
+			if !ok {
+				return c, nil, bad(k, "a boolean")
+			}
+			if k == "git_commit" {
+				c.GitCommit = b
+			} else {
+				c.Dependencies = b
+			}
+		case "git_dirty":
+			p, err := dirtyCheck(v)
+			if err != nil {
+				return c, nil, bad(k, err.Error())
+			}
+			c.GitDirty = p
+		case "max_age_hours":
+			if v == nil {
+				c.MaxAgeHours = nil
+				continue
+			}
+			h, ok := v.(float64)
+			if !ok {
+				return c, nil, bad(k, "a number of hours or null")
+			}
+			c.MaxAgeHours = &h
+		default:
+			ignored = append(ignored, k)
+		}
+	}
+	return c, ignored, nil
+}
+
+var dirtyPolicies = []string{"warn_and_rebuild", "rebuild", "warn", "warning", "fail", "disabled"}
+
+// dirtyCheck reads git_dirty as a policy name, or true/false for the
+// default policy and none.
+func dirtyCheck(v any) (string, error) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "warn_and_rebuild", nil
+		}
+		return "disabled", nil
+	case string:
+		if p := strings.ToLower(strings.TrimSpace(x)); slices.Contains(dirtyPolicies, p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("one of %s, or a boolean", strings.Join(dirtyPolicies, ", "))
+}
