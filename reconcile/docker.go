@@ -45,7 +45,7 @@ type Docker struct {
 
 func (d *Docker) now() time.Time { return d.clock.Now() }
 
-// DockerResult is one docker command that succeeded.
+// DockerResult is one docker command and what it did.
 type DockerResult struct {
 	Command string // the command line, as v1 reported it
 	drivers.ExecResult
