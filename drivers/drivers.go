@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -148,10 +149,35 @@ type ExecRequest struct {
 	// comes (sbf exec streams it); the result keeps the capped copy.
 	StdoutTo io.Writer
 	StderrTo io.Writer
+	// Signals, when set, carries signals for the running command; the
+	// backend delivers each to every process the command started, as a
+	// terminal's Ctrl-C reaches its foreground job. It is not closed by
+	// the backend.
+	Signals <-chan Signal
 	// Workdir and Env, when set, are applied by the engine before the
 	// command (cd, export); backends never see them.
 	Workdir string
 	Env     map[string]string
+}
+
+// Signal names a POSIX signal without its SIG prefix: "INT", "TERM".
+type Signal string
+
+// Forwarded are the signals sbf passes on to a command it runs.
+var Forwarded = []Signal{"INT", "TERM", "HUP", "QUIT"}
+
+// Outputs are the writers a backend gives a command: each keeps a capped
+// copy for the result and passes everything on to StdoutTo or StderrTo.
+func (r ExecRequest) Outputs() (stdout, stderr *CappedBuffer, toStdout, toStderr io.Writer) {
+	stdout, stderr = NewCappedBuffer(r.MaxOutput), NewCappedBuffer(r.MaxOutput)
+	return stdout, stderr, tee(stdout, r.StdoutTo), tee(stderr, r.StderrTo)
+}
+
+func tee(kept, also io.Writer) io.Writer {
+	if also == nil {
+		return kept
+	}
+	return io.MultiWriter(kept, also)
 }
 
 // DefaultMaxOutput is how much of each output stream Exec keeps.
@@ -173,8 +199,11 @@ type ExecResult struct {
 	Via             string        `json:"via"` // how it ran: "ssh" or a fallback
 }
 
-// CappedBuffer keeps the first max bytes written and counts the rest.
+// CappedBuffer keeps the first max bytes written and counts the rest. It
+// is safe for concurrent use: a command abandoned at its deadline may
+// still be writing while its result is read.
 type CappedBuffer struct {
+	mu    sync.Mutex
 	max   int
 	buf   []byte
 	total int64
@@ -189,6 +218,8 @@ func NewCappedBuffer(max int) *CappedBuffer {
 }
 
 func (c *CappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.total += int64(len(p))
 	if room := c.max - len(c.buf); room > 0 {
 		c.buf = append(c.buf, p[:min(room, len(p))]...)
@@ -197,15 +228,26 @@ func (c *CappedBuffer) Write(p []byte) (int, error) {
 }
 
 // String is what was kept.
-func (c *CappedBuffer) String() string { return string(c.buf) }
+func (c *CappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.buf)
+}
 
-// Total counts every byte written.
-func (c *CappedBuffer) Total() int64 { return c.total }
+// Total is how many bytes were written.
+func (c *CappedBuffer) Total() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
+}
 
-// Truncated reports whether bytes were dropped.
-func (c *CappedBuffer) Truncated() bool { return c.total > int64(len(c.buf)) }
+// Truncated reports whether anything written was dropped.
+func (c *CappedBuffer) Truncated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total > int64(len(c.buf))
+}
 
-// CanonicalArch spells an architecture the way VM backends report it
 // (x86_64, aarch64), accepting Go's spelling (amd64, arm64) too.
 func CanonicalArch(arch string) string {
 	switch strings.ToLower(arch) {

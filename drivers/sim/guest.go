@@ -64,12 +64,17 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 	cmd := exec.CommandContext(ctx, "sh", "-c", req.Command)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "SBF_SIM_INSTANCE=" + instance}
-	stdout, stderr := drivers.NewCappedBuffer(req.MaxOutput), drivers.NewCappedBuffer(req.MaxOutput)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, teeTo(stdout, req.StdoutTo), teeTo(stderr, req.StderrTo)
+	stdout, stderr, toStdout, toStderr := req.Outputs()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, toStdout, toStderr
 	setGroup(cmd) // a timeout ends the whole command, children too
 	cmd.WaitDelay = time.Second
 	start := d.clock.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		stop := forward(req.Signals, cmd)
+		err = cmd.Wait()
+		stop()
+	}
 	res := sshexec.Result(stdout, stderr, "sim")
 	res.Duration = d.clock.Now().Sub(start)
 	res.DurationMS = res.Duration.Milliseconds()
@@ -79,16 +84,25 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 		sshexec.MarkTimedOut(&res, req.Timeout)
 		err = nil
 	case errors.As(err, &exit):
-		res.ExitCode, err = exit.ExitCode(), nil
+		res.ExitCode, err = exitStatus(exit), nil
 	}
 	return res, d.end("exec", instance, err)
 }
 
-func teeTo(kept io.Writer, also io.Writer) io.Writer {
-	if also == nil {
-		return kept
-	}
-	return io.MultiWriter(kept, also)
+// forward passes signals on to the command's group until stop is called.
+func forward(signals <-chan drivers.Signal, cmd *exec.Cmd) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-signals:
+				signalGroup(cmd, sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // CopyIn copies a local file or folder to a path in the instance's folder.
