@@ -46,7 +46,7 @@ func (p *Pool) execShell(ctx context.Context, instance string, req drivers.ExecR
 		return drivers.ExecResult{}, false, nil
 	}
 	defer sh.mu.Unlock()
-	res, err := sh.run(ctx, req)
+	res, err := sh.run(ctx, req, p.forwarder(instance))
 	if sh.broken {
 		p.dropShell(instance, sh)
 		if ctx.Err() == nil && res.Stdout == "" && res.Stderr == "" {
@@ -63,11 +63,33 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 		return drivers.ExecResult{}, err
 	}
 	defer s.Close()
-	stdout, stderr := drivers.NewCappedBuffer(req.MaxOutput), drivers.NewCappedBuffer(req.MaxOutput)
-	s.Stdin, s.Stdout, s.Stderr = req.Stdin, stdout, stderr
-	if err := s.Start(remoteCommand(req)); err != nil {
+	stdout, stderr, toStdout, toStderr := req.Outputs()
+	errPipe, err := s.StderrPipe()
+	if err != nil {
 		return drivers.ExecResult{}, err
 	}
+	// x/crypto/ssh does not make Wait wait for stdin's end, which a
+	// person's terminal may never send.
+	s.Stdin, s.Stdout = req.Stdin, toStdout
+	// The command first names its pid, which leads its POSIX session (see
+	// signal.go), on stderr behind a marker, then becomes the command.
+	marker := newToken() + "-pid"
+	if err := s.Start("printf '%s %d\\n' " + marker + " $$ >&2; exec " + remoteCommand(req)); err != nil {
+		return drivers.ExecResult{}, err
+	}
+	f := p.forwarder(instance)
+	stop := f.run(req.Signals)
+	defer stop()
+	errCopied := make(chan struct{})
+	go func() {
+		defer close(errCopied)
+		m := newMarkedStream(errPipe)
+		if rest, err := m.readUntil(marker, toStderr); err == nil {
+			leader, _ := strconv.Atoi(rest)
+			f.learn(leader)
+		}
+		m.copyRest(toStderr)
+	}()
 	done := make(chan error, 1)
 	go func() { done <- s.Wait() }()
 	var backstop <-chan time.Time
@@ -80,13 +102,14 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 	timedOut := false
 	select {
 	case waitErr = <-done:
+		<-errCopied
 	case <-backstop:
 		timedOut = true
 	case <-ctx.Done():
 		timedOut = true
 	}
 	if timedOut {
-		s.Signal(ssh.SIGKILL)
+		f.kill()
 		s.Close()
 	}
 	res := Result(stdout, stderr, "ssh")

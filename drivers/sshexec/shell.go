@@ -32,6 +32,7 @@ type shell struct {
 	stdout *markedStream
 	stderr *markedStream
 	token  string
+	pid    int // leads the POSIX session its commands run in
 	next   int
 	broken bool
 }
@@ -52,10 +53,36 @@ func startShell(c *ssh.Client) (*shell, error) {
 		sess.Close()
 		return nil, err
 	}
+	sh := &shell{sess: sess, stdin: stdin, stdout: newMarkedStream(stdout), stderr: newMarkedStream(stderr), token: newToken()}
+	if err := sh.greet(); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("starting the guest shell: %w", err)
+	}
+	return sh, nil
+}
+
+func newToken() string {
 	var tok [8]byte
 	rand.Read(tok[:])
-	return &shell{sess: sess, stdin: stdin, stdout: newMarkedStream(stdout), stderr: newMarkedStream(stderr),
-		token: "@@sbf-" + hex.EncodeToString(tok[:])}, nil
+	return "@@sbf-" + hex.EncodeToString(tok[:])
+}
+
+// greet makes the shell survive the signals forwarded to its commands
+// (they reach its whole session, itself included) and learns its pid,
+// which leads that session.
+func (s *shell) greet() error {
+	marker := s.token + "-pid"
+	if _, err := fmt.Fprintf(s.stdin, "trap : INT TERM HUP QUIT; printf '%s %%d\\n' $$\n", marker); err != nil {
+		return err
+	}
+	rest, err := s.stdout.readUntil(marker, io.Discard)
+	if err != nil {
+		return err
+	}
+	if s.pid, err = strconv.Atoi(rest); err != nil {
+		return fmt.Errorf("reading its pid: %q", rest)
+	}
+	return nil
 }
 
 func firstErr(errs ...error) error {
@@ -69,23 +96,26 @@ func firstErr(errs ...error) error {
 
 // run executes one command. A context that ends first breaks the shell
 // (the caller discards it); the guest's own `timeout` kills the command.
-func (s *shell) run(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) (drivers.ExecResult, error) {
 	s.next++
 	marker := s.token + "-" + strconv.Itoa(s.next)
-	line := fmt.Sprintf("( eval %s ) </dev/null; printf '\\n%s %%d\\n' $?; printf '\\n%s\\n' >&2\n",
+	line := fmt.Sprintf("( eval %s ) </dev/null; printf '%s %%d\\n' $?; printf '%s\\n' >&2\n",
 		shellQuote(commandLine(req)), marker, marker)
 	if _, err := io.WriteString(s.stdin, line); err != nil {
 		s.broken = true
 		return drivers.ExecResult{}, err
 	}
-	stdout, stderr := drivers.NewCappedBuffer(req.MaxOutput), drivers.NewCappedBuffer(req.MaxOutput)
+	f.learn(s.pid)
+	stop := f.run(req.Signals)
+	defer stop()
+	stdout, stderr, toStdout, toStderr := req.Outputs()
 	type end struct {
 		rest string
 		err  error
 	}
 	outDone, errDone := make(chan end, 1), make(chan end, 1)
-	go func() { r, err := s.stdout.readUntil(marker, stdout); outDone <- end{r, err} }()
-	go func() { r, err := s.stderr.readUntil(marker, stderr); errDone <- end{r, err} }()
+	go func() { r, err := s.stdout.readUntil(marker, toStdout); outDone <- end{r, err} }()
+	go func() { r, err := s.stderr.readUntil(marker, toStderr); errDone <- end{r, err} }()
 	var out, errOut end
 	for got := 0; got < 2; {
 		select {
@@ -95,6 +125,7 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest) (drivers.ExecR
 			got++
 		case <-ctx.Done():
 			s.broken = true
+			f.kill()
 			s.sess.Close()
 			res := Result(stdout, stderr, "ssh-shell")
 			res.ExitCode, res.TimedOut = -1, true
@@ -126,8 +157,10 @@ func commandLine(req drivers.ExecRequest) string {
 
 func (s *shell) close() { s.sess.Close() }
 
-// markedStream splits one output stream into per-command pieces at marker
-// lines of the form "\n<marker>[ <rest>]\n".
+// markedStream splits one output stream into per-command pieces at
+// markers of the form "<marker>[ <rest>]\n". A marker is found anywhere,
+// not only at a line's start, so output without a final newline keeps its
+// exact bytes, and output streams as soon as its tail cannot begin one.
 type markedStream struct {
 	r   io.Reader
 	buf []byte
@@ -135,11 +168,10 @@ type markedStream struct {
 
 func newMarkedStream(r io.Reader) *markedStream { return &markedStream{r: r} }
 
-// readUntil copies the stream into w up to the marker (dropping the
-// newline written before it) and returns what follows the marker on its
-// line.
+// readUntil copies the stream into w up to the marker and returns what
+// follows the marker on its line.
 func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
-	needle := []byte("\n" + marker)
+	needle := []byte(marker)
 	chunk := make([]byte, 32<<10)
 	for {
 		if i := bytes.Index(m.buf, needle); i >= 0 {
@@ -150,8 +182,9 @@ func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
 				m.buf = append(m.buf[:0], rest[j+1:]...)
 				return tail, nil
 			}
-		} else if keep := len(needle); len(m.buf) > keep {
-			// Pass on everything that cannot be the start of a marker.
+		} else if keep := partialMarker(m.buf, needle); keep < len(m.buf) {
+			// Pass on everything that cannot be the start of a marker, so
+			// output streams as it comes.
 			w.Write(m.buf[:len(m.buf)-keep])
 			m.buf = append(m.buf[:0], m.buf[len(m.buf)-keep:]...)
 		}
@@ -161,4 +194,23 @@ func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
 			return "", fmt.Errorf("guest shell ended: %w", err)
 		}
 	}
+}
+
+// partialMarker is the length of the longest tail of buf that begins the
+// needle (a marker cut between two reads).
+func partialMarker(buf, needle []byte) int {
+	for n := min(len(buf), len(needle)-1); n > 0; n-- {
+		if bytes.HasSuffix(buf, needle[:n]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// copyRest copies whatever follows the last marker read to w until the
+// stream ends.
+func (m *markedStream) copyRest(w io.Writer) {
+	w.Write(m.buf)
+	m.buf = nil
+	io.Copy(w, m.r)
 }
