@@ -24,11 +24,15 @@ import (
 // ErrNoBroker means nothing answers on the socket.
 var ErrNoBroker = errors.New("no exec broker is running")
 
+// Version is the protocol's; a front door puts it in the socket's name, so
+// a broker left running by an older sbf is never asked.
+const Version = 2
+
 type request struct {
 	Command   string        `json:"command"`
 	Timeout   time.Duration `json:"timeout"`
 	MaxOutput int           `json:"max_output"`
-	Stdin     bool          `json:"stdin"` // raw stdin bytes follow the request line until EOF
+	Stdin     bool          `json:"stdin"` // stdin frames follow
 }
 
 type response struct {
@@ -36,7 +40,9 @@ type response struct {
 	Error  string             `json:"error,omitempty"`
 }
 
-// Exec runs a command through the broker listening at socket.
+// Exec runs a command through the broker listening at socket. Output
+// reaches req.StdoutTo and req.StderrTo as the command writes it, and
+// req.Signals are passed on.
 func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
@@ -50,23 +56,61 @@ func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return drivers.ExecResult{}, fmt.Errorf("%w: %v", ErrNoBroker, err)
 	}
+	out := &frameWriter{w: conn}
+	done := make(chan struct{})
+	defer close(done)
 	if req.Stdin != nil {
 		go func() {
-			io.Copy(conn, req.Stdin)
-			conn.(*net.UnixConn).CloseWrite()
+			io.Copy(stream{out, frameStdin}, req.Stdin)
+			out.send(frameStdinEnd, nil)
 		}()
 	}
-	var resp response
-	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
-		if ctx.Err() != nil {
-			return drivers.ExecResult{}, ctx.Err()
+	go func() {
+		for {
+			select {
+			case sig := <-req.Signals:
+				out.send(frameSignal, []byte(sig))
+			case <-done:
+				return
+			}
 		}
-		return drivers.ExecResult{}, fmt.Errorf("reading the exec broker's answer: %w", err)
+	}()
+	return readAnswer(ctx, conn, req)
+}
+
+// readAnswer passes output frames on until the result frame.
+func readAnswer(ctx context.Context, conn io.Reader, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	r := bufio.NewReader(conn)
+	for {
+		kind, p, err := readFrame(r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return drivers.ExecResult{}, ctx.Err()
+			}
+			return drivers.ExecResult{}, fmt.Errorf("reading the exec broker's answer: %w", err)
+		}
+		switch kind {
+		case frameStdout:
+			writeTo(req.StdoutTo, p)
+		case frameStderr:
+			writeTo(req.StderrTo, p)
+		case frameResult:
+			var resp response
+			if err := json.Unmarshal(p, &resp); err != nil {
+				return drivers.ExecResult{}, fmt.Errorf("reading the exec broker's answer: %w", err)
+			}
+			if resp.Error != "" {
+				return resp.Result, errors.New(resp.Error)
+			}
+			return resp.Result, nil
+		}
 	}
-	if resp.Error != "" {
-		return resp.Result, errors.New(resp.Error)
+}
+
+func writeTo(w io.Writer, p []byte) {
+	if w != nil {
+		w.Write(p)
 	}
-	return resp.Result, nil
 }
 
 // Serve answers requests with exec until ctx ends or no request has come
@@ -129,29 +173,79 @@ func serveOne(ctx context.Context, conn net.Conn, exec func(context.Context, dri
 	if err != nil {
 		return
 	}
+	out := &frameWriter{w: conn}
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
-		json.NewEncoder(conn).Encode(response{Error: "bad request: " + err.Error()})
+		answer(out, drivers.ExecResult{}, fmt.Errorf("bad request: %w", err))
 		return
-	}
-	er := drivers.ExecRequest{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput}
-	if req.Stdin {
-		er.Stdin = r
 	}
 	// A client that goes away cancels its command.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !req.Stdin {
-		go func() {
-			var b [1]byte
-			r.Read(b[:])
-			cancel()
-		}()
+	signals := make(chan drivers.Signal, 4)
+	er := drivers.ExecRequest{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput,
+		StdoutTo: stream{out, frameStdout}, StderrTo: stream{out, frameStderr}, Signals: signals}
+	stdin, feed := io.Pipe()
+	if req.Stdin {
+		er.Stdin = stdin
 	}
+	chunks := make(chan []byte, 16)
+	go func() {
+		defer cancel()
+		err := readClient(r, chunks, signals)
+		close(chunks)
+		if err != nil {
+			feed.CloseWithError(err)
+		}
+	}()
+	go feedStdin(feed, chunks)
 	res, err := exec(cctx, er)
+	stdin.Close() // stdin the command left unread is dropped
+	answer(out, res, err)
+}
+
+// feedStdin writes the client's stdin to the command as it reads it, so
+// a command that is not reading yet does not hold up the client's signals.
+func feedStdin(feed *io.PipeWriter, chunks <-chan []byte) {
+	for p := range chunks {
+		if p == nil {
+			feed.Close()
+			continue
+		}
+		feed.Write(p)
+	}
+}
+
+// readClient takes the client's frames: stdin pieces onto chunks (nil at
+// its end), signals onto signals. It returns when the client goes away.
+func readClient(r io.Reader, chunks chan<- []byte, signals chan<- drivers.Signal) error {
+	for {
+		kind, p, err := readFrame(r)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case frameStdin:
+			if len(p) > 0 {
+				chunks <- p
+			}
+		case frameStdinEnd:
+			chunks <- nil
+		case frameSignal:
+			select {
+			case signals <- drivers.Signal(p):
+			default: // a burst of signals: the command has some queued
+			}
+		}
+	}
+}
+
+// answer sends the last frame: the result, or the error that ended it.
+func answer(out *frameWriter, res drivers.ExecResult, err error) {
 	resp := response{Result: res}
 	if err != nil {
 		resp.Error = err.Error()
 	}
-	json.NewEncoder(conn).Encode(resp)
+	b, _ := json.Marshal(resp)
+	out.send(frameResult, b)
 }

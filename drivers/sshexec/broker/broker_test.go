@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +87,82 @@ func TestBrokerExitsWhenIdle(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the broker did not exit when idle")
+	}
+}
+
+// Output reaches the client while the command runs, and a signal reaches
+// the command while it still has stdin to read.
+func TestBrokerStreamsOutputAndPassesSignals(t *testing.T) {
+	sock, _ := serve(t, time.Minute, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+		io.WriteString(req.StdoutTo, "started\n")
+		io.WriteString(req.StderrTo, "warming\n")
+		select {
+		case sig := <-req.Signals:
+			return drivers.ExecResult{ExitCode: 130, Stdout: "got " + string(sig)}, nil
+		case <-ctx.Done():
+			return drivers.ExecResult{}, ctx.Err()
+		}
+	})
+	stdout, stderr := newWatched(), newWatched()
+	signals := make(chan drivers.Signal, 1)
+	stdinR, stdinW := io.Pipe() // stdin that never ends
+	defer stdinW.Close()
+	done := make(chan drivers.ExecResult, 1)
+	go func() {
+		res, err := Exec(context.Background(), sock, drivers.ExecRequest{Command: "x", Stdin: stdinR,
+			StdoutTo: stdout, StderrTo: stderr, Signals: signals})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	stdout.waitFor(t, "started\n")
+	stderr.waitFor(t, "warming\n")
+	stdinW.Write([]byte("typed but never read\n"))
+	signals <- "INT"
+	select {
+	case res := <-done:
+		if res.ExitCode != 130 || res.Stdout != "got INT" {
+			t.Errorf("result: %+v", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the signal never reached the command")
+	}
+}
+
+// watched is a writer a test can wait on.
+type watched struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	more chan struct{}
+}
+
+func newWatched() *watched { return &watched{more: make(chan struct{}, 1)} }
+
+func (w *watched) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.b.Write(p)
+	w.mu.Unlock()
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (w *watched) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.After(5 * time.Second); ; {
+		w.mu.Lock()
+		got := w.b.String()
+		w.mu.Unlock()
+		if got == want {
+			return
+		}
+		select {
+		case <-w.more:
+		case <-deadline:
+			t.Fatalf("got %q, want %q", got, want)
+		}
 	}
 }
