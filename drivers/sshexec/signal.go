@@ -53,7 +53,7 @@ type forwarder struct {
 	p        *Pool
 	instance string
 	mu       sync.Mutex
-	leader   int // the command's session leader
+	leader   int           // the command's session leader
 	known    chan struct{} // closed once leader is set
 	done     chan struct{}
 }
