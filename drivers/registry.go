@@ -2,8 +2,8 @@ package drivers
 
 import (
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -28,6 +28,27 @@ type Driver interface {
 type Execer interface {
 	Exec(ctx context.Context, instance string, req ExecRequest) (ExecResult, error)
 }
+
+// Terminal runs a command on a pseudo-terminal in a running instance, as
+// `ssh -t` does: what the person types goes in raw, Ctrl-C included, and
+// the terminal's output comes back.
+type Terminal interface {
+	Terminal(ctx context.Context, instance string, req TerminalRequest) (exitCode int, err error)
+}
+
+// TerminalRequest is an interactive command. An empty Command opens the
+// guest user's login shell.
+type TerminalRequest struct {
+	Command string
+	Term    string // the terminal type, as $TERM names it
+	Size    WindowSize
+	Resize  <-chan WindowSize // the local window's new sizes
+	Stdin   io.Reader
+	Stdout  io.Writer // a terminal has one output stream
+}
+
+// WindowSize is a terminal's size in character cells.
+type WindowSize struct{ Rows, Cols int }
 
 // Copier copies files and folders in and out of running instances.
 type Copier interface {

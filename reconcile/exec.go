@@ -74,6 +74,20 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	return x.Exec(ctx, t.Instance, req)
 }
 
+// Terminal runs an interactive command (or the login shell, for an empty
+// one) on a terminal in the target and returns its exit status.
+func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int, error) {
+	drv, err := t.Driver()
+	if err != nil {
+		return -1, err
+	}
+	term, ok := drv.(drivers.Terminal)
+	if !ok {
+		return -1, fmt.Errorf("the %s driver of sandbox %s cannot open a terminal; run commands without -t", t.DriverName, t.Sandbox)
+	}
+	return term.Terminal(ctx, t.Instance, req)
+}
+
 // CheckLease says whether a sandbox holds a live lease, or why not:
 // INSTANCE_TERMINAL with details status ("destroyed" or "expired") and
 // sandbox. Nothing is done to a sandbox whose lease has run out, even

@@ -14,6 +14,12 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 	return d.ssh.Exec(ctx, instance, req)
 }
 
+// Terminal runs an interactive command on a pseudo-terminal in the guest
+// (sbf exec -t, sbf shell) over the instance's SSH connection.
+func (d *Driver) Terminal(ctx context.Context, instance string, req drivers.TerminalRequest) (int, error) {
+	return d.ssh.Terminal(ctx, instance, req)
+}
+
 // CopyIn copies a local file or folder into the guest as one tar stream.
 func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
 	return d.ssh.CopyIn(ctx, instance, localPath, remotePath)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +74,66 @@ func TestSimCopyStaysInTheInstanceFolder(t *testing.T) {
 	d.Delete(ctx, name)
 	if _, err := os.Stat(d.guestDir(name)); !os.IsNotExist(err) {
 		t.Errorf("the guest folder outlived its instance: %v", err)
+	}
+}
+
+// A forwarded signal reaches the command's children too, and a command a
+// signal ended exits 128+n as in a shell.
+func TestSimForwardsSignalsToTheCommandsGroup(t *testing.T) {
+	d, name := runningSim(t)
+	signals := make(chan drivers.Signal, 1)
+	done := make(chan drivers.ExecResult, 1)
+	go func() {
+		res, err := d.Exec(context.Background(), name, drivers.ExecRequest{
+			Command: `sh -c 'trap "echo child-caught; exit 0" INT; touch started; while :; do sleep 0.05; done'; sleep 30`,
+			Signals: signals})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	started := filepath.Join(d.guestDir(name), "started")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	signals <- "INT"
+	select {
+	case res := <-done:
+		if res.ExitCode != 130 || res.Stdout != "child-caught\n" {
+			t.Errorf("after INT: %+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not end on INT")
+	}
+}
+
+func TestSimTerminalIsARealTerminal(t *testing.T) {
+	d, name := runningSim(t)
+	stdin, typed := io.Pipe()
+	defer typed.Close()
+	var out strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		code, err := d.Terminal(context.Background(), name, drivers.TerminalRequest{
+			Command: `test -t 0 && echo "on a terminal, $TERM"; read x; echo "got $x"; exit 5`,
+			Term:    "vt100", Size: drivers.WindowSize{Rows: 24, Cols: 80}, Stdin: stdin, Stdout: &out})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	io.WriteString(typed, "hello\n")
+	select {
+	case code := <-done:
+		if code != 5 || !strings.Contains(out.String(), "on a terminal, vt100") || !strings.Contains(out.String(), "got hello") {
+			t.Errorf("exit %d, output %q", code, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the terminal command did not end")
 	}
 }

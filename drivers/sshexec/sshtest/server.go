@@ -90,29 +90,38 @@ func (g *Server) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 func session(ch ssh.Channel, requests <-chan *ssh.Request) {
 	defer ch.Close()
 	var cmd *exec.Cmd
+	var term *terminal // set by a pty-req
 	var mu sync.Mutex
 	done := make(chan struct{})
 	for req := range requests {
 		switch req.Type {
-		case "exec":
+		case "pty-req":
+			term = parsePtyReq(req.Payload)
+			req.Reply(term != nil, nil)
+		case "window-change":
+			if term != nil {
+				term.resize(req.Payload)
+			}
+		case "exec", "shell":
 			var payload struct{ Command string }
 			ssh.Unmarshal(req.Payload, &payload)
+			if req.Type == "shell" {
+				payload.Command = "exec sh"
+			}
 			req.Reply(true, nil)
 			mu.Lock()
 			cmd = exec.Command("sh", "-c", payload.Command)
 			ownGroup(cmd)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
-			err := cmd.Start()
+			err := start(cmd, ch, term)
 			mu.Unlock()
 			go func() {
 				status := 127
 				if err == nil {
-					err = cmd.Wait()
+					cmd.Wait()
 					status = cmd.ProcessState.ExitCode()
+					term.drain()
 				}
-				b := make([]byte, 4)
-				binary.BigEndian.PutUint32(b, uint32(max(status, 0)))
-				ch.SendRequest("exit-status", false, b)
+				reportExit(ch, cmd.ProcessState, status)
 				close(done)
 				ch.Close()
 			}()
@@ -133,4 +142,37 @@ func session(ch ssh.Channel, requests <-chan *ssh.Request) {
 	default:
 	}
 	io.Copy(io.Discard, ch)
+}
+
+// start runs the command on the channel's streams, or on a terminal when
+// the client asked for one. As with sshd, the command's end does not wait
+// for its stdin's.
+func start(cmd *exec.Cmd, ch ssh.Channel, term *terminal) error {
+	if term != nil {
+		return term.start(cmd, ch)
+	}
+	cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	go func() { io.Copy(stdin, ch); stdin.Close() }()
+	return cmd.Start()
+}
+
+// reportExit tells the client how the command ended as sshd does: an
+// exit-signal for a command a signal ended, else an exit-status.
+func reportExit(ch ssh.Channel, ps *os.ProcessState, status int) {
+	if name := signalName(ps); name != "" {
+		ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
+			Signal     string
+			CoreDumped bool
+			Error      string
+			Lang       string
+		}{Signal: name}))
+		return
+	}
+	b := make([]byte, 4)
+	binary.BigEndian.PutUint32(b, uint32(max(status, 0)))
+	ch.SendRequest("exit-status", false, b)
 }
