@@ -47,7 +47,9 @@ func watchConnection(ctx context.Context, stop func(), drv any, instance string)
 const brokerIdle = 10 * time.Minute
 
 func (a *app) brokerSocket(instance string) string {
-	return filepath.Join(a.hostDir(), "exec", instance+".sock")
+	// The protocol's version is in the name: a broker an older sbf left
+	// running is never asked in a language it does not speak.
+	return filepath.Join(a.hostDir(), "exec", fmt.Sprintf("%s.v%d.sock", instance, broker.Version))
 }
 
 // brokers is how `sbf exec` reaches exec brokers: sockets under the

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -14,15 +12,23 @@ import (
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
+// execFlags are sbf exec's options.
+type execFlags struct {
+	asJSON, interactive, tty bool
+	timeout                  time.Duration
+	maxOutput                int
+}
+
 func (a *app) execCommand() *cobra.Command {
-	var asJSON, noStdin bool
-	var timeout time.Duration
-	var maxOutput int
+	var f execFlags
 	cmd := &cobra.Command{
-		Use:   "exec [NAME] -- COMMAND [ARG]...",
+		Use:   "exec [NAME] [-i] [-t] -- COMMAND [ARG]...",
 		Short: "Run a command in a sandbox (over a persistent SSH connection)",
 		Long: "exec runs COMMAND in the sandbox NAME (optional when the workspace declares one sandbox),\n" +
-			"passing stdin through and exiting with the command's exit status. With --json it prints\n" +
+			"streaming its output and exiting with its exit status. -i passes stdin; -t runs it on a\n" +
+			"terminal (as ssh -t; stdin included). Ctrl-C and other signals are passed on to the command;\n" +
+			"a third Ctrl-C gives up on it and ends it. sbf's own failures exit 125, a --timeout 124, so\n" +
+			"they are never mistaken for the command's. With --json it prints\n" +
 			"{exit_code, stdout, stderr, duration_ms, ...} instead.",
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: a.completeSandbox,
@@ -32,46 +38,62 @@ func (a *app) execCommand() *cobra.Command {
 				return usageErrorf("put the command after --, as in: sbf exec NAME -- uname -a")
 			}
 			names, command := list[:dash], list[dash:]
+			if f.tty && f.asJSON {
+				return usageErrorf("-t and --json do not go together: a terminal has no separate stdout and stderr")
+			}
 			tgt, err := a.target(names)
 			if err != nil {
-				return a.reportError(err, asJSON)
+				return a.cannotRun(err, f.asJSON)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer stop()
-			req := drivers.ExecRequest{Command: shellJoin(command), Timeout: timeout, MaxOutput: maxOutput}
-			if !asJSON && !noStdin && !isDevNull(a.stdin) {
-				req.Stdin = a.stdin
+			if f.tty {
+				return a.runOnTerminal(tgt, shellJoin(command))
 			}
-			res, err := tgt.ExecBrokered(ctx, req, a.brokers())
-			if err != nil {
-				return a.reportError(err, asJSON)
-			}
-			if asJSON {
-				if err := writeJSON(a.stdout, res); err != nil {
-					return err
-				}
-				return nil
-			}
-			fmt.Fprint(a.stdout, res.Stdout)
-			fmt.Fprint(a.stderr, res.Stderr)
-			if res.StdoutTruncated || res.StderrTruncated {
-				fmt.Fprintf(a.stderr, "sbf: output truncated (stdout %d bytes, stderr %d bytes; --max-output raises the cap)\n",
-					res.StdoutBytes, res.StderrBytes)
-			}
-			if res.TimedOut {
-				fmt.Fprintf(a.stderr, "sbf: command timed out after %s\n", timeout)
-			}
-			if res.ExitCode != 0 {
-				return silentExit(exitStatus(res.ExitCode))
-			}
-			return nil
+			return a.execStreaming(tgt, shellJoin(command), f)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.Flags().BoolVarP(&noStdin, "no-stdin", "n", false, "give the command no stdin (faster: it runs on a warm guest shell)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command after this long (0: no limit)")
-	cmd.Flags().IntVar(&maxOutput, "max-output", drivers.DefaultMaxOutput, "bytes of each output stream to keep")
-	return cmd
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVarP(&f.interactive, "interactive", "i", false, "pass stdin to the command")
+	cmd.Flags().BoolVarP(&f.tty, "tty", "t", false, "run the command on a terminal (stdin included)")
+	cmd.Flags().BoolP("no-stdin", "n", false, "give the command no stdin (the default now; kept for old scripts)")
+	cmd.Flags().MarkHidden("no-stdin")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill the command after this long and exit 124 (0: no limit)")
+	cmd.Flags().IntVar(&f.maxOutput, "max-output", drivers.DefaultMaxOutput, "bytes of each output stream --json keeps")
+	return a.cannotRunExits125(cmd)
+}
+
+// execStreaming runs a command with its output passed on as it comes, or
+// collected for --json.
+func (a *app) execStreaming(tgt *reconcile.Target, command string, f execFlags) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals, stop := a.forwardSignals(cancel)
+	defer stop()
+	req := drivers.ExecRequest{Command: command, Timeout: f.timeout, MaxOutput: f.maxOutput, Signals: signals}
+	if f.interactive {
+		req.Stdin = a.stdin
+	}
+	if !f.asJSON {
+		req.StdoutTo, req.StderrTo = a.stdout, a.stderr
+	}
+	res, err := tgt.ExecBrokered(ctx, req, a.brokers())
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.stderr, "sbf: gave up on the command after three interrupts; it was ended in the sandbox")
+			return silentExit(130)
+		}
+		return a.cannotRun(err, f.asJSON)
+	}
+	if f.asJSON {
+		return writeJSON(a.stdout, res)
+	}
+	if res.TimedOut {
+		fmt.Fprintf(a.stderr, "sbf: command timed out after %s\n", f.timeout)
+		return silentExit(124)
+	}
+	if res.ExitCode != 0 {
+		return silentExit(exitStatus(res.ExitCode))
+	}
+	return nil
 }
 
 // target resolves the sandbox a command names, or the only one declared.
@@ -103,17 +125,6 @@ func (a *app) target(names []string) (*reconcile.Target, error) {
 		return nil, usageErrorf("one sandbox at a time, got %v", names)
 	}
 	return eng.Target(ws, name)
-}
-
-// isDevNull reports whether stdin is /dev/null, which needs no forwarding.
-func isDevNull(r any) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err1 := f.Stat()
-	dn, err2 := os.Stat(os.DevNull)
-	return err1 == nil && err2 == nil && os.SameFile(fi, dn)
 }
 
 // shellJoin quotes argv for sh -c, leaving a single argument as written

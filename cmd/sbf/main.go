@@ -107,6 +107,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.extendCommand(),
 		a.reconcileCommand(),
 		a.execCommand(),
+		a.shellCommand(),
 		a.execBrokerCommand(),
 		a.cpCommand(),
 		a.syncCommand(),
