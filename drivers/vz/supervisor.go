@@ -22,6 +22,9 @@ const (
 	defaultStopTimeout = 30 * time.Second
 	// forcedStopWait bounds the wait for the framework after a forced stop.
 	forcedStopWait = 30 * time.Second
+	// lockWait bounds the wait for the previous supervisor of an instance
+	// to end.
+	lockWait = 10 * time.Second
 )
 
 // RunSupervisor boots the instance in dir and keeps it running until the
@@ -58,7 +61,9 @@ func runSupervisor(ctx context.Context, dir string, hv Hypervisor, c clock.Clock
 		return err
 	}
 	f := folder{base: filepath.Dir(dir), name: filepath.Base(dir)}
-	lock, err := flock.Acquire(ctx, f.path(lockFile), flock.Holder{Command: "sbf vz-run", PID: os.Getpid(), Since: c.Now()}, 0)
+	// A supervisor that was just asked to stop may not have let go yet
+	// when Start launches the next one.
+	lock, err := flock.Acquire(ctx, f.path(lockFile), flock.Holder{Command: "sbf vz-run", PID: os.Getpid(), Since: c.Now()}, lockWait)
 	if err != nil {
 		return fmt.Errorf("supervising %s: %w", f.name, err)
 	}
