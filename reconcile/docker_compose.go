@@ -69,16 +69,13 @@ func (t *Target) Compose(ctx context.Context, ws spec.Options, req ComposeReques
 	return d.compose(ctx, req, ComposeSpec{File: req.File}, req.ProjectDir)
 }
 
-// engineBundleDir is where drivers/guest ships a project's bundle.
-func engineBundleDir(project string) string { return ".sbf/" + project }
-
 // engineStack says whether project_dir (and file) name the stack the
 // engine converges for the sandbox: its bundle folder in the guest, or
 // the host folder its compose files are read from.
 func (t *Target) engineStack(projectDir, file string) (composeStack, bool) {
 	r := t.Resolved
 	project := guest.ProjectName(t.Sandbox)
-	st := composeStack{project: project, dir: engineBundleDir(project)}
+	st := composeStack{project: project, dir: guest.RemoteDir(project)}
 	if !r.Config.Sandboxes[t.Sandbox].Compose {
 		return st, false
 	}

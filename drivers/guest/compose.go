@@ -17,9 +17,9 @@ import (
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
-// remoteDir is where a project's bundle lives in the guest, relative to
+// RemoteDir is where a project's bundle lives in the guest, relative to
 // the guest user's home.
-func remoteDir(project string) string { return ".sbf/" + project }
+func RemoteDir(project string) string { return ".sbf/" + project }
 
 // Container is one container of a project as Docker reports it.
 type Container struct {
@@ -43,7 +43,7 @@ func ObserveProject(ctx context.Context, r Runner, docker, project string) (Proj
 echo "@@bundle $(cat .sbf-bundle 2>/dev/null)"
 echo '@@hash'; %s compose -p %s -f compose.yaml config --hash '*' 2>&1 || echo '@@error'
 echo '@@ps'; %s ps -a --filter label=com.docker.compose.project=%s --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`,
-		shellQuote(remoteDir(project)), docker, shellQuote(project), docker, shellQuote(project))
+		shellQuote(RemoteDir(project)), docker, shellQuote(project), docker, shellQuote(project))
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 2 * time.Minute})
 	if err != nil {
 		return ProjectState{}, fmt.Errorf("observing compose project %s: %w", project, err)
@@ -148,7 +148,7 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 	if err := stageBundle(stage, p); err != nil {
 		return fmt.Errorf("preparing the %s bundle: %w", p.Name, err)
 	}
-	dir := remoteDir(p.Name)
+	dir := RemoteDir(p.Name)
 	if _, err := r.Exec(ctx, drivers.ExecRequest{Command: "rm -rf " + shellQuote(dir+".new"), Timeout: time.Minute}); err != nil {
 		return err
 	}
