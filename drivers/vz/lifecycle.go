@@ -70,6 +70,7 @@ func (d *Driver) startSupervisor(ctx context.Context, f folder) error {
 // (group memberships are fixed at login), so later commands log in anew.
 func (d *Driver) waitReady(ctx context.Context, f folder) error {
 	defer d.ssh.Drop(f.name)
+	drivers.Progressf(ctx, "waiting for %s to boot (SSH, then cloud-init)", f.name)
 	var last error
 	err := d.poll(ctx, d.opts.StartTimeout, time.Second, func() (bool, error) {
 		if failed := d.failure(f); failed != nil {
@@ -125,10 +126,14 @@ func (d *Driver) stop(ctx context.Context, f folder, force bool) error {
 		return fmt.Errorf("stopping %s: %s", f.name, st.Error)
 	}
 	// The supervisor answers, then closes its socket and exits.
-	return d.poll(ctx, 10*time.Second, 50*time.Millisecond, func() (bool, error) {
+	err = d.poll(ctx, 10*time.Second, 50*time.Millisecond, func() (bool, error) {
 		_, err := d.status(ctx, f)
 		return err != nil, nil
 	})
+	if err != nil {
+		return fmt.Errorf("waiting for the supervisor of %s to end: %w", f.name, err)
+	}
+	return nil
 }
 
 // Delete stops the instance by force, if it runs, and removes its folder.
