@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/Code-Hex/vz/v3"
 )
@@ -22,21 +20,18 @@ func hostHypervisor() (Hypervisor, string) { return frameworkHypervisor{}, "" }
 type frameworkHypervisor struct{}
 
 func (frameworkHypervisor) Boot(_ context.Context, m MachineConfig) (Machine, error) {
-	cfg, files, err := configure(m)
+	cfg, err := configure(m)
 	if err != nil {
-		closeAll(files)
 		return nil, err
 	}
 	if ok, err := cfg.Validate(); !ok || err != nil {
-		closeAll(files)
 		return nil, fmt.Errorf("Virtualization.framework refused the configuration: %w", err)
 	}
 	vm, err := vz.NewVirtualMachine(cfg)
 	if err != nil {
-		closeAll(files)
 		return nil, fmt.Errorf("creating the virtual machine: %w", err)
 	}
-	fm := &frameworkMachine{vm: vm, done: make(chan error, 1), files: files}
+	fm := &frameworkMachine{vm: vm, done: make(chan error, 1)}
 	go fm.watch()
 	if err := vm.Start(); err != nil {
 		return nil, fmt.Errorf("starting the virtual machine: %w", err)
@@ -44,32 +39,30 @@ func (frameworkHypervisor) Boot(_ context.Context, m MachineConfig) (Machine, er
 	return fm, nil
 }
 
-// configure translates a MachineConfig device by device; files are what
-// the machine keeps open (the console's ends) until it stops.
-func configure(m MachineConfig) (*vz.VirtualMachineConfiguration, []io.Closer, error) {
+// configure translates a MachineConfig device by device.
+func configure(m MachineConfig) (*vz.VirtualMachineConfiguration, error) {
 	opts := []vz.LinuxBootLoaderOption{vz.WithCommandLine(m.CmdLine)}
 	if m.Initrd != "" {
 		opts = append(opts, vz.WithInitrd(m.Initrd))
 	}
 	boot, err := vz.NewLinuxBootLoader(m.Kernel, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the kernel %s: %w", m.Kernel, err)
+		return nil, fmt.Errorf("loading the kernel %s: %w", m.Kernel, err)
 	}
 	cfg, err := vz.NewVirtualMachineConfiguration(boot, m.CPUs, m.MemoryBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("configuring %d CPUs and %d bytes of memory: %w", m.CPUs, m.MemoryBytes, err)
+		return nil, fmt.Errorf("configuring %d CPUs and %d bytes of memory: %w", m.CPUs, m.MemoryBytes, err)
 	}
 	if err := addDisks(cfg, m.Disks); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := addNetwork(cfg, m); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	files, err := addConsole(cfg, m.ConsoleLog)
-	if err != nil {
-		return nil, nil, err
+	if err := addConsole(cfg, m.ConsoleLog); err != nil {
+		return nil, err
 	}
-	return cfg, files, addDevices(cfg, m)
+	return cfg, addDevices(cfg, m)
 }
 
 func addDisks(cfg *vz.VirtualMachineConfiguration, disks []Disk) error {
@@ -107,29 +100,19 @@ func addNetwork(cfg *vz.VirtualMachineConfiguration, m MachineConfig) error {
 	return nil
 }
 
-// addConsole sends the guest's hvc0 to the console log; the guest reads
-// nothing (its input is /dev/null).
-func addConsole(cfg *vz.VirtualMachineConfiguration, logPath string) ([]io.Closer, error) {
-	in, err := os.Open(os.DevNull)
+// addConsole appends the guest's hvc0 to the console log; the guest
+// gets no input.
+func addConsole(cfg *vz.VirtualMachineConfiguration, logPath string) error {
+	att, err := vz.NewFileSerialPortAttachment(logPath, true)
 	if err != nil {
-		return nil, err
-	}
-	out, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		in.Close()
-		return nil, fmt.Errorf("opening the console log: %w", err)
-	}
-	files := []io.Closer{in, out}
-	att, err := vz.NewFileHandleSerialPortAttachment(in, out)
-	if err != nil {
-		return files, fmt.Errorf("attaching the console log: %w", err)
+		return fmt.Errorf("attaching the console log %s: %w", logPath, err)
 	}
 	serial, err := vz.NewVirtioConsoleDeviceSerialPortConfiguration(att)
 	if err != nil {
-		return files, fmt.Errorf("configuring the virtio console: %w", err)
+		return fmt.Errorf("configuring the virtio console: %w", err)
 	}
 	cfg.SetSerialPortsVirtualMachineConfiguration([]*vz.VirtioConsoleDeviceSerialPortConfiguration{serial})
-	return files, nil
+	return nil
 }
 
 // addDevices adds virtio-rng, vsock and the memory balloon.
@@ -159,15 +142,13 @@ func addDevices(cfg *vz.VirtualMachineConfiguration, m MachineConfig) error {
 }
 
 type frameworkMachine struct {
-	vm    *vz.VirtualMachine
-	done  chan error
-	files []io.Closer
+	vm   *vz.VirtualMachine
+	done chan error
 }
 
 // watch delivers the machine's end: the framework reports every state
 // change, the final one being stopped (a power-off) or error.
 func (m *frameworkMachine) watch() {
-	defer closeAll(m.files)
 	for state := range m.vm.StateChangedNotify() {
 		switch state {
 		case vz.VirtualMachineStateStopped:
@@ -199,9 +180,3 @@ func (m *frameworkMachine) Stop() error {
 }
 
 func (m *frameworkMachine) Done() <-chan error { return m.done }
-
-func closeAll(files []io.Closer) {
-	for _, f := range files {
-		f.Close()
-	}
-}
