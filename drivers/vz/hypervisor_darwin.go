@@ -25,7 +25,10 @@ func (frameworkHypervisor) Boot(_ context.Context, m MachineConfig) (Machine, er
 		return nil, err
 	}
 	if ok, err := cfg.Validate(); !ok || err != nil {
-		return nil, fmt.Errorf("Virtualization.framework refused the configuration: %w", err)
+		if err == nil {
+			err = errors.New("no reason given")
+		}
+		return nil, fmt.Errorf("the framework refused the configuration: %w", err)
 	}
 	vm, err := vz.NewVirtualMachine(cfg)
 	if err != nil {
