@@ -169,7 +169,9 @@ func TestRealVM(t *testing.T) {
 	}
 
 	t.Run("exec", func(t *testing.T) { testExec(t, w) })
+	t.Run("exec-streaming-and-signals", func(t *testing.T) { testExecStreamingAndSignals(t, w) })
 	t.Run("copy", func(t *testing.T) { testCopy(t, w) })
+	t.Run("mcp-data-plane", func(t *testing.T) { testMCPDataPlane(t, w, name) })
 	t.Run("no-op-apply", func(t *testing.T) { testNoOpApplyCost(t, w) })
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
@@ -198,6 +200,8 @@ func TestRealVM(t *testing.T) {
 	if st.Sandboxes[0].Phase != "expired" || st.Sandboxes[0].Live != "absent" {
 		t.Errorf("status after expiry: %+v", st.Sandboxes)
 	}
+	// One VM at a time on two cores: the agent's sandbox comes after.
+	t.Run("ad-hoc-prepare", func(t *testing.T) { testAdHocPrepare(t, w) })
 }
 
 func testExec(t *testing.T, w *ws) {
@@ -207,12 +211,28 @@ func testExec(t *testing.T, w *ws) {
 	if r := w.sbf("", nil, "exec", "api", "--", "sh", "-c", "echo oops >&2; exit 3"); r.code != 3 || r.stderr != "oops\n" {
 		t.Errorf("exit code and stderr: %d %q", r.code, r.stderr)
 	}
-	if r := w.sbf("hello from stdin", nil, "exec", "api", "--", "cat"); r.stdout != "hello from stdin" {
+	if r := w.sbf("hello from stdin", nil, "exec", "api", "-i", "--", "cat"); r.stdout != "hello from stdin" {
 		t.Errorf("stdin: %q", r.stdout)
+	}
+	if r := w.sbf("not for the command", nil, "exec", "api", "--", "cat"); r.stdout != "" || r.code != 0 {
+		t.Errorf("stdin without -i: %q, exit %d", r.stdout, r.code)
 	}
 	r := w.sbf("", nil, "exec", "api", "--json", "--timeout", "2s", "--", "sleep", "30")
 	if !strings.Contains(r.stdout, `"timed_out": true`) {
 		t.Errorf("timeout: %s %s", r.stdout, r.stderr)
+	}
+	// sbf's own failures and the command's statuses never look alike.
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"exec", "api", "--", "no-such-command"}, 127},
+		{[]string{"exec", "api", "--timeout", "1s", "--", "sleep", "30"}, 124},
+		{[]string{"exec", "nope", "--", "true"}, 125},
+	} {
+		if r := w.sbf("", nil, c.args...); r.code != c.code {
+			t.Errorf("sbf %v: exit %d, want %d (%s)", c.args, r.code, c.code, r.stderr)
+		}
 	}
 }
 
@@ -327,11 +347,15 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		}
 		api = append(api, time.Since(start))
 	}
-	ms, mc, ma := median(shell), median(cli), median(api)
+	mcpCalls := runCommandOverMCP(t, w, name, n)
+	ms, mc, ma, mm := median(shell), median(cli), median(api), median(mcpCalls)
 	fmt.Printf("\nexec speed (median of %d on the same VM):\n  limactl shell NAME true  %8.1f ms\n"+
-		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n",
-		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000, ms.Seconds()/ma.Seconds())
-	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc}, timing{"median engine API exec", ma})
+		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n"+
+		"  MCP run_command true     %8.1f ms  (%.1fx faster)\n",
+		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000, ms.Seconds()/ma.Seconds(),
+		mm.Seconds()*1000, ms.Seconds()/mm.Seconds())
+	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
+		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
 	if ms < 10*ma {
 		t.Errorf("engine exec %s is not 10x faster than limactl shell %s", ma, ms)
 	}
@@ -378,4 +402,22 @@ func testNoOpApplyCost(t *testing.T, w *ws) {
 	fmt.Printf("\nno-op cost (median of 10, same run):\n  sbf apply (converged)    %8.1f ms\n  limactl list --json      %8.1f ms\n  difference               %8.1f ms\n",
 		ma.Seconds()*1000, ml.Seconds()*1000, (ma-ml).Seconds()*1000)
 	timings = append(timings, timing{"median converged sbf apply", ma}, timing{"median limactl list --json", ml})
+}
+
+// runCommandOverMCP times run_command round trips through one `sbf mcp`
+// process over stdio, as an agent makes them (the first call dials).
+func runCommandOverMCP(t *testing.T, w *ws, instance string, n int) []time.Duration {
+	m := w.mcp()
+	defer m.close()
+	args := map[string]any{"instance_id": instance, "command": "true"}
+	m.call("run_command", args)
+	var took []time.Duration
+	for range n {
+		start := time.Now()
+		if res := m.call("run_command", args); res["exit_code"] != float64(0) {
+			t.Fatalf("run_command: %v", res)
+		}
+		took = append(took, time.Since(start))
+	}
+	return took
 }

@@ -1,0 +1,226 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// mcpSession is a real `sbf mcp` process driven over stdio.
+type mcpSession struct {
+	t *testing.T
+	c *client.Client
+}
+
+func (w *ws) mcp(extraArgs ...string) *mcpSession {
+	w.t.Helper()
+	args := append([]string{"-C", w.root, "mcp"}, extraArgs...)
+	c, err := client.NewStdioMCPClient(os.Getenv("SBF_BIN"), append(os.Environ(), w.env...), args...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		w.t.Fatal(err)
+	}
+	return &mcpSession{t: w.t, c: c}
+}
+
+func (m *mcpSession) close() { m.c.Close() }
+
+// call runs a tool and decodes its JSON result; a tool error fails the test.
+func (m *mcpSession) call(tool string, args map[string]any) map[string]any {
+	m.t.Helper()
+	out, isErr := m.try(tool, args)
+	if isErr {
+		m.t.Fatalf("%s %v: %v", tool, args, out)
+	}
+	return out
+}
+
+func (m *mcpSession) try(tool string, args map[string]any) (map[string]any, bool) {
+	m.t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := m.c.CallTool(context.Background(), req)
+	if err != nil {
+		m.t.Fatalf("%s: %v", tool, err)
+	}
+	var out map[string]any
+	for _, c := range res.Content {
+		if text, ok := c.(mcp.TextContent); ok {
+			json.Unmarshal([]byte(text.Text), &out)
+		}
+	}
+	return out, res.IsError
+}
+
+// testExecStreamingAndSignals: output reaches sbf exec's caller while the
+// command runs, and Ctrl-C reaches the command in the guest.
+func testExecStreamingAndSignals(t *testing.T, w *ws) {
+	c := exec.Command(os.Getenv("SBF_BIN"), "-C", w.root, "exec", "api", "--",
+		"echo first; while [ ! -e /tmp/e2e-gate ]; do sleep 0.1; done; echo second")
+	c.Env = append(os.Environ(), w.env...)
+	stdout, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewReader(stdout)
+	first, _ := lines.ReadString('\n')
+	if first != "first\n" {
+		t.Errorf("first line %q", first)
+	}
+	w.must("sbf exec: open the gate", "exec", "api", "--", "touch", "/tmp/e2e-gate")
+	rest, _ := lines.ReadString('\n')
+	if err := c.Wait(); err != nil || rest != "second\n" {
+		t.Errorf("after the gate: %q, %v", rest, err)
+	}
+
+	c = exec.Command(os.Getenv("SBF_BIN"), "-C", w.root, "exec", "api", "--",
+		`trap "echo cleaned up; exit 7" INT; touch /tmp/e2e-started; while :; do sleep 0.1; done`)
+	c.Env = append(os.Environ(), w.env...)
+	var out strings.Builder
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; w.sbf("", nil, "exec", "api", "--", "test", "-e", "/tmp/e2e-started").code != 0; i++ {
+		if i > 100 {
+			t.Fatal("the trapping command never started")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	start := time.Now()
+	c.Process.Signal(syscall.SIGINT)
+	err := c.Wait()
+	record("sbf exec: Ctrl-C reaches the command in the guest", start)
+	if ee, _ := err.(*exec.ExitError); ee == nil || ee.ExitCode() != 7 || out.String() != "cleaned up\n" {
+		t.Errorf("Ctrl-C: %v, output %q; want exit 7 and the trap's line", err, out.String())
+	}
+}
+
+// testMCPDataPlane drives run_command, copy, sync, artifacts and a
+// background task through a real `sbf mcp` process, restarting it while
+// the task runs.
+func testMCPDataPlane(t *testing.T, w *ws, instance string) {
+	m := w.mcp()
+	res := m.call("run_command", map[string]any{"instance_id": instance, "command": "echo out; echo err >&2; exit 42"})
+	if res["exit_code"] != float64(42) || res["stdout"] != "out\n" || res["stderr"] != "err\n" {
+		t.Errorf("run_command: %v", res)
+	}
+
+	w.write("dp/src/main.go", "package main\n")
+	w.write("dp/node_modules/x.js", "junk")
+	w.write("dp/build.log", "junk")
+	start := time.Now()
+	res = m.call("sync_workspace_to_instance", map[string]any{"instance_id": instance, "local_path": "dp",
+		"remote_path": "/tmp/dp", "exclude": []string{"node_modules", "*.log"}})
+	record("sync_workspace_to_instance (first)", start)
+	if res["files_sent"] != float64(1) {
+		t.Errorf("first sync: %v", res)
+	}
+	if r := m.call("run_command", map[string]any{"instance_id": instance,
+		"command": "test -f /tmp/dp/src/main.go && test ! -e /tmp/dp/node_modules && test ! -e /tmp/dp/build.log"}); r["exit_code"] != float64(0) {
+		t.Errorf("excluded files reached the guest, or the source did not: %v", r)
+	}
+	if res = m.call("sync_workspace_to_instance", map[string]any{"instance_id": instance, "local_path": "dp",
+		"remote_path": "/tmp/dp", "exclude": []string{"node_modules", "*.log"}}); res["files_sent"] != float64(0) {
+		t.Errorf("a re-sync of nothing changed sent files: %v", res)
+	}
+	m.call("run_command", map[string]any{"instance_id": instance, "command": "echo guest-edit > /tmp/dp/src/main.go"})
+	m.call("sync_instance_to_workspace", map[string]any{"instance_id": instance, "remote_path": "/tmp/dp", "local_path": "dp-back"})
+	if got, _ := os.ReadFile(filepath.Join(w.root, "dp-back/src/main.go")); string(got) != "guest-edit\n" {
+		t.Errorf("sync back: %q", got)
+	}
+
+	m.call("copy_to_instance", map[string]any{"instance_id": instance, "local_path": "dp/src", "remote_path": "/tmp/cp-src"})
+	m.call("copy_from_instance", map[string]any{"instance_id": instance, "remote_path": "/tmp/cp-src", "local_path": "cp-back"})
+	if got, _ := os.ReadFile(filepath.Join(w.root, "cp-back/main.go")); string(got) != "package main\n" {
+		t.Errorf("copy round trip: %q", got)
+	}
+
+	m.call("run_command", map[string]any{"instance_id": instance,
+		"command": "mkdir -p /tmp/a1 /tmp/a2 && echo one > /tmp/a1/report.txt && echo two > /tmp/a2/report.txt"})
+	m.call("collect_artifacts", map[string]any{"instance_id": instance,
+		"remote_paths": []string{"/tmp/a1/report.txt", "/tmp/a2/report.txt"}, "local_dest": "artifacts"})
+	one, _ := os.ReadFile(filepath.Join(w.root, "artifacts/report.txt"))
+	two, _ := os.ReadFile(filepath.Join(w.root, "artifacts/1-report.txt"))
+	if string(one) != "one\n" || string(two) != "two\n" {
+		t.Errorf("artifacts: %q %q", one, two)
+	}
+
+	task := m.call("start_background_task", map[string]any{"instance_id": instance,
+		"command": "i=0; while :; do i=$((i+1)); echo tick $i; sleep 1; done"})
+	id, _ := task["task_id"].(string)
+	m.close() // the server process ends; the task must not
+	time.Sleep(3 * time.Second)
+	if r := w.sbf("", nil, "task", "status", id, "--json"); !strings.Contains(r.stdout, `"running"`) {
+		t.Errorf("sbf task status after the MCP server ended: %s%s", r.stdout, r.stderr)
+	}
+	m = w.mcp()
+	defer m.close()
+	if logs := m.call("get_task_logs", map[string]any{"task_id": id}); !strings.Contains(fmt.Sprint(logs["logs"]), "tick 2") {
+		t.Errorf("logs after a restart: %v", logs)
+	}
+	stopped := m.call("stop_task", map[string]any{"task_id": id})
+	if stopped["status"] != "stopped" || stopped["exit_code"] != float64(-15) {
+		t.Errorf("stop_task: %v", stopped)
+	}
+	pid := fmt.Sprint(task["pid"])
+	if r := m.call("run_command", map[string]any{"instance_id": instance, "command": "kill -0 " + pid}); r["exit_code"] == float64(0) {
+		t.Errorf("task process %s still runs in the guest after stop_task", pid)
+	}
+}
+
+// testAdHocPrepare: an agent's sandbox (create_instance) gets the
+// container runtime from prepare_workspace and runs a container with it.
+func testAdHocPrepare(t *testing.T, w *ws) {
+	rootfs := os.Getenv("SBF_E2E_ROOTFS")
+	m := w.mcp("--allow-path", filepath.Dir(rootfs))
+	defer m.close()
+	start := time.Now()
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60})
+	record("create_instance (ad-hoc VM, boot)", start)
+	id, _ := created["instance_id"].(string)
+	defer func() {
+		if out, isErr := m.try("destroy_instance", map[string]any{"instance_id": id}); isErr {
+			t.Errorf("destroy_instance: %v", out)
+		}
+	}()
+	start = time.Now()
+	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false, "wait_for_ready": true})
+	record("prepare_workspace (runtime)", start)
+	docker, _ := prep["docker_command"].(string)
+	if prep["runtime_ready"] != true || docker == "" {
+		t.Fatalf("prepare_workspace: %v", prep)
+	}
+	m.call("copy_to_instance", map[string]any{"instance_id": id, "local_path": rootfs, "remote_path": "/tmp/rootfs.tar"})
+	if r := m.call("run_command", map[string]any{"instance_id": id, "command": docker + " import /tmp/rootfs.tar sbf-e2e/busybox:1"}); r["exit_code"] != float64(0) {
+		t.Fatalf("docker import with the recorded command %q: %v", docker, r)
+	}
+	start = time.Now()
+	ran := m.call("docker_run", map[string]any{"instance_id": id, "image": "sbf-e2e/busybox:1", "detach": false,
+		"command": "echo from-a-container"})
+	record("docker_run in the ad-hoc sandbox", start)
+	if !strings.Contains(fmt.Sprint(ran["stdout"]), "from-a-container") {
+		t.Errorf("docker_run: %v", ran)
+	}
+	if ps := m.call("docker_ps", map[string]any{"instance_id": id, "all": true}); ps["exit_code"] != float64(0) {
+		t.Errorf("docker_ps: %v", ps)
+	}
+}
