@@ -13,9 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
+	"github.com/sandboxforge/sbf/drivers/vz"
 )
 
 func main() {
+	// The vz driver runs each VM under `sbf vz-run DIR`, this same binary.
+	if exe, err := os.Executable(); err == nil {
+		vz.SetSupervisorStarter(vz.CommandStarter(exe, "vz-run"))
+	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -109,6 +114,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.execCommand(),
 		a.shellCommand(),
 		a.execBrokerCommand(),
+		a.vzRunCommand(),
 		a.cpCommand(),
 		a.syncCommand(),
 		a.taskCommand(),
