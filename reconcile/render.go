@@ -72,9 +72,12 @@ func (s Style) paint(k Kind, text string) string {
 // Render writes the plan for people. The text is deterministic, so golden
 // tests compare it byte for byte.
 func (p *Plan) Render(w io.Writer, st Style) {
-	if len(p.Actions) == 0 {
+	switch {
+	case len(p.Actions) == 0 && len(p.Problems) > 0:
+		fmt.Fprintln(w, "No changes planned; some sandboxes could not be planned (below).")
+	case len(p.Actions) == 0:
 		fmt.Fprintln(w, "No changes. Sandboxes match the configuration.")
-	} else {
+	default:
 		width := 0
 		for _, a := range p.Actions {
 			width = max(width, len(a.Sandbox))
