@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
 )
@@ -119,6 +120,36 @@ type Env struct {
 	HostOS    string // runtime.GOOS spelling
 	HostArch  string // runtime.GOARCH spelling
 	Debug     func(format string, args ...any)
+}
+
+// Duration reads a setting holding a positive duration (zero when unset);
+// example shows a good value in the error.
+func (e Env) Duration(key, example string) (time.Duration, error) {
+	v := e.Getenv(key)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as %s", key, v, example)
+	}
+	return d, nil
+}
+
+// DiagnoseWith is a Registration.Diagnose for a backend whose settings are
+// read from Env first: settings it cannot read are the one failed check.
+func DiagnoseWith[O any](driver string, settings func(Env) (O, error),
+	diagnose func(context.Context, O, []Spec) Diagnosis) func(context.Context, Env, []Spec) Diagnosis {
+	return func(ctx context.Context, env Env, specs []Spec) Diagnosis {
+		o, err := settings(env)
+		if err != nil {
+			d := Diagnosis{Driver: driver, Summary: "cannot run VMs here yet: see the failed checks"}
+			d.Add(CheckFromError("settings", err))
+			d.Finish()
+			return d
+		}
+		return diagnose(ctx, o, specs)
+	}
 }
 
 // Registration is one backend as the registry knows it.

@@ -19,16 +19,7 @@ func init() {
 			}
 			return New(ctx, o)
 		},
-		Diagnose: func(ctx context.Context, env drivers.Env, specs []drivers.Spec) drivers.Diagnosis {
-			o, err := optionsFrom(env)
-			if err != nil {
-				d := drivers.Diagnosis{Driver: Name, Summary: "cannot run VMs here yet: see the failed checks"}
-				d.Add(drivers.CheckFromError("settings", err))
-				d.Finish()
-				return d
-			}
-			return Diagnose(ctx, o, specs)
-		},
+		Diagnose: drivers.DiagnoseWith(Name, optionsFrom, Diagnose),
 	})
 }
 

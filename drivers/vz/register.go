@@ -3,7 +3,6 @@ package vz
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -24,16 +23,7 @@ func init() {
 			}
 			return New(o)
 		},
-		Diagnose: func(ctx context.Context, env drivers.Env, specs []drivers.Spec) drivers.Diagnosis {
-			o, err := optionsFrom(env)
-			if err != nil {
-				d := drivers.Diagnosis{Driver: Name, Summary: "cannot run VMs here yet: see the failed checks"}
-				d.Add(drivers.CheckFromError("settings", err))
-				d.Finish()
-				return d
-			}
-			return Diagnose(ctx, o, specs)
-		},
+		Diagnose: drivers.DiagnoseWith(Name, optionsFrom, Diagnose),
 	})
 }
 
@@ -41,13 +31,9 @@ func init() {
 // SBF_VZ_HOME (the instances' folder) and SBF_VZ_START_TIMEOUT (how long
 // a boot may take).
 func optionsFrom(env drivers.Env) (Options, error) {
-	var timeout time.Duration
-	if v := env.Getenv("SBF_VZ_START_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return Options{}, fmt.Errorf("SBF_VZ_START_TIMEOUT=%q: want a positive duration such as 5m", v)
-		}
-		timeout = d
+	timeout, err := env.Duration("SBF_VZ_START_TIMEOUT", "5m")
+	if err != nil {
+		return Options{}, err
 	}
 	return Options{Dir: defaultDir(env.Getenv, env.StateDir), HostOS: env.HostOS, HostArch: env.HostArch, Getenv: env.Getenv,
 		Clock: env.Clock, Debug: env.Debug, StartSupervisor: supervisorStarter(), StartTimeout: timeout}, nil
