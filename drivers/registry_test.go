@@ -27,7 +27,10 @@ func TestEnvDuration(t *testing.T) {
 
 func TestDiagnoseWithReportsUnreadableSettings(t *testing.T) {
 	diagnose := DiagnoseWith("x", func(Env) (int, error) { return 0, errors.New("X_TIMEOUT is malformed") },
-		func(context.Context, int, []Spec) Diagnosis { t.Fatal("diagnosed with unreadable settings"); return Diagnosis{} })
+		func(context.Context, int, []Spec) Diagnosis {
+			t.Fatal("diagnosed with unreadable settings")
+			return Diagnosis{}
+		})
 	d := diagnose(context.Background(), Env{}, nil)
 	if d.Usable || len(d.Checks) != 1 || !strings.Contains(d.Checks[0].Detail, "X_TIMEOUT") {
 		t.Errorf("%+v", d)
