@@ -54,7 +54,9 @@ type Driver struct {
 	opts       Options
 	powershell string
 	probe      probe
-	ssh        *sshexec.Pool
+	// Pool runs commands, copies and terminals over one kept-open SSH
+	// connection per running instance; its methods are the driver's.
+	*sshexec.Pool
 }
 
 // New checks that Hyper-V can be driven here and returns the driver, or
@@ -111,7 +113,7 @@ func newDriver(o Options) *Driver {
 		o.PollInterval = 2 * time.Second
 	}
 	d := &Driver{opts: o}
-	d.ssh = sshexec.New(sshexec.Options{Target: d.sshTarget, Clock: o.Clock})
+	d.Pool = sshexec.New(sshexec.Options{Target: d.sshTarget, Clock: o.Clock})
 	return d
 }
 

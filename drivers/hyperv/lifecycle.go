@@ -151,14 +151,14 @@ func (d *Driver) owned(ctx context.Context, op, name string, extra ...param) ([]
 
 // Stop turns a VM off (v1: Stop-VM -TurnOff), as a power cut would.
 func (d *Driver) Stop(ctx context.Context, name string) error {
-	d.ssh.Drop(name)
+	d.Pool.Drop(name)
 	_, err := d.owned(ctx, "stop", name)
 	return err
 }
 
 // Delete turns a VM off, removes it and the disk sbf made for it.
 func (d *Driver) Delete(ctx context.Context, name string) error {
-	d.ssh.Drop(name)
+	d.Pool.Drop(name)
 	_, err := d.owned(ctx, "delete", name)
 	return err
 }

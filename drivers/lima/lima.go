@@ -52,7 +52,9 @@ type Driver struct {
 	version   string
 	templates templateStore
 
-	ssh *sshexec.Pool // one kept-open connection per running instance
+	// Pool runs commands, copies and terminals over one kept-open SSH
+	// connection per running instance; its methods are the driver's.
+	*sshexec.Pool
 
 	noteEmulation sync.Once
 }
@@ -88,7 +90,7 @@ func newDriver(o Options) *Driver {
 		o.Image = cachedImage(o.Getenv, o.Euid())
 	}
 	d := &Driver{opts: o}
-	d.ssh = sshexec.New(d.sshOptions())
+	d.Pool = sshexec.New(d.sshOptions())
 	return d
 }
 

@@ -38,4 +38,5 @@ var (
 	_ drivers.Copier        = (*Driver)(nil)
 	_ drivers.Connector     = (*Driver)(nil)
 	_ drivers.ArchiveCopier = (*Driver)(nil)
+	_ drivers.Terminal      = (*Driver)(nil)
 )

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
 )
 
@@ -30,47 +28,8 @@ func (d *Driver) sshOptions() sshexec.Options {
 	}
 }
 
-// Exec runs a command in a running instance over its persistent SSH
-// connection (see sshexec), falling back to `limactl shell`.
-func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	return d.ssh.Exec(ctx, instance, req)
-}
-
-// Terminal runs an interactive command on a pseudo-terminal in the guest
-// (sbf exec -t, sbf shell) over the instance's SSH connection.
-func (d *Driver) Terminal(ctx context.Context, instance string, req drivers.TerminalRequest) (int, error) {
-	return d.ssh.Terminal(ctx, instance, req)
-}
-
-// CopyIn copies a local file or folder into the guest as one tar stream
-// over SSH, falling back to `limactl copy`.
-func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
-	return d.ssh.CopyIn(ctx, instance, localPath, remotePath)
-}
-
-// CopyOut copies a guest file or folder out the same way.
-func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	return d.ssh.CopyOut(ctx, instance, remotePath, localPath)
-}
-
-// PutArchive unpacks a tar stream into a guest folder.
-func (d *Driver) PutArchive(ctx context.Context, instance, dir string, archive io.Reader) error {
-	return d.ssh.PutArchive(ctx, instance, dir, archive)
-}
-
-// GetArchive streams a guest path out as a tar archive.
-func (d *Driver) GetArchive(ctx context.Context, instance, path string, archive io.Writer) error {
-	return d.ssh.GetArchive(ctx, instance, path, archive)
-}
-
-// Alive reports whether the instance's SSH connection is open and answers.
-func (d *Driver) Alive(instance string) bool { return d.ssh.Alive(instance) }
-
-// Close closes every SSH connection.
-func (d *Driver) Close() error { return d.ssh.Close() }
-
 // dropConn closes an instance's SSH connection (it is stopping or going away).
-func (d *Driver) dropConn(instance string) { d.ssh.Drop(instance) }
+func (d *Driver) dropConn(instance string) { d.Pool.Drop(instance) }
 
 // sshTarget finds a running instance's ssh.config through limactl.
 func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target, error) {

@@ -69,7 +69,7 @@ func (d *Driver) startSupervisor(ctx context.Context, f folder) error {
 // connection it used is dropped: it was opened before cloud-init finished
 // (group memberships are fixed at login), so later commands log in anew.
 func (d *Driver) waitReady(ctx context.Context, f folder) error {
-	defer d.ssh.Drop(f.name)
+	defer d.Pool.Drop(f.name)
 	drivers.Progressf(ctx, "waiting for %s to boot (SSH, then cloud-init)", f.name)
 	var last error
 	err := d.poll(ctx, d.opts.StartTimeout, time.Second, func() (bool, error) {
@@ -79,10 +79,10 @@ func (d *Driver) waitReady(ctx context.Context, f folder) error {
 		if st, err := d.status(ctx, f); err != nil || !up(st) {
 			return false, fmt.Errorf("%s stopped while booting%s", f.name, tail(f.path(consoleFile)))
 		}
-		res, err := d.ssh.Exec(ctx, f.name, drivers.ExecRequest{Command: d.opts.ready, Timeout: 10 * time.Second})
+		res, err := d.Pool.Exec(ctx, f.name, drivers.ExecRequest{Command: d.opts.ready, Timeout: 10 * time.Second})
 		if err != nil || res.ExitCode != 0 {
 			last = err
-			d.ssh.Drop(f.name)
+			d.Pool.Drop(f.name)
 			return false, nil
 		}
 		return true, nil
@@ -112,7 +112,7 @@ func (d *Driver) stop(ctx context.Context, f folder, force bool) error {
 	if !f.exists() {
 		return fmt.Errorf("vz instance %s: %w", f.name, drivers.ErrNotFound)
 	}
-	d.ssh.Drop(f.name)
+	d.Pool.Drop(f.name)
 	if _, err := d.status(ctx, f); err != nil {
 		return nil // no supervisor: stopped (or crashed, which is stopped too)
 	}

@@ -64,8 +64,10 @@ func available(o Options) error {
 }
 
 var (
-	_ drivers.Driver    = (*Driver)(nil)
-	_ drivers.Execer    = (*Driver)(nil)
-	_ drivers.Copier    = (*Driver)(nil)
-	_ drivers.Connector = (*Driver)(nil)
+	_ drivers.Driver        = (*Driver)(nil)
+	_ drivers.Execer        = (*Driver)(nil)
+	_ drivers.Copier        = (*Driver)(nil)
+	_ drivers.Connector     = (*Driver)(nil)
+	_ drivers.ArchiveCopier = (*Driver)(nil)
+	_ drivers.Terminal      = (*Driver)(nil)
 )

@@ -10,31 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
 )
-
-// Exec runs a command in a running instance over its kept-open SSH
-// connection.
-func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	return d.ssh.Exec(ctx, instance, req)
-}
-
-// CopyIn copies a local file or folder into the guest as a tar stream.
-func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath string) error {
-	return d.ssh.CopyIn(ctx, instance, localPath, remotePath)
-}
-
-// CopyOut copies a guest file or folder out the same way.
-func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	return d.ssh.CopyOut(ctx, instance, remotePath, localPath)
-}
-
-// Alive reports whether the instance's SSH connection is open and answers.
-func (d *Driver) Alive(instance string) bool { return d.ssh.Alive(instance) }
-
-// Close closes every SSH connection.
-func (d *Driver) Close() error { return d.ssh.Close() }
 
 // sshTarget is a running instance's sshd: its address on the NAT network
 // (from macOS's DHCP leases, by the instance's MAC), its user and key.

@@ -75,7 +75,9 @@ const readyCommand = "test -e /var/lib/cloud/instance/boot-finished"
 // Driver is the vz backend.
 type Driver struct {
 	opts Options
-	ssh  *sshexec.Pool
+	// Pool runs commands, copies and terminals over one kept-open SSH
+	// connection per running instance; its methods are the driver's.
+	*sshexec.Pool
 }
 
 // New returns the driver; whether the framework can run here is the
@@ -85,7 +87,7 @@ func New(o Options) (*Driver, error) {
 		return nil, errors.New("vz: no way to start a supervisor (Options.StartSupervisor)")
 	}
 	d := newDriver(o)
-	d.ssh = sshexec.New(sshexec.Options{Target: d.sshTarget, Clock: o.Clock})
+	d.Pool = sshexec.New(sshexec.Options{Target: d.sshTarget, Clock: o.Clock})
 	return d, nil
 }
 
