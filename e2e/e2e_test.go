@@ -365,16 +365,36 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 // /dev/kvm, no permission, or a KVM that cannot run guests), so Lima is
 // usable via software emulation; with working KVM, via KVM.
 func testDoctor(t *testing.T, w *ws) {
-	r := w.must("sbf doctor --json", "doctor", "--json")
+	r := w.must("sbf doctor --all --json", "doctor", "--all", "--json")
+	type diagnosis struct {
+		Driver, Summary string
+		Usable          bool
+		Checks          []struct {
+			Name, Status, Detail string
+			NextSteps            []string `json:"next_steps"`
+		}
+	}
 	var rep struct {
-		Usable  bool `json:"usable"`
-		Drivers []struct {
-			Driver, Summary string
-			Checks          []struct{ Name, Status, Detail string }
-		} `json:"drivers"`
+		Usable  bool        `json:"usable"`
+		Drivers []diagnosis `json:"drivers"`
+		Others  []diagnosis `json:"other_drivers"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !rep.Usable || len(rep.Drivers) != 1 {
 		t.Fatalf("doctor: %v\n%s", err, r.stdout)
+	}
+	// The other backends cannot run on Linux; each says why and what to do.
+	for _, o := range rep.Others {
+		guided := false
+		for _, c := range o.Checks {
+			guided = guided || (c.Status == "fail" && len(c.NextSteps) > 0)
+		}
+		if o.Usable || !guided {
+			t.Errorf("doctor --all: %s: %+v", o.Driver, o)
+		}
+		t.Logf("sbf doctor: %s %s", o.Driver, o.Summary)
+	}
+	if len(rep.Others) != 2 {
+		t.Errorf("doctor --all reported %d other backends, want hyperv and vz", len(rep.Others))
 	}
 	d := rep.Drivers[0]
 	if d.Driver != "lima" || (d.Summary != "usable via software emulation" && d.Summary != "usable via hardware virtualization (KVM)") {

@@ -64,6 +64,22 @@ func Diagnose(ctx context.Context, env drivers.Env, r *spec.Resolved) []drivers.
 	return out
 }
 
+// DiagnoseHost checks whether this host could run each real backend the
+// workspace does not use (sbf doctor --all): the host's side only, no VM
+// of the workspace's.
+func DiagnoseHost(ctx context.Context, env drivers.Env, r *spec.Resolved, skip []drivers.Diagnosis) []drivers.Diagnosis {
+	env.Workspace = r.Root
+	var out []drivers.Diagnosis
+	for _, name := range drivers.Names() {
+		reg, _ := drivers.Lookup(name)
+		if reg.TestOnly || slices.ContainsFunc(skip, func(d drivers.Diagnosis) bool { return d.Driver == name }) {
+			continue
+		}
+		out = append(out, diagnoseOne(ctx, env, name, nil))
+	}
+	return out
+}
+
 func diagnoseOne(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) drivers.Diagnosis {
 	reg, ok := drivers.Lookup(name)
 	if ok && reg.Diagnose != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -14,12 +15,15 @@ import (
 
 type doctorReport struct {
 	WorkspaceRoot string              `json:"workspace_root"`
-	Usable        bool                `json:"usable"`
+	Usable        bool                `json:"usable"` // every backend the workspace uses can run a VM
 	Drivers       []drivers.Diagnosis `json:"drivers"`
+	// Others are the backends the workspace does not use (--all): whether
+	// this host could run them, which does not decide Usable.
+	Others []drivers.Diagnosis `json:"other_drivers,omitempty"`
 }
 
 func (a *app) doctorCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	var only string
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -29,7 +33,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			"built), memory and disk headroom and the state folder. Exits 0 when every backend can run a VM.",
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			rep, err := a.doctor()
+			rep, err := a.doctor(all)
 			if err != nil {
 				return err
 			}
@@ -50,6 +54,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "also say whether this host could run each backend the workspace does not use")
 	cmd.Flags().StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, virtualization, ...)")
 	return cmd
 }
@@ -74,7 +79,7 @@ func (rep doctorReport) only(prefix string) doctorReport {
 
 // doctor diagnoses every backend the workspace's sandboxes use (or, with
 // none declared, the one [vm] would use).
-func (a *app) doctor() (doctorReport, error) {
+func (a *app) doctor(all bool) (doctorReport, error) {
 	r, err := a.loadSpec(nil)
 	if err != nil {
 		return doctorReport{}, err
@@ -88,11 +93,14 @@ func (a *app) doctor() (doctorReport, error) {
 	for _, d := range rep.Drivers {
 		rep.Usable = rep.Usable && d.Usable
 	}
+	if all {
+		rep.Others = reconcile.DiagnoseHost(context.Background(), a.driverEnv(c), r, rep.Drivers)
+	}
 	return rep, nil
 }
 
 func (a *app) printDoctor(rep doctorReport) {
-	for _, d := range rep.Drivers {
+	for _, d := range append(slices.Clone(rep.Drivers), rep.Others...) {
 		fmt.Fprintf(a.stdout, "%s: %s\n", d.Driver, d.Summary)
 		w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		for _, c := range d.Checks {
