@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -17,5 +19,19 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// run_command's own cost beyond the command, on a workspace with a
+// compose stack (whose files every resolve reads): what an agent pays per
+// call besides the guest.
+func BenchmarkRunCommand(b *testing.B) {
+	f := newFixture(b, simSpec+"\n[sandboxes.web]\ncompose = true\n")
+	os.WriteFile(filepath.Join(f.root, "compose.yaml"), []byte("services:\n  web:\n    image: busybox\n    command: [\"sleep\", \"1\"]\n"), 0o644)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"]
+	for b.Loop() {
+		if res, isErr := f.call("run_command", map[string]any{"instance_id": id, "command": "true"}); isErr {
+			b.Fatalf("run_command: %v", res)
+		}
 	}
 }

@@ -81,12 +81,19 @@ func (s *Server) Sessions() int { return int(s.sessions.Load()) }
 // MCP is the underlying server, for transports and in-process clients.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
-// touch remembers a workspace for the reconcile loop and wakes the loop so
-// a new lease's end is scheduled.
+// touch remembers a workspace for the reconcile loop, waking the loop the
+// first time so the workspace's leases are watched from then on. Later
+// calls do not wake it: a tool that changes desired state converges it
+// itself, and a pass per run_command would compete with the command (a
+// converged pass with a compose stack asks the guest's docker for seconds).
 func (s *Server) touch(root string) {
 	s.mu.Lock()
+	seen := s.touched[root]
 	s.touched[root] = true
 	s.mu.Unlock()
+	if seen {
+		return
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:

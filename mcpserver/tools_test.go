@@ -262,3 +262,31 @@ func TestValidateSeesBrokenComposeFiles(t *testing.T) {
 		t.Errorf("engine verdict: %v %+v", err, v)
 	}
 }
+
+// Commands do not wake the reconcile loop: a pass per run_command would
+// compete with the command for the guest.
+func TestRunCommandDoesNotWakeTheLoop(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	passes := make(chan struct{}, 100)
+	go f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	quiet := func() bool {
+		select {
+		case <-passes:
+			return false
+		case <-time.After(300 * time.Millisecond):
+			return true
+		}
+	}
+	<-passes
+	for !quiet() {
+	}
+	for range 5 {
+		f.ok("run_command", map[string]any{"instance_id": id, "command": "true"})
+	}
+	if !quiet() {
+		t.Error("run_command woke the reconcile loop")
+	}
+}
