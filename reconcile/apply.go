@@ -121,6 +121,10 @@ func (e *Executor) applyRefresh(f *state.File, r Refresh) {
 	if r.VM != nil {
 		rec.VM = r.VM
 	}
+	if r.Docker != "" {
+		setApplied(rec, "docker_command", r.Docker)
+		guestOf(rec).DockerCommand = r.Docker
+	}
 	rec.UpdatedAt = e.Clock.Now().UTC()
 }
 

@@ -237,6 +237,9 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 	runtimeReady := !fresh && vm == "" && g != nil && g.Docker != ""
 	if !runtimeReady {
 		add(Runtime, guestCause())
+	} else if applied["docker_command"] != g.Docker {
+		p.Refresh = append(p.Refresh, Refresh{Sandbox: base.Sandbox, Phase: state.Running, Instance: base.Instance,
+			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest (" + g.Docker + "); recorded"})
 	}
 	if l.Services != nil {
 		planProject(add, Services, l.Services, applied, "services.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Services }, guestCause)

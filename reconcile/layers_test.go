@@ -204,3 +204,26 @@ func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
 		t.Error("the state file holds the password")
 	}
 }
+
+// A guest that already has Docker (an image with it built in) gets no
+// runtime step, and the record still learns its docker command, so
+// prepare_workspace reports the runtime ready.
+func TestRuntimeFoundReadyIsRecorded(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.guests = &guestWorld{}
+	h.mustApply()
+	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\nruntime = true\n")
+	res := h.mustApply()
+	for _, a := range res.Plan.Actions {
+		if a.Kind == Runtime {
+			t.Fatalf("a runtime step for a guest that has Docker: %+v", res.Plan.Actions)
+		}
+	}
+	p, err := h.eng.Prepared(res, "api")
+	if err != nil || !p.RuntimeReady || p.DockerCommand != "docker" {
+		t.Errorf("prepared = %+v, %v", p, err)
+	}
+	if again := h.mustApply(); !again.Plan.Empty() {
+		t.Errorf("the correction did not stick: %+v %+v", again.Plan.Actions, again.Plan.Refresh)
+	}
+}

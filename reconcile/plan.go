@@ -50,7 +50,10 @@ type Refresh struct {
 	Instance string        `json:"instance"`
 	Driver   string        `json:"driver"`
 	VM       *drivers.Spec `json:"vm,omitempty"`
-	Note     string        `json:"note"`
+	// Docker records the guest's docker command, found ready without sbf
+	// installing anything (an image with Docker built in).
+	Docker string `json:"docker,omitempty"`
+	Note   string `json:"note"`
 }
 
 // Problem is a sandbox the planner could not decide about.
