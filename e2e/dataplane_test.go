@@ -194,7 +194,7 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	m := w.mcp("--allow-path", filepath.Dir(rootfs))
 	defer m.close()
 	start := time.Now()
-	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60})
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2})
 	record("create_instance (ad-hoc VM, boot)", start)
 	id, _ := created["instance_id"].(string)
 	defer func() {
