@@ -194,9 +194,7 @@ func serveOne(ctx context.Context, conn net.Conn, exec func(context.Context, dri
 		defer cancel()
 		err := readClient(r, chunks, signals)
 		close(chunks)
-		if err != nil {
-			feed.CloseWithError(err)
-		}
+		feed.CloseWithError(err) // no effect once stdin reached its end
 	}()
 	go feedStdin(feed, chunks)
 	res, err := exec(cctx, er)
