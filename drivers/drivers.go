@@ -82,6 +82,9 @@ type Instance struct {
 	// ones this backend does not report.
 	Reported Spec   `json:"reported"`
 	SSH      string `json:"ssh,omitempty"` // host:port when known
+	// Label is what sbf recorded on it beyond its name (Labeler): whose
+	// it is, or which pool keeps it as a spare. Nil when nothing.
+	Label *Label `json:"label,omitempty"`
 }
 
 // ErrNotFound is returned for operations on an instance that does not

@@ -14,8 +14,8 @@ import (
 // Driver is the lifecycle every backend provides; what else it can do is
 // the optional capabilities below, found by type assertion.
 type Driver interface {
-	// List reports the instances sbf created (names from InstanceName)
-	// and nothing else.
+	// List reports the instances sbf created (names from InstanceName or
+	// PoolInstanceName) and those a Labeler labelled, and nothing else.
 	List(ctx context.Context) ([]Instance, error)
 	Create(ctx context.Context, s Spec) error
 	Start(ctx context.Context, s Spec) error
@@ -90,6 +90,20 @@ type Connector interface {
 // naming the key, not a failure halfway through an apply.
 type Validator interface {
 	Validate(s Spec) error
+}
+
+// Labeler records on an instance, beyond its name, that it is a pool's
+// spare and, once adopted, which sandbox owns it; List reports it in
+// Instance.Label. An instance carrying sbf's label is listed whatever its
+// name (an imported one), so a lost state file is rebuilt from it.
+type Labeler interface {
+	// MarkSpare records that a pool made instance and that it is ready.
+	MarkSpare(ctx context.Context, instance string, s SpareLabel) error
+	// Claim records the instance's owner, atomically: of concurrent
+	// claims exactly one wins and the others get an error wrapping
+	// ErrOwned (a claim for the owner already recorded succeeds again).
+	// A missing instance is ErrNotFound.
+	Claim(ctx context.Context, instance string, o Owner) error
 }
 
 // HostShell is a backend whose Exec runs commands on this host, not in a

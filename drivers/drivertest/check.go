@@ -32,8 +32,8 @@ func listed(t *testing.T, d drivers.Driver) map[string]drivers.Instance {
 	}
 	out := map[string]drivers.Instance{}
 	for _, inst := range list {
-		if _, _, ok := drivers.ParseInstanceName(inst.Name); !ok {
-			t.Errorf("List reports %q, which is not a name sbf makes", inst.Name)
+		if !drivers.ManagedName(inst.Name) && inst.Label == nil {
+			t.Errorf("List reports %q, which is not a name sbf makes and carries no label of sbf's", inst.Name)
 		}
 		if _, dup := out[inst.Name]; dup {
 			t.Errorf("List reports %s twice", inst.Name)

@@ -15,13 +15,20 @@
 //     of a stopped one do nothing; Stop and Delete of a missing instance
 //     succeed or wrap drivers.ErrNotFound; Create of an existing name
 //     fails without touching the instance; Start of a missing instance
-//     fails and creates nothing.
+//     fails and creates nothing;
+//   - a backend that labels instances (drivers.Labeler) lists pool spares
+//     with their labels, lets exactly one of concurrent claims win, keeps
+//     a label until the instance is deleted and never after, and lists an
+//     instance it labelled whatever its name.
 package drivertest
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -53,6 +60,9 @@ type World struct {
 	// beyond its name (Hyper-V's Notes), so an instance merely named like
 	// one of sbf's must be neither listed nor touched either.
 	MarksOwnership bool
+	// Imports says AddForeign makes a real instance of the backend that
+	// a Labeler's Claim can label (how a SandboxForge v1 VM is imported).
+	Imports bool
 }
 
 // Names the suite creates. They are what drivers.InstanceName derives
@@ -77,6 +87,93 @@ func Run(t *testing.T, h Harness) {
 	t.Run("start of a missing instance creates nothing", func(t *testing.T) { startMissing(t, h) })
 	t.Run("instances are independent", func(t *testing.T) { independent(t, h) })
 	t.Run("foreign instances are neither listed nor touched", func(t *testing.T) { foreign(t, h) })
+	t.Run("labels", func(t *testing.T) { labels(t, h) })
+}
+
+// Spare names the suite creates for the label rules.
+var (
+	SpareA = drivers.PoolInstanceName("0123abcd", 1)
+	SpareB = drivers.PoolInstanceName("0123abcd", 2)
+)
+
+func labels(t *testing.T, h Harness) {
+	ctx := context.Background()
+	w := h.New(t)
+	lab, ok := w.Driver.(drivers.Labeler)
+	if !ok {
+		t.Skip("this backend keeps no labels, so it keeps no pool spares")
+	}
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	spare := drivers.SpareLabel{Pool: "small", Workspace: "ws_c0ffee00aabb", Shape: "0123abcd", CreatedAt: at,
+		IdleUntil: at.Add(time.Hour), Docker: "docker"}
+	for _, name := range []string{SpareA, SpareB} {
+		s := h.Spec(name)
+		must(t, "Create "+name, w.Driver.Create(ctx, s))
+		must(t, "Start "+name, w.Driver.Start(ctx, s))
+	}
+	if l := listed(t, w.Driver)[SpareA].Label; l != nil {
+		t.Errorf("a new instance carries a label: %+v", l)
+	}
+	must(t, "MarkSpare", lab.MarkSpare(ctx, SpareA, spare))
+	if l := listed(t, w.Driver)[SpareA].Label; l == nil || l.Spare == nil || *l.Spare != spare || l.Owner != nil {
+		t.Errorf("List reports the spare's label as %+v; want %+v", l, spare)
+	}
+	if err := lab.Claim(ctx, Secondary, drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: "x"}); !errors.Is(err, drivers.ErrNotFound) {
+		t.Errorf("Claim of an instance never made: %v (want an error wrapping drivers.ErrNotFound)", err)
+	}
+
+	// Concurrent claims of one spare: exactly one wins.
+	var wg sync.WaitGroup
+	wins := make(chan drivers.Owner, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: fmt.Sprintf("claimer%d", i), Since: at}
+			switch err := lab.Claim(ctx, SpareB, o); {
+			case err == nil:
+				wins <- o
+			case !errors.Is(err, drivers.ErrOwned):
+				t.Errorf("a claim that lost: %v (want an error wrapping drivers.ErrOwned)", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	var winners []drivers.Owner
+	for o := range wins {
+		winners = append(winners, o)
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%d of 8 concurrent claims of %s won; want exactly 1", len(winners), SpareB)
+	}
+	if l := listed(t, w.Driver)[SpareB].Label; l == nil || l.Owner == nil || !l.Owner.Same(winners[0]) {
+		t.Errorf("List reports %s's owner as %+v; want %+v", SpareB, l, winners[0])
+	}
+	must(t, "a claim by the owner already recorded", lab.Claim(ctx, SpareB, winners[0]))
+
+	must(t, "Delete", w.Driver.Delete(ctx, SpareB))
+	s := h.Spec(SpareB)
+	must(t, "Create again", w.Driver.Create(ctx, s))
+	if l := listed(t, w.Driver)[SpareB].Label; l != nil {
+		t.Errorf("a label outlived its instance: %+v", l)
+	}
+	must(t, "Delete", w.Driver.Delete(ctx, SpareB))
+
+	if !w.Imports {
+		return
+	}
+	// An instance made outside sbf that sbf was asked to adopt (an
+	// import) is listed once labelled.
+	w.AddForeign(t, "imported")
+	if _, ok := listed(t, w.Driver)["imported"]; ok {
+		t.Fatal("List reports imported before it was claimed")
+	}
+	o := drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: "imported"}
+	must(t, "Claim of an instance made outside sbf", lab.Claim(ctx, "imported", o))
+	if l := listed(t, w.Driver)["imported"].Label; !l.OwnedBy(o.WorkspaceID, o.Sandbox) {
+		t.Errorf("List does not report the claimed instance imported with its owner: %+v", l)
+	}
 }
 
 func lifecycle(t *testing.T, h Harness) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,6 +52,13 @@ func (b *broken) Delete(ctx context.Context, name string) error {
 	return err
 }
 
+func (b *broken) Claim(ctx context.Context, name string, o drivers.Owner) error {
+	if b.bug == "claim-overwrites" {
+		os.Remove(filepath.Join(b.Driver.Dir(), "labels", name, drivers.OwnerLabelFile))
+	}
+	return b.Driver.Claim(ctx, name, o)
+}
+
 func (b *broken) Create(ctx context.Context, s drivers.Spec) error {
 	if b.bug == "create-overwrites" {
 		b.Driver.Delete(ctx, s.Name)
@@ -91,6 +99,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		"start-creates":        "Start of an instance that does not exist succeeded",
 		"delete-missing-fails": "want success or an error wrapping drivers.ErrNotFound",
 		"create-overwrites":    "List reports sbf-c0ffee00-contract stopped; want running",
+		"claim-overwrites":     "concurrent claims of sbf-pool-0123abcd-2 won; want exactly 1",
 	} {
 		t.Run("bug="+bug, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenDriver$", "-test.v")

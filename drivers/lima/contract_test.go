@@ -25,7 +25,8 @@ func TestContract(t *testing.T) {
 			f.env["PATH"] += string(os.PathListSeparator) + os.Getenv("PATH")
 			foreignYAML := "vmType: vz\narch: aarch64\ncpus: 4\nmemory: 4GiB\ndisk: 100GiB\n"
 			return drivertest.World{
-				Driver: f.driver(),
+				Driver:  f.driver(),
+				Imports: true,
 				AddForeign: func(t *testing.T, name string) {
 					dir := filepath.Join(home, name)
 					os.Mkdir(dir, 0o755)

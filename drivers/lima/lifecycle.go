@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -71,6 +73,33 @@ func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
 		s.CPUs, size(s.MemoryGiB), size(s.DiskGiB), mountType, jsonOf(mounts), jsonOf(ports))
 	_, _, err = d.run(ctx, nil, "edit", s.Name, "--set", expr)
 	return notFound(err, s.Name)
+}
+
+// instanceDir is the folder Lima keeps an instance in.
+func (d *Driver) instanceDir(name string) string {
+	return filepath.Join(limaHome(d.opts.Getenv), name)
+}
+
+// MarkSpare records in the instance's folder that a pool made it and it
+// is ready (drivers.Labeler); `limactl delete` removes it with the folder.
+func (d *Driver) MarkSpare(_ context.Context, name string, s drivers.SpareLabel) error {
+	dir := d.instanceDir(name)
+	if _, err := os.Stat(filepath.Join(dir, "lima.yaml")); err != nil {
+		return fmt.Errorf("labelling %s as a spare: %w", name, drivers.ErrNotFound)
+	}
+	if err := drivers.WriteSpareLabel(dir, s); err != nil {
+		return fmt.Errorf("labelling %s as a spare: %w", name, err)
+	}
+	return nil
+}
+
+// Claim records the instance's owner in its folder, atomically.
+func (d *Driver) Claim(_ context.Context, name string, o drivers.Owner) error {
+	dir := d.instanceDir(name)
+	if _, err := os.Stat(filepath.Join(dir, "lima.yaml")); err != nil {
+		return fmt.Errorf("claiming %s: %w", name, drivers.ErrNotFound)
+	}
+	return drivers.ClaimDir(name, dir, o)
 }
 
 func jsonOf(v any) string {

@@ -27,7 +27,8 @@ type listedInstance struct {
 }
 
 // List reports sbf's Lima instances with one `limactl list --json`. Lima
-// keeps no labels, so sbf's are the ones named as sbf names them.
+// keeps no labels, so sbf's are the ones named as sbf names them, and
+// those carrying sbf's label files in their folder (drivers.Labeler).
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	out, _, err := d.run(ctx, nil, "list", "--json")
 	if err != nil {
@@ -39,8 +40,18 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	}
 	insts := make([]drivers.Instance, 0, len(listed))
 	for _, l := range listed {
-		if _, _, ok := drivers.ParseInstanceName(l.Name); ok {
-			insts = append(insts, l.instance())
+		dir := l.Dir
+		if dir == "" {
+			dir = d.instanceDir(l.Name)
+		}
+		label, err := drivers.ReadLabelDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		if drivers.ManagedName(l.Name) || label != nil {
+			inst := l.instance()
+			inst.Label = label
+			insts = append(insts, inst)
 		}
 	}
 	return insts, nil

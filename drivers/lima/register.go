@@ -39,4 +39,5 @@ var (
 	_ drivers.Connector     = (*Driver)(nil)
 	_ drivers.ArchiveCopier = (*Driver)(nil)
 	_ drivers.Terminal      = (*Driver)(nil)
+	_ drivers.Labeler       = (*Driver)(nil)
 )

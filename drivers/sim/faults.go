@@ -27,7 +27,8 @@ type fault struct {
 	times  int // 0: always
 }
 
-var ops = map[string]bool{"list": true, "create": true, "start": true, "stop": true, "delete": true, "reconfigure": true}
+var ops = map[string]bool{"list": true, "create": true, "start": true, "stop": true, "delete": true, "reconfigure": true,
+	"label": true, "claim": true}
 
 func parseFaults(s string) ([]fault, error) {
 	var out []fault
@@ -35,7 +36,7 @@ func parseFaults(s string) ([]fault, error) {
 		lhs, rhs, ok := strings.Cut(rule, "=")
 		op, target, ok2 := strings.Cut(lhs, ":")
 		if !ok || !ok2 || !ops[op] || target == "" {
-			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure", rule)
+			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, label, claim", rule)
 		}
 		f := fault{rule: rule, op: op, target: target}
 		switch {

@@ -32,4 +32,5 @@ var (
 	_ drivers.HostShell     = (*Driver)(nil)
 	_ drivers.ArchiveCopier = (*Driver)(nil)
 	_ drivers.Remover       = (*Driver)(nil)
+	_ drivers.Labeler       = (*Driver)(nil)
 )

@@ -90,8 +90,12 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 		if err != nil {
 			return nil, err
 		}
+		label, err := drivers.ReadLabelDir(d.labelDir(name))
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
-			SSH: "sim://" + r.Name})
+			SSH: "sim://" + r.Name, Label: label})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, d.end("list", "", nil)
@@ -149,7 +153,48 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if rerr := os.RemoveAll(d.guestDir(name)); err == nil {
 		err = rerr // a VM's disk goes with it
 	}
+	if rerr := os.RemoveAll(d.labelDir(name)); err == nil {
+		err = rerr // and so does its label
+	}
 	return d.end("delete", name, err)
+}
+
+// labelDir holds an instance's label files (drivers.Labeler).
+func (d *Driver) labelDir(name string) string { return filepath.Join(d.dir, "labels", name) }
+
+// MarkSpare records that a pool made the instance and it is ready.
+func (d *Driver) MarkSpare(ctx context.Context, name string, s drivers.SpareLabel) error {
+	if err := d.begin(ctx, "label", name); err != nil {
+		return err
+	}
+	err := d.labelable(name)
+	if err == nil {
+		err = drivers.WriteSpareLabel(d.labelDir(name), s)
+	}
+	return d.end("label", name, err)
+}
+
+// Claim records the instance's owner; of concurrent claims one wins.
+func (d *Driver) Claim(ctx context.Context, name string, o drivers.Owner) error {
+	if err := d.begin(ctx, "claim", name); err != nil {
+		return err
+	}
+	err := d.labelable(name)
+	if err == nil {
+		err = drivers.ClaimDir(name, d.labelDir(name), o)
+	}
+	return d.end("claim", name, err)
+}
+
+// labelable makes the label folder of an instance that exists.
+func (d *Driver) labelable(name string) error {
+	if _, err := d.read(name); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.labelDir(name), 0o755); err != nil {
+		return fmt.Errorf("creating the label folder of sim instance %s: %w", name, err)
+	}
+	return nil
 }
 
 func (d *Driver) transition(ctx context.Context, op, name string, change func(*record) error) error {
