@@ -32,6 +32,9 @@ func (r *Resolved) crossCheck() Errors {
 				fmt.Sprintf("%s is longer than lease.max_ttl (%s)", sb.TTL, c.Lease.MaxTTL)))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Pools)) {
+		errs = append(errs, r.checkImage("pool."+name+".image", c.Pools[name].Image)...)
+	}
 	errs = append(errs, r.checkImage("vm.image", c.VM.Image)...)
 	if c.VM.TTL > c.Lease.MaxTTL {
 		errs = append(errs, r.errorAt("vm.ttl", fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.VM.TTL, c.Lease.MaxTTL)))

@@ -105,6 +105,7 @@ func Defaults(h Host) Config {
 			KeepRecords:  Duration(7 * 24 * time.Hour),
 		},
 		Sandboxes: map[string]Sandbox{},
+		Pools:     map[string]Pool{},
 		Leases:    map[string]LeaseRecord{},
 	}
 }

@@ -108,8 +108,11 @@ func stringSchema(f field) map[string]any {
 }
 
 func withMinimum(s map[string]any, f field, key string, v int) map[string]any {
-	if f.has("positive") {
+	switch {
+	case f.has("positive"):
 		s[key] = v
+	case f.has("nonnegative"):
+		s["minimum"] = 0
 	}
 	return s
 }

@@ -104,6 +104,7 @@ func Load(opts Options) (*Resolved, error) {
 	}
 	assign(merged, reflect.ValueOf(&r.Config).Elem())
 	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM)
+	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
 	if errs := r.crossCheck(); len(errs) > 0 {
 		errs.sortBySource(r.Sources)

@@ -19,6 +19,7 @@ type Config struct {
 	Compose   Compose                `toml:"compose" json:"compose" doc:"The Docker Compose stack converged inside sandboxes with compose = true."`
 	Lease     Lease                  `toml:"lease" json:"lease" doc:"Lease lengths and the instance cap."`
 	Sandboxes map[string]Sandbox     `toml:"sandboxes" json:"sandboxes" check:"sandbox_name" doc:"Named sandboxes. Each inherits [vm] and may override any of its keys."`
+	Pools     map[string]Pool        `toml:"pool" json:"pool" check:"sandbox_name" doc:"Warm pools: each keeps size booted, idle VMs of one shape (its driver and [vm] shape keys), which a sandbox of the same shape adopts instead of booting one."`
 	Leases    map[string]LeaseRecord `toml:"leases" json:"leases" managed:"true" check:"sandbox_name" doc:"Written by sbf in .sandboxforge/overrides.toml: each sandbox's lease."`
 }
 
@@ -62,6 +63,7 @@ type Sandbox struct {
 	Services []string `toml:"services" json:"services" enum:"mysql,redis" doc:"Services from [infra] to run in this sandbox."`
 	Runtime  bool     `toml:"runtime" json:"runtime" doc:"Converge the container runtime (Docker, Compose v2) even without compose or services; sbf up and create_instance set it for the ad-hoc sandboxes they make."`
 	Ports    []string `toml:"ports" json:"ports" check:"port_forward" doc:"Port forwards HOST:GUEST from the host's loopback into the guest."`
+	Adopt    string   `toml:"adopt,omitempty" json:"adopt,omitempty" managed:"true" doc:"Written by sbf in .sandboxforge/overrides.toml when it imports a VM: the existing backend instance this sandbox takes as its VM instead of creating one."`
 }
 
 // Docker configures the runtime inside the guest.

@@ -99,7 +99,7 @@ func (v *validator) scalar(f field, val any, path string) (any, bool) {
 		v.fail(path, false, "must be a boolean%s", got(val))
 	case reflect.Int:
 		n, ok := val.(int64)
-		if ok && (n > 0 || !f.has("positive")) && n <= math.MaxInt32 {
+		if ok && (n > 0 || !f.has("positive")) && (n >= 0 || !f.has("nonnegative")) && n <= math.MaxInt32 {
 			return int(n), true
 		}
 		v.fail(path, false, "must be a %sinteger%s", positiveWord(f), got(val))
@@ -321,8 +321,11 @@ func toFloat(val any) (float64, bool) {
 }
 
 func positiveWord(f field) string {
-	if f.has("positive") {
+	switch {
+	case f.has("positive"):
 		return "positive "
+	case f.has("nonnegative"):
+		return "non-negative "
 	}
 	return ""
 }

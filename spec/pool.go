@@ -1,0 +1,59 @@
+package spec
+
+import (
+	"reflect"
+	"time"
+)
+
+// Pool is a [pool.NAME] table: keep Size booted, idle VMs of one shape.
+// It inherits [vm]'s shape keys and may override any of them; a sandbox
+// whose driver and shape are the same adopts one of its spares instead
+// of booting a VM (mounts and ports are applied after adoption).
+type Pool struct {
+	Driver    string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend of the spares; default: [vm] driver."`
+	CPUs      int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs of each spare; default: [vm] cpus."`
+	MemoryGiB float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory of each spare in GiB; default: [vm] memory_gib."`
+	DiskGiB   float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk of each spare in GiB; default: [vm] disk_gib."`
+	Arch      string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture; default: [vm] arch."`
+	VMType    string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; default: [vm] vm_type."`
+	Template  string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template of the spares' image; default: [vm] template."`
+	Image     Image    `toml:"image" json:"image" doc:"The spares' guest image; default: [vm.image]."`
+	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when KVM cannot run guests; default: [vm] emulation."`
+	Size      int      `toml:"size" json:"size" check:"nonnegative" doc:"How many ready spares to keep (0 keeps none)."`
+	MaxIdle   Duration `toml:"max_idle" json:"max_idle" check:"positive" doc:"A spare nobody adopted for this long is deleted and replaced."`
+	Runtime   bool     `toml:"runtime" json:"runtime" doc:"Make the container runtime ready in each spare before it counts as ready (installed when missing and [docker] install_if_missing), so an adopter's runtime step has nothing to do. Ignored by the sim."`
+}
+
+// Pool defaults that [vm] does not give.
+const (
+	DefaultPoolSize    = 1
+	DefaultPoolMaxIdle = 24 * time.Hour
+)
+
+// poolFrom is a pool's starting point: [vm]'s shape keys and the pool
+// defaults, before its own table is laid over it.
+func poolFrom(vm VM) Pool {
+	return Pool{Driver: vm.Driver, CPUs: vm.CPUs, MemoryGiB: vm.MemoryGiB, DiskGiB: vm.DiskGiB, Arch: vm.Arch,
+		VMType: vm.VMType, Template: vm.Template, Image: vm.Image, Emulation: vm.Emulation,
+		Size: DefaultPoolSize, MaxIdle: Duration(DefaultPoolMaxIdle), Runtime: true}
+}
+
+// VM is the pool's shape as a [vm] table, so spares are described the way
+// sandboxes are.
+func (p Pool) VM() VM {
+	return VM{Driver: p.Driver, CPUs: p.CPUs, MemoryGiB: p.MemoryGiB, DiskGiB: p.DiskGiB, Arch: p.Arch,
+		VMType: p.VMType, Template: p.Template, Image: p.Image, Emulation: p.Emulation, Mounts: []string{}}
+}
+
+// resolvePools builds each pool from the final [vm] plus the keys its own
+// table sets, as sandboxes are built.
+func resolvePools(merged map[string]any, vm VM) map[string]Pool {
+	tables, _ := merged["pool"].(map[string]any)
+	out := make(map[string]Pool, len(tables))
+	for name, t := range tables {
+		p := poolFrom(vm)
+		assign(t.(map[string]any), reflect.ValueOf(&p).Elem())
+		out[name] = p
+	}
+	return out
+}
