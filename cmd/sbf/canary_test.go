@@ -30,7 +30,7 @@ services = ["mysql", "redis"]
 
 // noWorkspace commands take --json but read no workspace configuration,
 // so no secret can reach them.
-var noWorkspace = map[string]bool{"sbf version": true, "sbf image build": true, "sbf image list": true}
+var noWorkspace = map[string]bool{"sbf version": true, "sbf image build": true, "sbf image list": true, "sbf import-v1": true}
 
 // Every command, as text and as --json, and every file sbf writes
 // outside the app's own .env, is free of the planted secrets.
