@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -126,7 +125,7 @@ func (s *Server) prepared(ctx context.Context, res *reconcile.Result, sandbox st
 	}
 	out := map[string]any{
 		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
-		"backend_instance_name": drivers.InstanceName(r.WorkspaceID, sandbox),
+		"backend_instance_name": res.InstanceOf(sandbox),
 		"runtime":               "docker", "runtime_ready": p.RuntimeReady, "docker_command": nilIfEmpty(p.DockerCommand),
 		"network": p.Network, "include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
 		"wait_for_ready": wait, "services": services, "service_readiness": readiness,

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -120,7 +119,7 @@ func (s *Server) ttl(r *spec.Resolved, minutes *int) (time.Duration, error) {
 // instanceSummary is create_instance's v1 result shape.
 func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[string]any {
 	r := res.Resolved
-	instance := drivers.InstanceName(r.WorkspaceID, sandbox)
+	instance := res.InstanceOf(sandbox)
 	out := map[string]any{
 		"instance_id": sandbox, "backend": r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver), "status": "running",
 		"created_at": nil, "expires_at": nil, "ssh_port": nil,

@@ -30,7 +30,15 @@ type HostAdmission struct {
 	Clock clock.Clock
 	List  func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
 	Who   flock.Holder
+	// Evict, when set, deletes one of the listed spares to make room, or
+	// reports that there is none (false): a sandbox's VM that would pass
+	// the cap takes a spare's place. Spares never evict each other.
+	Evict func(ctx context.Context, listed []drivers.Instance, inFlight func(name string) bool) (bool, error)
 }
+
+// errInFlight is a reservation another process holds: it is creating
+// that very instance.
+var errInFlight = errors.New("another sbf process is creating it")
 
 // LimitError is INSTANCE_LIMIT_EXCEEDED.
 func limitError(maxInstances, active int, counted []string) *coded.Error {
@@ -51,15 +59,33 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 	}
 	defer lock.Release()
 
-	active, err := h.active(ctx, resDir)
+	active, listed, err := h.active(ctx, resDir)
 	if err != nil {
 		return nil, err
 	}
 	delete(active, instance) // replacing an instance does not add one
+	_, _, spare := drivers.ParsePoolName(instance)
+	for len(active) >= h.Max && !spare && h.Evict != nil {
+		evicted, err := h.Evict(ctx, listed, func(name string) bool { return inFlight(ctx, filepath.Join(resDir, name+".lock")) })
+		if err != nil {
+			return nil, fmt.Errorf("deleting a spare to make room for %s: %w", instance, err)
+		}
+		if !evicted {
+			break
+		}
+		if active, listed, err = h.active(ctx, resDir); err != nil {
+			return nil, err
+		}
+		delete(active, instance)
+	}
 	if len(active) >= h.Max {
 		return nil, limitError(h.Max, len(active), sortedSet(active))
 	}
 	res, err := flock.Acquire(ctx, filepath.Join(resDir, instance+".lock"), h.Who, 0)
+	var locked *flock.LockedError
+	if errors.As(err, &locked) {
+		return nil, fmt.Errorf("reserving a slot for %s: %w (%w)", instance, errInFlight, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reserving a slot for %s: %w", instance, err)
 	}
@@ -69,17 +95,18 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 	}, nil
 }
 
-// active is every instance that counts against the cap right now.
-func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]bool, error) {
+// active is every instance that counts against the cap right now, and
+// what the drivers listed.
+func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]bool, []drivers.Instance, error) {
 	listed, err := h.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("counting instances for the instance cap: %w", err)
+		return nil, nil, fmt.Errorf("counting instances for the instance cap: %w", err)
 	}
 	expired := map[string]bool{}
 	if h.Index != nil {
 		entries, err := h.Index.All()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		now := h.Clock.Now()
 		for _, e := range entries {
@@ -90,7 +117,8 @@ func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]b
 	}
 	active := map[string]bool{}
 	for _, inst := range listed {
-		if strings.HasPrefix(inst.Name, drivers.Prefix) && !expired[inst.Name] {
+		retired := inst.Label != nil && inst.Label.Owner != nil && inst.Label.Owner.Retired
+		if (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !expired[inst.Name] && !retired {
 			active[inst.Name] = true
 		}
 	}
@@ -101,7 +129,7 @@ func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]b
 			active[name] = true
 		}
 	}
-	return active, nil
+	return active, listed, nil
 }
 
 // inFlight reports whether a reservation is still held by a live process;

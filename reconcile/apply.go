@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -53,8 +54,15 @@ type Executor struct {
 	Layers map[string]*Layers
 	// NoWait starts services without waiting for them to answer.
 	NoWait bool
+	// WorkspaceID names the owner an adopt writes on the spare it claims.
+	WorkspaceID string
+	// HostDir holds the host-wide pool lock that claims of spares take
+	// ("": none; the claim itself is still atomic). Who names the holder.
+	HostDir string
+	Who     flock.Holder
 
-	emitMu sync.Mutex
+	emitMu  sync.Mutex
+	adopted sync.Map // sandbox → the instance its adopt ended with
 }
 
 // Apply executes p. Sandboxes are independent and run in parallel (up to
@@ -89,6 +97,9 @@ func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 			// A sandbox's steps depend on each other (VM, runtime,
 			// services, env, compose): the first failure ends its chain.
 			for _, a := range chain {
+				if inst, ok := e.adopted.Load(a.Sandbox); ok && a.Sandbox != "" && a.Kind != Adopt {
+					a.Instance = inst.(string) // the steps after an adopt go to what it took
+				}
 				if errs[i] = e.run(ctx, a); errs[i] != nil {
 					return
 				}
@@ -99,15 +110,20 @@ func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 	return errors.Join(errs...)
 }
 
-// chainsOf groups a plan's actions by sandbox, keeping their order.
+// chainsOf groups a plan's actions by sandbox, keeping their order; each
+// spare's action is a chain of its own.
 func chainsOf(actions []Action) [][]Action {
 	var chains [][]Action
 	index := map[string]int{}
 	for _, a := range actions {
-		i, ok := index[a.Sandbox]
+		key := a.Sandbox
+		if key == "" {
+			key = "\x00" + a.Instance
+		}
+		i, ok := index[key]
 		if !ok {
 			i = len(chains)
-			index[a.Sandbox] = i
+			index[key] = i
 			chains = append(chains, nil)
 		}
 		chains[i] = append(chains[i], a)
@@ -140,10 +156,16 @@ func record(f *state.File, sandbox string) *state.Sandbox {
 // run performs one action and records its outcome.
 func (e *Executor) run(ctx context.Context, a Action) error {
 	start := e.Clock.Now()
-	e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind})
-	ctx = drivers.WithProgress(ctx, func(msg string) { e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind, Message: msg}) })
+	who := a.Sandbox
+	if who == "" {
+		who = a.subject() + " " + a.Instance // a spare
+	}
+	e.emit(Event{Sandbox: who, Kind: a.Kind})
+	ctx = drivers.WithProgress(ctx, func(msg string) { e.emit(Event{Sandbox: who, Kind: a.Kind, Message: msg}) })
 	err := e.perform(ctx, a)
-	if err != nil {
+	if err != nil && a.Sandbox == "" {
+		err = fmt.Errorf("%s: %s %s: %w", a.subject(), a.Kind, a.Instance, err)
+	} else if err != nil {
 		err = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, err)
 		if rerr := e.note(a, func(rec *state.Sandbox) {
 			rec.Phase, rec.LastError = state.Failed, err.Error()
@@ -151,7 +173,7 @@ func (e *Executor) run(ctx context.Context, a Action) error {
 			err = errors.Join(err, rerr)
 		}
 	}
-	e.emit(Event{Sandbox: a.Sandbox, Kind: a.Kind, Done: true, Err: err, Elapsed: e.Clock.Now().Sub(start)})
+	e.emit(Event{Sandbox: who, Kind: a.Kind, Done: true, Err: err, Elapsed: e.Clock.Now().Sub(start)})
 	return err
 }
 
@@ -160,7 +182,12 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 	if err != nil {
 		return err
 	}
+	if a.Sandbox == "" {
+		return e.performSpare(ctx, drv, a)
+	}
 	switch a.Kind {
+	case Adopt:
+		return e.adopt(ctx, drv, a)
 	case Create:
 		return e.create(ctx, drv, a)
 	case Start:

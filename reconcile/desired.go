@@ -19,6 +19,8 @@ type Desired struct {
 	Root        string
 	WorkspaceID string
 	Sandboxes   map[string]DesiredSandbox
+	// Pools are the [pool.NAME] tables: spares to keep booted.
+	Pools map[string]DesiredPool
 	// KeepRecords is how long records of sandboxes without a VM stay.
 	KeepRecords time.Duration
 }
@@ -35,12 +37,15 @@ type DesiredSandbox struct {
 	TTL   time.Duration // lease length when acquired or renewed
 	// Layers is what runs inside the VM; nil when nothing does.
 	Layers *Layers
+	// Adopt names an existing instance to import as the VM (an adopt
+	// key sbf wrote), instead of creating one.
+	Adopt string
 }
 
 // DesiredFrom reduces a resolved spec.
 func DesiredFrom(r *spec.Resolved) Desired {
 	d := Desired{Root: r.Root, WorkspaceID: r.WorkspaceID, Sandboxes: map[string]DesiredSandbox{},
-		KeepRecords: r.Config.Lease.KeepRecords.Std()}
+		KeepRecords: r.Config.Lease.KeepRecords.Std(), Pools: desiredPools(r)}
 	for name, sb := range r.Config.Sandboxes {
 		ds := DesiredSandbox{
 			Name:     name,
@@ -48,6 +53,7 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			Driver:   r.Host.ResolveDriver(sb.Driver),
 			VM:       vmSpec(drivers.InstanceName(r.WorkspaceID, name), sb, r.Root, r.Host),
 			TTL:      sb.TTL.Std(),
+			Adopt:    sb.Adopt,
 		}
 		if ds.TTL == 0 {
 			ds.TTL = r.Config.Lease.DefaultTTL.Std()

@@ -36,6 +36,8 @@ type Engine struct {
 	Env LayerEnv
 	// Probe measures what the host can give a new VM (nil: hostcap.Probe).
 	Probe func(path string) hostcap.Capacity
+
+	adoptions adoptSignal // tells running loops a spare was taken
 }
 
 // Options say what one convergence does.
@@ -88,7 +90,8 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	}
 	var failed []string
 	for _, a := range res.Plan.Actions {
-		if rec := res.State.Sandboxes[a.Sandbox]; (a.Kind == Create || a.Kind == Replace) && rec != nil && rec.Phase == state.Failed {
+		made := a.Kind == Create || a.Kind == Replace || a.Kind == Adopt && !a.Import // an import is never deleted for failing
+		if rec := res.State.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
 			failed = append(failed, a.Sandbox)
 		}
 	}
@@ -142,10 +145,11 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		sb.Layers = l
 		desired.Sandboxes[name] = sb
 	}
-	res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(rec)), e.lister(r))
+	res.Observed = e.observe(ctx, r, desired, rec)
 	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable, func(name string) (Driver, error) { return e.Drivers(name, r) })
-	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, desired, res.Observed, now, opts.Targets, e.runner(r))
-	res.Plan = Compute(desired, rec, res.Observed, now).Only(opts.Targets)
+	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed), res.Observed, now,
+		opts.Targets, e.runner(r))
+	res.Plan = ComputeFor(desired, rec, res.Observed, now, opts.Targets).Only(opts.Targets)
 	res.NextExpiry = nextExpiry(desired, now)
 	if opts.Saved != nil {
 		if err := opts.Saved.check(rec, res.Plan); err != nil {
@@ -176,11 +180,19 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		Events:      e.Events,
 		Layers:      layers,
 		NoWait:      opts.NoWait,
+		WorkspaceID: id,
+		HostDir:     e.HostDir,
+		Who:         e.holder(),
 	}
 	applyErr := exec.Apply(ctx, res.Plan)
 	res.Applied, res.State = true, store.Snapshot()
 	if len(res.Plan.Actions) > 0 {
-		res.Observed = Observe(ctx, id, driversInUse(desired, recordedDrivers(res.State)), e.lister(r))
+		res.Observed = e.observe(ctx, r, desired, res.State)
+	}
+	if res.Plan.adopts() {
+		// The host index learns the instances adopted; loops refill.
+		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
+		e.adoptions.notify()
 	}
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
@@ -270,6 +282,13 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 	for name := range names {
 		entry := state.IndexEntry{Instance: drivers.InstanceName(r.WorkspaceID, name), Sandbox: name,
 			WorkspaceRoot: r.Root, WorkspaceID: r.WorkspaceID}
+		if sb := rec.Sandboxes[name]; sb != nil && sb.Instance != "" && sb.Instance != entry.Instance {
+			// An adopted instance keeps its own name; the index follows it.
+			if err := idx.Remove(entry.Instance); err != nil {
+				return fmt.Errorf("updating the host instance index: %w", err)
+			}
+			entry.Instance = sb.Instance
+		}
 		if sb, ok := r.Config.Sandboxes[name]; ok {
 			entry.Driver = r.Host.ResolveDriver(sb.Driver)
 		} else {
@@ -299,13 +318,17 @@ func (e *Engine) lister(r *spec.Resolved) func(string) (Lister, error) {
 	return func(name string) (Lister, error) { return e.Drivers(name, r) }
 }
 
-// admission counts every sbf instance the workspace's drivers list.
+// admission counts every sbf instance the workspace's drivers (and its
+// pools') list; a sandbox's VM past the cap deletes a spare first.
 func (e *Engine) admission(r *spec.Resolved, d Desired, rec *state.File) Admitter {
 	if e.HostDir == "" {
 		return nil
 	}
-	names := driversInUse(d, recordedDrivers(rec))
+	names := observedDrivers(d, rec)
 	return &HostAdmission{
+		Evict: func(ctx context.Context, listed []drivers.Instance, inFlight func(string) bool) (bool, error) {
+			return e.evictSpare(ctx, r, listed, inFlight)
+		},
 		Dir:   e.HostDir,
 		Index: state.OpenHostIndex(e.HostDir),
 		Max:   r.Config.Lease.MaxInstances,
@@ -322,7 +345,10 @@ func (e *Engine) admission(r *spec.Resolved, d Desired, rec *state.File) Admitte
 				if err != nil {
 					return nil, err
 				}
-				all = append(all, list...)
+				for _, inst := range list {
+					inst.Driver = n
+					all = append(all, inst)
+				}
 			}
 			return all, nil
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // Target is a running sandbox a command or copy goes to. Its driver is
@@ -53,7 +55,16 @@ func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
 	if err := CheckLease(r, sandbox, e.Clock.Now()); err != nil {
 		return nil, err
 	}
-	return &Target{Resolved: r, Sandbox: sandbox, Instance: drivers.InstanceName(r.WorkspaceID, sandbox),
+	instance := drivers.InstanceName(r.WorkspaceID, sandbox)
+	// An adopted spare or an imported VM keeps its own name; the state
+	// file knows it (read without the lock: a command does not wait for
+	// an apply).
+	if rec, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID); err == nil {
+		if sr := rec.Sandboxes[sandbox]; sr != nil && sr.Instance != "" && !sr.Phase.Terminal() {
+			instance = sr.Instance
+		}
+	}
+	return &Target{Resolved: r, Sandbox: sandbox, Instance: instance,
 		DriverName: r.Host.ResolveDriver(sb.Driver), engine: e}, nil
 }
 

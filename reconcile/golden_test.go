@@ -36,6 +36,10 @@ const goldenWorkspaceID = "ws_0123456789ab"
 //	recorded.json  the state file's "sandboxes" object
 //	observed.json  {"DRIVER": [instances...] | "unavailable: reason"} — raw
 //	               lists, so instances of other workspaces can be included
+//	               (a template: {{shape "SANDBOX"}} and {{pool "POOL"}} are
+//	               the shape hashes spares carry; "in_flight": true marks a
+//	               spare a fill is still making)
+//	mode           "pools": the pool planner's plan (ComputePools)
 //	want           the rendered plan, then problems
 func TestPlanGolden(t *testing.T) {
 	testutil.RunGolden(t, "../testdata/plan/*.txtar", *update, func(t *testing.T, ar *txtar.Archive) string {
@@ -49,7 +53,7 @@ func TestPlanGolden(t *testing.T) {
 
 func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 	ws := t.TempDir()
-	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true}
+	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true, "mode": true}
 	for _, f := range ar.Files {
 		if !reserved[f.Name] {
 			testutil.WriteFile(t, filepath.Join(ws, f.Name), string(f.Data))
@@ -90,6 +94,9 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 			}
 		}
 	}
+	if strings.TrimSpace(testutil.File(ar, "mode")) == "pools" {
+		return ComputePools(d, obs, now)
+	}
 	return Compute(d, rec, obs, now)
 }
 
@@ -123,6 +130,11 @@ func render(t *testing.T, text string, d Desired) []byte {
 	tmpl, err := template.New("archive").Funcs(template.FuncMap{
 		"bundle": func(sandbox, kind string) string { return project(sandbox, kind).Bundle },
 		"hash":   func(sandbox, kind, svc string) string { return project(sandbox, kind).Services[svc] },
+		"shape": func(sandbox string) string {
+			ds := d.Sandboxes[sandbox]
+			return drivers.Shape(ds.Driver, ds.VM)
+		},
+		"pool": func(name string) string { return d.Pools[name].Shape },
 	}).Parse(text)
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +148,11 @@ func render(t *testing.T, text string, d Desired) []byte {
 func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File) Observed {
 	raw := map[string]json.RawMessage{}
 	if data := testutil.File(ar, "observed.json"); data != "" {
-		if err := json.Unmarshal([]byte(data), &raw); err != nil {
+		if err := json.Unmarshal(render(t, data, d), &raw); err != nil {
 			t.Fatalf("observed.json: %v", err)
 		}
 	}
+	inFlight := map[string]bool{}
 	recorded := map[string]string{}
 	for name, sb := range rec.Sandboxes {
 		recorded[name] = sb.Driver
@@ -148,21 +161,38 @@ func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File)
 	for drv := range raw {
 		names = append(names, drv)
 	}
-	return Observe(context.Background(), goldenWorkspaceID, names, func(name string) (Lister, error) {
+	obs := Observe(context.Background(), goldenWorkspaceID, names, func(name string) (Lister, error) {
 		var reason string
 		if json.Unmarshal(raw[name], &reason) == nil {
 			return nil, errors.New(strings.TrimPrefix(reason, "unavailable: "))
 		}
 		var list []drivers.Instance
+		var flags []struct {
+			Name     string `json:"name"`
+			InFlight bool   `json:"in_flight"`
+		}
 		if len(raw[name]) > 0 {
 			if err := json.Unmarshal(raw[name], &list); err != nil {
 				t.Fatalf("observed.json %s: %v", name, err)
 			}
+			json.Unmarshal(raw[name], &flags)
+		}
+		for _, f := range flags {
+			inFlight[f.Name] = f.InFlight
 		}
 		return staticLister(list), nil
 	})
+	for i, s := range obs.Spares {
+		obs.Spares[i].InFlight = inFlight[s.Name]
+	}
+	return obs
 }
 
+// staticLister replays a list; like the sim, it keeps labels.
 type staticLister []drivers.Instance
 
 func (s staticLister) List(context.Context) ([]drivers.Instance, error) { return s, nil }
+func (staticLister) MarkSpare(context.Context, string, drivers.SpareLabel) error {
+	panic("the planner wrote a label")
+}
+func (staticLister) Claim(context.Context, string, drivers.Owner) error { panic("the planner claimed") }

@@ -220,9 +220,11 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 		}
 		p.Actions = append(p.Actions, a)
 	}
-	fresh := vm == Create || vm == Replace
+	fresh := vm == Create || vm == Replace || vm == Adopt
 	guestCause := func() string {
 		switch {
+		case vm == Adopt:
+			return "adopted VM"
 		case fresh:
 			return "new VM"
 		case vm != "":
@@ -235,9 +237,12 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 		return "runtime not ready (" + g.Verdict + ")"
 	}
 	runtimeReady := !fresh && vm == "" && g != nil && g.Docker != ""
-	if !runtimeReady {
+	// A spare whose pool made the runtime ready needs no runtime step; the
+	// adopt records its docker command (base.Docker).
+	warmRuntime := vm == Adopt && base.Docker != ""
+	if !runtimeReady && !warmRuntime {
 		add(Runtime, guestCause())
-	} else if applied["docker_command"] != g.Docker {
+	} else if runtimeReady && applied["docker_command"] != g.Docker {
 		p.Refresh = append(p.Refresh, Refresh{Sandbox: base.Sandbox, Phase: state.Running, Instance: base.Instance,
 			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest (" + g.Docker + "); recorded"})
 	}

@@ -23,6 +23,8 @@ type WatchOptions struct {
 	// created or extended and may end before its next pass).
 	Wake   <-chan struct{}
 	Report func(spec.Options, *Result, error)
+	// PoolReport, when set, hears each pool pass.
+	PoolReport func(spec.Options, *PoolResult, error)
 	// Workers bounds how many workspaces converge at once (default 4).
 	Workers int
 	// MaxBackoff caps the wait after failed passes (default 5 minutes).
@@ -42,10 +44,17 @@ const firstBackoff = 5 * time.Second
 // with exponential backoff (never later than the next known lease end); an
 // invalid configuration is not retried until its files change.
 //
+// Each workspace's pools converge in a pass of their own (Engine.Pools),
+// queued beside the workspace's: a refill that boots a VM never delays
+// the workspace's expiries or a create, and an adoption makes the pool
+// pass due at once. A pool pass also wakes when its first spare idles out.
+//
 // Cancelling ctx stops the loop; passes already running finish their
 // actions and save their state first.
 func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
-	c := &controller{e: e, o: o, queue: map[string]*entry{}, done: make(chan passDone)}
+	adopted, stop := e.adoptions.subscribe()
+	defer stop()
+	c := &controller{e: e, o: o, queue: map[string]*entry{}, done: make(chan passDone), adopted: adopted}
 	if c.o.Workers <= 0 {
 		c.o.Workers = 4
 	}
@@ -56,6 +65,7 @@ func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
 }
 
 type controller struct {
+	adopted <-chan struct{}
 	e       *Engine
 	o       WatchOptions
 	queue   map[string]*entry // by workspace root
@@ -74,9 +84,10 @@ func (c *controller) now() time.Time {
 	return c.waited
 }
 
-// entry is one workspace's place in the queue.
+// entry is one workspace's place in the queue, or its pools' (pools).
 type entry struct {
 	ws       spec.Options
+	pools    bool
 	due      time.Time
 	busy     bool
 	failures int
@@ -87,10 +98,14 @@ type entry struct {
 }
 
 type passDone struct {
-	key string
-	res *Result
-	err error
+	key  string
+	res  *Result
+	pool *PoolResult
+	err  error
 }
+
+// poolKey is the queue key of a workspace's pool passes.
+func poolKey(root string) string { return "pools\x00" + root }
 
 func (c *controller) run(ctx context.Context) error {
 	for {
@@ -110,6 +125,14 @@ func (c *controller) run(ctx context.Context) error {
 			for _, en := range c.queue {
 				en.due, en.invalid = c.now(), ""
 			}
+		case <-c.adopted:
+			// A spare was taken (by this loop's pass, `sbf up`, an MCP
+			// tool): refill now, not at the next interval.
+			for _, en := range c.queue {
+				if en.pools {
+					en.due = c.now()
+				}
+			}
 		case <-ctx.Done():
 			for c.running > 0 {
 				c.finish(<-c.done)
@@ -124,6 +147,9 @@ func (c *controller) run(ctx context.Context) error {
 func (c *controller) refresh() {
 	now := c.now()
 	for _, ws := range c.o.Workspaces() {
+		if pe, ok := c.queue[poolKey(ws.Root)]; ok {
+			pe.ws = ws
+		}
 		key := ws.Root
 		en, ok := c.queue[key]
 		if !ok {
@@ -154,10 +180,15 @@ func (c *controller) dispatch(ctx context.Context) {
 		}
 		en.busy = true
 		c.running++
-		go func(key string, ws spec.Options) {
+		go func(key string, ws spec.Options, pools bool) {
+			if pools {
+				res, err := c.e.Pools(context.WithoutCancel(ctx), ws, PoolOptions{})
+				c.done <- passDone{key: key, pool: res, err: err}
+				return
+			}
 			res, err := c.e.Apply(context.WithoutCancel(ctx), ws, Options{})
 			c.done <- passDone{key: key, res: res, err: err}
-		}(key, en.ws)
+		}(key, en.ws, en.pools)
 	}
 }
 
@@ -166,18 +197,33 @@ func (c *controller) finish(d passDone) {
 	c.running--
 	en := c.queue[d.key]
 	en.busy = false
-	if c.o.Report != nil {
-		c.o.Report(en.ws, d.res, d.err)
-	}
 	now := c.now()
-	if d.res != nil {
-		en.expiry = d.res.NextExpiry
+	switch {
+	case en.pools:
+		if c.o.PoolReport != nil {
+			c.o.PoolReport(en.ws, d.pool, d.err)
+		}
+		if d.pool != nil {
+			en.expiry = d.pool.NextIdleOut()
+		}
+	default:
+		if c.o.Report != nil {
+			c.o.Report(en.ws, d.res, d.err)
+		}
+		if d.res != nil {
+			en.expiry = d.res.NextExpiry
+			_, queued := c.queue[poolKey(en.ws.Root)]
+			if !queued && d.res.Resolved != nil && len(d.res.Resolved.Config.Pools) > 0 {
+				// The workspace declares pools: they get passes of their own.
+				c.queue[poolKey(en.ws.Root)] = &entry{ws: en.ws, due: now, pools: true}
+			}
+		}
 	}
 	next := now.Add(c.o.Interval)
 	switch {
 	case d.err == nil:
 		en.failures = 0
-	case coded.Of(d.err, coded.Unknown).Code == coded.ConfigInvalid:
+	case coded.Of(d.err, coded.Unknown).Code == coded.ConfigInvalid && !en.pools:
 		// Retrying cannot help until someone edits the files; they are
 		// looked at again every Interval (or at a Wake).
 		en.invalid = fingerprint(d.key)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"sort"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -21,6 +22,17 @@ type Observed struct {
 	// Invalid holds, by sandbox, what its backend cannot honour in its
 	// spec (drivers.Validator): a plan problem, never an action.
 	Invalid map[string]error
+	// Owned maps sandboxes to the instances labelled as theirs (adopted
+	// spares, imports); such instances are in Instances too.
+	Owned map[string]string
+	// Spares are the pool instances nobody owns, of every workspace,
+	// sorted by name; PoolNames every pool instance name listed, owned or
+	// not (a new spare must not take one).
+	Spares    []Spare
+	PoolNames map[string]bool
+	// Labels says which drivers keep ownership labels (drivers.Labeler):
+	// only they keep spares.
+	Labels map[string]bool
 }
 
 // Lister is the part of a driver observation needs.
@@ -28,28 +40,61 @@ type Lister interface {
 	List(ctx context.Context) ([]drivers.Instance, error)
 }
 
-// Observe lists each driver once and keeps the instances whose derived
-// name belongs to this workspace. Everything else is never looked at again.
+// Observe lists each driver once and keeps the instances that belong to
+// this workspace: those whose derived name says so and those labelled as
+// one of its sandboxes'. Pool instances nobody owns are kept as spares.
+// Everything else is never looked at again.
 func Observe(ctx context.Context, workspaceID string, driverNames []string, get func(string) (Lister, error)) Observed {
-	obs := Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}}
+	obs := Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}, Owned: map[string]string{},
+		PoolNames: map[string]bool{}, Labels: map[string]bool{}}
 	tag := drivers.WorkspaceTag(workspaceID)
+	listed := map[string]bool{}
 	for _, name := range driverNames {
+		if listed[name] {
+			continue
+		}
+		listed[name] = true
 		l, err := get(name)
 		if err == nil {
+			_, obs.Labels[name] = l.(drivers.Labeler)
 			var list []drivers.Instance
 			if list, err = l.List(ctx); err == nil {
 				for _, inst := range list {
-					if t, _, ok := drivers.ParseInstanceName(inst.Name); ok && t == tag {
-						inst.Driver = name
-						obs.Instances[inst.Name] = inst
-					}
+					inst.Driver = name
+					obs.add(inst, workspaceID, tag)
 				}
 				continue
 			}
 		}
 		obs.Unavailable[name] = err
 	}
+	sort.Slice(obs.Spares, func(i, j int) bool { return obs.Spares[i].Name < obs.Spares[j].Name })
 	return obs
+}
+
+func (obs *Observed) add(inst drivers.Instance, workspaceID, tag string) {
+	_, _, pool := drivers.ParsePoolName(inst.Name)
+	if pool {
+		obs.PoolNames[inst.Name] = true
+	}
+	if l := inst.Label; l != nil && l.Owner != nil && !l.Owner.Retired {
+		if l.Owner.WorkspaceID == workspaceID {
+			obs.Instances[inst.Name] = inst
+			// Two instances claiming one sandbox cannot come from sbf;
+			// the first by name is taken, deterministically.
+			if cur, ok := obs.Owned[l.Owner.Sandbox]; !ok || inst.Name < cur {
+				obs.Owned[l.Owner.Sandbox] = inst.Name
+			}
+		}
+		return
+	}
+	if pool {
+		obs.Spares = append(obs.Spares, Spare{Instance: inst})
+		return
+	}
+	if t, _, ok := drivers.ParseInstanceName(inst.Name); ok && t == tag {
+		obs.Instances[inst.Name] = inst
+	}
 }
 
 // ValidateSpecs asks each available backend that can check specs about

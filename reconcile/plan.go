@@ -21,6 +21,9 @@ const (
 	Replace Kind = "replace" // delete, then create
 	Delete  Kind = "delete"
 	Expire  Kind = "expire" // delete because the lease ran out
+	// Adopt takes a ready spare of a pool (or, for an import, a named
+	// existing instance) as the sandbox's VM instead of creating one.
+	Adopt Kind = "adopt"
 )
 
 // Action is one step of a plan, with the reason it is needed.
@@ -37,8 +40,23 @@ type Action struct {
 	// WasRunning tells an update to stop the instance first.
 	WasRunning bool       `json:"was_running,omitempty"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
-	// Docker is the guest's docker command when the plan saw it ready.
+	// Docker is the guest's docker command when the plan saw it ready
+	// (for an adopt: the runtime the spares' pool made ready).
 	Docker string `json:"docker,omitempty"`
+	// Warm lists, for an adopt, the spares to claim, first first; when
+	// another sbf claimed them all meanwhile, the adopt creates the VM as
+	// Spec says instead. Instance is the first.
+	Warm []string `json:"warm,omitempty"`
+	// Import makes an adopt claim the one instance in Warm, made outside
+	// sbf's pools, and fail rather than create when it cannot.
+	Import bool `json:"import,omitempty"`
+	// Reconfigure makes an adopt apply the restart-class keys the spare
+	// lacks (mounts, ports): stop, reconfigure, start.
+	Reconfigure bool `json:"reconfigure,omitempty"`
+	// Pool names the pool of a spare this action makes or deletes (no
+	// sandbox's); Spare says how a new spare is made.
+	Pool  string     `json:"pool,omitempty"`
+	Spare *SparePlan `json:"spare,omitempty"`
 }
 
 // Refresh corrects the record of a sandbox whose instance already is as
@@ -68,6 +86,8 @@ type Plan struct {
 	Actions  []Action  `json:"actions"`
 	Refresh  []Refresh `json:"refresh"`
 	Problems []Problem `json:"problems"`
+
+	warm *warmSpares // while planning: the spares sandboxes may adopt
 }
 
 // Empty reports whether applying the plan would do nothing at all.
@@ -77,10 +97,21 @@ func (p *Plan) Empty() bool { return len(p.Actions) == 0 && len(p.Refresh) == 0 
 // recorded, what is observed and the time. It does no I/O and reads no
 // clock; its output is sorted by sandbox, so it renders the same every time.
 func Compute(d Desired, rec *state.File, obs Observed, now time.Time) *Plan {
+	return ComputeFor(d, rec, obs, now, nil)
+}
+
+// ComputeFor is Compute for a run limited to targets (all sandboxes when
+// empty): spares are handed out to the sandboxes the run will create. Its
+// caller keeps only the targets' actions (Plan.Only).
+func ComputeFor(d Desired, rec *state.File, obs Observed, now time.Time, targets []string) *Plan {
 	p := &Plan{}
+	gc := planSpareGC(d, obs, now)
+	p.warm = newWarmSpares(obs, now, gc, targets)
 	for _, name := range sandboxNames(d, rec, obs) {
 		planSandbox(p, d, rec.Sandboxes[name], obs, name, now)
 	}
+	p.Actions = append(p.Actions, gc...)
+	p.warm = nil
 	return p
 }
 
@@ -97,6 +128,9 @@ func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
 			seen[name] = true
 		}
 	}
+	for name := range obs.Owned {
+		seen[name] = true
+	}
 	names := make([]string, 0, len(seen))
 	for n := range seen {
 		names = append(names, n)
@@ -107,7 +141,8 @@ func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
 
 func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string, now time.Time) {
 	ds, declared := d.Sandboxes[name]
-	instance := drivers.InstanceName(d.WorkspaceID, name)
+	instance := instanceFor(d.WorkspaceID, name, r, obs)
+	ds.VM.Name = instance // ds.Instance stays the derived name: what a create makes
 	inst, exists := obs.Instances[instance]
 	driver := ds.Driver
 	if !declared {
@@ -185,19 +220,22 @@ func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst dri
 		p.Problems = append(p.Problems, Problem{Sandbox: ds.Name, Err: err, Message: err.Error()})
 		return
 	}
-	vm := planVM(p, a, ds, r, inst, exists)
+	vm, adopted := planVM(p, a, ds, r, inst, exists)
 	var applied map[string]string
 	if r != nil {
 		applied = r.Applied
 	}
 	base := a
 	base.ExpiresAt = nil
+	if vm == Adopt {
+		base.Instance, base.Docker = adopted.Instance, adopted.Docker
+	}
 	planLayers(p, base, ds, applied, obs.Guests[ds.Name], obs.EnvOK, vm)
 }
 
 // planVM plans the VM itself and returns the kind of action it needs
-// ("" when none).
-func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool) Kind {
+// ("" when none) and, for an adopt, the action.
+func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool) (Kind, Action) {
 	want := ds.VM
 	a.Spec = &want
 	if l := ds.Lease; l != nil {
@@ -209,8 +247,12 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 		if r != nil && (r.Phase == state.Running || r.Phase == state.Stopped) {
 			a.Cause, a.Drift = fmt.Sprintf("recorded %s but missing from %s (drift)", r.Phase, ds.Driver), true
 		}
+		// The VM a create would make is the derived one; an adopt
+		// renames the spec to what it claims.
+		want.Name, a.Instance = ds.Instance, ds.Instance
+		planAdopt(p, &a, ds, r)
 		p.Actions = append(p.Actions, a)
-		return a.Kind
+		return a.Kind, a
 	}
 	switch {
 	case inst.Driver != ds.Driver:
@@ -230,13 +272,13 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 	}
 	if a.Kind != "" {
 		p.Actions = append(p.Actions, a)
-		return a.Kind
+		return a.Kind, a
 	}
 	if note := recordDrift(r, ds, a.Instance); note != "" {
 		p.Refresh = append(p.Refresh, Refresh{Sandbox: a.Sandbox, Phase: state.Running, Instance: a.Instance,
 			Driver: ds.Driver, VM: &want, Note: note})
 	}
-	return ""
+	return "", a
 }
 
 // recordDrift says why a converged sandbox's record needs rewriting, or

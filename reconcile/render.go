@@ -21,7 +21,7 @@ func (p *Plan) Summary() Summary {
 	var s Summary
 	for _, a := range p.Actions {
 		switch a.Kind {
-		case Create:
+		case Create, Adopt:
 			s.Add++
 		case Replace:
 			s.Add++
@@ -38,7 +38,7 @@ func (p *Plan) Summary() Summary {
 // Symbol marks an action in human output.
 func (k Kind) Symbol() string {
 	switch k {
-	case Create:
+	case Create, Adopt:
 		return "+"
 	case Replace:
 		return "-/+"
@@ -59,7 +59,7 @@ func (s Style) paint(k Kind, text string) string {
 	}
 	code := "33" // yellow: changes
 	switch k {
-	case Create:
+	case Create, Adopt:
 		code = "32"
 	case Delete, Expire:
 		code = "31"
@@ -80,12 +80,23 @@ func (p *Plan) Render(w io.Writer, st Style) {
 	default:
 		width := 0
 		for _, a := range p.Actions {
-			width = max(width, len(a.Sandbox))
+			width = max(width, len(a.subject()))
 		}
 		fmt.Fprintln(w, "sbf will perform these actions:")
 		fmt.Fprintln(w)
 		for _, a := range p.Actions {
-			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.Sandbox, a.Kind, a.Cause)
+			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.subject(), a.Kind, a.Cause)
+			if a.Kind == Adopt {
+				// An adopt reads as the create it stands in for.
+				how := "warm"
+				if a.Import {
+					how = "import"
+				}
+				line = fmt.Sprintf("%3s %-*s  create (%s: %s)", a.Kind.Symbol(), width, a.subject(), how, a.Instance)
+				if cause, _ := strings.CutPrefix(a.Cause, "not found"); cause != "" && !a.Import {
+					line += ", " + strings.TrimPrefix(cause, "; ")
+				}
+			}
 			fmt.Fprintln(w, st.paint(a.Kind, line))
 		}
 	}
@@ -113,14 +124,18 @@ func (p *Plan) RenderProblems(w io.Writer) {
 	}
 }
 
-// Change is one line of `sbf plan --json`.
+// Change is one line of `sbf plan --json`. A spare's change names its
+// pool instead of a sandbox; an adopt names the spares it tries (warm).
 type Change struct {
-	Sandbox  string `json:"sandbox"`
-	Action   Kind   `json:"action"`
-	Cause    string `json:"cause"`
-	Instance string `json:"instance"`
-	Driver   string `json:"driver"`
-	Drift    bool   `json:"drift"`
+	Sandbox  string   `json:"sandbox"`
+	Pool     string   `json:"pool,omitempty"`
+	Action   Kind     `json:"action"`
+	Cause    string   `json:"cause"`
+	Instance string   `json:"instance"`
+	Driver   string   `json:"driver"`
+	Drift    bool     `json:"drift"`
+	Warm     []string `json:"warm,omitempty"`
+	Import   bool     `json:"import,omitempty"`
 }
 
 // Report is `sbf plan --json`.
@@ -138,7 +153,8 @@ type Report struct {
 func (p *Plan) Report() Report {
 	r := Report{Changes: []Change{}, Summary: p.Summary(), Refresh: p.Refresh, Problems: p.Problems}
 	for _, a := range p.Actions {
-		r.Changes = append(r.Changes, Change{Sandbox: a.Sandbox, Action: a.Kind, Cause: a.Cause, Instance: a.Instance, Driver: a.Driver, Drift: a.Drift})
+		r.Changes = append(r.Changes, Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
+			Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import})
 	}
 	if r.Refresh == nil {
 		r.Refresh = []Refresh{}

@@ -26,8 +26,7 @@ func (r *Result) Status() []SandboxStatus {
 	var out []SandboxStatus
 	for _, name := range r.SortedSandboxes() {
 		sb, declared := r.Resolved.Config.Sandboxes[name]
-		row := SandboxStatus{Name: name, Declared: declared, Phase: state.Pending,
-			Instance: drivers.InstanceName(r.Resolved.WorkspaceID, name)}
+		row := SandboxStatus{Name: name, Declared: declared, Phase: state.Pending, Instance: r.InstanceOf(name)}
 		if declared {
 			row.Driver = r.Resolved.Host.ResolveDriver(sb.Driver)
 		}

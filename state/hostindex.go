@@ -49,6 +49,15 @@ func (h *HostIndex) Put(e IndexEntry) error {
 	return atomicfile.WriteFile(filepath.Join(h.dir, e.Instance+".json"), data, 0o644)
 }
 
+// Remove drops an instance's entry; a missing one is fine.
+func (h *HostIndex) Remove(instance string) error {
+	err := os.Remove(filepath.Join(h.dir, instance+".json"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s from the host index: %w", instance, err)
+	}
+	return nil
+}
+
 // All lists every entry, sorted by instance name. Unreadable entries are
 // skipped: the index is a cache of facts the workspaces also hold.
 func (h *HostIndex) All() ([]IndexEntry, error) {

@@ -1,0 +1,215 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// poolLockName is the host-wide lock every claim of a spare (adoption,
+// retirement) is made under, in the host state folder.
+const poolLockName = "pool.lock"
+
+// lockPool takes the host-wide pool lock; with no host folder there is
+// none (each claim is still atomic on its own).
+func lockPool(ctx context.Context, dir string, who flock.Holder) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	l, err := flock.Acquire(ctx, filepath.Join(dir, poolLockName), who, 2*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the host-wide pool lock: %w", err)
+	}
+	return func() { l.Release() }, nil
+}
+
+// claimUnderLock writes an owner label under the host-wide pool lock.
+func claimUnderLock(ctx context.Context, dir string, who flock.Holder, lab drivers.Labeler, instance string, o drivers.Owner) error {
+	release, err := lockPool(ctx, dir, who)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return lab.Claim(ctx, instance, o)
+}
+
+// adopt claims the first spare of a.Warm nobody claimed meanwhile, records
+// it as the sandbox's instance, and gives it what the spare lacks (mounts,
+// ports: a restart). The claim comes first: a crash after it leaves an
+// instance labelled as the sandbox's, which the next plan takes up. When
+// every spare was taken, it creates the VM as a create would (and makes
+// the runtime ready when the plan counted on the spare's); an import
+// fails instead.
+func (e *Executor) adopt(ctx context.Context, drv Driver, a Action) error {
+	lab, ok := drv.(drivers.Labeler)
+	if !ok {
+		return fmt.Errorf("the %s driver keeps no ownership labels, so it cannot adopt %s", a.Driver, a.Instance)
+	}
+	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Since: e.Clock.Now().UTC()}
+	got := ""
+	for _, cand := range a.Warm {
+		err := claimUnderLock(ctx, e.HostDir, e.Who, lab, cand, owner)
+		if err == nil {
+			got = cand
+			break
+		}
+		if a.Import || !errors.Is(err, drivers.ErrOwned) && !errors.Is(err, drivers.ErrNotFound) {
+			return fmt.Errorf("adopting %s: %w", cand, err)
+		}
+		drivers.Progressf(ctx, "spare %s was taken meanwhile", cand)
+	}
+	if got == "" {
+		return e.coldInstead(ctx, drv, a)
+	}
+	vm := *a.Spec
+	vm.Name = got
+	a.Instance, a.Spec = got, &vm
+	e.adopted.Store(a.Sandbox, got)
+	if err := e.note(a, func(rec *state.Sandbox) { rec.Phase, rec.LastError = state.Creating, "" }); err != nil {
+		return err
+	}
+	switch {
+	case a.Reconfigure:
+		drivers.Progressf(ctx, "restarting %s with the mounts and ports it lacks", got)
+		if err := drv.Stop(ctx, got); err != nil {
+			return fmt.Errorf("stopping before the change: %w", err)
+		}
+		if err := drv.Reconfigure(ctx, vm); err != nil {
+			return err
+		}
+		if err := drv.Start(ctx, vm); err != nil {
+			return err
+		}
+	case !a.WasRunning:
+		if err := drv.Start(ctx, vm); err != nil {
+			return err
+		}
+	}
+	now := e.Clock.Now().UTC()
+	return e.note(a, func(rec *state.Sandbox) {
+		running(a)(rec)
+		rec.CreatedAt = &now
+		if a.Docker != "" {
+			setApplied(rec, "docker_command", a.Docker)
+			guestOf(rec).DockerCommand = a.Docker
+		}
+	})
+}
+
+// coldInstead is an adopt whose spares were all taken: the create the
+// adopt stood in for.
+func (e *Executor) coldInstead(ctx context.Context, drv Driver, a Action) error {
+	drivers.Progressf(ctx, "no warm spare left; creating %s", a.Spec.Name)
+	a.Kind, a.Instance = Create, a.Spec.Name
+	e.adopted.Store(a.Sandbox, a.Instance)
+	if err := e.create(ctx, drv, a); err != nil {
+		return err
+	}
+	if a.Docker == "" || e.Layers[a.Sandbox] == nil {
+		return nil
+	}
+	// The plan left out the runtime step for the spare's ready runtime.
+	rt := a
+	rt.Kind, rt.Spec, rt.Docker = Runtime, nil, ""
+	return e.performLayer(ctx, drv, rt)
+}
+
+// performSpare makes or deletes a pool's spare.
+func (e *Executor) performSpare(ctx context.Context, drv Driver, a Action) error {
+	lab, ok := drv.(drivers.Labeler)
+	if !ok {
+		return fmt.Errorf("the %s driver keeps no ownership labels, so it keeps no spares", a.Driver)
+	}
+	switch a.Kind {
+	case Create:
+		return e.createSpare(ctx, drv, lab, a)
+	case Delete:
+		_, err := retireAndDelete(ctx, drv, lab, e.HostDir, e.Who, e.Clock.Now(), a.Instance)
+		return err
+	}
+	return fmt.Errorf("unknown action %q for a spare", a.Kind)
+}
+
+// createSpare reserves the spare's name (its admission slot, a lock held
+// until the spare is labelled: others see it in flight), creates and
+// starts it, makes its runtime ready when asked, then labels it as a
+// ready spare. A spare that failed halfway is deleted; one a crash left
+// unlabelled is deleted by the next pass, its reservation gone.
+func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labeler, a Action) error {
+	if e.Admit != nil {
+		release, err := e.Admit.Admit(ctx, a.Instance)
+		if errors.Is(err, errInFlight) {
+			drivers.Progressf(ctx, "another sbf is making %s", a.Instance)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if list, err := drv.List(ctx); err == nil {
+		for _, inst := range list {
+			if inst.Name == a.Instance {
+				drivers.Progressf(ctx, "another sbf made %s meanwhile", a.Instance)
+				return nil
+			}
+		}
+	}
+	if err := drv.Create(ctx, *a.Spec); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			remove(context.WithoutCancel(ctx), drv, a.Instance) // best effort; the next pass retries
+		}
+	}()
+	if err := drv.Start(ctx, *a.Spec); err != nil {
+		return err
+	}
+	docker := ""
+	if a.Spare.Runtime {
+		if r, err := runnerFor(drv, a.Driver, a.Instance); err == nil { // none on the sim: nothing runs there
+			drivers.Progressf(ctx, "making the container runtime ready")
+			if docker, err = guest.EnsureRuntime(ctx, r, a.Spare.Install); err != nil {
+				return fmt.Errorf("making the container runtime ready: %w", err)
+			}
+		}
+	}
+	now := e.Clock.Now().UTC()
+	if err := lab.MarkSpare(ctx, a.Instance, drivers.SpareLabel{Pool: a.Spare.Pool, Workspace: a.Spare.Workspace,
+		Shape: a.Spare.Shape, CreatedAt: now, IdleUntil: now.Add(a.Spare.MaxIdle), Docker: docker}); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// retireAndDelete retires a spare (claims it for nobody, so no adopter
+// takes it meanwhile), then deletes it, and says whether it did. One a
+// sandbox adopted since it was seen is left to its owner.
+func retireAndDelete(ctx context.Context, drv Driver, lab drivers.Labeler, hostDir string, who flock.Holder, now time.Time,
+	instance string) (bool, error) {
+	err := claimUnderLock(ctx, hostDir, who, lab, instance, drivers.Owner{Retired: true, Since: now.UTC()})
+	switch {
+	case errors.Is(err, drivers.ErrOwned):
+		drivers.Progressf(ctx, "%s was adopted meanwhile; it is its sandbox's now", instance)
+		return false, nil
+	case errors.Is(err, drivers.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, remove(ctx, drv, instance)
+}
