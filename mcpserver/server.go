@@ -109,6 +109,14 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
 		Report:     report,
+		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
+			// A pool pass is reported as a pass whose actions are spares'.
+			var plan *reconcile.Plan
+			if res != nil {
+				plan = res.Plan
+			}
+			report(ws, &reconcile.Result{Plan: plan}, err)
+		},
 	})
 }
 

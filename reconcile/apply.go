@@ -158,13 +158,13 @@ func (e *Executor) run(ctx context.Context, a Action) error {
 	start := e.Clock.Now()
 	who := a.Sandbox
 	if who == "" {
-		who = a.subject() + " " + a.Instance // a spare
+		who = a.Subject() + " " + a.Instance // a spare
 	}
 	e.emit(Event{Sandbox: who, Kind: a.Kind})
 	ctx = drivers.WithProgress(ctx, func(msg string) { e.emit(Event{Sandbox: who, Kind: a.Kind, Message: msg}) })
 	err := e.perform(ctx, a)
 	if err != nil && a.Sandbox == "" {
-		err = fmt.Errorf("%s: %s %s: %w", a.subject(), a.Kind, a.Instance, err)
+		err = fmt.Errorf("%s: %s %s: %w", a.Subject(), a.Kind, a.Instance, err)
 	} else if err != nil {
 		err = fmt.Errorf("sandbox %s: %s: %w", a.Sandbox, a.Kind, err)
 		if rerr := e.note(a, func(rec *state.Sandbox) {

@@ -306,9 +306,9 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 	return p
 }
 
-// subject names what an action is about in output: its sandbox, or the
+// Subject names what an action is about in output: its sandbox, or the
 // pool of a spare.
-func (a Action) subject() string {
+func (a Action) Subject() string {
 	switch {
 	case a.Sandbox != "":
 		return a.Sandbox

@@ -77,7 +77,7 @@ func (h *harness) workspaceID() string {
 func steps(p *Plan) string {
 	var out []string
 	for _, a := range p.Actions {
-		out = append(out, a.subject()+":"+string(a.Kind))
+		out = append(out, a.Subject()+":"+string(a.Kind))
 	}
 	return strings.Join(out, " ")
 }

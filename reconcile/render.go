@@ -80,19 +80,19 @@ func (p *Plan) Render(w io.Writer, st Style) {
 	default:
 		width := 0
 		for _, a := range p.Actions {
-			width = max(width, len(a.subject()))
+			width = max(width, len(a.Subject()))
 		}
 		fmt.Fprintln(w, "sbf will perform these actions:")
 		fmt.Fprintln(w)
 		for _, a := range p.Actions {
-			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.subject(), a.Kind, a.Cause)
+			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.Subject(), a.Kind, a.Cause)
 			if a.Kind == Adopt {
 				// An adopt reads as the create it stands in for.
 				how := "warm"
 				if a.Import {
 					how = "import"
 				}
-				line = fmt.Sprintf("%3s %-*s  create (%s: %s)", a.Kind.Symbol(), width, a.subject(), how, a.Instance)
+				line = fmt.Sprintf("%3s %-*s  create (%s: %s)", a.Kind.Symbol(), width, a.Subject(), how, a.Instance)
 				if cause, _ := strings.CutPrefix(a.Cause, "not found"); cause != "" && !a.Import {
 					line += ", " + strings.TrimPrefix(cause, "; ")
 				}

@@ -124,6 +124,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.schemaCommand(),
 		a.imageCommand(),
 		a.doctorCommand(),
+		a.poolCommand(),
 		a.importV1Command(),
 		a.versionCommand(),
 	)

@@ -218,7 +218,7 @@ func (a *app) logPass(ws spec.Options, res *reconcile.Result, err error) {
 	}
 	if res != nil && res.Plan != nil && len(res.Plan.Actions) > 0 {
 		for _, act := range res.Plan.Actions {
-			fmt.Fprintf(a.stderr, "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Sandbox, act.Cause)
+			fmt.Fprintf(a.stderr, "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Subject(), act.Cause)
 		}
 	}
 }
