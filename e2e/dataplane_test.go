@@ -197,6 +197,11 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2})
 	record("create_instance (ad-hoc VM, boot)", start)
 	id, _ := created["instance_id"].(string)
+	if r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo cold"}); r["stdout"] != "cold\n" {
+		t.Errorf("first run_command: %v", r)
+	}
+	coldToFirstExec = time.Since(start)
+	record("create_instance → first run_command (cold boot)", start)
 	defer func() {
 		if out, isErr := m.try("destroy_instance", map[string]any{"instance_id": id}); isErr {
 			t.Errorf("destroy_instance: %v", out)
@@ -222,5 +227,50 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	}
 	if ps := m.call("docker_ps", map[string]any{"instance_id": id, "all": true}); ps["exit_code"] != float64(0) {
 		t.Errorf("docker_ps: %v", ps)
+	}
+}
+
+// coldToFirstExec is create_instance → first run_command with a VM boot,
+// measured by testAdHocPrepare; testWarmPool compares the warm path.
+var coldToFirstExec time.Duration
+
+// testWarmPool: with a pool filled, create_instance adopts a booted spare
+// instead of booting, and its first command runs at least 20× sooner than
+// the cold create's in this run. The MCP server's loop refills the pool
+// in the background; closing it stops the refill, and a drain deletes
+// what is left.
+func testWarmPool(t *testing.T, w *ws) {
+	if coldToFirstExec == 0 {
+		t.Skip("no cold measurement (ad-hoc-prepare failed early)")
+	}
+	w.write(".sandboxforge.toml", specText(1, true)+"\n[pool.agents]\ncpus = 2\nsize = 1\nruntime = true\n")
+	defer func() {
+		w.sbf("", nil, "pool", "drain", "--all", "--auto-approve")
+		if list := limactl(t, "list", "--quiet"); strings.Contains(list, "sbf-pool-") {
+			t.Errorf("spares left after the drain:\n%s", list)
+		}
+	}()
+	w.must("sbf pool fill (boot a spare, runtime ready)", "pool", "fill")
+	t.Logf("sbf pool status:\n%s", w.must("sbf pool status", "pool", "status").stdout)
+	m := w.mcp()
+	defer m.close()
+	start := time.Now()
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2})
+	id, _ := created["instance_id"].(string)
+	r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo warm"})
+	warm := time.Since(start)
+	record("create_instance → first run_command (warm spare)", start)
+	defer m.try("destroy_instance", map[string]any{"instance_id": id})
+	if name, _ := created["backend_instance_name"].(string); !strings.HasPrefix(name, "sbf-pool-") || r["stdout"] != "warm\n" {
+		t.Fatalf("create_instance did not adopt a spare: %v; run_command: %v", created, r)
+	}
+	ratio := float64(coldToFirstExec) / float64(warm)
+	timings = append(timings, timing{fmt.Sprintf("warm vs cold create → first command: %.0f×", ratio), 0})
+	if ratio < 20 {
+		t.Errorf("warm %s vs cold %s: %.1f×, want at least 20×", warm, coldToFirstExec, ratio)
+	}
+	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false, "wait_for_ready": true})
+	if prep["runtime_ready"] != true {
+		t.Errorf("prepare_workspace on the adopted spare: %v", prep)
 	}
 }

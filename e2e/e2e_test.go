@@ -202,6 +202,7 @@ func TestRealVM(t *testing.T) {
 	}
 	// One VM at a time on two cores: the agent's sandbox comes after.
 	t.Run("ad-hoc-prepare", func(t *testing.T) { testAdHocPrepare(t, w) })
+	t.Run("warm-pool", func(t *testing.T) { testWarmPool(t, w) })
 }
 
 func testExec(t *testing.T, w *ws) {

@@ -182,7 +182,10 @@ func (c *controller) dispatch(ctx context.Context) {
 		c.running++
 		go func(key string, ws spec.Options, pools bool) {
 			if pools {
-				res, err := c.e.Pools(context.WithoutCancel(ctx), ws, PoolOptions{})
+				// Unlike a workspace's pass, a refill stops with the loop: a
+				// spare cut off mid-boot is deleted (now, or by the next pass),
+				// and nobody waits minutes for a VM nobody asked for yet.
+				res, err := c.e.Pools(ctx, ws, PoolOptions{})
 				c.done <- passDone{key: key, pool: res, err: err}
 				return
 			}
