@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -177,85 +181,103 @@ func TestImportV1DryRunTable(t *testing.T) {
 	}
 }
 
-// Until the engine can adopt, importing refuses and changes nothing, even
-// what --delete-leaked would delete.
-func TestImportV1RefusesWithoutAdoption(t *testing.T) {
-	if adoptV1 != nil {
-		t.Skip("adoption is wired")
+// simWorldOf lists a sim world with what the sim reports of each VM.
+func simWorldOf(t *testing.T, root string) map[string]drivers.Instance {
+	t.Helper()
+	d, err := sim.New(sim.Options{Dir: simWorld(root)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	w := newV1World(t, v1test.Current, t.TempDir())
-	r := sbf(t, w.env(), "import-v1", "--delete-leaked", "--db", w.db)
-	if r.code != 1 || !strings.Contains(r.stderr, "importing needs instance adoption, not built yet; --dry-run shows the plan") {
-		t.Errorf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	list, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	r = sbf(t, w.env(), "import-v1", "--json", "--db", w.db)
-	rep := parseV1Report(t, r.stdout)
-	if r.code != 1 || rep.Error == nil || !strings.Contains(rep.Error.Message, "not built yet") || classes(rep) != wantV1Classes {
-		t.Errorf("exit %d, report %+v", r.code, rep)
+	out := map[string]drivers.Instance{}
+	for _, i := range list {
+		out[i.Name] = i
 	}
-	if len(simNames(t, w.wsA)) != 3 {
-		t.Error("a refused import deleted a VM")
+	return out
+}
+
+func readState(t *testing.T, root string) *state.File {
+	t.Helper()
+	f, err := state.Read(filepath.Join(root, spec.Dir), root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func workspaceID(t *testing.T, root string) string {
+	t.Helper()
+	_, id, err := spec.WorkspaceIdentity(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// v1Files are what an import writes in a workspace, and their contents.
+func v1Files(t *testing.T, roots ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, root := range roots {
+		for _, f := range []string{spec.OverridesFile, "state.json"} {
+			if data, err := os.ReadFile(filepath.Join(root, spec.Dir, f)); err == nil {
+				out[filepath.Join(root, f)] = string(data)
+			}
+		}
+	}
+	return out
+}
+
+// checkAdopted says whether sandbox holds VM vm of the workspace at root:
+// recorded in its state file as running, and labelled as its owner.
+func checkAdopted(t *testing.T, root, sandbox, vm string) {
+	t.Helper()
+	rec := readState(t, root).Sandboxes[sandbox]
+	if rec == nil || rec.Instance != vm || rec.Driver != sim.Name || rec.Phase != state.Running {
+		t.Errorf("%s: state record %+v (want VM %s, running)", sandbox, rec, vm)
+	}
+	if inst := simWorldOf(t, root)[vm]; inst.Status != drivers.Running || !inst.Label.OwnedBy(workspaceID(t, root), sandbox) {
+		t.Errorf("%s: VM %+v (want running, labelled as the sandbox's)", sandbox, inst)
 	}
 }
 
-// With adoption wired, each import goes through adoptV1 with what v1 knew,
-// --delete-leaked deletes exactly the VMs v1 leaked, and a rerun leaves
-// alone what sbf keeps now.
+// Importing adopts each active lease's VM through the engine, under its v1
+// name and with its expiry; --delete-leaked deletes exactly the VMs v1
+// leaked; a failed adoption names its lease and the rest goes on; a rerun
+// finishes what failed and then changes nothing; no plan restarts an
+// imported VM, and a reconcile pass deletes it once its lease has ended.
 func TestImportV1AdoptsAndDeletesLeaked(t *testing.T) {
-	old := adoptV1
-	defer func() { adoptV1 = old }()
 	w := newV1World(t, v1test.Legacy, t.TempDir())
-	var got []v1Adoption
-	fail := "inst_00000001"
-	adoptV1 = func(_ context.Context, eng *reconcile.Engine, ad v1Adoption) error {
-		if eng == nil || eng.HostDir != w.state {
-			t.Errorf("engine = %+v", eng)
-		}
-		got = append(got, ad)
-		if ad.Sandbox == fail {
-			return errors.New("the instance is owned already")
-		}
-		// What the engine's adoption records, as every lease does.
-		return state.OpenHostIndex(eng.HostDir).Put(state.IndexEntry{Instance: ad.Instance, Sandbox: ad.Sandbox,
-			Driver: ad.Driver, WorkspaceRoot: ad.WS.Root, ExpiresAt: ad.Expires})
-	}
+	// wsA has only a v1 configuration file, whose [vm] differs from what
+	// the VM has (v1 made it before the file changed); wsB has none.
+	write(t, filepath.Join(w.wsA, ".lima-mcp.toml"), "[vm]\ncpus = 4\nmemory_gib = 8.0\n")
+	env := w.env()
+	env["SBF_SIM_FAULTS"] = "claim:agent-00000001=fail:1" // the first claim of v1's agent-00000001 fails
 
-	// A failed adoption is an error naming the lease; the rest goes on.
-	r := sbf(t, w.env(), "import-v1", "--delete-leaked", "--db", w.db)
-	if r.code != 1 || len(got) != 2 ||
+	r := sbf(t, env, "import-v1", "--delete-leaked", "--db", w.db)
+	if r.code != 1 ||
 		!strings.Contains(r.stdout, "inst_00000001  import  sim     agent-00000001") ||
-		!strings.Contains(r.stdout, "adopt failed: the instance is owned already") ||
+		!strings.Contains(r.stdout, "adopt failed: adopting agent-00000001 as sandbox inst_00000001") ||
 		!strings.Contains(r.stdout, "adopted: active until 2026-03-26T12:29:00Z: VM agent-00000002") ||
+		!strings.Contains(r.stdout, "no .sandboxforge.toml (nor v1's .orbitforge.toml, .lima-mcp.toml) in the workspace") ||
 		!strings.Contains(r.stdout, "deleted: v1 marked the lease expired") ||
 		!strings.Contains(r.stderr, "1 of the v1 leases could not be taken over") {
-		t.Errorf("exit %d adoptions %d\n%s\n%s", r.code, len(got), r.stdout, r.stderr)
+		t.Errorf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if len(got) != 2 {
-		t.FailNow()
-	}
-	a := got[0]
-	if a.WS.Root != w.wsA || a.Sandbox != "inst_00000001" || a.Driver != "sim" || a.Instance != "agent-00000001" ||
-		!a.Expires.Equal(time.Date(2026, 3, 26, 12, 30, 0, 0, time.UTC)) || a.Lease.OwnerSession != "local" ||
-		!a.Lease.RuntimeReady || a.Lease.DockerCommand != "docker" {
-		t.Errorf("adoption = %+v", a)
-	}
-	if got[1].Sandbox != "inst_00000002" || got[1].WS.Root != w.wsB || got[1].Instance != "agent-00000002" {
-		t.Errorf("second adoption = %+v", got[1])
-	}
+	checkAdopted(t, w.wsB, "inst_00000002", "agent-00000002")
 	if names := simNames(t, w.wsA); !slices.Equal(names, []string{"agent-00000001", "agent-unrelated"}) {
 		t.Errorf("world after import: %v (want the leaked VM deleted, nothing else)", names)
 	}
 
 	// The rerun adopts what failed, and nothing twice.
-	got, fail = nil, ""
-	r = sbf(t, w.env(), "import-v1", "--delete-leaked", "--json", "--db", w.db)
+	r = sbf(t, env, "import-v1", "--delete-leaked", "--json", "--db", w.db)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	rep := parseV1Report(t, r.stdout)
-	if len(got) != 1 || got[0].Sandbox != "inst_00000001" {
-		t.Errorf("rerun adopted %+v", got)
-	}
 	const want = "inst_00000001=import/adopt inst_00000002=skip/ inst_00000005=skip/ inst_00000003=gone/ inst_00000004=gone/"
 	if classes(rep) != want {
 		t.Errorf("rerun:\n got %s\nwant %s", classes(rep), want)
@@ -264,19 +286,181 @@ func TestImportV1AdoptsAndDeletesLeaked(t *testing.T) {
 		if want := e.Action != ""; e.Done != want || e.Error != "" {
 			t.Errorf("%s: action %q done %v error %q", e.InstanceID, e.Action, e.Done, e.Error)
 		}
+		if e.InstanceID == "inst_00000001" && (e.Sandbox != "inst_00000001" ||
+			!slices.Equal(e.Notes, []string{"an earlier import of it did not finish; importing it again"})) {
+			t.Errorf("inst_00000001: sandbox %q, notes %q", e.Sandbox, e.Notes)
+		}
 		if e.InstanceID == "inst_00000002" && !strings.Contains(e.Reason, "sbf already keeps VM agent-00000002 (sandbox inst_00000002 of "+w.wsB+")") {
 			t.Errorf("inst_00000002: %s", e.Reason)
 		}
 	}
+	checkAdopted(t, w.wsA, "inst_00000001", "agent-00000001")
+
+	// The sandbox is declared with the VM's shape (the sim made it with 1
+	// CPU, 1 GiB, 5 GiB; the workspace's [vm] says 4 CPUs, 8 GiB and sbf's
+	// default disk is 15 GiB) and v1's lease.
+	res, err := spec.Load(spec.Options{Root: w.wsA, Host: spec.CurrentHost()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, lease := res.Config.Sandboxes["inst_00000001"], res.Config.Leases["inst_00000001"]
+	if !res.AdHoc["inst_00000001"] || sb.Adopt != "agent-00000001" || sb.Driver != sim.Name || sb.CPUs != 1 ||
+		sb.MemoryGiB != 1 || sb.DiskGiB != 5 || len(sb.Mounts) != 0 || len(sb.Ports) != 0 {
+		t.Errorf("declared %+v", sb)
+	}
+	if lease.AcquiredAt.Format(time.RFC3339) != "2026-03-26T11:00:00Z" || lease.ExpiresAt.Format(time.RFC3339) != "2026-03-26T12:30:00Z" {
+		t.Errorf("lease %+v", lease)
+	}
+	// Nothing to change: no restart, no replacement. (wsB needs a spec
+	// file for the CLI, as the import's note says.)
+	if r := sbf(t, env, "-C", w.wsB, "plan"); r.code != 1 || !strings.Contains(r.stderr, "no .sandboxforge.toml in") {
+		t.Errorf("plan of wsB: exit %d\n%s", r.code, r.stderr)
+	}
+	write(t, filepath.Join(w.wsB, spec.FileName), "")
+	for _, root := range []string{w.wsA, w.wsB} {
+		if r := sbf(t, env, "-C", root, "plan", "--detailed-exitcode"); r.code != 0 || !strings.Contains(r.stdout, "No changes.") {
+			t.Errorf("plan of %s: exit %d\n%s\n%s", root, r.code, r.stdout, r.stderr)
+		}
+	}
+
+	// A third run changes nothing at all.
+	before, world := v1Files(t, w.wsA, w.wsB), simWorldOf(t, w.wsA)
+	r = sbf(t, env, "import-v1", "--delete-leaked", "--json", "--db", w.db)
+	if rep := parseV1Report(t, r.stdout); r.code != 0 || rep.Counts[v1leases.Import] != 0 || rep.Counts[v1leases.Leaked] != 0 {
+		t.Errorf("third run: exit %d: %s", r.code, classes(rep))
+	}
+	if after := v1Files(t, w.wsA, w.wsB); !maps.Equal(before, after) || len(after) != 4 {
+		t.Errorf("a rerun rewrote files:\n%v\n%v", before, after)
+	}
+	if after := simWorldOf(t, w.wsA); len(after) != len(world) || !reflect.DeepEqual(after, world) {
+		t.Errorf("a rerun changed the world: %v → %v", world, after)
+	}
 
 	// Once v1's rows run out, what sbf keeps is still not v1's leak.
-	r = sbf(t, map[string]string{"SBF_V1_DRIVERS": "lima=sim,hyperv=sim", "SBF_NOW": "2026-03-26T14:00:00Z",
-		"SBF_STATE_HOME": w.state}, "import-v1", "--delete-leaked", "--json", "--db", w.db)
+	late := maps.Clone(env)
+	late["SBF_NOW"] = "2026-03-26T12:29:30Z"
+	r = sbf(t, late, "import-v1", "--delete-leaked", "--json", "--db", w.db)
 	if rep := parseV1Report(t, r.stdout); r.code != 0 || rep.Counts[v1leases.Leaked] != 0 || rep.Counts[v1leases.Skip] != 3 {
 		t.Errorf("exit %d: %s", r.code, classes(rep))
 	}
-	if names := simNames(t, w.wsA); !slices.Equal(names, []string{"agent-00000001", "agent-unrelated"}) {
-		t.Errorf("world after the lease ran out: %v", names)
+
+	// The lease ends as v1's would have: a reconcile pass deletes the VM.
+	if r := sbf(t, late, "-C", w.wsB, "reconcile"); r.code != 0 || simWorldOf(t, w.wsB)["agent-00000002"].Name != "" {
+		t.Errorf("reconcile after v1's expiry: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if rec := readState(t, w.wsB).Sandboxes["inst_00000002"]; rec == nil || rec.Phase != state.Expired {
+		t.Errorf("inst_00000002 after expiry: %+v", rec)
+	}
+	if r := sbf(t, late, "-C", w.wsA, "reconcile"); r.code != 0 || !slices.Equal(simNames(t, w.wsA), []string{"agent-00000001", "agent-unrelated"}) {
+		t.Errorf("reconcile before the lease ends: exit %d, world %v\n%s", r.code, simNames(t, w.wsA), r.stderr)
+	}
+	late["SBF_NOW"] = "2026-03-26T12:30:00Z"
+	if r := sbf(t, late, "-C", w.wsA, "reconcile"); r.code != 0 || !slices.Equal(simNames(t, w.wsA), []string{"agent-unrelated"}) {
+		t.Errorf("reconcile at the lease's end: exit %d, world %v\n%s", r.code, simNames(t, w.wsA), r.stderr)
+	}
+}
+
+// A dry run imports nothing: no declaration, no state, no label.
+func TestImportV1DryRunChangesNothing(t *testing.T) {
+	w := newV1World(t, v1test.Current, t.TempDir())
+	r := sbf(t, w.env(), "import-v1", "--dry-run", "--delete-leaked", "--json", "--db", w.db)
+	rep := parseV1Report(t, r.stdout)
+	if r.code != 0 || classes(rep) != strings.Replace(wantV1Classes, "leaked/", "leaked/delete", 1) {
+		t.Fatalf("exit %d: %s\n%s", r.code, classes(rep), r.stderr)
+	}
+	for _, e := range rep.Leases {
+		if e.Done || (e.Action == "adopt") != (e.Sandbox != "") {
+			t.Errorf("%s: %+v", e.InstanceID, e)
+		}
+	}
+	if files := v1Files(t, w.wsA, w.wsB); len(files) != 0 {
+		t.Errorf("a dry run wrote %v", slices.Sorted(maps.Keys(files)))
+	}
+	for _, root := range []string{w.wsA, w.wsB} {
+		for name, inst := range simWorldOf(t, root) {
+			if inst.Label != nil {
+				t.Errorf("a dry run labelled %s: %+v", name, inst.Label)
+			}
+		}
+	}
+	if entries, err := state.OpenHostIndex(w.state).All(); err != nil || len(entries) != 0 {
+		t.Errorf("host index after a dry run: %v %v", entries, err)
+	}
+}
+
+// A v1 id that is not a sandbox name is imported under a name derived from
+// it, and the report says so; a lease older than [lease] max_lifetime
+// counts from later rather than ending at once.
+func TestImportV1MapsIDsAndKeepsOldLeases(t *testing.T) {
+	ws, st := t.TempDir(), t.TempDir()
+	d, err := sim.New(sim.Options{Dir: simWorld(ws)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := drivers.Spec{Name: "agent-00000006", CPUs: 2, MemoryGiB: 4, DiskGiB: 30}
+	if err := d.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	db := v1test.Write(t, t.TempDir(), []string{v1test.Current},
+		v1test.Row{ID: "inst.00000006", Backend: "lima", Root: ws, Status: "running", Created: "2026-03-24T09:00:00Z",
+			Expires: "2026-03-26T12:30:00Z", Name: "agent-00000006"})
+	env := map[string]string{"SBF_V1_DRIVERS": "lima=sim", "SBF_NOW": v1Now, "SBF_STATE_HOME": st}
+	name, mapped := v1SandboxName("inst.00000006")
+	if !mapped || !strings.HasPrefix(name, "inst_00000006-") || !spec.ValidSandboxName(name) {
+		t.Fatalf("mapped to %q", name)
+	}
+
+	r := sbf(t, env, "import-v1", "--db", db)
+	if r.code != 0 || !strings.Contains(r.stdout, "inst.00000006  import") ||
+		!strings.Contains(r.stdout, "adopted: active until 2026-03-26T12:30:00Z: VM agent-00000006 becomes sandbox "+name) ||
+		!strings.Contains(r.stdout, `v1's id "inst.00000006" is not a valid sbf sandbox name, so the sandbox is named `+name) ||
+		!strings.Contains(r.stdout, "the lease counts from 2026-03-25T12:30:00Z") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	checkAdopted(t, ws, name, "agent-00000006") // started: v1 left it stopped
+	res, err := spec.Load(spec.Options{Root: ws, Host: spec.CurrentHost(), Now: time.Date(2026, 3, 26, 12, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Config.Leases[name]; l.AcquiredAt.Format(time.RFC3339) != "2026-03-25T12:30:00Z" ||
+		l.ExpiresAt.Format(time.RFC3339) != "2026-03-26T12:30:00Z" || len(res.Warnings) != 0 {
+		t.Errorf("lease %+v, warnings %v", l, res.Warnings)
+	}
+	// A workspace with no configuration file: the built-in defaults, and
+	// the VM's own shape.
+	if _, err := os.Stat(filepath.Join(ws, spec.FileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("import wrote %s: %v", spec.FileName, err)
+	}
+	write(t, filepath.Join(ws, spec.FileName), "")
+	if r := sbf(t, env, "-C", ws, "plan", "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("plan: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestV1SandboxName(t *testing.T) {
+	for id, want := range map[string]string{
+		"inst_0a1b2c3d": "inst_0a1b2c3d",
+		"inst-x":        "inst-x",
+	} {
+		if got, mapped := v1SandboxName(id); got != want || mapped {
+			t.Errorf("%q → %q, %v", id, got, mapped)
+		}
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"inst.0a1b2c3d", "inst 0a1b2c3d", "__inst__0a1b2c3d__", "", "!!!", "ümlaut",
+		strings.Repeat("a", 41), strings.Repeat("ab_", 20)} {
+		got, mapped := v1SandboxName(id)
+		again, _ := v1SandboxName(id)
+		if !mapped || !spec.ValidSandboxName(got) || got != again {
+			t.Errorf("%q → %q (mapped %v, again %q)", id, got, mapped, again)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("%q and %q both map to %q", id, other, got)
+		}
+		seen[got] = id
+	}
+	if got, _ := v1SandboxName("inst.0a1b2c3d"); !strings.HasPrefix(got, "inst_0a1b2c3d-") {
+		t.Errorf("inst.0a1b2c3d → %q", got)
 	}
 }
 
