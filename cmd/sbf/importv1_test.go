@@ -485,7 +485,7 @@ func TestImportV1MissingDB(t *testing.T) {
 	}
 }
 
-// blindDriver lists only sbf's names, as lima and hyperv do; seeingDriver
+// blindDriver lists only sbf's names, as hyperv does; seeingDriver
 // can list any name.
 type blindDriver struct{ reconcile.Driver }
 
@@ -531,16 +531,17 @@ func TestImportV1BlindBackends(t *testing.T) {
 		t.Error("lima counts as listed")
 	}
 
-	// Through the command: the lima default, which cannot show v1's VMs
-	// here (no limactl, or a List that hides them), deletes nothing.
+	// Through the command: v1's hyperv leases, which sbf's hyperv driver
+	// cannot show (not on this host, or a List that hides them), delete
+	// nothing. (lima lists every name now when limactl is here.)
 	dir := t.TempDir()
 	db := v1test.Write(t, dir, []string{v1test.Current},
-		v1test.Row{ID: "inst_00000003", Backend: "lima", Root: dir, Status: "expired", Created: "2026-03-26T08:00:00Z",
+		v1test.Row{ID: "inst_00000003", Backend: "hyperv", Root: dir, Status: "expired", Created: "2026-03-26T08:00:00Z",
 			Expires: "2026-03-26T08:30:00Z", Name: "agent-00000003"})
 	r := sbf(t, map[string]string{"SBF_NOW": v1Now, "SBF_STATE_HOME": dir}, "import-v1", "--delete-leaked", "--json", "--db", db)
 	rep := parseV1Report(t, r.stdout)
 	if r.code != 0 || classes(rep) != "inst_00000003=unseen/" || len(rep.Backends) != 1 || rep.Backends[0].Listed ||
-		!slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "cannot show v1's VMs (lima)") }) {
+		!slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "cannot show v1's VMs (hyperv)") }) {
 		t.Errorf("exit %d: %s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
