@@ -26,10 +26,13 @@ extra_env = { REDIS_PASSWORD = "` + canary + `-redis", API_TOKEN = "` + canary +
 [sandboxes.api]
 [sandboxes.db]
 services = ["mysql", "redis"]
+[pool.warm]
+size = 1
 `
 
-// noWorkspace commands take --json but read no workspace configuration,
-// so no secret can reach them.
+// noWorkspace commands take --json but read no workspace configuration
+// of the folder they run in (import-v1 reads v1's workspaces, named in
+// its database), so no secret can reach them.
 var noWorkspace = map[string]bool{"sbf version": true, "sbf image build": true, "sbf image list": true, "sbf import-v1": true}
 
 // Every command, as text and as --json, and every file sbf writes
@@ -49,6 +52,8 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"plan"}, {"plan", "--json"}, {"plan", "--json", set},
 		{"apply", "--auto-approve"}, {"apply", "--auto-approve", "--json", set},
 		{"status"}, {"status", "--json"},
+		{"pool", "fill"}, {"pool", "fill", "--json"}, {"pool", "status"}, {"pool", "status", "--json"},
+		{"pool", "drain", "--auto-approve"}, {"pool", "drain", "--auto-approve", "--json"},
 		{"up", "scratch"}, {"up", "scratch2", "--json"},
 		{"extend", "api", "10m"}, {"extend", "api", "10m", "--json"},
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
