@@ -95,11 +95,13 @@ func TestImportedV1InstanceIsListedUnderItsV1ID(t *testing.T) {
 	}
 	cancel()
 	<-done
-	// Not listed any more. (include_expired does not show it either: once
-	// its VM is gone the engine's InstanceOf falls back to the derived
-	// sbf-… name, which no host index entry names; presumably the same
-	// for a sandbox that adopted a pool's spare.)
+	// Not listed any more, but include_expired shows it under its own VM.
 	if rows := f.ok("list_instances", nil)["instances"].([]any); len(rows) != 0 {
 		t.Errorf("an expired import is still listed: %v", rows)
+	}
+	rows = f.ok("list_instances", map[string]any{"include_expired": true})["instances"].([]any)
+	if len(rows) != 1 || rows[0].(map[string]any)["backend_instance_name"] != vm.Name ||
+		rows[0].(map[string]any)["status"] != "expired" {
+		t.Errorf("include_expired: %v", rows)
 	}
 }

@@ -89,11 +89,12 @@ func (s Spare) ready(now time.Time) bool {
 }
 
 // instanceFor is the instance a sandbox's VM is: the one its record names
-// while that exists, else the one labelled as its own (adopted, then a
-// crash before the record), else the derived name a create makes.
+// while that exists (or, once the sandbox ended, the one it had), else the
+// one labelled as its own (adopted, then a crash before the record), else
+// the derived name a create makes.
 func instanceFor(workspaceID, sandbox string, r *state.Sandbox, obs Observed) string {
 	if r != nil && r.Instance != "" {
-		if _, ok := obs.Instances[r.Instance]; ok {
+		if _, ok := obs.Instances[r.Instance]; ok || r.Phase.Terminal() {
 			return r.Instance
 		}
 	}
