@@ -57,6 +57,23 @@ func (a *app) workspace(sets []string) (spec.Options, error) {
 	return spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req}, nil
 }
 
+// workspaceEngine is the workspace and engine of a command that changes
+// the world; with --json its progress is not printed (stdout is the JSON).
+func (a *app) workspaceEngine(cmdName string, f *convergeFlags) (spec.Options, *reconcile.Engine, error) {
+	ws, err := a.workspace(f.sets)
+	if err != nil {
+		return ws, nil, err
+	}
+	eng, err := a.engine(cmdName, f.engineFlags)
+	if err != nil {
+		return ws, nil, err
+	}
+	if f.asJSON {
+		eng.Events = nil
+	}
+	return ws, eng, nil
+}
+
 // applyReport is the --json output of commands that converge.
 type applyReport struct {
 	Plan      reconcile.Report          `json:"plan"`
@@ -69,19 +86,12 @@ type applyReport struct {
 // converge runs the engine and reports the outcome the same way for apply,
 // up, destroy and extend.
 func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options) error {
-	ws, err := a.workspace(f.sets)
-	if err != nil {
-		return err
-	}
-	eng, err := a.engine(cmdName, f.engineFlags)
+	ws, eng, err := a.workspaceEngine(cmdName, f)
 	if err != nil {
 		return err
 	}
 	if opts.Confirm == nil && !f.autoApprove {
 		opts.Confirm = a.confirm(f.asJSON)
-	}
-	if f.asJSON {
-		eng.Events = nil
 	}
 	res, err := eng.Apply(context.Background(), ws, opts)
 	if f.asJSON {

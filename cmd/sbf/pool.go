@@ -84,16 +84,9 @@ type poolReport struct {
 }
 
 func (a *app) poolPass(cmdName string, f *convergeFlags, opts reconcile.PoolOptions) error {
-	ws, err := a.workspace(f.sets)
+	ws, eng, err := a.workspaceEngine(cmdName, f)
 	if err != nil {
 		return err
-	}
-	eng, err := a.engine(cmdName, f.engineFlags)
-	if err != nil {
-		return err
-	}
-	if f.asJSON {
-		eng.Events = nil
 	}
 	res, err := eng.Pools(context.Background(), ws, opts)
 	if res == nil {

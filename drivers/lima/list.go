@@ -30,6 +30,11 @@ type listedInstance struct {
 // keeps no labels, so sbf's are the ones named as sbf names them, and
 // those carrying sbf's label files in their folder (drivers.Labeler).
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
+	return d.list(ctx, func(name string, label *drivers.Label) bool { return drivers.ManagedName(name) || label != nil })
+}
+
+// list reports the instances limactl lists that keep passes, labelled.
+func (d *Driver) list(ctx context.Context, keep func(name string, label *drivers.Label) bool) ([]drivers.Instance, error) {
 	out, _, err := d.run(ctx, nil, "list", "--json")
 	if err != nil {
 		return nil, err
@@ -48,7 +53,7 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 		if err != nil {
 			return nil, err
 		}
-		if drivers.ManagedName(l.Name) || label != nil {
+		if keep(l.Name, label) {
 			inst := l.instance()
 			inst.Label = label
 			insts = append(insts, inst)

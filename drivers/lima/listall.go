@@ -13,27 +13,5 @@ import (
 // `sbf import-v1`, which must see VMs sbf did not name; nothing else
 // should act on what only ListAll shows.
 func (d *Driver) ListAll(ctx context.Context) ([]drivers.Instance, error) {
-	out, _, err := d.run(ctx, nil, "list", "--json")
-	if err != nil {
-		return nil, err
-	}
-	listed, err := parseList(out)
-	if err != nil {
-		return nil, err
-	}
-	insts := make([]drivers.Instance, 0, len(listed))
-	for _, l := range listed {
-		dir := l.Dir
-		if dir == "" {
-			dir = d.instanceDir(l.Name)
-		}
-		label, err := drivers.ReadLabelDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		inst := l.instance()
-		inst.Label = label
-		insts = append(insts, inst)
-	}
-	return insts, nil
+	return d.list(ctx, func(string, *drivers.Label) bool { return true })
 }
