@@ -109,7 +109,12 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 	if _, err := d.read(spec.Name); err == nil {
 		return d.end("create", spec.Name, fmt.Errorf("sim instance %s already exists", spec.Name))
 	}
-	err := d.write(record{Name: spec.Name, Status: drivers.Stopped, Spec: spec, CreatedAt: d.clock.Now().UTC()})
+	// A label or disk left by a delete cut short belongs to no instance; a
+	// new one of the same name must not inherit it (a pool reuses names).
+	err := errors.Join(os.RemoveAll(d.labelDir(spec.Name)), os.RemoveAll(d.guestDir(spec.Name)))
+	if err == nil {
+		err = d.write(record{Name: spec.Name, Status: drivers.Stopped, Spec: spec, CreatedAt: d.clock.Now().UTC()})
+	}
 	return d.end("create", spec.Name, err)
 }
 
@@ -146,15 +151,13 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.begin(ctx, "delete", name); err != nil {
 		return err
 	}
-	err := os.Remove(d.path(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		err = fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound)
-	}
-	if rerr := os.RemoveAll(d.guestDir(name)); err == nil {
-		err = rerr // a VM's disk goes with it
-	}
-	if rerr := os.RemoveAll(d.labelDir(name)); err == nil {
-		err = rerr // and so does its label
+	// Its label and disk go first: a delete cut short leaves an unlabelled
+	// instance (deleted again by the next pass), never a stray label.
+	err := errors.Join(os.RemoveAll(d.labelDir(name)), os.RemoveAll(d.guestDir(name)))
+	if rerr := os.Remove(d.path(name)); errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound))
+	} else if rerr != nil {
+		err = errors.Join(err, rerr)
 	}
 	return d.end("delete", name, err)
 }
