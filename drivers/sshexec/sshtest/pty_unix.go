@@ -19,6 +19,9 @@ type terminal struct {
 	cols, rows uint16
 	ptmx       *os.File
 	copied     sync.WaitGroup // the terminal's output reaching the client
+	// mu orders a resize (which reads ptmx's descriptor) before the close.
+	mu     sync.Mutex
+	closed bool
 }
 
 func parsePtyReq(payload []byte) *terminal {
@@ -55,7 +58,9 @@ func (t *terminal) start(cmd *exec.Cmd, ch ssh.Channel) error {
 
 func (t *terminal) resize(payload []byte) {
 	var size struct{ Cols, Rows, Width, Height uint32 }
-	if ssh.Unmarshal(payload, &size) == nil && t.ptmx != nil {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ssh.Unmarshal(payload, &size) == nil && t.ptmx != nil && !t.closed {
 		pty.Setsize(t.ptmx, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)})
 	}
 }
@@ -66,5 +71,8 @@ func (t *terminal) drain() {
 		return
 	}
 	t.copied.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
 	t.ptmx.Close()
 }
