@@ -139,3 +139,17 @@ func TestExecCapsOutput(t *testing.T) {
 		t.Errorf("cap: %d kept of %d, truncated %v, %v", len(res.Stdout), res.StdoutBytes, res.StdoutTruncated, err)
 	}
 }
+
+// sbf keeps a command's deadline itself: the command is not wrapped in
+// the guest's `timeout` (two more execs per command, ~140 ms under
+// software emulation), and it still runs on the long-lived shell.
+func TestExecWithADeadlineIsNotWrappedInTimeout(t *testing.T) {
+	p, _ := guest(t, Fallbacks{})
+	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{
+		// The names of a command's two nearest ancestors.
+		Command: `sh -c 'p=$PPID; for i in 1 2; do cat /proc/$p/comm; p=$(awk "/^PPid/{print \$2}" /proc/$p/status); done'`,
+		Timeout: time.Minute})
+	if err != nil || res.ExitCode != 0 || res.Via != "ssh-shell" || strings.Contains(res.Stdout, "timeout") {
+		t.Errorf("a command with a deadline: %+v %v", res, err)
+	}
+}
