@@ -46,7 +46,7 @@ status=0
 (as_e2e_user env TMPDIR=/tmp SBF_TEST_LIMACTL="$SBF_E2E_LIMA_PREFIX/bin/limactl" \
   "$BIN/lima.test" -test.run 'TestTemplatesMatchRealLimactl' -test.v -test.count 1) || status=$?
 as_e2e_user env TMPDIR=/tmp SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
-  "$BIN/e2e.test" -test.v -test.timeout 60m -test.count 1 || status=$?
+  "$BIN/e2e.test" -test.v -test.timeout 60m -test.count 1 ${SBF_E2E_RUN:+-test.run "$SBF_E2E_RUN"} || status=$?
 
 # Exec brokers end once their VM is gone; give them a moment, then look.
 sleep 12
