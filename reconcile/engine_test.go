@@ -76,11 +76,18 @@ func TestLeaseExpiryDeletesTheVM(t *testing.T) {
 			t.Errorf("%s phase = %s", name, p)
 		}
 	}
-	// Reconcile never renews: the expired sandboxes stay gone.
+	// Reconcile never renews: the expired sandboxes stay gone, even when
+	// the clock reads earlier than the lease end they expired at (a clock
+	// stepped back; SBF_NOW in the past).
 	h.clock.Advance(time.Minute)
 	if res, err := h.reconcile(); err != nil || !res.Plan.Empty() {
 		t.Errorf("after expiry: %v %+v", err, res.Plan)
 	}
+	h.clock.Advance(-10 * time.Minute)
+	if res, err := h.reconcile(); err != nil || len(res.Plan.Actions) != 0 {
+		t.Errorf("with the clock back before the lease end: %v %+v", err, res.Plan.Actions)
+	}
+	h.clock.Advance(10 * time.Minute)
 	// apply acquires new leases and brings them back.
 	if res := h.mustApply(); res.Plan.Summary().Add != 2 {
 		t.Errorf("apply after expiry: %+v", res.Plan.Actions)

@@ -159,7 +159,7 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 	}
 	base := Action{Sandbox: name, Instance: instance, Driver: driver}
 	switch {
-	case declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt):
+	case declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt) && !leaseEnded(r, ds.Lease):
 		planWanted(p, base, ds, r, inst, exists, obs)
 	case declared && ds.Lease != nil:
 		expiry := ds.Lease.ExpiresAt.UTC()
@@ -188,6 +188,13 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 			planForget(p, d, r, name, now)
 		}
 	}
+}
+
+// leaseEnded says the sandbox was expired at this very lease's end: a
+// clock that reads earlier now (stepped back, or SBF_NOW) does not bring
+// the lease back; only a renewal (sbf apply, up, extend) does.
+func leaseEnded(r *state.Sandbox, l *spec.LeaseRecord) bool {
+	return r != nil && r.Phase == state.Expired && r.ExpiresAt != nil && r.ExpiresAt.Equal(l.ExpiresAt)
 }
 
 // planForget drops the record of a sandbox whose VM is gone once it is
