@@ -190,6 +190,7 @@ func TestRealVM(t *testing.T) {
 	start := time.Now()
 	r = w.sbf("", later, "reconcile")
 	record("sbf reconcile with SBF_NOW past the lease (expire)", start)
+	t.Logf("sbf reconcile (expire) progress:\n%s", r.stderr) // its steps' times: stop, delete
 	if r.code != 0 || !strings.Contains(r.stdout, "expire") {
 		t.Fatalf("reconcile: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
