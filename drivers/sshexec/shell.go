@@ -138,7 +138,7 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 			select {
 			case <-outDone:
 			case <-errDone:
-			case <-time.After(5 * time.Second):
+			case <-f.p.opts.Clock.After(5 * time.Second):
 				return drivers.ExecResult{Via: "ssh-shell", ExitCode: -1, TimedOut: true}
 			}
 		}
