@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
-	"github.com/sandboxforge/sbf/spec"
 )
 
 // benchLatency is a VM's boot on the sim, in real time: creates take a
@@ -77,21 +76,7 @@ func BenchmarkPoolWarmCreateDuringRefill(b *testing.B) {
 		h := newHarness(b, text)
 		h.fill()
 		h.latency, h.simClock = benchLatency, clock.Real{}
-		ctx, cancel := context.WithCancel(context.Background())
-		pools := make(chan *PoolResult, 16)
-		done := make(chan error, 1)
-		go func() {
-			done <- h.eng.Watch(ctx, WatchOptions{
-				Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
-				Interval:   time.Hour,
-				PoolReport: func(_ spec.Options, res *PoolResult, err error) {
-					if err != nil && ctx.Err() == nil {
-						b.Errorf("pool pass: %v", err)
-					}
-					pools <- res
-				},
-			})
-		}()
+		pools, stop := h.watchPools(b)
 		// The loop's first pool pass finds the pool full.
 		if res := waitPool(b, pools); res == nil || len(res.Plan.Actions) != 0 {
 			b.Fatalf("first pool pass: %+v", res)
@@ -124,8 +109,7 @@ func BenchmarkPoolWarmCreateDuringRefill(b *testing.B) {
 		refill += time.Since(start)
 
 		b.StopTimer()
-		cancel() // the second refill (for a2's spare) is cut off
-		<-done
+		stop() // the second refill (for a2's spare) is cut off
 		b.StartTimer()
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }

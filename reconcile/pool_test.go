@@ -435,22 +435,8 @@ func TestAdoptInstanceImportsAnExistingVM(t *testing.T) {
 // loop) the pool is refilled at once, not an interval later.
 func TestLoopFillsAndRefillsPools(t *testing.T) {
 	h := newHarness(t, poolSpec)
-	ctx, cancel := context.WithCancel(context.Background())
-	pools := make(chan *PoolResult, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- h.eng.Watch(ctx, WatchOptions{
-			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
-			Interval:   time.Hour,
-			PoolReport: func(_ spec.Options, res *PoolResult, err error) {
-				if err != nil {
-					t.Errorf("pool pass: %v", err)
-				}
-				pools <- res
-			},
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	pools, stop := h.watchPools(t)
+	defer stop()
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
@@ -481,4 +467,28 @@ func TestLoopFillsAndRefillsPools(t *testing.T) {
 		left, owned := h.spares()
 		return len(left) == 1 && left[0] != spares[0] && owned["api@"+h.workspaceID()] == spares[0]
 	})
+}
+
+// watchPools runs the loop over h's workspace and passes on each pool
+// pass's result; stop ends the loop (a pass it cuts short is no error).
+func (h *harness) watchPools(tb testing.TB) (pools <-chan *PoolResult, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan *PoolResult, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.eng.Watch(ctx, WatchOptions{
+			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
+			Interval:   time.Hour,
+			PoolReport: func(_ spec.Options, res *PoolResult, err error) {
+				if err != nil && ctx.Err() == nil {
+					tb.Errorf("pool pass: %v", err)
+				}
+				select {
+				case ch <- res:
+				case <-ctx.Done():
+				}
+			},
+		})
+	}()
+	return ch, func() { cancel(); <-done }
 }
