@@ -12,7 +12,7 @@ import (
 // a response must never grow with the request.
 const maxEcho = 512
 
-func clip(s string) string { return clipTo(s, maxEcho) }
+func clip(s string) string { return coded.Clip(s) }
 
 func clipTo(s string, n int) string {
 	if len(s) <= n {

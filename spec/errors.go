@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 )
@@ -85,20 +84,9 @@ func (es Errors) sortWithin() {
 	})
 }
 
-// maxQuoted bounds how much of a value an error quotes: errors travel to
+// clip bounds how much of a value an error quotes: errors travel to
 // terminals and MCP clients, and must not echo unbounded input.
-const maxQuoted = 120
-
-func clip(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
-}
+func clip(s string) string { return coded.Clip(s) }
 
 // Coded is the errors' WORKSPACE_CONFIG_INVALID form: every sentence,
 // and every position for editors.

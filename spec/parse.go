@@ -55,7 +55,7 @@ func (l *layer) at(path string, preferKey bool) Pos {
 
 func (l *layer) errorAt(path string, preferKey bool, msg string) Error {
 	pos := l.at(path, preferKey)
-	return Error{File: l.source, Line: pos.Line, Column: pos.Column, Key: path, Message: msg}
+	return Error{File: l.source, Line: pos.Line, Column: pos.Column, Key: clip(path), Message: msg}
 }
 
 var bom = []byte("\xef\xbb\xbf")

@@ -9,6 +9,7 @@ package coded
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Codes shared with SandboxForge v1's MCP tools, and sbf's own.
@@ -72,4 +73,21 @@ func Of(err error, fallback string) *Error {
 		details = map[string]any{}
 	}
 	return &Error{Code: e.Code, Message: err.Error(), Details: details}
+}
+
+// MaxQuoted bounds how much of any input (a key, a path, a value from a
+// request or a guest) one message repeats: a response must never grow
+// with what it answers.
+const MaxQuoted = 200
+
+// Clip cuts s to MaxQuoted bytes on a rune boundary, saying how long it was.
+func Clip(s string) string {
+	if len(s) <= MaxQuoted {
+		return s
+	}
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
