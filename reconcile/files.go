@@ -68,36 +68,45 @@ func (t *Target) put(ctx context.Context, a drivers.ArchiveCopier, dir string, w
 	return err
 }
 
-// CopyOut copies a guest path to the host. Everything is written through
-// the policy's root: no archive entry and no symlink leads outside it.
-func (t *Target) CopyOut(ctx context.Context, policy hostpath.Policy, base, remotePath, localPath string) error {
+// CopyOut copies a guest path to the host through the one writer guest
+// data reaches the host by: confined to the policy's roots, never onto
+// sbf's configuration and state, .git or the workspace's [sync] protect,
+// and keeping only links that stay inside the destination. The report
+// lists what was left out.
+func (t *Target) CopyOut(ctx context.Context, policy hostpath.Policy, base, remotePath, localPath string) (
+	hostpath.Report, error) {
 	a, err := t.archiver()
 	if err != nil {
-		return err
+		return hostpath.Report{}, err
 	}
-	place, err := policy.Confine(base, localPath)
+	w, err := policy.Writer(base, localPath, t.guard())
 	if err != nil {
-		return err
+		return hostpath.Report{}, err
 	}
-	defer place.Close()
-	if dir := filepath.Dir(place.Rel); dir != "." {
-		if err := place.Root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
+	defer w.Close()
 	pr, pw := io.Pipe()
-	extracted := make(chan error, 1)
+	type extracted struct {
+		rep hostpath.Report
+		err error
+	}
+	done := make(chan extracted, 1)
 	go func() {
-		err := sshexec.ReadTarIn(pr, place.Root, path.Base(path.Clean(remotePath)), place.Rel)
+		rep, err := w.Extract(pr, path.Base(path.Clean(remotePath)))
 		io.Copy(io.Discard, pr)
-		extracted <- err
+		done <- extracted{rep, err}
 	}()
 	err = a.GetArchive(ctx, t.Instance, remotePath, pw)
 	pw.CloseWithError(err)
-	if xerr := <-extracted; err == nil {
-		err = xerr
+	x := <-done
+	if err == nil {
+		err = x.err
 	}
-	return err
+	return x.rep, err
+}
+
+// guard is what guest data may not overwrite in this workspace.
+func (t *Target) guard() hostpath.Guard {
+	return hostpath.Guard{Protect: t.Resolved.Config.Sync.Protect}
 }
 
 // Artifact is one collected guest path.
@@ -109,32 +118,44 @@ type Artifact struct {
 // Collect copies guest paths into a host folder (created when missing),
 // named as SandboxForge v1 named them: the remote path's last element (or
 // artifact-N), prefixed "N-" when that name is taken.
-func (t *Target) Collect(ctx context.Context, policy hostpath.Policy, base string, remotePaths []string, localDest string) (string, []Artifact, error) {
+func (t *Target) Collect(ctx context.Context, policy hostpath.Policy, base string, remotePaths []string,
+	localDest string) (Collected, error) {
 	if len(remotePaths) == 0 {
-		return "", nil, coded.New(coded.InvalidArguments, map[string]any{"field": "remote_paths"}, "remote_paths cannot be empty")
+		return Collected{}, coded.New(coded.InvalidArguments, map[string]any{"field": "remote_paths"},
+			"remote_paths cannot be empty")
 	}
-	dest, err := policy.Confine(base, localDest)
+	dest, err := policy.Writer(base, localDest, t.guard())
 	if err != nil {
-		return "", nil, err
+		return Collected{}, err
 	}
 	defer dest.Close()
-	if err := dest.Root.MkdirAll(dest.Rel, 0o755); err != nil {
-		return "", nil, fmt.Errorf("creating %s: %w", localDest, err)
+	out := Collected{Dest: dest.Abs()}
+	if err := dest.Root().MkdirAll(dest.Rel(), 0o755); err != nil {
+		return out, fmt.Errorf("creating %s: %w", localDest, err)
 	}
-	var out []Artifact
 	for i, remote := range remotePaths {
 		name := path.Base(path.Clean(remote))
 		if name == "/" || name == "." || name == "" {
 			name = "artifact-" + strconv.Itoa(i)
 		}
-		if _, err := dest.Root.Lstat(filepath.Join(dest.Rel, name)); err == nil {
+		if _, err := dest.Root().Lstat(filepath.Join(dest.Rel(), name)); err == nil {
 			name = strconv.Itoa(i) + "-" + name
 		}
-		local := filepath.Join(dest.Abs, name)
-		if err := t.CopyOut(ctx, policy, base, remote, local); err != nil {
-			return dest.Abs, out, fmt.Errorf("collecting %s: %w", remote, err)
+		local := filepath.Join(out.Dest, name)
+		rep, err := t.CopyOut(ctx, policy, base, remote, local)
+		out.Report.SkippedLinks = append(out.Report.SkippedLinks, rep.SkippedLinks...)
+		out.Report.SkippedPaths = append(out.Report.SkippedPaths, rep.SkippedPaths...)
+		if err != nil {
+			return out, fmt.Errorf("collecting %s: %w", remote, err)
 		}
-		out = append(out, Artifact{RemotePath: remote, LocalPath: local})
+		out.Artifacts = append(out.Artifacts, Artifact{RemotePath: remote, LocalPath: local})
 	}
-	return dest.Abs, out, nil
+	return out, nil
+}
+
+// Collected is what Collect copied, and what it left out.
+type Collected struct {
+	Dest      string
+	Artifacts []Artifact
+	Report    hostpath.Report
 }

@@ -39,7 +39,7 @@ func TestCopyAndCollectStayInTheAllowedRoots(t *testing.T) {
 	if err := tgt.CopyIn(ctx, policy, h.root, "src", "/work/src"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tgt.CopyOut(ctx, policy, h.root, "/work/src", "back"); err != nil {
+	if _, err := tgt.CopyOut(ctx, policy, h.root, "/work/src", "back"); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(h.root, "back", "sub", "b.txt")); string(b) != "B" {
@@ -53,7 +53,7 @@ func TestCopyAndCollectStayInTheAllowedRoots(t *testing.T) {
 		if c.in != "" {
 			err = tgt.CopyIn(ctx, policy, h.root, c.in, "/work/x")
 		} else {
-			err = tgt.CopyOut(ctx, policy, h.root, "/work/src", c.out)
+			_, err = tgt.CopyOut(ctx, policy, h.root, "/work/src", c.out)
 		}
 		var ce *coded.Error
 		if !errors.As(err, &ce) || ce.Code != hostpath.Denied {
@@ -63,11 +63,12 @@ func TestCopyAndCollectStayInTheAllowedRoots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Error("a copy wrote outside the allowed roots")
 	}
-	dest, arts, err := tgt.Collect(ctx, policy, h.root, []string{"/work/src/a.txt", "/work/src/sub/b.txt", "/work/src/a.txt"}, "artifacts")
-	if err != nil || len(arts) != 3 || filepath.Base(arts[2].LocalPath) != "2-a.txt" || dest != filepath.Join(h.root, "artifacts") {
-		t.Fatalf("collect: %s %+v %v", dest, arts, err)
+	c, err := tgt.Collect(ctx, policy, h.root, []string{"/work/src/a.txt", "/work/src/sub/b.txt", "/work/src/a.txt"}, "artifacts")
+	if err != nil || len(c.Artifacts) != 3 || filepath.Base(c.Artifacts[2].LocalPath) != "2-a.txt" ||
+		c.Dest != filepath.Join(h.root, "artifacts") {
+		t.Fatalf("collect: %+v %v", c, err)
 	}
-	if _, _, err := tgt.Collect(ctx, policy, h.root, nil, "artifacts"); !strings.Contains(fmtErr(err), "remote_paths cannot be empty") {
+	if _, err := tgt.Collect(ctx, policy, h.root, nil, "artifacts"); !strings.Contains(fmtErr(err), "remote_paths cannot be empty") {
 		t.Errorf("empty collect: %v", err)
 	}
 }

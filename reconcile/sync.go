@@ -109,7 +109,10 @@ func hashTree(fsys fs.FS, src string, excluded func(rel string) bool) (map[strin
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, src), "/")
+		rel, err := hostpath.Below(src, p)
+		if err != nil {
+			return err
+		}
 		if rel == "" {
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 // A running sim instance's "guest" is a folder of the world: commands run
@@ -113,7 +114,7 @@ func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath str
 	if err := d.running(instance); err != nil {
 		return d.end("copy-in", instance, err)
 	}
-	return d.end("copy-in", instance, copyTree(localPath, d.GuestPath(instance, remotePath)))
+	return d.end("copy-in", instance, copyTree(localPath, d.GuestPath(instance, remotePath), intoGuest))
 }
 
 // CopyOut copies a path of the instance's folder to the host.
@@ -124,12 +125,13 @@ func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath st
 	if err := d.running(instance); err != nil {
 		return d.end("copy-out", instance, err)
 	}
-	return d.end("copy-out", instance, copyTree(d.GuestPath(instance, remotePath), localPath))
+	return d.end("copy-out", instance, copyTree(d.GuestPath(instance, remotePath), localPath, sshexec.ReadTar))
 }
 
 // copyTree streams src through the same tar code a VM copy uses, so the
-// same confinement applies at dst.
-func copyTree(src, dst string) error {
+// same confinement applies at dst: unpack is the host's guarded writer
+// for a copy out, intoGuest for a copy into the simulated guest.
+func copyTree(src, dst string, unpack func(r io.Reader, top, dst string) error) error {
 	if _, err := os.Lstat(src); err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
@@ -140,7 +142,7 @@ func copyTree(src, dst string) error {
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	rerr := sshexec.ReadTar(pr, "top", dst)
+	rerr := unpack(pr, "top", dst)
 	pr.Close() // a reader that gave up must not leave the writer blocked
 	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
 		return werr
@@ -149,6 +151,27 @@ func copyTree(src, dst string) error {
 		return fmt.Errorf("copying %s to %s: %w", src, dst, rerr)
 	}
 	return nil
+}
+
+// intoGuest unpacks into the simulated guest's folder as a VM's tar
+// would: everything the archive holds, confined to dst's folder.
+func intoGuest(r io.Reader, top, dst string) error {
+	parent := filepath.Dir(dst)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(parent)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	_, err = hostpath.Unpack(r, root, top, filepath.Base(dst), hostpath.UnpackOptions{})
+	return err
+}
+
+func unpackIn(r io.Reader, root *os.Root, rel string) error {
+	_, err := hostpath.Unpack(r, root, "", rel, hostpath.UnpackOptions{})
+	return err
 }
 
 // PutArchive unpacks a tar stream into a folder of the instance's.
@@ -161,7 +184,7 @@ func (d *Driver) PutArchive(ctx context.Context, instance, dir string, archive i
 	if err := root.MkdirAll(rel, 0o755); err != nil {
 		return d.end("put-archive", instance, err)
 	}
-	return d.end("put-archive", instance, sshexec.ReadTarIn(archive, root, "", rel))
+	return d.end("put-archive", instance, unpackIn(archive, root, rel))
 }
 
 // GetArchive streams a path of the instance's folder as a tar archive.

@@ -2,14 +2,14 @@ package sshexec
 
 import (
 	"archive/tar"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 // WriteTar archives src (file or folder) with its top entry named top.
@@ -34,7 +34,10 @@ func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, src), "/")
+		rel, err := hostpath.Below(src, p)
+		if err != nil {
+			return err
+		}
 		link := ""
 		if info.Mode()&fs.ModeSymlink != 0 {
 			if link, err = fs.ReadLink(fsys, p); err != nil {
@@ -70,77 +73,19 @@ func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 }
 
 // ReadTar extracts an archive whose top entry is top into dst (top is
-// renamed to dst), confined to dst's folder: see ReadTarIn.
+// renamed to dst), confined to dst's folder, keeping only links that stay
+// inside dst: the host side of a driver's own CopyOut.
 func ReadTar(r io.Reader, top, dst string) error {
 	parent := filepath.Dir(dst)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(parent)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", parent, err)
-	}
-	defer root.Close()
-	return ReadTarIn(r, root, top, filepath.Base(dst))
-}
-
-// ReadTarIn extracts an archive whose top entry is top into dst, a path
-// below root (with top "", every entry keeps its name under dst). Every write goes through root, so neither an entry name (..,
-// absolute) nor a symlink already there or unpacked earlier can lead
-// outside it; symlinks are created last.
-func ReadTarIn(r io.Reader, root *os.Root, top, dst string) error {
-	tr := tar.NewReader(r)
-	type link struct{ path, target string }
-	var links []link
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading the archive: %w", err)
-		}
-		name := path.Clean(hdr.Name)
-		rel, ok := strings.CutPrefix(name, top)
-		if top == "" { // every entry keeps its name
-			rel, ok = "/"+name, true
-		}
-		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) || strings.Contains(name, "..") || path.IsAbs(hdr.Name) {
-			return fmt.Errorf("refusing archive entry %q outside %q", hdr.Name, top)
-		}
-		target := filepath.Join(dst, filepath.FromSlash(rel))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = root.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			err = writeFile(root, target, tr, hdr.FileInfo().Mode().Perm())
-		case tar.TypeSymlink:
-			links = append(links, link{target, hdr.Linkname})
-		}
-		if err != nil {
-			return fmt.Errorf("extracting %s: %w", hdr.Name, err)
-		}
-	}
-	for _, l := range links {
-		root.Remove(l.path)
-		if err := root.Symlink(l.target, l.path); err != nil {
-			return fmt.Errorf("extracting the link %s: %w", l.path, err)
-		}
-	}
-	return nil
-}
-
-func writeFile(root *os.Root, p string, r io.Reader, perm fs.FileMode) error {
-	if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	w, err := hostpath.Policy{Roots: []string{parent}}.Writer(parent, dst, hostpath.Guard{})
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	defer w.Close()
+	_, err = w.Extract(r, top)
 	return err
 }
+

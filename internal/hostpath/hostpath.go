@@ -30,6 +30,8 @@ type Place struct {
 	Root *os.Root
 	Rel  string
 	Abs  string // the resolved absolute path, for messages
+	// RootAbs is the root's resolved absolute path.
+	RootAbs string
 }
 
 func (p Place) Close() error { return p.Root.Close() }
@@ -51,19 +53,20 @@ func (p Policy) Confine(base, path string) (Place, error) {
 		if err != nil {
 			continue
 		}
-		rel, err := filepath.Rel(rootReal, real)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if !Within(real, []string{rootReal}) {
 			continue
 		}
+		rel, _ := filepath.Rel(rootReal, real)
 		r, err := os.OpenRoot(rootReal)
 		if err != nil {
 			return Place{}, fmt.Errorf("opening %s: %w", rootReal, err)
 		}
-		return Place{Root: r, Rel: rel, Abs: real}, nil
+		return Place{Root: r, Rel: rel, Abs: real, RootAbs: rootReal}, nil
 	}
-	return Place{}, coded.New(Denied, map[string]any{"path": path, "resolved": real, "allowed_roots": p.Roots},
+	return Place{}, coded.New(Denied, map[string]any{"path": clipName(path), "resolved": clipName(real),
+		"allowed_roots": p.Roots},
 		"%s is outside the folders sbf may use on this host (%s); allow more with --allow-path or SBF_ALLOWED_PATHS",
-		path, strings.Join(p.Roots, ", "))
+		clipName(path), strings.Join(p.Roots, ", "))
 }
 
 // resolve follows every symlink of an existing path, or of its nearest
@@ -87,12 +90,27 @@ func resolve(abs string) (string, error) {
 	}
 }
 
-// FromEnv is the workspace plus the folders of SBF_ALLOWED_PATHS (a
-// path list) and any extra given on the command line.
-func FromEnv(workspace string, getenv func(string) string, extra ...string) Policy {
-	roots := []string{workspace}
-	if v := getenv("SBF_ALLOWED_PATHS"); v != "" {
-		roots = append(roots, filepath.SplitList(v)...)
+// Below is p's path relative to src, both slash paths of one fs.FS ("" for
+// src itself): below ".", ".env" stays ".env", never "env".
+func Below(src, p string) (string, error) {
+	rel, err := filepath.Rel(filepath.FromSlash(src), filepath.FromSlash(p))
+	if err != nil {
+		return "", err
 	}
-	return Policy{Roots: append(roots, extra...)}
+	if rel == "." {
+		return "", nil
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// Within reports whether path is one of roots or lies below one (both
+// absolute and clean).
+func Within(path string, roots []string) bool {
+	for _, root := range roots {
+		rel, err := filepath.Rel(root, path)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
 }

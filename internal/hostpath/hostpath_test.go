@@ -51,9 +51,7 @@ func TestConfineRefusesEveryEscape(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "victim")); err == nil {
 		t.Error("the write landed outside the root")
 	}
-	if p2 := FromEnv(ws, func(string) string { return outside }); len(p2.Roots) != 2 {
-		t.Errorf("FromEnv roots: %v", p2.Roots)
-	} else if pl, err := p2.Confine(ws, "link-out/secret"); err != nil {
+	if pl, err := (Policy{Roots: []string{ws, outside}}).Confine(ws, "link-out/secret"); err != nil {
 		t.Errorf("an allowed extra root: %v", err)
 	} else {
 		pl.Close()

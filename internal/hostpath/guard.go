@@ -1,0 +1,83 @@
+package hostpath
+
+import (
+	"path"
+	"strings"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+)
+
+// A Rule names host files that guest data must never become: what sbf or
+// git would later read as instructions from the operator.
+type Rule struct {
+	Pattern string // matched against each element of a path, or the whole path when it holds a '/'
+	Why     string
+}
+
+// Protected are the built-in rules; a workspace's [sync] protect adds to
+// them and cannot take any away.
+var Protected = []Rule{
+	{".sandboxforge*.toml", "sbf's workspace configuration"},
+	{".orbitforge*.toml", "sbf's workspace configuration (an older name)"},
+	{".lima-mcp*.toml", "sbf's workspace configuration (an older name)"},
+	{".sandboxforge", "sbf's managed overrides and state"},
+	{".git", "git's metadata (its hooks and config run on this host)"},
+}
+
+// DefaultProtect is [sync] protect when a workspace says nothing: direnv
+// runs an .envrc in any folder a person enters.
+var DefaultProtect = []string{".envrc"}
+
+// Guard refuses guest-originated writes to protected paths.
+type Guard struct {
+	Protect []string // the workspace's [sync] protect patterns
+}
+
+// Rule returns the rule a slash-separated relative path breaks, if any.
+func (g Guard) Rule(rel string) (Rule, bool) {
+	rel = path.Clean("/" + rel)[1:]
+	if rel == "" {
+		return Rule{}, false
+	}
+	rules := Protected
+	for _, p := range g.Protect {
+		rules = append(rules[:len(rules):len(rules)], Rule{p, "listed in [sync] protect"})
+	}
+	elems := strings.Split(rel, "/")
+	for _, r := range rules {
+		if strings.Contains(r.Pattern, "/") {
+			if matchPrefix(r.Pattern, elems) {
+				return r, true
+			}
+			continue
+		}
+		for _, e := range elems {
+			if ok, _ := path.Match(r.Pattern, e); ok {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// matchPrefix matches a pattern holding '/' against the path or any of
+// its leading folders, so "build/secrets" protects what lies below it.
+func matchPrefix(pattern string, elems []string) bool {
+	pattern = strings.Trim(pattern, "/")
+	for i := len(elems); i > 0; i-- {
+		if ok, _ := path.Match(pattern, strings.Join(elems[:i], "/")); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Check is Rule as an error: HOST_PATH_DENIED naming the rule.
+func (g Guard) Check(rel, shown string) error {
+	r, ok := g.Rule(rel)
+	if !ok {
+		return nil
+	}
+	return coded.New(Denied, map[string]any{"path": shown, "rule": r.Pattern, "reason": r.Why},
+		"%s is protected from what a sandbox writes (%s: %s)", shown, r.Pattern, r.Why)
+}
