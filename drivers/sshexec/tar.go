@@ -88,4 +88,3 @@ func ReadTar(r io.Reader, top, dst string) error {
 	_, err = w.Extract(r, top)
 	return err
 }
-
