@@ -134,6 +134,10 @@ type Env struct {
 	HostOS    string // runtime.GOOS spelling
 	HostArch  string // runtime.GOARCH spelling
 	Debug     func(format string, args ...any)
+	// HostExec is the operator's leave for a backend whose guest commands
+	// run on this host (the sim): set only from the process's environment
+	// (SBF_ENABLE_SIM=1), never from a workspace file or a request.
+	HostExec bool
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);

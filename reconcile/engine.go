@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/hostcap"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -36,8 +37,17 @@ type Engine struct {
 	Env LayerEnv
 	// Probe measures what the host can give a new VM (nil: hostcap.Probe).
 	Probe func(path string) hostcap.Capacity
+	// Policy is the operator's: the host folders [vm] mounts may share
+	// besides the workspace.
+	Policy policy.Policy
 
 	adoptions adoptSignal // tells running loops a spare was taken
+}
+
+// Load resolves a workspace's desired state under the operator's policy.
+func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
+	ws.AllowedPaths = e.Policy.AllowedPaths
+	return spec.Load(ws)
 }
 
 // Options say what one convergence does.
@@ -202,7 +212,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 // run must leave no lease and no state folder behind (a root-owned
 // .sandboxforge/ would block the unprivileged retry).
 func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []string) error {
-	r, err := spec.Load(ws)
+	r, err := e.Load(ws)
 	if err != nil {
 		return nil // reported by the run itself, with every problem
 	}
@@ -237,7 +247,7 @@ func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []stri
 // applied in memory only.
 func (e *Engine) resolve(ws spec.Options, rec *state.File, edit Edit, now time.Time) (before, after *spec.Resolved, err error) {
 	ws.Now = now // a hand-edited lease end is clamped to what max_ttl allows from now
-	before, err = spec.Load(ws)
+	before, err = e.Load(ws)
 	if err != nil || edit == nil {
 		return before, before, err
 	}
@@ -249,7 +259,7 @@ func (e *Engine) resolve(ws spec.Options, rec *state.File, edit Edit, now time.T
 		return nil, nil, err
 	}
 	ws.Managed = managed
-	after, err = spec.Load(ws)
+	after, err = e.Load(ws)
 	return before, after, err
 }
 

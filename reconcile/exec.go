@@ -44,7 +44,7 @@ func (t *Target) Driver() (Driver, error) {
 // never go to a sandbox whose lease has run out, even before the loop has
 // deleted its VM.
 func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
-	r, err := spec.Load(ws)
+	r, err := e.Load(ws)
 	if err != nil {
 		return nil, err
 	}

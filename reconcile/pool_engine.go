@@ -145,7 +145,7 @@ type PoolResult struct {
 func (e *Engine) Pools(ctx context.Context, ws spec.Options, opts PoolOptions) (*PoolResult, error) {
 	now := e.Clock.Now()
 	ws.Now = now
-	r, err := spec.Load(ws)
+	r, err := e.Load(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (v *Validation) Err() error {
 // projects and services it declares, loaded on the host.
 func (e *Engine) Validate(ctx context.Context, ws spec.Options) (*Validation, error) {
 	ws.Now = e.Clock.Now()
-	r, err := spec.Load(ws)
+	r, err := e.Load(ws)
 	var specErrs spec.Errors
 	if err != nil && !errors.As(err, &specErrs) {
 		return nil, err

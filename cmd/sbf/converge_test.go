@@ -104,7 +104,7 @@ func TestInvalidSpecStopsBeforeAnyDriver(t *testing.T) {
 	if r := sbf(t, nil, "plan", "-C", dir, "--json"); !strings.Contains(r.stdout, `"error_code": "WORKSPACE_CONFIG_INVALID"`) {
 		t.Errorf("--json error:\n%s", r.stdout)
 	}
-	if _, err := os.Stat(filepath.Join(dir, spec.Dir, "sim")); err == nil {
+	if _, err := os.Stat(inProcessSimWorld(t, dir)); err == nil {
 		t.Error("the sim driver was opened for an invalid spec")
 	}
 }

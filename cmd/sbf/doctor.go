@@ -88,6 +88,9 @@ func (a *app) doctor(all bool) (doctorReport, error) {
 	if err != nil {
 		return doctorReport{}, err
 	}
+	if _, err := a.operator(); err != nil {
+		return doctorReport{}, err
+	}
 	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true}
 	rep.Drivers = reconcile.Diagnose(context.Background(), a.driverEnv(c), r)
 	for _, d := range rep.Drivers {

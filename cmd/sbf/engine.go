@@ -52,8 +52,13 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol, err := a.operator()
+	if err != nil {
+		return nil, err
+	}
 	return &reconcile.Engine{
 		Clock:       c,
+		Policy:      pol,
 		Drivers:     reconcile.Backends(a.driverEnv(c)),
 		HostDir:     a.hostDir(),
 		Parallelism: f.parallelism,
@@ -64,10 +69,12 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 	}, nil
 }
 
-// driverEnv is what backends are built from: this process's environment
-// and sbf's host-wide state folder.
+// driverEnv is what backends are built from: this process's environment,
+// sbf's host-wide state folder and the operator's word on host execution.
 func (a *app) driverEnv(c clock.Clock) drivers.Env {
-	return drivers.Env{Getenv: a.getenv, Clock: c, StateDir: a.hostDir(), HostOS: runtime.GOOS, HostArch: runtime.GOARCH, Debug: a.debugf}
+	pol, _ := a.operator() // a policy that cannot load fails the command before any backend runs
+	return drivers.Env{Getenv: a.getenv, Clock: c, StateDir: a.hostDir(), HostOS: runtime.GOOS,
+		HostArch: runtime.GOARCH, Debug: a.debugf, HostExec: pol.HostExec}
 }
 
 // layerEnv is the environment secrets (${VAR}) and, when a workspace asks

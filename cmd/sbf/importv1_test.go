@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +36,23 @@ func (w v1World) env() map[string]string {
 	return map[string]string{"SBF_V1_DRIVERS": "lima=sim,hyperv=sim", "SBF_NOW": v1Now, "SBF_STATE_HOME": w.state}
 }
 
-func simWorld(root string) string { return filepath.Join(root, spec.Dir, "sim") }
+// simStates maps each test workspace to its host state folder, where the
+// sim keeps the workspace's world.
+var simStates sync.Map
+
+func simWorld(root string) string {
+	state, _ := simStates.Load(root)
+	real, _ := filepath.EvalSymlinks(root)
+	return sim.WorldDir(state.(string), real)
+}
 
 func newV1World(t *testing.T, schema string, wsA string) v1World {
 	t.Helper()
 	w := v1World{wsA: wsA, wsB: t.TempDir(), state: t.TempDir()}
+	if st, ok := simStates.LoadOrStore(w.wsA, w.state); ok { // a process test's workspace keeps its own
+		w.state = st.(string)
+	}
+	simStates.Store(w.wsB, w.state)
 	ctx := context.Background()
 	for root, names := range map[string][]string{
 		w.wsA: {"agent-00000001", "agent-00000003", "agent-unrelated"},
@@ -393,6 +406,7 @@ func TestImportV1DryRunChangesNothing(t *testing.T) {
 // counts from later rather than ending at once.
 func TestImportV1MapsIDsAndKeepsOldLeases(t *testing.T) {
 	ws, st := t.TempDir(), t.TempDir()
+	simStates.Store(ws, st)
 	d, err := sim.New(sim.Options{Dir: simWorld(ws)})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"io"
 	"os"
 	"strings"
@@ -32,6 +33,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	dir    string // -C
+
+	policyFlags policyFlags
+	policy      *policy.Policy // loaded once, by operator()
 }
 
 // exitError carries an exit code other than 1 (usage errors exit 2, plan

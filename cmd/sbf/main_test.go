@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/policy"
 )
 
 type result struct {
@@ -15,23 +19,49 @@ type result struct {
 	code           int
 }
 
-// sbf runs the CLI in-process with a private HOME, so no test reads the
-// developer's global config.
+// sbf runs the CLI in-process with a private HOME (one per test, so the
+// host state and the sim's world persist between its commands), so no
+// test reads the developer's global config. Tests are the operator here:
+// they allow the sim (SBF_ENABLE_SIM=1) unless env says otherwise.
 func sbf(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	home := t.TempDir()
+	home := testHome(t)
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
-		if k == "HOME" {
+		switch k {
+		case "HOME":
 			return home
+		case policy.EnableSimVar:
+			return "1"
 		}
 		return ""
 	}
 	var out, errb bytes.Buffer
 	code := run(args, getenv, strings.NewReader(""), &out, &errb)
 	return result{out.String(), errb.String(), code}
+}
+
+var homes sync.Map // *testing.T → its HOME
+
+func testHome(t *testing.T) string {
+	if h, ok := homes.Load(t); ok {
+		return h.(string)
+	}
+	h := t.TempDir()
+	homes.Store(t, h)
+	return h
+}
+
+// inProcessSimWorld is where the sim keeps a workspace's VMs for an in-process
+// sbf of this test.
+func inProcessSimWorld(t *testing.T, root string) string {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim.WorldDir(filepath.Join(testHome(t), ".local", "state", "sandboxforge"), real)
 }
 
 func write(t testing.TB, path, data string) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,7 +69,7 @@ func runDataPlane(t *testing.T, w *simWorkspace, phase, mode, target, stateFile 
 	t.Helper()
 	c := exec.Command("node", "dataplane.mjs", phase, mode, target, w.root, stateFile)
 	c.Dir = tsClientDir
-	c.Env = w.env
+	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir())
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -49,8 +50,10 @@ type simWorkspace struct {
 func newSimWorkspace(t testing.TB, specText string) *simWorkspace {
 	root := t.TempDir()
 	write(t, filepath.Join(root, spec.FileName), specText)
+	simStates.Store(root, filepath.Join(root, "host"))
 	return &simWorkspace{t: t, root: root, env: []string{
 		"HOME=" + t.TempDir(), "SBF_STATE_HOME=" + filepath.Join(root, "host"), "PATH=" + os.Getenv("PATH"), "NO_COLOR=1",
+		policy.EnableSimVar + "=1",
 	}}
 }
 
@@ -75,7 +78,13 @@ func (w *simWorkspace) run(extraEnv []string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-func (w *simWorkspace) simDir() string { return filepath.Join(w.root, spec.Dir, "sim") }
+func (w *simWorkspace) simDir() string {
+	real, err := filepath.EvalSymlinks(w.root)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return sim.WorldDir(filepath.Join(w.root, "host"), real)
+}
 
 func (w *simWorkspace) world() []string {
 	entries, _ := os.ReadDir(filepath.Join(w.simDir(), "instances"))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestGitopsWorkflowOnSim(t *testing.T) {
 	write(t, filepath.Join(config, "sandboxforge", "config.toml"), "[vm]\ndriver = \"sim\"\n")
 	r := &runner{t: t, wf: wf, dir: copyExample(t, "gitops"), env: []string{
 		"PATH=" + filepath.Dir(sbfBinary) + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"XDG_CONFIG_HOME=" + config, "SBF_STATE_HOME=" + t.TempDir(),
+		"XDG_CONFIG_HOME=" + config, "SBF_STATE_HOME=" + t.TempDir(), policy.EnableSimVar + "=1",
 	}}
 	vars := map[string]string{"SBF_VM_RUNNER": "kvm"}
 	pr, onMain := event{"pull_request", "refs/pull/7/merge", vars}, event{"push", "refs/heads/main", vars}

@@ -3,7 +3,9 @@ package all_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -20,9 +22,22 @@ func TestEveryBackendIsRegistered(t *testing.T) {
 	env := drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, Workspace: t.TempDir(),
 		StateDir: t.TempDir(), HostOS: "linux", HostArch: "amd64"}
 	reg, _ := drivers.Lookup("sim")
+	// The sim runs guest commands on this host: only the operator's
+	// SBF_ENABLE_SIM=1 (Env.HostExec) lets it run, whatever a spec says.
+	var u *drivers.UnavailableError
+	if _, err := reg.New(context.Background(), env); !errors.As(err, &u) || !strings.Contains(u.Error(), "SBF_ENABLE_SIM=1") {
+		t.Fatalf("sim without the operator's leave: %v", err)
+	}
+	if d := reg.Diagnose(context.Background(), env, nil); d.Usable {
+		t.Errorf("sim diagnosed usable without the operator's leave: %+v", d)
+	}
+	env.HostExec = true
 	d, err := reg.New(context.Background(), env)
 	if err != nil || !reg.TestOnly || !reg.PerWorkspace {
 		t.Fatalf("sim: %v %+v", err, reg)
+	}
+	if entries, _ := os.ReadDir(env.Workspace); len(entries) != 0 {
+		t.Errorf("the sim's world is inside the workspace: %v", entries)
 	}
 	if _, err := d.List(context.Background()); err != nil {
 		t.Errorf("sim list: %v", err)

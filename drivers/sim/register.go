@@ -2,35 +2,62 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/policy"
 )
 
 func init() {
 	drivers.Register(drivers.Registration{
 		Name:         Name,
 		TestOnly:     true,
-		PerWorkspace: true, // its world is the workspace's unless SBF_SIM_DIR says otherwise
+		PerWorkspace: true, // a world per workspace unless SBF_SIM_DIR names one
 		New: func(_ context.Context, env drivers.Env) (drivers.Driver, error) {
+			if !env.HostExec {
+				return nil, disabled()
+			}
 			dir := env.Getenv("SBF_SIM_DIR")
 			if dir == "" {
-				dir = filepath.Join(env.Workspace, ".sandboxforge", "sim")
+				dir = WorldDir(env.StateDir, env.Workspace)
 			}
-			return New(Options{Dir: dir, Latency: env.Getenv("SBF_SIM_LATENCY"), Faults: env.Getenv("SBF_SIM_FAULTS"), Clock: env.Clock})
+			return New(Options{Dir: dir, Latency: env.Getenv("SBF_SIM_LATENCY"),
+				Faults: env.Getenv("SBF_SIM_FAULTS"), Clock: env.Clock})
 		},
-		Diagnose: func(context.Context, drivers.Env, []drivers.Spec) drivers.Diagnosis {
+		Diagnose: func(_ context.Context, env drivers.Env, _ []drivers.Spec) drivers.Diagnosis {
+			if !env.HostExec {
+				d := drivers.Diagnosis{Driver: Name, Summary: "disabled"}
+				d.Add(drivers.CheckFromError("driver", disabled()))
+				d.Finish()
+				return d
+			}
 			return drivers.Diagnosis{Driver: Name, Usable: true, Summary: "usable (simulated VMs, for tests and demos)"}
 		},
 	})
 }
 
-var (
-	_ drivers.Driver        = (*Driver)(nil)
-	_ drivers.Execer        = (*Driver)(nil)
-	_ drivers.Copier        = (*Driver)(nil)
-	_ drivers.HostShell     = (*Driver)(nil)
-	_ drivers.ArchiveCopier = (*Driver)(nil)
-	_ drivers.Remover       = (*Driver)(nil)
-	_ drivers.Labeler       = (*Driver)(nil)
-)
+// disabled says why the sim does not run: its "guest" commands run on this
+// host, so only whoever starts sbf may allow it, never a workspace's file.
+func disabled() error {
+	return &drivers.UnavailableError{Driver: Name,
+		Reason: "the sim driver runs sandbox commands on this host, not in a VM, so it runs only when sbf " +
+			"is started with " + policy.EnableSimVar + "=1",
+		ProbableCause: "host_execution_disabled",
+		NextSteps: []string{"use a VM driver ([vm] driver = \"auto\" or \"lima\")",
+			"for tests and demos only: start sbf with " + policy.EnableSimVar + "=1"}}
+}
+
+// WorldDir is where a workspace's simulated VMs live unless SBF_SIM_DIR
+// says otherwise: a folder of sbf's host-wide state — never inside the
+// workspace, where a copy of the workspace would copy the world into
+// itself.
+func WorldDir(stateDir, workspace string) string {
+	sum := sha256.Sum256([]byte(workspace))
+	if stateDir == "" {
+		stateDir = filepath.Join(os.TempDir(), "sandboxforge")
+	}
+	return filepath.Join(stateDir, "sim", hex.EncodeToString(sum[:6]))
+}

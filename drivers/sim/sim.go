@@ -27,7 +27,7 @@ const Name = "sim"
 
 // Options configure a simulated world.
 type Options struct {
-	Dir     string      // the world; SBF_SIM_DIR, default <workspace>/.sandboxforge/sim
+	Dir     string      // the world; SBF_SIM_DIR, default a folder of sbf's host state per workspace
 	Latency string      // SBF_SIM_LATENCY, e.g. "create=300ms,start=100ms"
 	Faults  string      // SBF_SIM_FAULTS, e.g. "create:api=fail,delete:*=fail:2"
 	Clock   clock.Clock // timestamps in the log, and the clock latencies pass on

@@ -13,7 +13,9 @@
 // guest commands run as host processes with that folder as their working
 // directory and HOME, so relative guest paths name the same file for the
 // file tools and for commands, and a task's pid is a host pid.
-// Any failed expectation throws, and node exits non-zero.
+// The sim's world (SBF_SIM_WORLD, where it keeps the workspace's VMs)
+// lies outside the workspace. Any failed expectation throws, and node
+// exits non-zero.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -100,6 +102,9 @@ async function eventually(what, cond, ms = 10000) {
   }
 }
 
+// world names a path of the sim's world.
+const world = (...parts) => path.join(process.env.SBF_SIM_WORLD, ...parts);
+
 const ticks = (logs) => (logs.match(/^tick \d+$/gm) ?? []).length;
 
 const summary = { ok: true, phase, mode };
@@ -111,7 +116,7 @@ if (phase === "start") {
   const id = created.instance_id;
   assert.match(id, /^inst_[0-9a-f]{8}$/);
   const simName = created.backend_instance_name;
-  assert.ok(fs.existsSync(ws(".sandboxforge", "sim", "instances", simName + ".json")), "the sim holds the instance");
+  assert.ok(fs.existsSync(world("instances", simName + ".json")), "the sim holds the instance");
 
   // 2. A non-zero exit is a result, not a tool error; output is captured.
   const run = await ok("run_command", { instance_id: id, command: "echo to-stdout; echo to-stderr >&2; exit 42" });
@@ -258,8 +263,8 @@ if (phase === "start") {
   assert.equal(destroyed.status, "destroyed");
   const listed = await ok("list_instances", {});
   assert.ok(!listed.instances.some((i) => i.instance_id === id), JSON.stringify(listed));
-  assert.ok(!fs.existsSync(ws(".sandboxforge", "sim", "instances", saved.sim_name + ".json")), "the sim's instance record is gone");
-  assert.ok(!fs.existsSync(ws(".sandboxforge", "sim", "guests", saved.sim_name)), "the sim's guest folder is gone");
+  assert.ok(!fs.existsSync(world("instances", saved.sim_name + ".json")), "the sim's instance record is gone");
+  assert.ok(!fs.existsSync(world("guests", saved.sim_name)), "the sim's guest folder is gone");
   await fails("run_command", { instance_id: id, command: "true" }, "INSTANCE_TERMINAL");
   Object.assign(summary, { instance: id, task: saved.task_id, artifacts: collected.artifacts.length });
 }

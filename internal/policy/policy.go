@@ -1,0 +1,191 @@
+// Package policy is the operator's word on what one sbf process may do on
+// this host: which workspaces it serves, which host folders it may read,
+// write and mount besides a workspace, and whether a driver that runs guest
+// commands on the host may run at all. It is loaded once, when the process
+// starts, from its flags, its environment and the global config — never
+// from a workspace file or a tool argument — so requests and guest output
+// can only narrow it.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
+)
+
+// WorkspaceNotAllowed is the code of a workspace outside the served roots.
+const WorkspaceNotAllowed = "WORKSPACE_NOT_ALLOWED"
+
+// EnableSimVar is the environment variable that lets the sim driver, whose
+// "guest" commands run on this host, run: tests and demos set it.
+const EnableSimVar = "SBF_ENABLE_SIM"
+
+// Policy is what the operator allowed.
+type Policy struct {
+	// WorkspaceRoots are the folders whose workspaces (the folder itself and
+	// every folder below it) an MCP server may serve. Empty serves any
+	// workspace: the CLI, where the operator names each one.
+	WorkspaceRoots []string
+	// AllowedPaths are host folders besides the workspace that copy, sync,
+	// artifact tools and [vm] mounts may use.
+	AllowedPaths []string
+	// HostExec lets a driver that runs guest commands on this host run.
+	HostExec bool
+}
+
+// Sources are where a policy is read from; cmd/ fills them.
+type Sources struct {
+	Getenv func(string) string
+	// Global is the [policy] table of the global config, nil when absent.
+	Global *Global
+	// WorkspaceRoots and AllowedPaths come from flags (-C, --workspace-root,
+	// --allow-path).
+	WorkspaceRoots []string
+	AllowedPaths   []string
+}
+
+// Global is the [policy] table of ~/.config/sandboxforge/config.toml. It
+// cannot enable a host-executing driver: only the environment can.
+type Global struct {
+	WorkspaceRoots []string
+	AllowedPaths   []string
+}
+
+// Load combines the sources: lists add up, folders become absolute and
+// symlink-free (a folder that does not exist is an error: a typo must not
+// silently serve nothing, or something else later).
+func Load(src Sources) (Policy, error) {
+	getenv := src.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var p Policy
+	var roots, paths []string
+	roots = append(roots, src.WorkspaceRoots...)
+	roots = append(roots, filepath.SplitList(getenv("SBF_WORKSPACE_ROOTS"))...)
+	paths = append(paths, src.AllowedPaths...)
+	paths = append(paths, filepath.SplitList(getenv("SBF_ALLOWED_PATHS"))...)
+	if src.Global != nil {
+		roots = append(roots, src.Global.WorkspaceRoots...)
+		paths = append(paths, src.Global.AllowedPaths...)
+	}
+	var err error
+	if p.WorkspaceRoots, err = folders("workspace root", roots); err != nil {
+		return Policy{}, err
+	}
+	if p.AllowedPaths, err = folders("allowed path", paths); err != nil {
+		return Policy{}, err
+	}
+	p.HostExec = getenv(EnableSimVar) == "1"
+	return p, nil
+}
+
+func folders(what string, list []string) ([]string, error) {
+	var out []string
+	for _, f := range list {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, f, err)
+		}
+		if !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	return out, nil
+}
+
+// Workspace checks that root (absolute, symlink-free) may be served: it
+// lies in one of the operator's roots and, when the MCP client declared
+// roots of its own (client non-nil), in one of those too.
+func (p Policy) Workspace(root string, client []string) error {
+	if len(p.WorkspaceRoots) > 0 && !hostpath.Within(root, p.WorkspaceRoots) {
+		return notAllowed(root, p.WorkspaceRoots, "the folders this server was started for", "--workspace-root DIR")
+	}
+	if client != nil && !hostpath.Within(root, client) {
+		return notAllowed(root, client, "the roots the MCP client declared", "a client root that holds it")
+	}
+	return nil
+}
+
+func notAllowed(root string, roots []string, whose, fix string) error {
+	shown := roots
+	if len(shown) == 0 {
+		shown = []string{"none"}
+	}
+	return coded.New(WorkspaceNotAllowed, map[string]any{"workspace_root": root, "allowed_roots": roots},
+		"%s is outside %s (%s); serve it with %s", root, whose, strings.Join(shown, ", "), fix)
+}
+
+// HostPaths is where host-side file tools may read and write for a
+// workspace: the workspace first, then the operator's allowed paths.
+func (p Policy) HostPaths(workspace string) hostpath.Policy {
+	return hostpath.Policy{Roots: append([]string{workspace}, p.AllowedPaths...)}
+}
+
+// GlobalFile is the global config, relative to the config home: the one
+// file besides flags and environment that may widen the policy.
+const GlobalFile = "sandboxforge/config.toml"
+
+// ReadGlobal reads the [policy] table of the global config (nil when the
+// file or the table is absent). configHome "" reads nothing.
+func ReadGlobal(configHome string) (*Global, error) {
+	if configHome == "" {
+		return nil, nil
+	}
+	path := filepath.Join(configHome, GlobalFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("reading [policy] of %s: %w", path, err)
+	}
+	table, ok := doc["policy"].(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	g := &Global{}
+	for key, val := range table {
+		var into *[]string
+		switch key {
+		case "workspace_roots":
+			into = &g.WorkspaceRoots
+		case "allowed_paths":
+			into = &g.AllowedPaths
+		default:
+			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, workspace_roots; "+
+				"a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key, EnableSimVar)
+		}
+		list, _ := val.([]any)
+		for _, item := range list {
+			str, ok := item.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: policy.%s must be a list of folders", path, key)
+			}
+			*into = append(*into, str)
+		}
+		if list == nil {
+			return nil, fmt.Errorf("%s: policy.%s must be a list of folders", path, key)
+		}
+	}
+	return g, nil
+}
