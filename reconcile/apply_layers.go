@@ -13,7 +13,6 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
-	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -114,7 +113,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 
 func (e *Executor) writeEnv(a Action, l *Layers) error {
 	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
-		if _, err := guest.WriteEnvFile(file, l.Env[file], atomicfile.WriteFile); err != nil {
+		if err := writeEnvFile(l, file); err != nil {
 			return &coded.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
 				Details: map[string]any{"path": file}}
 		}
@@ -130,6 +129,18 @@ func (e *Executor) writeEnv(a Action, l *Layers) error {
 			g.EnvFiles[file] = slices.Sorted(maps.Keys(vars))
 		}
 	})
+}
+
+// writeEnvFile upserts one file's variables through the workspace's
+// writer: inside the workspace, not protected, not through a link.
+func writeEnvFile(l *Layers, file string) error {
+	w, err := l.EnvWriter.Writer(file, file, l.EnvGuard)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	_, err = guest.WriteEnvFile(w, file, l.Env[file])
+	return err
 }
 
 func guestOf(rec *state.Sandbox) *state.GuestRecord {

@@ -82,7 +82,7 @@ func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drive
 		Arch:      arch,
 		VMType:    sb.VMType,
 		Template:  sb.Template,
-		Mounts:    nilIfEmpty(sb.Mounts),
+		Mounts:    absMounts(root, sb.Mounts),
 		Ports:     nilIfEmpty(sb.Ports),
 		Emulation: sb.Emulation,
 	}
@@ -95,6 +95,22 @@ func absPath(root, p string) string {
 		return p
 	}
 	return filepath.Join(root, p)
+}
+
+// absMounts names each mount's host folder absolutely, as the spec's
+// checks judged it: a driver never resolves a relative folder against a
+// working directory of its own.
+func absMounts(root string, mounts []string) []string {
+	out := nilIfEmpty(mounts)
+	for i, m := range out {
+		loc, _ := spec.MountLocation(root, m)
+		_, rest, found := strings.Cut(m, ":")
+		out[i] = loc
+		if found {
+			out[i] += ":" + rest
+		}
+	}
+	return out
 }
 
 func nilIfEmpty(s []string) []string {

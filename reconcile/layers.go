@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -36,6 +37,10 @@ type Layers struct {
 	Network    string                         // the services' network, "" without services
 	Compose    *guest.Project                 // nil: no compose stack
 	Env        map[string]map[string]string   // host file → connection variables (secret)
+	// EnvWriter confines the env files to the workspace, never onto a
+	// protected path and never through a link.
+	EnvWriter hostpath.Policy
+	EnvGuard  hostpath.Guard
 }
 
 // LayerEnv is what resolving layers needs from the process.
@@ -91,7 +96,8 @@ func resolveLayers(ctx context.Context, r *spec.Resolved, d Desired, env LayerEn
 
 func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.Sandbox, env LayerEnv) (*Layers, error) {
 	infra := r.Config.Infra
-	l := &Layers{Install: r.Config.Docker.InstallIfMissing, Env: map[string]map[string]string{}}
+	l := &Layers{Install: r.Config.Docker.InstallIfMissing, Env: map[string]map[string]string{},
+		EnvWriter: hostpath.Policy{Roots: []string{r.Root}}, EnvGuard: hostpath.Guard{Protect: r.Config.Sync.Protect}}
 	conn, err := guest.ConnectionEnv(infra, name, sb.Services, env.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", name, err)

@@ -95,6 +95,7 @@ func Defaults(h Host) Config {
 		Sync: Sync{
 			ExcludePatterns: []string{".venv", ".venv/**", ".pytest_cache", ".pytest_cache/**",
 				".uv-cache", ".uv-cache/**", "__pycache__", "__pycache__/**"},
+			Protect: []string{".envrc"},
 		},
 		Compose: Compose{Files: []string{"compose.yaml"}, EnvFiles: []string{}, Profiles: []string{}},
 		Lease: Lease{

@@ -46,6 +46,9 @@ type Options struct {
 	// Now, when set, also bounds leases by the current time (see
 	// ClampLease); the package itself never reads the clock.
 	Now time.Time
+	// AllowedPaths are the host folders besides the workspace that the
+	// operator allows [vm] mounts to share (operator policy).
+	AllowedPaths []string
 }
 
 // Resolved is the desired state of one workspace.
@@ -83,8 +86,8 @@ func Load(opts Options) (*Resolved, error) {
 			r.Sources = append(r.Sources, l.source)
 		}
 	}
-	for _, path := range layerFiles(root, opts.ConfigHome) {
-		add(readLayer(path, false))
+	for _, f := range layerFiles(root, opts.ConfigHome) {
+		add(readFileLayer(f))
 	}
 	add(managedLayer(filepath.Join(root, Dir, OverridesFile), opts.Managed))
 	if opts.Request != nil {
@@ -106,7 +109,7 @@ func Load(opts Options) (*Resolved, error) {
 	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM)
 	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
-	if errs := r.crossCheck(); len(errs) > 0 {
+	if errs := append(r.crossCheck(), r.checkHostPaths(opts.AllowedPaths)...); len(errs) > 0 {
 		errs.sortBySource(r.Sources)
 		return r, errs
 	}
@@ -114,17 +117,39 @@ func Load(opts Options) (*Resolved, error) {
 	return r, nil
 }
 
-func layerFiles(root, configHome string) []string {
-	var paths []string
+// layerFile is a file layer; global ones are the operator's.
+type layerFile struct {
+	path   string
+	global bool
+}
+
+func layerFiles(root, configHome string) []layerFile {
+	var files []layerFile
 	if configHome != "" {
 		for _, f := range globalFiles {
-			paths = append(paths, filepath.Join(configHome, f))
+			files = append(files, layerFile{filepath.Join(configHome, f), true})
 		}
 	}
 	for _, f := range workspaceFiles {
-		paths = append(paths, filepath.Join(root, f))
+		files = append(files, layerFile{filepath.Join(root, f), false})
 	}
-	return append(paths, filepath.Join(root, LocalFileName))
+	return append(files, layerFile{filepath.Join(root, LocalFileName), false})
+}
+
+// readFileLayer reads one file layer. The [policy] table belongs to the
+// operator: the global config's is read by the policy package, and a
+// workspace's is an error, since it would widen what sbf may do here.
+func readFileLayer(f layerFile) (*layer, Errors) {
+	l, errs := readLayer(f.path, false)
+	if l == nil || l.tree["policy"] == nil {
+		return l, errs
+	}
+	if !f.global {
+		errs = append(errs, l.errorAt("policy", true, "is the operator's to set: in the global config's [policy] "+
+			"or with sbf's flags and environment; a workspace file cannot widen what sbf may do on this host"))
+	}
+	delete(l.tree, "policy")
+	return l, errs
 }
 
 // readLayer parses and validates one file. A missing or empty file is no
@@ -144,10 +169,16 @@ func readLayer(path string, managed bool) (*layer, Errors) {
 	if err != nil {
 		return newLayer(path), Errors{err.(Error)}
 	}
-	if len(l.tree) == 0 {
+	policyTable, hasPolicy := l.tree["policy"]
+	delete(l.tree, "policy") // see readFileLayer
+	if len(l.tree) == 0 && !hasPolicy {
 		return nil, nil
 	}
-	return l, validateLayer(l, managed)
+	errs := validateLayer(l, managed)
+	if hasPolicy {
+		l.tree["policy"] = policyTable
+	}
+	return l, errs
 }
 
 func managedLayer(path string, m *Managed) (*layer, Errors) {

@@ -93,6 +93,7 @@ type Lease struct {
 type Sync struct {
 	IncludeGit      bool     `toml:"include_git" json:"include_git" doc:"Copy .git too."`
 	ExcludePatterns []string `toml:"exclude_patterns" json:"exclude_patterns" doc:"Glob patterns left out of sync."`
+	Protect         []string `toml:"protect" json:"protect" doc:"Host paths (glob patterns: a name matches at any depth, a pattern with / from the workspace root) that nothing copied back from a sandbox may write, besides sbf's configuration and state and .git, which are always protected."`
 }
 
 // Infra holds the v1 service keys.

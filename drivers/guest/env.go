@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -202,30 +202,37 @@ const plainEnvChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 // dotenv undoes these in double quotes; `\$` keeps `$` from expanding.
 var doubleQuoted = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "$", `\$`)
 
-// WriteEnvFile upserts vars into path (created 0600 when missing) and
-// replaces it atomically. It reports whether the file changed.
-func WriteEnvFile(path string, vars map[string]string, write func(string, []byte, os.FileMode) error) (bool, error) {
-	old, err := os.ReadFile(path)
-	perm := os.FileMode(0o600)
-	if err == nil {
-		if info, serr := os.Stat(path); serr == nil {
-			perm = info.Mode().Perm()
-		}
-	} else if !os.IsNotExist(err) {
-		return false, fmt.Errorf("reading %s: %w", path, err)
+// EnvFile is a file connection variables are upserted into. sbf's is a
+// hostpath.Writer, which neither reads nor writes through a link.
+type EnvFile interface {
+	// ReadFile returns the content (nil when the file is missing) and mode.
+	ReadFile() ([]byte, fs.FileMode, error)
+	// WriteFile replaces the content atomically.
+	WriteFile(data []byte, perm fs.FileMode) error
+}
+
+// WriteEnvFile upserts vars into f (created 0600 when missing), named name
+// in messages, and reports whether its content changed.
+func WriteEnvFile(f EnvFile, name string, vars map[string]string) (bool, error) {
+	old, perm, err := f.ReadFile()
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if old == nil {
+		perm = 0o600
 	}
 	if err := CheckEnv(vars); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, fmt.Errorf("writing %s: %w", name, err)
 	}
 	if _, err := envStatements(normalizedEnv(old)); err != nil {
-		return false, fmt.Errorf("writing %s: docker compose cannot read it, so sbf leaves it alone: %w", path, err)
+		return false, fmt.Errorf("writing %s: docker compose cannot read it, so sbf leaves it alone: %w", name, err)
 	}
 	next := UpsertEnv(old, vars)
 	if bytes.Equal(old, next) {
 		return false, nil
 	}
-	if err := write(path, next, perm); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+	if err := f.WriteFile(next, perm); err != nil {
+		return false, fmt.Errorf("writing %s: %w", name, err)
 	}
 	return true, nil
 }

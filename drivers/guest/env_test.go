@@ -2,6 +2,8 @@ package guest
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -52,7 +54,7 @@ func TestEnvValuesRoundTripThroughDotenv(t *testing.T) {
 		"U": "ünï cødé", "E": ""}
 	path := filepath.Join(t.TempDir(), ".env")
 	os.WriteFile(path, []byte("# mine\nDB_PASSWORD=old\n"), 0o600)
-	if _, err := WriteEnvFile(path, vars, atomicfile.WriteFile); err != nil {
+	if _, err := WriteEnvFile(plainFile(path), path, vars); err != nil {
 		t.Fatal(err)
 	}
 	got, err := dotenv.GetEnvFromFile(map[string]string{"HOME": "/root"}, []string{path})
@@ -73,7 +75,7 @@ func TestEnvRefusesWhatNoEnvironmentCanHold(t *testing.T) {
 		{"DB_PASSWORD", "\xff", "DB_PASSWORD: the value is not valid UTF-8"},
 		{"NOT-A-NAME", "x", `"NOT-A-NAME" is not an environment variable name`},
 	} {
-		_, err := WriteEnvFile(path, map[string]string{tc.key: tc.value}, atomicfile.WriteFile)
+		_, err := WriteEnvFile(plainFile(path), path, map[string]string{tc.key: tc.value})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s=%q: %v, want an error saying %q", tc.key, tc.value, err, tc.want)
 		}
@@ -87,7 +89,7 @@ func TestEnvLeavesAFileComposeCannotReadAlone(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".env")
 	broken := "A=1\nB=\"unterminated\nC=3\n"
 	os.WriteFile(path, []byte(broken), 0o600)
-	_, err := WriteEnvFile(path, map[string]string{"A": "2"}, atomicfile.WriteFile)
+	_, err := WriteEnvFile(plainFile(path), path, map[string]string{"A": "2"})
 	if err == nil || !strings.Contains(err.Error(), "line 2: unterminated quoted value") {
 		t.Errorf("err = %v", err)
 	}
@@ -197,7 +199,7 @@ func TestConnectionEnvAndRedaction(t *testing.T) {
 func TestWriteEnvFileKeepsCommentsAndMode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".env")
 	os.WriteFile(path, []byte("# keep me\nAPP=1\n"), 0o640)
-	changed, err := WriteEnvFile(path, map[string]string{"REDIS_HOST": "r"}, atomicfile.WriteFile)
+	changed, err := WriteEnvFile(plainFile(path), path, map[string]string{"REDIS_HOST": "r"})
 	if err != nil || !changed {
 		t.Fatal(changed, err)
 	}
@@ -206,11 +208,11 @@ func TestWriteEnvFileKeepsCommentsAndMode(t *testing.T) {
 	if string(got) != "# keep me\nAPP=1\nREDIS_HOST=r\n" || info.Mode().Perm() != 0o640 {
 		t.Errorf("%q mode %v", got, info.Mode())
 	}
-	if changed, _ := WriteEnvFile(path, map[string]string{"REDIS_HOST": "r"}, atomicfile.WriteFile); changed {
+	if changed, _ := WriteEnvFile(plainFile(path), path, map[string]string{"REDIS_HOST": "r"}); changed {
 		t.Error("an unchanged file was rewritten")
 	}
 	fresh := filepath.Join(t.TempDir(), "new.env")
-	WriteEnvFile(fresh, map[string]string{"A": "1"}, atomicfile.WriteFile)
+	WriteEnvFile(plainFile(fresh), fresh, map[string]string{"A": "1"})
 	if info, _ := os.Stat(fresh); info.Mode().Perm() != 0o600 {
 		t.Errorf("a new env file holding secrets is %v, want 0600", info.Mode())
 	}
@@ -238,4 +240,23 @@ func TestServicesProject(t *testing.T) {
 	if strings.Contains(string(only.Resolved), "mysql") || only.Services["redis"] != p.Services["redis"] {
 		t.Errorf("redis alone:\n%s", only.Resolved)
 	}
+}
+
+// plainFile is an EnvFile at a path, as a test writes one.
+type plainFile string
+
+func (p plainFile) ReadFile() ([]byte, fs.FileMode, error) {
+	info, err := os.Stat(string(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := os.ReadFile(string(p))
+	return data, info.Mode().Perm(), err
+}
+
+func (p plainFile) WriteFile(data []byte, perm fs.FileMode) error {
+	return atomicfile.WriteFile(string(p), data, perm)
 }
