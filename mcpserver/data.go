@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -50,8 +51,8 @@ func (s *Server) registerData() {
 // target resolves an instance id to a running sandbox holding a live
 // lease, with v1's errors (INSTANCE_NOT_FOUND, INSTANCE_TERMINAL,
 // BACKEND_UNAVAILABLE).
-func (s *Server) target(id string) (*reconcile.Target, hostpath.Policy, error) {
-	e, ws, err := s.instance(id)
+func (s *Server) target(ctx context.Context, id string) (*reconcile.Target, hostpath.Policy, error) {
+	e, ws, err := s.instance(ctx, id)
 	if err != nil {
 		return nil, hostpath.Policy{}, err
 	}
@@ -70,11 +71,11 @@ func (s *Server) target(id string) (*reconcile.Target, hostpath.Policy, error) {
 		return nil, hostpath.Policy{}, err
 	}
 	s.touch(tgt.Resolved.Root)
-	return tgt, hostpath.Policy{Roots: append([]string{tgt.Resolved.Root}, s.cfg.AllowedPaths...)}, nil
+	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }
 
 func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
-	tgt, _, err := s.target(a.InstanceID)
+	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
 }
 
 func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {
-	tgt, policy, err := s.target(a.InstanceID)
+	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -111,22 +112,34 @@ func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {
 }
 
 func (s *Server) copyFrom(ctx context.Context, a copyArgs) (any, error) {
-	tgt, policy, err := s.target(a.InstanceID)
+	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	if err := tgt.CopyOut(ctx, policy, tgt.Resolved.Root, a.RemotePath, a.LocalPath); err != nil {
+	rep, err := tgt.CopyOut(ctx, policy, tgt.Resolved.Root, a.RemotePath, a.LocalPath)
+	if err != nil {
 		return nil, err
 	}
-	return copied(a), nil
+	return withSkipped(copied(a), rep), nil
 }
 
 func copied(a copyArgs) map[string]any {
 	return map[string]any{"instance_id": a.InstanceID, "local_path": a.LocalPath, "remote_path": a.RemotePath, "status": "ok"}
 }
 
+// withSkipped names what a copy from a guest left out: links that led
+// outside the destination and entries sbf protects.
+func withSkipped(out map[string]any, rep hostpath.Report) map[string]any {
+	out["skipped_links"], out["skipped_paths"] = nonNil(rep.SkippedLinks), nonNil(rep.SkippedPaths)
+	if !rep.Empty() {
+		out["warnings"] = []string{fmt.Sprintf("left out %d link(s) leading outside the destination and %d protected "+
+			"path(s); see skipped_links and skipped_paths", len(rep.SkippedLinks), len(rep.SkippedPaths))}
+	}
+	return out
+}
+
 func (s *Server) syncTo(ctx context.Context, a syncArgs) (any, error) {
-	tgt, policy, err := s.target(a.InstanceID)
+	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +157,14 @@ func (s *Server) syncFrom(ctx context.Context, a copyArgs) (any, error) {
 }
 
 func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
-	tgt, policy, err := s.target(a.InstanceID)
+	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	dest, arts, err := tgt.Collect(ctx, policy, tgt.Resolved.Root, a.RemotePaths, a.LocalDest)
+	c, err := tgt.Collect(ctx, policy, tgt.Resolved.Root, a.RemotePaths, a.LocalDest)
 	if err != nil {
 		return nil, err
 	}
-	if arts == nil {
-		arts = []reconcile.Artifact{}
-	}
-	return map[string]any{"instance_id": a.InstanceID, "local_dest": dest, "artifacts": arts}, nil
+	return withSkipped(map[string]any{"instance_id": a.InstanceID, "local_dest": c.Dest,
+		"artifacts": nonNil(c.Artifacts)}, c.Report), nil
 }

@@ -44,7 +44,7 @@ func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
 	if a.Overrides != nil {
 		extra, _ = json.Marshal(a.Overrides)
 	}
-	ws, err := s.workspace(a.WorkspaceRoot, extra)
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
 }
 
 func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
-	e, ws, err := s.instance(a.InstanceID)
+	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func nilIfEmpty(s string) any {
 }
 
 func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
-	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 }
 
 func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
-	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +181,8 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 		"sandboxes": res.Status()}, nil
 }
 
-func (s *Server) desiredState(_ context.Context, a desiredArgs) (any, error) {
-	ws, err := s.workspace(a.WorkspaceRoot, nil)
+func (s *Server) desiredState(ctx context.Context, a desiredArgs) (any, error) {
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +211,9 @@ func sentences(es spec.Errors) []string {
 	return out
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -98,7 +98,7 @@ func (s *Server) registerDocker() {
 // docker resolves an instance and its docker command (v1's gates, then
 // RUNTIME_NOT_READY).
 func (s *Server) docker(ctx context.Context, id string) (*reconcile.Target, *reconcile.Docker, error) {
-	tgt, _, err := s.target(id)
+	tgt, _, err := s.target(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -29,11 +29,11 @@ func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error
 }
 
 func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, error) {
-	tgt, _, err := s.target(a.InstanceID)
+	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.workspace(tgt.Resolved.Root, nil)
+	ws, err := s.workspace(ctx, tgt.Resolved.Root, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +52,13 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 }
 
 func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, error) {
-	tgt, policy, err := s.target(a.InstanceID)
+	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
 	r := tgt.Resolved
 	if a.WorkspaceRoot != "" {
-		if r, err = s.otherWorkspace(policy, tgt.Resolved.Root, a.WorkspaceRoot); err != nil {
+		if r, err = s.otherWorkspace(ctx, policy, tgt.Resolved.Root, a.WorkspaceRoot); err != nil {
 			return nil, err
 		}
 	}
@@ -86,13 +86,13 @@ func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, e
 
 // otherWorkspace loads the workspace validate_image was pointed at; it
 // must lie inside the folders this server may read.
-func (s *Server) otherWorkspace(policy hostpath.Policy, base, root string) (*spec.Resolved, error) {
+func (s *Server) otherWorkspace(ctx context.Context, policy hostpath.Policy, base, root string) (*spec.Resolved, error) {
 	place, err := policy.Confine(base, root)
 	if err != nil {
 		return nil, err
 	}
 	place.Close()
-	ws, err := s.workspace(place.Abs, nil)
+	ws, err := s.workspace(ctx, place.Abs, nil)
 	if err != nil {
 		return nil, err
 	}

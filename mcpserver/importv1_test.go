@@ -36,7 +36,7 @@ func TestImportedV1InstanceIsListedUnderItsV1ID(t *testing.T) {
 	if err := d.Start(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := f.srv.workspace(root, nil)
+	ws, err := f.srv.workspace(ctx, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

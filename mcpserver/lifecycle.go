@@ -45,7 +45,7 @@ func (s *Server) registerLifecycle() {
 }
 
 func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) {
-	ws, err := s.workspace(a.WorkspaceRoot, nil)
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[stri
 }
 
 func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, error) {
-	e, ws, err := s.instance(a.InstanceID)
+	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 }
 
 func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) {
-	e, ws, err := s.instance(a.InstanceID)
+	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +183,15 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	client, err := s.declaredRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
 	byRoot := map[string][]state.IndexEntry{}
 	for _, e := range entries {
-		byRoot[e.WorkspaceRoot] = append(byRoot[e.WorkspaceRoot], e)
+		if s.cfg.Policy.Workspace(e.WorkspaceRoot, client) == nil { // only the workspaces this server serves
+			byRoot[e.WorkspaceRoot] = append(byRoot[e.WorkspaceRoot], e)
+		}
 	}
 	instances := []map[string]any{}
 	var problems []workspaceProblem

@@ -14,7 +14,7 @@ import (
 // workspaceRows builds list_instances records for one workspace from one
 // observation.
 func (s *Server) workspaceRows(ctx context.Context, root string, entries []state.IndexEntry, includeExpired bool) ([]map[string]any, error) {
-	ws, err := s.workspace(root, nil)
+	ws, err := s.workspace(ctx, root, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // run_command reach it, and destroy_instance deletes it.
 func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 	f := newFixture(t, "[vm]\ndriver = \"sim\"\ncpus = 1\n[pool.agents]\ncpus = 2\nsize = 1\n")
-	ws, err := f.srv.workspace(f.root, nil)
+	ws, err := f.srv.workspace(context.Background(), f.root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -30,10 +31,10 @@ type Config struct {
 	ConfigHome  string
 	DefaultRoot string // workspace for declarative tools called without one
 	Version     string
-	// AllowedPaths are host folders, besides each instance's workspace,
-	// that copy, sync and artifact tools may read and write
-	// (--allow-path, SBF_ALLOWED_PATHS).
-	AllowedPaths []string
+	// Policy is the operator's: the workspaces this server serves, the
+	// host folders besides each workspace that copy, sync and artifact
+	// tools may use (--allow-path, SBF_ALLOWED_PATHS).
+	Policy policy.Policy
 }
 
 // Server is one MCP server over one engine.
@@ -46,6 +47,7 @@ type Server struct {
 	touched  map[string]bool // workspace roots the loop converges
 	wake     chan struct{}
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
+	roots    clientRoots
 }
 
 // New builds the server and registers every tool.
@@ -67,6 +69,7 @@ func New(cfg Config) *Server {
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
 			"every tool edits the desired state and the engine converges it; leases expire on their own."),
 	)
+	s.watchRoots()
 	s.registerLifecycle()
 	s.registerWorkspace()
 	s.registerData()
@@ -135,7 +138,7 @@ func (s *Server) loopWorkspaces() []spec.Options {
 	}
 	var out []spec.Options
 	for _, r := range slices.Sorted(maps.Keys(roots)) {
-		if ws, err := s.workspace(r, nil); err == nil {
+		if ws, err := s.options(r, nil); err == nil {
 			out = append(out, ws)
 		}
 	}

@@ -38,7 +38,7 @@ func (s *Server) registerTasks() {
 }
 
 func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
-	tgt, _, err := s.target(a.InstanceID)
+	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -8,16 +9,32 @@ import (
 	"strings"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// workspace builds load options for a workspace root: the server's v1
-// settings and the call's own overrides form the request layer.
-func (s *Server) workspace(root string, extra json.RawMessage) (spec.Options, error) {
+// workspace builds load options for a workspace root a client named,
+// once the operator's policy and the client's roots allow it: nothing is
+// read or created in a folder this server does not serve.
+func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessage) (spec.Options, error) {
 	if strings.TrimSpace(root) == "" {
 		root = s.cfg.DefaultRoot
 	}
+	abs, _, err := spec.WorkspaceIdentity(root)
+	if err != nil {
+		return spec.Options{}, newToolError(coded.ConfigInvalid, clip(err.Error()),
+			map[string]any{"workspace_root": clip(root), "errors": []string{clip(err.Error())}})
+	}
+	if err := s.allowed(ctx, abs); err != nil {
+		return spec.Options{}, err
+	}
+	return s.options(abs, extra)
+}
+
+// options builds load options for a workspace root: the server's v1
+// settings and the call's own overrides form the request layer.
+func (s *Server) options(root string, extra json.RawMessage) (spec.Options, error) {
 	abs, _, err := spec.WorkspaceIdentity(root)
 	if err != nil {
 		return spec.Options{}, newToolError(coded.ConfigInvalid, clip(err.Error()),
@@ -59,13 +76,17 @@ func (s *Server) lookup(id string) (state.IndexEntry, error) {
 		map[string]any{"instance_id": id})
 }
 
-// instance resolves an MCP instance id to its entry and its workspace.
-func (s *Server) instance(id string) (state.IndexEntry, spec.Options, error) {
+// instance resolves an MCP instance id to its entry and its workspace,
+// which this server must serve.
+func (s *Server) instance(ctx context.Context, id string) (state.IndexEntry, spec.Options, error) {
 	e, err := s.lookup(id)
 	if err != nil {
 		return e, spec.Options{}, err
 	}
-	ws, err := s.workspace(e.WorkspaceRoot, nil)
+	ws, err := s.workspace(ctx, e.WorkspaceRoot, nil)
+	if te, ok := err.(*coded.Error); ok && te.Code == policy.WorkspaceNotAllowed {
+		te.Details["instance_id"] = id
+	}
 	return e, ws, err
 }
 

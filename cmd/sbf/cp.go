@@ -13,7 +13,6 @@ import (
 )
 
 func (a *app) cpCommand() *cobra.Command {
-	var allow []string
 	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files or folders between the host and a sandbox (NAME:PATH names the sandbox side)",
@@ -34,30 +33,40 @@ func (a *app) cpCommand() *cobra.Command {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			policy := a.hostPolicy(tgt.Resolved.Root, allow)
+			policy, err := a.hostPolicy(tgt.Resolved.Root)
+			if err != nil {
+				return err
+			}
 			ctx := context.Background()
 			if dstBox != "" {
 				return tgt.CopyIn(ctx, policy, cwd, src, dst)
 			}
-			if err := tgt.CopyOut(ctx, policy, cwd, src, dst); err != nil {
+			rep, err := tgt.CopyOut(ctx, policy, cwd, src, dst)
+			a.reportSkipped(rep)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, dst)
 			return nil
 		},
 	}
-	addAllowPath(cmd, &allow)
+	a.addAllowPath(cmd)
 	return cmd
 }
 
-// hostPolicy is where a command may read and write on the host: the
-// workspace, SBF_ALLOWED_PATHS and --allow-path.
-func (a *app) hostPolicy(workspace string, allow []string) hostpath.Policy {
-	return hostpath.FromEnv(workspace, a.getenv, allow...)
+// reportSkipped says what a copy from a sandbox left out, on stderr.
+func (a *app) reportSkipped(rep hostpath.Report) {
+	for _, l := range rep.SkippedLinks {
+		fmt.Fprintf(a.stderr, "sbf: skipped the link %s -> %s: it leads outside the destination\n", l.Path, l.Target)
+	}
+	for _, p := range rep.SkippedPaths {
+		fmt.Fprintf(a.stderr, "sbf: skipped %s: sbf protects it from what a sandbox writes (%s)\n", p.Path, p.Rule)
+	}
 }
 
-func addAllowPath(cmd *cobra.Command, into *[]string) {
-	cmd.Flags().StringArrayVar(into, "allow-path", nil, "host `DIR` this command may read or write besides the workspace (repeatable; also SBF_ALLOWED_PATHS)")
+func (a *app) addAllowPath(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&a.policyFlags.allow, "allow-path", nil,
+		"host `DIR` this command may read or write besides the workspace (repeatable; also SBF_ALLOWED_PATHS)")
 }
 
 // splitRemote splits NAME:PATH. A sandbox name wins over a drive letter

@@ -31,12 +31,16 @@ type mcpFlags struct {
 	maxBodyBytes     int64
 	maxSessions      int
 	sessionIdle      time.Duration
-	allowPaths       []string
+	workspaceRoots   []string
 }
 
-func (f *mcpFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&f.allowPaths, "allow-path", nil,
-		"host `DIR` that copy, sync and artifact tools may use besides each instance's workspace (repeatable; also SBF_ALLOWED_PATHS)")
+func (f *mcpFlags) register(a *app, cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&a.policyFlags.allow, "allow-path", nil,
+		"host `DIR` that copy, sync and artifact tools may use besides each instance's workspace "+
+			"(repeatable; also SBF_ALLOWED_PATHS)")
+	cmd.Flags().StringArrayVar(&f.workspaceRoots, "workspace-root", nil,
+		"serve workspaces in `DIR` too, besides -C's folder (repeatable; also SBF_WORKSPACE_ROOTS); "+
+			"a client's MCP roots narrow them further")
 	cmd.Flags().BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
@@ -88,7 +92,7 @@ func (a *app) mcpCommand() *cobra.Command {
 			return a.serveMCP(&f, true)
 		},
 	}
-	f.register(cmd)
+	f.register(a, cmd)
 	cmd.Flags().StringVar(&f.http, "http", "", "also serve Streamable HTTP on `ADDR` (default "+defaultHTTPAddr+")")
 	cmd.Flags().Lookup("http").NoOptDefVal = defaultHTTPAddr
 	return cmd
@@ -110,7 +114,7 @@ func (a *app) serveCommand() *cobra.Command {
 			return a.serveMCP(&f, false)
 		},
 	}
-	f.register(cmd)
+	f.register(a, cmd)
 	return cmd
 }
 
@@ -142,7 +146,10 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 	if stdio {
 		command = "mcp"
 	}
-	srv, err := a.newMCPServer(settings, command, f.allowPaths)
+	if err := a.servedRoots(f.workspaceRoots); err != nil {
+		return err
+	}
+	srv, err := a.newMCPServer(settings, command)
 	if err != nil {
 		return err
 	}
@@ -194,7 +201,7 @@ func (a *app) serveMCP(f *mcpFlags, stdio bool) error {
 
 // newMCPServer builds the server; command ("mcp" or "serve") names the
 // process in lock notes, so a waiting sbf says who it waits for.
-func (a *app) newMCPServer(settings mcpserver.Settings, command string, allowPaths []string) (*mcpserver.Server, error) {
+func (a *app) newMCPServer(settings mcpserver.Settings, command string) (*mcpserver.Server, error) {
 	eng, err := a.engine(command, engineFlags{parallelism: 4, lockTimeout: 10 * time.Minute})
 	if err != nil {
 		return nil, err
@@ -204,10 +211,13 @@ func (a *app) newMCPServer(settings mcpserver.Settings, command string, allowPat
 	if err != nil {
 		return nil, err
 	}
+	pol, err := a.operator()
+	if err != nil {
+		return nil, err
+	}
 	return mcpserver.New(mcpserver.Config{
 		Engine: eng, Settings: settings, Host: spec.CurrentHost(), ConfigHome: a.configHome(),
-		DefaultRoot: root, Version: version,
-		AllowedPaths: append(filepath.SplitList(a.getenv("SBF_ALLOWED_PATHS")), allowPaths...),
+		DefaultRoot: root, Version: version, Policy: pol,
 	}), nil
 }
 

@@ -10,7 +10,7 @@ import (
 
 func (a *app) syncCommand() *cobra.Command {
 	var from, asJSON bool
-	var exclude, allow []string
+	var exclude []string
 	cmd := &cobra.Command{
 		Use:   "sync NAME LOCAL REMOTE",
 		Short: "Make a sandbox folder hold what a host folder holds (--from: the other way)",
@@ -25,10 +25,15 @@ func (a *app) syncCommand() *cobra.Command {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			policy := a.hostPolicy(tgt.Resolved.Root, allow)
+			policy, err := a.hostPolicy(tgt.Resolved.Root)
+			if err != nil {
+				return err
+			}
 			ctx := context.Background()
 			if from {
-				if err := tgt.CopyOut(ctx, policy, cwd, list[2], list[1]); err != nil {
+				rep, err := tgt.CopyOut(ctx, policy, cwd, list[2], list[1])
+				a.reportSkipped(rep)
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", list[0], list[2], list[1])
@@ -53,6 +58,6 @@ func (a *app) syncCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&from, "from", false, "copy the sandbox folder to the host instead")
 	cmd.Flags().StringArrayVar(&exclude, "exclude", nil, "fnmatch `PATTERN` left out, replacing [sync] exclude_patterns (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was sent as JSON")
-	addAllowPath(cmd, &allow)
+	a.addAllowPath(cmd)
 	return cmd
 }
