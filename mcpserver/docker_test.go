@@ -19,38 +19,38 @@ func TestDockerRunExecLogsWithV1Argv(t *testing.T) {
 	d.set(dockerRule{pattern: "run*", stdout: "c0ffee\nwarning\n"})
 	out := f.ok("docker_run", map[string]any{"instance_id": id, "image": "img:tag", "command": "pytest -q", "name": "runner",
 		"privileged": true, "env": map[string]any{"B": "2", "A": "x y"}, "volumes": []any{"/w:/w"}, "ports": []any{"8080:80"}, "workdir": "/src"})
-	want := "run -d --name runner --privileged -w /src -e A=x y -e B=2 -v /w:/w -p 8080:80 img:tag sh -lc pytest -q"
-	if d.last() != want || out["container"] != "c0ffee" || out["command"] != "docker run -d --name runner --privileged -w /src -e 'A=x y' -e B=2 -v /w:/w -p 8080:80 img:tag sh -lc 'pytest -q'" {
+	want := "run -d --name runner --privileged -w /src -e A=x y -e B=2 -v /w:/w -p 8080:80 -- img:tag sh -lc pytest -q"
+	if d.last() != want || out["container"] != "c0ffee" || out["command"] != "docker run -d --name runner --privileged -w /src -e 'A=x y' -e B=2 -v /w:/w -p 8080:80 -- img:tag sh -lc 'pytest -q'" {
 		t.Errorf("docker_run: %s\n%v", d.last(), out)
 	}
 	hasKeys(t, "docker_run", out, "instance_id", "command", "container", "exit_code", "stdout", "stderr", "duration_ms")
 	f.ok("docker_run", map[string]any{"instance_id": id, "image": "img", "detach": false})
-	if d.last() != "run img" {
+	if d.last() != "run -- img" {
 		t.Errorf("attached run: %s", d.last())
 	}
 
 	out = f.ok("docker_exec", map[string]any{"instance_id": id, "container": "web", "command": "echo 'hi'"})
-	if d.last() != "exec web sh -lc echo 'hi'" || out["container"] != "web" || out["exit_code"].(float64) != 0 {
+	if d.last() != "exec -- web sh -lc echo 'hi'" || out["container"] != "web" || out["exit_code"].(float64) != 0 {
 		t.Errorf("docker_exec: %s %v", d.last(), out)
 	}
-	d.set(dockerRule{pattern: "exec\\ nope*", stderr: "Error response from daemon: No such container: nope\n", code: 1},
-		dockerRule{pattern: "exec\\ idle*", stderr: "Error response from daemon: container 1f2e is not running\n", code: 1},
+	d.set(dockerRule{pattern: "exec\\ --\\ nope*", stderr: "Error response from daemon: No such container: nope\n", code: 1},
+		dockerRule{pattern: "exec\\ --\\ idle*", stderr: "Error response from daemon: container 1f2e is not running\n", code: 1},
 		dockerRule{pattern: "exec*", stdout: "partial", stderr: "boom\n", code: 3})
 	for container, code := range map[string]string{"nope": "CONTAINER_NOT_FOUND", "idle": "CONTAINER_NOT_FOUND", "web": "DOCKER_COMMAND_FAILED"} {
 		e := f.fails("docker_exec", map[string]any{"instance_id": id, "container": container, "command": "ls"}, code)
 		det := e["details"].(map[string]any)
-		if det["command"] != "docker exec "+container+" sh -lc ls" || det["instance_id"] != id || det["stderr"] == "" || det["exit_code"] == nil {
+		if det["command"] != "docker exec -- "+container+" sh -lc ls" || det["instance_id"] != id || det["stderr"] == "" || det["exit_code"] == nil {
 			t.Errorf("%s: %v", container, e)
 		}
 	}
 	f.fails("docker_exec", map[string]any{"instance_id": id, "container": "web", "command": "ls", "timeout_seconds": 0}, "INVALID_ARGUMENTS")
 
 	f.ok("docker_logs", map[string]any{"instance_id": id, "container": "web"})
-	if d.last() != "logs --tail 500 web" {
+	if d.last() != "logs --tail 500 -- web" {
 		t.Errorf("docker_logs: %s", d.last())
 	}
 	f.ok("docker_logs", map[string]any{"instance_id": id, "container": "web", "tail": 20, "follow": true, "since": "5m"})
-	if d.last() != "logs --tail 20 --follow --since 5m web" {
+	if d.last() != "logs --tail 20 --follow --since 5m -- web" {
 		t.Errorf("docker_logs follow: %s", d.last())
 	}
 }
@@ -97,12 +97,12 @@ func TestDockerComposeAsV1(t *testing.T) {
 	}
 	f.fails("docker_compose", map[string]any{"instance_id": id, "project_dir": "app", "action": "exec", "services": []any{"api"}}, "DOCKER_COMMAND_FAILED")
 	out := f.ok("docker_compose", map[string]any{"instance_id": id, "project_dir": "app", "action": "logs", "tail": 5, "services": []any{"api"}})
-	if d.last() != "compose logs --tail 5 api" || out["compose_tail"].(float64) != 5 || out["compose_since"] != nil || out["action"] != "logs" {
+	if d.last() != "compose logs --tail 5 -- api" || out["compose_tail"].(float64) != 5 || out["compose_since"] != nil || out["action"] != "logs" {
 		t.Errorf("logs: %s %v", d.last(), out)
 	}
 	d.set(dockerRule{pattern: "compose\\ -f\\ dc.yml\\ ps\\ -q*", stdout: "c1\n"})
 	out = f.ok("docker_compose", map[string]any{"instance_id": id, "project_dir": "app", "action": "UP", "file": "dc.yml", "services": []any{"api"}})
-	if !d.ran("compose -f dc.yml up -d api") || out["action"] != "up" || out["project_dir"] != "app" {
+	if !d.ran("compose -f dc.yml up -d -- api") || out["action"] != "up" || out["project_dir"] != "app" {
 		t.Errorf("up: %v %v", d.calls(), out)
 	}
 	bridge := out["bridge"].(map[string]any)
@@ -124,7 +124,7 @@ func TestDockerBuildAndValidateImage(t *testing.T) {
 	out := f.ok("docker_build", map[string]any{"instance_id": id, "context_path": ".", "image_tag": "app:dev", "build_args": map[string]any{"A": "1"}})
 	cmd := out["command"].(string)
 	if out["cache_hit"] != false || out["cached_image_tag"] != "app:nogit-nodeps" || !strings.Contains(cmd, "--build-arg GIT_COMMIT=unknown") ||
-		!strings.Contains(cmd, "--label git.commit= ") || !strings.Contains(cmd, "--build-arg A=1 ") || !d.ran("tag app:dev app:nogit-nodeps") {
+		!strings.Contains(cmd, "--label git.commit= ") || !strings.Contains(cmd, "--build-arg A=1 ") || !d.ran("tag -- app:dev app:nogit-nodeps") {
 		t.Errorf("docker_build: %v\n%v", out, d.calls())
 	}
 	hasKeys(t, "docker_build", out, "instance_id", "command", "image_tag", "cached_image_tag", "cache_strategy", "cache_hit",

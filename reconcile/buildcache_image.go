@@ -69,7 +69,7 @@ func (d *Docker) ValidateImage(ctx context.Context, image string, st WorkspaceSt
 // inspectImage reads an image's labels and creation time in one call;
 // nil when the guest has no such image.
 func (d *Docker) inspectImage(ctx context.Context, image string) (*imageMeta, error) {
-	res, err := d.Command(ctx, []string{"image", "inspect", image, "--format", "{{.Created}} {{json .Config.Labels}}"})
+	res, err := d.Command(ctx, []string{"image", "inspect", "--format", "{{.Created}} {{json .Config.Labels}}", "--", image})
 	if err != nil {
 		if strings.Contains(strings.ToLower(res.Stderr), "no such image") {
 			return nil, nil

@@ -25,7 +25,8 @@ type BuildSpec struct {
 }
 
 // BuildArgs is `build -t TAG [-f F] [--build-arg K=V]… [--label K=V]…
-// [--target T] [--no-cache] CONTEXT`.
+// [--target T] [--no-cache] -- CONTEXT`. Values a caller chose that stand
+// alone follow `--`, so none is read as a flag (an image "--privileged").
 func BuildArgs(b BuildSpec) []string {
 	args := []string{"build", "-t", b.Tag}
 	if b.Dockerfile != "" {
@@ -43,7 +44,7 @@ func BuildArgs(b BuildSpec) []string {
 	if b.NoCache {
 		args = append(args, "--no-cache")
 	}
-	return append(args, b.Context)
+	return append(args, "--", b.Context)
 }
 
 // RunSpec is one `docker run`.
@@ -55,7 +56,7 @@ type RunSpec struct {
 }
 
 // RunArgs is `run [-d] [--name N] [--privileged] [-w W] [-e K=V]… [-v V]…
-// [-p P]… IMAGE [sh -lc CMD]`; env in name order.
+// [-p P]… -- IMAGE [sh -lc CMD]`; env in name order.
 func RunArgs(r RunSpec) []string {
 	args := []string{"run"}
 	if r.Detach {
@@ -79,19 +80,19 @@ func RunArgs(r RunSpec) []string {
 	for _, p := range r.Ports {
 		args = append(args, "-p", p)
 	}
-	args = append(args, r.Image)
+	args = append(args, "--", r.Image)
 	if r.Command != "" {
 		args = append(args, "sh", "-lc", r.Command)
 	}
 	return args
 }
 
-// ExecArgs is `exec CONTAINER sh -lc CMD`.
+// ExecArgs is `exec -- CONTAINER sh -lc CMD`.
 func ExecArgs(container, command string) []string {
-	return []string{"exec", container, "sh", "-lc", command}
+	return []string{"exec", "--", container, "sh", "-lc", command}
 }
 
-// LogsArgs is `logs --tail N [--follow] [--since S] CONTAINER`.
+// LogsArgs is `logs --tail N [--follow] [--since S] -- CONTAINER`.
 func LogsArgs(container string, tail int, follow bool, since string) []string {
 	args := []string{"logs", "--tail", strconv.Itoa(tail)}
 	if follow {
@@ -100,7 +101,7 @@ func LogsArgs(container string, tail int, follow bool, since string) []string {
 	if since != "" {
 		args = append(args, "--since", since)
 	}
-	return append(args, container)
+	return append(args, "--", container)
 }
 
 // PsArgs is `ps [-a]`.
@@ -176,11 +177,11 @@ func ComposeArgs(c ComposeSpec) ([]string, error) {
 	case action == "ps" && c.Quiet:
 		args = append(args, "-q")
 	}
-	if slices.Contains(composeTakesServices, action) {
-		args = append(args, c.Services...)
+	if slices.Contains(composeTakesServices, action) && len(c.Services) > 0 {
+		args = append(append(args, "--"), c.Services...)
 	}
 	if action == "exec" {
-		args = append(args, "-T", c.Services[0], "sh", "-lc", c.Command)
+		args = append(args, "-T", "--", c.Services[0], "sh", "-lc", c.Command)
 	}
 	return args, nil
 }

@@ -70,7 +70,7 @@ func (d *Docker) Build(ctx context.Context, req BuildRequest) (BuildResult, erro
 	}
 	out.DockerResult = res
 	if b.ImageCaching.Enabled && out.CachedImageTag != req.ImageTag {
-		if _, err := d.Command(ctx, []string{"tag", req.ImageTag, out.CachedImageTag}); err != nil {
+		if _, err := d.Command(ctx, []string{"tag", "--", req.ImageTag, out.CachedImageTag}); err != nil {
 			return out, err
 		}
 	}
@@ -108,7 +108,7 @@ func (d *Docker) retag(ctx context.Context, from, to string, out *BuildResult) e
 	if from == to {
 		return nil
 	}
-	_, err := d.Command(ctx, []string{"tag", from, to})
+	_, err := d.Command(ctx, []string{"tag", "--", from, to})
 	return err
 }
 

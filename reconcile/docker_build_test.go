@@ -46,12 +46,12 @@ func TestBuildReusesAValidCachedImage(t *testing.T) {
 	h, st := buildHarness(t, "")
 	cached := "repo/app:" + *st.GitShort + "-" + (*st.DependenciesHash)[:12]
 	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)},
-		reply{match: "image inspect " + cached, res: out(created + " " + labelsOf(st))})
+		reply{match: "-- " + cached, res: out(created + " " + labelsOf(st))})
 	res, err := d.Build(context.Background(), BuildRequest{InstanceID: "inst_1", ContextPath: "/w", ImageTag: "repo/app:dev"})
 	if err != nil || !res.CacheHit || res.CachedImageTag != cached || res.Command != "cached-image-reuse" {
 		t.Fatalf("build: %+v %v", res, err)
 	}
-	if !g.ran("docker tag "+cached+" repo/app:dev") || g.ran("docker build") {
+	if !g.ran("docker tag -- "+cached+" repo/app:dev") || g.ran("docker build") {
 		t.Errorf("commands: %q", g.cmds)
 	}
 	if v := res.Validation.(*ImageValidation); !v.Valid || v.Recommendation != "reuse" || v.ImageMetadata["age_hours"].(*float64) == nil {
@@ -74,8 +74,8 @@ func TestBuildRebuildsAStaleImageWithLabels(t *testing.T) {
 		*st.DependenciesHash + " --build-arg WORKSPACE_CONTENT_HASH=" + st.ContentHash + " --build-arg 'EXTRA=x y'" +
 		" --label git.commit=" + c + " --label git.branch=main --label build.timestamp=2026-11-25T12:00:00Z" +
 		" --label build.dependencies.hash=" + *st.DependenciesHash + " --label build.content.hash=" + st.ContentHash +
-		" --label org.opencontainers.image.revision=" + c + " --label org.opencontainers.image.created=2026-11-25T12:00:00Z /w"
-	if !g.ran(want) || !g.ran("docker tag repo/app:dev "+res.CachedImageTag) {
+		" --label org.opencontainers.image.revision=" + c + " --label org.opencontainers.image.created=2026-11-25T12:00:00Z -- /w"
+	if !g.ran(want) || !g.ran("docker tag -- repo/app:dev "+res.CachedImageTag) {
 		t.Errorf("commands:\n%s\nwant\n%s", strings.Join(g.cmds, "\n"), want)
 	}
 }
@@ -100,7 +100,7 @@ func TestBuildWithoutCache(t *testing.T) {
 	}
 	g.cmds = nil
 	res, err = d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "repo/app:dev", NoCache: true})
-	if err != nil || res.CacheHit || g.ran("image inspect") || !g.ran(" --no-cache /w") {
+	if err != nil || res.CacheHit || g.ran("image inspect") || !g.ran(" --no-cache -- /w") {
 		t.Errorf("no_cache: %+v %v %q", res, err, g.cmds)
 	}
 	d, _ = scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)}, reply{match: "docker build", res: failed(1, "no Dockerfile\n")})

@@ -30,10 +30,10 @@ func TestComposeAsV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !g.ran("cd '/w/app' && export ") || !g.ran("export DB_HOST='lima-mysql-api' && ") || !g.ran("export DB_PASSWORD='s3cret-pw' && ") ||
-		!g.ran("&& docker compose -f dc.yml up -d api") || g.ran("REDIS_URL") {
+		!g.ran("&& docker compose -f dc.yml up -d -- api") || g.ran("REDIS_URL") {
 		t.Errorf("commands: %q", g.cmds)
 	}
-	if res.Command != "docker compose -f dc.yml up -d api" || res.Action != "up" || strings.Contains(res.Stdout, "s3cret") ||
+	if res.Command != "docker compose -f dc.yml up -d -- api" || res.Action != "up" || strings.Contains(res.Stdout, "s3cret") ||
 		res.ConnectionEnv["DB_PASSWORD"] != "[redacted]" || res.ConnectionEnv["DB_HOST"] != "lima-mysql-api" {
 		t.Errorf("result: %+v", res)
 	}
@@ -104,7 +104,7 @@ func TestComposeOfTheEnginesStack(t *testing.T) {
 	}
 	res, err = h.target(t, "api").Compose(ctx, h.ws(), ComposeRequest{ProjectDir: "~/.sbf/sbf-api/", Action: "restart", Services: []string{"web"}})
 	if err != nil || res.Engine.Converged || !res.Engine.Restarted || len(g.ups) != ups+1 ||
-		!ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml restart web") {
+		!ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml restart -- web") {
 		t.Fatalf("restart of a converged stack: %+v %v", res, err)
 	}
 	res, err = h.target(t, "api").Compose(ctx, h.ws(), ComposeRequest{ProjectDir: ".sbf/sbf-api", Action: "ps"})

@@ -118,7 +118,7 @@ func TestLogsFollowEndsAtItsTimeout(t *testing.T) {
 	timedOut := drivers.ExecResult{ExitCode: -1, TimedOut: true, Stdout: "line\n", Stderr: "Command timed out after 30s\n"}
 	d, g := scriptedDocker(t, h, reply{match: "logs", res: timedOut})
 	res, err := d.Logs(context.Background(), "web", 500, true, "1m")
-	if err != nil || res.Stdout != "line\n" || !g.ran("docker logs --tail 500 --follow --since 1m web") {
+	if err != nil || res.Stdout != "line\n" || !g.ran("docker logs --tail 500 --follow --since 1m -- web") {
 		t.Errorf("follow: %+v %v %v", res, err, g.cmds)
 	}
 	if _, err := d.Logs(context.Background(), "web", 500, false, ""); codeOf(t, err).Code != CodeDockerFailed {
