@@ -212,7 +212,7 @@ func guard(next http.Handler, token string) http.Handler {
 			return
 		}
 		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sbf"`)
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
@@ -221,6 +221,17 @@ func guard(next http.Handler, token string) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearer reads an Authorization header's bearer token; the scheme is
+// case-insensitive (RFC 9110 §11.1), so "bearer" and "BEARER" count.
+func bearer(header string) (string, bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 func loopbackOrigin(origin string) bool {

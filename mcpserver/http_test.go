@@ -44,6 +44,11 @@ func TestGuardRejectsForeignOriginsAndMissingTokens(t *testing.T) {
 		{"tok", "", "", 401},
 		{"tok", "", "Bearer nope", 401},
 		{"tok", "", "Bearer tok", 200},
+		{"tok", "", "bearer tok", 200}, // the scheme is case-insensitive (RFC 9110 §11.1)
+		{"tok", "", "BEARER tok", 200},
+		{"tok", "", "Basic tok", 401},
+		{"tok", "", "Bearertok", 401},
+		{"tok", "", "Bearer ", 401},
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/mcp", strings.NewReader("{}"))
