@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -65,6 +67,9 @@ func (r *Resolved) mountProblem(mount string, allowed []string) (problem, warnin
 			"to the workspace", ""
 	}
 	real, err := filepath.EvalSymlinks(loc)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("shares %s, which does not exist on this host", clip(loc)), ""
+	}
 	if err != nil {
 		return fmt.Sprintf("cannot share %s: %v", clip(loc), err), ""
 	}

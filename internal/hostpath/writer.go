@@ -22,7 +22,7 @@ type Writer struct {
 // Writer confines dest (relative paths against base) and refuses it when
 // a protection rule covers it, before anything is written.
 func (p Policy) Writer(base, dest string, g Guard) (*Writer, error) {
-	place, err := p.Confine(base, dest)
+	place, err := p.confineLeaf(base, dest)
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +34,27 @@ func (p Policy) Writer(base, dest string, g Guard) (*Writer, error) {
 		}
 	}
 	return w, nil
+}
+
+// confineLeaf confines dest's folder and keeps its last element as it is,
+// so a link there is judged by the writer (refused for a file, followed
+// inside the root for a folder) rather than resolved away beforehand.
+func (p Policy) confineLeaf(base, dest string) (Place, error) {
+	abs := dest
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(base, dest)
+	}
+	abs = filepath.Clean(abs)
+	leaf := filepath.Base(abs)
+	if info, err := os.Lstat(abs); err == nil && info.Mode()&fs.ModeSymlink == 0 || filepath.Dir(abs) == abs {
+		return p.Confine(base, dest)
+	}
+	place, err := p.Confine(filepath.Dir(abs), ".")
+	if err != nil {
+		return Place{}, err
+	}
+	place.Rel, place.Abs = filepath.Join(place.Rel, leaf), filepath.Join(place.Abs, leaf)
+	return place, nil
 }
 
 // Close releases the writer's root.
