@@ -47,7 +47,7 @@ func TestGuardRules(t *testing.T) {
 		".git/hooks/pre-commit": ".git", "vendor/lib/.git/config": ".git", ".git": ".git",
 		".envrc": ".envrc", "web/.envrc": ".envrc", "deploy/secrets/key": "deploy/secrets",
 		"./.git/../.git/x": ".git",
-		"src/main.go": "", ".env": "", "sandboxforge.toml": "", ".gitignore": "", "deploy/app": "", ".": "",
+		"src/main.go":      "", ".env": "", "sandboxforge.toml": "", ".gitignore": "", "deploy/app": "", ".": "",
 	} {
 		r, bad := g.Rule(rel)
 		if bad != (want != "") || r.Pattern != want {
