@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/cloudinit"
 )
 
 // Create makes a stopped instance: its folder, a clone of the image's
@@ -81,7 +82,9 @@ func (d *Driver) makeSeed(f folder, c Config) error {
 		return err
 	}
 	sum := sha256.Sum256([]byte(pub))
-	img, err := Seed{InstanceID: f.name + "-" + hex.EncodeToString(sum[:4]), Hostname: hostname(f.name), User: c.User, PublicKey: pub}.Image()
+	seed := cloudinit.Seed{InstanceID: f.name + "-" + hex.EncodeToString(sum[:4]), Hostname: hostname(f.name),
+		User: c.User, PublicKey: pub}
+	img, err := seed.Image()
 	if err != nil {
 		return err
 	}

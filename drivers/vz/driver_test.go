@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/cloudinit/cloudinittest"
 	"github.com/sandboxforge/sbf/images"
 )
 
@@ -45,7 +46,7 @@ func TestCreateLaysOutAStoppedInstance(t *testing.T) {
 		t.Errorf("initrd %q", i)
 	}
 	seed, _ := os.ReadFile(f.path(seedFile))
-	_, files := readFAT(t, seed)
+	_, files := cloudinittest.Read(t, seed)
 	pub, _ := w.keygen(t.TempDir()+"/k", "sbf-vz-"+s.Name)
 	if !strings.Contains(files["user-data"], strings.TrimSpace(pub)) || !strings.Contains(files["meta-data"], "local-hostname: \"sbf-0123abcd-api\"") {
 		t.Errorf("seed: %q", files)
