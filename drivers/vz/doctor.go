@@ -29,7 +29,7 @@ func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diag
 	d := newDriver(o)
 	o = d.opts
 	diag.Add(checkMacOS(o))
-	if framework == nil {
+	if frameworkMissing != "" {
 		diag.Add(drivers.Check{Name: "build", Status: drivers.CheckFail, Detail: frameworkMissing,
 			NextSteps: []string{"use an sbf built on macOS with cgo (CGO_ENABLED=1, the default there)"}})
 	}
