@@ -38,7 +38,9 @@ func TestTranslate(t *testing.T) {
 	if c, _ := translate(s, "root=/dev/vda", false); c.CmdLine != "root=/dev/vdb quiet console=hvc0" {
 		t.Errorf("the spec's command line should win: %q", c.CmdLine)
 	}
-	for _, bad := range []drivers.Spec{{CPUs: 0, MemoryGiB: 1, DiskGiB: 1}, {CPUs: 1, DiskGiB: 1}, {CPUs: 1, MemoryGiB: 1}} {
+	noCPUs, noMemory, noDisk := drivers.Spec{MemoryGiB: 1, DiskGiB: 1}, drivers.Spec{CPUs: 1, DiskGiB: 1},
+		drivers.Spec{CPUs: 1, MemoryGiB: 1}
+	for _, bad := range []drivers.Spec{noCPUs, noMemory, noDisk} {
 		if _, err := translate(bad, "", false); err == nil {
 			t.Errorf("translate(%+v) accepted", bad)
 		}
