@@ -26,7 +26,8 @@ func TestForgottenRecordsAreDroppedOnWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, kept := onDisk.Sandboxes["old"]; kept || onDisk.Sandboxes["api"] == nil || onDisk.Lineage != lineage || onDisk.Serial != 2 {
+	_, kept := onDisk.Sandboxes["old"]
+	if kept || onDisk.Sandboxes["api"] == nil || onDisk.Lineage != lineage || onDisk.Serial != 2 {
 		t.Errorf("after forgetting: lineage %s serial %d records %v", onDisk.Lineage, onDisk.Serial, onDisk.Sandboxes)
 	}
 }

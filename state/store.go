@@ -1,8 +1,8 @@
 package state
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/state/statefile"
 )
 
 // File names inside a workspace's .sandboxforge folder.
@@ -67,20 +68,24 @@ func read(dir, root, workspaceID string) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading state %s: %w", path, err)
 	}
-	f, err := decode(data)
+	f, err := statefile.Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, &CorruptError{Path: path, Err: err}
 	}
 	return f, data, nil
 }
 
-// Store is a locked, writable state file.
+// Store is a locked, writable state file: one run's hold on it.
 type Store struct {
 	dir  string
 	lock *flock.Lock
 	mu   sync.Mutex
 	file *File
-	disk []byte // what state.json holds now; becomes the backup on the next write
+	// before is state.json as Open found it (nil: there was none). The
+	// run's first write makes it the backup, and later writes leave the
+	// backup alone, so it is always the version a run started from.
+	before   []byte
+	backedUp bool
 }
 
 // Open locks the workspace's state (waiting up to timeout) and reads it.
@@ -96,12 +101,12 @@ func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, 
 		}
 		return nil, err
 	}
-	f, disk, err := read(dir, root, workspaceID)
+	f, before, err := read(dir, root, workspaceID)
 	if err != nil {
 		lock.Release()
 		return nil, err
 	}
-	return &Store{dir: dir, lock: lock, file: f, disk: disk}, nil
+	return &Store{dir: dir, lock: lock, file: f, before: before}, nil
 }
 
 // Snapshot returns a deep copy of the current state.
@@ -111,54 +116,51 @@ func (s *Store) Snapshot() *File {
 	return s.file.Clone()
 }
 
-// Update changes the state and writes it: the previous version becomes
-// the backup, then the new one replaces state.json atomically. Updates
-// are serialised, so concurrent actions never lose each other's writes.
+// Update changes the state and writes it, recording this sbf as its
+// writer: on the run's first write the version the run started from
+// becomes the backup, then the new one replaces state.json atomically.
+// Updates are serialised, so concurrent actions never lose each other's
+// writes.
 func (s *Store) Update(change func(*File)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.file.Clone()
 	change(next)
-	next.dropForgotten()
+	dropForgotten(next)
 	next.Serial = s.file.Serial + 1
 	if next.Lineage == "" {
 		next.Lineage = newLineage()
 	}
-	data, err := json.MarshalIndent(next, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding state: %w", err)
+	next.WrittenBy = SbfVersion
+	var data bytes.Buffer
+	if err := statefile.Write(&data, next); err != nil {
+		return err
 	}
-	data = append(data, '\n')
-	if s.disk != nil {
-		if err := atomicfile.WriteFile(filepath.Join(s.dir, BackupName), s.disk, 0o644); err != nil {
-			return fmt.Errorf("writing state backup: %w", err)
-		}
+	if err := s.backUp(); err != nil {
+		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(s.dir, FileName), data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(s.dir, FileName), data.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
-	s.file, s.disk = next, data
+	s.file = next
+	return nil
+}
+
+// backUp writes the backup once per Store: the file as the run found it,
+// byte for byte (an older format stays an older format).
+func (s *Store) backUp() error {
+	if s.backedUp || s.before == nil {
+		return nil
+	}
+	if err := atomicfile.WriteFile(filepath.Join(s.dir, BackupName), s.before, 0o644); err != nil {
+		return fmt.Errorf("writing state backup: %w", err)
+	}
+	s.backedUp = true
 	return nil
 }
 
 // Close releases the lock.
 func (s *Store) Close() error { return s.lock.Release() }
-
-// Clone deep-copies the state.
-func (f *File) Clone() *File {
-	data, err := json.Marshal(f)
-	if err != nil {
-		panic("state: cannot encode itself: " + err.Error())
-	}
-	var out File
-	if err := json.Unmarshal(data, &out); err != nil {
-		panic("state: cannot decode itself: " + err.Error())
-	}
-	if out.Sandboxes == nil {
-		out.Sandboxes = map[string]*Sandbox{}
-	}
-	return &out
-}
 
 // ReadConsistent reads the state for a plan, which never writes: when a
 // writer (an apply) holds the lock, it waits up to timeout for it, and
@@ -166,7 +168,8 @@ func (f *File) Clone() *File {
 // world may be halfway between two records. release ends the read; the
 // caller holds it while it observes the world, so that what it sees and
 // what was recorded belong together.
-func ReadConsistent(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (f *File, busy *flock.Holder, release func(), err error) {
+func ReadConsistent(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (
+	f *File, busy *flock.Holder, release func(), err error) {
 	release = func() {}
 	lockPath := filepath.Join(dir, LockName)
 	if _, statErr := os.Stat(lockPath); statErr == nil {

@@ -8,32 +8,8 @@ import (
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
-
-// MachineConfig is what a supervisor asks the hypervisor to boot: plain
-// values, so everything up to the framework's own calls is tested
-// anywhere.
-type MachineConfig struct {
-	CPUs        uint
-	MemoryBytes uint64
-	Kernel      string
-	Initrd      string // empty: none
-	CmdLine     string
-	// Disks are virtio block devices in guest order: the root disk is
-	// /dev/vda, the cloud-init seed /dev/vdb.
-	Disks      []Disk
-	MAC        net.HardwareAddr // of the one NAT network device
-	ConsoleLog string           // the guest's virtio console (hvc0) is appended here
-	Entropy    bool             // virtio-rng
-	Vsock      bool             // a virtio socket device
-	Balloon    bool             // a memory balloon, so macOS can take memory back
-}
-
-// Disk is one virtio block device.
-type Disk struct {
-	Path     string
-	ReadOnly bool
-}
 
 const (
 	mib = 1 << 20
@@ -45,17 +21,17 @@ const (
 
 // translate turns a spec into the instance's configuration; cmdline is the
 // image's kernel command line (the spec's, when it sets one, wins).
-func translate(s drivers.Spec, cmdline string, hasInitrd bool) (Config, error) {
+func translate(s drivers.Spec, cmdline string, hasInitrd bool) (layout.Config, error) {
 	if s.CPUs < 1 {
-		return Config{}, fmt.Errorf("cpus must be at least 1, not %d", s.CPUs)
+		return layout.Config{}, fmt.Errorf("cpus must be at least 1, not %d", s.CPUs)
 	}
 	if s.MemoryGiB <= 0 || s.DiskGiB <= 0 {
-		return Config{}, fmt.Errorf("memory_gib and disk_gib must be positive")
+		return layout.Config{}, fmt.Errorf("memory_gib and disk_gib must be positive")
 	}
 	if s.Image.KernelCmdline != "" {
 		cmdline = s.Image.KernelCmdline
 	}
-	return Config{
+	return layout.Config{
 		Spec:        s,
 		CPUs:        uint(s.CPUs),
 		MemoryBytes: roundMiB(s.MemoryGiB),
@@ -105,30 +81,6 @@ func macFor(name string) net.HardwareAddr {
 	mac := net.HardwareAddr(sum[:6])
 	mac[0] = mac[0]&0xfc | 0x02
 	return mac
-}
-
-// machine is the bootable machine an instance folder describes.
-func machine(f folder, c Config) (MachineConfig, error) {
-	mac, err := net.ParseMAC(c.MAC)
-	if err != nil {
-		return MachineConfig{}, fmt.Errorf("the configuration of %s has a bad MAC address: %w", f.name, err)
-	}
-	m := MachineConfig{
-		CPUs:        c.CPUs,
-		MemoryBytes: c.MemoryBytes,
-		Kernel:      f.path(kernelFile),
-		CmdLine:     c.CmdLine,
-		Disks:       []Disk{{Path: f.path(diskFile)}, {Path: f.path(seedFile), ReadOnly: true}},
-		MAC:         mac,
-		ConsoleLog:  f.path(consoleFile),
-		Entropy:     true,
-		Vsock:       true,
-		Balloon:     true,
-	}
-	if c.HasInitrd {
-		m.Initrd = f.path(initrdFile)
-	}
-	return m, nil
 }
 
 // hostname is the guest's hostname: the instance name, which may contain

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/drivertest"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
 
 // TestContract runs the engine's contract against everything of vz but
@@ -17,7 +18,7 @@ func TestContract(t *testing.T) {
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) drivertest.World {
 			w := newWorld(t)
-			foreign := func(name string) string { return filepath.Join(w.d.Dir(), name, diskFile) }
+			foreign := func(name string) string { return filepath.Join(w.d.Dir(), name, layout.DiskFile) }
 			return drivertest.World{
 				Driver: w.d,
 				// Another tool's VM folder beside sbf's.

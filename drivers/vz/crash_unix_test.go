@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor/supervisortest"
 )
 
 // TestACrashedSupervisorMeansStopped runs the supervisor as a real
@@ -40,8 +41,10 @@ func TestACrashedSupervisorMeansStopped(t *testing.T) {
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the instance reads stopped", func() bool { return listed(t, w.d)[s.Name].Status == drivers.Stopped })
-	if !fileExists(f.socket()) {
+	supervisortest.Eventually(t, "the instance reads stopped", func() bool {
+		return listed(t, w.d)[s.Name].Status == drivers.Stopped
+	})
+	if _, err := os.Stat(f.Socket()); err != nil {
 		t.Log("the crashed supervisor's socket is gone; the test shows less than it should")
 	}
 	if err := w.d.Start(ctx, s); err != nil {

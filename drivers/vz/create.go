@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/cloudinit"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
 
 // Create makes a stopped instance: its folder, a clone of the image's
@@ -20,8 +22,8 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) (err error) {
 		return err
 	}
 	f := d.folder(s.Name)
-	if f.exists() {
-		return fmt.Errorf("vz instance %s already exists in %s", s.Name, f.dir())
+	if f.Exists() {
+		return fmt.Errorf("vz instance %s already exists in %s", s.Name, f.Dir())
 	}
 	src, err := d.resolveImage(s)
 	if err != nil {
@@ -34,12 +36,12 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) (err error) {
 	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", d.opts.Dir, err)
 	}
-	if err := os.Mkdir(f.dir(), 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", f.dir(), err)
+	if err := os.Mkdir(f.Dir(), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", f.Dir(), err)
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(f.dir())
+			os.RemoveAll(f.Dir())
 		}
 	}()
 	if err := d.makeDisk(ctx, f, src, s); err != nil {
@@ -48,44 +50,46 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) (err error) {
 	if err := d.makeSeed(f, c); err != nil {
 		return fmt.Errorf("creating %s: %w", s.Name, err)
 	}
-	return f.writeConfig(c)
+	return f.WriteConfig(c)
 }
 
 // makeDisk puts the root disk, kernel and initrd in the folder.
-func (d *Driver) makeDisk(ctx context.Context, f folder, src bootFiles, s drivers.Spec) error {
+func (d *Driver) makeDisk(ctx context.Context, f layout.Folder, src bootFiles, s drivers.Spec) error {
 	if err := checkDigest(src.Disk, s.Image.Digest); err != nil {
 		return fmt.Errorf("checking the image: %w", err)
 	}
 	drivers.Progressf(ctx, "cloning %s", src.Disk)
-	if err := cloneOrCopy(src.Disk, f.path(diskFile)); err != nil {
+	if err := cloneOrCopy(src.Disk, f.Path(layout.DiskFile)); err != nil {
 		return err
 	}
-	if err := grow(f.path(diskFile), diskBytes(s.DiskGiB)); err != nil {
+	if err := grow(f.Path(layout.DiskFile), diskBytes(s.DiskGiB)); err != nil {
 		return err
 	}
-	if err := copyKernel(src.Kernel, f.path(kernelFile), d.arch(s)); err != nil {
+	if err := copyKernel(src.Kernel, f.Path(layout.KernelFile), d.arch(s)); err != nil {
 		return err
 	}
 	if src.Initrd == "" {
 		return nil
 	}
-	return cloneOrCopy(src.Initrd, f.path(initrdFile))
+	return cloneOrCopy(src.Initrd, f.Path(layout.InitrdFile))
 }
 
 // makeSeed writes the instance's key and its NoCloud seed. The
 // instance id changes with the key, so a recreated instance is a new
 // instance to cloud-init.
-func (d *Driver) makeSeed(f folder, c Config) error {
-	pub, err := d.opts.keygen(f.path(keyFile), "sbf-vz-"+f.name)
+func (d *Driver) makeSeed(f layout.Folder, c layout.Config) error {
+	pub, err := d.opts.keygen(f.Path(layout.KeyFile), "sbf-vz-"+f.Name)
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(pub))
-	img, err := Seed{InstanceID: f.name + "-" + hex.EncodeToString(sum[:4]), Hostname: hostname(f.name), User: c.User, PublicKey: pub}.Image()
+	seed := cloudinit.Seed{InstanceID: f.Name + "-" + hex.EncodeToString(sum[:4]), Hostname: hostname(f.Name),
+		User: c.User, PublicKey: pub}
+	img, err := seed.Image()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(f.path(seedFile), img, 0o600); err != nil {
+	if err := os.WriteFile(f.Path(layout.SeedFile), img, 0o600); err != nil {
 		return fmt.Errorf("writing the cloud-init seed: %w", err)
 	}
 	return nil

@@ -72,7 +72,8 @@ func grow(path string, size int64) error {
 		return err
 	}
 	if size < info.Size() {
-		return fmt.Errorf("the disk is %.1f GiB, more than the %.1f GiB asked: raise disk_gib", float64(info.Size())/gib, float64(size)/gib)
+		return fmt.Errorf("the disk is %.1f GiB, more than the %.1f GiB asked: raise disk_gib",
+			float64(info.Size())/gib, float64(size)/gib)
 	}
 	if size == info.Size() {
 		return nil

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor/supervisortest"
 )
 
 func TestCopySparseKeepsContentAndHoles(t *testing.T) {
@@ -110,13 +113,14 @@ func TestCommandStarterDetachesAndLogs(t *testing.T) {
 		t.Skip("no /proc here")
 	}
 	dir := t.TempDir()
-	start := CommandStarter("/bin/sh", "-c", `echo "supervising $0 in session $(cut -d')' -f2 /proc/$$/stat | cut -d' ' -f5)"`)
+	script := `echo "supervising $0 in session $(cut -d')' -f2 /proc/$$/stat | cut -d' ' -f5)"`
+	start := CommandStarter("/bin/sh", "-c", script)
 	if err := start(dir); err != nil {
 		t.Fatal(err)
 	}
-	log := filepath.Join(dir, supervisorLog)
+	log := filepath.Join(dir, layout.SupervisorLog)
 	var line string
-	eventually(t, "the supervisor logged", func() bool {
+	supervisortest.Eventually(t, "the supervisor logged", func() bool {
 		b, _ := os.ReadFile(log)
 		line = strings.TrimSpace(string(b))
 		return strings.HasPrefix(line, "supervising "+dir+" in session ")

@@ -21,7 +21,8 @@ func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diag
 	diag := drivers.Diagnosis{Driver: Name}
 	if o.HostOS != "darwin" {
 		diag.Add(drivers.Check{Name: "host", Status: drivers.CheckFail, NextSteps: offMac,
-			Detail: fmt.Sprintf("needs macOS: Apple's Virtualization.framework exists only there; this host runs %s/%s", o.HostOS, o.HostArch)})
+			Detail: fmt.Sprintf("needs macOS: Apple's Virtualization.framework exists only there; "+
+				"this host runs %s/%s", o.HostOS, o.HostArch)})
 		diag.Finish()
 		diag.Summary = "needs macOS"
 		return diag
@@ -29,7 +30,7 @@ func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diag
 	d := newDriver(o)
 	o = d.opts
 	diag.Add(checkMacOS(o))
-	if framework == nil {
+	if frameworkMissing != "" {
 		diag.Add(drivers.Check{Name: "build", Status: drivers.CheckFail, Detail: frameworkMissing,
 			NextSteps: []string{"use an sbf built on macOS with cgo (CGO_ENABLED=1, the default there)"}})
 	}
@@ -59,10 +60,12 @@ func checkMacOS(o Options) drivers.Check {
 	}
 	major, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
 	if major < 12 {
-		return drivers.Check{Name: "macOS", Status: drivers.CheckFail, Detail: "macOS " + v + " is too old; the vz driver needs macOS 12 or newer",
+		return drivers.Check{Name: "macOS", Status: drivers.CheckFail,
+			Detail:    "macOS " + v + " is too old; the vz driver needs macOS 12 or newer",
 			NextSteps: []string{"upgrade macOS", `or use the lima driver ([vm] driver = "lima")`}}
 	}
-	return drivers.Check{Name: "macOS", Status: drivers.CheckOK, Detail: fmt.Sprintf("macOS %s on %s", v, drivers.CanonicalArch(o.HostArch))}
+	detail := fmt.Sprintf("macOS %s on %s", v, drivers.CanonicalArch(o.HostArch))
+	return drivers.Check{Name: "macOS", Status: drivers.CheckOK, Detail: detail}
 }
 
 // checkEntitlement: an unsigned sbf cannot create VMs (the framework
@@ -77,7 +80,8 @@ func checkEntitlement(o Options) drivers.Check {
 		detail += " (" + err.Error() + ")"
 	}
 	return drivers.Check{Name: "entitlement", Status: drivers.CheckFail, Detail: detail, NextSteps: []string{
-		`sign it (again after every build): codesign --force --sign - --entitlements drivers/vz/sbf.entitlements "$(command -v sbf)"`}}
+		`sign it (again after every build): ` +
+			`codesign --force --sign - --entitlements drivers/vz/sbf.entitlements "$(command -v sbf)"`}}
 }
 
 // codesignEntitlements asks codesign what this executable is entitled to.

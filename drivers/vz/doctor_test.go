@@ -22,16 +22,17 @@ func TestDiagnoseOffMacSaysNeedsMacOS(t *testing.T) {
 	d := Diagnose(context.Background(), Options{HostOS: "linux", HostArch: "amd64"}, []drivers.Spec{testSpec("api")})
 	host := checks(d)["host"]
 	if d.Usable || d.Summary != "needs macOS" || host.Status != drivers.CheckFail ||
-		!strings.Contains(host.Detail, "linux/amd64") || len(host.NextSteps) == 0 || !strings.Contains(host.NextSteps[0], "lima") {
+		!strings.Contains(host.Detail, "linux/amd64") || len(host.NextSteps) == 0 ||
+		!strings.Contains(host.NextSteps[0], "lima") {
 		t.Errorf("diagnosis %+v", d)
 	}
 }
 
 // withFramework pretends this build can call Virtualization.framework.
 func withFramework(t *testing.T) {
-	old := framework
-	framework = &fakeHypervisor{}
-	t.Cleanup(func() { framework = old })
+	old := frameworkMissing
+	frameworkMissing = ""
+	t.Cleanup(func() { frameworkMissing = old })
 }
 
 func TestDiagnoseOnAMac(t *testing.T) {
@@ -44,7 +45,8 @@ func TestDiagnoseOnAMac(t *testing.T) {
 	bad.Ports = []string{"8080:80"}
 	d := Diagnose(context.Background(), o, []drivers.Spec{testSpec("api"), bad})
 	c := checks(d)
-	if c["macOS"].Status != drivers.CheckOK || c["entitlement"].Status != drivers.CheckOK || c["sandbox api"].Status != drivers.CheckOK ||
+	if c["macOS"].Status != drivers.CheckOK || c["entitlement"].Status != drivers.CheckOK ||
+		c["sandbox api"].Status != drivers.CheckOK ||
 		c["instances folder"].Status != drivers.CheckOK {
 		t.Errorf("checks %+v", d.Checks)
 	}
@@ -67,7 +69,8 @@ func TestDiagnoseAnUnsignedSbfOnAnOldMac(t *testing.T) {
 	if c["macOS"].Status != drivers.CheckFail || !strings.Contains(c["macOS"].Detail, "12 or newer") {
 		t.Errorf("macOS: %+v", c["macOS"])
 	}
-	if e := c["entitlement"]; e.Status != drivers.CheckFail || !strings.Contains(e.NextSteps[0], "codesign") || !strings.Contains(e.Detail, "not signed") {
+	if e := c["entitlement"]; e.Status != drivers.CheckFail || !strings.Contains(e.NextSteps[0], "codesign") ||
+		!strings.Contains(e.Detail, "not signed") {
 		t.Errorf("entitlement: %+v", e)
 	}
 }
@@ -77,21 +80,26 @@ func TestRegisteredEverywhereUnavailableOffMac(t *testing.T) {
 	if !ok {
 		t.Fatal("vz is not registered")
 	}
-	env := drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, StateDir: t.TempDir(), HostOS: "linux", HostArch: "amd64"}
+	env := drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, StateDir: t.TempDir(),
+		HostOS: "linux", HostArch: "amd64"}
 	_, err := r.New(context.Background(), env)
 	var u *drivers.UnavailableError
-	if !errors.As(err, &u) || u.ProbableCause != "unsupported_host_os" || !strings.Contains(u.Reason, "needs macOS") || len(u.NextSteps) == 0 {
+	if !errors.As(err, &u) || u.ProbableCause != "unsupported_host_os" || !strings.Contains(u.Reason, "needs macOS") ||
+		len(u.NextSteps) == 0 {
 		t.Errorf("New off macOS: %v", err)
 	}
 	env.HostOS = "darwin"
-	if _, err := r.New(context.Background(), env); framework == nil && (!errors.As(err, &u) || u.Reason != frameworkMissing) {
+	_, err = r.New(context.Background(), env)
+	if frameworkMissing != "" && (!errors.As(err, &u) || u.Reason != frameworkMissing) {
 		t.Errorf("New on a Mac without the framework: %v", err)
 	}
-	if d := r.Diagnose(context.Background(), drivers.Env{Getenv: env.Getenv, HostOS: "windows", HostArch: "amd64"}, nil); d.Usable {
+	onWindows := drivers.Env{Getenv: env.Getenv, HostOS: "windows", HostArch: "amd64"}
+	if d := r.Diagnose(context.Background(), onWindows, nil); d.Usable {
 		t.Error("usable on Windows")
 	}
 	env.Getenv = func(k string) string { return map[string]string{"SBF_VZ_START_TIMEOUT": "soon"}[k] }
-	if _, err := r.New(context.Background(), env); err == nil || !strings.Contains(err.Error(), "SBF_VZ_START_TIMEOUT") {
+	if _, err := r.New(context.Background(), env); err == nil ||
+		!strings.Contains(err.Error(), "SBF_VZ_START_TIMEOUT") {
 		t.Errorf("a bad timeout: %v", err)
 	}
 }

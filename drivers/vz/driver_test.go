@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/cloudinit/cloudinittest"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 	"github.com/sandboxforge/sbf/images"
 )
 
@@ -33,24 +35,26 @@ func TestCreateLaysOutAStoppedInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := w.d.folder(s.Name)
-	disk, _ := os.ReadFile(f.path(diskFile))
+	disk, _ := os.ReadFile(f.Path(layout.DiskFile))
 	image, _ := os.ReadFile(w.image.Disk)
-	if len(disk) != 8*mib || !bytes.Equal(disk[:len(image)], image) || !bytes.Equal(disk[len(image):], make([]byte, 8*mib-len(image))) {
+	if len(disk) != 8*mib || !bytes.Equal(disk[:len(image)], image) ||
+		!bytes.Equal(disk[len(image):], make([]byte, 8*mib-len(image))) {
 		t.Errorf("disk: %d bytes, image prefix kept: %v", len(disk), bytes.Equal(disk[:len(image)], image))
 	}
-	if k, _ := os.ReadFile(f.path(kernelFile)); string(k) != "ARM64 kernel Image" {
+	if k, _ := os.ReadFile(f.Path(layout.KernelFile)); string(k) != "ARM64 kernel Image" {
 		t.Errorf("kernel %q: an arm64 kernel must be decompressed", k)
 	}
-	if i, _ := os.ReadFile(f.path(initrdFile)); string(i) != "initrd" {
+	if i, _ := os.ReadFile(f.Path(layout.InitrdFile)); string(i) != "initrd" {
 		t.Errorf("initrd %q", i)
 	}
-	seed, _ := os.ReadFile(f.path(seedFile))
-	_, files := readFAT(t, seed)
+	seed, _ := os.ReadFile(f.Path(layout.SeedFile))
+	_, files := cloudinittest.Read(t, seed)
 	pub, _ := w.keygen(t.TempDir()+"/k", "sbf-vz-"+s.Name)
-	if !strings.Contains(files["user-data"], strings.TrimSpace(pub)) || !strings.Contains(files["meta-data"], "local-hostname: \"sbf-0123abcd-api\"") {
+	if !strings.Contains(files["user-data"], strings.TrimSpace(pub)) ||
+		!strings.Contains(files["meta-data"], "local-hostname: \"sbf-0123abcd-api\"") {
 		t.Errorf("seed: %q", files)
 	}
-	c, _ := f.readConfig()
+	c, _ := f.ReadConfig()
 	if c.CmdLine != "root=/dev/vda rw console=hvc0" || c.CPUs != 2 || c.MemoryBytes != gib || !c.HasInitrd {
 		t.Errorf("config %+v", c)
 	}
@@ -84,7 +88,7 @@ func TestAFailedCreateLeavesNothing(t *testing.T) {
 		if err := w.d.Create(context.Background(), s); err == nil {
 			t.Errorf("%s: created", name)
 		}
-		if w.d.folder(s.Name).exists() {
+		if w.d.folder(s.Name).Exists() {
 			t.Errorf("%s: the folder was left behind", name)
 		}
 	}
@@ -108,21 +112,22 @@ func TestLifecycleThroughTheSupervisor(t *testing.T) {
 	if inst.Status != drivers.Running || inst.SSH != "127.0.0.1:"+w.guest.Port {
 		t.Errorf("after start: %+v", inst)
 	}
-	if len(w.hv.booted) != 1 || w.hv.booted[0].Disks[0].Path != w.d.folder(s.Name).path(diskFile) {
-		t.Errorf("booted %+v", w.hv.booted)
+	if booted := w.hv.Booted(); len(booted) != 1 ||
+		booted[0].Disks[0].Path != w.d.folder(s.Name).Path(layout.DiskFile) {
+		t.Errorf("booted %+v", booted)
 	}
 	res, err := w.d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "echo hello"})
 	if err != nil || res.Stdout != "hello\n" || !strings.HasPrefix(res.Via, "ssh") {
 		t.Errorf("exec: %+v, %v", res, err)
 	}
-	if err := w.d.Start(ctx, s); err != nil || len(w.hv.booted) != 1 {
-		t.Errorf("starting a running instance: %v, %d boots", err, len(w.hv.booted))
+	if err := w.d.Start(ctx, s); err != nil || len(w.hv.Booted()) != 1 {
+		t.Errorf("starting a running instance: %v, %d boots", err, len(w.hv.Booted()))
 	}
 	if err := w.d.Stop(ctx, s.Name); err != nil {
 		t.Fatal(err)
 	}
-	if m := w.hv.last(); m.requested.Load() != 1 || m.forced.Load() != 0 {
-		t.Errorf("stop: power button %d, forced %d", m.requested.Load(), m.forced.Load())
+	if m := w.hv.Last(); m.Requested() != 1 || m.Forced() != 0 {
+		t.Errorf("stop: power button %d, forced %d", m.Requested(), m.Forced())
 	}
 	if inst := listed(t, w.d)[s.Name]; inst.Status != drivers.Stopped || inst.SSH != "" {
 		t.Errorf("after stop: %+v", inst)
@@ -130,16 +135,16 @@ func TestLifecycleThroughTheSupervisor(t *testing.T) {
 	if err := w.d.Stop(ctx, s.Name); err != nil {
 		t.Errorf("stopping a stopped instance: %v", err)
 	}
-	if err := w.d.Start(ctx, s); err != nil || len(w.hv.booted) != 2 {
+	if err := w.d.Start(ctx, s); err != nil || len(w.hv.Booted()) != 2 {
 		t.Fatalf("restart: %v", err)
 	}
 	if err := w.d.Delete(ctx, s.Name); err != nil {
 		t.Fatal(err)
 	}
-	if m := w.hv.last(); m.forced.Load() != 1 {
-		t.Errorf("delete should stop by force: %d", m.forced.Load())
+	if m := w.hv.Last(); m.Forced() != 1 {
+		t.Errorf("delete should stop by force: %d", m.Forced())
 	}
-	if len(listed(t, w.d)) != 0 || w.d.folder(s.Name).exists() {
+	if len(listed(t, w.d)) != 0 || w.d.folder(s.Name).Exists() {
 		t.Error("deleted instance still there")
 	}
 	for _, err := range []error{w.d.Stop(ctx, s.Name), w.d.Delete(ctx, s.Name), w.d.Start(ctx, s)} {
@@ -155,7 +160,7 @@ func TestStartReportsWhyTheVMDidNotBoot(t *testing.T) {
 	if err := w.d.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	w.hv.bootErr = errors.New("VZErrorDomain Code=2: the kernel is not an arm64 Image")
+	w.hv.FailBoots(errors.New("VZErrorDomain Code=2: the kernel is not an arm64 Image"))
 	err := w.d.Start(context.Background(), s)
 	if err == nil || !strings.Contains(err.Error(), "not an arm64 Image") {
 		t.Errorf("start: %v", err)
@@ -169,9 +174,11 @@ func TestStartGivesUpOnAGuestThatNeverAnswers(t *testing.T) {
 	if err := w.d.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(w.d.folder(s.Name).path(consoleFile), []byte("[    1.0] Kernel panic - not syncing: VFS\n"), 0o600)
+	panic := []byte("[    1.0] Kernel panic - not syncing: VFS\n")
+	os.WriteFile(w.d.folder(s.Name).Path(layout.ConsoleFile), panic, 0o600)
 	err := w.d.Start(context.Background(), s)
-	if err == nil || !strings.Contains(err.Error(), "did not answer SSH") || !strings.Contains(err.Error(), "Kernel panic") {
+	if err == nil || !strings.Contains(err.Error(), "did not answer SSH") ||
+		!strings.Contains(err.Error(), "Kernel panic") {
 		t.Errorf("start: %v", err)
 	}
 }
@@ -185,12 +192,16 @@ func TestListReportsBrokenFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.Remove(w.d.folder(noDisk.Name).path(diskFile))
+	os.Remove(w.d.folder(noDisk.Name).Path(layout.DiskFile))
 	half := w.d.folder(testSpec("half").Name)
-	os.MkdirAll(half.dir(), 0o700) // a create that died before its configuration
-	os.MkdirAll(w.d.folder("not-sbf").dir(), 0o700)
+	os.MkdirAll(half.Dir(), 0o700) // a create that died before its configuration
+	os.MkdirAll(w.d.folder("not-sbf").Dir(), 0o700)
 	got := listed(t, w.d)
-	want := map[string]drivers.Status{done.Name: drivers.Stopped, noDisk.Name: drivers.Broken, half.name: drivers.Broken}
+	want := map[string]drivers.Status{
+		done.Name:   drivers.Stopped,
+		noDisk.Name: drivers.Broken,
+		half.Name:   drivers.Broken,
+	}
 	if len(got) != len(want) {
 		t.Errorf("listed %v", got)
 	}
@@ -212,16 +223,17 @@ func TestReconfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := w.d.folder(s.Name)
-	before, _ := f.readConfig()
+	before, _ := f.ReadConfig()
 	s.CPUs, s.MemoryGiB, s.DiskGiB = 4, 2.5, 0.015625 // 16 MiB
 	if err := w.d.Reconfigure(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := f.readConfig()
-	if c.CPUs != 4 || c.MemoryBytes != 2560*mib || c.MAC != before.MAC || c.CmdLine != before.CmdLine || c.Spec.CPUs != 4 {
+	c, _ := f.ReadConfig()
+	if c.CPUs != 4 || c.MemoryBytes != 2560*mib || c.MAC != before.MAC || c.CmdLine != before.CmdLine ||
+		c.Spec.CPUs != 4 {
 		t.Errorf("config %+v", c)
 	}
-	if info, _ := os.Stat(f.path(diskFile)); info.Size() != 16*mib {
+	if info, _ := os.Stat(f.Path(layout.DiskFile)); info.Size() != 16*mib {
 		t.Errorf("disk %d bytes", info.Size())
 	}
 	s.DiskGiB = 0.0078125

@@ -17,6 +17,9 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec/sshtest"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor/supervisortest"
 	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
@@ -28,7 +31,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SBF_VZ_TEST_SUPERVISOR") == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		if err := runSupervisor(ctx, os.Args[len(os.Args)-1], &fakeHypervisor{}, clock.Real{}); err != nil {
+		err := supervisor.RunWith(ctx, os.Args[len(os.Args)-1], &supervisortest.Hypervisor{}, clock.Real{})
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -42,7 +46,7 @@ func TestMain(m *testing.M) {
 // machine's MAC to 127.0.0.1, and every instance gets the server's key.
 type world struct {
 	d      *Driver
-	hv     *fakeHypervisor
+	hv     *supervisortest.Hypervisor
 	guest  *sshtest.Server
 	image  images.Image
 	leases string
@@ -54,8 +58,9 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	base := shortTempDir(t)
-	w := &world{hv: &fakeHypervisor{}, guest: sshtest.Start(t), image: fakeImage(t), leases: filepath.Join(base, "dhcpd_leases")}
+	base := supervisortest.ShortTempDir(t)
+	w := &world{hv: &supervisortest.Hypervisor{}, guest: sshtest.Start(t), image: fakeImage(t),
+		leases: filepath.Join(base, "dhcpd_leases")}
 	if err := os.WriteFile(w.leases, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +90,12 @@ func newWorld(t *testing.T) *world {
 // startSupervisor runs the supervisor in this process and, as bootpd
 // would when the guest asks, leases its MAC an address.
 func (w *world) startSupervisor(dir string) error {
-	c, err := folder{base: filepath.Dir(dir), name: filepath.Base(dir)}.readConfig()
+	c, err := layout.Folder{Base: filepath.Dir(dir), Name: filepath.Base(dir)}.ReadConfig()
 	if err != nil {
 		return err
 	}
-	entry := fmt.Sprintf("{\n\tname=%s\n\tip_address=127.0.0.1\n\thw_address=1,%s\n\tlease=0x7fffffff\n}\n", filepath.Base(dir), unpadded(c.MAC))
+	entry := fmt.Sprintf("{\n\tname=%s\n\tip_address=127.0.0.1\n\thw_address=1,%s\n\tlease=0x7fffffff\n}\n",
+		filepath.Base(dir), unpadded(c.MAC))
 	f, err := os.OpenFile(w.leases, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -101,7 +107,7 @@ func (w *world) startSupervisor(dir string) error {
 	w.mu.Lock()
 	w.cancel, w.done = append(w.cancel, cancel), append(w.done, done)
 	w.mu.Unlock()
-	go func() { done <- runSupervisor(ctx, dir, w.hv, clock.Real{}) }()
+	go func() { done <- supervisor.RunWith(ctx, dir, w.hv, clock.Real{}) }()
 	return nil
 }
 
@@ -157,7 +163,8 @@ func fakeImage(t *testing.T) images.Image {
 	copy(disk, "ext4 superblock")
 	copy(disk[len(disk)-4:], "tail")
 	im := images.Image{Name: "test", Arch: "aarch64", Dir: dir, Kernel: filepath.Join(dir, "vmlinuz"),
-		Initrd: filepath.Join(dir, "initrd.img"), Disk: filepath.Join(dir, "disk.ext4"), KernelCmdline: "root=/dev/vda rw console=ttyS0"}
+		Initrd: filepath.Join(dir, "initrd.img"), Disk: filepath.Join(dir, "disk.ext4"),
+		KernelCmdline: "root=/dev/vda rw console=ttyS0"}
 	for p, b := range map[string][]byte{im.Kernel: kernel.Bytes(), im.Initrd: []byte("initrd"), im.Disk: disk} {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -167,6 +174,8 @@ func fakeImage(t *testing.T) images.Image {
 }
 
 func testSpec(sandbox string) drivers.Spec {
-	return drivers.Spec{Name: drivers.InstanceName("ws_0123abcd", sandbox), CPUs: 2, MemoryGiB: 1, DiskGiB: 0.0078125, // 8 MiB
-		Arch: "aarch64", VMType: "vz", Template: "template:docker", Emulation: "auto", Image: drivers.Image{Location: "sbf:test"}}
+	const eightMiB = 0.0078125
+	return drivers.Spec{Name: drivers.InstanceName("ws_0123abcd", sandbox), CPUs: 2, MemoryGiB: 1, DiskGiB: eightMiB,
+		Arch: "aarch64", VMType: "vz", Template: "template:docker", Emulation: "auto",
+		Image: drivers.Image{Location: "sbf:test"}}
 }

@@ -20,7 +20,8 @@ type bootFiles struct {
 func (d *Driver) resolveImage(s drivers.Spec) (bootFiles, error) {
 	name, ok := images.NameOf(s.Image.Location)
 	if !ok {
-		return bootFiles{Kernel: s.Image.Kernel, Initrd: s.Image.Initrd, Disk: s.Image.Location, CmdLine: s.Image.KernelCmdline}, nil
+		im := s.Image
+		return bootFiles{Kernel: im.Kernel, Initrd: im.Initrd, Disk: im.Location, CmdLine: im.KernelCmdline}, nil
 	}
 	im, err := d.opts.Image(name, d.arch(s))
 	if err != nil {
@@ -44,12 +45,14 @@ func (d *Driver) recipeProblem(name, arch string) string {
 	}
 	r, ok := recipes[name]
 	if !ok {
-		return fmt.Sprintf("boot %s%s: there is no such sbf image (known: %s)", images.Scheme, name, strings.Join(images.Names(recipes), ", "))
+		return fmt.Sprintf("boot %s%s: there is no such sbf image (known: %s)",
+			images.Scheme, name, strings.Join(images.Names(recipes), ", "))
 	}
 	if !r.Supports(arch) {
-		return fmt.Sprintf("boot %s%s on this %s host: the recipe builds %s images only, and Virtualization.framework runs guests "+
-			"of the host's architecture only (an Apple silicon Mac needs an aarch64 kernel, initrd and raw disk, which sbf "+
-			"does not build yet: set [vm.image] location, kernel and initrd to your own)", images.Scheme, name, arch, strings.Join(r.Arches, ", "))
+		return fmt.Sprintf("boot %s%s on this %s host: the recipe builds %s images only, and "+
+			"Virtualization.framework runs guests of the host's architecture only (an Apple silicon Mac needs an "+
+			"aarch64 kernel, initrd and raw disk, which sbf does not build yet: set [vm.image] location, kernel and "+
+			"initrd to your own)", images.Scheme, name, arch, strings.Join(r.Arches, ", "))
 	}
 	return ""
 }
@@ -80,7 +83,8 @@ func (d *Driver) cachedImage(euid int) func(name, arch string) (images.Image, er
 		if errors.Is(err, images.ErrNotBuilt) {
 			return images.Image{}, unavailable("image_not_built",
 				fmt.Sprintf("the guest image %s%s is not built on this machine", images.Scheme, name),
-				fmt.Sprintf("build it on a Linux %s machine (sudo sbf image build %s) and copy its folder into %s", arch, name, cache.Dirs[0]),
+				fmt.Sprintf("build it on a Linux %s machine (sudo sbf image build %s) and copy its folder into %s",
+					arch, name, cache.Dirs[0]),
 				"or set [vm.image] location (a raw disk), kernel and initrd to files on this Mac")
 		}
 		return im, err

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor"
 )
 
 // supervisorWait bounds how long a new supervisor may take to boot the
@@ -23,7 +25,7 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err := d.bootable(f); err != nil {
 		return err
 	}
-	if st, err := d.status(ctx, f); err != nil || !up(st) {
+	if st, err := d.status(ctx, f); err != nil || !st.Up() {
 		if err := d.startSupervisor(ctx, f); err != nil {
 			return err
 		}
@@ -32,35 +34,36 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 }
 
 // bootable says why an instance cannot be started, if it cannot.
-func (d *Driver) bootable(f folder) error {
-	if !f.exists() {
-		return fmt.Errorf("vz instance %s: %w", f.name, drivers.ErrNotFound)
+func (d *Driver) bootable(f layout.Folder) error {
+	if !f.Exists() {
+		return fmt.Errorf("vz instance %s: %w", f.Name, drivers.ErrNotFound)
 	}
-	c, err := f.readConfig()
+	c, err := f.ReadConfig()
 	if err != nil {
-		return fmt.Errorf("vz instance %s is broken (an unfinished create): %w", f.name, err)
+		return fmt.Errorf("vz instance %s is broken (an unfinished create): %w", f.Name, err)
 	}
-	if m := f.missing(c); m != "" {
-		return fmt.Errorf("vz instance %s is broken: %s is missing", f.name, f.path(m))
+	if m := f.Missing(c); m != "" {
+		return fmt.Errorf("vz instance %s is broken: %s is missing", f.Name, f.Path(m))
 	}
 	return nil
 }
 
-func (d *Driver) startSupervisor(ctx context.Context, f folder) error {
-	os.Remove(f.path(failureFile))
-	drivers.Progressf(ctx, "starting %s", f.name)
-	if err := d.opts.StartSupervisor(f.dir()); err != nil {
-		return fmt.Errorf("starting the supervisor of %s: %w", f.name, err)
+func (d *Driver) startSupervisor(ctx context.Context, f layout.Folder) error {
+	os.Remove(f.Path(layout.FailureFile))
+	drivers.Progressf(ctx, "starting %s", f.Name)
+	if err := d.opts.StartSupervisor(f.Dir()); err != nil {
+		return fmt.Errorf("starting the supervisor of %s: %w", f.Name, err)
 	}
 	err := d.poll(ctx, supervisorWait, 100*time.Millisecond, func() (bool, error) {
 		if failed := d.failure(f); failed != nil {
 			return false, failed
 		}
 		st, err := d.status(ctx, f)
-		return err == nil && up(st), nil
+		return err == nil && st.Up(), nil
 	})
 	if errors.Is(err, errTimeout) {
-		return fmt.Errorf("the supervisor of %s did not start the VM within %s%s", f.name, supervisorWait, tail(f.path(supervisorLog)))
+		return fmt.Errorf("the supervisor of %s did not start the VM within %s%s",
+			f.Name, supervisorWait, tail(f.Path(layout.SupervisorLog)))
 	}
 	return err
 }
@@ -68,38 +71,39 @@ func (d *Driver) startSupervisor(ctx context.Context, f folder) error {
 // waitReady waits until the guest runs the ready command over SSH. The
 // connection it used is dropped: it was opened before cloud-init finished
 // (group memberships are fixed at login), so later commands log in anew.
-func (d *Driver) waitReady(ctx context.Context, f folder) error {
-	defer d.Pool.Drop(f.name)
-	drivers.Progressf(ctx, "waiting for %s to boot (SSH, then cloud-init)", f.name)
+func (d *Driver) waitReady(ctx context.Context, f layout.Folder) error {
+	defer d.Pool.Drop(f.Name)
+	drivers.Progressf(ctx, "waiting for %s to boot (SSH, then cloud-init)", f.Name)
 	var last error
 	err := d.poll(ctx, d.opts.StartTimeout, time.Second, func() (bool, error) {
 		if failed := d.failure(f); failed != nil {
 			return false, failed
 		}
-		if st, err := d.status(ctx, f); err != nil || !up(st) {
-			return false, fmt.Errorf("%s stopped while booting%s", f.name, tail(f.path(consoleFile)))
+		if st, err := d.status(ctx, f); err != nil || !st.Up() {
+			return false, fmt.Errorf("%s stopped while booting%s", f.Name, tail(f.Path(layout.ConsoleFile)))
 		}
-		res, err := d.Pool.Exec(ctx, f.name, drivers.ExecRequest{Command: d.opts.ready, Timeout: 10 * time.Second})
+		res, err := d.Pool.Exec(ctx, f.Name, drivers.ExecRequest{Command: d.opts.ready, Timeout: 10 * time.Second})
 		if err != nil || res.ExitCode != 0 {
 			last = err
-			d.Pool.Drop(f.name)
+			d.Pool.Drop(f.Name)
 			return false, nil
 		}
 		return true, nil
 	})
 	if errors.Is(err, errTimeout) {
-		return fmt.Errorf("%s did not answer SSH with cloud-init done within %s (last: %v)%s", f.name, d.opts.StartTimeout, last, tail(f.path(consoleFile)))
+		return fmt.Errorf("%s did not answer SSH with cloud-init done within %s (last: %v)%s",
+			f.Name, d.opts.StartTimeout, last, tail(f.Path(layout.ConsoleFile)))
 	}
 	return err
 }
 
 // failure is what the supervisor wrote down when it ended on an error.
-func (d *Driver) failure(f folder) error {
-	b, err := os.ReadFile(f.path(failureFile))
+func (d *Driver) failure(f layout.Folder) error {
+	b, err := os.ReadFile(f.Path(layout.FailureFile))
 	if err != nil {
 		return nil
 	}
-	return fmt.Errorf("the VM %s failed: %s%s", f.name, strings.TrimSpace(string(b)), tail(f.path(consoleFile)))
+	return fmt.Errorf("the VM %s failed: %s%s", f.Name, strings.TrimSpace(string(b)), tail(f.Path(layout.ConsoleFile)))
 }
 
 // Stop shuts the guest down cleanly (ACPI), forcing it after StopTimeout,
@@ -108,22 +112,22 @@ func (d *Driver) Stop(ctx context.Context, name string) error {
 	return d.stop(ctx, d.folder(name), false)
 }
 
-func (d *Driver) stop(ctx context.Context, f folder, force bool) error {
-	if !f.exists() {
-		return fmt.Errorf("vz instance %s: %w", f.name, drivers.ErrNotFound)
+func (d *Driver) stop(ctx context.Context, f layout.Folder, force bool) error {
+	if !f.Exists() {
+		return fmt.Errorf("vz instance %s: %w", f.Name, drivers.ErrNotFound)
 	}
-	d.Pool.Drop(f.name)
+	d.Pool.Drop(f.Name)
 	if _, err := d.status(ctx, f); err != nil {
 		return nil // no supervisor: stopped (or crashed, which is stopped too)
 	}
-	sctx, cancel := context.WithTimeout(ctx, d.opts.StopTimeout+forcedStopWait+10*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, d.opts.StopTimeout+supervisor.ForcedStopWait+10*time.Second)
 	defer cancel()
-	st, err := ask(sctx, f.socket(), request{Op: "stop", Force: force, TimeoutMS: d.opts.StopTimeout.Milliseconds()})
+	st, err := supervisor.Stop(sctx, f.Socket(), force, d.opts.StopTimeout)
 	if err != nil {
-		return fmt.Errorf("stopping %s: %w", f.name, err)
+		return fmt.Errorf("stopping %s: %w", f.Name, err)
 	}
 	if st.Error != "" {
-		return fmt.Errorf("stopping %s: %s", f.name, st.Error)
+		return fmt.Errorf("stopping %s: %s", f.Name, st.Error)
 	}
 	// The supervisor answers, then closes its socket and exits.
 	err = d.poll(ctx, 10*time.Second, 50*time.Millisecond, func() (bool, error) {
@@ -131,7 +135,7 @@ func (d *Driver) stop(ctx context.Context, f folder, force bool) error {
 		return err != nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the supervisor of %s to end: %w", f.name, err)
+		return fmt.Errorf("waiting for the supervisor of %s to end: %w", f.Name, err)
 	}
 	return nil
 }
@@ -142,10 +146,10 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.stop(ctx, f, true); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(f.dir()); err != nil {
-		return fmt.Errorf("deleting %s: %w", f.dir(), err)
+	if err := os.RemoveAll(f.Dir()); err != nil {
+		return fmt.Errorf("deleting %s: %w", f.Dir(), err)
 	}
-	os.Remove(f.socket()) // when it lives under <base>/run
+	os.Remove(f.Socket()) // when it lives under <base>/run
 	return nil
 }
 
@@ -156,36 +160,30 @@ func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
 	if err := d.bootable(f); err != nil {
 		return err
 	}
-	if st, err := d.status(ctx, f); err == nil && up(st) {
+	if st, err := d.status(ctx, f); err == nil && st.Up() {
 		return fmt.Errorf("vz instance %s is running: stop it before reconfiguring", s.Name)
 	}
 	if err := d.Validate(s); err != nil {
 		return err
 	}
-	old, _ := f.readConfig()
+	old, _ := f.ReadConfig()
 	c, err := translate(s, old.CmdLine, old.HasInitrd)
 	if err != nil {
 		return fmt.Errorf("reconfiguring %s: %w", s.Name, err)
 	}
 	c.CmdLine, c.MAC, c.User = old.CmdLine, old.MAC, old.User
-	if err := grow(f.path(diskFile), diskBytes(s.DiskGiB)); err != nil {
+	if err := grow(f.Path(layout.DiskFile), diskBytes(s.DiskGiB)); err != nil {
 		return fmt.Errorf("reconfiguring %s: %w", s.Name, err)
 	}
-	return f.writeConfig(c)
+	return f.WriteConfig(c)
 }
 
 // status asks the instance's supervisor; an error means there is none
 // (never started, stopped, or crashed).
-func (d *Driver) status(ctx context.Context, f folder) (Status, error) {
+func (d *Driver) status(ctx context.Context, f layout.Folder) (supervisor.Status, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return ask(sctx, f.socket(), request{Op: "status"})
-}
-
-// up reports whether a supervisor's machine is (or is becoming) a
-// running VM.
-func up(st Status) bool {
-	return st.State == stateRunning || st.State == stateStarting
+	return supervisor.Query(sctx, f.Socket())
 }
 
 var errTimeout = errors.New("timed out")

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
 
 // List reports the instances in the driver's folder: broken when the
@@ -12,7 +13,7 @@ import (
 // when a supervisor answers for it, else stopped (a supervisor that
 // crashed took its VM with it).
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
-	names, err := instanceNames(d.opts.Dir)
+	names, err := layout.InstanceNames(d.opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -23,18 +24,18 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	return out, nil
 }
 
-func (d *Driver) inspect(ctx context.Context, f folder) drivers.Instance {
-	inst := drivers.Instance{Name: f.name, Driver: Name, Status: drivers.Broken}
-	c, err := f.readConfig()
+func (d *Driver) inspect(ctx context.Context, f layout.Folder) drivers.Instance {
+	inst := drivers.Instance{Name: f.Name, Driver: Name, Status: drivers.Broken}
+	c, err := f.ReadConfig()
 	if err != nil {
 		return inst
 	}
 	inst.Reported = c.Spec
-	if f.missing(c) != "" {
+	if f.Missing(c) != "" {
 		return inst
 	}
 	inst.Status = drivers.Stopped
-	if st, err := d.status(ctx, f); err == nil && up(st) {
+	if st, err := d.status(ctx, f); err == nil && st.Up() {
 		inst.Status = drivers.Running
 		if ip, err := leaseIP(d.opts.Leases, c.MAC); err == nil {
 			inst.SSH = net.JoinHostPort(ip, d.opts.SSHPort)

@@ -35,8 +35,9 @@ func optionsFrom(env drivers.Env) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	return Options{Dir: defaultDir(env.Getenv, env.StateDir), HostOS: env.HostOS, HostArch: env.HostArch, Getenv: env.Getenv,
-		Clock: env.Clock, Debug: env.Debug, StartSupervisor: supervisorStarter(), StartTimeout: timeout}, nil
+	return Options{Dir: defaultDir(env.Getenv, env.StateDir), HostOS: env.HostOS, HostArch: env.HostArch,
+		Getenv: env.Getenv, Clock: env.Clock, Debug: env.Debug, StartSupervisor: supervisorStarter(),
+		StartTimeout: timeout}, nil
 }
 
 // offMac are the next steps for a host that is not a Mac.
@@ -50,11 +51,13 @@ var offMac = []string{
 func available(o Options) error {
 	if o.HostOS != "darwin" {
 		return unavailable("unsupported_host_os",
-			fmt.Sprintf("the vz driver needs macOS (Apple Virtualization.framework); this host runs %s", o.HostOS), offMac...)
+			fmt.Sprintf("the vz driver needs macOS (Apple Virtualization.framework); this host runs %s", o.HostOS),
+			offMac...)
 	}
-	if framework == nil {
+	if frameworkMissing != "" {
 		return unavailable("backend_unavailable", frameworkMissing,
-			"use an sbf built on macOS with cgo (CGO_ENABLED=1, the default there)", `or use the lima driver ([vm] driver = "lima")`)
+			"use an sbf built on macOS with cgo (CGO_ENABLED=1, the default there)",
+			`or use the lima driver ([vm] driver = "lima")`)
 	}
 	if o.StartSupervisor == nil {
 		return unavailable("backend_unavailable", "this sbf cannot start the vz supervisor (sbf vz-run)",

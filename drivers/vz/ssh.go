@@ -11,24 +11,26 @@ import (
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers/sshexec"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
 
 // sshTarget is a running instance's sshd: its address on the NAT network
 // (from macOS's DHCP leases, by the instance's MAC), its user and key.
 func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target, error) {
 	f := d.folder(instance)
-	c, err := f.readConfig()
+	c, err := f.ReadConfig()
 	if err != nil {
 		return sshexec.Target{}, err
 	}
-	if st, err := d.status(ctx, f); err != nil || !up(st) {
+	if st, err := d.status(ctx, f); err != nil || !st.Up() {
 		return sshexec.Target{}, fmt.Errorf("vz instance %s is not running", instance)
 	}
 	ip, err := leaseIP(d.opts.Leases, c.MAC)
 	if err != nil {
 		return sshexec.Target{}, fmt.Errorf("finding the address of %s: %w", instance, err)
 	}
-	return sshexec.Target{Host: ip, Port: d.opts.SSHPort, User: c.User, IdentityFiles: []string{f.path(keyFile)}}, nil
+	key := f.Path(layout.KeyFile)
+	return sshexec.Target{Host: ip, Port: d.opts.SSHPort, User: c.User, IdentityFiles: []string{key}}, nil
 }
 
 // leaseIP finds the address macOS's DHCP server (bootpd, behind the NAT

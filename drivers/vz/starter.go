@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 )
 
 // CommandStarter starts `exe args... DIR` as a supervisor: in a session
@@ -13,7 +15,7 @@ import (
 // when it ends.
 func CommandStarter(exe string, args ...string) func(dir string) error {
 	return func(dir string) error {
-		log, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		log, err := os.OpenFile(filepath.Join(dir, layout.SupervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("opening the supervisor's log: %w", err)
 		}

@@ -50,21 +50,27 @@ func TestValidateNamesEveryKeyVzCannotHonour(t *testing.T) {
 		edit func(*drivers.Spec)
 		want []string
 	}{
-		"a plain image":                     {func(s *drivers.Spec) { s.Image = plain }, nil},
-		"vm_type qemu":                      {func(s *drivers.Spec) { s.VMType = "qemu" }, []string{"vm_type"}},
-		"vm_type left to default":           {func(s *drivers.Spec) { s.VMType = "" }, nil},
-		"another arch":                      {func(s *drivers.Spec) { s.Arch = "x86_64"; s.Image = plain }, []string{"arch"}},
-		"Go's arch spelling":                {func(s *drivers.Spec) { s.Arch = "arm64"; s.Image = plain }, nil},
-		"emulation always":                  {func(s *drivers.Spec) { s.Emulation = "always" }, []string{"emulation"}},
-		"mounts":                            {func(s *drivers.Spec) { s.Mounts = []string{"~/src:/src"} }, []string{"mounts"}},
-		"ports":                             {func(s *drivers.Spec) { s.Ports = []string{"8080:80"} }, []string{"ports"}},
-		"a Lima template":                   {func(s *drivers.Spec) { s.Image = drivers.Image{} }, []string{"template"}},
-		"a URL":                             {func(s *drivers.Spec) { s.Image.Location = "https://example.invalid/x.img"; s.Image.Kernel = "/k" }, []string{"image.location"}},
-		"a qcow2 disk":                      {func(s *drivers.Spec) { s.Image = plain; s.Image.Location = "/i/disk.qcow2" }, []string{"image.location"}},
-		"no kernel":                         {func(s *drivers.Spec) { s.Image = plain; s.Image.Kernel = "" }, []string{"image.kernel"}},
-		"an md5 digest":                     {func(s *drivers.Spec) { s.Image = plain; s.Image.Digest = "md5:abc" }, []string{"image.digest"}},
-		"an x86_64-only sbf image on arm64": {func(s *drivers.Spec) { s.Image.Location = "sbf:debian-12" }, []string{"image.location"}},
-		"an unknown sbf image":              {func(s *drivers.Spec) { s.Image.Location = "sbf:nope" }, []string{"image.location"}},
+		"a plain image":           {func(s *drivers.Spec) { s.Image = plain }, nil},
+		"vm_type qemu":            {func(s *drivers.Spec) { s.VMType = "qemu" }, []string{"vm_type"}},
+		"vm_type left to default": {func(s *drivers.Spec) { s.VMType = "" }, nil},
+		"another arch":            {func(s *drivers.Spec) { s.Arch = "x86_64"; s.Image = plain }, []string{"arch"}},
+		"Go's arch spelling":      {func(s *drivers.Spec) { s.Arch = "arm64"; s.Image = plain }, nil},
+		"emulation always":        {func(s *drivers.Spec) { s.Emulation = "always" }, []string{"emulation"}},
+		"mounts":                  {func(s *drivers.Spec) { s.Mounts = []string{"~/src:/src"} }, []string{"mounts"}},
+		"ports":                   {func(s *drivers.Spec) { s.Ports = []string{"8080:80"} }, []string{"ports"}},
+		"a Lima template":         {func(s *drivers.Spec) { s.Image = drivers.Image{} }, []string{"template"}},
+		"a URL": {func(s *drivers.Spec) {
+			s.Image.Location, s.Image.Kernel = "https://example.invalid/x.img", "/k"
+		}, []string{"image.location"}},
+		"a qcow2 disk": {func(s *drivers.Spec) {
+			s.Image = plain
+			s.Image.Location = "/i/disk.qcow2"
+		}, []string{"image.location"}},
+		"no kernel":     {func(s *drivers.Spec) { s.Image = plain; s.Image.Kernel = "" }, []string{"image.kernel"}},
+		"an md5 digest": {func(s *drivers.Spec) { s.Image = plain; s.Image.Digest = "md5:abc" }, []string{"image.digest"}},
+		"an x86_64-only sbf image on arm64": {func(s *drivers.Spec) { s.Image.Location = "sbf:debian-12" },
+			[]string{"image.location"}},
+		"an unknown sbf image": {func(s *drivers.Spec) { s.Image.Location = "sbf:nope" }, []string{"image.location"}},
 		"everything at once": {func(s *drivers.Spec) {
 			s.VMType, s.Mounts, s.Ports, s.Image = "qemu", []string{"/a"}, []string{"1:2"}, drivers.Image{}
 		}, []string{"mounts", "ports", "template", "vm_type"}},

@@ -1,17 +1,20 @@
 // Package vz drives Apple's Virtualization.framework directly on macOS
-// (github.com/Code-Hex/vz/v3): each instance is a folder holding a cloned
-// raw root disk, a kernel and initrd for direct Linux boot, a cloud-init
-// NoCloud seed sbf writes itself and an SSH key; a supervisor process per
-// instance (`sbf vz-run DIR`) owns the VM, because a VM lives only as long
-// as the process that created it. Exec and copy go over SSH (sshexec) to
-// the guest's address on the NAT network.
+// (github.com/Code-Hex/vz/v3): each instance is a folder (internal/layout)
+// holding a cloned raw root disk, a kernel and initrd for direct Linux
+// boot, a cloud-init NoCloud seed (drivers/cloudinit) and an SSH key; a
+// supervisor process per instance (`sbf vz-run DIR`, package supervisor)
+// owns the VM, because a VM lives only as long as the process that
+// created it. This package makes and removes the folders, starts
+// supervisors and talks to them over their control sockets; exec and copy
+// go over SSH (sshexec) to the guest's address on the NAT network.
 //
-// Only hypervisor_darwin.go calls the framework; everything else is plain
-// Go, tested on any host, and `make check-darwin` type-checks the rest
-// against the framework's real API.
+// Nothing here calls the framework (supervisor/hypervisor_darwin.go
+// alone does), so it is tested on any host, and `make check-darwin`
+// type-checks all of vz against the framework's real API.
 package vz
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,6 +23,8 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor"
 	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
@@ -126,7 +131,7 @@ func withDefaults(o Options) Options {
 		o.StartTimeout = 5 * time.Minute
 	}
 	if o.StopTimeout == 0 {
-		o.StopTimeout = defaultStopTimeout
+		o.StopTimeout = supervisor.DefaultStopTimeout
 	}
 	if o.keygen == nil {
 		o.keygen = newKey
@@ -157,7 +162,9 @@ func defaultDir(getenv func(string) string, stateDir string) string {
 	return filepath.Join(os.TempDir(), "sandboxforge-vz")
 }
 
-func (d *Driver) folder(instance string) folder { return folder{base: d.opts.Dir, name: instance} }
+func (d *Driver) folder(instance string) layout.Folder {
+	return layout.Folder{Base: d.opts.Dir, Name: instance}
+}
 
 // Dir is the folder that holds the instances.
 func (d *Driver) Dir() string { return d.opts.Dir }
@@ -181,6 +188,14 @@ func supervisorStarter() func(dir string) error {
 	defer starter.Unlock()
 	return starter.start
 }
+
+// RunSupervisor is what `sbf vz-run DIR` runs: the supervisor of the
+// instance in dir (see package supervisor), on Virtualization.framework.
+func RunSupervisor(ctx context.Context, dir string) error { return supervisor.Run(ctx, dir) }
+
+// frameworkMissing says why this build cannot boot machines, "" when it
+// can; a variable, so tests can pretend a Mac with the framework.
+var frameworkMissing = supervisor.Unavailable()
 
 func unavailable(cause, reason string, steps ...string) *drivers.UnavailableError {
 	return &drivers.UnavailableError{Driver: Name, Reason: reason, ProbableCause: cause, NextSteps: steps}

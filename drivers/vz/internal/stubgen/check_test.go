@@ -20,10 +20,11 @@ func TestCheckCatchesMisuseOfTheVzAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(root, "drivers", "vz", "hypervisor_darwin.go")
+	target := filepath.Join(root, "drivers", "vz", "supervisor", "hypervisor_darwin.go")
 	src := read(t, filepath.Dir(target), filepath.Base(target))
 	opts := func(arches ...string) checkOptions {
-		return checkOptions{Root: root, Module: module, Packages: []string{"./drivers/vz"}, Arches: arches, Go: "go"}
+		pkgs := []string{"./drivers/vz/supervisor"}
+		return checkOptions{Root: root, Module: module, Packages: pkgs, Arches: arches, Go: "go"}
 	}
 	if err := check(opts("arm64", "amd64")); err != nil {
 		t.Fatalf("the driver as committed fails the check: %v", err)

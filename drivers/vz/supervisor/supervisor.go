@@ -1,4 +1,15 @@
-package vz
+// Package supervisor is `sbf vz-run DIR`: the process that owns one vz
+// instance's VM, because a VM lives only as long as the process that
+// created it. It boots the machine an instance folder (package layout)
+// describes, answers status and stop requests on the folder's control
+// socket, and writes down why the machine failed. The vz driver starts
+// one detached per running instance and talks to it only through Query
+// and Stop.
+//
+// Only hypervisor_darwin.go calls Virtualization.framework; everything
+// else is plain Go, tested on any host against a fake Hypervisor
+// (supervisortest).
+package supervisor
 
 import (
 	"context"
@@ -12,37 +23,67 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 )
 
 const (
-	// defaultStopTimeout is how long a clean stop may take before the
+	// DefaultStopTimeout is how long a clean stop may take before the
 	// machine is stopped by force, when the request does not say.
-	defaultStopTimeout = 30 * time.Second
-	// forcedStopWait bounds the wait for the framework after a forced stop.
-	forcedStopWait = 30 * time.Second
+	DefaultStopTimeout = 30 * time.Second
+	// ForcedStopWait bounds the wait for the framework after a forced
+	// stop: a Stop call takes up to its timeout and this much more.
+	ForcedStopWait = 30 * time.Second
 	// lockWait bounds the wait for the previous supervisor of an instance
 	// to end.
 	lockWait = 10 * time.Second
 )
 
-// RunSupervisor boots the instance in dir and keeps it running until the
-// guest powers off, a stop request arrives on its control socket, or ctx
-// ends (sbf vz-run cancels it on SIGTERM and SIGINT); either of the last
-// two stops the guest cleanly, by force after a timeout. It is what `sbf
-// vz-run DIR` runs, detached from the sbf that started it, because a VM
-// lives only as long as the process that created it.
-func RunSupervisor(ctx context.Context, dir string) error {
+// Run boots the instance in dir on Virtualization.framework and keeps it
+// running until the guest powers off, a stop request arrives on its
+// control socket, or ctx ends (sbf vz-run cancels it on SIGTERM and
+// SIGINT); either of the last two stops the guest cleanly, by force after
+// a timeout. It is what `sbf vz-run DIR` runs, detached from the sbf that
+// started it.
+func Run(ctx context.Context, dir string) error {
 	if framework == nil {
 		return errors.New(frameworkMissing)
 	}
-	return runSupervisor(ctx, dir, framework, clock.Real{})
+	return RunWith(ctx, dir, framework, clock.Real{})
+}
+
+// RunWith is Run on the hypervisor hv, timing stops on clock c.
+func RunWith(ctx context.Context, dir string, hv Hypervisor, c clock.Clock) error {
+	f, err := layout.At(dir)
+	if err != nil {
+		return err
+	}
+	// A supervisor that was just asked to stop may not have let go yet
+	// when Start launches the next one.
+	holder := flock.Holder{Command: "sbf vz-run", PID: os.Getpid(), Since: c.Now()}
+	lock, err := flock.Acquire(ctx, f.Path(layout.LockFile), holder, lockWait)
+	if err != nil {
+		return fmt.Errorf("supervising %s: %w", f.Name, err)
+	}
+	defer lock.Release()
+	os.Remove(f.Path(layout.FailureFile))
+	if err := os.WriteFile(f.Path(layout.PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("writing the pid file of %s: %w", f.Name, err)
+	}
+	defer os.Remove(f.Path(layout.PIDFile))
+	s := &supervisor{f: f, clock: c, state: StateStarting, stopReq: make(chan request), stopped: make(chan struct{})}
+	err = s.run(ctx, hv)
+	if err != nil {
+		// Start reports this instead of waiting for a machine that is gone.
+		os.WriteFile(f.Path(layout.FailureFile), []byte(err.Error()+"\n"), 0o644)
+	}
+	return err
 }
 
 // supervisor is one running `sbf vz-run`.
 type supervisor struct {
-	f     folder
+	f     layout.Folder
 	clock clock.Clock
 	mac   string
 
@@ -55,35 +96,8 @@ type supervisor struct {
 	conns   sync.WaitGroup
 }
 
-func runSupervisor(ctx context.Context, dir string, hv Hypervisor, c clock.Clock) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	f := folder{base: filepath.Dir(dir), name: filepath.Base(dir)}
-	// A supervisor that was just asked to stop may not have let go yet
-	// when Start launches the next one.
-	lock, err := flock.Acquire(ctx, f.path(lockFile), flock.Holder{Command: "sbf vz-run", PID: os.Getpid(), Since: c.Now()}, lockWait)
-	if err != nil {
-		return fmt.Errorf("supervising %s: %w", f.name, err)
-	}
-	defer lock.Release()
-	os.Remove(f.path(failureFile))
-	if err := os.WriteFile(f.path(pidFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return fmt.Errorf("writing the pid file of %s: %w", f.name, err)
-	}
-	defer os.Remove(f.path(pidFile))
-	s := &supervisor{f: f, clock: c, state: stateStarting, stopReq: make(chan request), stopped: make(chan struct{})}
-	err = s.run(ctx, hv)
-	if err != nil {
-		// Start reports this instead of waiting for a machine that is gone.
-		os.WriteFile(f.path(failureFile), []byte(err.Error()+"\n"), 0o644)
-	}
-	return err
-}
-
 func (s *supervisor) run(ctx context.Context, hv Hypervisor) error {
-	cfg, err := s.f.readConfig()
+	cfg, err := s.f.ReadConfig()
 	if err != nil {
 		return err
 	}
@@ -100,28 +114,28 @@ func (s *supervisor) run(ctx context.Context, hv Hypervisor) error {
 	go s.serve(ln)
 	m, err := hv.Boot(ctx, mc)
 	if err != nil {
-		s.set(stateStopped, err)
-		return fmt.Errorf("booting %s: %w", s.f.name, err)
+		s.set(StateStopped, err)
+		return fmt.Errorf("booting %s: %w", s.f.Name, err)
 	}
-	s.set(stateRunning, nil)
+	s.set(StateRunning, nil)
 	var r request
 	select {
 	case err := <-m.Done():
-		s.set(stateStopped, err)
+		s.set(StateStopped, err)
 		return err
 	case r = <-s.stopReq:
 	case <-ctx.Done():
 	}
-	s.set(stateStopping, nil)
+	s.set(StateStopping, nil)
 	err = s.stop(m, r)
-	s.set(stateStopped, err)
+	s.set(StateStopped, err)
 	return err
 }
 
 // stop asks the guest to power off and waits for it, then stops the
 // machine by force if the guest did not, or if the request said so.
 func (s *supervisor) stop(m Machine, r request) error {
-	timeout := defaultStopTimeout
+	timeout := DefaultStopTimeout
 	if r.TimeoutMS > 0 {
 		timeout = time.Duration(r.TimeoutMS) * time.Millisecond
 	}
@@ -133,13 +147,13 @@ func (s *supervisor) stop(m Machine, r request) error {
 		}
 	}
 	if err := m.Stop(); err != nil {
-		return fmt.Errorf("stopping %s by force: %w", s.f.name, err)
+		return fmt.Errorf("stopping %s by force: %w", s.f.Name, err)
 	}
 	select {
 	case <-m.Done():
 		return nil
-	case <-s.clock.After(forcedStopWait):
-		return fmt.Errorf("%s did not stop within %s of a forced stop", s.f.name, forcedStopWait)
+	case <-s.clock.After(ForcedStopWait):
+		return fmt.Errorf("%s did not stop within %s of a forced stop", s.f.Name, ForcedStopWait)
 	}
 }
 
@@ -161,7 +175,7 @@ func (s *supervisor) status() Status {
 // listen opens the control socket; any socket file already there is a
 // crashed supervisor's, since this one holds the lock.
 func (s *supervisor) listen() (net.Listener, error) {
-	sock := s.f.socket()
+	sock := s.f.Socket()
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the folder of %s: %w", sock, err)
 	}
@@ -178,7 +192,7 @@ func (s *supervisor) shutdown(ln net.Listener) {
 	close(s.stopped)
 	ln.Close()
 	s.conns.Wait()
-	os.Remove(s.f.socket())
+	os.Remove(s.f.Socket())
 }
 
 func (s *supervisor) serve(ln net.Listener) {

@@ -1,10 +1,10 @@
-package vz
+package supervisor
 
 import "context"
 
 // Hypervisor boots machines: Virtualization.framework on macOS
-// (hypervisor_darwin.go), a fake in tests. It is the only part of the
-// driver that calls the framework.
+// (hypervisor_darwin.go), a fake in tests. It is the only part of vz
+// that calls the framework.
 type Hypervisor interface {
 	// Boot creates and starts a machine; it returns once the framework
 	// says it started (the guest is then booting).
@@ -27,3 +27,12 @@ type Machine interface {
 // framework is the hypervisor of this build (nil where there is none);
 // the reason says why not.
 var framework, frameworkMissing = hostHypervisor()
+
+// Unavailable says why this build cannot boot machines (no macOS, or no
+// cgo), "" when it can.
+func Unavailable() string {
+	if framework != nil {
+		return ""
+	}
+	return frameworkMissing
+}

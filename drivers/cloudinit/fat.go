@@ -1,4 +1,4 @@
-package vz
+package cloudinit
 
 import (
 	"encoding/binary"

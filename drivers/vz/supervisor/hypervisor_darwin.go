@@ -1,6 +1,6 @@
 //go:build darwin && cgo
 
-package vz
+package supervisor
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // Every call into Virtualization.framework is in this file. It cannot be
 // compiled without a Mac (cgo), so `make check-darwin` type-checks it
 // against a stub of github.com/Code-Hex/vz/v3 generated from that
-// module's own source (see internal/stubgen).
+// module's own source (see drivers/vz/internal/stubgen).
 
 func hostHypervisor() (Hypervisor, string) { return frameworkHypervisor{}, "" }
 

@@ -1,4 +1,4 @@
-package vz
+package supervisor
 
 import (
 	"bufio"
@@ -19,10 +19,10 @@ type request struct {
 
 // Machine states a supervisor reports.
 const (
-	stateStarting = "starting"
-	stateRunning  = "running"
-	stateStopping = "stopping"
-	stateStopped  = "stopped"
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
 )
 
 // Status is a supervisor's answer.
@@ -33,9 +33,24 @@ type Status struct {
 	Error string `json:"error,omitempty"` // why the machine stopped, when it failed
 }
 
-// ask sends one request to the supervisor listening on sock. A missing
-// socket or one nobody listens on (a crashed supervisor) is an error the
-// caller treats as "not running".
+// Up reports whether the supervisor's machine is (or is becoming) a
+// running VM.
+func (st Status) Up() bool { return st.State == StateRunning || st.State == StateStarting }
+
+// Query asks the supervisor listening on sock how its machine is. A
+// missing socket or one nobody listens on (a crashed supervisor) is an
+// error the caller treats as "not running".
+func Query(ctx context.Context, sock string) (Status, error) {
+	return ask(ctx, sock, request{Op: "status"})
+}
+
+// Stop asks the supervisor on sock to stop its machine: cleanly (the
+// ACPI power button) for up to timeout, then by force; at once by force
+// when force is set. The answer comes once the machine has stopped.
+func Stop(ctx context.Context, sock string, force bool, timeout time.Duration) (Status, error) {
+	return ask(ctx, sock, request{Op: "stop", Force: force, TimeoutMS: timeout.Milliseconds()})
+}
+
 func ask(ctx context.Context, sock string, req request) (Status, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", sock)

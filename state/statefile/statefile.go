@@ -1,0 +1,138 @@
+// Package statefile is the format of sbf's state file
+// (.sandboxforge/state.json), apart from where and how it is stored: the
+// types of the current version, Read (which upgrades an older version
+// step by step) and Write. It touches no file and takes no lock; package
+// state does both.
+//
+// Every version sbf ever wrote stays readable. A field added so that an
+// older sbf may ignore it keeps the version (its readers skip unknown
+// fields), so it must be optional; a change an older sbf would misread
+// raises Version and adds an upgrade step (upgrade.go) from the previous
+// version's own types, kept frozen beside it, with a fixture in
+// testdata/upgrade.
+package statefile
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Version is the format this build writes. Every file so far is version
+// 1; its fields grew without changing meaning (testdata/upgrade holds the
+// shapes earlier builds wrote).
+const Version = 1
+
+// File is the whole state of one workspace.
+type File struct {
+	Version int `json:"version"`
+	// WrittenBy is the sbf version that last wrote the file; empty when
+	// that sbf predates the field (and dropped it on rewriting).
+	WrittenBy     string              `json:"written_by,omitempty"`
+	Lineage       string              `json:"lineage"` // fixed for the life of this state history
+	Serial        int64               `json:"serial"`  // +1 on every write
+	WorkspaceRoot string              `json:"workspace_root"`
+	WorkspaceID   string              `json:"workspace_id"`
+	Sandboxes     map[string]*Sandbox `json:"sandboxes"`
+	// Tasks are background commands started in sandboxes, by id.
+	Tasks map[string]*Task `json:"tasks,omitempty"`
+}
+
+// Phase is where a sandbox is in its life.
+type Phase string
+
+const (
+	Pending   Phase = "pending"
+	Creating  Phase = "creating"
+	Running   Phase = "running"
+	Stopped   Phase = "stopped"
+	Expired   Phase = "expired"
+	Destroyed Phase = "destroyed"
+	Failed    Phase = "failed"
+	// Forgotten asks for a record to be dropped: it is never stored, the
+	// write that sees it removes the record. The planner asks once a
+	// terminal record outlived [lease] keep_records.
+	Forgotten Phase = "forgotten"
+)
+
+// Terminal phases have no VM behind them.
+func (p Phase) Terminal() bool { return p == Expired || p == Destroyed || p == Forgotten }
+
+// Sandbox records one sandbox's instance as sbf last left it.
+type Sandbox struct {
+	Driver   string `json:"driver"`
+	Instance string `json:"instance"`
+	Phase    Phase  `json:"phase"`
+	// VM is the spec last applied successfully; the planner diffs against it.
+	VM *drivers.Spec `json:"vm,omitempty"`
+	// Applied holds a hash per layer converged inside the VM (runtime,
+	// services, compose), so unchanged layers are skipped.
+	Applied   map[string]string `json:"applied,omitempty"`
+	ExpiresAt *time.Time        `json:"expires_at,omitempty"` // the lease when last applied
+	CreatedAt *time.Time        `json:"created_at,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	LastError string            `json:"last_error,omitempty"`
+	SSH       string            `json:"ssh,omitempty"`
+	// Guest is what the in-guest layers were last converged to: what
+	// prepare_workspace reports. It never holds a secret.
+	Guest *GuestRecord `json:"guest,omitempty"`
+}
+
+// GuestRecord is what converging a sandbox's in-guest layers did.
+type GuestRecord struct {
+	DockerCommand string                   `json:"docker_command,omitempty"`
+	Network       string                   `json:"network,omitempty"`
+	Services      map[string]ServiceRecord `json:"services,omitempty"`
+	// EnvFiles are the host files that received connection variables,
+	// with the names (never the values) written.
+	EnvFiles map[string][]string `json:"env_files,omitempty"`
+}
+
+// ServiceRecord is one service container as it was started.
+type ServiceRecord struct {
+	Container string `json:"container"`
+	Image     string `json:"image"`
+	Port      int    `json:"port"`
+	Ready     bool   `json:"ready"`
+	Attempts  int    `json:"attempts"`
+}
+
+// Task is a background command running detached in a sandbox's guest: its
+// own process group, its output and exit code in files there. The record
+// lets status, logs and stop work after sbf or the MCP server restarts.
+type Task struct {
+	ID           string     `json:"task_id"`
+	Sandbox      string     `json:"sandbox"`
+	Instance     string     `json:"instance"`
+	Command      string     `json:"command"`
+	Cwd          string     `json:"cwd,omitempty"`
+	Status       string     `json:"status"` // running, succeeded, failed, stopped
+	PID          int        `json:"pid"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	LogPath      string     `json:"log_path"`  // in the guest
+	ExitPath     string     `json:"exit_path"` // in the guest
+}
+
+// Finished reports whether the task has ended one way or another.
+func (t *Task) Finished() bool { return t.Status != "running" }
+
+// Clone deep-copies the state.
+func (f *File) Clone() *File {
+	data, err := json.Marshal(f)
+	if err != nil {
+		panic("state: cannot encode itself: " + err.Error())
+	}
+	var out File
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic("state: cannot decode itself: " + err.Error())
+	}
+	if out.Sandboxes == nil {
+		out.Sandboxes = map[string]*Sandbox{}
+	}
+	return &out
+}
