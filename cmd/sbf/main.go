@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/state"
 	"io"
 	"os"
 	"strings"
@@ -22,6 +23,7 @@ func main() {
 	if exe, err := os.Executable(); err == nil {
 		vz.SetSupervisorStarter(vz.CommandStarter(exe, "vz-run"))
 	}
+	state.SbfVersion = version // every state file records the sbf that wrote it
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
