@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 )
 
-// maxResponseHead bounds an upstream response head.
-const maxResponseHead = 256 << 10
+// Bounds on what an upstream sends before its response body.
+const (
+	maxResponseHead = 256 << 10
+	maxInterim      = 8
+)
 
 // hopHeaders are the hop-by-hop fields (RFC 9110 §7.6.1) a proxy drops.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -83,14 +87,20 @@ func (s *session) exchange(req *http.Request, up io.Reader, upM, downM *meter) (
 		s.reply(http.StatusBadGateway, "sending the request upstream failed")
 		return false, err
 	}
-	lim := &headLimiter{r: up, remaining: maxResponseHead}
+	var head []byte
+	lim := &headLimiter{r: up, remaining: maxResponseHead, capture: &head}
 	br := bufio.NewReader(lim)
-	resp, err := readFinalResponse(br, lim, req, downM)
+	resp, interim, err := readFinalResponse(br, lim, req, downM)
 	if err != nil {
 		s.reply(http.StatusBadGateway, "reading the upstream response failed")
 		return false, err
 	}
 	defer resp.Body.Close()
+	// http.ReadResponse deletes a Connection field that says "close", and
+	// with it the names of other hop-by-hop fields it lists.
+	for _, name := range connectionTokens(head, interim) {
+		resp.Header.Del(name)
+	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		s.reply(http.StatusBadGateway, "the upstream switched protocols, which plain proxying does not carry")
 		return false, errors.New("upstream answered 101 Switching Protocols")
@@ -106,22 +116,48 @@ func (s *session) exchange(req *http.Request, up io.Reader, upM, downM *meter) (
 }
 
 // readFinalResponse reads the upstream response, passing interim (1xx)
-// responses on to the client.
-func readFinalResponse(br *bufio.Reader, lim *headLimiter, req *http.Request, down io.Writer) (*http.Response, error) {
-	for {
+// responses on to the client, and says how many there were.
+func readFinalResponse(br *bufio.Reader, lim *headLimiter, req *http.Request,
+	down io.Writer) (*http.Response, int, error) {
+	for interim := 0; ; interim++ {
 		lim.remaining = maxResponseHead
 		resp, err := http.ReadResponse(br, req)
 		lim.remaining = -1
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp, nil
+			return resp, interim, nil
+		}
+		if interim == maxInterim {
+			return nil, 0, fmt.Errorf("more than %d interim (1xx) responses", maxInterim)
 		}
 		if err := resp.Write(down); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
+}
+
+// connectionTokens lists the field names in the Connection fields of the
+// response head number i in raw (interim responses come first).
+func connectionTokens(raw []byte, i int) []string {
+	heads := strings.SplitN(string(raw), "\r\n\r\n", i+2)
+	if len(heads) < i+2 {
+		return nil
+	}
+	var names []string
+	for _, line := range strings.Split(heads[i], "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "Connection") {
+			continue
+		}
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
 }
 
 func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }

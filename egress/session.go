@@ -54,6 +54,9 @@ func (s *session) abort() {
 type headLimiter struct {
 	r         io.Reader
 	remaining int // < 0: no cap
+	// capture, when set, keeps the bytes read while capped (the head and
+	// some read-ahead), for fields the http package drops while parsing.
+	capture *[]byte
 }
 
 func (h *headLimiter) Read(b []byte) (int, error) {
@@ -66,6 +69,9 @@ func (h *headLimiter) Read(b []byte) (int, error) {
 	n, err := h.r.Read(b)
 	if h.remaining > 0 {
 		h.remaining -= n
+		if h.capture != nil {
+			*h.capture = append(*h.capture, b[:n]...)
+		}
 	}
 	return n, err
 }
