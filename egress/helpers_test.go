@@ -90,7 +90,7 @@ type testProxy struct {
 
 // startProxy runs a proxy on loopback with a static resolver and a route
 // dialer; adjust tweaks the config before New.
-func startProxy(t *testing.T, pol Policy, names StaticResolver, adjust func(*Config)) *testProxy {
+func startProxy(t testing.TB, pol Policy, names StaticResolver, adjust func(*Config)) *testProxy {
 	t.Helper()
 	tp := &testProxy{
 		logPath: filepath.Join(t.TempDir(), "egress.log"),
@@ -130,7 +130,7 @@ func startProxy(t *testing.T, pol Policy, names StaticResolver, adjust func(*Con
 }
 
 // waitLog waits (bounded) until the log has n entries and returns them.
-func (tp *testProxy) waitLog(t *testing.T, n int) []Entry {
+func (tp *testProxy) waitLog(t testing.TB, n int) []Entry {
 	t.Helper()
 	var got []Entry
 	for range 500 {
