@@ -76,7 +76,8 @@ func TestReadClientHelloOfOtherBytes(t *testing.T) {
 			t.Errorf("%s: isTLS %v err %v, want a TLS error", name, isTLS, err)
 		}
 	}
-	if _, _, _, err := readClientHello(bytes.NewReader([]byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0})); !errors.Is(err, errNotClientHello) {
+	serverHello := []byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0}
+	if _, _, _, err := readClientHello(bytes.NewReader(serverHello)); !errors.Is(err, errNotClientHello) {
 		t.Errorf("a ServerHello-typed message: %v", err)
 	}
 }
