@@ -86,7 +86,7 @@ func TestPlainHTTPDeniedNameIs403LoggedAndNeverResolved(t *testing.T) {
 
 func TestPlainHTTPKeepAliveCarriesSeveralRequests(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, r.URL.Path)
+		fmt.Fprint(w, r.Host+r.URL.Path)
 	}))
 	defer up.Close()
 	tp := startProxy(t, mustPolicy(t, "allowlist", "pypi.org"), StaticResolver{"pypi.org": {pypiIP}}, nil)
@@ -97,14 +97,15 @@ func TestPlainHTTPKeepAliveCarriesSeveralRequests(t *testing.T) {
 	}
 	defer c.Close()
 	br := bufio.NewReader(c)
+	// The Host field names another site: the URI's authority is what goes out.
 	for _, path := range []string{"/a", "/b", "/c"} {
-		fmt.Fprintf(c, "GET http://pypi.org%s HTTP/1.1\r\nHost: pypi.org\r\n\r\n", path)
+		fmt.Fprintf(c, "GET http://pypi.org%s HTTP/1.1\r\nHost: evil.example\r\n\r\n", path)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("request %s: %v", path, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		if string(body) != path || resp.Close {
+		if string(body) != "pypi.org"+path || resp.Close {
 			t.Fatalf("request %s: body %q, close %v", path, body, resp.Close)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,45 @@ func TestServeStopsAndClosesOpenTunnels(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Error("the listener still accepts after Serve returned")
+	}
+}
+
+// TestStalledClientDoesNotMakeTheProxyBuffer: an upstream sending 64 MiB to
+// a client that stops reading is held back by TCP, not by proxy memory.
+func TestStalledClientDoesNotMakeTheProxyBuffer(t *testing.T) {
+	const total = 64 << 20
+	chunk := make([]byte, 1<<20)
+	upAddr := serveTCP(t, func(c net.Conn) {
+		for sent := 0; sent < total; sent += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	tp := startProxy(t, mustPolicy(t, "allowlist", "10.1.1.1:9"), StaticResolver{}, nil)
+	tp.dialer.route("10.1.1.1:9", upAddr)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	_, tun := connect(t, tp.addr, "10.1.1.1:9")
+	if _, err := io.ReadFull(tun, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	// Stalled: let the upstream fill every buffer it can, then look.
+	var during uint64
+	for range 20 {
+		time.Sleep(20 * time.Millisecond)
+		during = max(during, heap())
+	}
+	if grown := int64(during) - int64(before); grown > 16<<20 {
+		t.Errorf("the heap grew by %d MiB while the client stalled", grown>>20)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(tun, total-(1<<20)))
+	if err != nil || n != total-(1<<20) {
+		t.Fatalf("read the rest: %d %v", n, err)
 	}
 }

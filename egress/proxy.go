@@ -105,18 +105,23 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		p.closeAll()
 		wg.Wait()
 	}()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("egress proxy: accepting: %w", err)
 			}
-			return fmt.Errorf("egress proxy: accepting: %w", err)
+			// Out of file descriptors and the like pass; wait (in real
+			// time: it is the system that must catch up) and go on.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			clock.Sleep(ctx, clock.Real{}, backoff)
+			continue
 		}
+		backoff = 0
 		select {
 		case p.slots <- struct{}{}:
 		default:
