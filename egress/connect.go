@@ -35,6 +35,18 @@ func (s *session) tunnel(ctx context.Context, req *http.Request) {
 		return
 	}
 	s.act.touch()
+	e.BytesUp, e.BytesDown, e.Reason = s.splice(host, port, up)
+	e.Decision = Allowed
+	if e.Reason != "" {
+		e.Decision = Denied
+	}
+	s.p.log(e)
+}
+
+// splice copies both ways once the client's first bytes pass firstBytes
+// (the server's flow at once), half-closing each side as its peer finishes.
+// It returns the bytes each way and the refusal reason, if any.
+func (s *session) splice(host string, port int, up net.Conn) (sent, received int64, reason string) {
 	upM := &meter{w: up, act: s.act}
 	downM := &meter{w: s.client, act: s.act}
 	downDone := make(chan struct{})
@@ -47,25 +59,18 @@ func (s *session) tunnel(ctx context.Context, req *http.Request) {
 		}
 		closeWrite(s.client)
 	}()
-	reason := s.firstBytes(host, port, upM)
-	if reason == "" {
-		if err := pump(upM, s.br); err != nil {
-			s.client.Close()
-			up.Close()
-		} else {
-			closeWrite(up)
-		}
-	} else {
+	reason = s.firstBytes(host, port, upM)
+	if reason != "" {
 		s.client.Close()
 		up.Close()
+	} else if err := pump(upM, s.br); err != nil {
+		s.client.Close()
+		up.Close()
+	} else {
+		closeWrite(up)
 	}
 	<-downDone
-	e.BytesUp, e.BytesDown = upM.n.Load(), downM.n.Load()
-	e.Decision = Allowed
-	if reason != "" {
-		e.Decision, e.Reason = Denied, reason
-	}
-	s.p.log(e)
+	return upM.n.Load(), downM.n.Load(), reason
 }
 
 // firstBytes reads what the client sends first in the tunnel and judges it:
