@@ -283,8 +283,12 @@ func planProject(add func(Kind, string), k Kind, p *guest.Project, applied map[s
 	}
 }
 
-// envUpToDate reports whether a host .env file already holds the values.
+// envUpToDate reports whether a host .env file already holds the values;
+// a link there never does (the env step refuses to write through it).
 func envUpToDate(file string, vars map[string]string) bool {
+	if info, err := os.Lstat(file); err != nil || info.Mode()&os.ModeSymlink != 0 {
+		return false
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return false

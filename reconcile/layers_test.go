@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -225,5 +226,29 @@ func TestRuntimeFoundReadyIsRecorded(t *testing.T) {
 	}
 	if again := h.mustApply(); !again.Plan.Empty() {
 		t.Errorf("the correction did not stick: %+v %+v", again.Plan.Actions, again.Plan.Refresh)
+	}
+}
+
+// The env step never reads or writes through a link: a guest that planted
+// .env -> a host file would otherwise get that file's content copied into
+// the workspace, or the connection variables written over it.
+func TestEnvStepNeverFollowsALink(t *testing.T) {
+	h := layeredHarness(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("TOKEN=hunter2\n"), 0o600)
+	os.Remove(filepath.Join(h.root, ".env"))
+	if err := os.Symlink(secret, filepath.Join(h.root, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.apply()
+	var ce *coded.Error
+	if !errors.As(err, &ce) || ce.Code != "WORKSPACE_ENV_INJECTION_FAILED" {
+		t.Fatalf("apply: %v", err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "TOKEN=hunter2\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if target, err := os.Readlink(filepath.Join(h.root, ".env")); err != nil || target != secret {
+		t.Errorf(".env is no longer the link: %q %v", target, err)
 	}
 }

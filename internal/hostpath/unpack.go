@@ -119,6 +119,7 @@ type unpacker struct {
 	dst  string
 	o    UnpackOptions
 	rep  Report
+	gone []string // protected folders skipped: what lies below them goes unreported
 }
 
 // protected reports (and records) an entry a rule refuses, judged by its
@@ -127,9 +128,15 @@ func (u *unpacker) protected(p string) bool {
 	if u.o.Guard == nil {
 		return false
 	}
+	for _, dir := range u.gone {
+		if inside(dir, p) {
+			return true
+		}
+	}
 	for _, candidate := range []string{p, u.real(p)} {
 		if r, ok := u.o.Guard.Rule(filepath.ToSlash(candidate)); ok {
 			u.rep.SkippedPaths = append(u.rep.SkippedPaths, SkippedPath{Path: filepath.ToSlash(p), Rule: r.Pattern})
+			u.gone = append(u.gone, p)
 			return true
 		}
 	}

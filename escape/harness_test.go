@@ -1,0 +1,198 @@
+package escape
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sbfBinary is the real sbf, built once for the suite.
+var sbfBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sbf-escape-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sbfBinary = filepath.Join(dir, "sbf")
+	if out, err := exec.Command("go", "build", "-o", sbfBinary, "../cmd/sbf").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building sbf: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// world is a host as an attack finds it: the operator's workspace, a folder
+// it does not serve, and a canary folder beside both whose content no
+// attack may change (nor create a pwned-* marker in).
+type world struct {
+	t                      *testing.T
+	base, ws, other, state string
+	canary                 string
+	env                    []string
+	before                 map[string]string
+}
+
+func newWorld(t *testing.T, wsSpec string) *world {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, base: base, ws: filepath.Join(base, "ws"), other: filepath.Join(base, "other"),
+		state: filepath.Join(base, "state"), canary: filepath.Join(base, "canary")}
+	w.write("ws/.sandboxforge.toml", wsSpec)
+	w.write("other/.sandboxforge.toml", "[vm]\ndriver = \"sim\"\n")
+	w.write("canary/secret", "TOKEN=hunter2\n")
+	w.write("canary/notes/today.txt", "nothing happened\n")
+	w.env = []string{"HOME=" + filepath.Join(base, "home"), "SBF_STATE_HOME=" + w.state,
+		"PATH=" + os.Getenv("PATH"), "NO_COLOR=1"}
+	w.before = snapshot(t, w.canary)
+	t.Cleanup(w.canaryUntouched)
+	return w
+}
+
+func (w *world) write(rel, content string) {
+	w.t.Helper()
+	p := filepath.Join(w.base, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(w.base, rel))
+	return err == nil
+}
+
+// canaryUntouched fails the test when anything in the canary folder
+// changed, appeared or went.
+func (w *world) canaryUntouched() {
+	after := snapshot(w.t, w.canary)
+	if !maps.Equal(w.before, after) {
+		w.t.Errorf("the canary outside the workspace changed:\nbefore %v\nafter  %v", w.before, after)
+	}
+}
+
+// snapshot maps every path below dir to its content or link target.
+func snapshot(t *testing.T, dir string) map[string]string {
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "-> " + target
+		case d.Type().IsRegular():
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// sbf runs the real binary in the workspace with the world's environment
+// plus extra.
+func (w *world) sbf(extra []string, args ...string) result {
+	w.t.Helper()
+	c := exec.Command(sbfBinary, args...)
+	c.Dir = w.ws
+	c.Env = append(append([]string{}, w.env...), extra...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// serve starts `sbf serve` for the world's workspace and returns its URL.
+func (w *world) serve(extra []string, args ...string) string {
+	w.t.Helper()
+	c := exec.Command(sbfBinary, append([]string{"-C", w.ws, "serve", "127.0.0.1:0"}, args...)...)
+	c.Env = append(append([]string{}, w.env...), extra...)
+	stderr, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() {
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+	})
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`serving MCP on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		close(urls)
+	}()
+	select {
+	case u, ok := <-urls:
+		if !ok {
+			w.t.Fatal("sbf serve exited before listening")
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		w.t.Fatal("sbf serve did not listen within 30s")
+	}
+	return ""
+}
+
+const tsClientDir = "../mcpserver/testdata/tsclient"
+
+// attack runs one phase of escape.mjs with the official TypeScript SDK.
+func (w *world) attack(phase, mode, target string, extra ...string) {
+	w.t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		w.t.Fatal("node is required for the TypeScript SDK attacks (.ci/run installs it)")
+	}
+	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		c := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		c.Dir = tsClientDir
+		if out, err := c.CombinedOutput(); err != nil {
+			w.t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	c := exec.Command("node", "escape.mjs")
+	c.Dir = tsClientDir
+	c.Env = append(append([]string{}, w.env...), append(extra, "ESC_PHASE="+phase, "ESC_MODE="+mode,
+		"ESC_TARGET="+target, "ESC_WS="+w.ws, "ESC_OTHER="+w.other, "ESC_CANARY="+w.canary)...)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"ok":true`) {
+		w.t.Fatalf("escape.mjs %s over %s: %v\n%s", phase, mode, err, out)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
