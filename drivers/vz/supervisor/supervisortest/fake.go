@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers/vz/supervisor"
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // Hypervisor is a fake supervisor.Hypervisor. The zero value boots every
@@ -110,7 +111,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		if cond() {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		clock.Sleep(context.Background(), clock.Real{}, 10*time.Millisecond)
 	}
 	t.Fatalf("timed out waiting until %s", what)
 }
