@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"path/filepath"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func (r execRunner) CopyIn(context.Context, string, string) error {
 
 // line is the command line of a docker invocation.
 func (d *Docker) line(args []string) string {
-	return shlexJoin(append(strings.Fields(d.Prefix), args...))
+	return shellquote.Join(append(strings.Fields(d.Prefix), args...))
 }
 
 // call is how one docker command runs.

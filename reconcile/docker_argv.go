@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,29 +197,4 @@ func logsFlags(c ComposeSpec) []string {
 		args = append(args, "--tail", strconv.Itoa(*c.Tail))
 	}
 	return args
-}
-
-// unsafeWord is what Python's shlex.quote quotes: anything outside ASCII
-// word characters and @%+=:,./-.
-var unsafeWord = regexp.MustCompile(`[^A-Za-z0-9_@%+=:,./-]`)
-
-// shlexQuote quotes a word only when the shell needs it, the way v1's
-// shlex.join rendered its command lines.
-func shlexQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if !unsafeWord.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
-}
-
-// shlexJoin renders an argv as one shell command line.
-func shlexJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = shlexQuote(a)
-	}
-	return strings.Join(q, " ")
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"slices"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestDockerCommandLinesAreV1s(t *testing.T) {
 		{"compose ps -q of the engine's stack", compose(ComposeSpec{Project: "sbf-api", File: "compose.yaml", Action: "ps", Quiet: true}),
 			"docker compose -p sbf-api -f compose.yaml ps -q"},
 	} {
-		if got := shlexJoin(append([]string{"docker"}, tc.args...)); got != tc.want {
+		if got := shellquote.Join(append([]string{"docker"}, tc.args...)); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
 		}
 	}
@@ -85,8 +86,8 @@ func TestShlexQuoteMatchesPython(t *testing.T) {
 		"": "''", "abc": "abc", "a-b_c.d/e:f=g,h@i%j+k": "a-b_c.d/e:f=g,h@i%j+k",
 		"a b": "'a b'", "it's": `'it'"'"'s'`, "{{.State.Running}}": "'{{.State.Running}}'", "$HOME": "'$HOME'", "é": "'é'",
 	} {
-		if got := shlexQuote(in); got != want {
-			t.Errorf("shlexQuote(%q) = %s, want %s", in, got, want)
+		if got := shellquote.Word(in); got != want {
+			t.Errorf("shellquote.Word(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -163,7 +164,7 @@ func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string
 	var script []string
 	for _, svc := range slices.Sorted(maps.Keys(containers)) {
 		script = append(script, d.line([]string{"inspect", "-f", "{{.State.Running}}", containers[svc]})+
-			" >/dev/null 2>&1 && echo "+shlexQuote(svc))
+			" >/dev/null 2>&1 && echo "+shellquote.Word(svc))
 	}
 	var present []string
 	if len(script) > 0 {

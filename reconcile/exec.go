@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -177,14 +178,14 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
 	var pre []string
 	if req.Workdir != "" {
-		pre = append(pre, "cd "+shellQuote(req.Workdir))
+		pre = append(pre, "cd "+shellquote.Quote(req.Workdir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
 		if !envName.MatchString(k) {
 			return req, coded.New(coded.InvalidArguments, map[string]any{"field": "env", "key": k},
 				"env: %q is not a variable name", k)
 		}
-		pre = append(pre, "export "+k+"="+shellQuote(req.Env[k]))
+		pre = append(pre, "export "+k+"="+shellquote.Quote(req.Env[k]))
 	}
 	if len(pre) > 0 {
 		req.Command = strings.Join(append(pre, req.Command), " && ")

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 )
 
 // manifestName is the guest file that remembers what the last sync sent:
@@ -226,9 +227,9 @@ func (t *Target) deleteRemote(ctx context.Context, remotePath string, rels []str
 	}
 	for len(rels) > 0 {
 		n := min(len(rels), 200)
-		cmd := "cd " + shellQuote(remotePath) + " && rm -f --"
+		cmd := "cd " + shellquote.Quote(remotePath) + " && rm -f --"
 		for _, rel := range rels[:n] {
-			cmd += " " + shellQuote(rel)
+			cmd += " " + shellquote.Quote(rel)
 		}
 		res, err := t.Exec(ctx, drivers.ExecRequest{Command: cmd})
 		if err != nil {
@@ -290,8 +291,6 @@ func fnmatchRE(pattern string) *regexp.Regexp {
 	}
 	return re
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 type countingWriter struct{ n int64 }
 

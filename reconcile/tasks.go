@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func startScript(id, command, cwd string, env map[string]string) (string, error)
 	}
 	return `d="$HOME/.sbf/tasks"; mkdir -p "$d" || exit 1
 ` + prelude.Command + ` || exit 1
-setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellQuote(command) + ` "$d/` + id + `.exit" > "$d/` + id + `.log" 2>&1 < /dev/null &
+setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(command) + ` "$d/` + id + `.exit" > "$d/` + id + `.log" 2>&1 < /dev/null &
 echo "$!"; echo "$d"`, nil
 }
 
@@ -99,9 +100,9 @@ func (e *Engine) TaskLogs(ctx context.Context, ws spec.Options, id string, tail 
 	if err != nil {
 		return t, "", err
 	}
-	cmd := "cat " + shellQuote(t.LogPath)
+	cmd := "cat " + shellquote.Quote(t.LogPath)
 	if tail > 0 {
-		cmd = "tail -n " + strconv.Itoa(tail) + " " + shellQuote(t.LogPath)
+		cmd = "tail -n " + strconv.Itoa(tail) + " " + shellquote.Quote(t.LogPath)
 	}
 	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: cmd, Timeout: taskControl})
 	if err != nil {
@@ -159,7 +160,7 @@ func (e *Engine) refreshTask(ctx context.Context, ws spec.Options, t *state.Task
 		t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox is no longer running: "+err.Error()
 		return nil
 	}
-	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: "cat " + shellQuote(t.ExitPath) + " 2>/dev/null || echo none; " +
+	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: "cat " + shellquote.Quote(t.ExitPath) + " 2>/dev/null || echo none; " +
 		fmt.Sprintf("kill -0 %d 2>/dev/null && echo alive || echo dead", t.PID), Timeout: taskControl})
 	if err != nil {
 		return fmt.Errorf("checking task %s: %w", t.ID, err)

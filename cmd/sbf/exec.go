@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func shellJoin(argv []string) string {
 			quoted[i] = a
 			continue
 		}
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		quoted[i] = shellquote.Quote(a)
 	}
 	return strings.Join(quoted, " ")
 }

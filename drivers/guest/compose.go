@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 )
 
 // RemoteDir is where a project's bundle lives in the guest, relative to
@@ -43,7 +44,7 @@ func ObserveProject(ctx context.Context, r Runner, docker, project string) (Proj
 echo "@@bundle $(cat .sbf-bundle 2>/dev/null)"
 echo '@@hash'; %s compose -p %s -f compose.yaml config --hash '*' 2>&1 || echo '@@error'
 echo '@@ps'; %s ps -a --filter label=com.docker.compose.project=%s --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`,
-		shellQuote(RemoteDir(project)), docker, shellQuote(project), docker, shellQuote(project))
+		shellquote.Quote(RemoteDir(project)), docker, shellquote.Quote(project), docker, shellquote.Quote(project))
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 2 * time.Minute})
 	if err != nil {
 		return ProjectState{}, fmt.Errorf("observing compose project %s: %w", project, err)
@@ -149,7 +150,7 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 		return fmt.Errorf("preparing the %s bundle: %w", p.Name, err)
 	}
 	dir := RemoteDir(p.Name)
-	if _, err := r.Exec(ctx, drivers.ExecRequest{Command: "rm -rf " + shellQuote(dir+".new"), Timeout: time.Minute}); err != nil {
+	if _, err := r.Exec(ctx, drivers.ExecRequest{Command: "rm -rf " + shellquote.Quote(dir+".new"), Timeout: time.Minute}); err != nil {
 		return err
 	}
 	if err := r.CopyIn(ctx, stage, dir+".new"); err != nil {
@@ -160,7 +161,7 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 		build = " --build"
 	}
 	script := fmt.Sprintf("rm -rf %[1]s && mv %[2]s %[1]s && cd %[1]s && %[3]s compose -p %[4]s -f compose.yaml up -d --remove-orphans%[5]s",
-		shellQuote(dir), shellQuote(dir+".new"), docker, shellQuote(p.Name), build)
+		shellquote.Quote(dir), shellquote.Quote(dir+".new"), docker, shellquote.Quote(p.Name), build)
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 20 * time.Minute})
 	if err != nil {
 		return err
@@ -263,12 +264,10 @@ func ReadinessProbes(containers map[string]string) map[string]string {
 	for svc, c := range containers {
 		switch svc {
 		case "mysql":
-			out[svc] = shellQuote(c) + ` sh -c 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mysqladmin ping -h 127.0.0.1 -uroot --silent'`
+			out[svc] = shellquote.Quote(c) + ` sh -c 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mysqladmin ping -h 127.0.0.1 -uroot --silent'`
 		case "redis":
-			out[svc] = shellQuote(c) + ` sh -c 'redis-cli ping | grep -q PONG'`
+			out[svc] = shellquote.Quote(c) + ` sh -c 'redis-cli ping | grep -q PONG'`
 		}
 	}
 	return out
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"io"
 	"path"
 	"strings"
@@ -69,7 +70,7 @@ func (p *Pool) PutArchive(ctx context.Context, instance, dir string, archive io.
 	}
 	defer s.Close()
 	s.Stdin = archive
-	if err := s.Run("mkdir -p " + shellQuote(dir) + " && tar -xf - -C " + shellQuote(dir)); err != nil {
+	if err := s.Run("mkdir -p " + shellquote.Quote(dir) + " && tar -xf - -C " + shellquote.Quote(dir)); err != nil {
 		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, dir, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
@@ -84,7 +85,7 @@ func (p *Pool) GetArchive(ctx context.Context, instance, path string, archive io
 	defer s.Close()
 	s.Stdout = archive
 	dir, base := splitRemote(path)
-	if err := s.Run("tar -cf - -C " + shellQuote(dir) + " " + shellQuote(base)); err != nil {
+	if err := s.Run("tar -cf - -C " + shellquote.Quote(dir) + " " + shellquote.Quote(base)); err != nil {
 		return fmt.Errorf("archiving %s:%s: %v: %s", instance, path, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 )
 
 // Exec runs a command in a running instance: on its guest shell when the
@@ -127,7 +128,7 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 
 // remoteCommand wraps the command so the guest kills it at the deadline.
 func remoteCommand(req drivers.ExecRequest) string {
-	cmd := "sh -c " + shellQuote(req.Command)
+	cmd := "sh -c " + shellquote.Quote(req.Command)
 	if req.Timeout > 0 {
 		cmd = "timeout -k 2 " + seconds(req.Timeout) + " " + cmd
 	}
@@ -174,9 +175,6 @@ func Result(stdout, stderr *drivers.CappedBuffer, via string) drivers.ExecResult
 		Via: strings.TrimSpace(via),
 	}
 }
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // seconds rounds up, so a timeout never reads shorter than it was.
 func seconds(d time.Duration) string {

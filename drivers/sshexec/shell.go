@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/shellquote"
 	"io"
 	"strconv"
 	"sync"
@@ -104,7 +105,7 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 	s.next++
 	marker := s.token + "-" + strconv.Itoa(s.next)
 	line := fmt.Sprintf("( eval %s ) </dev/null; printf '%s %%d\\n' $?; printf '%s\\n' >&2\n",
-		shellQuote(req.Command), marker, marker)
+		shellquote.Quote(req.Command), marker, marker)
 	if _, err := io.WriteString(s.stdin, line); err != nil {
 		s.broken = true
 		return drivers.ExecResult{}, err
