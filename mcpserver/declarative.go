@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -160,7 +162,7 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	var text bytes.Buffer
-	res.Plan.Render(&text, reconcile.Style{})
+	res.Plan.Render(&text, plan.Style{})
 	res.Plan.RenderProblems(&text)
 	return map[string]any{"workspace_root": res.Resolved.Root, "plan": res.Plan.Report(), "text": text.String()}, err
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sandboxforge/sbf/internal/policy"
@@ -114,7 +116,7 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Report:     report,
 		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
 			// A pool pass is reported as a pass whose actions are spares'.
-			var plan *reconcile.Plan
+			var plan *plan.Plan
 			if res != nil {
 				plan = res.Plan
 			}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ type Admitter interface {
 // in between what the driver says it waits for (Message).
 type Event struct {
 	Sandbox string
-	Kind    Kind
+	Kind    plan.Kind
 	Done    bool
 	Err     error
 	Elapsed time.Duration
@@ -51,7 +52,7 @@ type Executor struct {
 	Parallelism int
 	Events      func(Event) // nil: silent; called by one goroutine at a time
 	// Layers holds, by sandbox, the in-guest layers the plan was made for.
-	Layers map[string]*Layers
+	Layers map[string]*plan.Layers
 	// NoWait starts services without waiting for them to answer.
 	NoWait bool
 	// WorkspaceID names the owner an adopt writes on the spare it claims.
@@ -69,7 +70,7 @@ type Executor struct {
 // Parallelism); a failed sandbox does not stop the others, while within a
 // sandbox each step waits for the one before. The error joins every
 // failure, each naming its sandbox.
-func (e *Executor) Apply(ctx context.Context, p *Plan) error {
+func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 	if len(p.Refresh) > 0 {
 		if err := e.Record.Update(func(f *state.File) {
 			for _, r := range p.Refresh {
@@ -97,7 +98,7 @@ func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 			// A sandbox's steps depend on each other (VM, runtime,
 			// services, env, compose): the first failure ends its chain.
 			for _, a := range chain {
-				if inst, ok := e.adopted.Load(a.Sandbox); ok && a.Sandbox != "" && a.Kind != Adopt {
+				if inst, ok := e.adopted.Load(a.Sandbox); ok && a.Sandbox != "" && a.Kind != plan.Adopt {
 					a.Instance = inst.(string) // the steps after an adopt go to what it took
 				}
 				if errs[i] = e.run(ctx, a); errs[i] != nil {
@@ -112,8 +113,8 @@ func (e *Executor) Apply(ctx context.Context, p *Plan) error {
 
 // chainsOf groups a plan's actions by sandbox, keeping their order; each
 // spare's action is a chain of its own.
-func chainsOf(actions []Action) [][]Action {
-	var chains [][]Action
+func chainsOf(actions []plan.Action) [][]plan.Action {
+	var chains [][]plan.Action
 	index := map[string]int{}
 	for _, a := range actions {
 		key := a.Sandbox
@@ -131,7 +132,7 @@ func chainsOf(actions []Action) [][]Action {
 	return chains
 }
 
-func (e *Executor) applyRefresh(f *state.File, r Refresh) {
+func (e *Executor) applyRefresh(f *state.File, r plan.Refresh) {
 	rec := record(f, r.Sandbox)
 	rec.Phase, rec.Instance, rec.Driver, rec.LastError = r.Phase, r.Instance, r.Driver, ""
 	if r.VM != nil {
@@ -154,7 +155,7 @@ func record(f *state.File, sandbox string) *state.Sandbox {
 }
 
 // run performs one action and records its outcome.
-func (e *Executor) run(ctx context.Context, a Action) error {
+func (e *Executor) run(ctx context.Context, a plan.Action) error {
 	start := e.Clock.Now()
 	who := a.Sandbox
 	if who == "" {
@@ -177,7 +178,7 @@ func (e *Executor) run(ctx context.Context, a Action) error {
 	return err
 }
 
-func (e *Executor) perform(ctx context.Context, a Action) error {
+func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 	drv, err := e.Drivers(a.Driver)
 	if err != nil {
 		return err
@@ -186,16 +187,16 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 		return e.performSpare(ctx, drv, a)
 	}
 	switch a.Kind {
-	case Adopt:
+	case plan.Adopt:
 		return e.adopt(ctx, drv, a)
-	case Create:
+	case plan.Create:
 		return e.create(ctx, drv, a)
-	case Start:
+	case plan.Start:
 		if err := drv.Start(ctx, *a.Spec); err != nil {
 			return err
 		}
 		return e.note(a, running(a))
-	case Update:
+	case plan.Update:
 		if a.WasRunning {
 			if err := drv.Stop(ctx, a.Instance); err != nil {
 				return fmt.Errorf("stopping before the change: %w", err)
@@ -208,7 +209,7 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 			return err
 		}
 		return e.note(a, running(a))
-	case Replace:
+	case plan.Replace:
 		old, err := e.Drivers(a.OldDriver)
 		if err != nil {
 			return err
@@ -217,9 +218,9 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
 		return e.create(ctx, drv, a)
-	case Runtime, Services, Env, Compose:
+	case plan.Runtime, plan.Services, plan.Env, plan.Compose:
 		return e.performLayer(ctx, drv, a)
-	case Delete, Expire:
+	case plan.Delete, plan.Expire:
 		if err := e.endTasks(ctx, drv, a); err != nil {
 			return err
 		}
@@ -227,7 +228,7 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 			return err
 		}
 		phase := state.Destroyed
-		if a.Kind == Expire {
+		if a.Kind == plan.Expire {
 			phase = state.Expired
 		}
 		return e.note(a, func(rec *state.Sandbox) {
@@ -242,7 +243,7 @@ func (e *Executor) perform(ctx context.Context, a Action) error {
 
 // create records the sandbox as creating before touching the backend, so
 // a crash mid-create leaves a record the next plan repairs from the world.
-func (e *Executor) create(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error {
 	if err := e.note(a, func(rec *state.Sandbox) { rec.Phase = state.Creating }); err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func remove(ctx context.Context, drv Driver, instance string) error {
 	return err
 }
 
-func running(a Action) func(*state.Sandbox) {
+func running(a plan.Action) func(*state.Sandbox) {
 	return func(rec *state.Sandbox) {
 		rec.Phase, rec.LastError = state.Running, ""
 		if a.Spec != nil {
@@ -293,7 +294,7 @@ func running(a Action) func(*state.Sandbox) {
 }
 
 // note records a change to one sandbox's record.
-func (e *Executor) note(a Action, change func(*state.Sandbox)) error {
+func (e *Executor) note(a plan.Action, change func(*state.Sandbox)) error {
 	return e.Record.Update(func(f *state.File) {
 		rec := record(f, a.Sandbox)
 		rec.Instance, rec.Driver = a.Instance, a.Driver
@@ -313,7 +314,7 @@ func (e *Executor) emit(ev Event) {
 // endTasks stops the sandbox's running background tasks before its VM
 // goes (in a VM they would die with it; the sim runs them on the host)
 // and records why they ended.
-func (e *Executor) endTasks(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) error {
 	var pids []int
 	for _, t := range e.Record.Snapshot().Tasks {
 		if t.Sandbox == a.Sandbox && !t.Finished() {
@@ -334,7 +335,7 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a Action) error {
 	return e.Record.Update(func(f *state.File) {
 		for _, t := range f.Tasks {
 			if t.Sandbox == a.Sandbox && !t.Finished() {
-				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+map[Kind]string{Delete: "destroyed", Expire: "expired"}[a.Kind]
+				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,19 +54,19 @@ func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
 // performLayer carries out an in-guest step. The layer values come from
 // the desired state the plan was made from, not from the action, so no
 // secret is ever part of a plan.
-func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) error {
 	l := e.Layers[a.Sandbox]
 	if l == nil {
 		return fmt.Errorf("no in-guest layers are desired for %s", a.Sandbox)
 	}
-	if a.Kind == Env {
+	if a.Kind == plan.Env {
 		return e.writeEnv(a, l)
 	}
 	r, err := runnerFor(drv, a.Driver, a.Instance)
 	if err != nil {
 		return err
 	}
-	if a.Kind == Runtime {
+	if a.Kind == plan.Runtime {
 		docker, err := guest.EnsureRuntime(ctx, r, l.Install)
 		if err != nil {
 			return err
@@ -83,7 +84,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 		return fmt.Errorf("the container runtime of %s is not known to be ready", a.Sandbox)
 	}
 	switch a.Kind {
-	case Services:
+	case plan.Services:
 		if err := guest.ApplyProject(ctx, r, docker, l.Services); err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 				g.Services[svc] = started
 			}
 		})
-	case Compose:
+	case plan.Compose:
 		if err := guest.ApplyProject(ctx, r, docker, l.Compose); err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a Action) error
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
-func (e *Executor) writeEnv(a Action, l *Layers) error {
+func (e *Executor) writeEnv(a plan.Action, l *plan.Layers) error {
 	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
 		if err := writeEnvFile(l, file); err != nil {
 			return &coded.Error{Code: "WORKSPACE_ENV_INJECTION_FAILED", Message: err.Error(),
@@ -133,7 +134,7 @@ func (e *Executor) writeEnv(a Action, l *Layers) error {
 
 // writeEnvFile upserts one file's variables through the workspace's
 // writer: inside the workspace, not protected, not through a link.
-func writeEnvFile(l *Layers, file string) error {
+func writeEnvFile(l *plan.Layers, file string) error {
 	w, err := l.EnvWriter.Writer(file, file, l.EnvGuard)
 	if err != nil {
 		return err

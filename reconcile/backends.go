@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"maps"
 	"slices"
@@ -54,7 +55,7 @@ func Diagnose(ctx context.Context, env drivers.Env, r *spec.Resolved) []drivers.
 	}
 	env.Workspace = r.Root
 	byDriver := map[string][]drivers.Spec{}
-	for _, sb := range DesiredFrom(r).Sandboxes {
+	for _, sb := range plan.DesiredFrom(r).Sandboxes {
 		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb.VM)
 	}
 	var out []drivers.Diagnosis

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"fmt"
 	"testing"
 	"time"
@@ -12,16 +13,16 @@ import (
 )
 
 // convergedWorld builds n sandboxes that are exactly as desired.
-func convergedWorld(n int) (Desired, *state.File, Observed) {
-	d := Desired{WorkspaceID: goldenWorkspaceID, Sandboxes: map[string]DesiredSandbox{}}
+func convergedWorld(n int) (plan.Desired, *state.File, plan.Observed) {
+	d := plan.Desired{WorkspaceID: goldenWorkspaceID, Sandboxes: map[string]plan.DesiredSandbox{}}
 	rec := state.New("/ws", goldenWorkspaceID)
-	obs := Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}}
+	obs := plan.Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}}
 	lease := &spec.LeaseRecord{AcquiredAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("sb%05d", i)
 		inst := drivers.InstanceName(goldenWorkspaceID, name)
 		vm := drivers.Spec{Name: inst, CPUs: 2, MemoryGiB: 4, DiskGiB: 20, VMType: "qemu", Template: "template:docker"}
-		d.Sandboxes[name] = DesiredSandbox{Name: name, Instance: inst, Driver: "sim", VM: vm, Lease: lease}
+		d.Sandboxes[name] = plan.DesiredSandbox{Name: name, Instance: inst, Driver: "sim", VM: vm, Lease: lease}
 		rec.Sandboxes[name] = &state.Sandbox{Driver: "sim", Instance: inst, Phase: state.Running, VM: &vm}
 		obs.Instances[inst] = drivers.Instance{Name: inst, Driver: "sim", Status: drivers.Running, Reported: vm}
 	}
@@ -34,7 +35,7 @@ func BenchmarkPlan(b *testing.B) {
 			d, rec, obs := convergedWorld(n)
 			b.ReportAllocs()
 			for b.Loop() {
-				if p := Compute(d, rec, obs, t0); !p.Empty() {
+				if p := plan.Compute(d, rec, obs, t0); !p.Empty() {
 					b.Fatal("a converged world planned changes")
 				}
 			}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"bytes"
 	"context"
 	"github.com/sandboxforge/sbf/internal/shellquote"
@@ -44,7 +45,7 @@ type EngineCompose struct {
 	Dir       string `json:"project_dir"` // the shipped bundle, relative to the guest user's home
 	Converged bool   `json:"converged"`   // the plan had a compose step: up ran
 	Restarted bool   `json:"restarted"`   // an already converged stack was restarted
-	Plan      Report `json:"plan"`
+	Plan      plan.Report `json:"plan"`
 }
 
 // composeStack is the engine's compose project of a sandbox in the guest.
@@ -203,9 +204,9 @@ func (t *Target) composeViaEngine(ctx context.Context, ws spec.Options, action s
 		return ComposeResult{}, err
 	}
 	eng := &EngineCompose{Project: st.project, Dir: st.dir, Plan: res.Plan.Report(),
-		Converged: slices.ContainsFunc(res.Plan.Actions, func(a Action) bool { return a.Sandbox == t.Sandbox && a.Kind == Compose })}
+		Converged: slices.ContainsFunc(res.Plan.Actions, func(a plan.Action) bool { return a.Sandbox == t.Sandbox && a.Kind == plan.Compose })}
 	var text bytes.Buffer
-	res.Plan.Render(&text, Style{})
+	res.Plan.Render(&text, plan.Style{})
 	out := ComposeResult{Action: action, Engine: eng, ConnectionEnv: prepared.ConnectionEnv, Bridge: engineBridge(prepared),
 		DockerResult: DockerResult{Command: "sbf apply --target " + t.Sandbox}, Warnings: engineWarnings(action, req)}
 	if action == "restart" && !eng.Converged {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ type Options struct {
 	Targets []string // only these sandboxes (all when empty)
 	Edit    Edit     // desired-state change, written only if the plan runs
 	// Confirm sees the plan before anything changes; false stops there.
-	Confirm func(*Plan) (bool, error)
+	Confirm func(*plan.Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
 	// NoWait starts services without waiting for their readiness probes
 	// (prepare_workspace with wait_for_ready false).
@@ -69,9 +70,9 @@ type Options struct {
 // Result is what a convergence saw and did.
 type Result struct {
 	Resolved *spec.Resolved
-	Plan     *Plan
+	Plan     *plan.Plan
 	State    *state.File // after the run (before it, for a dry run)
-	Observed Observed
+	Observed plan.Observed
 	Applied  bool
 	// NextExpiry is the earliest live lease end, zero when none: the
 	// watch loop wakes then.
@@ -100,7 +101,7 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	}
 	var failed []string
 	for _, a := range res.Plan.Actions {
-		made := a.Kind == Create || a.Kind == Replace || a.Kind == Adopt && !a.Import // an import is never deleted for failing
+		made := a.Kind == plan.Create || a.Kind == plan.Replace || a.Kind == plan.Adopt && !a.Import // an import is never deleted for failing
 		if rec := res.State.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
 			failed = append(failed, a.Sandbox)
 		}
@@ -145,7 +146,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		return nil, err
 	}
 	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r), Busy: busy}
-	desired := DesiredFrom(r)
+	desired := plan.DesiredFrom(r)
 	layers, err := resolveLayers(ctx, r, desired, e.Env)
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable, func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed), res.Observed, now,
 		opts.Targets, e.runner(r))
-	res.Plan = ComputeFor(desired, rec, res.Observed, now, opts.Targets).Only(opts.Targets)
+	res.Plan = plan.ComputeFor(desired, rec, res.Observed, now, opts.Targets).Only(opts.Targets)
 	res.NextExpiry = nextExpiry(desired, now)
 	if opts.Saved != nil {
 		if err := opts.Saved.check(rec, res.Plan); err != nil {
@@ -199,7 +200,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observe(ctx, r, desired, res.State)
 	}
-	if res.Plan.adopts() {
+	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
 		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
 		e.adoptions.notify()
@@ -220,7 +221,7 @@ func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []stri
 	if err != nil {
 		return nil
 	}
-	d := DesiredFrom(r)
+	d := plan.DesiredFrom(r)
 	recorded := recordedDrivers(rec)
 	if len(targets) > 0 {
 		for name := range d.Sandboxes {
@@ -234,7 +235,7 @@ func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []stri
 			}
 		}
 	}
-	for _, name := range driversInUse(d, recorded) {
+	for _, name := range plan.DriversInUse(d, recorded) {
 		var unavailable *drivers.UnavailableError
 		if _, err := e.Drivers(name, r); errors.As(err, &unavailable) {
 			return err
@@ -330,7 +331,7 @@ func (e *Engine) lister(r *spec.Resolved) func(string) (Lister, error) {
 
 // admission counts every sbf instance the workspace's drivers (and its
 // pools') list; a sandbox's VM past the cap deletes a spare first.
-func (e *Engine) admission(r *spec.Resolved, d Desired, rec *state.File) Admitter {
+func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Admitter {
 	if e.HostDir == "" {
 		return nil
 	}
@@ -383,7 +384,7 @@ func recordedDrivers(rec *state.File) map[string]string {
 	return out
 }
 
-func nextExpiry(d Desired, now time.Time) time.Time {
+func nextExpiry(d plan.Desired, now time.Time) time.Time {
 	var next time.Time
 	for _, sb := range d.Sandboxes {
 		if sb.Lease != nil && now.Before(sb.Lease.ExpiresAt) && (next.IsZero() || sb.Lease.ExpiresAt.Before(next)) {
@@ -395,7 +396,7 @@ func nextExpiry(d Desired, now time.Time) time.Time {
 
 // problemsError reports sandboxes the planner could not decide about,
 // keeping the first backend's guidance reachable with errors.As.
-func problemsError(p *Plan) error {
+func problemsError(p *plan.Plan) error {
 	var errs []error
 	for _, pr := range p.Problems {
 		errs = append(errs, fmt.Errorf("sandbox %s: %w", pr.Sandbox, pr.Err))

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"os"
@@ -65,7 +66,7 @@ func TestLeaseExpiryDeletesTheVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Plan.Actions) != 2 || res.Plan.Actions[0].Kind != Expire {
+	if len(res.Plan.Actions) != 2 || res.Plan.Actions[0].Kind != plan.Expire {
 		t.Fatalf("plan = %+v", res.Plan.Actions)
 	}
 	if w := h.world(); len(w) != 0 {
@@ -140,7 +141,7 @@ func TestDriftIsRecreatedAndLostStateIsRebuilt(t *testing.T) {
 	h.mustApply()
 	os.Remove(filepath.Join(h.simDir, "instances", h.instance("api")+".json")) // deleted behind sbf's back
 	p := h.plan()
-	if len(p.Actions) != 1 || p.Actions[0].Kind != Create || !p.Actions[0].Drift {
+	if len(p.Actions) != 1 || p.Actions[0].Kind != plan.Create || !p.Actions[0].Drift {
 		t.Fatalf("plan = %+v", p.Actions)
 	}
 	h.mustApply()
@@ -205,7 +206,7 @@ func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h.mustApply()
 	h.clock.Advance(11 * time.Minute)
 	res := h.mustApply()
-	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Kind != Expire || res.Plan.Actions[0].Sandbox != "scratch" {
+	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Kind != plan.Expire || res.Plan.Actions[0].Sandbox != "scratch" {
 		t.Errorf("apply past the ad-hoc lease: %+v", res.Plan.Actions)
 	}
 	// ...and destroy forgets it entirely.

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -45,13 +46,13 @@ func TestPlanGolden(t *testing.T) {
 	testutil.RunGolden(t, "../testdata/plan/*.txtar", *update, func(t *testing.T, ar *txtar.Archive) string {
 		p := planFromArchive(t, ar)
 		var out bytes.Buffer
-		p.Render(&out, Style{})
+		p.Render(&out, plan.Style{})
 		p.RenderProblems(&out)
 		return out.String()
 	})
 }
 
-func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
+func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	ws := t.TempDir()
 	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true, "mode": true}
 	for _, f := range ar.Files {
@@ -64,7 +65,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 		t.Fatalf("loading desired state: %v", err)
 	}
 	r.WorkspaceID = goldenWorkspaceID
-	d := DesiredFrom(r)
+	d := plan.DesiredFrom(r)
 	layers, err := resolveLayers(context.Background(), r, d, LayerEnv{})
 	if err != nil {
 		t.Fatalf("layers: %v", err)
@@ -95,18 +96,18 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *Plan {
 		}
 	}
 	if strings.TrimSpace(testutil.File(ar, "mode")) == "pools" {
-		return ComputePools(d, obs, now)
+		return plan.ComputePools(d, obs, now)
 	}
-	return Compute(d, rec, obs, now)
+	return plan.Compute(d, rec, obs, now)
 }
 
 // guestsFromArchive reads guests.json (a template, see render).
-func guestsFromArchive(t *testing.T, ar *txtar.Archive, d Desired) map[string]*GuestObserved {
+func guestsFromArchive(t *testing.T, ar *txtar.Archive, d plan.Desired) map[string]*plan.GuestObserved {
 	text := testutil.File(ar, "guests.json")
 	if text == "" {
 		return nil
 	}
-	out := map[string]*GuestObserved{}
+	out := map[string]*plan.GuestObserved{}
 	data := render(t, text, d)
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatalf("guests.json: %v\n%s", err, data)
@@ -116,7 +117,7 @@ func guestsFromArchive(t *testing.T, ar *txtar.Archive, d Desired) map[string]*G
 
 // render expands {{bundle SANDBOX KIND}} and {{hash SANDBOX KIND SERVICE}}
 // to the hashes the desired projects have (KIND: compose or services).
-func render(t *testing.T, text string, d Desired) []byte {
+func render(t *testing.T, text string, d plan.Desired) []byte {
 	project := func(sandbox, kind string) *guest.Project {
 		if l := d.Sandboxes[sandbox].Layers; l != nil {
 			if kind == "services" {
@@ -145,7 +146,7 @@ func render(t *testing.T, text string, d Desired) []byte {
 	}
 	return buf.Bytes()
 }
-func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File) Observed {
+func observeArchive(t *testing.T, ar *txtar.Archive, d plan.Desired, rec *state.File) plan.Observed {
 	raw := map[string]json.RawMessage{}
 	if data := testutil.File(ar, "observed.json"); data != "" {
 		if err := json.Unmarshal(render(t, data, d), &raw); err != nil {
@@ -157,7 +158,7 @@ func observeArchive(t *testing.T, ar *txtar.Archive, d Desired, rec *state.File)
 	for name, sb := range rec.Sandboxes {
 		recorded[name] = sb.Driver
 	}
-	names := driversInUse(d, recorded)
+	names := plan.DriversInUse(d, recorded)
 	for drv := range raw {
 		names = append(names, drv)
 	}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestHandEditedLeaseEndExpiresAtMaxLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Plan.Actions) != 2 || res.Plan.Actions[0].Kind != Expire {
+	if len(res.Plan.Actions) != 2 || res.Plan.Actions[0].Kind != plan.Expire {
 		t.Fatalf("at acquisition + 24h: plan = %+v", res.Plan.Actions)
 	}
 	if res.State.Sandboxes["api"].Phase != state.Expired || len(h.world()) != 0 {

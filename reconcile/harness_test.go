@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"fmt"
 	"os"
@@ -101,7 +102,7 @@ func (h *harness) mustApply() *Result {
 	return res
 }
 
-func (h *harness) plan() *Plan {
+func (h *harness) plan() *plan.Plan {
 	h.t.Helper()
 	res, err := h.planWith(Options{Edit: RenewEdit(nil)})
 	if err != nil {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"math"
 	"path/filepath"
 
@@ -14,14 +15,14 @@ import (
 // anything is written, whatever the front door: CPUs, available memory
 // (≥ memory + 0.5 GiB) and free disk (≥ disk + 2 GiB). A probe that cannot
 // answer skips its check.
-func (e *Engine) admitOnHost(p *Plan, r *spec.Resolved) error {
+func (e *Engine) admitOnHost(p *plan.Plan, r *spec.Resolved) error {
 	probe := e.Probe
 	if probe == nil {
 		probe = hostcap.Probe
 	}
 	var c *hostcap.Capacity
 	for _, a := range p.Actions {
-		if (a.Kind != Create && a.Kind != Replace) || a.Spec == nil {
+		if (a.Kind != plan.Create && a.Kind != plan.Replace) || a.Spec == nil {
 			continue
 		}
 		if c == nil {

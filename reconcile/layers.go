@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"bytes"
 	"context"
 	"errors"
@@ -19,30 +20,6 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// Actions on what runs inside a VM, in the order a sandbox needs them.
-const (
-	Runtime  Kind = "runtime"  // Docker and Compose usable in the guest
-	Services Kind = "services" // the generated MySQL/Redis project, up and answering
-	Env      Kind = "env"      // connection variables upserted into the workspace's .env files
-	Compose  Kind = "compose"  // the app's compose project up
-)
-
-// Layers is what a sandbox wants inside its VM. Values are resolved on
-// the host (compose files loaded, secrets expanded) before any planning.
-type Layers struct {
-	Install    bool                           // [docker] install_if_missing
-	Services   *guest.Project                 // nil: no services
-	Containers map[string]string              // service → container name
-	Started    map[string]state.ServiceRecord // service → what it runs (for the record)
-	Network    string                         // the services' network, "" without services
-	Compose    *guest.Project                 // nil: no compose stack
-	Env        map[string]map[string]string   // host file → connection variables (secret)
-	// EnvWriter confines the env files to the workspace, never onto a
-	// protected path and never through a link.
-	EnvWriter hostpath.Policy
-	EnvGuard  hostpath.Guard
-}
-
 // LayerEnv is what resolving layers needs from the process.
 type LayerEnv struct {
 	Getenv  func(string) string // nil: an empty environment
@@ -59,14 +36,14 @@ func (e LayerEnv) getenv(k string) string {
 // CheckLayers loads every sandbox's compose files and services the way
 // apply would, reporting problems without touching any VM.
 func CheckLayers(ctx context.Context, r *spec.Resolved, env LayerEnv) error {
-	_, err := resolveLayers(ctx, r, DesiredFrom(r), env)
+	_, err := resolveLayers(ctx, r, plan.DesiredFrom(r), env)
 	return err
 }
 
 // resolveLayers loads every sandbox's compose project and services on the
 // host. A broken compose file stops here, before any VM is touched.
-func resolveLayers(ctx context.Context, r *spec.Resolved, d Desired, env LayerEnv) (map[string]*Layers, error) {
-	out := map[string]*Layers{}
+func resolveLayers(ctx context.Context, r *spec.Resolved, d plan.Desired, env LayerEnv) (map[string]*plan.Layers, error) {
+	out := map[string]*plan.Layers{}
 	envOwners := map[string]string{}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
@@ -94,9 +71,9 @@ func resolveLayers(ctx context.Context, r *spec.Resolved, d Desired, env LayerEn
 	return out, nil
 }
 
-func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.Sandbox, env LayerEnv) (*Layers, error) {
+func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.Sandbox, env LayerEnv) (*plan.Layers, error) {
 	infra := r.Config.Infra
-	l := &Layers{Install: r.Config.Docker.InstallIfMissing, Env: map[string]map[string]string{},
+	l := &plan.Layers{Install: r.Config.Docker.InstallIfMissing, Env: map[string]map[string]string{},
 		EnvWriter: hostpath.Policy{Roots: []string{r.Root}}, EnvGuard: hostpath.Guard{Protect: r.Config.Sync.Protect}}
 	conn, err := guest.ConnectionEnv(infra, name, sb.Services, env.getenv)
 	if err != nil {
@@ -154,21 +131,12 @@ func addEnv(into map[string]map[string]string, root, target, sandbox string, con
 	}
 }
 
-// GuestObserved is what one running sandbox's guest reports.
-type GuestObserved struct {
-	Docker   string              // docker command prefix; "" when the runtime is not ready
-	Verdict  string              // the runtime probe's answer
-	Services *guest.ProjectState // nil when not observed
-	Compose  *guest.ProjectState
-	Err      string // why the guest could not be observed
-}
-
 // observeGuests looks inside each running sandbox that wants layers (and
 // still holds its lease, and is among the targets), and at the host .env
 // files. It changes nothing.
-func observeGuests(ctx context.Context, d Desired, obs Observed, now time.Time, targets []string,
-	runner func(driver, instance string) (guest.Runner, error)) (map[string]*GuestObserved, map[string]bool) {
-	guests := map[string]*GuestObserved{}
+func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now time.Time, targets []string,
+	runner func(driver, instance string) (guest.Runner, error)) (map[string]*plan.GuestObserved, map[string]bool) {
+	guests := map[string]*plan.GuestObserved{}
 	envOK := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(d.Sandboxes)) {
 		ds := d.Sandboxes[name]
@@ -183,7 +151,7 @@ func observeGuests(ctx context.Context, d Desired, obs Observed, now time.Time, 
 		if !ok || inst.Status != drivers.Running || inst.Driver != ds.Driver {
 			continue
 		}
-		g := &GuestObserved{}
+		g := &plan.GuestObserved{}
 		guests[name] = g
 		r, err := runner(ds.Driver, ds.Instance)
 		if err != nil {
@@ -209,78 +177,6 @@ func observeGuests(ctx context.Context, d Desired, obs Observed, now time.Time, 
 		}
 	}
 	return guests, envOK
-}
-
-// planLayers adds a sandbox's in-guest steps after its VM step (vm is the
-// VM action's kind, "" when the VM is already as desired).
-func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]string, g *GuestObserved, envOK map[string]bool, vm Kind) {
-	l := ds.Layers
-	if l == nil {
-		return
-	}
-	add := func(k Kind, cause string) {
-		a := base
-		a.Kind, a.Cause, a.Spec, a.OldDriver, a.WasRunning, a.Drift = k, cause, nil, "", false, false
-		if g != nil {
-			a.Docker = g.Docker
-		}
-		p.Actions = append(p.Actions, a)
-	}
-	fresh := vm == Create || vm == Replace || vm == Adopt
-	guestCause := func() string {
-		switch {
-		case vm == Adopt:
-			return "adopted VM"
-		case fresh:
-			return "new VM"
-		case vm != "":
-			return "VM restarted"
-		case g == nil:
-			return "guest not observed"
-		case g.Err != "":
-			return "guest unreachable: " + g.Err
-		}
-		return "runtime not ready (" + g.Verdict + ")"
-	}
-	runtimeReady := !fresh && vm == "" && g != nil && g.Docker != ""
-	// A spare whose pool made the runtime ready needs no runtime step; the
-	// adopt records its docker command (base.Docker).
-	warmRuntime := vm == Adopt && base.Docker != ""
-	if !runtimeReady && !warmRuntime {
-		add(Runtime, guestCause())
-	} else if runtimeReady && applied["docker_command"] != g.Docker {
-		p.Refresh = append(p.Refresh, Refresh{Sandbox: base.Sandbox, Phase: state.Running, Instance: base.Instance,
-			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest (" + g.Docker + "); recorded"})
-	}
-	if l.Services != nil {
-		planProject(add, Services, l.Services, applied, "services.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Services }, guestCause)
-	}
-	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
-		if !envOK[file] {
-			add(Env, "connection variables differ in "+filepath.Base(file))
-			break
-		}
-	}
-	if l.Compose != nil {
-		planProject(add, Compose, l.Compose, applied, "compose.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Compose }, guestCause)
-	}
-}
-
-func planProject(add func(Kind, string), k Kind, p *guest.Project, applied map[string]string, prefix string, ready bool,
-	g *GuestObserved, state func(*GuestObserved) *guest.ProjectState, guestCause func() string) {
-	if !ready || state(g) == nil {
-		add(k, guestCause())
-		return
-	}
-	recorded := map[string]string{}
-	for key, h := range applied {
-		if svc, ok := strings.CutPrefix(key, prefix); ok {
-			recorded[svc] = h
-		}
-	}
-	if drift := p.Drift(*state(g), recorded); len(drift) > 0 {
-		add(k, strings.Join(drift, ", "))
-	}
 }
 
 // envUpToDate reports whether a host .env file already holds the values;

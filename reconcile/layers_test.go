@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
@@ -40,7 +41,7 @@ func layeredHarness(t *testing.T) *harness {
 	return h
 }
 
-func kinds(p *Plan) string {
+func kinds(p *plan.Plan) string {
 	var out []string
 	for _, a := range p.Actions {
 		out = append(out, string(a.Kind)+"("+a.Cause+")")
@@ -156,23 +157,6 @@ func TestHostShellDriverCannotConvergeLayers(t *testing.T) {
 	}
 }
 
-// Emulation decides how a VM starts, not what it is: changing it plans
-// nothing. An sbf image location is kept verbatim, not made a path.
-func TestEmulationAndSbfImagesInTheDesiredSpec(t *testing.T) {
-	cur := drivers.Spec{Name: "x", CPUs: 1, Emulation: "auto", Image: drivers.Image{Location: "sbf:debian-12"}}
-	want := cur
-	want.Emulation = "never"
-	if restart, replace := diffSpecs(cur, want); len(restart)+len(replace) != 0 || !cur.Equal(want) {
-		t.Errorf("emulation change planned %v %v", restart, replace)
-	}
-	if got := absPath("/ws", "sbf:debian-12"); got != "sbf:debian-12" {
-		t.Errorf("absPath = %q", got)
-	}
-	if got := absPath("/ws", "img/disk.raw"); got != "/ws/img/disk.raw" {
-		t.Errorf("absPath = %q", got)
-	}
-}
-
 // What prepare_workspace reports comes from what the engine recorded while
 // converging, not from a template.
 func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
@@ -216,7 +200,7 @@ func TestRuntimeFoundReadyIsRecorded(t *testing.T) {
 	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\nruntime = true\n")
 	res := h.mustApply()
 	for _, a := range res.Plan.Actions {
-		if a.Kind == Runtime {
+		if a.Kind == plan.Runtime {
 			t.Fatalf("a runtime step for a guest that has Docker: %+v", res.Plan.Actions)
 		}
 	}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +52,7 @@ func claimUnderLock(ctx context.Context, dir string, who flock.Holder, lab drive
 // every spare was taken, it creates the VM as a create would (and makes
 // the runtime ready when the plan counted on the spare's); an import
 // fails instead.
-func (e *Executor) adopt(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	lab, ok := drv.(drivers.Labeler)
 	if !ok {
 		return fmt.Errorf("the %s driver keeps no ownership labels, so it cannot adopt %s", a.Driver, a.Instance)
@@ -109,9 +110,9 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a Action) error {
 
 // coldInstead is an adopt whose spares were all taken: the create the
 // adopt stood in for.
-func (e *Executor) coldInstead(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) coldInstead(ctx context.Context, drv Driver, a plan.Action) error {
 	drivers.Progressf(ctx, "no warm spare left; creating %s", a.Spec.Name)
-	a.Kind, a.Instance = Create, a.Spec.Name
+	a.Kind, a.Instance = plan.Create, a.Spec.Name
 	e.adopted.Store(a.Sandbox, a.Instance)
 	if err := e.create(ctx, drv, a); err != nil {
 		return err
@@ -121,20 +122,20 @@ func (e *Executor) coldInstead(ctx context.Context, drv Driver, a Action) error 
 	}
 	// The plan left out the runtime step for the spare's ready runtime.
 	rt := a
-	rt.Kind, rt.Spec, rt.Docker = Runtime, nil, ""
+	rt.Kind, rt.Spec, rt.Docker = plan.Runtime, nil, ""
 	return e.performLayer(ctx, drv, rt)
 }
 
 // performSpare makes or deletes a pool's spare.
-func (e *Executor) performSpare(ctx context.Context, drv Driver, a Action) error {
+func (e *Executor) performSpare(ctx context.Context, drv Driver, a plan.Action) error {
 	lab, ok := drv.(drivers.Labeler)
 	if !ok {
 		return fmt.Errorf("the %s driver keeps no ownership labels, so it keeps no spares", a.Driver)
 	}
 	switch a.Kind {
-	case Create:
+	case plan.Create:
 		return e.createSpare(ctx, drv, lab, a)
-	case Delete:
+	case plan.Delete:
 		_, err := retireAndDelete(ctx, drv, lab, e.HostDir, e.Who, e.Clock.Now(), a.Instance)
 		return err
 	}
@@ -146,7 +147,7 @@ func (e *Executor) performSpare(ctx context.Context, drv Driver, a Action) error
 // starts it, makes its runtime ready when asked, then labels it as a
 // ready spare. A spare that failed halfway is deleted; one a crash left
 // unlabelled is deleted by the next pass, its reservation gone.
-func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labeler, a Action) error {
+func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labeler, a plan.Action) error {
 	if e.Admit != nil {
 		release, err := e.Admit.Admit(ctx, a.Instance)
 		if errors.Is(err, errInFlight) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
@@ -19,8 +21,8 @@ import (
 
 // observedDrivers are the backends a workspace's run lists: those its
 // sandboxes use or used, and its pools'.
-func observedDrivers(d Desired, rec *state.File) []string {
-	names := driversInUse(d, recordedDrivers(rec))
+func observedDrivers(d plan.Desired, rec *state.File) []string {
+	names := plan.DriversInUse(d, recordedDrivers(rec))
 	for _, p := range d.Pools {
 		if !slices.Contains(names, p.Driver) {
 			names = append(names, p.Driver)
@@ -32,7 +34,7 @@ func observedDrivers(d Desired, rec *state.File) []string {
 
 // observe lists the workspace's drivers once and says which unlabelled
 // spares a fill is still making.
-func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d Desired, rec *state.File) Observed {
+func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d plan.Desired, rec *state.File) plan.Observed {
 	obs := Observe(ctx, r.WorkspaceID, observedDrivers(d, rec), e.lister(r))
 	e.markInFlight(ctx, &obs)
 	return obs
@@ -41,7 +43,7 @@ func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d Desired, rec *
 // markInFlight finds the spares a fill is still making: unlabelled ones
 // whose reservation (admission slot) a live process holds. Without a host
 // folder nothing can be known, and every unlabelled spare is left alone.
-func (e *Engine) markInFlight(ctx context.Context, obs *Observed) {
+func (e *Engine) markInFlight(ctx context.Context, obs *plan.Observed) {
 	for i, s := range obs.Spares {
 		if s.Label != nil && s.Label.Spare != nil || s.Label != nil && s.Label.Owner != nil {
 			continue
@@ -52,11 +54,11 @@ func (e *Engine) markInFlight(ctx context.Context, obs *Observed) {
 
 // bindInstances gives each desired sandbox the instance it has now (an
 // adopted spare keeps its own name), for looking into guests.
-func bindInstances(d Desired, rec *state.File, obs Observed) Desired {
+func bindInstances(d plan.Desired, rec *state.File, obs plan.Observed) plan.Desired {
 	out := d
-	out.Sandboxes = map[string]DesiredSandbox{}
+	out.Sandboxes = map[string]plan.DesiredSandbox{}
 	for name, ds := range d.Sandboxes {
-		ds.Instance = instanceFor(d.WorkspaceID, name, rec.Sandboxes[name], obs)
+		ds.Instance = plan.InstanceFor(d.WorkspaceID, name, rec.Sandboxes[name], obs)
 		ds.VM.Name = ds.Instance
 		out.Sandboxes[name] = ds
 	}
@@ -66,11 +68,7 @@ func bindInstances(d Desired, rec *state.File, obs Observed) Desired {
 // InstanceOf is the backend instance a sandbox's VM is (or would be):
 // the derived name, or the spare it adopted, or the instance it imported.
 func (r *Result) InstanceOf(sandbox string) string {
-	return instanceFor(r.Resolved.WorkspaceID, sandbox, r.State.Sandboxes[sandbox], r.Observed)
-}
-
-func (p *Plan) adopts() bool {
-	return slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Kind == Adopt })
+	return plan.InstanceFor(r.Resolved.WorkspaceID, sandbox, r.State.Sandboxes[sandbox], r.Observed)
 }
 
 // evictSpare deletes one spare nobody is making or owns, the one that
@@ -124,15 +122,15 @@ type PoolOptions struct {
 	// DryRun only plans (sbf pool status).
 	DryRun bool
 	// Confirm sees the plan before anything changes; false stops there.
-	Confirm func(*Plan) (bool, error)
+	Confirm func(*plan.Plan) (bool, error)
 }
 
 // PoolResult is what a pool pass saw and did.
 type PoolResult struct {
 	Resolved *spec.Resolved
-	Desired  Desired
-	Plan     *Plan
-	Observed Observed // after the pass, when it ran
+	Desired  plan.Desired
+	Plan     *plan.Plan
+	Observed plan.Observed // after the pass, when it ran
 	Applied  bool
 	Now      time.Time
 }
@@ -153,8 +151,8 @@ func (e *Engine) Pools(ctx context.Context, ws spec.Options, opts PoolOptions) (
 	if err != nil {
 		return nil, err
 	}
-	d := DesiredFrom(r)
-	res := &PoolResult{Resolved: r, Desired: d, Now: now, Plan: &Plan{}}
+	d := plan.DesiredFrom(r)
+	res := &PoolResult{Resolved: r, Desired: d, Now: now, Plan: &plan.Plan{}}
 	if len(d.Pools) == 0 && !opts.Drain && !opts.DryRun {
 		return res, nil // no pool: the workspace's own passes collect stray spares
 	}
@@ -162,7 +160,7 @@ func (e *Engine) Pools(ctx context.Context, ws spec.Options, opts PoolOptions) (
 	if opts.Drain {
 		res.Plan = drainPlan(d, res.Observed, opts.All)
 	} else {
-		res.Plan = ComputePools(d, res.Observed, now)
+		res.Plan = plan.ComputePools(d, res.Observed, now)
 	}
 	if opts.DryRun {
 		return res, nil
@@ -201,18 +199,18 @@ func (noRecord) Snapshot() *state.File          { return state.New("", "") }
 // drainPlan deletes the spares of the workspace's pools (their shapes, or
 // made for them), or with all every spare listed; spares a fill is still
 // making are left (drain again once they are ready).
-func drainPlan(d Desired, obs Observed, all bool) *Plan {
+func drainPlan(d plan.Desired, obs plan.Observed, all bool) *plan.Plan {
 	shapes := map[string]bool{}
 	for _, p := range d.Pools {
 		shapes[p.Driver+"/"+p.Shape] = true
 	}
-	p := &Plan{}
+	p := &plan.Plan{}
 	for _, s := range obs.Spares {
 		ours := s.Label != nil && s.Label.Spare != nil && s.Label.Spare.Workspace == d.WorkspaceID
-		if s.InFlight || !all && !ours && !shapes[s.Driver+"/"+s.shape()] {
+		if s.InFlight || !all && !ours && !shapes[s.Driver+"/"+s.Shape()] {
 			continue
 		}
-		p.Actions = append(p.Actions, spareDelete(s, "drained"))
+		p.Actions = append(p.Actions, plan.SpareDelete(s, "drained"))
 	}
 	return p
 }
@@ -263,7 +261,7 @@ func (res *PoolResult) Report() PoolsReport {
 		ps := PoolStatus{Name: name, Driver: pl.Driver, Shape: pl.Shape, Size: pl.Size, MaxIdle: spec.Duration(pl.MaxIdle),
 			Spares: []SpareStatus{}, Problem: problems["pool."+name]}
 		for _, s := range res.Observed.Spares {
-			if s.Driver != pl.Driver || s.shape() != pl.Shape {
+			if s.Driver != pl.Driver || s.Shape() != pl.Shape {
 				continue
 			}
 			claimed[s.Name] = true
@@ -286,7 +284,7 @@ func (res *PoolResult) Report() PoolsReport {
 	return out
 }
 
-func spareStatus(s Spare, now time.Time) SpareStatus {
+func spareStatus(s plan.Spare, now time.Time) SpareStatus {
 	st := SpareStatus{Instance: s.Name, Driver: s.Driver}
 	l := s.Label
 	switch {

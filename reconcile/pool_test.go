@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func (h *harness) workspaceID() string {
 	return id
 }
 
-func steps(p *Plan) string {
+func steps(p *plan.Plan) string {
 	var out []string
 	for _, a := range p.Actions {
 		out = append(out, a.Subject()+":"+string(a.Kind))
@@ -111,7 +112,7 @@ func TestCreateAdoptsAWarmSpare(t *testing.T) {
 		t.Fatalf("up plans %s (%+v)", steps(res2.Plan), res2.Plan.Actions)
 	}
 	var out strings.Builder
-	res2.Plan.Render(&out, Style{})
+	res2.Plan.Render(&out, plan.Style{})
 	if !strings.Contains(out.String(), "+ api  create (warm: "+spare+")") {
 		t.Errorf("rendered plan:\n%s", out.String())
 	}
@@ -201,7 +202,7 @@ func TestAdoptFallsBackWhenTheSpareIsTaken(t *testing.T) {
 	h.fill()
 	spares, _ := h.spares()
 	res, err := h.converge(Options{Targets: []string{"api"}, Edit: UpEdit([]string{"api"}, 0, nil),
-		Confirm: func(p *Plan) (bool, error) {
+		Confirm: func(p *plan.Plan) (bool, error) {
 			d, _ := sim.New(sim.Options{Dir: h.simDir})
 			return true, d.Claim(context.Background(), spares[0], drivers.Owner{WorkspaceID: "ws_other", Sandbox: "x"})
 		}})

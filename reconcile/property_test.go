@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -179,7 +180,7 @@ func TestWatchWakesAtLeaseEnd(t *testing.T) {
 	waitPass()
 	waitAsleep()
 	h.clock.Advance(10 * time.Minute) // short's lease end, far before the 1h interval
-	if r := waitPass(); len(r.Plan.Actions) != 1 || r.Plan.Actions[0].Sandbox != "short" || r.Plan.Actions[0].Kind != Expire {
+	if r := waitPass(); len(r.Plan.Actions) != 1 || r.Plan.Actions[0].Sandbox != "short" || r.Plan.Actions[0].Kind != plan.Expire {
 		t.Fatalf("pass at short's expiry: %+v", r.Plan.Actions)
 	}
 	if _, ok := h.world()[h.instance("short")]; ok {

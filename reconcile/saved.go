@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,7 +23,7 @@ type SavedPlan struct {
 	Serial        int64     `json:"serial"`
 	Targets       []string  `json:"targets,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
-	Actions       []Action  `json:"actions"`
+	Actions       []plan.Action  `json:"actions"`
 }
 
 const savedPlanFormat = 1
@@ -54,7 +55,7 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 	return &sp, nil
 }
 
-func (sp *SavedPlan) check(rec *state.File, fresh *Plan) error {
+func (sp *SavedPlan) check(rec *state.File, fresh *plan.Plan) error {
 	stale := func(why string) error {
 		return coded.New(coded.StalePlan, map[string]any{"lineage": sp.Lineage, "serial": sp.Serial},
 			"saved plan is stale: %s; run 'sbf plan' again", why)
@@ -65,8 +66,8 @@ func (sp *SavedPlan) check(rec *state.File, fresh *Plan) error {
 	case sp.Serial != rec.Serial:
 		return stale(fmt.Sprintf("the state changed since it was made (serial %d, now %d)", sp.Serial, rec.Serial))
 	}
-	key := func(a Action) string { return a.Sandbox + "\x00" + string(a.Kind) + "\x00" + a.Cause }
-	if !slices.EqualFunc(sp.Actions, fresh.Actions, func(a, b Action) bool { return key(a) == key(b) }) {
+	key := func(a plan.Action) string { return a.Sandbox + "\x00" + string(a.Kind) + "\x00" + a.Cause }
+	if !slices.EqualFunc(sp.Actions, fresh.Actions, func(a, b plan.Action) bool { return key(a) == key(b) }) {
 		return stale("the desired state or the world changed since it was made")
 	}
 	return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -39,8 +41,8 @@ func (a *app) applyCommand() *cobra.Command {
 }
 
 // showPlan prints the plan before an approved run and goes ahead.
-func (a *app) showPlan(asJSON bool) func(*reconcile.Plan) (bool, error) {
-	return func(p *reconcile.Plan) (bool, error) {
+func (a *app) showPlan(asJSON bool) func(*plan.Plan) (bool, error) {
+	return func(p *plan.Plan) (bool, error) {
 		if !asJSON {
 			p.Render(a.stdout, a.style())
 			a.stdout.Write([]byte("\n"))

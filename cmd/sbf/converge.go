@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -76,7 +78,7 @@ func (a *app) workspaceEngine(cmdName string, f *convergeFlags) (spec.Options, *
 
 // applyReport is the --json output of commands that converge.
 type applyReport struct {
-	Plan      reconcile.Report          `json:"plan"`
+	Plan      plan.Report               `json:"plan"`
 	Applied   bool                      `json:"applied"`
 	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
 	Warnings  []string                  `json:"warnings,omitempty"`
@@ -156,8 +158,8 @@ func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []stri
 }
 
 // confirm asks on a terminal; without one it refuses rather than guess.
-func (a *app) confirm(asJSON bool) func(*reconcile.Plan) (bool, error) {
-	return func(p *reconcile.Plan) (bool, error) {
+func (a *app) confirm(asJSON bool) func(*plan.Plan) (bool, error) {
+	return func(p *plan.Plan) (bool, error) {
 		if !isTerminal(a.stdin) {
 			// cron, nohup and CI runners give /dev/null or a pipe: nobody
 			// can answer, and a silent no-op must not look like success.
@@ -179,8 +181,8 @@ func (a *app) confirm(asJSON bool) func(*reconcile.Plan) (bool, error) {
 	}
 }
 
-func (a *app) style() reconcile.Style {
-	return reconcile.Style{Color: isTerminal(a.stdout) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"}
+func (a *app) style() plan.Style {
+	return plan.Style{Color: isTerminal(a.stdout) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"}
 }
 
 // isTerminal asks the terminal driver, not the file mode: /dev/null is a

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/v1leases"
@@ -180,7 +182,7 @@ func (a *app) adoptV1(ctx context.Context, eng *reconcile.Engine, ad v1Adoption)
 	// the backend reports less than sbf compares.
 	if next, err := eng.Plan(ctx, ad.WS, reconcile.Options{Targets: []string{ad.Sandbox}}); err == nil {
 		for _, act := range next.Plan.Actions {
-			if act.Sandbox == ad.Sandbox && (act.Kind == reconcile.Update || act.Kind == reconcile.Replace) {
+			if act.Sandbox == ad.Sandbox && (act.Kind == plan.Update || act.Kind == plan.Replace) {
 				notes = append(notes, fmt.Sprintf("the next plan would %s it: %s", act.Kind, act.Cause))
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -77,7 +79,7 @@ func (a *app) poolDrainCommand() *cobra.Command {
 
 // poolReport is the --json output of the pool commands.
 type poolReport struct {
-	Plan    reconcile.Report      `json:"plan"`
+	Plan    plan.Report           `json:"plan"`
 	Applied bool                  `json:"applied"`
 	Pools   reconcile.PoolsReport `json:"pools"`
 	Error   *coded.Error          `json:"error"`

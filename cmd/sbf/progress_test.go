@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -30,9 +32,9 @@ func (b *syncBuffer) String() string {
 func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 	var out syncBuffer
 	p := newProgress(&out, 20*time.Millisecond)
-	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
 	time.Sleep(70 * time.Millisecond)
-	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create, Done: true, Elapsed: 70 * time.Millisecond})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Done: true, Elapsed: 70 * time.Millisecond})
 	time.Sleep(50 * time.Millisecond)
 	text := out.String()
 	beats := strings.Count(text, "api: create still running")
@@ -49,9 +51,9 @@ func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 func TestProgressPassesDriverMessages(t *testing.T) {
 	var out syncBuffer
 	p := newProgress(&out, time.Hour)
-	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create})
-	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create, Message: `lima: Waiting for the essential requirement 1 of 2: "ssh"`})
-	p.event(reconcile.Event{Sandbox: "api", Kind: reconcile.Create, Done: true, Elapsed: time.Second})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Message: `lima: Waiting for the essential requirement 1 of 2: "ssh"`})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Done: true, Elapsed: time.Second})
 	want := "api: create...\napi: create: lima: Waiting for the essential requirement 1 of 2: \"ssh\"\napi: create done (1s)\n"
 	if out.String() != want {
 		t.Errorf("progress output:\n%s\nwant:\n%s", out.String(), want)

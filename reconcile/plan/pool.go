@@ -1,4 +1,4 @@
-package reconcile
+package plan
 
 import (
 	"fmt"
@@ -75,10 +75,10 @@ type Spare struct {
 	InFlight bool `json:"in_flight,omitempty"`
 }
 
-// shape is the shape its name carries.
-func (s Spare) shape() string {
-	shape, _, _ := drivers.ParsePoolName(s.Name)
-	return shape
+// Shape is the shape its name carries.
+func (s Spare) Shape() string {
+	Shape, _, _ := drivers.ParsePoolName(s.Name)
+	return Shape
 }
 
 // ready reports whether a sandbox may adopt it now.
@@ -88,11 +88,11 @@ func (s Spare) ready(now time.Time) bool {
 		now.Before(l.Spare.IdleUntil)
 }
 
-// instanceFor is the instance a sandbox's VM is: the one its record names
+// InstanceFor is the instance a sandbox's VM is: the one its record names
 // while that exists (or, once the sandbox ended, the one it had), else the
 // one labelled as its own (adopted, then a crash before the record), else
 // the derived name a create makes.
-func instanceFor(workspaceID, sandbox string, r *state.Sandbox, obs Observed) string {
+func InstanceFor(workspaceID, sandbox string, r *state.Sandbox, obs Observed) string {
 	if r != nil && r.Instance != "" {
 		if _, ok := obs.Instances[r.Instance]; ok || r.Phase.Terminal() {
 			return r.Instance
@@ -213,14 +213,14 @@ func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 			switch {
 			case !ok:
 				cause = "pool " + l.Spare.Pool + " is not in configuration"
-			case p.Shape != s.shape() || p.Driver != s.Driver:
+			case p.Shape != s.Shape() || p.Driver != s.Driver:
 				cause = "pool " + l.Spare.Pool + "'s shape changed"
 			default:
 				kept[p.Name] = append(kept[p.Name], s)
 			}
 		}
 		if cause != "" {
-			out = append(out, spareDelete(s, cause))
+			out = append(out, SpareDelete(s, cause))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(kept)) {
@@ -231,14 +231,14 @@ func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 		// Keep the youngest: they idle out last.
 		sort.Slice(list, func(i, j int) bool { return list[i].Label.Spare.CreatedAt.After(list[j].Label.Spare.CreatedAt) })
 		for _, s := range list[size:] {
-			out = append(out, spareDelete(s, fmt.Sprintf("pool %s keeps %d", name, size)))
+			out = append(out, SpareDelete(s, fmt.Sprintf("pool %s keeps %d", name, size)))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
 	return out
 }
 
-func spareDelete(s Spare, cause string) Action {
+func SpareDelete(s Spare, cause string) Action {
 	pool := ""
 	if s.Label != nil && s.Label.Spare != nil {
 		pool = s.Label.Spare.Pool
@@ -259,7 +259,7 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 	have := map[string]int{} // driver/shape → spares that count
 	for _, s := range obs.Spares {
 		if s.InFlight || s.ready(now) && !deleting[s.Name] {
-			have[s.Driver+"/"+s.shape()]++
+			have[s.Driver+"/"+s.Shape()]++
 		}
 	}
 	taken := map[string]bool{}

@@ -1,4 +1,4 @@
-package reconcile
+package plan
 
 import (
 	"fmt"
@@ -141,7 +141,7 @@ func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
 
 func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string, now time.Time) {
 	ds, declared := d.Sandboxes[name]
-	instance := instanceFor(d.WorkspaceID, name, r, obs)
+	instance := InstanceFor(d.WorkspaceID, name, r, obs)
 	ds.VM.Name = instance // ds.Instance stays the derived name: what a create makes
 	inst, exists := obs.Instances[instance]
 	driver := ds.Driver
@@ -302,4 +302,10 @@ func recordDrift(r *state.Sandbox, ds DesiredSandbox, instance string) string {
 		return "last error cleared: " + instance + " is running as desired"
 	}
 	return ""
+}
+
+// Adopts reports whether the plan adopts an instance (a spare or an
+// imported VM).
+func (p *Plan) Adopts() bool {
+	return slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Kind == Adopt })
 }

@@ -1,7 +1,7 @@
 // Package reconcile is sbf's engine: it observes the world, plans the
 // difference to the desired state with a pure function, and executes the
 // plan without making decisions of its own.
-package reconcile
+package plan
 
 import (
 	"path/filepath"
@@ -122,7 +122,7 @@ func nilIfEmpty(s []string) []string {
 
 // drivers lists the backends this workspace's desired and recorded
 // sandboxes use, sorted.
-func driversInUse(d Desired, recorded map[string]string) []string {
+func DriversInUse(d Desired, recorded map[string]string) []string {
 	seen := map[string]bool{}
 	for _, sb := range d.Sandboxes {
 		seen[sb.Driver] = true

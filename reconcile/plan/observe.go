@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Observed is what the backends report about this workspace's instances.
+type Observed struct {
+	// Instances are this workspace's managed instances, by instance name.
+	Instances map[string]drivers.Instance
+	// Unavailable holds, per driver, why it could not be listed; the
+	// planner leaves that driver's sandboxes alone rather than guess.
+	Unavailable map[string]error
+	// Guests is what running sandboxes' guests report, by sandbox.
+	Guests map[string]*GuestObserved
+	// EnvOK says, per host .env file, whether it already holds the
+	// connection variables.
+	EnvOK map[string]bool
+	// Invalid holds, by sandbox, what its backend cannot honour in its
+	// spec (drivers.Validator): a plan problem, never an action.
+	Invalid map[string]error
+	// Owned maps sandboxes to the instances labelled as theirs (adopted
+	// spares, imports); such instances are in Instances too.
+	Owned map[string]string
+	// Spares are the pool instances nobody owns, of every workspace,
+	// sorted by name; PoolNames every pool instance name listed, owned or
+	// not (a new spare must not take one).
+	Spares    []Spare
+	PoolNames map[string]bool
+	// Labels says which drivers keep ownership labels (drivers.Labeler):
+	// only they keep spares.
+	Labels map[string]bool
+}
+
+// NewObserved keeps, of what each driver listed, the instances that belong
+// to this workspace: those whose derived name says so and those labelled
+// as one of its sandboxes'. Pool instances nobody owns are kept as spares.
+// Everything else is never looked at again. failed says why a driver could
+// not be listed; labels which drivers keep ownership labels.
+func NewObserved(workspaceID string, listed map[string][]drivers.Instance, failed map[string]error,
+	labels map[string]bool) Observed {
+	obs := Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}, Owned: map[string]string{},
+		PoolNames: map[string]bool{}, Labels: map[string]bool{}}
+	tag := drivers.WorkspaceTag(workspaceID)
+	for _, name := range slices.Sorted(maps.Keys(listed)) {
+		obs.Labels[name] = labels[name]
+		for _, inst := range listed[name] {
+			inst.Driver = name
+			obs.add(inst, workspaceID, tag)
+		}
+	}
+	maps.Copy(obs.Unavailable, failed)
+	sort.Slice(obs.Spares, func(i, j int) bool { return obs.Spares[i].Name < obs.Spares[j].Name })
+	return obs
+}
+
+func (obs *Observed) add(inst drivers.Instance, workspaceID, tag string) {
+	_, _, pool := drivers.ParsePoolName(inst.Name)
+	if pool {
+		obs.PoolNames[inst.Name] = true
+	}
+	if l := inst.Label; l != nil && l.Owner != nil && !l.Owner.Retired {
+		if l.Owner.WorkspaceID == workspaceID {
+			obs.Instances[inst.Name] = inst
+			// Two instances claiming one sandbox cannot come from sbf;
+			// the first by name is taken, deterministically.
+			if cur, ok := obs.Owned[l.Owner.Sandbox]; !ok || inst.Name < cur {
+				obs.Owned[l.Owner.Sandbox] = inst.Name
+			}
+		}
+		return
+	}
+	if pool {
+		obs.Spares = append(obs.Spares, Spare{Instance: inst})
+		return
+	}
+	if t, _, ok := drivers.ParseInstanceName(inst.Name); ok && t == tag {
+		obs.Instances[inst.Name] = inst
+	}
+}
