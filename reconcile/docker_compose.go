@@ -1,14 +1,15 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"bytes"
 	"context"
-	"github.com/sandboxforge/sbf/internal/shellquote"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/shellquote"
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -41,10 +42,10 @@ type ComposeResult struct {
 // EngineCompose is the engine's convergence of a sandbox's [compose]
 // stack, run for up and restart.
 type EngineCompose struct {
-	Project   string `json:"project"`
-	Dir       string `json:"project_dir"` // the shipped bundle, relative to the guest user's home
-	Converged bool   `json:"converged"`   // the plan had a compose step: up ran
-	Restarted bool   `json:"restarted"`   // an already converged stack was restarted
+	Project   string      `json:"project"`
+	Dir       string      `json:"project_dir"` // the shipped bundle, relative to the guest user's home
+	Converged bool        `json:"converged"`   // the plan had a compose step: up ran
+	Restarted bool        `json:"restarted"`   // an already converged stack was restarted
 	Plan      plan.Report `json:"plan"`
 }
 

@@ -1,13 +1,14 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"golang.org/x/tools/txtar"
 

@@ -1,12 +1,13 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -17,13 +18,13 @@ import (
 // against. Applying it refuses when the state moved on (another apply ran)
 // or when planning again now gives different actions.
 type SavedPlan struct {
-	FormatVersion int       `json:"format_version"`
-	WorkspaceRoot string    `json:"workspace_root"`
-	Lineage       string    `json:"lineage"`
-	Serial        int64     `json:"serial"`
-	Targets       []string  `json:"targets,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	Actions       []plan.Action  `json:"actions"`
+	FormatVersion int           `json:"format_version"`
+	WorkspaceRoot string        `json:"workspace_root"`
+	Lineage       string        `json:"lineage"`
+	Serial        int64         `json:"serial"`
+	Targets       []string      `json:"targets,omitempty"`
+	CreatedAt     time.Time     `json:"created_at"`
+	Actions       []plan.Action `json:"actions"`
 }
 
 const savedPlanFormat = 1
