@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
@@ -51,7 +53,7 @@ func (s *Server) registerData() {
 // target resolves an instance id to a running sandbox holding a live
 // lease, with v1's errors (INSTANCE_NOT_FOUND, INSTANCE_TERMINAL,
 // BACKEND_UNAVAILABLE).
-func (s *Server) target(ctx context.Context, id string) (*reconcile.Target, hostpath.Policy, error) {
+func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpath.Policy, error) {
 	e, ws, err := s.instance(ctx, id)
 	if err != nil {
 		return nil, hostpath.Policy{}, err

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/sandbox/docker"
+
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/reconcile"
 )
 
 type dockerBuildArgs struct {
@@ -97,12 +99,12 @@ func (s *Server) registerDocker() {
 
 // docker resolves an instance and its docker command (v1's gates, then
 // RUNTIME_NOT_READY).
-func (s *Server) docker(ctx context.Context, id string) (*reconcile.Target, *reconcile.Docker, error) {
+func (s *Server) docker(ctx context.Context, id string) (*sandbox.Target, *docker.Docker, error) {
 	tgt, _, err := s.target(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := tgt.Docker(ctx)
+	d, err := docker.For(ctx, tgt)
 	return tgt, d, withInstance(err, id)
 }
 
@@ -119,7 +121,7 @@ func withInstance(err error, id string) error {
 }
 
 // dockerResult is the fields every docker tool returns.
-func dockerResult(id string, r reconcile.DockerResult, extra map[string]any) map[string]any {
+func dockerResult(id string, r docker.DockerResult, extra map[string]any) map[string]any {
 	out := map[string]any{"instance_id": id, "command": r.Command, "exit_code": r.ExitCode, "stdout": r.Stdout,
 		"stderr": r.Stderr, "duration_ms": r.DurationMS, "timed_out": r.TimedOut,
 		"stdout_truncated": r.StdoutTruncated, "stderr_truncated": r.StderrTruncated}
@@ -139,7 +141,7 @@ func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.Run(ctx, reconcile.RunSpec{Image: a.Image, Command: a.Command, Name: a.Name, Workdir: a.Workdir, Env: a.Env,
+	res, err := d.Run(ctx, docker.RunSpec{Image: a.Image, Command: a.Command, Name: a.Name, Workdir: a.Workdir, Env: a.Env,
 		Volumes: a.Volumes, Ports: a.Ports, Detach: orDefault(a.Detach, true), Privileged: a.Privileged})
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
@@ -184,7 +186,7 @@ func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.Command(ctx, reconcile.PsArgs(a.All))
+	res, err := d.Command(ctx, docker.PsArgs(a.All))
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}

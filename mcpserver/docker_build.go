@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxforge/sbf/sandbox/docker"
+
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
-	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.Build(ctx, reconcile.BuildRequest{InstanceID: a.InstanceID, ContextPath: a.ContextPath, ImageTag: a.ImageTag,
+	res, err := d.Build(ctx, docker.BuildRequest{InstanceID: a.InstanceID, ContextPath: a.ContextPath, ImageTag: a.ImageTag,
 		Dockerfile: a.Dockerfile, Target: a.Target, BuildArgs: a.BuildArgs, NoCache: a.NoCache})
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
@@ -37,8 +38,9 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	res, err := tgt.Compose(ctx, ws, reconcile.ComposeRequest{ProjectDir: a.ProjectDir, Action: a.Action, File: a.File,
-		Services: a.Services, Detach: orDefault(a.Detach, true), Command: a.Command, Follow: a.Follow, Since: a.Since, Tail: a.Tail})
+	res, err := docker.Compose(ctx, tgt, ws, docker.ComposeRequest{ProjectDir: a.ProjectDir, Action: a.Action,
+		File: a.File, Services: a.Services, Detach: orDefault(a.Detach, true), Command: a.Command, Follow: a.Follow,
+		Since: a.Since, Tail: a.Tail}, s.cfg.Engine)
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
@@ -62,22 +64,22 @@ func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, e
 			return nil, err
 		}
 	}
-	checks, ignored, err := imageChecks(reconcile.DefaultImageChecks(r.Config.Build), a.Checks)
+	checks, ignored, err := imageChecks(docker.DefaultImageChecks(r.Config.Build), a.Checks)
 	if err != nil {
 		return nil, err
 	}
-	d, err := tgt.Docker(ctx)
+	d, err := docker.For(ctx, tgt)
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	st := reconcile.ReadWorkspaceState(ctx, r.Root, r.Config.Build, s.cfg.Engine.Clock.Now())
+	st := docker.ReadWorkspaceState(ctx, r.Root, r.Config.Build, s.cfg.Engine.Clock.Now())
 	v, err := d.ValidateImage(ctx, a.ImageName, st, r.Config.Build, checks)
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
 	out := map[string]any{"valid": v.Valid, "reasons": v.Reasons, "warnings": v.Warnings, "recommendation": v.Recommendation,
 		"workspace_state": v.WorkspaceState, "image_metadata": v.ImageMetadata, "instance_id": a.InstanceID,
-		"expected_image_tag": reconcile.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st)}
+		"expected_image_tag": docker.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st)}
 	if len(ignored) > 0 {
 		out["ignored_checks"] = ignored
 	}
@@ -101,7 +103,7 @@ func (s *Server) otherWorkspace(ctx context.Context, policy hostpath.Policy, bas
 
 // imageChecks applies validate_image's checks argument; keys that are no
 // check are returned, not refused (v1 ignored them).
-func imageChecks(c reconcile.ImageChecks, given map[string]any) (reconcile.ImageChecks, []string, error) {
+func imageChecks(c docker.ImageChecks, given map[string]any) (docker.ImageChecks, []string, error) {
 	var ignored []string
 	bad := func(k, want string) error {
 		return newToolError(coded.InvalidArguments, fmt.Sprintf("checks.%s must be %s", k, want), map[string]any{"field": "checks." + k})

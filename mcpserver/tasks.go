@@ -4,7 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -42,7 +43,8 @@ func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.cfg.Engine.StartTask(ctx, spec.Options{Root: tgt.Resolved.Root, Host: tgt.Resolved.Host}, tgt.Sandbox, a.Command, a.Cwd, a.Env)
+	ws := spec.Options{Root: tgt.Resolved.Root, Host: tgt.Resolved.Host}
+	t, err := s.cfg.Engine.Tasks(ws).Start(ctx, tgt.Sandbox, a.Command, a.Cwd, a.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +52,11 @@ func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
 }
 
 func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
-	ws, err := s.taskWorkspace(a.TaskID)
+	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.cfg.Engine.Task(ctx, ws, a.TaskID)
+	t, err := s.cfg.Engine.Tasks(ws).Get(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
 }
 
 func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
-	ws, err := s.taskWorkspace(a.TaskID)
+	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
 	if a.Tail != nil {
 		tail = *a.Tail
 	}
-	t, logs, err := s.cfg.Engine.TaskLogs(ctx, ws, a.TaskID, tail)
+	t, logs, err := s.cfg.Engine.Tasks(ws).Logs(ctx, a.TaskID, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +80,11 @@ func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
 }
 
 func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
-	ws, err := s.taskWorkspace(a.TaskID)
+	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.cfg.Engine.StopTask(ctx, ws, a.TaskID, a.Force)
+	t, err := s.cfg.Engine.Tasks(ws).Stop(ctx, a.TaskID, a.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -105,20 +107,24 @@ func (s *Server) taskInstanceID(t *state.Task) string {
 	return t.Sandbox
 }
 
-// taskWorkspace finds the workspace whose state records the task: task
-// ids are unique, and every workspace an instance was made in is in the
-// host index.
-func (s *Server) taskWorkspace(id string) (spec.Options, error) {
+// taskWorkspace finds the served workspace whose state records the task:
+// task ids are unique, and every workspace an instance was made in is in
+// the host index.
+func (s *Server) taskWorkspace(ctx context.Context, id string) (spec.Options, error) {
 	entries, _ := s.index.All()
+	client, err := s.declaredRoots(ctx)
+	if err != nil {
+		return spec.Options{}, err
+	}
 	var roots []string
 	for _, e := range entries {
-		if !slices.Contains(roots, e.WorkspaceRoot) {
+		if !slices.Contains(roots, e.WorkspaceRoot) && s.cfg.Policy.Workspace(e.WorkspaceRoot, client) == nil {
 			roots = append(roots, e.WorkspaceRoot)
 		}
 	}
 	for _, root := range roots {
 		ws := spec.Options{Root: root, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome}
-		if tasks, err := s.cfg.Engine.Tasks(ws); err == nil {
+		if tasks, err := s.cfg.Engine.Tasks(ws).List(); err == nil {
 			for _, t := range tasks {
 				if t.ID == id {
 					return ws, nil
@@ -126,5 +132,5 @@ func (s *Server) taskWorkspace(id string) (spec.Options, error) {
 			}
 		}
 	}
-	return spec.Options{}, newToolError(reconcile.CodeTaskNotFound, "Task '"+id+"' was not found", map[string]any{"task_id": id})
+	return spec.Options{}, newToolError(sandbox.CodeTaskNotFound, "Task '"+id+"' was not found", map[string]any{"task_id": id})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
@@ -42,7 +44,7 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := 0
-	b := Brokers{Socket: func(string) string { return sock }, Start: func(*Target) error {
+	b := sandbox.Brokers{Socket: func(string) string { return sock }, Start: func(*sandbox.Target) error {
 		started++
 		ln, err := net.Listen("unix", sock)
 		if err != nil {

@@ -1,103 +1,47 @@
 package reconcile
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"github.com/sandboxforge/sbf/internal/shellquote"
-	"maps"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
-	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// Target is a running sandbox a command or copy goes to. Its driver is
-// built on first use, so callers that only need the names pay nothing.
-type Target struct {
-	Resolved   *spec.Resolved
-	Sandbox    string
-	Instance   string
-	DriverName string
-	engine     *Engine
-	driver     Driver
-}
-
-// Driver returns the target's backend, built once.
-func (t *Target) Driver() (Driver, error) {
-	if t.driver != nil {
-		return t.driver, nil
-	}
-	d, err := t.engine.Drivers(t.DriverName, t.Resolved)
-	t.driver = d
-	return d, err
-}
-
 // Target finds a sandbox that holds a live lease and its driver. Commands
 // never go to a sandbox whose lease has run out, even before the loop has
 // deleted its VM.
-func (e *Engine) Target(ws spec.Options, sandbox string) (*Target, error) {
+func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
 	r, err := e.Load(ws)
 	if err != nil {
 		return nil, err
 	}
-	sb, ok := r.Config.Sandboxes[sandbox]
+	sb, ok := r.Config.Sandboxes[name]
 	if !ok {
-		return nil, notDeclared(r, sandbox)
+		return nil, notDeclared(r, name)
 	}
-	if err := CheckLease(r, sandbox, e.Clock.Now()); err != nil {
+	if err := CheckLease(r, name, e.Clock.Now()); err != nil {
 		return nil, err
 	}
-	instance := drivers.InstanceName(r.WorkspaceID, sandbox)
+	instance := drivers.InstanceName(r.WorkspaceID, name)
 	// An adopted spare or an imported VM keeps its own name; the state
 	// file knows it (read without the lock: a command does not wait for
 	// an apply).
+	var record *state.Sandbox
 	if rec, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID); err == nil {
-		if sr := rec.Sandboxes[sandbox]; sr != nil && sr.Instance != "" && !sr.Phase.Terminal() {
-			instance = sr.Instance
+		if sr := rec.Sandboxes[name]; sr != nil && !sr.Phase.Terminal() {
+			record = sr
+			if sr.Instance != "" {
+				instance = sr.Instance
+			}
 		}
 	}
-	return &Target{Resolved: r, Sandbox: sandbox, Instance: instance,
-		DriverName: r.Host.ResolveDriver(sb.Driver), engine: e}, nil
-}
-
-// Exec runs a command in the target.
-func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	req, err := withPrelude(req)
-	if err != nil {
-		return drivers.ExecResult{}, err
-	}
-	drv, err := t.Driver()
-	if err != nil {
-		return drivers.ExecResult{}, err
-	}
-	x, ok := drv.(drivers.Execer)
-	if !ok {
-		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
-	}
-	return x.Exec(ctx, t.Instance, req)
-}
-
-// Terminal runs an interactive command (or the login shell, for an empty
-// one) on a terminal in the target and returns its exit status.
-func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int, error) {
-	drv, err := t.Driver()
-	if err != nil {
-		return -1, err
-	}
-	term, ok := drv.(drivers.Terminal)
-	if !ok {
-		return -1, fmt.Errorf("the %s driver of sandbox %s cannot open a terminal; run commands without -t", t.DriverName, t.Sandbox)
-	}
-	return term.Terminal(ctx, t.Instance, req)
+	driver := r.Host.ResolveDriver(sb.Driver)
+	return &sandbox.Target{Resolved: r, Sandbox: name, Instance: instance, DriverName: driver, Record: record,
+		Clock: e.Clock, Getenv: e.Env.getenv, Open: func() (drivers.Driver, error) { return e.Drivers(driver, r) }}, nil
 }
 
 // CheckLease says whether a sandbox holds a live lease, or why not:
@@ -115,81 +59,4 @@ func CheckLease(r *spec.Resolved, sandbox string, now time.Time) *coded.Error {
 	}
 	return coded.New(coded.InstanceTerminal, map[string]any{"sandbox": sandbox, "status": status},
 		"sandbox %s is %s; run 'sbf up %s' first", sandbox, status, sandbox)
-}
-
-// Brokers are exec brokers: sbf processes that keep a sandbox's
-// connection and guest shell warm between commands of separate sbf
-// processes. The front door that can start one says where it listens and
-// how to start it.
-type Brokers struct {
-	Socket func(instance string) string
-	Start  func(t *Target) error
-	Debug  func(format string, args ...any)
-}
-
-// brokerStartWait bounds how long a new broker may take to listen.
-const brokerStartWait = 5 * time.Second
-
-// ExecBrokered runs a command through the sandbox's exec broker when its
-// driver keeps connections open (drivers.Connector), starting a broker
-// when none answers, and directly otherwise or when that fails.
-func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest, b Brokers) (drivers.ExecResult, error) {
-	drv, err := t.Driver()
-	if err != nil {
-		return drivers.ExecResult{}, err
-	}
-	if _, keeps := drv.(drivers.Connector); !keeps || b.Socket == nil || b.Start == nil {
-		return t.Exec(ctx, req)
-	}
-	if req, err = withPrelude(req); err != nil {
-		return drivers.ExecResult{}, err
-	}
-	sock := b.Socket(t.Instance)
-	res, err := broker.Exec(ctx, sock, req)
-	if !errors.Is(err, broker.ErrNoBroker) {
-		return res, err
-	}
-	if err := b.Start(t); err != nil {
-		b.debugf("exec broker for %s: %v; running the command directly", t.Instance, err)
-		return t.Exec(ctx, req)
-	}
-	for waited := time.Duration(0); waited < brokerStartWait; waited += 100 * time.Millisecond {
-		if res, err = broker.Exec(ctx, sock, req); !errors.Is(err, broker.ErrNoBroker) {
-			return res, err
-		}
-		if err := clock.Sleep(ctx, t.engine.Clock, 100*time.Millisecond); err != nil {
-			return res, err
-		}
-	}
-	b.debugf("exec broker for %s did not answer; running the command directly", t.Instance)
-	return t.Exec(ctx, req)
-}
-
-func (b Brokers) debugf(format string, args ...any) {
-	if b.Debug != nil {
-		b.Debug(format, args...)
-	}
-}
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// withPrelude turns a request's Workdir and Env into the command's own
-// `cd` and `export`s (SandboxForge v1's wrapping), every value quoted.
-func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
-	var pre []string
-	if req.Workdir != "" {
-		pre = append(pre, "cd "+shellquote.Quote(req.Workdir))
-	}
-	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
-		if !envName.MatchString(k) {
-			return req, coded.New(coded.InvalidArguments, map[string]any{"field": "env", "key": k},
-				"env: %q is not a variable name", k)
-		}
-		pre = append(pre, "export "+k+"="+shellquote.Quote(req.Env[k]))
-	}
-	if len(pre) > 0 {
-		req.Command = strings.Join(append(pre, req.Command), " && ")
-	}
-	req.Workdir, req.Env = "", nil
-	return req, nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -185,7 +187,7 @@ func (h *harness) mustApplyWith(opts Options) *Result {
 	return res
 }
 
-func (h *harness) target(t *testing.T, sandbox string) *Target {
+func (h *harness) target(t *testing.T, sandbox string) *sandbox.Target {
 	t.Helper()
 	tgt, err := h.eng.Target(h.ws(), sandbox)
 	if err != nil {

@@ -1,10 +1,8 @@
 package reconcile
 
 import (
-	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
@@ -89,25 +87,4 @@ func (e *Engine) Prepared(res *Result, sandbox string) (Prepared, error) {
 	}
 	out.ConnectionEnv = guest.Redacted(conn)
 	return out, nil
-}
-
-// WorkspacePaths are the guest folders a workspace can be copied to, as
-// v1 probed them: the first writable of /workspace, /tmp/workspace and
-// ~/workspace is preferred.
-func (t *Target) WorkspacePaths(ctx context.Context) (preferred string, writable []string, err error) {
-	res, err := t.Exec(ctx, drivers.ExecRequest{Command: `for d in /workspace /tmp/workspace "$HOME/workspace"; do ` +
-		`mkdir -p "$d" 2>/dev/null && touch "$d/.sbf-probe" 2>/dev/null && rm -f "$d/.sbf-probe" && echo "$d"; done`})
-	if err != nil {
-		return "", nil, err
-	}
-	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
-		if line != "" {
-			writable = append(writable, line)
-		}
-	}
-	preferred = "/tmp/workspace"
-	if len(writable) > 0 {
-		preferred = writable[0]
-	}
-	return preferred, writable, nil
 }

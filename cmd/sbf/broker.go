@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
-	"github.com/sandboxforge/sbf/reconcile"
 )
 
 // watchConnection ends the broker once the VM's connection is gone (the VM
@@ -54,15 +55,15 @@ func (a *app) brokerSocket(instance string) string {
 
 // brokers is how `sbf exec` reaches exec brokers: sockets under the
 // host state folder, brokers started as detached sbf processes.
-func (a *app) brokers() reconcile.Brokers {
+func (a *app) brokers() sandbox.Brokers {
 	if a.getenv("SBF_EXEC_BROKER") == "0" {
-		return reconcile.Brokers{}
+		return sandbox.Brokers{}
 	}
-	return reconcile.Brokers{Socket: a.brokerSocket, Start: a.startBroker, Debug: a.debugf}
+	return sandbox.Brokers{Socket: a.brokerSocket, Start: a.startBroker, Debug: a.debugf}
 }
 
 // startBroker launches `sbf exec-broker` detached from this process.
-func (a *app) startBroker(tgt *reconcile.Target) error {
+func (a *app) startBroker(tgt *sandbox.Target) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err

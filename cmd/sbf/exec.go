@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/shellquote"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/shellquote"
+	"github.com/sandboxforge/sbf/sandbox"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/reconcile"
 )
 
 // execFlags are sbf exec's options.
@@ -64,7 +65,7 @@ func (a *app) execCommand() *cobra.Command {
 
 // execStreaming runs a command with its output passed on as it comes, or
 // collected for --json.
-func (a *app) execStreaming(tgt *reconcile.Target, command string, f execFlags) error {
+func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	signals, stop := a.forwardSignals(cancel)
@@ -98,7 +99,7 @@ func (a *app) execStreaming(tgt *reconcile.Target, command string, f execFlags) 
 }
 
 // target resolves the sandbox a command names, or the only one declared.
-func (a *app) target(names []string) (*reconcile.Target, error) {
+func (a *app) target(names []string) (*sandbox.Target, error) {
 	ws, err := a.workspace(nil)
 	if err != nil {
 		return nil, err

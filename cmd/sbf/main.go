@@ -6,11 +6,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/policy"
-	"github.com/sandboxforge/sbf/state"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/state"
 
 	"github.com/spf13/cobra"
 

@@ -51,7 +51,7 @@ func (a *app) taskStartCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := eng.StartTask(context.Background(), ws, list[0], shellJoin(list[1:]), cwd, vars)
+			t, err := eng.Tasks(ws).Start(context.Background(), list[0], shellJoin(list[1:]), cwd, vars)
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}
@@ -93,7 +93,7 @@ func (a *app) taskStatusCommand() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return eng.Task(context.Background(), ws, id)
+		return eng.Tasks(ws).Get(context.Background(), id)
 	})
 	return cmd
 }
@@ -107,7 +107,7 @@ func (a *app) taskLogsCommand() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		t, logs, err := eng.TaskLogs(context.Background(), ws, id, tail)
+		t, logs, err := eng.Tasks(ws).Logs(context.Background(), id, tail)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (a *app) taskStopCommand() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return eng.StopTask(context.Background(), ws, id, force)
+		return eng.Tasks(ws).Stop(context.Background(), id, force)
 	})
 	cmd.Flags().BoolVar(&force, "force", false, "KILL instead of TERM")
 	return cmd
@@ -145,7 +145,7 @@ func (a *app) taskListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := eng.Tasks(ws)
+			tasks, err := eng.Tasks(ws).List()
 			if err != nil {
 				return err
 			}

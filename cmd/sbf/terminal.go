@@ -8,12 +8,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sandboxforge/sbf/sandbox"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/reconcile"
 )
 
 // cannotRunStatus is the exit status of sbf exec and sbf shell when sbf
@@ -100,7 +101,7 @@ func (a *app) forwardSignals(abandon func()) (<-chan drivers.Signal, func()) {
 // runOnTerminal runs command (the login shell when empty) on a terminal
 // in the sandbox, with this terminal in raw mode so every key, Ctrl-C
 // included, reaches it.
-func (a *app) runOnTerminal(tgt *reconcile.Target, command string) error {
+func (a *app) runOnTerminal(tgt *sandbox.Target, command string) error {
 	in, out, err := a.terminals()
 	if err != nil {
 		return &exitError{code: cannotRunStatus, err: err}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/sandboxforge/sbf/internal/policy"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/policy"
 
 	"gopkg.in/yaml.v3"
 )

@@ -1,19 +1,19 @@
-package reconcile
+package sandbox
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/shellquote"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/shellquote"
+
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -26,11 +26,30 @@ const (
 // taskControl bounds the small commands that start, probe and stop tasks.
 const taskControl = 30 * time.Second
 
-// StartTask runs a command detached in a sandbox's guest, in its own
+// Tasks runs and tracks one workspace's background tasks: processes
+// detached in guests, recorded in the workspace's state so they outlive
+// the sbf process that started them.
+type Tasks struct {
+	// Target finds a sandbox the engine admits; an error means its tasks
+	// went with it.
+	Target func(sandbox string) (*Target, error)
+	Store  TaskStore
+	Clock  clock.Clock
+}
+
+// TaskStore is where tasks are recorded (the engine: the workspace's
+// state file, edited under its lock).
+type TaskStore interface {
+	// ReadTasks reads the recorded tasks without waiting for the lock.
+	ReadTasks() (map[string]*state.Task, error)
+	SaveTask(ctx context.Context, t *state.Task) error
+}
+
+// Start runs a command detached in a sandbox's guest, in its own
 // session and process group, with its output and exit code in files
 // there, and records it in the workspace's state.
-func (e *Engine) StartTask(ctx context.Context, ws spec.Options, sandbox, command, cwd string, env map[string]string) (*state.Task, error) {
-	tgt, err := e.Target(ws, sandbox)
+func (ts *Tasks) Start(ctx context.Context, sandbox, command, cwd string, env map[string]string) (*state.Task, error) {
+	tgt, err := ts.Target(sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +68,11 @@ func (e *Engine) StartTask(ctx context.Context, ws spec.Options, sandbox, comman
 			"starting task %s in %s failed: %s", id, sandbox, strings.TrimSpace(res.Stderr))
 	}
 	pid, _ := strconv.Atoi(lines[0])
-	now := e.Clock.Now().UTC()
+	now := ts.Clock.Now().UTC()
 	t := &state.Task{ID: id, Sandbox: sandbox, Instance: tgt.Instance, Command: command, Cwd: cwd, Status: "running",
 		PID: pid, CreatedAt: now, StartedAt: &now,
 		LogPath: lines[1] + "/" + id + ".log", ExitPath: lines[1] + "/" + id + ".exit"}
-	return t, e.saveTask(ctx, ws, t)
+	return t, ts.Store.SaveTask(ctx, t)
 }
 
 // startScript starts the command under setsid (a new session: its own
@@ -76,27 +95,27 @@ func newTaskID() string {
 	return "task_" + hex.EncodeToString(b)
 }
 
-// Task finds a task in the workspace's state, its status brought up to
+// Get finds a task in the workspace's state, its status brought up to
 // date from the guest when it was running.
-func (e *Engine) Task(ctx context.Context, ws spec.Options, id string) (*state.Task, error) {
-	t, err := e.findTask(ws, id)
+func (ts *Tasks) Get(ctx context.Context, id string) (*state.Task, error) {
+	t, err := ts.find(id)
 	if err != nil || t.Finished() {
 		return t, err
 	}
-	if err := e.refreshTask(ctx, ws, t); err != nil {
+	if err := ts.refresh(ctx, t); err != nil {
 		return t, err
 	}
-	return t, e.saveTask(ctx, ws, t)
+	return t, ts.Store.SaveTask(ctx, t)
 }
 
-// TaskLogs returns the last tail lines of a task's output (all with
+// Logs returns the last tail lines of a task's output (all with
 // tail ≤ 0).
-func (e *Engine) TaskLogs(ctx context.Context, ws spec.Options, id string, tail int) (*state.Task, string, error) {
-	t, err := e.Task(ctx, ws, id)
+func (ts *Tasks) Logs(ctx context.Context, id string, tail int) (*state.Task, string, error) {
+	t, err := ts.Get(ctx, id)
 	if err != nil {
 		return t, "", err
 	}
-	tgt, err := e.Target(ws, t.Sandbox)
+	tgt, err := ts.Target(t.Sandbox)
 	if err != nil {
 		return t, "", err
 	}
@@ -111,10 +130,10 @@ func (e *Engine) TaskLogs(ctx context.Context, ws spec.Options, id string, tail 
 	return t, res.Stdout, nil
 }
 
-// StopTask signals the task's whole process group: TERM, or KILL when
+// Stop signals the task's whole process group: TERM, or KILL when
 // forced (v1's exit codes -15 and -9).
-func (e *Engine) StopTask(ctx context.Context, ws spec.Options, id string, force bool) (*state.Task, error) {
-	t, err := e.Task(ctx, ws, id)
+func (ts *Tasks) Stop(ctx context.Context, id string, force bool) (*state.Task, error) {
+	t, err := ts.Get(ctx, id)
 	if err != nil {
 		return t, err
 	}
@@ -122,7 +141,7 @@ func (e *Engine) StopTask(ctx context.Context, ws spec.Options, id string, force
 		return t, coded.New(CodeTaskAlreadyFinished, map[string]any{"task_id": id, "status": t.Status},
 			"task %s already finished (%s)", id, t.Status)
 	}
-	tgt, err := e.Target(ws, t.Sandbox)
+	tgt, err := ts.Target(t.Sandbox)
 	if err != nil {
 		return t, err
 	}
@@ -133,28 +152,28 @@ func (e *Engine) StopTask(ctx context.Context, ws spec.Options, id string, force
 	if _, err := tgt.Exec(ctx, drivers.ExecRequest{Command: fmt.Sprintf("kill -%s -%d", sig, t.PID), Timeout: taskControl}); err != nil {
 		return t, fmt.Errorf("stopping task %s: %w", id, err)
 	}
-	now := e.Clock.Now().UTC()
+	now := ts.Clock.Now().UTC()
 	t.Status, t.ExitCode, t.FinishedAt = "stopped", &code, &now
-	return t, e.saveTask(ctx, ws, t)
+	return t, ts.Store.SaveTask(ctx, t)
 }
 
-// Tasks lists a workspace's tasks as recorded.
-func (e *Engine) Tasks(ws spec.Options) ([]*state.Task, error) {
-	f, err := e.readState(ws)
+// List is the workspace's tasks as recorded.
+func (ts *Tasks) List() ([]*state.Task, error) {
+	tasks, err := ts.Store.ReadTasks()
 	if err != nil {
 		return nil, err
 	}
 	var out []*state.Task
-	for _, t := range f.Tasks {
+	for _, t := range tasks {
 		out = append(out, t)
 	}
 	return out, nil
 }
 
-// refreshTask reads the task's exit file and whether its process lives.
-func (e *Engine) refreshTask(ctx context.Context, ws spec.Options, t *state.Task) error {
-	now := e.Clock.Now().UTC()
-	tgt, err := e.Target(ws, t.Sandbox)
+// refresh reads the task's exit file and whether its process lives.
+func (ts *Tasks) refresh(ctx context.Context, t *state.Task) error {
+	now := ts.Clock.Now().UTC()
+	tgt, err := ts.Target(t.Sandbox)
 	if err != nil {
 		// The sandbox is gone: its tasks went with it.
 		t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox is no longer running: "+err.Error()
@@ -181,42 +200,14 @@ func (e *Engine) refreshTask(ctx context.Context, ws spec.Options, t *state.Task
 	return nil
 }
 
-func (e *Engine) findTask(ws spec.Options, id string) (*state.Task, error) {
-	f, err := e.readState(ws)
+func (ts *Tasks) find(id string) (*state.Task, error) {
+	tasks, err := ts.Store.ReadTasks()
 	if err != nil {
 		return nil, err
 	}
-	t, ok := f.Tasks[id]
+	t, ok := tasks[id]
 	if !ok {
 		return nil, coded.New(CodeTaskNotFound, map[string]any{"task_id": id}, "Task '%s' was not found", id)
 	}
 	return t, nil
-}
-
-func (e *Engine) readState(ws spec.Options) (*state.File, error) {
-	root, id, err := spec.WorkspaceIdentity(ws.Root)
-	if err != nil {
-		return nil, err
-	}
-	return state.Read(filepath.Join(root, spec.Dir), root, id)
-}
-
-// saveTask records a task under the state lock.
-func (e *Engine) saveTask(ctx context.Context, ws spec.Options, t *state.Task) error {
-	root, id, err := spec.WorkspaceIdentity(ws.Root)
-	if err != nil {
-		return err
-	}
-	store, err := state.Open(ctx, filepath.Join(root, spec.Dir), root, id, e.holder(), e.LockTimeout)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	return store.Update(func(f *state.File) {
-		if f.Tasks == nil {
-			f.Tasks = map[string]*state.Task{}
-		}
-		saved := *t
-		f.Tasks[t.ID] = &saved
-	})
 }

@@ -1,20 +1,23 @@
-package reconcile
+// Package docker is SandboxForge v1's Docker tools over a sandbox's guest:
+// v1's command lines, codes and prebuilt-image cache, run through the
+// data plane (package sandbox). up and restart of a sandbox's own
+// [compose] stack go through the engine, which the door passes in.
+package docker
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/shellquote"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/shellquote"
+	"github.com/sandboxforge/sbf/sandbox"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/spec"
-	"github.com/sandboxforge/sbf/state"
 )
 
 // Docker tool errors, in SandboxForge v1's vocabulary.
@@ -39,7 +42,7 @@ const (
 // prefix its runtime answers to ("docker" or "sudo -n docker").
 type Docker struct {
 	Prefix string
-	target *Target
+	target *sandbox.Target
 	clock  clock.Clock
 	exec   func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error)
 }
@@ -52,13 +55,13 @@ type DockerResult struct {
 	drivers.ExecResult
 }
 
-// Docker finds the target's docker command: the one the engine recorded
+// For finds the target's docker command: the one the engine recorded
 // when it converged the runtime layer, else what a probe of the guest
 // finds (v1 probed likewise when its lease had none). RUNTIME_NOT_READY
 // when neither works.
-func (t *Target) Docker(ctx context.Context) (*Docker, error) {
-	d := &Docker{target: t, clock: t.engine.Clock, exec: t.Exec}
-	if d.Prefix = t.recordedDocker(); d.Prefix != "" {
+func For(ctx context.Context, t *sandbox.Target) (*Docker, error) {
+	d := &Docker{target: t, clock: t.Clock, exec: t.Exec}
+	if d.Prefix = recordedDocker(t); d.Prefix != "" {
 		return d, nil
 	}
 	prefix, verdict, err := guest.ProbeRuntime(ctx, execRunner(t.Exec))
@@ -74,16 +77,13 @@ func (t *Target) Docker(ctx context.Context) (*Docker, error) {
 	return d, nil
 }
 
-// recordedDocker is the docker command the state file holds for the
-// target, "" when none (or when the state cannot be read: a probe then
-// decides).
-func (t *Target) recordedDocker() string {
-	root := t.Resolved.Root
-	rec, err := state.Read(filepath.Join(root, spec.Dir), root, t.Resolved.WorkspaceID)
-	if err != nil || rec.Sandboxes[t.Sandbox] == nil {
+// recordedDocker is the docker command the state file held for the
+// target when it was found, "" when none (a probe then decides).
+func recordedDocker(t *sandbox.Target) string {
+	sb := t.Record
+	if sb == nil {
 		return ""
 	}
-	sb := rec.Sandboxes[t.Sandbox]
 	if sb.Guest != nil && sb.Guest.DockerCommand != "" {
 		return sb.Guest.DockerCommand
 	}

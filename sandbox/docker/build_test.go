@@ -1,4 +1,4 @@
-package reconcile
+package docker
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/testutil"
+	"github.com/sandboxforge/sbf/sandbox/sandboxtest"
 )
 
 const (
@@ -19,22 +20,20 @@ const (
 
 // buildHarness is a sandbox whose workspace is a git repository with one
 // commit, so builds are keyed on a real commit.
-func buildHarness(t *testing.T, extra string) (*harness, WorkspaceState) {
+func buildHarness(t *testing.T, extra string) (*sandboxtest.Sandbox, WorkspaceState) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n"+extra)
-	h.mustApply()
-	testutil.WriteFile(t, filepath.Join(h.root, ".gitignore"), "world/\nhost/\n")
-	testutil.WriteFile(t, filepath.Join(h.root, "uv.lock"), "deps v1\n")
+	h := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n"+extra, "api")
+	testutil.WriteFile(t, filepath.Join(h.Root, ".gitignore"), "world/\nhost/\n")
+	testutil.WriteFile(t, filepath.Join(h.Root, "uv.lock"), "deps v1\n")
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
 		{"-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "one"}} {
-		if out, err := exec.Command("git", append([]string{"-C", h.root}, args...)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("git", append([]string{"-C", h.Root}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	r := h.target(t, "api").Resolved
-	return h, ReadWorkspaceState(context.Background(), h.root, r.Config.Build, h.clock.Now())
+	return h, ReadWorkspaceState(context.Background(), h.Root, h.Resolved.Config.Build, h.Clock.Now())
 }
 
 // labelsOf is what a build made from st labels its image with.

@@ -1,10 +1,11 @@
-package reconcile
+package docker
 
 import (
 	"errors"
-	"github.com/sandboxforge/sbf/internal/shellquote"
 	"slices"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/shellquote"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 )

@@ -1,4 +1,4 @@
-package reconcile
+package sandbox
 
 import (
 	"archive/tar"

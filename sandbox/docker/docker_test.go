@@ -1,4 +1,4 @@
-package reconcile
+package docker
 
 import (
 	"context"
@@ -9,19 +9,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/testutil"
-	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/sandbox/sandboxtest"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// scriptedGuest answers docker commands from a script and records the
-// command lines the guest's shell would get.
+// scriptedGuest is a backend whose guest answers docker commands from a
+// script; it records the command lines the guest's shell gets.
 type scriptedGuest struct {
+	drivers.Driver
 	mu      sync.Mutex
 	cmds    []string
 	replies []reply
@@ -36,11 +35,7 @@ type reply struct {
 	used  bool
 }
 
-func (g *scriptedGuest) exec(_ context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	req, err := withPrelude(req)
-	if err != nil {
-		return drivers.ExecResult{}, err
-	}
+func (g *scriptedGuest) Exec(_ context.Context, _ string, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cmds = append(g.cmds, req.Command)
@@ -65,9 +60,11 @@ func (g *scriptedGuest) ran(part string) bool {
 	return false
 }
 
-func scriptedDocker(t *testing.T, h *harness, replies ...reply) (*Docker, *scriptedGuest) {
-	g := &scriptedGuest{replies: replies}
-	return &Docker{Prefix: "docker", target: h.target(t, "api"), clock: h.clock, exec: g.exec}, g
+func scriptedDocker(t *testing.T, s *sandboxtest.Sandbox, replies ...reply) (*Docker, *scriptedGuest) {
+	g := &scriptedGuest{Driver: s.Driver, replies: replies}
+	s.Driver = g
+	tgt := s.Target()
+	return &Docker{Prefix: "docker", target: tgt, clock: s.Clock, exec: tgt.Exec}, g
 }
 
 func out(stdout string) drivers.ExecResult { return drivers.ExecResult{Stdout: stdout} }
@@ -103,9 +100,8 @@ func TestDockerFailuresAreClassifiedAsV1Did(t *testing.T) {
 
 // A docker tool's output never shows the connection secrets it was given.
 func TestDockerScrubsSecretsFromOutput(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
-	h.mustApply()
-	d, _ := scriptedDocker(t, h, reply{match: "up", res: drivers.ExecResult{ExitCode: 1, Stdout: "DB_PASSWORD=hunter22\n", Stderr: "bad hunter22"}})
+	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
+	d, _ := scriptedDocker(t, s, reply{match: "up", res: drivers.ExecResult{ExitCode: 1, Stdout: "DB_PASSWORD=hunter22\n", Stderr: "bad hunter22"}})
 	_, err := d.run(context.Background(), "docker compose up", call{Secrets: []string{"hunter22"}})
 	if ce := codeOf(t, err); strings.Contains(mustJSONString(ce), "hunter22") {
 		t.Errorf("secret in %+v", ce)
@@ -113,10 +109,9 @@ func TestDockerScrubsSecretsFromOutput(t *testing.T) {
 }
 
 func TestLogsFollowEndsAtItsTimeout(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
-	h.mustApply()
+	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
 	timedOut := drivers.ExecResult{ExitCode: -1, TimedOut: true, Stdout: "line\n", Stderr: "Command timed out after 30s\n"}
-	d, g := scriptedDocker(t, h, reply{match: "logs", res: timedOut})
+	d, g := scriptedDocker(t, s, reply{match: "logs", res: timedOut})
 	res, err := d.Logs(context.Background(), "web", 500, true, "1m")
 	if err != nil || res.Stdout != "line\n" || !g.ran("docker logs --tail 500 --follow --since 1m -- web") {
 		t.Errorf("follow: %+v %v %v", res, err, g.cmds)
@@ -157,31 +152,15 @@ func mustJSONString(v any) string {
 	return string(b)
 }
 
-// setRecordedDocker writes the docker command into the state file, as
-// converging the runtime layer does.
-func setRecordedDocker(t *testing.T, h *harness, sandbox, docker string) {
-	t.Helper()
-	_, id, _ := spec.WorkspaceIdentity(h.root)
-	st, err := state.Open(context.Background(), filepath.Join(h.root, spec.Dir), h.root, id, flock.Holder{Command: "test"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Update(func(f *state.File) { guestOf(f.Sandboxes[sandbox]).DockerCommand = docker }); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestDockerCommandIsRecordedOrProbed(t *testing.T) {
 	log := fakeDockerOnPath(t, true)
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
-	h.mustApply()
-	d, err := h.target(t, "api").Docker(context.Background())
+	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
+	d, err := For(context.Background(), s.Target())
 	if err != nil || d.Prefix != "docker" || !strings.Contains(readFile(t, log), "version -f {{.Server.Version}}") {
 		t.Fatalf("probe: %v %v", d, err)
 	}
-	setRecordedDocker(t, h, "api", "sudo -n docker")
-	d, err = h.target(t, "api").Docker(context.Background())
+	s.Record = &state.Sandbox{Guest: &state.GuestRecord{DockerCommand: "sudo -n docker"}}
+	d, err = For(context.Background(), s.Target())
 	if err != nil || d.Prefix != "sudo -n docker" {
 		t.Errorf("recorded: %v %v", d, err)
 	}
@@ -189,9 +168,8 @@ func TestDockerCommandIsRecordedOrProbed(t *testing.T) {
 
 func TestDockerNotReady(t *testing.T) {
 	fakeDockerOnPath(t, false)
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
-	h.mustApply()
-	_, err := h.target(t, "api").Docker(context.Background())
+	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
+	_, err := For(context.Background(), s.Target())
 	if ce := codeOf(t, err); ce.Code != CodeRuntimeNotReady || ce.Details["probe"] == "" {
 		t.Errorf("not ready: %+v", ce)
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package docker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/testutil"
+	"github.com/sandboxforge/sbf/sandbox/sandboxtest"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -83,7 +84,7 @@ func TestWorkspaceStateReadsGit(t *testing.T) {
 	root := gitRepo(t)
 	b := spec.Defaults(spec.Host{OS: "linux"}).Build
 	ctx := context.Background()
-	st := ReadWorkspaceState(ctx, root, b, t0)
+	st := ReadWorkspaceState(ctx, root, b, sandboxtest.T0)
 	head, _ := git(ctx, root, gitTimeout, "rev-parse", "HEAD")
 	if st.GitCommit == nil || *st.GitCommit != strings.TrimSpace(head) || *st.GitShort != (*st.GitCommit)[:8] ||
 		st.GitBranch != "main" || st.GitDirty || st.BuildTimestamp != "2026-11-25T12:00:00Z" {
@@ -97,17 +98,17 @@ func TestWorkspaceStateReadsGit(t *testing.T) {
 		t.Errorf("smart content hash = %s, want %s", st.ContentHash, smart)
 	}
 	b.ImageCaching.Strategy = "git_commit"
-	if got := ReadWorkspaceState(ctx, root, b, t0).ContentHash; got != *st.GitCommit {
+	if got := ReadWorkspaceState(ctx, root, b, sandboxtest.T0).ContentHash; got != *st.GitCommit {
 		t.Errorf("git_commit strategy: %s", got)
 	}
 	b.ImageCaching.Strategy = "content_hash"
-	tracked := ReadWorkspaceState(ctx, root, b, t0).ContentHash
+	tracked := ReadWorkspaceState(ctx, root, b, sandboxtest.T0).ContentHash
 	testutil.WriteFile(t, filepath.Join(root, "pyproject.toml"), "[project]\nname = 'x'\n")
-	after := ReadWorkspaceState(ctx, root, b, t0)
+	after := ReadWorkspaceState(ctx, root, b, sandboxtest.T0)
 	if !after.GitDirty || after.ContentHash == tracked || *after.DependenciesHash == *st.DependenciesHash {
 		t.Errorf("an edit must make the tree dirty and change the hashes: %+v", after)
 	}
-	outside := ReadWorkspaceState(ctx, t.TempDir(), spec.Defaults(spec.Host{}).Build, t0)
+	outside := ReadWorkspaceState(ctx, t.TempDir(), spec.Defaults(spec.Host{}).Build, sandboxtest.T0)
 	if outside.GitCommit != nil || outside.GitBranch != "detached" || outside.DependenciesHash != nil ||
 		outside.ContentHash != sha256Hex("nogit|nodeps|nodockerfile|clean") {
 		t.Errorf("not a repository: %+v", outside)

@@ -1,4 +1,4 @@
-package reconcile
+package docker
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sandboxforge/sbf/sandbox"
 
 	"github.com/sandboxforge/sbf/internal/shellquote"
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -56,13 +58,14 @@ type composeStack struct{ project, dir string }
 // engine converges for the sandbox ([compose], compose = true) go through
 // the engine; every other call runs v1's command line in project_dir
 // (the engine's own bundle folder when project_dir names that stack).
-func (t *Target) Compose(ctx context.Context, ws spec.Options, req ComposeRequest) (ComposeResult, error) {
+func Compose(ctx context.Context, t *sandbox.Target, ws spec.Options, req ComposeRequest, eng Converger) (
+	ComposeResult, error) {
 	action := strings.ToLower(strings.TrimSpace(req.Action))
-	stack, owned := t.engineStack(req.ProjectDir, req.File)
+	stack, owned := engineStack(t, req.ProjectDir, req.File)
 	if owned && (action == "up" || action == "restart") {
-		return t.composeViaEngine(ctx, ws, action, stack, req)
+		return composeViaEngine(ctx, t, ws, action, stack, req, eng)
 	}
-	d, err := t.Docker(ctx)
+	d, err := For(ctx, t)
 	if err != nil {
 		return ComposeResult{}, err
 	}
@@ -75,7 +78,7 @@ func (t *Target) Compose(ctx context.Context, ws spec.Options, req ComposeReques
 // engineStack says whether project_dir (and file) name the stack the
 // engine converges for the sandbox: its bundle folder in the guest, or
 // the host folder its compose files are read from.
-func (t *Target) engineStack(projectDir, file string) (composeStack, bool) {
+func engineStack(t *sandbox.Target, projectDir, file string) (composeStack, bool) {
 	r := t.Resolved
 	project := guest.ProjectName(t.Sandbox)
 	st := composeStack{project: project, dir: guest.RemoteDir(project)}
@@ -89,12 +92,12 @@ func (t *Target) engineStack(projectDir, file string) (composeStack, bool) {
 	pd := strings.TrimSuffix(strings.TrimSpace(projectDir), "/")
 	guestDirs := []string{st.dir, "~/" + st.dir, "$HOME/" + st.dir, "${HOME}/" + st.dir}
 	named := slices.Contains(guestDirs, pd) || filepath.IsAbs(pd) && (filepath.Clean(pd) == r.Root || filepath.Clean(pd) == hostDir)
-	return st, named && t.stackFile(file, hostDir)
+	return st, named && stackFile(t, file, hostDir)
 }
 
 // stackFile: no file, the bundle's compose.yaml, or one of [compose]
 // files (as written, or as a host path).
-func (t *Target) stackFile(file, hostDir string) bool {
+func stackFile(t *sandbox.Target, file, hostDir string) bool {
 	if file == "" || file == "compose.yaml" {
 		return true
 	}
@@ -176,7 +179,7 @@ func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string
 		}
 		present = strings.Fields(res.Stdout)
 	}
-	env, err := guest.ConnectionEnv(infra, sandbox, present, d.target.engine.Env.getenv)
+	env, err := guest.ConnectionEnv(infra, sandbox, present, d.target.Env)
 	if err != nil {
 		return nil, nil, coded.New(coded.ConfigInvalid, map[string]any{"workspace_root": r.Root, "errors": []string{err.Error()}},
 			"connection variables of sandbox %s: %v", sandbox, err)
@@ -191,39 +194,45 @@ func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string
 	return env, secrets, nil
 }
 
+// Converger converges one sandbox as `sbf apply --target NAME` does: the
+// engine, which the door passes in (the data plane decides nothing).
+type Converger interface {
+	ConvergeSandbox(ctx context.Context, ws spec.Options, sandbox string) (sandbox.Converged, error)
+}
+
 // composeViaEngine converges the sandbox (its compose step runs `up -d
 // --remove-orphans` when the stack differs from the files); a restart of
 // a stack that was already converged restarts its containers.
-func (t *Target) composeViaEngine(ctx context.Context, ws spec.Options, action string, st composeStack, req ComposeRequest) (ComposeResult, error) {
-	start := t.engine.Clock.Now()
-	res, err := t.engine.Apply(ctx, ws, Options{Targets: []string{t.Sandbox}})
+func composeViaEngine(ctx context.Context, t *sandbox.Target, ws spec.Options, action string, st composeStack,
+	req ComposeRequest, eng Converger) (ComposeResult, error) {
+	start := t.Clock.Now()
+	conv, err := eng.ConvergeSandbox(ctx, ws, t.Sandbox)
 	if err != nil {
 		return ComposeResult{}, err
 	}
-	prepared, err := t.engine.Prepared(res, t.Sandbox)
-	if err != nil {
-		return ComposeResult{}, err
-	}
-	eng := &EngineCompose{Project: st.project, Dir: st.dir, Plan: res.Plan.Report(),
-		Converged: slices.ContainsFunc(res.Plan.Actions, func(a plan.Action) bool { return a.Sandbox == t.Sandbox && a.Kind == plan.Compose })}
+	p := conv.Plan
+	out := ComposeResult{Action: action, ConnectionEnv: conv.ConnectionEnv, Bridge: engineBridge(conv.Network),
+		DockerResult: DockerResult{Command: "sbf apply --target " + t.Sandbox}, Warnings: engineWarnings(action, req),
+		Engine: &EngineCompose{Project: st.project, Dir: st.dir, Plan: p.Report(),
+			Converged: slices.ContainsFunc(p.Actions, func(a plan.Action) bool {
+				return a.Sandbox == t.Sandbox && a.Kind == plan.Compose
+			})}}
 	var text bytes.Buffer
-	res.Plan.Render(&text, plan.Style{})
-	out := ComposeResult{Action: action, Engine: eng, ConnectionEnv: prepared.ConnectionEnv, Bridge: engineBridge(prepared),
-		DockerResult: DockerResult{Command: "sbf apply --target " + t.Sandbox}, Warnings: engineWarnings(action, req)}
-	if action == "restart" && !eng.Converged {
-		if out.DockerResult, err = t.restartStack(ctx, st, req.Services); err != nil {
+	p.Render(&text, plan.Style{})
+	if action == "restart" && !out.Engine.Converged {
+		if out.DockerResult, err = restartStack(ctx, t, st, req.Services); err != nil {
 			return ComposeResult{}, err
 		}
 		out.Command = "sbf apply --target " + t.Sandbox + " && " + out.Command
-		eng.Restarted = true
+		out.Engine.Restarted = true
 	}
 	out.Stdout = text.String() + out.Stdout
-	out.DurationMS = t.engine.Clock.Now().Sub(start).Milliseconds()
+	out.DurationMS = t.Clock.Now().Sub(start).Milliseconds()
 	return out, nil
 }
 
-func (t *Target) restartStack(ctx context.Context, st composeStack, services []string) (DockerResult, error) {
-	d, err := t.Docker(ctx)
+func restartStack(ctx context.Context, t *sandbox.Target, st composeStack, services []string) (DockerResult, error) {
+	d, err := For(ctx, t)
 	if err != nil {
 		return DockerResult{}, err
 	}
@@ -236,11 +245,11 @@ func (t *Target) restartStack(ctx context.Context, st composeStack, services []s
 
 // engineBridge: the engine's stack joins the services' network in its
 // own compose file, so nothing is connected after the fact.
-func engineBridge(p Prepared) map[string]any {
-	if p.Network == nil || p.Network.Name == "" {
+func engineBridge(network string) map[string]any {
+	if network == "" {
 		return map[string]any{"status": "skipped"}
 	}
-	return map[string]any{"status": "ok", "network": p.Network.Name, "network_status": "existing", "joined_by": "compose file"}
+	return map[string]any{"status": "ok", "network": network, "network_status": "existing", "joined_by": "compose file"}
 }
 
 func engineWarnings(action string, req ComposeRequest) []string {

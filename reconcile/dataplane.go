@@ -1,0 +1,72 @@
+package reconcile
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Tasks runs and tracks a workspace's background tasks (package sandbox):
+// only in sandboxes the engine admits, recorded under the state lock.
+func (e *Engine) Tasks(ws spec.Options) *sandbox.Tasks {
+	return &sandbox.Tasks{Target: func(name string) (*sandbox.Target, error) { return e.Target(ws, name) },
+		Store: taskStore{e: e, ws: ws}, Clock: e.Clock}
+}
+
+// taskStore keeps tasks in the workspace's state file.
+type taskStore struct {
+	e  *Engine
+	ws spec.Options
+}
+
+func (s taskStore) ReadTasks() (map[string]*state.Task, error) {
+	root, id, err := spec.WorkspaceIdentity(s.ws.Root)
+	if err != nil {
+		return nil, err
+	}
+	f, err := state.Read(filepath.Join(root, spec.Dir), root, id)
+	if err != nil {
+		return nil, err
+	}
+	return f.Tasks, nil
+}
+
+func (s taskStore) SaveTask(ctx context.Context, t *state.Task) error {
+	root, id, err := spec.WorkspaceIdentity(s.ws.Root)
+	if err != nil {
+		return err
+	}
+	store, err := state.Open(ctx, filepath.Join(root, spec.Dir), root, id, s.e.holder(), s.e.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.Update(func(f *state.File) {
+		if f.Tasks == nil {
+			f.Tasks = map[string]*state.Task{}
+		}
+		saved := *t
+		f.Tasks[t.ID] = &saved
+	})
+}
+
+// ConvergeSandbox converges one sandbox as `sbf apply --target NAME` does
+// and says what its layers left (docker_compose up of its own stack).
+func (e *Engine) ConvergeSandbox(ctx context.Context, ws spec.Options, name string) (sandbox.Converged, error) {
+	res, err := e.Apply(ctx, ws, Options{Targets: []string{name}})
+	if err != nil {
+		return sandbox.Converged{}, err
+	}
+	p, err := e.Prepared(res, name)
+	if err != nil {
+		return sandbox.Converged{}, err
+	}
+	out := sandbox.Converged{Plan: res.Plan, ConnectionEnv: p.ConnectionEnv}
+	if p.Network != nil {
+		out.Network = p.Network.Name
+	}
+	return out, nil
+}

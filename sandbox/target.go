@@ -1,0 +1,191 @@
+// Package sandbox is the data plane: what runs on a sandbox the engine
+// admitted (a live lease, a running VM): commands, terminals, copies and
+// syncs under the operator's host-path policy, background tasks. It makes
+// no decision about which sandboxes may exist; the engine (package
+// reconcile) finds a Target, and this package acts on it.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/shellquote"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Target is a running sandbox a command or copy goes to. Its driver is
+// built on first use, so callers that only need the names pay nothing.
+type Target struct {
+	Resolved   *spec.Resolved
+	Sandbox    string
+	Instance   string
+	DriverName string
+	// Record is the sandbox's state record when the target was found
+	// (nil when there was none).
+	Record *state.Sandbox
+	// Clock and Getenv are the process's: the data plane's "now", and the
+	// environment that ${VAR} secrets are read from.
+	Clock  clock.Clock
+	Getenv func(string) string
+	// Open builds the target's backend.
+	Open   func() (drivers.Driver, error)
+	driver drivers.Driver
+}
+
+// Driver returns the target's backend, built once.
+func (t *Target) Driver() (drivers.Driver, error) {
+	if t.driver != nil {
+		return t.driver, nil
+	}
+	d, err := t.Open()
+	t.driver = d
+	return d, err
+}
+
+// Env reads the process environment (empty without one).
+func (t *Target) Env(k string) string {
+	if t.Getenv == nil {
+		return ""
+	}
+	return t.Getenv(k)
+}
+
+// Exec runs a command in the target.
+func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	req, err := withPrelude(req)
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
+	drv, err := t.Driver()
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
+	x, ok := drv.(drivers.Execer)
+	if !ok {
+		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
+	}
+	return x.Exec(ctx, t.Instance, req)
+}
+
+// Terminal runs an interactive command (or the login shell, for an empty
+// one) on a terminal in the target and returns its exit status.
+func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int, error) {
+	drv, err := t.Driver()
+	if err != nil {
+		return -1, err
+	}
+	term, ok := drv.(drivers.Terminal)
+	if !ok {
+		return -1, fmt.Errorf("the %s driver of sandbox %s cannot open a terminal; run commands without -t", t.DriverName, t.Sandbox)
+	}
+	return term.Terminal(ctx, t.Instance, req)
+}
+
+// Brokers are exec brokers: sbf processes that keep a sandbox's
+// connection and guest shell warm between commands of separate sbf
+// processes. The front door that can start one says where it listens and
+// how to start it.
+type Brokers struct {
+	Socket func(instance string) string
+	Start  func(t *Target) error
+	Debug  func(format string, args ...any)
+}
+
+// brokerStartWait bounds how long a new broker may take to listen.
+const brokerStartWait = 5 * time.Second
+
+// ExecBrokered runs a command through the sandbox's exec broker when its
+// driver keeps connections open (drivers.Connector), starting a broker
+// when none answers, and directly otherwise or when that fails.
+func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest, b Brokers) (drivers.ExecResult, error) {
+	drv, err := t.Driver()
+	if err != nil {
+		return drivers.ExecResult{}, err
+	}
+	if _, keeps := drv.(drivers.Connector); !keeps || b.Socket == nil || b.Start == nil {
+		return t.Exec(ctx, req)
+	}
+	if req, err = withPrelude(req); err != nil {
+		return drivers.ExecResult{}, err
+	}
+	sock := b.Socket(t.Instance)
+	res, err := broker.Exec(ctx, sock, req)
+	if !errors.Is(err, broker.ErrNoBroker) {
+		return res, err
+	}
+	if err := b.Start(t); err != nil {
+		b.debugf("exec broker for %s: %v; running the command directly", t.Instance, err)
+		return t.Exec(ctx, req)
+	}
+	for waited := time.Duration(0); waited < brokerStartWait; waited += 100 * time.Millisecond {
+		if res, err = broker.Exec(ctx, sock, req); !errors.Is(err, broker.ErrNoBroker) {
+			return res, err
+		}
+		if err := clock.Sleep(ctx, t.Clock, 100*time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	b.debugf("exec broker for %s did not answer; running the command directly", t.Instance)
+	return t.Exec(ctx, req)
+}
+
+func (b Brokers) debugf(format string, args ...any) {
+	if b.Debug != nil {
+		b.Debug(format, args...)
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// withPrelude turns a request's Workdir and Env into the command's own
+// `cd` and `export`s (SandboxForge v1's wrapping), every value quoted.
+func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
+	var pre []string
+	if req.Workdir != "" {
+		pre = append(pre, "cd "+shellquote.Quote(req.Workdir))
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		if !envName.MatchString(k) {
+			return req, coded.New(coded.InvalidArguments, map[string]any{"field": "env", "key": k},
+				"env: %q is not a variable name", k)
+		}
+		pre = append(pre, "export "+k+"="+shellquote.Quote(req.Env[k]))
+	}
+	if len(pre) > 0 {
+		req.Command = strings.Join(append(pre, req.Command), " && ")
+	}
+	req.Workdir, req.Env = "", nil
+	return req, nil
+}
+
+// WorkspacePaths are the guest folders a workspace can be copied to, as
+// v1 probed them: the first writable of /workspace, /tmp/workspace and
+// ~/workspace is preferred.
+func (t *Target) WorkspacePaths(ctx context.Context) (preferred string, writable []string, err error) {
+	res, err := t.Exec(ctx, drivers.ExecRequest{Command: `for d in /workspace /tmp/workspace "$HOME/workspace"; do ` +
+		`mkdir -p "$d" 2>/dev/null && touch "$d/.sbf-probe" 2>/dev/null && rm -f "$d/.sbf-probe" && echo "$d"; done`})
+	if err != nil {
+		return "", nil, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if line != "" {
+			writable = append(writable, line)
+		}
+	}
+	preferred = "/tmp/workspace"
+	if len(writable) > 0 {
+		preferred = writable[0]
+	}
+	return preferred, writable, nil
+}
