@@ -14,6 +14,7 @@ import (
 
 	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
 	"github.com/sandboxforge/sbf/drivers/vz"
+	"github.com/sandboxforge/sbf/internal/buildinfo"
 )
 
 func main() {
@@ -94,7 +95,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Long:          "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose stack inside them and the services they need.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version, // --version, as `sbf version` prints it
 	}
+	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
 	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return a.findWorkspace(cmd)
