@@ -122,13 +122,14 @@ func (a *app) rootCommand() *cobra.Command {
 		a.syncCommand(),
 		a.taskCommand(),
 		a.mcpCommand(),
-		a.serveCommand(),
+		a.withLoopOnly(a.serveCommand()),
 		a.initCommand(),
 		a.schemaCommand(),
 		a.imageCommand(),
 		a.doctorCommand(),
 		a.poolCommand(),
 		a.importV1Command(),
+		a.serviceCommand(),
 		a.versionCommand(),
 	)
 	return root
