@@ -105,7 +105,7 @@ func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
 // serviceDefinition is what the service runs: this sbf, serve with the
 // install's choices, and the environment it needs to find the same state.
 func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (service.Definition, error) {
-	d := service.Definition{Description: "sbf reconcile loop: lease expiry and repair", LogFile: service.DefaultLogFile(h)}
+	d := service.Definition{Description: service.Description, LogFile: service.DefaultLogFile(h)}
 	var err error
 	if d.Program, err = a.stableExecutable(); err != nil {
 		return d, err

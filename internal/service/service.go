@@ -18,6 +18,9 @@ import (
 // (the unit sbf-serve.service, the task \SandboxForge\sbf-serve).
 const Name = "sbf-serve"
 
+// Description is the service's one-line description.
+const Description = "sbf reconcile loop: lease expiry and repair"
+
 // Label is the launchd agent's label: launchd wants reverse-DNS names.
 const Label = "dev.sandboxforge.sbf-serve"
 
@@ -165,4 +168,12 @@ func DefaultLogFile(h Host) string {
 		return windowsJoin(h.LocalAppData, "sandboxforge", "logs", Name+".log")
 	}
 	return ""
+}
+
+// PackagedDefinition is the service the Linux packages install for every
+// user (packaging/systemd): the packaged binary, the loop alone, the
+// default state folder.
+func PackagedDefinition() Definition {
+	return Definition{Description: Description,
+		Program: "/usr/bin/sbf", Args: []string{"serve", "--loop-only"}}
 }

@@ -305,3 +305,24 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	}
 	servicetest.VerifyUnit(t, Name+".service", data)
 }
+
+// The user unit the .deb and .rpm packages carry (/usr/lib/systemd/user)
+// is this renderer's, for the packaged binary and the default state
+// folder; `systemctl --user enable --now sbf-serve` starts it, and a unit
+// `sbf service install` writes in ~/.config takes its place.
+func TestPackagedUnit(t *testing.T) {
+	m, _ := For(hosts[0])
+	want, err := m.Render(PackagedDefinition())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", "packaging", "systemd", Name+".service")
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s is not the rendered unit (go test -update rewrites it): %v\n%s", path, err, want)
+	}
+}
