@@ -188,6 +188,11 @@ func TestVersion(t *testing.T) {
 	if line.code != 0 || flag.code != 0 || line.stdout != flag.stdout || !strings.HasPrefix(line.stdout, "sbf "+v["version"].(string)+" (commit ") {
 		t.Errorf("sbf version: exit %d %q; sbf --version: exit %d %q", line.code, line.stdout, flag.code, flag.stdout)
 	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n")
+	if doctor := sbf(t, nil, "doctor", "-C", dir); !strings.HasSuffix(doctor.stdout, "\n"+line.stdout) {
+		t.Errorf("sbf doctor does not end with sbf's version:\n%s", doctor.stdout)
+	}
 }
 
 func TestExampleValidates(t *testing.T) {

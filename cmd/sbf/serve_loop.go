@@ -30,8 +30,9 @@ func (a *app) withLoopOnly(cmd *cobra.Command) *cobra.Command {
 	var workspaces []string
 	var logFile string
 	serveMCP := cmd.RunE
-	cmd.Long += "\n\n--loop-only runs the loop alone, as `sbf reconcile --watch` does, for each --workspace DIR or, without\n" +
-		"one, every workspace holding a lease in this host's index (sbf service install registers it as a service)."
+	cmd.Long += "\n\n--loop-only runs the loop alone, as `sbf reconcile --watch` does, for each --workspace DIR\n" +
+		"or, without one, every workspace holding a lease in this host's index (sbf service install\n" +
+		"registers it as a service)."
 	cmd.Flags().BoolVar(&loopOnly, "loop-only", false, "run only the reconcile loop (expiry, repair), no MCP over HTTP")
 	cmd.Flags().StringArrayVar(&workspaces, "workspace", nil,
 		"with --loop-only, reconcile workspace `DIR` (repeatable; default: every workspace holding a lease on this host)")

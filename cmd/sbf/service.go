@@ -49,7 +49,8 @@ func (a *app) serviceInstallCommand() *cobra.Command {
 			"task runs with the user's environment (setx), and writes its messages to a log file.",
 		RunE: func(_ *cobra.Command, dirs []string) error { return a.serviceInstall(dirs, f) },
 	}
-	cmd.Flags().StringVar(&f.http, "http", "", "also serve MCP over Streamable HTTP on `ADDR` (default "+defaultHTTPAddr+")")
+	cmd.Flags().StringVar(&f.http, "http", "",
+		"also serve MCP over Streamable HTTP on `ADDR` (default "+defaultHTTPAddr+")")
 	cmd.Flags().Lookup("http").NoOptDefVal = defaultHTTPAddr
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "with --http, require `FILE`'s content as a bearer token")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the file and the commands; write and run nothing")

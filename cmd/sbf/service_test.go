@@ -163,7 +163,8 @@ func TestServiceInstallTellsSystemctl(t *testing.T) {
 	}
 	got, _ := os.ReadFile(calls)
 	want := "--user daemon-reload\n--user enable sbf-serve.service\n--user restart sbf-serve.service\n" +
-		"--user status --no-pager --lines 20 sbf-serve.service\n--user disable --now sbf-serve.service\n--user daemon-reload\n"
+		"--user status --no-pager --lines 20 sbf-serve.service\n" +
+		"--user disable --now sbf-serve.service\n--user daemon-reload\n"
 	if string(got) != want {
 		t.Errorf("systemctl was told:\n%s\nwant:\n%s", got, want)
 	}

@@ -41,7 +41,8 @@ func Read() Info {
 // fromBuild is Read with its inputs passed in, so each kind of build can
 // be tested.
 func fromBuild(version, commit, date string, bi *debug.BuildInfo) Info {
-	info := Info{Version: version, Commit: commit, Date: date, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	info := Info{Version: version, Commit: commit, Date: date,
+		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi == nil {
 		if info.Version == "" {
 			info.Version = Devel

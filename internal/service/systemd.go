@@ -34,7 +34,8 @@ func (systemd) Uninstall() []Step {
 
 func (systemd) Status() Step {
 	// Exits 3 for a stopped unit: an answer, not a failure.
-	return Step{Args: []string{"systemctl", "--user", "status", "--no-pager", "--lines", "20", Name + ".service"}, MayFail: true}
+	return Step{Args: []string{"systemctl", "--user", "status", "--no-pager", "--lines", "20", Name + ".service"},
+		MayFail: true}
 }
 
 const unitTemplate = `# sbf's reconcile loop as a systemd user unit: leases end (their VMs

@@ -34,17 +34,17 @@ func ParseUnit(data []byte) (argv []string, env []EnvVar, err error) {
 				return nil, nil, fmt.Errorf("more than one ExecStart= line")
 			}
 			if argv, err = unitWords(v, true); err != nil {
-				return nil, nil, fmt.Errorf("ExecStart=: %w", err)
+				return nil, nil, fmt.Errorf("the ExecStart= line: %w", err)
 			}
 		case "Environment":
 			words, err := unitWords(v, false)
 			if err != nil {
-				return nil, nil, fmt.Errorf("Environment=: %w", err)
+				return nil, nil, fmt.Errorf("an Environment= line: %w", err)
 			}
 			for _, w := range words {
 				name, value, ok := strings.Cut(w, "=")
 				if !ok {
-					return nil, nil, fmt.Errorf("Environment=: %q is not NAME=VALUE", w)
+					return nil, nil, fmt.Errorf("an Environment= line: %q is not NAME=VALUE", w)
 				}
 				env = append(env, EnvVar{name, value})
 			}
@@ -87,7 +87,8 @@ func unitWords(v string, exec bool) ([]string, error) {
 			w.WriteRune(e)
 		case c == '%' || exec && c == '$':
 			if i+1 == len(rs) || rs[i+1] != c {
-				return nil, fmt.Errorf("%q expands a systemd %s, which sbf never writes", string(rs[i:]), map[rune]string{'%': "specifier", '$': "variable"}[c])
+				what := map[rune]string{'%': "specifier", '$': "variable"}[c]
+				return nil, fmt.Errorf("%q expands a systemd %s, which sbf never writes", string(rs[i:]), what)
 			}
 			i++
 			w.WriteRune(c)
