@@ -10,6 +10,9 @@ dir=${1:-dist}
 version=${2:?usage: check-release.sh DIR VERSION}
 cd "$dir"
 fail() { echo "check-release: $*" >&2; exit 1; }
+for tool in go file unzip dpkg-deb sha256sum; do
+  command -v "$tool" >/dev/null || fail "needs $tool (Debian: apt-get install file unzip dpkg coreutils)"
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
