@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -59,6 +60,13 @@ func (a *app) serviceInstallCommand() *cobra.Command {
 }
 
 func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
+	// `--http ADDR` as two words: a bare --http takes the default address,
+	// so the address arrives as the one argument (as with sbf mcp --http).
+	if f.http == defaultHTTPAddr && len(dirs) == 1 && !spec.HasSpec(dirs[0]) {
+		if _, _, err := net.SplitHostPort(dirs[0]); err == nil {
+			f.http, dirs = dirs[0], nil
+		}
+	}
 	h, m, err := a.serviceManager()
 	if err != nil {
 		return err

@@ -188,4 +188,13 @@ func TestServiceUsageErrors(t *testing.T) {
 			t.Errorf("sbf %s: exit %d, want 2 (usage)\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
 	}
+	for addr, want := range map[string]string{"": "serve 127.0.0.1:8765\n", "127.0.0.1:9": "serve 127.0.0.1:9\n"} {
+		args := []string{"service", "install", "--dry-run", "--http"}
+		if addr != "" {
+			args = append(args, addr)
+		}
+		if r := sbf(t, nil, args...); r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("sbf %s: exit %d, want a unit running %q\n%s%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+		}
+	}
 }
