@@ -1,17 +1,32 @@
 # sbf: `make run` builds and converges the example workspace; `make test`
 # is what CI runs. Everything a target needs it installs itself.
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TOOLS     := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
+# Newer GoReleaser releases need a newer Go than 1.26; v2.15.1 embeds nfpm v2.45.2.
+GORELEASER_VERSION := v2.15.1
+GORELEASER := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 
 # Root builds Lima where the unprivileged user that runs VMs can read it.
 LIMA_PREFIX := $(if $(filter 0,$(shell id -u)),/var/cache/sandboxforge/lima-1.2.1,$(TOOLS)/lima)
 
-.PHONY: build run run-down test vet bench fmt lint clean lima e2e bench-e2e
+.PHONY: build run run-down test vet bench fmt lint clean lima e2e bench-e2e release
 
+# A source build: `sbf version` says devel, with the commit Go embeds.
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sbf ./cmd/sbf
+	$(GO) build -buildvcs=auto -o bin/sbf ./cmd/sbf
+
+# Release archives for linux/darwin/windows, SHA256SUMS, .deb and .rpm
+# packages, the Homebrew formula and install.sh in dist/, then checked
+# (scripts/release.sh): a snapshot unless HEAD carries a v* tag
+# (RELEASE_MODE=snapshot|release to choose). Publishes nothing; GoReleaser
+# runs with GOPROXY=off after `go mod download`.
+release: $(GORELEASER)
+	$(GO) mod download
+	GORELEASER=$(GORELEASER) bash scripts/release.sh
+
+$(GORELEASER):
+	GOBIN=$(dir $(GORELEASER)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 # The main job: converge examples/hello on a real VM, run a command in it,
 # show the status (scripts/run-example.sh: builds sbf, runs sbf doctor, then
@@ -74,4 +89,4 @@ lint: $(TOOLS)/bin/staticcheck
 	$(TOOLS)/bin/staticcheck ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin dist completions

@@ -40,7 +40,7 @@ summary() {
 trap summary EXIT
 
 build() {
-  go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o "$SBF" ./cmd/sbf
+  go build -buildvcs=auto -o "$SBF" ./cmd/sbf # devel, with the commit Go embeds
 }
 phase "build sbf" build
 # What the machine can do, before anything slow (as root the "user" check fails: the

@@ -32,8 +32,10 @@ size = 1
 
 // noWorkspace commands take --json but read no workspace configuration
 // of the folder they run in (import-v1 reads v1's workspaces, named in
-// its database), so no secret can reach them.
-var noWorkspace = map[string]bool{"sbf version": true, "sbf image build": true, "sbf image list": true, "sbf import-v1": true}
+// its database; service status, the service manager's file), so no secret
+// can reach them.
+var noWorkspace = map[string]bool{"sbf version": true, "sbf service status": true,
+	"sbf image build": true, "sbf image list": true, "sbf import-v1": true}
 
 // Every command, as text and as --json, and every file sbf writes
 // outside the app's own .env, is free of the planted secrets.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/buildinfo"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -117,4 +118,5 @@ func (a *app) printDoctor(rep doctorReport) {
 	if !rep.Usable {
 		fmt.Fprintln(a.stdout, "\nNot every backend can run a VM here: fix the failed checks above, then run sbf doctor again.")
 	}
+	fmt.Fprintf(a.stdout, "\n%s\n", versionLine(buildinfo.Read())) // which sbf said all this, for a bug report
 }

@@ -17,6 +17,7 @@ import (
 
 	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
 	"github.com/sandboxforge/sbf/drivers/vz"
+	"github.com/sandboxforge/sbf/internal/buildinfo"
 )
 
 func main() {
@@ -101,7 +102,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Long:          "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose stack inside them and the services they need.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version, // --version, as `sbf version` prints it
 	}
+	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
 	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return a.findWorkspace(cmd)
@@ -126,13 +129,14 @@ func (a *app) rootCommand() *cobra.Command {
 		a.syncCommand(),
 		a.taskCommand(),
 		a.mcpCommand(),
-		a.serveCommand(),
+		a.withLoopOnly(a.serveCommand()),
 		a.initCommand(),
 		a.schemaCommand(),
 		a.imageCommand(),
 		a.doctorCommand(),
 		a.poolCommand(),
 		a.importV1Command(),
+		a.serviceCommand(),
 		a.versionCommand(),
 	)
 	return root

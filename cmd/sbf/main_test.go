@@ -204,9 +204,24 @@ func TestSchemaIsJSON(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r := sbf(t, nil, "version", "--json")
-	var v map[string]string
+	var v map[string]any
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v["version"] == "" || v["go"] == "" {
 		t.Errorf("exit %d: %s", r.code, r.stdout)
+	}
+	for _, k := range []string{"version", "commit", "date", "go"} {
+		if _, ok := v[k].(string); !ok {
+			t.Errorf("version --json has no %s: %s", k, r.stdout)
+		}
+	}
+	line := sbf(t, nil, "version")
+	flag := sbf(t, nil, "--version")
+	if line.code != 0 || flag.code != 0 || line.stdout != flag.stdout || !strings.HasPrefix(line.stdout, "sbf "+v["version"].(string)+" (commit ") {
+		t.Errorf("sbf version: exit %d %q; sbf --version: exit %d %q", line.code, line.stdout, flag.code, flag.stdout)
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n")
+	if doctor := sbf(t, nil, "doctor", "-C", dir); !strings.HasSuffix(doctor.stdout, "\n"+line.stdout) {
+		t.Errorf("sbf doctor does not end with sbf's version:\n%s", doctor.stdout)
 	}
 }
 

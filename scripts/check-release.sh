@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Checks what `make release` put in DIR (default dist/) for VERSION: every
+# archive and package is there and matches SHA256SUMS; the archive for this
+# machine runs and says its version; the others are executables for their
+# OS and architecture, built without cgo, with the version linked in; the
+# .deb carries the completions and the user unit; install.sh installs from
+# DIR and refuses a tampered archive.
+set -euo pipefail
+dir=${1:-dist}
+version=${2:?usage: check-release.sh DIR VERSION}
+cd "$dir"
+fail() { echo "check-release: $*" >&2; exit 1; }
+for tool in go file unzip dpkg-deb sha256sum; do
+  command -v "$tool" >/dev/null || fail "needs $tool (Debian: apt-get install file unzip dpkg coreutils)"
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+sha256sum --check --quiet SHA256SUMS || fail "SHA256SUMS does not match the files"
+for f in linux_amd64.tar.gz linux_arm64.tar.gz darwin_amd64.tar.gz darwin_arm64.tar.gz windows_amd64.zip \
+  linux_amd64.deb linux_arm64.deb linux_amd64.rpm linux_arm64.rpm source.tar.gz; do
+  grep -q "  sbf_${version}_$f\$" SHA256SUMS || fail "sbf_${version}_$f is missing or not in SHA256SUMS"
+done
+
+host=linux_$(go env GOARCH)
+mkdir "$tmp/$host"
+tar -xzf "sbf_${version}_$host.tar.gz" -C "$tmp/$host"
+out=$("$tmp/$host/sbf" version)
+echo "$host: $out"
+[[ $out == "sbf v$version (commit "* ]] || fail "the $host archive's sbf version says: $out"
+
+for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
+  mkdir -p "$tmp/$target"
+  exe=sbf
+  if [[ $target == windows_* ]]; then
+    exe=sbf.exe
+    (cd "$tmp/$target" && unzip -q -o "$OLDPWD/sbf_${version}_$target.zip")
+  else
+    tar -xzf "sbf_${version}_$target.tar.gz" -C "$tmp/$target"
+  fi
+  for f in README.md completions/sbf.bash completions/_sbf completions/sbf.fish systemd/sbf-serve.service \
+    sbf.entitlements; do
+    [ -f "$tmp/$target/$f" ] || fail "$target archive has no $f"
+  done
+  kind=$(file -b "$tmp/$target/$exe")
+  case $target in
+    linux_amd64) want="ELF 64-bit*x86-64*" ;;
+    linux_arm64) want="ELF 64-bit*aarch64*" ;;
+    darwin_amd64) want="Mach-O 64-bit*x86_64*" ;;
+    darwin_arm64) want="Mach-O 64-bit*arm64*" ;;
+    windows_amd64) want="PE32+ executable*x86-64*" ;;
+  esac
+  # shellcheck disable=SC2053 # $want is a pattern
+  [[ $kind == $want ]] || fail "$target: file says $kind"
+  info=$(go version -m "$tmp/$target/$exe")
+  goos=${target%_*} goarch=${target#*_}
+  for want in "GOOS=$goos" "GOARCH=$goarch" "CGO_ENABLED=0" "-trimpath=true"; do
+    grep -qF -- "$want" <<<"$info" || fail "$target: go version -m does not say $want"
+  done
+  # -trimpath keeps -ldflags out of the build information: look for the
+  # linked version itself.
+  grep -qaF -- "v$version" "$tmp/$target/$exe" || fail "$target: v$version is not linked in"
+  echo "$target: ${kind%%,*}; GOOS=$goos GOARCH=$goarch CGO_ENABLED=0, v$version"
+done
+
+for deb in sbf_"${version}"_linux_*.deb; do
+  list=$(dpkg-deb -c "$deb")
+  for f in ./usr/bin/sbf ./usr/lib/systemd/user/sbf-serve.service ./usr/share/bash-completion/completions/sbf \
+    ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish; do
+    grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
+  done
+  echo "$deb: $(dpkg-deb -f "$deb" Package Version Architecture | tr '\n' ' ')"
+done
+for rpm in sbf_"${version}"_linux_*.rpm; do
+  kind=$(file -b "$rpm")
+  [[ $kind == RPM* ]] || fail "$rpm: file says $kind"
+  if command -v rpm >/dev/null; then
+    list=$(rpm -qlp "$rpm" 2>/dev/null) # not piped into grep -q: pipefail would see rpm's SIGPIPE
+    grep -qx /usr/lib/systemd/user/sbf-serve.service <<<"$list" || fail "$rpm does not carry the user unit"
+  fi
+  echo "$rpm: $kind"
+done
+command -v rpm >/dev/null || echo "(rpm is not installed: the .rpm packages' contents were not listed)"
+
+# install.sh against this folder, as a person would run it against a release.
+if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
+  SBF_DOWNLOAD_URL="file://$PWD" SBF_INSTALL_DIR="$tmp/bin" sh install.sh >/dev/null
+  "$tmp/bin/sbf" version | grep -qF "sbf v$version " || fail "install.sh installed $("$tmp/bin/sbf" version)"
+  mkdir "$tmp/tampered"
+  cp SHA256SUMS "sbf_${version}_$host.tar.gz" "$tmp/tampered/"
+  echo tampered >>"$tmp/tampered/sbf_${version}_$host.tar.gz"
+  if SBF_DOWNLOAD_URL="file://$tmp/tampered" SBF_INSTALL_DIR="$tmp/bin2" sh install.sh 2>/dev/null; then
+    fail "install.sh installed a tampered archive"
+  fi
+  echo "install.sh: installs from $dir, refuses a tampered archive"
+fi
+[ -s sbf.rb ] && ! grep -q '@[A-Z_0-9]*@' sbf.rb || fail "sbf.rb has fields left to fill"
+echo "check-release: sbf $version OK"
