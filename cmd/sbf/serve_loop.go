@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/mcpserver"
@@ -107,7 +109,7 @@ func (a *app) serveLoop(dirs []string) error {
 		Wake:       wake,
 		Report:     a.logPass,
 		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
-			var plan *reconcile.Plan
+			var plan *plan.Plan
 			if res != nil {
 				plan = res.Plan
 			}
