@@ -116,11 +116,11 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Report:     report,
 		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
 			// A pool pass is reported as a pass whose actions are spares'.
-			var plan *plan.Plan
+			var p *plan.Plan
 			if res != nil {
-				plan = res.Plan
+				p = res.Plan
 			}
-			report(ws, &reconcile.Result{Plan: plan}, err)
+			report(ws, &reconcile.Result{Plan: p}, err)
 		},
 	})
 }

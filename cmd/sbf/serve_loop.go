@@ -109,11 +109,11 @@ func (a *app) serveLoop(dirs []string) error {
 		Wake:       wake,
 		Report:     a.logPass,
 		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
-			var plan *plan.Plan
+			var p *plan.Plan
 			if res != nil {
-				plan = res.Plan
+				p = res.Plan
 			}
-			a.logPass(ws, &reconcile.Result{Plan: plan}, err)
+			a.logPass(ws, &reconcile.Result{Plan: p}, err)
 		},
 	})
 	stop()
