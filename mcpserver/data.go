@@ -10,7 +10,6 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
-	"github.com/sandboxforge/sbf/reconcile"
 )
 
 type runArgs struct {
@@ -58,16 +57,9 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 	if err != nil {
 		return nil, hostpath.Policy{}, err
 	}
-	r, err := s.load(ws)
-	if err != nil {
-		return nil, hostpath.Policy{}, err
-	}
-	if err := reconcile.CheckLease(r, e.Sandbox, s.cfg.Engine.Clock.Now()); err != nil {
-		return nil, hostpath.Policy{}, terminal(err, id) // an ad-hoc sandbox is undeclared once destroyed
-	}
 	tgt, err := s.cfg.Engine.Target(ws, e.Sandbox)
 	if err != nil {
-		return nil, hostpath.Policy{}, err
+		return nil, hostpath.Policy{}, v1Error(err, id) // an ad-hoc sandbox is undeclared once destroyed
 	}
 	if _, err := tgt.Driver(); err != nil {
 		return nil, hostpath.Policy{}, err

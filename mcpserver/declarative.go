@@ -84,25 +84,13 @@ func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, erro
 
 // prepare converges one sandbox's layers (never renewing its lease): an
 // ad-hoc sandbox gets v1's bootstrap as desired state first.
-func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (map[string]any, error) {
-	before, err := s.load(ws)
+func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (
+	map[string]any, error) {
+	req := reconcile.Request{Op: reconcile.Prepare, Sandboxes: []string{sandbox},
+		Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req, NoWait: !wait})
 	if err != nil {
-		return nil, err
-	}
-	if err := reconcile.CheckLease(before, sandbox, s.cfg.Engine.Clock.Now()); err != nil {
-		return nil, terminal(err, sandbox)
-	}
-	opts := reconcile.Options{Targets: []string{sandbox}, NoWait: !wait}
-	if before.AdHoc[sandbox] {
-		drv, err := s.cfg.Engine.Drivers(before.Host.ResolveDriver(before.Config.Sandboxes[sandbox].Driver), before)
-		if err != nil {
-			return nil, err
-		}
-		opts.Edit = reconcile.LayersEdit(sandbox, reconcile.BootstrapKeys(before, drv, includeServices))
-	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, opts)
-	if err != nil {
-		return nil, err
+		return nil, v1Error(err, sandbox)
 	}
 	s.touch(res.Resolved.Root)
 	return s.prepared(ctx, res, sandbox, includeServices, wait)
@@ -156,8 +144,8 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{
-		Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Targets: a.Targets,
+		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}})
 	if res == nil || res.Plan == nil {
 		return nil, err
 	}
@@ -172,7 +160,8 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets, Edit: reconcile.RenewEdit(a.Targets)})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
+		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved.Root)
 	}

@@ -2,14 +2,11 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
-	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -49,10 +46,6 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.load(ws)
-	if err != nil {
-		return nil, err
-	}
 	keys := map[string]any{}
 	if a.CPUs != nil {
 		keys["cpus"] = int64(*a.CPUs)
@@ -63,32 +56,27 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if a.DiskGiB != nil {
 		keys["disk_gib"] = *a.DiskGiB
 	}
-	driver := r.Host.ResolveDriver(r.Config.VM.Driver)
-	drv, err := s.cfg.Engine.Drivers(driver, r)
-	if err != nil {
-		return nil, err
-	}
-	ttl, err := s.ttl(r, a.TTLMinutes)
-	if err != nil {
-		return nil, err
+	id := newInstanceID()
+	req := reconcile.Request{Op: reconcile.Up, Sandboxes: []string{id}, Keys: keys}
+	if a.TTLMinutes != nil {
+		req.TTL = reconcile.TTL(time.Duration(*a.TTLMinutes) * time.Minute)
 	}
 	boot := a.AutoBootstrap == nil || *a.AutoBootstrap
 	if boot {
-		// v1's bootstrap is desired state here: converged by this apply.
-		maps.Copy(keys, reconcile.BootstrapKeys(r, drv, true))
+		req.Bootstrap = &reconcile.Bootstrap{Services: true} // converged by this apply, as desired state
 	}
-	id := newInstanceID()
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id},
-		Edit: reconcile.UpEdit([]string{id}, ttl, keys), Rollback: true, NoWait: !a.WaitForReady})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Request: req, Rollback: true,
+		NoWait: !a.WaitForReady})
 	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
 		// The VM runs; what failed is inside it. v1 left the VM running too.
-		return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+err.Error(),
-			map[string]any{"instance_id": id, "workspace_root": r.Root, "bootstrap_error": asToolError(err)})
+		return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+
+			err.Error(), map[string]any{"instance_id": id, "workspace_root": res.Resolved.Root,
+			"bootstrap_error": asToolError(err)})
 	}
 	if err != nil {
-		return nil, err
+		return nil, v1Error(err, id)
 	}
-	s.touch(r.Root)
+	s.touch(res.Resolved.Root)
 	out := s.instanceSummary(res, id)
 	out["auto_bootstrap"], out["wait_for_ready"] = boot, a.WaitForReady
 	if boot {
@@ -98,22 +86,6 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		}
 	}
 	return out, nil
-}
-
-// ttl checks a requested lease length the way v1 did: 1..max minutes.
-func (s *Server) ttl(r *spec.Resolved, minutes *int) (time.Duration, error) {
-	pol := r.Config.Lease
-	if minutes == nil {
-		return pol.DefaultTTL.Std(), nil
-	}
-	d := time.Duration(*minutes) * time.Minute
-	if *minutes <= 0 || d > pol.MaxTTL.Std() {
-		return 0, newToolError(coded.TTLInvalid,
-			fmt.Sprintf("ttl_minutes must be between 1 and %.0f", pol.MaxTTL.Std().Minutes()),
-			map[string]any{"ttl_minutes": *minutes, "default_ttl_minutes": pol.DefaultTTL.Std().Minutes(),
-				"max_ttl_minutes": pol.MaxTTL.Std().Minutes()})
-	}
-	return d, nil
 }
 
 // instanceSummary is create_instance's v1 result shape.
@@ -142,9 +114,9 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
-		Targets: []string{e.Sandbox}, Edit: reconcile.DestroyEdit([]string{e.Sandbox})}); err != nil {
-		return nil, err
+	req := reconcile.Request{Op: reconcile.Destroy, Sandboxes: []string{e.Sandbox}}
+	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req}); err != nil {
+		return nil, v1Error(err, a.InstanceID)
 	}
 	return map[string]any{"instance_id": a.InstanceID, "backend": e.Driver, "status": "destroyed"}, nil
 }
@@ -154,23 +126,13 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.load(ws)
+	req := reconcile.Request{Op: reconcile.Extend, Sandboxes: []string{e.Sandbox},
+		TTL: reconcile.TTL(time.Duration(a.TTLMinutes) * time.Minute)}
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req})
 	if err != nil {
-		return nil, err
+		return nil, v1Error(err, a.InstanceID)
 	}
-	if err := reconcile.CheckLease(r, e.Sandbox, s.cfg.Engine.Clock.Now()); err != nil {
-		return nil, terminal(err, a.InstanceID)
-	}
-	if a.TTLMinutes <= 0 || time.Duration(a.TTLMinutes)*time.Minute > r.Config.Lease.MaxTTL.Std() {
-		_, err := s.ttl(r, &a.TTLMinutes)
-		return nil, err
-	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
-		Targets: []string{e.Sandbox}, Edit: reconcile.ExtendEdit(e.Sandbox, time.Duration(a.TTLMinutes)*time.Minute)})
-	if err != nil {
-		return nil, err
-	}
-	s.touch(r.Root)
+	s.touch(res.Resolved.Root)
 	return map[string]any{"instance_id": a.InstanceID, "expires_at": iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
 		"ttl_extended_minutes": a.TTLMinutes}, nil
 }
@@ -210,12 +172,4 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 		out["reconciliation_error"] = reconciliationError(problems)
 	}
 	return out, nil
-}
-
-// terminal words the engine's lease verdict as v1 did: "Instance 'ID' is
-// expired", with the instance id in the details.
-func terminal(err *coded.Error, id string) *coded.Error {
-	status := err.Details["status"]
-	return newToolError(coded.InstanceTerminal, fmt.Sprintf("Instance '%s' is %s", id, status),
-		map[string]any{"instance_id": id, "status": status})
 }

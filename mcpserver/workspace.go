@@ -58,7 +58,7 @@ func (s *Server) options(root string, extra json.RawMessage) (spec.Options, erro
 // load resolves a workspace, turning problems into WORKSPACE_CONFIG_INVALID
 // with v1's details.
 func (s *Server) load(ws spec.Options) (*spec.Resolved, error) {
-	r, err := spec.Load(ws)
+	r, err := s.cfg.Engine.Load(ws)
 	if err != nil {
 		te := asToolError(err)
 		te.Details["workspace_root"] = ws.Root

@@ -55,7 +55,10 @@ func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 // Options say what one convergence does.
 type Options struct {
 	Targets []string // only these sandboxes (all when empty)
-	Edit    Edit     // desired-state change, written only if the plan runs
+	// Request is the change a door asks for, written to the desired state
+	// only if the plan runs.
+	Request Request
+	edit    Edit // an edit the engine made itself (an adoption), instead of the request's
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*plan.Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
@@ -108,7 +111,7 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		}
 	}
 	if len(failed) > 0 {
-		_, rerr := e.converge(context.WithoutCancel(ctx), ws, Options{Targets: failed, Edit: DestroyEdit(failed)}, false)
+		_, rerr := e.converge(context.WithoutCancel(ctx), ws, Options{Targets: failed, Request: Request{Op: Destroy, Sandboxes: failed}}, false)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
 		}
@@ -132,8 +135,15 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 			return nil, err
 		}
 		defer release()
-	} else {
-		if err := e.preflight(ws, dir, root, id, opts.Targets); err != nil {
+	} else if rec, err = state.Read(dir, root, id); err != nil {
+		return nil, err
+	}
+	before, r, edit, err := e.resolve(ws, rec, opts, now)
+	if err != nil {
+		return nil, err
+	}
+	if !planOnly {
+		if err := e.preflight(r, rec, opts.Targets); err != nil {
 			return nil, err
 		}
 		if store, err = state.Open(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
@@ -141,10 +151,6 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		}
 		defer store.Close()
 		rec = store.Snapshot()
-	}
-	before, r, err := e.resolve(ws, rec, opts.Edit, now)
-	if err != nil {
-		return nil, err
 	}
 	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r), Busy: busy}
 	desired := plan.DesiredFrom(r)
@@ -180,7 +186,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 			return res, err
 		}
 	}
-	if err := e.writeEdit(ctx, before, r, rec, opts.Edit, now); err != nil {
+	if err := e.writeEdit(ctx, before, r, rec, edit, now); err != nil {
 		return res, err
 	}
 	exec := &Executor{
@@ -213,15 +219,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 // needs cannot be used here (limactl as root, a missing binary): such a
 // run must leave no lease and no state folder behind (a root-owned
 // .sandboxforge/ would block the unprivileged retry).
-func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []string) error {
-	r, err := e.Load(ws)
-	if err != nil {
-		return nil // reported by the run itself, with every problem
-	}
-	rec, err := state.Read(dir, root, id)
-	if err != nil {
-		return nil
-	}
+func (e *Engine) preflight(r *spec.Resolved, rec *state.File, targets []string) error {
 	d := plan.DesiredFrom(r)
 	recorded := recordedDrivers(rec)
 	if len(targets) > 0 {
@@ -245,24 +243,31 @@ func (e *Engine) preflight(ws spec.Options, dir, root, id string, targets []stri
 	return nil
 }
 
-// resolve loads the desired state before and after the edit; the edit is
-// applied in memory only.
-func (e *Engine) resolve(ws spec.Options, rec *state.File, edit Edit, now time.Time) (before, after *spec.Resolved, err error) {
+// resolve loads the desired state before and after the request's edit;
+// the edit is applied in memory only.
+func (e *Engine) resolve(ws spec.Options, rec *state.File, opts Options, now time.Time) (
+	before, after *spec.Resolved, edit Edit, err error) {
 	ws.Now = now // a hand-edited lease end is clamped to what max_ttl allows from now
-	before, err = e.Load(ws)
-	if err != nil || edit == nil {
-		return before, before, err
+	if before, err = e.Load(ws); err != nil {
+		return before, before, nil, err
+	}
+	if edit = opts.edit; edit == nil {
+		if edit, err = e.edit(opts.Request, before, rec, now); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if edit == nil {
+		return before, before, nil, nil
 	}
 	managed, err := spec.ReadManaged(before.Root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := edit(managed, EditContext{Resolved: before, State: rec, Now: now}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ws.Managed = managed
-	after, err = e.Load(ws)
-	return before, after, err
+	after, err = before.WithManaged(managed)
+	return before, after, edit, err
 }
 
 // writeEdit persists the edit: it is applied again to the document as it

@@ -19,19 +19,20 @@ func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, ok := r.Config.Sandboxes[name]
-	if !ok {
-		return nil, notDeclared(r, name)
-	}
-	if err := CheckLease(r, name, e.Clock.Now()); err != nil {
-		return nil, err
-	}
-	instance := drivers.InstanceName(r.WorkspaceID, name)
 	// An adopted spare or an imported VM keeps its own name; the state
 	// file knows it (read without the lock: a command does not wait for
 	// an apply).
+	rec, recErr := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID)
+	if recErr != nil {
+		rec = nil
+	}
+	if err := live(r, rec, name, e.Clock.Now()); err != nil {
+		return nil, err
+	}
+	sb := r.Config.Sandboxes[name]
+	instance := drivers.InstanceName(r.WorkspaceID, name)
 	var record *state.Sandbox
-	if rec, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID); err == nil {
+	if rec != nil {
 		if sr := rec.Sandboxes[name]; sr != nil && !sr.Phase.Terminal() {
 			record = sr
 			if sr.Instance != "" {

@@ -91,7 +91,7 @@ func (h *harness) planWith(opts Options) (*Result, error) {
 }
 
 // apply is `sbf apply --auto-approve`.
-func (h *harness) apply() (*Result, error) { return h.converge(Options{Edit: RenewEdit(nil)}) }
+func (h *harness) apply() (*Result, error) { return h.converge(Options{Request: Request{Op: Renew}}) }
 
 // reconcile is one pass of the watch loop.
 func (h *harness) reconcile() (*Result, error) { return h.converge(Options{}) }
@@ -107,7 +107,7 @@ func (h *harness) mustApply() *Result {
 
 func (h *harness) plan() *plan.Plan {
 	h.t.Helper()
-	res, err := h.planWith(Options{Edit: RenewEdit(nil)})
+	res, err := h.planWith(Options{Request: Request{Op: Renew}})
 	if err != nil {
 		h.t.Fatalf("plan: %v", err)
 	}

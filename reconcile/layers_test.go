@@ -162,7 +162,7 @@ func TestHostShellDriverCannotConvergeLayers(t *testing.T) {
 func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"s3cret-pw\"\n[sandboxes.api]\nruntime = true\nservices = [\"mysql\", \"redis\"]\n")
 	h.guests = &guestWorld{}
-	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Edit: RenewEdit(nil), NoWait: true}), "api")
+	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Request: Request{Op: Renew}, NoWait: true}), "api")
 	if empty.Services["mysql"].Ready || empty.Services["mysql"].Attempts != 0 {
 		t.Errorf("without waiting, services are not known to answer: %+v", empty.Services)
 	}

@@ -56,11 +56,11 @@ func renew(cur spec.LeaseRecord, held bool, ttl time.Duration, now time.Time) sp
 	return cur
 }
 
-// RenewEdit is what `sbf apply` does to leases: it acquires or renews the
+// renewEdit is what `sbf apply` does to leases: it acquires or renews the
 // lease of every sandbox it converges. Without targets those are the
 // sandboxes declared in files people edit; ad-hoc sandboxes (from `sbf up
 // NAME` or MCP) keep their own leases, so an expired one stays expired.
-func RenewEdit(targets []string) Edit {
+func renewEdit(targets []string) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		r, now := c.Resolved, c.Now
 		names := targets
@@ -85,11 +85,11 @@ func RenewEdit(targets []string) Edit {
 	}
 }
 
-// UpEdit declares the named sandboxes that no file declares (ad hoc, with
+// upEdit declares the named sandboxes that no file declares (ad hoc, with
 // optional [vm] overrides) and acquires their leases for ttl (zero: each
 // sandbox's own). Without names it does so for every sandbox the files
 // declare.
-func UpEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
+func upEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		r, now := c.Resolved, c.Now
 		if len(names) == 0 {
@@ -117,9 +117,9 @@ func UpEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
 	}
 }
 
-// DestroyEdit drops the named sandboxes' leases (every sandbox's when
+// destroyEdit drops the named sandboxes' leases (every sandbox's when
 // names is empty) and forgets ad-hoc declarations.
-func DestroyEdit(names []string) Edit {
+func destroyEdit(names []string) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		r := c.Resolved
 		if len(names) == 0 {
@@ -139,9 +139,9 @@ func DestroyEdit(names []string) Edit {
 	}
 }
 
-// ExtendEdit moves a live lease's end by `by`, within [lease] max_ttl per
+// extendEdit moves a live lease's end by `by`, within [lease] max_ttl per
 // extension and max_lifetime from acquisition.
-func ExtendEdit(name string, by time.Duration) Edit {
+func extendEdit(name string, by time.Duration) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		r, now := c.Resolved, c.Now
 		if _, ok := r.Config.Sandboxes[name]; !ok {
@@ -207,10 +207,10 @@ func sortedNames(r *spec.Resolved) []string {
 	return names
 }
 
-// LayersEdit sets the in-guest layers of an ad-hoc sandbox (the runtime
+// layersEdit sets the in-guest layers of an ad-hoc sandbox (the runtime
 // and services keys prepare_workspace asks for); the lease is untouched,
 // and a sandbox the files declare is left to the files.
-func LayersEdit(name string, keys map[string]any) Edit {
+func layersEdit(name string, keys map[string]any) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		if !c.Resolved.AdHoc[name] {
 			return nil

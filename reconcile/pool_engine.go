@@ -387,7 +387,7 @@ func (e *Engine) AdoptInstance(ctx context.Context, ws spec.Options, req AdoptRe
 		m.SetLease(req.Sandbox, spec.LeaseRecord{AcquiredAt: acquired.UTC().Truncate(time.Second), ExpiresAt: req.ExpiresAt.UTC().Truncate(time.Second)})
 		return nil
 	}
-	res, err := e.Apply(ctx, ws, Options{Targets: []string{req.Sandbox}, Edit: edit})
+	res, err := e.Apply(ctx, ws, Options{Targets: []string{req.Sandbox}, edit: edit})
 	if err != nil {
 		return res, fmt.Errorf("adopting %s as sandbox %s: %w", req.Instance, req.Sandbox, err)
 	}

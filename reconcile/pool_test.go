@@ -43,7 +43,7 @@ func (h *harness) fill() *PoolResult {
 
 // up is `sbf up NAME` (create_instance makes the same edit).
 func (h *harness) up(names ...string) (*Result, error) {
-	return h.converge(Options{Targets: names, Edit: UpEdit(names, 0, nil), Rollback: true})
+	return h.converge(Options{Targets: names, Request: Request{Op: Up, Sandboxes: names}, Rollback: true})
 }
 
 // spares lists the world's pool instances nobody owns, and the owned ones
@@ -148,7 +148,7 @@ func TestCreateAdoptsAWarmSpare(t *testing.T) {
 	if res := h.fill(); steps(res.Plan) != "pool.small:create" || res.Plan.Actions[0].Instance == spare {
 		t.Fatalf("refill: %+v", res.Plan.Actions)
 	}
-	if _, err := h.converge(Options{Targets: []string{"api"}, Edit: DestroyEdit([]string{"api"})}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy, Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := h.world()[spare]; ok {
@@ -202,7 +202,7 @@ func TestAdoptFallsBackWhenTheSpareIsTaken(t *testing.T) {
 	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
 	h.fill()
 	spares, _ := h.spares()
-	res, err := h.converge(Options{Targets: []string{"api"}, Edit: UpEdit([]string{"api"}, 0, nil),
+	res, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Up, Sandboxes: []string{"api"}},
 		Confirm: func(p *plan.Plan) (bool, error) {
 			d, _ := sim.New(sim.Options{Dir: h.simDir})
 			return true, d.Claim(context.Background(), spares[0], drivers.Owner{WorkspaceID: "ws_other", Sandbox: "x"})

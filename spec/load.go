@@ -65,6 +65,7 @@ type Resolved struct {
 	// edited past the lease policy.
 	Warnings Errors            `json:"warnings,omitempty"`
 	origins  map[string]*layer // path → the layer that set it last
+	src      *sources          // the file layers it was resolved from
 }
 
 // Load resolves the layered desired state. When any layer has problems it
@@ -75,9 +76,43 @@ func Load(opts Options) (*Resolved, error) {
 	if err != nil {
 		return nil, Errors{{File: opts.Root, Message: err.Error()}}
 	}
-	r := &Resolved{Root: root, WorkspaceID: id, Sources: []string{SourceDefaults}, Host: opts.Host,
-		Config: Defaults(opts.Host)}
+	var files []*layer
 	var errs Errors
+	for _, f := range layerFiles(root, opts.ConfigHome) {
+		l, layerErrs := readFileLayer(f)
+		errs = append(errs, layerErrs...)
+		if l != nil {
+			files = append(files, l)
+		}
+	}
+	src := &sources{opts: opts, root: root, id: id, files: files, fileErrs: errs}
+	return src.resolve(opts.Managed)
+}
+
+// sources are a workspace's file layers, read once: an edit of the
+// managed overrides is resolved again (WithManaged) without reading them.
+type sources struct {
+	opts     Options
+	root, id string
+	files    []*layer
+	fileErrs Errors
+}
+
+// WithManaged resolves the workspace again with m standing in for its
+// managed overrides document, reusing the files Load read.
+func (r *Resolved) WithManaged(m *Managed) (*Resolved, error) {
+	if r.src == nil {
+		opts := Options{Root: r.Root, Host: r.Host, Managed: m}
+		return Load(opts)
+	}
+	return r.src.resolve(m)
+}
+
+func (src *sources) resolve(managed *Managed) (*Resolved, error) {
+	opts, root := src.opts, src.root
+	r := &Resolved{Root: root, WorkspaceID: src.id, Sources: []string{SourceDefaults}, Host: opts.Host,
+		Config: Defaults(opts.Host), src: src}
+	errs := append(Errors{}, src.fileErrs...)
 	var layers []*layer
 	add := func(l *layer, layerErrs Errors) {
 		errs = append(errs, layerErrs...)
@@ -86,13 +121,13 @@ func Load(opts Options) (*Resolved, error) {
 			r.Sources = append(r.Sources, l.source)
 		}
 	}
-	for _, f := range layerFiles(root, opts.ConfigHome) {
-		add(readFileLayer(f))
+	for _, l := range src.files {
+		add(l, nil)
 	}
-	add(managedLayer(filepath.Join(root, Dir, OverridesFile), opts.Managed))
+	add(managedLayer(filepath.Join(root, Dir, OverridesFile), managed))
 	if opts.Request != nil {
 		// Validation rewrites a tree into canonical values; the request is
-		// loaded again by every Load, so each one checks a fresh copy.
+		// loaded again by every resolve, so each one checks a fresh copy.
 		l := opts.Request.layer()
 		add(l, validateLayer(l, false))
 	}

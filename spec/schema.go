@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/sandboxforge/sbf/drivers"
 )
 
 // field is one key of a table, read from the Config struct tags. The
@@ -67,9 +65,8 @@ func fieldsOf(t reflect.Type) []field {
 		f := field{key: name, index: []int{i}, typ: sf.Type, doc: sf.Tag.Get("doc"), nullable: sf.Tag.Get("nullable") == "true",
 			managedOnly: sf.Tag.Get("managed") == "true"}
 		if e := sf.Tag.Get("enum"); e == "@drivers" {
-			// The backends this binary has registered, so the spec, the
-			// schema and the engine can never disagree.
-			f.enum = append([]string{"auto"}, drivers.Names()...)
+			// Every backend a spec may name (Drivers), linked or not.
+			f.enum = append([]string{"auto"}, Drivers...)
 		} else if e != "" {
 			f.enum = strings.Split(e, ",")
 		}

@@ -27,7 +27,7 @@ func (a *app) applyCommand() *cobra.Command {
 				}
 				opts.Saved, opts.Targets, f.autoApprove = saved, saved.Targets, true
 			}
-			opts.Edit = reconcile.RenewEdit(opts.Targets)
+			opts.Request = reconcile.Request{Op: reconcile.Renew, Sandboxes: opts.Targets}
 			if f.autoApprove {
 				opts.Confirm = a.showPlan(f.asJSON)
 			}

@@ -20,7 +20,7 @@ func (a *app) sandboxNames() []string {
 		root = found
 	}
 	names := map[string]bool{}
-	if r, err := a.loadSpecAt(root); err == nil {
+	if r, err := a.loadSpecAt(root, nil); err == nil {
 		for n := range r.Config.Sandboxes {
 			names[n] = true
 		}
@@ -31,10 +31,6 @@ func (a *app) sandboxNames() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(names))
-}
-
-func (a *app) loadSpecAt(root string) (*spec.Resolved, error) {
-	return spec.Load(spec.Options{Root: root, Host: spec.CurrentHost(), ConfigHome: a.configHome()})
 }
 
 // completeSandbox completes the first argument with a sandbox name.

@@ -87,7 +87,7 @@ func TestUpExtendDestroy(t *testing.T) {
 	if r := sbf(t, env, "destroy", "-C", dir, "scratch", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "1 destroyed") {
 		t.Fatalf("destroy: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := sbf(t, env, "extend", "-C", dir, "scratch", "10m"); r.code != 1 || !strings.Contains(r.stderr, "not declared") {
+	if r := sbf(t, env, "extend", "-C", dir, "scratch", "10m"); r.code != 1 || !strings.Contains(r.stderr, "is destroyed") {
 		t.Errorf("extend after destroy: %d %s", r.code, r.stderr)
 	}
 	if r := sbf(t, env, "extend", "-C", dir, "scratch", "soon"); r.code != 2 {

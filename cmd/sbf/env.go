@@ -19,7 +19,15 @@ func (a *app) configHome() string {
 }
 
 // loadSpec resolves the workspace's desired state with optional request
-// overrides.
+// overrides, as the engine resolves it (under the operator's policy).
 func (a *app) loadSpec(req *spec.Request) (*spec.Resolved, error) {
-	return spec.Load(spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req})
+	return a.loadSpecAt(a.dir, req)
+}
+
+func (a *app) loadSpecAt(root string, req *spec.Request) (*spec.Resolved, error) {
+	eng, err := a.engine("load", engineFlags{})
+	if err != nil {
+		return nil, err
+	}
+	return eng.Load(spec.Options{Root: root, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req})
 }

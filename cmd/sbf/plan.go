@@ -32,7 +32,7 @@ func (a *app) planCommand() *cobra.Command {
 				return err
 			}
 			res, err := eng.Plan(context.Background(), ws, reconcile.Options{
-				Targets: targets, Edit: reconcile.RenewEdit(targets)})
+				Targets: targets, Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: targets}})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

@@ -19,23 +19,20 @@ func (a *app) upCommand() *cobra.Command {
 			"and gets SandboxForge v1's bootstrap: the container runtime, and the [infra] services (--services).\n" +
 			"Without names, every sandbox the files declare is brought up.",
 		RunE: func(_ *cobra.Command, names []string) error {
-			var d spec.Duration
+			f.autoApprove = true
+			req := reconcile.Request{Op: reconcile.Up, Sandboxes: names}
 			if ttl != "" {
-				var err error
-				if d, err = spec.ParseDuration(ttl); err != nil {
+				d, err := spec.ParseDuration(ttl)
+				if err != nil {
 					return usageErrorf("--ttl: %v", err)
 				}
+				req.TTL = reconcile.TTL(d.Std())
 			}
-			f.autoApprove = true
-			var keys map[string]any
 			if bootstrap {
-				var err error
-				if keys, err = a.bootstrapKeys(f.sets, services); err != nil {
-					return err
-				}
+				req.Bootstrap = &reconcile.Bootstrap{Services: services}
 			}
 			return a.converge("up", &f, reconcile.Options{
-				Targets: names, Edit: reconcile.UpEdit(names, d.Std(), keys), Confirm: a.showPlan(f.asJSON), Rollback: true})
+				Targets: names, Request: req, Confirm: a.showPlan(f.asJSON), Rollback: true})
 		},
 	}
 	f.register(cmd, withParallelism|withSet)
@@ -43,26 +40,4 @@ func (a *app) upCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&bootstrap, "bootstrap", true, "give new ad-hoc sandboxes the container runtime (and services)")
 	cmd.Flags().BoolVar(&services, "services", true, "with --bootstrap, also the [infra] services (when include_services_by_default allows)")
 	return cmd
-}
-
-// bootstrapKeys are the layers `sbf up` declares new ad-hoc sandboxes with,
-// decided by the engine for the backend [vm] selects.
-func (a *app) bootstrapKeys(sets []string, services bool) (map[string]any, error) {
-	ws, err := a.workspace(sets)
-	if err != nil {
-		return nil, err
-	}
-	r, err := spec.Load(ws)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := a.engine("up", engineFlags{})
-	if err != nil {
-		return nil, err
-	}
-	drv, err := eng.Drivers(r.Host.ResolveDriver(r.Config.VM.Driver), r)
-	if err != nil {
-		return nil, err
-	}
-	return reconcile.BootstrapKeys(r, drv, services), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	_ "github.com/sandboxforge/sbf/drivers/all"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // Every backend registers itself the same way; the spec's enum, sbf
@@ -18,6 +19,11 @@ import (
 func TestEveryBackendIsRegistered(t *testing.T) {
 	if got := drivers.Names(); !slices.Equal(got, []string{"hyperv", "lima", "sim", "vz"}) {
 		t.Fatalf("registered: %v", got)
+	}
+	for _, name := range drivers.Names() {
+		if !slices.Contains(spec.Drivers, name) {
+			t.Errorf("the linked backend %s is not one a spec may name (spec.Drivers)", name)
+		}
 	}
 	env := drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, Workspace: t.TempDir(),
 		StateDir: t.TempDir(), HostOS: "linux", HostArch: "amd64"}

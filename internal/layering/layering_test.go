@@ -1,0 +1,145 @@
+package layering
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sandboxforge/sbf"
+
+// layer ranks a package: a package imports only packages of its own rank
+// or below.
+func layer(pkg string) int {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	switch {
+	case under(rel, "internal"):
+		return 0
+	case rel == "drivers/guest":
+		return 2 // it renders the spec's [infra] and [compose] into guest projects
+	case under(rel, "drivers"), under(rel, "images"), under(rel, "egress"), rel == "state/statefile":
+		return 1
+	case under(rel, "spec"), rel == "state", under(rel, "reconcile/plan"):
+		return 2
+	case under(rel, "reconcile"), under(rel, "sandbox"), under(rel, "v1import"):
+		return 3
+	case under(rel, "mcpserver"):
+		return 4
+	}
+	return 5 // cmd/…, test suites (escape, e2e)
+}
+
+func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// forbidden are edges the ranks allow but the design does not.
+var forbidden = []struct {
+	bad func(from, to string) bool
+	why string
+}{
+	{func(f, t string) bool { return under(f, "spec") && under(t, "drivers") },
+		"a spec names backends (spec.Drivers) without linking them"},
+	{func(f, t string) bool { return under(f, "reconcile/plan") && engine(t) },
+		"the planner is pure: it never reaches the engine"},
+	{func(f, t string) bool { return under(f, "sandbox") && engine(t) },
+		"the data plane acts on what the engine found; it never decides"},
+	{func(f, t string) bool { return engine(f) && (under(t, "sandbox/docker") || under(t, "v1import")) },
+		"the engine knows no Docker tool and nothing of v1"},
+	{func(f, t string) bool { return under(t, "cmd") }, "nothing imports a command"},
+	{func(f, t string) bool { return under(t, "mcpserver") && !under(f, "cmd") && !under(f, "mcpserver") },
+		"only a command starts the MCP door"},
+	{func(f, t string) bool {
+		return under(f, "drivers") && under(t, "drivers") && backend(f) != "" && backend(f) != "all" &&
+			backend(f) != backend(t) && !shared(t)
+	}, "a backend never imports another backend"},
+}
+
+// engine is the engine proper: reconcile without its planner.
+func engine(rel string) bool { return under(rel, "reconcile") && !under(rel, "reconcile/plan") }
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestPackageLayering(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if why := violation(p.ImportPath, imp); why != "" {
+				t.Errorf("%s imports %s: %s", rel(p.ImportPath), rel(imp), why)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("listed only %d packages", seen)
+	}
+}
+
+func violation(from, to string) string {
+	if layer(to) > layer(from) {
+		return "a lower layer reaches up (doors → engine/data plane → planner/state → drivers → internal)"
+	}
+	for _, rule := range forbidden {
+		if rule.bad(rel(from), rel(to)) {
+			return rule.why
+		}
+	}
+	return ""
+}
+
+// backend is the driver package a path belongs to (drivers/lima/... → lima).
+func backend(rel string) string {
+	parts := strings.Split(rel, "/")
+	if len(parts) < 2 || shared(rel) {
+		return ""
+	}
+	return parts[1]
+}
+
+// shared are driver-layer packages every backend may use.
+func shared(rel string) bool {
+	for _, s := range []string{"drivers/sshexec", "drivers/cloudinit", "drivers/guest", "drivers/drivertest"} {
+		if under(rel, s) {
+			return true
+		}
+	}
+	return rel == "drivers"
+}
+
+func rel(pkg string) string { return strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/") }
+
+// The rules can fail: each forbidden edge is reported.
+func TestViolationsAreReported(t *testing.T) {
+	for _, c := range [][2]string{{"spec", "drivers"}, {"reconcile/plan", "reconcile"}, {"sandbox", "reconcile"},
+		{"internal/policy", "spec"}, {"drivers/lima", "drivers/sim"}, {"reconcile", "mcpserver"},
+		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}} {
+		if violation(module+"/"+c[0], module+"/"+c[1]) == "" {
+			t.Errorf("%s → %s was allowed", c[0], c[1])
+		}
+	}
+	for _, c := range [][2]string{{"reconcile", "sandbox"}, {"sandbox/docker", "sandbox"}, {"drivers/lima", "drivers/sshexec"},
+		{"mcpserver", "reconcile"}, {"cmd/sbf", "mcpserver"}, {"reconcile/plan", "spec"}, {"internal/policy", "internal/hostpath"}} {
+		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {
+			t.Errorf("%s → %s refused: %s", c[0], c[1], why)
+		}
+	}
+}
