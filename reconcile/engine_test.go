@@ -190,7 +190,7 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 
 func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	if _, err := h.converge(Options{Targets: []string{"scratch"}, Request: Request{Op: Up, Sandboxes: []string{"scratch"}, TTL: TTL(10*time.Minute)}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"scratch"}, Request: Request{Op: Up, Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := spec.ReadManaged(h.root)
@@ -227,7 +227,7 @@ func TestExtendBounds(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_ttl = \"1h\"\nmax_lifetime = \"2h\"\n")
 	h.mustApply() // leases end at t0+30m
 	code := func(err error) string { return coded.Of(err, coded.Unknown).Code }
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"}, TTL: TTL(2*time.Hour)}}); code(err) != coded.TTLInvalid {
+	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"}, TTL: TTL(2 * time.Hour)}}); code(err) != coded.TTLInvalid {
 		t.Errorf("extension past max_ttl: %v", err)
 	}
 	for i := 0; i < 1; i++ {
