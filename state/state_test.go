@@ -134,8 +134,15 @@ func TestLineageIsFixedAndNew(t *testing.T) {
 }
 
 func TestLockedStateNamesItsHolder(t *testing.T) {
+	defer func(w time.Duration) { minLockWait = w }(minLockWait)
+	minLockWait = 50 * time.Millisecond
 	dir := t.TempDir()
-	first, err := open(t, dir, 0)
+	if err := EnsureDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	// A process stuck while it writes the file keeps the lock.
+	stuck, err := flock.Acquire(context.Background(), filepath.Join(dir, LockName),
+		flock.Holder{Command: "sbf test", PID: os.Getpid()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,20 +150,50 @@ func TestLockedStateNamesItsHolder(t *testing.T) {
 	var locked *flock.LockedError
 	if !errors.As(err, &locked) || locked.Holder == nil || locked.Holder.Command != "sbf test" ||
 		locked.Holder.PID != os.Getpid() {
-		t.Fatalf("second open: %v", err)
+		t.Fatalf("open while stuck: %v", err)
 	}
 	if !strings.Contains(err.Error(), "--lock-timeout") {
 		t.Errorf("error does not say how to wait: %v", err)
 	}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		first.Close()
+		stuck.Release()
 	}()
 	second, err := open(t, dir, 5*time.Second)
 	if err != nil {
 		t.Fatalf("waiting with a timeout: %v", err)
 	}
 	second.Close()
+}
+
+// Two runs hold the state at once (two processes, each converging its own
+// sandboxes): each update applies to the file as it is, so neither loses
+// the other's records, and the serial counts every write.
+func TestConcurrentStoresKeepEachOthersRecords(t *testing.T) {
+	dir := t.TempDir()
+	a, err := open(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		s    *Store
+		name string
+	}{{a, "one"}, {b, "two"}, {a, "three"}} {
+		if err := w.s.Update(func(f *File) { f.Sandboxes[w.name] = &Sandbox{Phase: Running} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Read(dir, "/ws", "ws_0123456789ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Sandboxes) != 3 || f.Serial != 3 {
+		t.Errorf("after three writes by two stores: serial %d, sandboxes %v", f.Serial, f.Sandboxes)
+	}
 }
 
 func TestCorruptStateIsReportedAndKept(t *testing.T) {

@@ -75,12 +75,16 @@ func read(dir, root, workspaceID string) (*File, []byte, error) {
 	return f, data, nil
 }
 
-// Store is a locked, writable state file: one run's hold on it.
+// Store is a workspace's writable state file. Its lock guards edits of
+// the file, never a driver call: each Update takes the lock, reads the
+// file as it is now (other processes may have recorded their sandboxes
+// meanwhile), applies the change and writes it, then lets go.
 type Store struct {
-	dir  string
-	lock *flock.Lock
-	mu   sync.Mutex
-	file *File
+	dir, root, workspaceID string
+	who                    flock.Holder
+	wait                   time.Duration
+	mu                     sync.Mutex
+	file                   *File // as this store last read or wrote it
 	// before is state.json as Open found it (nil: there was none). The
 	// run's first write makes it the backup, and later writes leave the
 	// backup alone, so it is always the version a run started from.
@@ -88,28 +92,40 @@ type Store struct {
 	backedUp bool
 }
 
-// Open locks the workspace's state (waiting up to timeout) and reads it.
+// minLockWait is the least a writer waits for the state lock: it is held
+// only while a file is read and written, so a longer wait means a stuck
+// process, never a busy one.
+var minLockWait = 30 * time.Second
+
+// Open reads the workspace's state under its lock, waiting up to timeout
+// (at least 30 seconds) for it.
 func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (*Store, error) {
 	if err := EnsureDir(dir); err != nil {
 		return nil, err
 	}
-	lock, err := flock.Acquire(ctx, filepath.Join(dir, LockName), who, timeout)
+	s := &Store{dir: dir, root: root, workspaceID: workspaceID, who: who, wait: max(timeout, minLockWait)}
+	lock, err := s.lock(ctx)
 	if err != nil {
-		var le *flock.LockedError
-		if errors.As(err, &le) {
-			return nil, fmt.Errorf("%w; wait for it to finish or pass --lock-timeout (for example --lock-timeout 5m)", err)
-		}
 		return nil, err
 	}
-	f, before, err := read(dir, root, workspaceID)
-	if err != nil {
-		lock.Release()
+	defer lock.Release()
+	if s.file, s.before, err = read(dir, root, workspaceID); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, lock: lock, file: f, before: before}, nil
+	return s, nil
 }
 
-// Snapshot returns a deep copy of the current state.
+func (s *Store) lock(ctx context.Context) (*flock.Lock, error) {
+	lock, err := flock.Acquire(ctx, filepath.Join(s.dir, LockName), s.who, s.wait)
+	var le *flock.LockedError
+	if errors.As(err, &le) {
+		return nil, fmt.Errorf("%w; the state lock is held only while the file is written, so that process "+
+			"is likely stuck: end it, or wait longer with --lock-timeout", err)
+	}
+	return lock, err
+}
+
+// Snapshot returns a deep copy of the state as this store last saw it.
 func (s *Store) Snapshot() *File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,17 +133,27 @@ func (s *Store) Snapshot() *File {
 }
 
 // Update changes the state and writes it, recording this sbf as its
-// writer: on the run's first write the version the run started from
-// becomes the backup, then the new one replaces state.json atomically.
-// Updates are serialised, so concurrent actions never lose each other's
-// writes.
+// writer: under the lock, the change applies to the file as it is now;
+// on the run's first write the version the run started from becomes the
+// backup, then the new one replaces state.json atomically. Updates are
+// serialised, so concurrent actions (of this process or others) never
+// lose each other's writes.
 func (s *Store) Update(change func(*File)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.file.Clone()
+	lock, err := s.lock(context.Background())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	cur, _, err := read(s.dir, s.root, s.workspaceID)
+	if err != nil {
+		return err
+	}
+	next := cur.Clone()
 	change(next)
 	dropForgotten(next)
-	next.Serial = s.file.Serial + 1
+	next.Serial = cur.Serial + 1
 	if next.Lineage == "" {
 		next.Lineage = newLineage()
 	}
@@ -159,8 +185,8 @@ func (s *Store) backUp() error {
 	return nil
 }
 
-// Close releases the lock.
-func (s *Store) Close() error { return s.lock.Release() }
+// Close ends the store's run; it holds no lock between updates.
+func (s *Store) Close() error { return nil }
 
 // ReadConsistent reads the state for a plan, which never writes: when a
 // writer (an apply) holds the lock, it waits up to timeout for it, and
