@@ -16,9 +16,9 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/internal/v1leases"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
+	v1leases "github.com/sandboxforge/sbf/v1import/leases"
 )
 
 type importV1Flags struct {

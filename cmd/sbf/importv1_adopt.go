@@ -14,9 +14,9 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sim"
-	"github.com/sandboxforge/sbf/internal/v1leases"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
+	v1leases "github.com/sandboxforge/sbf/v1import/leases"
 )
 
 // v1Adoption is one SandboxForge v1 lease to take over: its VM, as it is,

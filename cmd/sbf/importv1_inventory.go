@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/internal/v1leases"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
+	v1leases "github.com/sandboxforge/sbf/v1import/leases"
 )
 
 // heldInstances are the instances sbf keeps, by driver: those its host

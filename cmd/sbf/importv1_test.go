@@ -17,11 +17,11 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sim"
-	"github.com/sandboxforge/sbf/internal/v1leases"
-	"github.com/sandboxforge/sbf/internal/v1leases/v1test"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
+	v1leases "github.com/sandboxforge/sbf/v1import/leases"
+	"github.com/sandboxforge/sbf/v1import/leases/v1test"
 )
 
 const v1Now = "2026-03-26T12:00:00Z"

@@ -1,8 +1,8 @@
-// Package v1leases reads SandboxForge v1's lease database (the Python MCP
+// Package leases reads SandboxForge v1's lease database (the Python MCP
 // server's SQLite file) without changing it, and decides what taking over
 // each lease means for sbf: adopt its VM, delete a VM v1 leaked, or leave
 // it.
-package v1leases
+package leases
 
 import (
 	"context"

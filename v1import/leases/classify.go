@@ -1,4 +1,4 @@
-package v1leases
+package leases
 
 import (
 	"cmp"
