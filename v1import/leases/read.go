@@ -324,7 +324,8 @@ func wrapErr(abs string, err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("reading v1's lease database %s: it stayed locked for %s (is v1 writing to it? stop v1 and retry): %w",
+			return fmt.Errorf("reading v1's lease database %s: it stayed locked for %s "+
+				"(is v1 writing to it? stop v1 and retry): %w",
 				abs, busyTimeout, err)
 		case sqlite3.SQLITE_NOTADB:
 			return fmt.Errorf("%s is not a SQLite database: %w", abs, err)

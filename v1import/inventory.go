@@ -1,9 +1,10 @@
-package main
+package v1import
 
 import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,19 +13,20 @@ import (
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
-	v1leases "github.com/sandboxforge/sbf/v1import/leases"
+	"github.com/sandboxforge/sbf/v1import/leases"
 )
 
 // heldInstances are the instances sbf keeps, by driver: those its host
-// index lists and those a backend listed with sbf's label (labelled). A v1
-// VM imported before is one of them. One exception: a VM the index records
-// as the very sandbox a lease becomes, in the lease's workspace, but that
-// carries no label, is an import that failed (or was interrupted) before
-// its claim; it is not held, so the lease is imported again (adopting is
-// safe to repeat). retry names those leases by instance_id.
-func (a *app) heldInstances(labelled map[string]map[string]string, leases []v1leases.Lease, dm map[string]string) (
+// index (in hostDir) lists and those a backend listed with sbf's label
+// (labelled). A v1 VM imported before is one of them. One exception: a
+// VM the index records as the very sandbox a lease becomes, in the
+// lease's workspace, but that carries no label, is an import that failed
+// (or was interrupted) before its claim; it is not held, so the lease is
+// imported again (adopting is safe to repeat). retry names those leases
+// by instance_id.
+func heldInstances(hostDir string, labelled map[string]map[string]string, ls []leases.Lease, dm map[string]string) (
 	held map[string]map[string]string, retry map[string]bool, err error) {
-	all, err := state.OpenHostIndex(a.hostDir()).All()
+	all, err := state.OpenHostIndex(hostDir).All()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -36,9 +38,9 @@ func (a *app) heldInstances(labelled map[string]map[string]string, leases []v1le
 	}
 	type key struct{ driver, vm, sandbox, root string }
 	unfinished := map[key]string{}
-	for _, l := range leases {
-		if d, ok := dm[strings.ToLower(strings.TrimSpace(l.Backend))]; ok && l.BackendInstance != "" && l.WorkspaceRoot != "" {
-			name, _ := v1SandboxName(l.InstanceID)
+	for _, l := range ls {
+		if d, ok := dm[backendKey(l)]; ok && l.BackendInstance != "" && l.WorkspaceRoot != "" {
+			name, _ := sandboxName(l.InstanceID)
 			unfinished[key{d, l.BackendInstance, name, canonical(l.WorkspaceRoot)}] = l.InstanceID
 		}
 	}
@@ -69,28 +71,13 @@ func (a *app) heldInstances(labelled map[string]map[string]string, leases []v1le
 	return held, retry, nil
 }
 
-// v1Drivers maps v1's backend names to sbf drivers: v1leases.Drivers, or
-// what SBF_V1_DRIVERS says (a test hook: "lima=sim,hyperv=sim").
-func (a *app) v1Drivers() (map[string]string, error) {
-	v := a.getenv("SBF_V1_DRIVERS")
-	if v == "" {
-		return v1leases.Drivers, nil
-	}
-	m := map[string]string{}
-	for _, pair := range strings.Split(v, ",") {
-		from, to, ok := strings.Cut(strings.TrimSpace(pair), "=")
-		if !ok || from == "" || to == "" {
-			return nil, fmt.Errorf("SBF_V1_DRIVERS=%q: want v1 backends mapped to sbf drivers, such as lima=sim", v)
-		}
-		m[from] = to
-	}
-	return m, nil
-}
+// backendKey is how a lease's backend_name is looked up in a driver map.
+func backendKey(l leases.Lease) string { return strings.ToLower(strings.TrimSpace(l.Backend)) }
 
-// v1Inventory is what the backends v1's leases use list, and which driver
+// listed is what the backends v1's leases use list, and which driver
 // value listed each VM (deleting goes through it).
-type v1Inventory struct {
-	v1leases.Inventory
+type listed struct {
+	leases.Inventory
 	used  map[string]bool                        // the sbf drivers v1's leases map to
 	owner map[string]map[string]reconcile.Driver // driver → VM name → the driver that lists it
 	// labelled are the listed VMs carrying sbf's label (an owner, or a
@@ -98,19 +85,20 @@ type v1Inventory struct {
 	labelled map[string]map[string]string
 }
 
-// v1Inventory lists, once each, the drivers v1's leases map to; a backend
-// kept per workspace (sim) is listed in each lease's workspace. A backend
-// that lists only sbf's names is not asked: it cannot show v1's VMs.
-func (a *app) v1Inventory(ctx context.Context, get reconcile.DriverFactory, leases []v1leases.Lease, dm map[string]string) v1Inventory {
-	inv := v1Inventory{
-		Inventory: v1leases.Inventory{Listed: map[string]map[string]bool{}, Unlisted: map[string]string{}},
+// listBackends lists, once each, the drivers v1's leases map to; a
+// backend kept per workspace (sim) is listed in each lease's workspace. A
+// backend that lists only sbf's names is not asked: it cannot show v1's
+// VMs.
+func listBackends(ctx context.Context, get reconcile.DriverFactory, ls []leases.Lease, dm map[string]string) listed {
+	inv := listed{
+		Inventory: leases.Inventory{Listed: map[string]map[string]bool{}, Unlisted: map[string]string{}},
 		used:      map[string]bool{},
 		owner:     map[string]map[string]reconcile.Driver{},
 		labelled:  map[string]map[string]string{},
 	}
 	roots := map[string]map[string]bool{}
-	for _, l := range leases {
-		if d, ok := dm[strings.ToLower(strings.TrimSpace(l.Backend))]; ok {
+	for _, l := range ls {
+		if d, ok := dm[backendKey(l)]; ok {
 			inv.used[d] = true
 			if roots[d] == nil {
 				roots[d] = map[string]bool{}
@@ -180,4 +168,9 @@ func (a *app) v1Inventory(ctx context.Context, get reconcile.DriverFactory, leas
 		inv.labelled[name] = labelled
 	}
 	return inv
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
