@@ -126,48 +126,48 @@ func listBackends(ctx context.Context, get reconcile.DriverFactory, ls []leases.
 		} else {
 			where = []*spec.Resolved{nil}
 		}
-		names, owner, labelled := map[string]bool{}, map[string]reconcile.Driver{}, map[string]string{}
-		var why string
-		for _, r := range where {
-			d, err := get(name, r)
-			if err != nil {
-				why = err.Error()
-				break
-			}
-			list, every, err := listEvery(ctx, d, name)
-			if !every {
-				why = fmt.Sprintf("the %s driver lists only instances sbf named (%s…) or labelled, so v1's VMs "+
-					"(agent-…) are invisible to it until it can list instances under any name", name, drivers.Prefix)
-			}
-			if err != nil {
-				why = "listing its instances: " + err.Error()
-			}
-			if why != "" {
-				break
-			}
-			for _, inst := range list {
-				names[inst.Name] = true
-				if owner[inst.Name] == nil {
-					owner[inst.Name] = d
-				}
-				switch l := inst.Label; {
-				case l == nil:
-				case l.Owner != nil:
-					labelled[inst.Name] = "labelled as " + l.Owner.String()
-				case l.Spare != nil:
-					labelled[inst.Name] = "labelled as a spare of pool " + l.Spare.Pool
-				}
-			}
-		}
-		if why != "" {
+		if why := inv.listOne(ctx, get, name, where); why != "" {
 			inv.Unlisted[name] = why
-			continue
 		}
-		inv.Listed[name] = names
-		inv.owner[name] = owner
-		inv.labelled[name] = labelled
 	}
 	return inv
+}
+
+// listOne lists one driver in each of where, and says why it could not.
+func (inv *listed) listOne(ctx context.Context, get reconcile.DriverFactory, name string,
+	where []*spec.Resolved) string {
+	names, owner, labelled := map[string]bool{}, map[string]reconcile.Driver{}, map[string]string{}
+	for _, r := range where {
+		d, err := get(name, r)
+		if err != nil {
+			return err.Error()
+		}
+		list, every, err := listEvery(ctx, d, name)
+		if err != nil {
+			return "listing its instances: " + err.Error()
+		}
+		if !every {
+			return fmt.Sprintf("the %s driver lists only instances sbf named (%s…) or labelled, so v1's VMs "+
+				"(agent-…) are invisible to it until it can list instances under any name", name, drivers.Prefix)
+		}
+		for _, inst := range list {
+			names[inst.Name] = true
+			if owner[inst.Name] == nil {
+				owner[inst.Name] = d
+			}
+			switch l := inst.Label; {
+			case l == nil:
+			case l.Owner != nil:
+				labelled[inst.Name] = "labelled as " + l.Owner.String()
+			case l.Spare != nil:
+				labelled[inst.Name] = "labelled as a spare of pool " + l.Spare.Pool
+			}
+		}
+	}
+	inv.Listed[name] = names
+	inv.owner[name] = owner
+	inv.labelled[name] = labelled
+	return ""
 }
 
 func isDir(p string) bool {
