@@ -1,4 +1,4 @@
-package main
+package v1import
 
 import (
 	"context"
@@ -14,22 +14,22 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sim"
-	"github.com/sandboxforge/sbf/internal/v1leases"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/v1import/leases"
 )
 
-// v1Adoption is one SandboxForge v1 lease to take over: its VM, as it is,
+// adoption is one SandboxForge v1 lease to take over: its VM, as it is,
 // becomes the ad-hoc sandbox Sandbox of the workspace WS, leased until
 // Expires, so v1 clients' instance ids keep working and the loop deletes
 // the VM when the lease ends.
-type v1Adoption struct {
-	WS       spec.Options   // the lease's workspace (WS.Root is its workspace_root)
-	Sandbox  string         // the ad-hoc sandbox's name: v1's instance_id (inst_XXXXXXXX), or v1SandboxName's mapping of it
-	Driver   string         // the sbf driver that runs the VM
-	Instance string         // the VM's backend name (agent-XXXXXXXX), kept as is
-	Expires  time.Time      // v1's expires_at, kept as the lease end
-	Lease    v1leases.Lease // everything else v1 knew (created_at, runtime_ready, docker_command, owner_session)
+type adoption struct {
+	WS       spec.Options // the lease's workspace (WS.Root is its workspace_root)
+	Sandbox  string       // the ad-hoc sandbox's name: v1's instance_id, or sandboxName's mapping of it
+	Driver   string       // the sbf driver that runs the VM
+	Instance string       // the VM's backend name (agent-XXXXXXXX), kept as is
+	Expires  time.Time    // v1's expires_at, kept as the lease end
+	Lease    leases.Lease // everything else v1 knew (created_at, runtime_ready, docker_command, owner_session)
 }
 
 // listsEveryName is a backend that can list instances under any name, v1's
@@ -56,11 +56,11 @@ func listEvery(ctx context.Context, d reconcile.Driver, name string) (list []dri
 	return list, true, err
 }
 
-// v1SandboxName is the sandbox a v1 lease becomes: its instance_id when
+// sandboxName is the sandbox a v1 lease becomes: its instance_id when
 // that is a valid sandbox name (v1's inst_XXXXXXXX always is), else a
 // name derived from it deterministically (its letters and digits joined by
 // '_', then '-' and 8 hex digits of its SHA-1), so a rerun maps it alike.
-func v1SandboxName(id string) (name string, mapped bool) {
+func sandboxName(id string) (name string, mapped bool) {
 	if spec.ValidSandboxName(id) {
 		return id, false
 	}
@@ -89,17 +89,17 @@ func v1SandboxName(id string) (name string, mapped bool) {
 	return base + "-" + tag, true
 }
 
-// v1VMTypes are the vm_type values a sandbox can be declared with.
-var v1VMTypes = []string{"qemu", "vz", "wsl2"}
+// vmTypes are the vm_type values a sandbox can be declared with.
+var vmTypes = []string{"qemu", "vz", "wsl2"}
 
-// v1ShapeKeys are the [vm] keys an imported VM is declared with: the
+// shapeKeys are the [vm] keys an imported VM is declared with: the
 // shape its backend reports (v1's database records none; v1 made the VM
 // from the workspace's [vm] keys of the time, which may have changed
 // since), so the next plan finds nothing to change. No mounts or ports
 // either: v1's VMs have only what their Lima template gave them, which sbf
 // does not manage. A vm_type sbf cannot declare is refused: the next plan
 // would replace the VM.
-func v1ShapeKeys(inst drivers.Instance) (map[string]any, error) {
+func shapeKeys(inst drivers.Instance) (map[string]any, error) {
 	rep := inst.Reported
 	keys := map[string]any{"mounts": []any{}, "ports": []any{}}
 	if rep.CPUs > 0 {
@@ -116,16 +116,16 @@ func v1ShapeKeys(inst drivers.Instance) (map[string]any, error) {
 	}
 	switch {
 	case rep.VMType == "":
-	case slices.Contains(v1VMTypes, rep.VMType):
+	case slices.Contains(vmTypes, rep.VMType):
 		keys["vm_type"] = rep.VMType
 	default:
 		return nil, fmt.Errorf("%s runs as vm_type %q, which a sandbox cannot be declared with (%s); "+
-			"it is not imported, as sbf would replace it", inst.Name, rep.VMType, strings.Join(v1VMTypes, ", "))
+			"it is not imported, as sbf would replace it", inst.Name, rep.VMType, strings.Join(vmTypes, ", "))
 	}
 	return keys, nil
 }
 
-// adoptV1 adopts one v1 VM through the engine (Engine.AdoptInstance): the
+// adopt adopts one v1 VM through the engine (Engine.AdoptInstance): the
 // workspace's managed overrides declare the ad-hoc sandbox with an adopt
 // key, the VM's shape and v1's lease; the VM gets sbf's owner label and is
 // recorded (started if it was stopped). The container runtime is declared
@@ -133,9 +133,9 @@ func v1ShapeKeys(inst drivers.Instance) (map[string]any, error) {
 // containers are left as they run, undeclared. It returns notes for the
 // report: a lease start moved to fit [lease] max_lifetime, or a change
 // the next plan would still make to the VM.
-func (a *app) adoptV1(ctx context.Context, eng *reconcile.Engine, ad v1Adoption) ([]string, error) {
+func adopt(ctx context.Context, eng *reconcile.Engine, ad adoption) ([]string, error) {
 	var notes []string
-	r, err := spec.Load(ad.WS)
+	r, err := eng.Load(ad.WS)
 	if err != nil {
 		return nil, fmt.Errorf("loading the workspace's configuration: %w", err)
 	}
@@ -154,12 +154,12 @@ func (a *app) adoptV1(ctx context.Context, eng *reconcile.Engine, ad v1Adoption)
 	if i < 0 {
 		return nil, fmt.Errorf("the %s driver no longer lists %s", ad.Driver, ad.Instance)
 	}
-	keys, err := v1ShapeKeys(list[i])
+	keys, err := shapeKeys(list[i])
 	if err != nil {
 		return nil, err
 	}
 	if ad.Lease.RuntimeReady || ad.Lease.DockerCommand != "" {
-		maps.Copy(keys, reconcile.BootstrapKeys(r, drv, false))
+		maps.Copy(keys, runtimeKeys(r, drv))
 	}
 	acquired := ad.Lease.CreatedAt
 	if life := r.Config.Lease.MaxLifetime.Std(); !acquired.IsZero() && life > 0 && acquired.Add(life).Before(ad.Expires) {
@@ -188,4 +188,11 @@ func (a *app) adoptV1(ctx context.Context, eng *reconcile.Engine, ad v1Adoption)
 		}
 	}
 	return notes, nil
+}
+
+// runtimeKeys declare the container runtime v1 had made ready, as `sbf up`
+// declares it (no services: v1's service containers run undeclared). The
+// one place the import depends on the engine's bootstrap layers.
+func runtimeKeys(r *spec.Resolved, drv reconcile.Driver) map[string]any {
+	return reconcile.BootstrapKeys(r, drv, false)
 }

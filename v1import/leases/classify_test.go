@@ -1,4 +1,4 @@
-package v1leases
+package leases
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxforge/sbf/internal/v1leases/v1test"
+	"github.com/sandboxforge/sbf/v1import/leases/v1test"
 )
 
 var classifyNow = utc("2026-03-26T12:00:00Z")

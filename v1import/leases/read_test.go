@@ -1,4 +1,4 @@
-package v1leases
+package leases
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/v1leases/v1test"
+	"github.com/sandboxforge/sbf/v1import/leases/v1test"
 )
 
 func utc(s string) time.Time {

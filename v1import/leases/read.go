@@ -1,8 +1,8 @@
-// Package v1leases reads SandboxForge v1's lease database (the Python MCP
+// Package leases reads SandboxForge v1's lease database (the Python MCP
 // server's SQLite file) without changing it, and decides what taking over
 // each lease means for sbf: adopt its VM, delete a VM v1 leaked, or leave
 // it.
-package v1leases
+package leases
 
 import (
 	"context"
@@ -324,7 +324,8 @@ func wrapErr(abs string, err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("reading v1's lease database %s: it stayed locked for %s (is v1 writing to it? stop v1 and retry): %w",
+			return fmt.Errorf("reading v1's lease database %s: it stayed locked for %s "+
+				"(is v1 writing to it? stop v1 and retry): %w",
 				abs, busyTimeout, err)
 		case sqlite3.SQLITE_NOTADB:
 			return fmt.Errorf("%s is not a SQLite database: %w", abs, err)

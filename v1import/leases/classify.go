@@ -1,4 +1,4 @@
-package v1leases
+package leases
 
 import (
 	"cmp"
@@ -194,13 +194,15 @@ func classify(l Lease, inv Inventory, dm map[string]string, o Options) Entry {
 	case !spec.ValidSandboxName(l.InstanceID):
 		return set(Skip, "instance_id %q cannot be an sbf sandbox name", l.InstanceID)
 	case root == "":
-		return set(Skip, "the lease has no workspace_root (v1 made it without one), so sbf has no workspace to adopt VM %s into", vm)
+		return set(Skip, "the lease has no workspace_root (v1 made it without one), so sbf has no workspace to "+
+			"adopt VM %s into", vm)
 	case !filepath.IsAbs(root):
 		return set(Skip, "workspace_root %q is not an absolute path", root)
 	case o.DirExists != nil && !o.DirExists(root):
 		return set(Skip, "workspace_root %s is not a folder on this host", root)
 	}
-	reason := fmt.Sprintf("active until %s: VM %s becomes sandbox %s of %s", at(l.ExpiresAt), vm, l.InstanceID, l.WorkspaceRoot)
+	reason := fmt.Sprintf("active until %s: VM %s becomes sandbox %s of %s",
+		at(l.ExpiresAt), vm, l.InstanceID, l.WorkspaceRoot)
 	if l.Status == statusCreating {
 		reason += " (v1 had not finished creating it)"
 	}
