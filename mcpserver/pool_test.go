@@ -17,7 +17,7 @@ func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.srv.cfg.Engine.Pools(context.Background(), ws, reconcile.PoolOptions{}); err != nil {
+	if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.FillPools}}); err != nil {
 		t.Fatalf("filling the pool: %v", err)
 	}
 	var spare string

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sandboxforge/sbf/reconcile/plan"
-
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sandboxforge/sbf/internal/policy"
@@ -114,14 +112,7 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
 		Report:     report,
-		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
-			// A pool pass is reported as a pass whose actions are spares'.
-			var p *plan.Plan
-			if res != nil {
-				p = res.Plan
-			}
-			report(ws, &reconcile.Result{Plan: p}, err)
-		},
+		PoolReport: report, // a pool pass is reported as a pass whose actions are spares'
 	})
 }
 

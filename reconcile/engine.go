@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -84,6 +83,9 @@ type Result struct {
 	// Warnings are what sbf corrected in the files as they were (a lease
 	// end clamped to its bounds), even when this run's edit rewrote them.
 	Warnings []string
+	// Desired is what the plan was made for; Now is when.
+	Desired plan.Desired
+	Now     time.Time
 	// Busy names the process changing the workspace while a plan was made
 	// (it did not let go within LockTimeout): records and world may be
 	// halfway between two steps, so the plan is a glimpse, not a verdict.
@@ -119,102 +121,6 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	return res, err
 }
 
-func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
-	now := e.Clock.Now()
-	root, id, err := spec.WorkspaceIdentity(ws.Root)
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(root, spec.Dir)
-	var store *state.Store
-	var rec *state.File
-	var busy *flock.Holder
-	if planOnly {
-		var release func()
-		if rec, busy, release, err = state.ReadConsistent(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
-			return nil, err
-		}
-		defer release()
-	} else if rec, err = state.Read(dir, root, id); err != nil {
-		return nil, err
-	}
-	before, r, edit, err := e.resolve(ws, rec, opts, now)
-	if err != nil {
-		return nil, err
-	}
-	if !planOnly {
-		if err := e.preflight(r, rec, opts.Targets); err != nil {
-			return nil, err
-		}
-		if store, err = state.Open(ctx, dir, root, id, e.holder(), e.LockTimeout); err != nil {
-			return nil, err
-		}
-		defer store.Close()
-		rec = store.Snapshot()
-	}
-	res := &Result{Resolved: r, State: rec, Warnings: warningsOf(before, r), Busy: busy}
-	desired := plan.DesiredFrom(r)
-	layers, err := resolveLayers(ctx, r, desired, e.Env)
-	if err != nil {
-		return nil, err
-	}
-	for name, l := range layers {
-		sb := desired.Sandboxes[name]
-		sb.Layers = l
-		desired.Sandboxes[name] = sb
-	}
-	res.Observed = e.observe(ctx, r, desired, rec)
-	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable, func(name string) (Driver, error) { return e.Drivers(name, r) })
-	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed), res.Observed, now,
-		opts.Targets, e.runner(r))
-	res.Plan = plan.ComputeFor(desired, rec, res.Observed, now, opts.Targets).Only(opts.Targets)
-	res.NextExpiry = nextExpiry(desired, now)
-	if opts.Saved != nil {
-		if err := opts.Saved.check(rec, res.Plan); err != nil {
-			return res, err
-		}
-	}
-	if planOnly {
-		return res, problemsError(res.Plan)
-	}
-	if err := e.admitOnHost(res.Plan, r); err != nil {
-		return res, err
-	}
-	if opts.Confirm != nil && !res.Plan.Empty() {
-		ok, err := opts.Confirm(res.Plan)
-		if err != nil || !ok {
-			return res, err
-		}
-	}
-	if err := e.writeEdit(ctx, before, r, rec, edit, now); err != nil {
-		return res, err
-	}
-	exec := &Executor{
-		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
-		Record:      store,
-		Clock:       e.Clock,
-		Admit:       e.admission(r, desired, rec),
-		Parallelism: e.Parallelism,
-		Events:      e.Events,
-		Layers:      layers,
-		NoWait:      opts.NoWait,
-		WorkspaceID: id,
-		HostDir:     e.HostDir,
-		Who:         e.holder(),
-	}
-	applyErr := exec.Apply(ctx, res.Plan)
-	res.Applied, res.State = true, store.Snapshot()
-	if len(res.Plan.Actions) > 0 {
-		res.Observed = e.observe(ctx, r, desired, res.State)
-	}
-	if res.Plan.Adopts() {
-		// The host index learns the instances adopted; loops refill.
-		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
-		e.adoptions.notify()
-	}
-	return res, errors.Join(applyErr, problemsError(res.Plan))
-}
-
 // preflight fails before anything is written when a backend the run
 // needs cannot be used here (limactl as root, a missing binary): such a
 // run must leave no lease and no state folder behind (a root-owned
@@ -241,33 +147,6 @@ func (e *Engine) preflight(r *spec.Resolved, rec *state.File, targets []string) 
 		}
 	}
 	return nil
-}
-
-// resolve loads the desired state before and after the request's edit;
-// the edit is applied in memory only.
-func (e *Engine) resolve(ws spec.Options, rec *state.File, opts Options, now time.Time) (
-	before, after *spec.Resolved, edit Edit, err error) {
-	ws.Now = now // a hand-edited lease end is clamped to what max_ttl allows from now
-	if before, err = e.Load(ws); err != nil {
-		return before, before, nil, err
-	}
-	if edit = opts.edit; edit == nil {
-		if edit, err = e.edit(opts.Request, before, rec, now); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	if edit == nil {
-		return before, before, nil, nil
-	}
-	managed, err := spec.ReadManaged(before.Root)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := edit(managed, EditContext{Resolved: before, State: rec, Now: now}); err != nil {
-		return nil, nil, nil, err
-	}
-	after, err = before.WithManaged(managed)
-	return before, after, edit, err
 }
 
 // writeEdit persists the edit: it is applied again to the document as it

@@ -1,12 +1,13 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"

@@ -1,9 +1,10 @@
 package reconcile
 
 import (
-	"github.com/sandboxforge/sbf/reconcile/plan"
 	"math"
 	"path/filepath"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"

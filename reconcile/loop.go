@@ -24,7 +24,7 @@ type WatchOptions struct {
 	Wake   <-chan struct{}
 	Report func(spec.Options, *Result, error)
 	// PoolReport, when set, hears each pool pass.
-	PoolReport func(spec.Options, *PoolResult, error)
+	PoolReport func(spec.Options, *Result, error)
 	// Workers bounds how many workspaces converge at once (default 4).
 	Workers int
 	// MaxBackoff caps the wait after failed passes (default 5 minutes).
@@ -100,7 +100,7 @@ type entry struct {
 type passDone struct {
 	key  string
 	res  *Result
-	pool *PoolResult
+	pool *Result
 	err  error
 }
 
@@ -185,7 +185,7 @@ func (c *controller) dispatch(ctx context.Context) {
 				// Unlike a workspace's pass, a refill stops with the loop: a
 				// spare cut off mid-boot is deleted (now, or by the next pass),
 				// and nobody waits minutes for a VM nobody asked for yet.
-				res, err := c.e.Pools(ctx, ws, PoolOptions{})
+				res, err := c.e.Apply(ctx, ws, Options{Request: Request{Op: FillPools}})
 				c.done <- passDone{key: key, pool: res, err: err}
 				return
 			}

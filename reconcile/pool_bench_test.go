@@ -121,7 +121,7 @@ func BenchmarkPoolWarmCreateDuringRefill(b *testing.B) {
 	}
 }
 
-func waitPool(b *testing.B, pools <-chan *PoolResult) *PoolResult {
+func waitPool(b *testing.B, pools <-chan *Result) *Result {
 	b.Helper()
 	select {
 	case res := <-pools:

@@ -112,89 +112,40 @@ func (e *Engine) evictSpare(ctx context.Context, r *spec.Resolved, listed []driv
 	return false, nil
 }
 
-// PoolOptions say what one pool pass does.
-type PoolOptions struct {
-	// Drain deletes spares instead of filling: those of the workspace's
-	// pools (their shapes, or made for them); with All every spare the
-	// drivers list.
-	Drain bool
-	All   bool
-	// DryRun only plans (sbf pool status).
-	DryRun bool
-	// Confirm sees the plan before anything changes; false stops there.
-	Confirm func(*plan.Plan) (bool, error)
-}
-
-// PoolResult is what a pool pass saw and did.
-type PoolResult struct {
-	Resolved *spec.Resolved
-	Desired  plan.Desired
-	Plan     *plan.Plan
-	Observed plan.Observed // after the pass, when it ran
-	Applied  bool
-	Now      time.Time
-}
-
-// Pools converges the workspace's pools: it deletes the spares nobody
-// should keep and makes the spares each pool lacks, waiting for them to
-// boot (the loop runs it apart from the workspace's own pass, so a create
-// never waits for a refill). It takes no workspace lock: spares are not
-// in the state file, and each step is safe against other processes.
-func (e *Engine) Pools(ctx context.Context, ws spec.Options, opts PoolOptions) (*PoolResult, error) {
-	now := e.Clock.Now()
-	ws.Now = now
-	r, err := e.Load(ws)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID)
-	if err != nil {
-		return nil, err
-	}
+// convergePools is a pool pass: it plans (pool status) or carries out
+// (fill, drain) what the workspace's pools need: the spares nobody should
+// keep deleted, the spares each pool lacks made and booted (the loop runs
+// it apart from the workspace's own pass, so a create never waits for a
+// refill). Spares are in no workspace's state file; each step is safe
+// against other processes (claims are atomic).
+func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Result, error) {
+	r := u.r
 	d := plan.DesiredFrom(r)
-	res := &PoolResult{Resolved: r, Desired: d, Now: now, Plan: &plan.Plan{}}
-	if len(d.Pools) == 0 && !opts.Drain && !opts.DryRun {
+	res.Desired, res.Now, res.Plan = d, u.now, &plan.Plan{}
+	drain := u.opts.Request.Op == DrainPools
+	if len(d.Pools) == 0 && !drain && !u.planOnly {
 		return res, nil // no pool: the workspace's own passes collect stray spares
 	}
-	res.Observed = e.observe(ctx, r, d, rec)
-	if opts.Drain {
-		res.Plan = drainPlan(d, res.Observed, opts.All)
+	res.Observed = e.observe(ctx, r, d, u.rec)
+	if drain {
+		res.Plan = drainPlan(d, res.Observed, u.opts.Request.All)
 	} else {
-		res.Plan = plan.ComputePools(d, res.Observed, now)
+		res.Plan = plan.ComputePools(d, res.Observed, u.now)
 	}
-	if opts.DryRun {
+	if u.planOnly {
 		return res, nil
 	}
-	if opts.Confirm != nil && len(res.Plan.Actions) > 0 {
-		if ok, err := opts.Confirm(res.Plan); err != nil || !ok {
-			return res, err
-		}
+	if ok, err := e.confirm(ctx, u, res); !ok {
+		return res, err
 	}
+	var err error
 	if len(res.Plan.Actions) > 0 {
-		exec := &Executor{
-			Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
-			Record:      noRecord{},
-			Clock:       e.Clock,
-			Admit:       e.admission(r, d, rec),
-			Parallelism: e.Parallelism,
-			Events:      e.Events,
-			WorkspaceID: r.WorkspaceID,
-			HostDir:     e.HostDir,
-			Who:         e.holder(),
-		}
-		err = exec.Apply(ctx, res.Plan)
+		err = e.executor(u, d).Apply(ctx, res.Plan)
 		res.Applied = true
-		res.Observed = e.observe(ctx, r, d, rec)
+		res.Observed = e.observe(ctx, r, d, u.rec)
 	}
 	return res, errors.Join(err, problemsError(res.Plan))
 }
-
-// noRecord is the recorder of a pool pass: spares are not in any
-// workspace's state file.
-type noRecord struct{}
-
-func (noRecord) Update(func(*state.File)) error { return errors.New("a pool pass records no sandbox") }
-func (noRecord) Snapshot() *state.File          { return state.New("", "") }
 
 // drainPlan deletes the spares of the workspace's pools (their shapes, or
 // made for them), or with all every spare listed; spares a fill is still
@@ -246,8 +197,8 @@ type PoolsReport struct {
 	Others []SpareStatus `json:"other_spares"`
 }
 
-// Report describes the pools and spares as observed.
-func (res *PoolResult) Report() PoolsReport {
+// PoolsReport describes the pools and spares as observed.
+func (res *Result) PoolsReport() PoolsReport {
 	out := PoolsReport{Pools: []PoolStatus{}, Others: []SpareStatus{}}
 	problems := map[string]string{}
 	if res.Plan != nil {
@@ -308,7 +259,7 @@ func spareStatus(s plan.Spare, now time.Time) SpareStatus {
 
 // NextIdleOut is when the first ready spare the pass saw idles out (zero
 // when none): the loop's pool pass wakes then to replace it.
-func (res *PoolResult) NextIdleOut() time.Time {
+func (res *Result) NextIdleOut() time.Time {
 	var next time.Time
 	for _, s := range res.Observed.Spares {
 		if s.Label == nil || s.Label.Spare == nil || !res.Now.Before(s.Label.Spare.IdleUntil) {

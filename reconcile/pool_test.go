@@ -32,9 +32,9 @@ max_instances = 20
 `
 
 // fill is one pool pass (`sbf pool fill`).
-func (h *harness) fill() *PoolResult {
+func (h *harness) fill() *Result {
 	h.t.Helper()
-	res, err := h.eng.Pools(context.Background(), h.ws(), PoolOptions{})
+	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: FillPools}})
 	if err != nil {
 		h.t.Fatalf("pool pass: %v", err)
 	}
@@ -241,7 +241,7 @@ func TestAdoptionMatchesShapeAndReconfigures(t *testing.T) {
 // would pass the cap deletes a spare first, and a fill stops at the cap.
 func TestInstanceCapEvictsSparesForSandboxes(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\ncpus = 2\n[pool.small]\ncpus = 4\nsize = 3\n[lease]\nmax_instances = 2\n[sandboxes.api]\n")
-	_, err := h.eng.Pools(context.Background(), h.ws(), PoolOptions{})
+	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: FillPools}})
 	if coded.Of(err, coded.Unknown).Code != coded.InstanceLimit {
 		t.Errorf("a fill past the cap: %v", err)
 	}
@@ -285,7 +285,7 @@ func TestRemovedPoolAndDrain(t *testing.T) {
 
 	h.writeSpec(strings.Replace(poolSpec, "size = 1", "size = 2", 1))
 	h.fill()
-	res2, err := h.eng.Pools(context.Background(), h.ws(), PoolOptions{Drain: true})
+	res2, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: DrainPools}})
 	if err != nil || len(res2.Plan.Actions) != 2 {
 		t.Fatalf("drain: %v %s", err, steps(res2.Plan))
 	}
@@ -447,7 +447,7 @@ func TestLoopFillsAndRefillsPools(t *testing.T) {
 			}
 		}
 	}
-	var filled *PoolResult
+	var filled *Result
 	wait("first pool pass that fills", func() bool {
 		select {
 		case filled = <-pools:
@@ -473,15 +473,15 @@ func TestLoopFillsAndRefillsPools(t *testing.T) {
 
 // watchPools runs the loop over h's workspace and passes on each pool
 // pass's result; stop ends the loop (a pass it cuts short is no error).
-func (h *harness) watchPools(tb testing.TB) (pools <-chan *PoolResult, stop func()) {
+func (h *harness) watchPools(tb testing.TB) (pools <-chan *Result, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan *PoolResult, 16)
+	ch := make(chan *Result, 16)
 	done := make(chan error, 1)
 	go func() {
 		done <- h.eng.Watch(ctx, WatchOptions{
 			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
 			Interval:   time.Hour,
-			PoolReport: func(_ spec.Options, res *PoolResult, err error) {
+			PoolReport: func(_ spec.Options, res *Result, err error) {
 				if err != nil && ctx.Err() == nil {
 					tb.Errorf("pool pass: %v", err)
 				}

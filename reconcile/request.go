@@ -29,6 +29,9 @@ type Request struct {
 	// Bootstrap gives the ad-hoc sandboxes of Up and Prepare
 	// SandboxForge v1's bootstrap as desired layers.
 	Bootstrap *Bootstrap
+	// All drains every spare the drivers list, not only the workspace's
+	// pools' (DrainPools).
+	All bool
 }
 
 // Op is what a request does to the desired state.
@@ -48,7 +51,16 @@ const (
 	Extend Op = "extend"
 	// Prepare converges a live sandbox's layers, never renewing its lease.
 	Prepare Op = "prepare"
+	// FillPools makes the spares the workspace's pools lack and deletes
+	// idle, stray or surplus ones: a plan of it is `sbf pool status`.
+	FillPools Op = "fill-pools"
+	// DrainPools deletes the spares of the workspace's pools (with All,
+	// every spare the drivers list).
+	DrainPools Op = "drain-pools"
 )
+
+// pools says whether an operation is a pool pass.
+func pools(op Op) bool { return op == FillPools || op == DrainPools }
 
 // Bootstrap is SandboxForge v1's bootstrap of an ad-hoc sandbox: the
 // container runtime, and the workspace's [infra] services when Services
@@ -61,7 +73,7 @@ type Bootstrap struct {
 // before it (r) at now; nil for a request that edits nothing.
 func (e *Engine) edit(req Request, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
 	switch req.Op {
-	case Reconcile:
+	case Reconcile, FillPools, DrainPools:
 		return nil, nil
 	case Renew:
 		return renewEdit(req.Sandboxes), nil

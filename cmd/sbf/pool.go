@@ -36,7 +36,7 @@ func (a *app) poolFillCommand() *cobra.Command {
 		Short: "Make the spares the workspace's pools lack (and delete idle, stray or surplus ones); waits for them to boot",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return a.poolPass("pool fill", &f, reconcile.PoolOptions{})
+			return a.poolPass("pool fill", &f, poolPass{req: reconcile.Request{Op: reconcile.FillPools}})
 		},
 	}
 	f.register(cmd, withParallelism|withSet)
@@ -50,7 +50,7 @@ func (a *app) poolStatusCommand() *cobra.Command {
 		Short: "Show each pool's spares (ready, booting, idle-expired …) and what a fill would do",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return a.poolPass("pool status", &f, reconcile.PoolOptions{DryRun: true})
+			return a.poolPass("pool status", &f, poolPass{req: reconcile.Request{Op: reconcile.FillPools}, status: true})
 		},
 	}
 	f.register(cmd, withSet)
@@ -65,11 +65,11 @@ func (a *app) poolDrainCommand() *cobra.Command {
 		Short: "Delete the spares of the workspace's pools (--all: every spare on this host); adopted VMs are never touched",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			opts := reconcile.PoolOptions{Drain: true, All: all}
+			p := poolPass{req: reconcile.Request{Op: reconcile.DrainPools, All: all}}
 			if !f.autoApprove {
-				opts.Confirm = a.confirm(f.asJSON)
+				p.confirm = a.confirm(f.asJSON)
 			}
-			return a.poolPass("pool drain", &f, opts)
+			return a.poolPass("pool drain", &f, p)
 		},
 	}
 	f.register(cmd, withApprove|withParallelism|withSet)
@@ -85,17 +85,30 @@ type poolReport struct {
 	Error   *coded.Error          `json:"error"`
 }
 
-func (a *app) poolPass(cmdName string, f *convergeFlags, opts reconcile.PoolOptions) error {
+// poolPass is what a pool command asks: the pass (fill or drain), and
+// whether only its plan is wanted (status).
+type poolPass struct {
+	req     reconcile.Request
+	status  bool
+	confirm func(*plan.Plan) (bool, error)
+}
+
+func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 	ws, eng, err := a.workspaceEngine(cmdName, f)
 	if err != nil {
 		return err
 	}
-	res, err := eng.Pools(context.Background(), ws, opts)
+	opts := reconcile.Options{Request: p.req, Confirm: p.confirm}
+	run := eng.Apply
+	if p.status {
+		run = eng.Plan
+	}
+	res, err := run(context.Background(), ws, opts)
 	if res == nil {
 		return a.reportError(err, f.asJSON)
 	}
 	if f.asJSON {
-		rep := poolReport{Plan: res.Plan.Report(), Applied: res.Applied, Pools: res.Report(), Error: coded.Of(err, coded.Unknown)}
+		rep := poolReport{Plan: res.Plan.Report(), Applied: res.Applied, Pools: res.PoolsReport(), Error: coded.Of(err, coded.Unknown)}
 		if werr := writeJSON(a.stdout, rep); werr != nil {
 			return werr
 		}
@@ -105,20 +118,20 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, opts reconcile.PoolOpti
 		return nil
 	}
 	switch {
-	case opts.DryRun && !res.Plan.Empty():
+	case p.status && !res.Plan.Empty():
 		fmt.Fprintln(a.stdout, "A pool pass (sbf pool fill, or the loop) would:")
 		res.Plan.Render(a.stdout, a.style())
-	case opts.Confirm != nil && !res.Applied && len(res.Plan.Actions) > 0 && err == nil:
+	case p.confirm != nil && !res.Applied && len(res.Plan.Actions) > 0 && err == nil:
 		fmt.Fprintln(a.stdout, "Drain cancelled; nothing was changed.")
 		return silentExit(1)
 	case res.Applied:
 		s := res.Plan.Summary()
 		fmt.Fprintf(a.stdout, "Pool pass complete: %d spares made, %d deleted.\n", s.Add, s.Destroy)
-	case !opts.DryRun && len(res.Plan.Problems) == 0:
+	case !p.status && len(res.Plan.Problems) == 0:
 		fmt.Fprintln(a.stdout, "No changes. Pools are full.")
 	}
 	res.Plan.RenderProblems(a.stdout)
-	a.printPools(res.Report())
+	a.printPools(res.PoolsReport())
 	return err
 }
 

@@ -65,13 +65,14 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 	return eng.Watch(ctx, reconcile.WatchOptions{
 		Workspaces: func() []spec.Options { return []spec.Options{ws} },
 		Interval:   interval,
-		PoolReport: func(_ spec.Options, res *reconcile.PoolResult, err error) {
+		PoolReport: func(_ spec.Options, res *reconcile.Result, err error) {
 			if err != nil {
 				fmt.Fprintf(a.stderr, "sbf: pool pass: %v\n", err)
 			}
 			if res != nil && res.Applied && !f.asJSON {
 				s := res.Plan.Summary()
-				fmt.Fprintf(a.stdout, "%s pool pass: %d spares made, %d deleted\n", eng.Clock.Now().UTC().Format(time.RFC3339), s.Add, s.Destroy)
+				fmt.Fprintf(a.stdout, "%s pool pass: %d spares made, %d deleted\n", eng.Clock.Now().UTC().Format(time.RFC3339),
+					s.Add, s.Destroy)
 			}
 		},
 		Report: func(_ spec.Options, res *reconcile.Result, err error) {

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandboxforge/sbf/reconcile/plan"
-
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/mcpserver"
@@ -108,13 +106,7 @@ func (a *app) serveLoop(dirs []string) error {
 		Interval:   settings.SweepInterval,
 		Wake:       wake,
 		Report:     a.logPass,
-		PoolReport: func(ws spec.Options, res *reconcile.PoolResult, err error) {
-			var p *plan.Plan
-			if res != nil {
-				p = res.Plan
-			}
-			a.logPass(ws, &reconcile.Result{Plan: p}, err)
-		},
+		PoolReport: a.logPass, // a pool pass is reported as a pass whose actions are spares'
 	})
 	stop()
 	wg.Wait()

@@ -113,3 +113,40 @@ var errWouldBlock = errors.New("lock is held")
 func (e *LockedError) Coded() *coded.Error {
 	return coded.New(coded.StateLocked, map[string]any{"path": e.Path, "holder": e.Holder}, "%s", e.Error())
 }
+
+// Holding reports who holds the lock at path, without taking it for
+// longer than a look and without writing anything: nil when nobody does
+// (or the lock file does not exist).
+func Holding(path string) *Holder {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := tryLock(f); err == nil {
+		unlock(f)
+		return nil
+	}
+	if h := ReadHolder(path); h != nil {
+		return h
+	}
+	return &Holder{Command: "another sbf process"}
+}
+
+// WaitFree waits up to timeout until nobody holds the lock at path, without
+// taking it, and returns who still holds it then (nil: free).
+func WaitFree(ctx context.Context, path string, timeout time.Duration) *Holder {
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
+		who := Holding(path)
+		if who == nil {
+			return nil
+		}
+		select {
+		case <-waitCtx.Done():
+			return who
+		case <-clock.Real{}.After(wait): // another process lets go in real time
+		}
+	}
+}

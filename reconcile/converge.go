@@ -1,0 +1,234 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/reconcile/plan"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// run is one convergence on its way: what it read and decided so far.
+type run struct {
+	ws       spec.Options
+	opts     Options
+	planOnly bool
+	now      time.Time
+	root, id string
+	dir      string
+	rec      *state.File
+	before   *spec.Resolved // the desired state before the request's edit
+	r        *spec.Resolved // after it
+	edit     Edit
+	store    *state.Store
+	locks    *held
+}
+
+func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
+	u, err := e.begin(ctx, ws, opts, planOnly)
+	if u != nil && u.locks != nil {
+		defer u.locks.release()
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Resolved: u.r, State: u.rec, Warnings: warningsOf(u.before, u.r), Busy: u.busy()}
+	if pools(opts.Request.Op) {
+		return e.convergePools(ctx, u, res)
+	}
+	return e.convergeSandboxes(ctx, u, res)
+}
+
+// begin reads and decides what a run needs before it plans: the desired
+// state with the request's edit, the backends it needs (a run that cannot
+// use one writes nothing), the locks of the sandboxes it may act on, and
+// then — since other runs may have finished with them meanwhile — the
+// state and the managed overrides once more.
+func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*run, error) {
+	u := &run{ws: ws, opts: opts, planOnly: planOnly, now: e.Clock.Now()}
+	var err error
+	if u.root, u.id, err = spec.WorkspaceIdentity(ws.Root); err != nil {
+		return nil, err
+	}
+	u.dir = filepath.Join(u.root, spec.Dir)
+	if u.rec, err = state.Read(u.dir, u.root, u.id); err != nil {
+		return nil, err
+	}
+	ws.Now = u.now // a hand-edited lease end is clamped to what max_ttl allows from now
+	if u.before, err = e.Load(ws); err != nil {
+		return nil, err
+	}
+	if err = u.applyRequest(e); err != nil {
+		return nil, err
+	}
+	if !planOnly {
+		if err := e.preflight(u.r, u.rec, opts.Targets); err != nil {
+			return nil, err
+		}
+	}
+	if !pools(opts.Request.Op) {
+		if u.locks, err = e.lockSandboxes(ctx, u.dir, touched(u.r, u.rec, opts.Targets), lockModeOf(opts, planOnly)); err != nil {
+			return u, err
+		}
+	}
+	if planOnly {
+		if u.rec, err = state.Read(u.dir, u.root, u.id); err != nil {
+			return u, err
+		}
+	} else {
+		if u.store, err = state.Open(ctx, u.dir, u.root, u.id, e.holder(), e.LockTimeout); err != nil {
+			return u, err
+		}
+		u.rec = u.store.Snapshot()
+	}
+	if u.before, err = u.before.WithManaged(nil); err != nil {
+		return u, err
+	}
+	return u, u.applyRequest(e)
+}
+
+// applyRequest decides the request's edit on the desired state as read
+// and resolves the desired state after it, in memory only.
+func (u *run) applyRequest(e *Engine) error {
+	u.r, u.edit = u.before, u.opts.edit
+	if u.edit == nil {
+		var err error
+		if u.edit, err = e.edit(u.opts.Request, u.before, u.rec, u.now); err != nil {
+			return err
+		}
+	}
+	if u.edit == nil {
+		return nil
+	}
+	managed, err := spec.ReadManaged(u.before.Root)
+	if err != nil {
+		return err
+	}
+	if err := u.edit(managed, EditContext{Resolved: u.before, State: u.rec, Now: u.now}); err != nil {
+		return err
+	}
+	u.r, err = u.before.WithManaged(managed)
+	return err
+}
+
+// targets are what the run may act on: its targets, less the sandboxes
+// another run holds (a loop pass leaves those alone); none says that
+// leaves nothing.
+func (u *run) targets() (targets []string, none bool) {
+	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 {
+		return u.opts.Targets, false
+	}
+	held := u.locks.names()
+	return held, len(held) == 0
+}
+
+// busy names a run that held a sandbox while this one planned.
+func (u *run) busy() *flock.Holder {
+	if u.locks == nil {
+		return nil
+	}
+	for _, h := range u.locks.busy {
+		return h
+	}
+	return nil
+}
+
+func lockModeOf(opts Options, planOnly bool) lockMode {
+	switch {
+	case planOnly:
+		return peekBusy
+	case opts.Request.Op == Reconcile && opts.edit == nil:
+		return skipBusy
+	}
+	return waitBusy
+}
+
+// convergeSandboxes plans the workspace's sandboxes and, unless only a
+// plan is asked for, carries the plan out.
+func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*Result, error) {
+	r, rec := u.r, u.rec
+	targets, none := u.targets()
+	desired := plan.DesiredFrom(r)
+	if none {
+		res.Plan, res.Desired, res.Now = &plan.Plan{}, desired, u.now
+		return res, nil // every sandbox is another run's for now; the next pass looks again
+	}
+	layers, err := resolveLayers(ctx, r, desired, e.Env)
+	if err != nil {
+		return nil, err
+	}
+	for name, l := range layers {
+		sb := desired.Sandboxes[name]
+		sb.Layers = l
+		desired.Sandboxes[name] = sb
+	}
+	res.Observed = e.observe(ctx, r, desired, rec)
+	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable,
+		func(name string) (Driver, error) { return e.Drivers(name, r) })
+	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
+		res.Observed, u.now, targets, e.runner(r))
+	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets)
+	res.Desired, res.Now = desired, u.now
+	res.NextExpiry = nextExpiry(desired, u.now)
+	if u.opts.Saved != nil {
+		if err := u.opts.Saved.check(rec, res.Plan); err != nil {
+			return res, err
+		}
+	}
+	if u.planOnly {
+		return res, problemsError(res.Plan)
+	}
+	if err := e.admitOnHost(res.Plan, r); err != nil {
+		return res, err
+	}
+	if ok, err := e.confirm(ctx, u, res); !ok {
+		return res, err
+	}
+	exec := e.executor(u, desired)
+	exec.Layers, exec.NoWait = layers, u.opts.NoWait
+	applyErr := exec.Apply(ctx, res.Plan)
+	res.Applied, res.State = true, u.store.Snapshot()
+	if len(res.Plan.Actions) > 0 {
+		res.Observed = e.observe(ctx, r, desired, res.State)
+	}
+	if res.Plan.Adopts() {
+		// The host index learns the instances adopted; loops refill.
+		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
+		e.adoptions.notify()
+	}
+	return res, errors.Join(applyErr, problemsError(res.Plan))
+}
+
+// confirm shows the plan to the door's confirmation, then writes the
+// request's edit: nothing is written unless the plan goes ahead.
+func (e *Engine) confirm(ctx context.Context, u *run, res *Result) (bool, error) {
+	if u.opts.Confirm != nil && !res.Plan.Empty() {
+		ok, err := u.opts.Confirm(res.Plan)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	if err := e.writeEdit(ctx, u.before, u.r, u.rec, u.edit, u.now); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (e *Engine) executor(u *run, desired plan.Desired) *Executor {
+	r := u.r
+	return &Executor{
+		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
+		Record:      u.store,
+		Clock:       e.Clock,
+		Admit:       e.admission(r, desired, u.rec),
+		Parallelism: e.Parallelism,
+		Events:      e.Events,
+		WorkspaceID: u.id,
+		HostDir:     e.HostDir,
+		Who:         e.holder(),
+	}
+}

@@ -1,0 +1,124 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// A run holds each sandbox it acts on by a lock of that sandbox's own
+// (.sandboxforge/locks/NAME.lock), from before it plans until its actions
+// end: two runs never act on one sandbox at once, while runs on different
+// sandboxes of a workspace go side by side (the state file's lock guards
+// only its writes). A crashed run's locks go with its process.
+const locksDir = "locks"
+
+// held are the sandbox locks of one run.
+type held struct {
+	locks map[string]*flock.Lock
+	busy  map[string]*flock.Holder // sandboxes another run holds, that this one leaves alone
+}
+
+func (h *held) release() {
+	for _, l := range h.locks {
+		l.Release()
+	}
+}
+
+// names are the sandboxes held.
+func (h *held) names() []string {
+	out := make([]string, 0, len(h.locks))
+	for n := range h.locks {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lockMode says what a run does about a sandbox another run holds.
+type lockMode int
+
+const (
+	waitBusy lockMode = iota // wait up to LockTimeout, then fail naming the holder (a command)
+	skipBusy                 // leave it to the run that holds it (a loop pass)
+	peekBusy                 // wait up to LockTimeout for it, then note who holds it (a plan writes nothing)
+)
+
+// lockSandboxes takes the locks of the named sandboxes, sorted so that two
+// runs never wait for each other in a circle.
+func (e *Engine) lockSandboxes(ctx context.Context, dir string, names []string, mode lockMode) (*held, error) {
+	h := &held{locks: map[string]*flock.Lock{}, busy: map[string]*flock.Holder{}}
+	if len(names) == 0 {
+		return h, nil
+	}
+	ldir := filepath.Join(dir, locksDir)
+	if mode == peekBusy { // a plan writes nothing: it looks, waiting up to LockTimeout for a run to end
+		for _, name := range names {
+			if who := flock.WaitFree(ctx, filepath.Join(ldir, name+".lock"), e.LockTimeout); who != nil {
+				h.busy[name] = who
+			}
+		}
+		return h, nil
+	}
+	if err := state.EnsureDir(dir); err != nil {
+		return nil, err
+	} else if err := os.MkdirAll(ldir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", ldir, err)
+	}
+	wait := e.LockTimeout
+	if mode == skipBusy {
+		wait = 0
+	}
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		l, err := flock.Acquire(ctx, filepath.Join(ldir, name+".lock"), e.holder(), wait)
+		var le *flock.LockedError
+		switch {
+		case err == nil:
+			h.locks[name] = l
+		case errors.As(err, &le) && mode != waitBusy:
+			h.busy[name] = holderOf(le)
+		case errors.As(err, &le):
+			h.release()
+			return nil, fmt.Errorf("sandbox %s is being changed by another sbf run: %w; wait for it to finish "+
+				"or pass --lock-timeout (for example --lock-timeout 5m)", name, err)
+		default:
+			h.release()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func holderOf(le *flock.LockedError) *flock.Holder {
+	if le.Holder != nil {
+		return le.Holder
+	}
+	return &flock.Holder{Command: "another sbf process"}
+}
+
+// touched are the sandboxes a run may act on: its targets, else every one
+// declared or recorded.
+func touched(r *spec.Resolved, rec *state.File, targets []string) []string {
+	if len(targets) > 0 {
+		return targets
+	}
+	seen := map[string]bool{}
+	for n := range r.Config.Sandboxes {
+		seen[n] = true
+	}
+	for n := range rec.Sandboxes {
+		seen[n] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	return out
+}
