@@ -106,6 +106,13 @@ type Labeler interface {
 	Claim(ctx context.Context, instance string, o Owner) error
 }
 
+// Warmer opens what a running instance's first command would otherwise
+// open (a kept-open connection, a guest shell), so that command does not
+// wait for it: an adopted spare's.
+type Warmer interface {
+	Warm(ctx context.Context, instance string) error
+}
+
 // HostShell is a backend whose Exec runs commands on this host, not in a
 // VM (the sim): sbf never runs its own guest scripts (a Docker install,
 // service containers) through it.

@@ -98,6 +98,13 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 			return err
 		}
 	}
+	if w, ok := drv.(drivers.Warmer); ok && !a.Import {
+		// The sandbox's first command would otherwise dial the VM, with
+		// the pool's refill booting beside it by then.
+		if err := w.Warm(ctx, got); err != nil {
+			drivers.Progressf(ctx, "connecting to %s ahead of its first command: %v", got, err)
+		}
+	}
 	now := e.Clock.Now().UTC()
 	return e.note(a, func(rec *state.Sandbox) {
 		running(a)(rec)

@@ -40,4 +40,5 @@ var (
 	_ drivers.ArchiveCopier = (*Driver)(nil)
 	_ drivers.Terminal      = (*Driver)(nil)
 	_ drivers.Labeler       = (*Driver)(nil)
+	_ drivers.Warmer        = (*Driver)(nil)
 )

@@ -137,6 +137,13 @@ func (p *Pool) Close() error {
 	return nil
 }
 
+// Warm dials the instance's connection and starts its guest shell now,
+// so its first command needs neither.
+func (p *Pool) Warm(ctx context.Context, instance string) error {
+	_, err := p.shellFor(ctx, instance)
+	return err
+}
+
 // shellFor returns the instance's guest shell, starting it on first use.
 func (p *Pool) shellFor(ctx context.Context, instance string) (*shell, error) {
 	client, err := p.client(ctx, instance)

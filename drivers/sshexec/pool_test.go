@@ -108,3 +108,24 @@ func TestAliveNeverDials(t *testing.T) {
 		t.Errorf("alive after Close, or %d connections; want 2", g.Connections.Load())
 	}
 }
+
+// Warm opens the connection and the guest shell ahead of the first
+// command, which then opens neither.
+func TestWarmOpensWhatTheFirstCommandNeeds(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	if err := p.Warm(context.Background(), instance); err != nil {
+		t.Fatal(err)
+	}
+	conns, sessions := g.Connections.Load(), g.Sessions.Load()
+	if conns != 1 || sessions != 1 || !p.Alive(instance) {
+		t.Fatalf("after Warm: %d connections, %d sessions", conns, sessions)
+	}
+	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo hi"})
+	if err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if g.Connections.Load() != conns || g.Sessions.Load() != sessions {
+		t.Errorf("the first command dialled or opened a session: %d connections, %d sessions",
+			g.Connections.Load(), g.Sessions.Load())
+	}
+}
