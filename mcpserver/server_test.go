@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest/composefile"
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -59,6 +60,7 @@ func (f *fixture) start(settings Settings) {
 		Clock: f.clock, HostDir: f.hostDir, Parallelism: 4, LockTimeout: time.Minute,
 		Who:   flock.Holder{Command: "mcp test", PID: os.Getpid()},
 		Probe: func(string) hostcap.Capacity { return f.probe },
+		Env:   reconcile.LayerEnv{Compose: composefile.LoadProject},
 		Drivers: func(name string, _ *spec.Resolved) (reconcile.Driver, error) {
 			if name != sim.Name {
 				return nil, &drivers.UnavailableError{Driver: name, Reason: "limactl not found in PATH",

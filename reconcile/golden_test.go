@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/drivers/guest/composefile"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -67,7 +68,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	}
 	r.WorkspaceID = goldenWorkspaceID
 	d := plan.DesiredFrom(r)
-	layers, err := resolveLayers(context.Background(), r, d, LayerEnv{})
+	layers, err := resolveLayers(context.Background(), r, d, LayerEnv{Compose: composefile.LoadProject})
 	if err != nil {
 		t.Fatalf("layers: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/guest/composefile"
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -52,6 +53,7 @@ func newHarness(t testing.TB, specText string) *harness {
 		Parallelism: 4,
 		Who:         flock.Holder{Command: "test", PID: os.Getpid()},
 		Probe:       roomyHost,
+		Env:         LayerEnv{Compose: composefile.LoadProject},
 	}
 	return h
 }

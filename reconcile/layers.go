@@ -25,6 +25,16 @@ import (
 type LayerEnv struct {
 	Getenv  func(string) string // nil: an empty environment
 	Environ []string
+	// Compose loads a sandbox's compose files (drivers/guest/composefile,
+	// in process or in the sbf-server binary); nil: this process cannot.
+	Compose func(context.Context, guest.LoadOptions) (*guest.Project, error)
+}
+
+func (e LayerEnv) loadCompose(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
+	if e.Compose == nil {
+		return nil, errors.New("this sbf cannot load compose files (no compose loader): run it beside sbf-server")
+	}
+	return e.Compose(ctx, o)
 }
 
 func (e LayerEnv) getenv(k string) string {
@@ -101,7 +111,7 @@ func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.S
 		l.Network = network
 	}
 	if sb.Compose {
-		l.Compose, err = guest.LoadProject(ctx, guest.LoadOptions{Root: r.Root, Compose: r.Config.Compose, Sandbox: name,
+		l.Compose, err = env.loadCompose(ctx, guest.LoadOptions{Root: r.Root, Compose: r.Config.Compose, Sandbox: name,
 			Env: conn, Environ: env.Environ, Network: network})
 		if err != nil {
 			return nil, err

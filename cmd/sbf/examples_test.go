@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/drivers/guest/composefile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -137,7 +138,7 @@ var exampleChecks = map[string]func(t *testing.T, dir string, sandboxes map[stri
 // with them, its web service's environment holds them.
 func assertAppGetsConnectionURLs(t *testing.T, dir string) {
 	env := map[string]string{"DATABASE_URL": "mysql://root:pw@db:3306/shop", "REDIS_URL": "redis://cache:6379/0"}
-	p, err := guest.LoadProject(context.Background(), guest.LoadOptions{
+	p, err := composefile.LoadProject(context.Background(), guest.LoadOptions{
 		Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "web", Env: env,
 	})
 	if err != nil {

@@ -56,7 +56,7 @@ func ServicesProject(infra spec.Infra, sandbox string, services []string, getenv
 	sort.Strings(names)
 	for _, n := range names {
 		b, _ := yaml.Marshal(svcs[n])
-		p.Services[n] = hashBytes(b)
+		p.Services[n] = HashBytes(b)
 	}
 	sum := sha256.Sum256(resolved)
 	p.Bundle = hex.EncodeToString(sum[:])[:16]

@@ -1,6 +1,7 @@
-package guest
+package composefile
 
 import (
+	"github.com/sandboxforge/sbf/drivers/guest"
 	"context"
 	"errors"
 	"maps"
@@ -13,12 +14,12 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-func load(t *testing.T, dir string, c spec.Compose, network string, env map[string]string) (*Project, error) {
+func load(t *testing.T, dir string, c spec.Compose, network string, env map[string]string) (*guest.Project, error) {
 	t.Helper()
 	if c.Files == nil {
 		c.Files = []string{"compose.yaml"}
 	}
-	return LoadProject(context.Background(), LoadOptions{Root: filepath.Join("testdata", "compose", dir), Compose: c,
+	return LoadProject(context.Background(), guest.LoadOptions{Root: filepath.Join("testdata", "compose", dir), Compose: c,
 		Sandbox: "API", Network: network, Env: env})
 }
 
@@ -75,7 +76,7 @@ func TestInterpolationAndProfiles(t *testing.T) {
 	if _, err := load(t, "required-var", spec.Compose{}, "", nil); err == nil {
 		t.Error("the process environment was used without use_process_env")
 	}
-	p, err := LoadProject(context.Background(), LoadOptions{Root: "testdata/compose/required-var",
+	p, err := LoadProject(context.Background(), guest.LoadOptions{Root: "testdata/compose/required-var",
 		Compose: spec.Compose{Files: []string{"compose.yaml"}, UseProcessEnv: true}, Sandbox: "api", Environ: os.Environ()})
 	if err != nil || !strings.Contains(string(p.Resolved), "from-the-process") {
 		t.Errorf("use_process_env: %v", err)
@@ -89,7 +90,7 @@ func TestInterpolationAndProfiles(t *testing.T) {
 func TestBrokenComposeFilesNameTheFile(t *testing.T) {
 	for _, name := range []string{"broken-yaml", "unknown-key", "required-var"} {
 		_, err := load(t, name, spec.Compose{}, "", nil)
-		var pe *ProjectError
+		var pe *guest.ProjectError
 		if !errors.As(err, &pe) || !strings.HasSuffix(pe.File, filepath.Join(name, "compose.yaml")) {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -106,9 +107,9 @@ func TestServiceHashesChangeOnlyForTheEditedService(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte("services:\n  a:\n    image: "+image+"\n  b:\n    image: busybox\n"), 0o644)
 	}
 	write("nginx:1")
-	before, _ := LoadProject(context.Background(), LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
+	before, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
 	write("nginx:2")
-	after, _ := LoadProject(context.Background(), LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
+	after, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
 	if before.Services["a"] == after.Services["a"] || before.Services["b"] != after.Services["b"] || before.Bundle == after.Bundle {
 		t.Errorf("hashes: before %v, after %v", before.Services, after.Services)
 	}

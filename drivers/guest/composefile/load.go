@@ -1,0 +1,233 @@
+// Package composefile loads a sandbox's compose files on the host with
+// compose-go, validating them against the compose specification before
+// any VM is touched. It is linked only where compose files are read (the
+// sbf-server binary); the sbf CLI asks that binary, so its own start stays
+// free of compose-go's schemas.
+package composefile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sandboxforge/sbf/drivers/guest"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// LoadProject reads and validates a sandbox's compose files on the host,
+// before any VM is touched.
+func LoadProject(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	dir := root
+	if o.Compose.ProjectDirectory != "" {
+		dir = join(root, o.Compose.ProjectDirectory)
+	}
+	files := make([]string, len(o.Compose.Files))
+	for i, f := range o.Compose.Files {
+		files[i] = join(root, f)
+		if _, err := os.Stat(files[i]); err != nil {
+			return nil, &guest.ProjectError{File: files[i], Err: fmt.Errorf("compose file not readable (sandbox %s has compose = true): %w", o.Sandbox, err)}
+		}
+	}
+	env := []string{}
+	if o.Compose.UseProcessEnv {
+		env = append(env, o.Environ...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+		env = append(env, k+"="+o.Env[k])
+	}
+	envFiles := make([]string, len(o.Compose.EnvFiles))
+	for i, f := range o.Compose.EnvFiles {
+		envFiles[i] = join(root, f)
+	}
+	opts, err := cli.NewProjectOptions(files,
+		cli.WithWorkingDirectory(dir),
+		cli.WithName(guest.ProjectName(o.Sandbox)),
+		cli.WithEnv(env),
+		cli.WithEnvFiles(envFiles...),
+		cli.WithDotEnv,
+		cli.WithProfiles(o.Compose.Profiles),
+		cli.WithResolvedPaths(true),
+	)
+	if err != nil {
+		return nil, &guest.ProjectError{File: files[0], Err: err}
+	}
+	p, err := opts.LoadProject(ctx)
+	if err != nil {
+		return nil, &guest.ProjectError{File: strings.Join(files, ", "), Err: err}
+	}
+	if o.Network != "" {
+		joinNetwork(p, o.Network)
+	}
+	relativize(p, dir)
+	return bundle(p, dir)
+}
+
+// relativize turns the host paths the loader resolved back into paths
+// relative to the project directory, which is where the bundle lands in
+// the guest: build contexts, env files, bind mounts, secrets and configs.
+func relativize(p *types.Project, dir string) {
+	for name, svc := range p.Services {
+		if svc.Build != nil {
+			svc.Build.Context = relDot(dir, svc.Build.Context)
+		}
+		for i := range svc.EnvFiles {
+			svc.EnvFiles[i].Path = relDot(dir, svc.EnvFiles[i].Path)
+		}
+		for i, v := range svc.Volumes {
+			if v.Type == types.VolumeTypeBind {
+				svc.Volumes[i].Source = relDot(dir, v.Source)
+			}
+		}
+		p.Services[name] = svc
+	}
+	for name, sec := range p.Secrets {
+		sec.File = relDot(dir, sec.File)
+		p.Secrets[name] = sec
+	}
+	for name, cfg := range p.Configs {
+		cfg.File = relDot(dir, cfg.File)
+		p.Configs[name] = cfg
+	}
+}
+
+// relDot makes a path under dir relative ("./x"); others stay as they are.
+func relDot(dir, p string) string {
+	if p == "" || !filepath.IsAbs(p) || strings.Contains(p, "://") {
+		return p
+	}
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return p
+	}
+	return "./" + filepath.ToSlash(r)
+}
+
+// joinNetwork attaches every service to the sandbox's services network so
+// MySQL and Redis resolve by name.
+func joinNetwork(p *types.Project, network string) {
+	const key = "sbf_services"
+	if p.Networks == nil {
+		p.Networks = types.Networks{}
+	}
+	p.Networks[key] = types.NetworkConfig{Name: network, External: true}
+	for name, svc := range p.Services {
+		if svc.NetworkMode != "" {
+			continue
+		}
+		if svc.Networks == nil {
+			svc.Networks = map[string]*types.ServiceNetworkConfig{"default": nil}
+		}
+		svc.Networks[key] = nil
+		p.Services[name] = svc
+	}
+	if _, ok := p.Networks["default"]; !ok {
+		p.Networks["default"] = types.NetworkConfig{}
+	}
+}
+
+func bundle(p *types.Project, dir string) (*guest.Project, error) {
+	resolved, err := p.MarshalYAML()
+	if err != nil {
+		return nil, fmt.Errorf("rendering the resolved compose file: %w", err)
+	}
+	out := &guest.Project{Name: p.Name, Dir: dir, Resolved: resolved, Services: map[string]string{}}
+	for name, svc := range p.Services {
+		j, err := json.Marshal(svc)
+		if err != nil {
+			return nil, err
+		}
+		out.Services[name] = guest.HashBytes(j)
+		for _, ef := range svc.EnvFiles {
+			out.Extra = append(out.Extra, rel(dir, ef.Path))
+		}
+		for _, v := range svc.Volumes {
+			if v.Type == types.VolumeTypeBind {
+				out.Extra = append(out.Extra, rel(dir, v.Source))
+			}
+		}
+		if svc.Build != nil && svc.Build.Context != "" && !strings.Contains(svc.Build.Context, "://") {
+			out.Extra = append(out.Extra, rel(dir, svc.Build.Context))
+		}
+	}
+	for _, sec := range p.Secrets {
+		if sec.File != "" {
+			out.Extra = append(out.Extra, rel(dir, sec.File))
+		}
+	}
+	for _, cfg := range p.Configs {
+		if cfg.File != "" {
+			out.Extra = append(out.Extra, rel(dir, cfg.File))
+		}
+	}
+	for _, e := range out.Extra {
+		if e == ".." || strings.HasPrefix(e, "../") || filepath.IsAbs(e) {
+			return nil, fmt.Errorf("%s is outside the project directory %s; sbf ships only what is inside it", e, dir)
+		}
+	}
+	sort.Strings(out.Extra)
+	out.Extra = slices.Compact(out.Extra)
+	h := sha256.New()
+	h.Write(resolved)
+	for _, e := range out.Extra {
+		if err := hashTree(h, dir, e); err != nil {
+			return nil, fmt.Errorf("hashing %s: %w", e, err)
+		}
+	}
+	out.Bundle = hex.EncodeToString(h.Sum(nil))[:16]
+	return out, nil
+}
+
+// hashTree folds a file or folder (names and contents) into h.
+func hashTree(h interface{ Write([]byte) (int, error) }, dir, relPath string) error {
+	return filepath.WalkDir(filepath.Join(dir, relPath), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		r, _ := filepath.Rel(dir, p)
+		h.Write([]byte(filepath.ToSlash(r) + "\x00"))
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(data)
+		}
+		return nil
+	})
+}
+
+func join(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+func rel(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	if r, err := filepath.Rel(dir, p); err == nil {
+		return r
+	}
+	return p
+}
