@@ -2,13 +2,9 @@ package reconcile
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -17,11 +13,14 @@ type WatchOptions struct {
 	// Workspaces lists what to converge; asked again on every wake-up, so
 	// a server can add workspaces as tool calls touch them.
 	Workspaces func() []spec.Options
-	// Interval is the longest a workspace goes without a pass.
+	// Interval is the longest a workspace goes without a pass (default 1
+	// minute).
 	Interval time.Duration
 	// Wake, when it receives, makes every workspace due (a lease was
 	// created or extended and may end before its next pass).
-	Wake   <-chan struct{}
+	Wake <-chan struct{}
+	// Report hears each workspace pass; a pass that panicked reports a
+	// *PassPanic, one cut short by PassTimeout an ErrPassTimeout.
 	Report func(spec.Options, *Result, error)
 	// PoolReport, when set, hears each pool pass.
 	PoolReport func(spec.Options, *Result, error)
@@ -29,7 +28,19 @@ type WatchOptions struct {
 	Workers int
 	// MaxBackoff caps the wait after failed passes (default 5 minutes).
 	MaxBackoff time.Duration
+	// PassTimeout bounds one pass (default DefaultPassTimeout): at its end
+	// the pass's driver calls are cancelled and the workspace is retried
+	// with backoff, so a hung backend command cannot hold a worker forever.
+	PassTimeout time.Duration
 }
+
+// DefaultPassTimeout is long enough for the slowest legitimate pass: a
+// Lima boot may take its whole start timeout (SBF_LIMA_START_TIMEOUT,
+// 20 minutes by default; a software-emulated boot takes about 3), then
+// the guest runtime, services and a compose build follow. A timeout that
+// cut such a pass short would retry it forever; one hung pass only
+// delays its own workspace, as other workspaces have other workers.
+const DefaultPassTimeout = 30 * time.Minute
 
 // firstBackoff is the wait after one failed pass; each further failure
 // doubles it, up to MaxBackoff.
@@ -39,27 +50,41 @@ const firstBackoff = 5 * time.Second
 // the MCP server, a controller with one queue entry per workspace: each
 // pass converges a workspace without renewing any lease (it expires what
 // ran out and repairs drift), then requeues it at its earliest lease end
-// or after Interval. Workspaces converge on bounded workers, so a slow
-// boot in one never delays an expiry in another. A failed pass is retried
-// with exponential backoff (never later than the next known lease end); an
-// invalid configuration is not retried until its files change.
+// or after Interval. Entries are handed out earliest due first, to
+// bounded workers, so a slow boot in one workspace never delays an expiry
+// in another. A failed pass is retried with exponential backoff (never
+// later than the next known lease end), as is one that panicked or ran
+// past PassTimeout; a terminal failure (an invalid configuration, see
+// ErrTerminal) is not retried until its configuration files change.
 //
 // Each workspace's pools converge in a pass of their own (Engine.Pools),
 // queued beside the workspace's: a refill that boots a VM never delays
 // the workspace's expiries or a create, and an adoption makes the pool
 // pass due at once. A pool pass also wakes when its first spare idles out.
 //
-// Cancelling ctx stops the loop; passes already running finish their
-// actions and save their state first.
+// Cancelling ctx stops the loop; workspace passes already running finish
+// their actions (within PassTimeout) and save their state first.
 func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
+	return e.watch(ctx, o, nil)
+}
+
+// watch is Watch; asleep, when set, hears each time the loop waits: until
+// when (zero: until something happens) and with how many passes running.
+func (e *Engine) watch(ctx context.Context, o WatchOptions, asleep func(until time.Time, running int)) error {
 	adopted, stop := e.adoptions.subscribe()
 	defer stop()
-	c := &controller{e: e, o: o, queue: map[string]*entry{}, done: make(chan passDone), adopted: adopted}
+	c := &controller{e: e, o: o, q: newQueue(), done: make(chan passDone), adopted: adopted, asleep: asleep}
 	if c.o.Workers <= 0 {
 		c.o.Workers = 4
 	}
 	if c.o.MaxBackoff <= 0 {
 		c.o.MaxBackoff = 5 * time.Minute
+	}
+	if c.o.Interval <= 0 {
+		c.o.Interval = time.Minute
+	}
+	if c.o.PassTimeout <= 0 {
+		c.o.PassTimeout = DefaultPassTimeout
 	}
 	return c.run(ctx)
 }
@@ -68,9 +93,10 @@ type controller struct {
 	adopted <-chan struct{}
 	e       *Engine
 	o       WatchOptions
-	queue   map[string]*entry // by workspace root
+	q       *queue
 	running int
 	done    chan passDone
+	asleep  func(until time.Time, running int)
 	// waited is the instant the loop last slept until: a clock pinned by
 	// SBF_NOW never passes it, yet the wait is over.
 	waited time.Time
@@ -84,154 +110,159 @@ func (c *controller) now() time.Time {
 	return c.waited
 }
 
-// entry is one workspace's place in the queue, or its pools' (pools).
-type entry struct {
-	ws       spec.Options
-	pools    bool
-	due      time.Time
-	busy     bool
-	failures int
-	expiry   time.Time // the earliest lease end the last pass saw
-	// invalid holds the configuration files' fingerprint while the
-	// workspace waits for them to change.
-	invalid string
-}
-
-type passDone struct {
-	key  string
-	res  *Result
-	pool *Result
-	err  error
-}
-
-// poolKey is the queue key of a workspace's pool passes.
-func poolKey(root string) string { return "pools\x00" + root }
-
 func (c *controller) run(ctx context.Context) error {
 	for {
 		c.refresh()
 		c.dispatch(ctx)
-		var timer <-chan time.Time
-		next, ok := c.nextDue()
-		if ok {
-			timer = c.e.Clock.After(next.Sub(c.now()))
+		var fire <-chan time.Time
+		var timer clock.Timer
+		// With every worker busy only a finished pass can start another.
+		next, ok := c.q.next()
+		if ok && c.running < c.o.Workers {
+			timer = c.e.Clock.NewTimer(next.due.Sub(c.now()))
+			fire = timer.C()
+		}
+		if c.asleep != nil {
+			var until time.Time
+			if fire != nil {
+				until = next.due
+			}
+			c.asleep(until, c.running)
 		}
 		select {
 		case d := <-c.done:
 			c.finish(d)
-		case <-timer:
-			c.waited = next
+		case <-fire:
+			c.waited = next.due
 		case <-c.o.Wake:
-			for _, en := range c.queue {
-				en.due, en.invalid = c.now(), ""
-			}
+			c.wake(func(*entry) bool { return true })
 		case <-c.adopted:
 			// A spare was taken (by this loop's pass, `sbf up`, an MCP
 			// tool): refill now, not at the next interval.
-			for _, en := range c.queue {
-				if en.pools {
-					en.due = c.now()
-				}
-			}
+			c.wake(func(en *entry) bool { return en.pools })
 		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
 			for c.running > 0 {
 				c.finish(<-c.done)
 			}
 			return nil
 		}
+		if timer != nil {
+			timer.Stop() // a wait cut short leaves no timer behind
+		}
 	}
 }
 
-// refresh adds new workspaces (due at once) and wakes invalid ones whose
-// files changed.
+// refresh adds new workspaces, due at once.
 func (c *controller) refresh() {
-	now := c.now()
 	for _, ws := range c.o.Workspaces() {
-		if pe, ok := c.queue[poolKey(ws.Root)]; ok {
+		if pe, ok := c.q.byKey[poolKey(ws.Root)]; ok {
 			pe.ws = ws
 		}
-		key := ws.Root
-		en, ok := c.queue[key]
-		if !ok {
-			c.queue[key] = &entry{ws: ws, due: now}
+		if en, ok := c.q.byKey[ws.Root]; ok {
+			en.ws = ws
 			continue
 		}
-		en.ws = ws
-		if en.invalid == "" || en.busy || now.Before(en.due) {
-			continue
-		}
-		if fingerprint(key) != en.invalid {
-			en.invalid, en.due = "", now
-		} else {
-			en.due = now.Add(c.o.Interval) // look at the files again then
-		}
+		c.q.add(&entry{key: ws.Root, ws: ws, due: c.now()})
 	}
 }
 
-// dispatch starts a pass for every due workspace, as workers allow.
+// wake makes the chosen entries due at once (parked ones too); a running
+// one runs again as soon as its pass ends, since what woke it may have
+// come after its pass read the files.
+func (c *controller) wake(chosen func(*entry) bool) {
+	now := c.now()
+	for _, en := range c.q.byKey {
+		if !chosen(en) {
+			continue
+		}
+		en.parked = ""
+		if en.running() {
+			en.dirty = true
+			continue
+		}
+		c.q.schedule(en, now)
+	}
+}
+
+// dispatch starts a pass for each due entry, earliest due first, as
+// workers allow. A parked entry runs only if its files changed; if not,
+// it is looked at again an Interval later.
 func (c *controller) dispatch(ctx context.Context) {
 	now := c.now()
-	for key, en := range c.queue {
-		if c.running >= c.o.Workers {
-			return
+	var unchanged []*entry
+	for c.running < c.o.Workers {
+		en, ok := c.q.next()
+		if !ok || en.due.After(now) {
+			break
 		}
-		if en.busy || en.invalid != "" || now.Before(en.due) {
-			continue
+		c.q.take()
+		if en.parked != "" {
+			if fingerprint(en.ws) == en.parked {
+				unchanged = append(unchanged, en)
+				continue
+			}
+			en.parked = ""
 		}
-		en.busy = true
 		c.running++
 		go func(key string, ws spec.Options, pools bool) {
-			if pools {
-				// Unlike a workspace's pass, a refill stops with the loop: a
-				// spare cut off mid-boot is deleted (now, or by the next pass),
-				// and nobody waits minutes for a VM nobody asked for yet.
-				res, err := c.e.Apply(ctx, ws, Options{Request: Request{Op: FillPools}})
-				c.done <- passDone{key: key, pool: res, err: err}
-				return
-			}
-			res, err := c.e.Apply(context.WithoutCancel(ctx), ws, Options{})
-			c.done <- passDone{key: key, res: res, err: err}
-		}(key, en.ws, en.pools)
+			c.done <- c.pass(ctx, key, ws, pools)
+		}(en.key, en.ws, en.pools)
+	}
+	for _, en := range unchanged {
+		c.q.requeue(en, now.Add(c.o.Interval))
 	}
 }
 
-// finish requeues a workspace after its pass.
+// finish reports a pass and requeues its entry.
 func (c *controller) finish(d passDone) {
 	c.running--
-	en := c.queue[d.key]
-	en.busy = false
+	en := c.q.byKey[d.key]
 	now := c.now()
-	switch {
-	case en.pools:
+	if en.pools {
 		if c.o.PoolReport != nil {
 			c.o.PoolReport(en.ws, d.pool, d.err)
 		}
 		if d.pool != nil {
 			en.expiry = d.pool.NextIdleOut()
 		}
-	default:
+	} else {
 		if c.o.Report != nil {
 			c.o.Report(en.ws, d.res, d.err)
 		}
 		if d.res != nil {
 			en.expiry = d.res.NextExpiry
-			_, queued := c.queue[poolKey(en.ws.Root)]
-			if !queued && d.res.Resolved != nil && len(d.res.Resolved.Config.Pools) > 0 {
-				// The workspace declares pools: they get passes of their own.
-				c.queue[poolKey(en.ws.Root)] = &entry{ws: en.ws, due: now, pools: true}
-			}
+			c.queuePools(en.ws, d.res, now)
 		}
 	}
+	due := c.nextPass(en, d.err, now)
+	if en.dirty {
+		en.dirty, en.parked, due = false, "", now
+	}
+	c.q.requeue(en, due)
+}
+
+// queuePools gives a workspace that declares pools a pool entry of its own.
+func (c *controller) queuePools(ws spec.Options, res *Result, now time.Time) {
+	key := poolKey(ws.Root)
+	if _, queued := c.q.byKey[key]; !queued && res.Resolved != nil && len(res.Resolved.Config.Pools) > 0 {
+		c.q.add(&entry{key: key, ws: ws, pools: true, due: now})
+	}
+}
+
+// nextPass says when an entry is due after a pass that ended with err.
+func (c *controller) nextPass(en *entry, err error, now time.Time) time.Time {
 	next := now.Add(c.o.Interval)
 	switch {
-	case d.err == nil:
+	case err == nil:
 		en.failures = 0
-	case coded.Of(d.err, coded.Unknown).Code == coded.ConfigInvalid && !en.pools:
+	case terminal(err):
 		// Retrying cannot help until someone edits the files; they are
 		// looked at again every Interval (or at a Wake).
-		en.invalid = fingerprint(d.key)
-		en.due = now.Add(c.o.Interval)
-		return
+		en.parked = fingerprint(en.ws)
+		return next
 	default:
 		en.failures++
 		next = now.Add(min(c.o.MaxBackoff, firstBackoff<<min(en.failures-1, 16)))
@@ -239,31 +270,5 @@ func (c *controller) finish(d passDone) {
 	if !en.expiry.IsZero() && en.expiry.After(now) && en.expiry.Before(next) {
 		next = en.expiry
 	}
-	en.due = next
-}
-
-func (c *controller) nextDue() (time.Time, bool) {
-	var next time.Time
-	for _, en := range c.queue {
-		if en.busy {
-			continue
-		}
-		if next.IsZero() || en.due.Before(next) {
-			next = en.due
-		}
-	}
-	return next, !next.IsZero()
-}
-
-// fingerprint identifies the state of a workspace's configuration files
-// (sizes and modification times), so an edit wakes its queue entry.
-func fingerprint(root string) string {
-	var b strings.Builder
-	for _, name := range []string{spec.FileName, ".orbitforge.toml", ".lima-mcp.toml", spec.LocalFileName,
-		filepath.Join(spec.Dir, spec.OverridesFile)} {
-		if info, err := os.Stat(filepath.Join(root, name)); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", name, info.Size(), info.ModTime().UnixNano())
-		}
-	}
-	return "files:" + b.String()
+	return next
 }

@@ -216,25 +216,20 @@ func TestSlowWorkspaceDoesNotDelayAnotherExpiry(t *testing.T) {
 		}
 		return sim.New(sim.Options{Dir: b.simDir, Latency: latency, Clock: b.clock})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.eng.Watch(ctx, WatchOptions{
-			Workspaces: func() []spec.Options { return []spec.Options{a.ws(), b.ws()} },
-			Interval:   time.Hour,
-		})
-	}()
+	loop := startLoop(t, b.eng, b.clock, WatchOptions{
+		Workspaces: func() []spec.Options { return []spec.Options{a.ws(), b.ws()} },
+		Interval:   time.Hour,
+	})
 	defer func() { // the loop ends once slow's create has finished
-		cancel()
+		loop.cancel()
 		b.clock.Advance(10 * time.Minute)
-		<-done
+		loop.stop()
 	}()
-	// Asleep: the loop waits for quick's lease end, the sim on slow's create.
-	for deadline := time.Now().Add(10 * time.Second); b.clock.Waiters() < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the loop and the slow create never both waited (%d waiters)", b.clock.Waiters())
-		}
-	}
+	// Asleep: the loop waits for quick's lease end with slow's pass running
+	// (its timeout waits too), the sim on slow's create.
+	loop.waitFor("quick's lease end while slow's create waits", func(until time.Time, running int) bool {
+		return running == 1 && until.Equal(t0.Add(time.Minute)) && b.clock.Waiters() >= 3
+	})
 	b.clock.Advance(time.Minute)
 	for deadline := time.After(10 * time.Second); ; {
 		if _, alive := b.world()[b.instance("quick")]; !alive {
@@ -253,29 +248,20 @@ func TestSlowWorkspaceDoesNotDelayAnotherExpiry(t *testing.T) {
 
 // watchCounting runs the loop over one workspace and counts its passes.
 func watchCounting(t *testing.T, h *harness, interval time.Duration) (passes func() int, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	n := 0
-	done := make(chan error, 1)
-	go func() {
-		done <- h.eng.Watch(ctx, WatchOptions{
-			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
-			Interval:   interval,
-			Report:     func(spec.Options, *Result, error) { mu.Lock(); n++; mu.Unlock() },
-		})
-	}()
+	loop := startLoop(t, h.eng, h.clock, WatchOptions{
+		Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
+		Interval:   interval,
+		Report:     func(spec.Options, *Result, error) { mu.Lock(); n++; mu.Unlock() },
+	})
 	passes = func() int {
-		// The loop is idle when its only waiter is its own timer.
-		for deadline := time.Now().Add(10 * time.Second); h.clock.Waiters() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the loop never went to sleep")
-			}
-		}
+		loop.settle()
 		mu.Lock()
 		defer mu.Unlock()
 		return n
 	}
-	return passes, func() { cancel(); <-done }
+	return passes, loop.stop
 }
 
 // Failed passes back off exponentially (5 s, 10 s, 20 s, …) instead of

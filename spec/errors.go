@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,6 +53,13 @@ func (es Errors) Error() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ErrInvalid matches (errors.Is) every Errors: the configuration itself
+// is wrong, so retrying cannot help until someone edits a file.
+var ErrInvalid = errors.New("invalid workspace configuration")
+
+// Is makes errors.Is(err, ErrInvalid) hold for any Errors in err's chain.
+func (es Errors) Is(target error) bool { return target == ErrInvalid }
 
 // sortBySource orders errors by layer (in merge order), then position.
 func (es Errors) sortBySource(sources []string) {

@@ -171,6 +171,18 @@ func layerFiles(root, configHome string) []layerFile {
 	return append(files, layerFile{filepath.Join(root, LocalFileName), false})
 }
 
+// ConfigFiles lists every file Load reads for the workspace at root, in
+// merge order: the global ones under configHome (none when it is empty),
+// the workspace's under its current and older names, its local overrides
+// and the managed overrides sbf writes. The reconcile loop watches them.
+func ConfigFiles(root, configHome string) []string {
+	var out []string
+	for _, f := range layerFiles(root, configHome) {
+		out = append(out, f.path)
+	}
+	return append(out, filepath.Join(root, Dir, OverridesFile))
+}
+
 // readFileLayer reads one file layer. The [policy] table belongs to the
 // operator: the global config's is read by the policy package, and a
 // workspace's is an error, since it would widen what sbf may do here.

@@ -87,6 +87,9 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 			continue
 		}
 		r, err := d.read(name)
+		if errors.Is(err, drivers.ErrNotFound) {
+			continue // deleted since the folder was read
+		}
 		if err != nil {
 			return nil, err
 		}
