@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -89,6 +90,13 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A panicking action fails its sandbox, not the process (a
+				// loop pass recovers only its own goroutine).
+				if v := recover(); v != nil {
+					errs[i] = fmt.Errorf("sandbox %s: %s panicked: %v\n%s", chain[0].Sandbox, chain[0].Kind, v, debug.Stack())
+				}
+			}()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():

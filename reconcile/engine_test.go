@@ -347,3 +347,23 @@ func TestBackendValidationIsAPlanProblem(t *testing.T) {
 		t.Error("the sandbox the backend cannot honour was created")
 	}
 }
+
+// panicky is a backend whose create panics.
+type panicky struct{ Driver }
+
+func (panicky) Create(context.Context, drivers.Spec) error { panic("the driver broke") }
+
+// A panicking action fails its sandbox, reported with the panic, and the
+// other sandboxes still converge: the process survives it.
+func TestAPanickingActionFailsItsSandboxOnly(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	real := h.eng.Drivers
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := real(name, r)
+		return panicky{d}, err
+	}
+	_, err := h.apply()
+	if err == nil || !strings.Contains(err.Error(), "panicked: the driver broke") {
+		t.Fatalf("apply: %v", err)
+	}
+}
