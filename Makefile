@@ -12,9 +12,11 @@ LIMA_PREFIX := $(if $(filter 0,$(shell id -u)),/var/cache/sandboxforge/lima-1.2.
 
 .PHONY: build run run-down test vet bench fmt lint clean lima e2e bench-e2e release
 
-# A source build: `sbf version` says devel, with the commit Go embeds.
+# A source build: `sbf version` says devel, with the commit Go embeds. sbf
+# runs sbf-server (beside it) for sbf mcp, sbf serve and compose files.
 build:
 	$(GO) build -buildvcs=auto -o bin/sbf ./cmd/sbf
+	$(GO) build -buildvcs=auto -o bin/sbf-server ./cmd/sbf-server
 
 # Release archives for linux/darwin/windows, SHA256SUMS, .deb and .rpm
 # packages, the Homebrew formula and install.sh in dist/, then checked

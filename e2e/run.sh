@@ -18,9 +18,10 @@ t0=$SECONDS
 vm_user_setup
 BIN=$SBF_E2E_HOME/bin
 install -d -m 0755 "$BIN"
-(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
+(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go build -o "$BIN/sbf-server" ./cmd/sbf-server &&
+ go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
  go test -c -o "$BIN/lima.test" ./drivers/lima)
-chmod 0755 "$BIN/sbf" "$BIN/e2e.test" "$BIN/lima.test"
+chmod 0755 "$BIN/sbf" "$BIN/sbf-server" "$BIN/e2e.test" "$BIN/lima.test"
 echo "e2e: built sbf and the test binaries in $((SECONDS - t0))s" >&2
 sbf_e2e_setup "$BIN/sbf"
 echo "e2e: setup took $((SECONDS - t0))s" >&2

@@ -26,9 +26,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sbfBinary = filepath.Join(dir, "sbf")
-	if out, err := exec.Command("go", "build", "-o", sbfBinary, "../cmd/sbf").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building sbf: %v\n%s", err, out)
-		os.Exit(1)
+	for bin, pkg := range map[string]string{sbfBinary: "../cmd/sbf", filepath.Join(dir, "sbf-server"): "../cmd/sbf-server"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -28,6 +28,8 @@ tar -xzf "sbf_${version}_$host.tar.gz" -C "$tmp/$host"
 out=$("$tmp/$host/sbf" version)
 echo "$host: $out"
 [[ $out == "sbf v$version (commit "* ]] || fail "the $host archive's sbf version says: $out"
+# sbf hands MCP to sbf-server, beside it in the archive.
+"$tmp/$host/sbf" mcp --help | grep -q "Streamable HTTP" || fail "the $host archive's sbf mcp does not reach sbf-server"
 
 for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
   mkdir -p "$tmp/$target"
@@ -39,7 +41,7 @@ for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; d
     tar -xzf "sbf_${version}_$target.tar.gz" -C "$tmp/$target"
   fi
   for f in README.md completions/sbf.bash completions/_sbf completions/sbf.fish systemd/sbf-serve.service \
-    sbf.entitlements; do
+    sbf.entitlements "${exe/sbf/sbf-server}"; do
     [ -f "$tmp/$target/$f" ] || fail "$target archive has no $f"
   done
   kind=$(file -b "$tmp/$target/$exe")
@@ -65,7 +67,8 @@ done
 
 for deb in sbf_"${version}"_linux_*.deb; do
   list=$(dpkg-deb -c "$deb")
-  for f in ./usr/bin/sbf ./usr/lib/systemd/user/sbf-serve.service ./usr/share/bash-completion/completions/sbf \
+  for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/lib/systemd/user/sbf-serve.service \
+    ./usr/share/bash-completion/completions/sbf \
     ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish; do
     grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
   done
@@ -86,6 +89,7 @@ command -v rpm >/dev/null || echo "(rpm is not installed: the .rpm packages' con
 if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
   SBF_DOWNLOAD_URL="file://$PWD" SBF_INSTALL_DIR="$tmp/bin" sh install.sh >/dev/null
   "$tmp/bin/sbf" version | grep -qF "sbf v$version " || fail "install.sh installed $("$tmp/bin/sbf" version)"
+  [ -x "$tmp/bin/sbf-server" ] || fail "install.sh did not install sbf-server"
   mkdir "$tmp/tampered"
   cp SHA256SUMS "sbf_${version}_$host.tar.gz" "$tmp/tampered/"
   echo tampered >>"$tmp/tampered/sbf_${version}_$host.tar.gz"

@@ -70,15 +70,18 @@ archive=${line##* }
 fetch "$url/$archive" "$tmp/$archive" || die "cannot download $url/$archive"
 [ "$(sha256 "$tmp/$archive")" = "$want" ] || die "$archive does not match its SHA256SUMS line: not installing"
 
-tar -xzf "$tmp/$archive" -C "$tmp" sbf
+tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server
 dir=${SBF_INSTALL_DIR:-}
 if [ -z "$dir" ]; then
   if [ -w /usr/local/bin ]; then dir=/usr/local/bin; else dir=$HOME/.local/bin; fi
 fi
 mkdir -p "$dir"
-# Copy then rename, so a running sbf is never overwritten in place.
-cp "$tmp/sbf" "$dir/.sbf.new"
-chmod 0755 "$dir/.sbf.new"
-mv -f "$dir/.sbf.new" "$dir/sbf"
+# Copy then rename, so a running sbf is never overwritten in place; sbf
+# runs sbf-server, beside it, for sbf mcp, sbf serve and compose files.
+for b in sbf-server sbf; do
+  cp "$tmp/$b" "$dir/.$b.new"
+  chmod 0755 "$dir/.$b.new"
+  mv -f "$dir/.$b.new" "$dir/$b"
+done
 echo "installed $("$dir/sbf" version) into $dir"
 case ":$PATH:" in *":$dir:"*) ;; *) echo "add $dir to PATH to run it as sbf" ;; esac

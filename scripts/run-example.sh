@@ -41,6 +41,7 @@ trap summary EXIT
 
 build() {
   go build -buildvcs=auto -o "$SBF" ./cmd/sbf # devel, with the commit Go embeds
+  go build -buildvcs=auto -o "$(dirname "$SBF")/sbf-server" ./cmd/sbf-server # sbf mcp, serve, compose files
 }
 phase "build sbf" build
 # What the machine can do, before anything slow (as root the "user" check fails: the

@@ -17,7 +17,7 @@ func layer(pkg string) int {
 	switch {
 	case under(rel, "internal"):
 		return 0
-	case rel == "drivers/guest":
+	case under(rel, "drivers/guest"):
 		return 2 // it renders the spec's [infra] and [compose] into guest projects
 	case under(rel, "drivers"), under(rel, "images"), under(rel, "egress"), rel == "state/statefile":
 		return 1
@@ -28,7 +28,7 @@ func layer(pkg string) int {
 	case under(rel, "mcpserver"):
 		return 4
 	}
-	return 5 // cmd/…, test suites (escape, e2e)
+	return 5 // cli, cmd/…, test suites (escape, e2e)
 }
 
 func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
@@ -47,8 +47,10 @@ var forbidden = []struct {
 	{func(f, t string) bool { return engine(f) && (under(t, "sandbox/docker") || under(t, "v1import")) },
 		"the engine knows no Docker tool and nothing of v1"},
 	{func(f, t string) bool { return under(t, "cmd") }, "nothing imports a command"},
-	{func(f, t string) bool { return under(t, "mcpserver") && !under(f, "cmd") && !under(f, "mcpserver") },
-		"only a command starts the MCP door"},
+	{func(f, t string) bool {
+		return (under(t, "mcpserver") || under(t, "drivers/guest/composefile")) && !under(f, "cli/mcpcmd") &&
+			!under(f, "cmd/sbf-server") && !under(f, "mcpserver") && !under(f, "drivers/guest/composefile")
+	}, "only sbf-server links the MCP server and compose-go (sbf starts without them)"},
 	{func(f, t string) bool {
 		return under(f, "drivers") && under(t, "drivers") && backend(f) != "" && backend(f) != "all" &&
 			backend(f) != backend(t) && !shared(t)
@@ -127,17 +129,40 @@ func shared(rel string) bool {
 
 func rel(pkg string) string { return strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/") }
 
+// The sbf binary starts in a couple of milliseconds because it links
+// neither the MCP server nor compose-go, whose JSON Schemas compile when a
+// process starts: sbf-server does their work.
+func TestSbfLinksNeitherTheMCPServerNorComposeGo(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", module+"/cmd/sbf")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, heavy := range []string{module + "/mcpserver", "github.com/mark3labs/mcp-go/server",
+		"github.com/compose-spec/compose-go/v2/loader", "github.com/santhosh-tekuri/jsonschema/v6",
+		"github.com/distribution/reference"} {
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == heavy {
+				t.Errorf("cmd/sbf links %s", heavy)
+			}
+		}
+	}
+}
+
 // The rules can fail: each forbidden edge is reported.
 func TestViolationsAreReported(t *testing.T) {
 	for _, c := range [][2]string{{"spec", "drivers"}, {"reconcile/plan", "reconcile"}, {"sandbox", "reconcile"},
 		{"internal/policy", "spec"}, {"drivers/lima", "drivers/sim"}, {"reconcile", "mcpserver"},
-		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}} {
+		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}, {"cli", "mcpserver"},
+		{"reconcile", "drivers/guest/composefile"}} {
 		if violation(module+"/"+c[0], module+"/"+c[1]) == "" {
 			t.Errorf("%s → %s was allowed", c[0], c[1])
 		}
 	}
 	for _, c := range [][2]string{{"reconcile", "sandbox"}, {"sandbox/docker", "sandbox"}, {"drivers/lima", "drivers/sshexec"},
-		{"mcpserver", "reconcile"}, {"cmd/sbf", "mcpserver"}, {"reconcile/plan", "spec"}, {"internal/policy", "internal/hostpath"}} {
+		{"mcpserver", "reconcile"}, {"cli/mcpcmd", "mcpserver"}, {"reconcile/plan", "spec"},
+		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"}} {
 		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)
 		}

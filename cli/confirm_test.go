@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Without a terminal, apply and destroy refuse to change anything and
+// exit 1, saying what to add; nothing is created.
+func TestApplyWithoutATerminalRefuses(t *testing.T) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	closedR, closedW, _ := os.Pipe()
+	closedW.Close()
+	defer closedR.Close()
+	stdins := map[string]func() io.Reader{
+		"/dev/null": func() io.Reader { return devNull },
+		"a pipe":    func() io.Reader { return strings.NewReader("yes\n") },
+		"closed":    func() io.Reader { return closedR },
+	}
+	for name, stdin := range stdins {
+		for _, command := range []string{"apply", "destroy"} {
+			t.Run(name+"/"+command, func(t *testing.T) {
+				w := newSimWorkspace(t, simSpec)
+				if command == "destroy" {
+					w.run(nil, "apply", "--auto-approve")
+				}
+				c := w.cmd(nil, command)
+				var out, errb bytes.Buffer
+				c.Stdin, c.Stdout, c.Stderr = stdin(), &out, &errb
+				err := c.Run()
+				ee, _ := err.(*exec.ExitError)
+				if ee == nil || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "--auto-approve") {
+					t.Fatalf("exit %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+				}
+				want := 0
+				if command == "destroy" {
+					want = 2 // the applied sandboxes stay
+				}
+				if got := len(w.world()); got != want {
+					t.Errorf("%d instances after a refused %s, want %d", got, command, want)
+				}
+			})
+		}
+	}
+}
+
+// On a terminal, apply asks; anything but "yes" declines with exit 1.
+func TestApplyOnATerminalAsks(t *testing.T) {
+	for answer, wantCode := range map[string]int{"no": 1, "yes": 0} {
+		t.Run(answer, func(t *testing.T) {
+			w := newSimWorkspace(t, simSpec)
+			c := w.cmd(nil, "apply")
+			tty, err := pty.Start(c)
+			if err != nil {
+				t.Skipf("no pty here: %v", err)
+			}
+			defer tty.Close()
+			seen := make(chan string, 1)
+			go func() {
+				r := bufio.NewReader(tty)
+				var buf strings.Builder
+				for {
+					b, err := r.ReadByte()
+					if err != nil {
+						seen <- buf.String()
+						return
+					}
+					buf.WriteByte(b)
+					if strings.HasSuffix(buf.String(), "Only 'yes' is accepted: ") {
+						tty.Write([]byte(answer + "\n"))
+					}
+				}
+			}()
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				c.Process.Kill()
+				t.Fatal("apply on a terminal never finished")
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			tty.Close()
+			out := <-seen
+			if code != wantCode || !strings.Contains(out, "Do you want to perform these actions?") {
+				t.Errorf("answer %q: exit %d, want %d\n%s", answer, code, wantCode, out)
+			}
+			if created := len(w.world()) > 0; created != (answer == "yes") {
+				t.Errorf("answer %q: instances %v", answer, w.world())
+			}
+		})
+	}
+}

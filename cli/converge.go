@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// convergeFlags are shared by the commands that change the world.
+type convergeFlags struct {
+	engineFlags
+	asJSON      bool
+	autoApprove bool
+	sets        []string
+}
+
+// Flags beyond --json and --lock-timeout, given only to the commands on
+// which they act.
+const (
+	withApprove     = 1 << iota // asks before changing anything
+	withParallelism             // executes a plan over several sandboxes
+	withSet                     // reads the desired state, so overrides matter
+)
+
+func (f *convergeFlags) register(cmd *cobra.Command, which int) {
+	f.parallelism = 4
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait this long for another sbf holding the state lock")
+	if which&withParallelism != 0 {
+		cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "sandboxes converged at once")
+	}
+	if which&withSet != 0 {
+		cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
+	}
+	if which&withApprove != 0 {
+		cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "do not ask for confirmation")
+	}
+}
+
+func (a *app) workspace(sets []string) (spec.Options, error) {
+	req, err := spec.ParseSet(sets)
+	if err != nil {
+		return spec.Options{}, &exitError{code: 2, err: err}
+	}
+	return spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req}, nil
+}
+
+// workspaceEngine is the workspace and engine of a command that changes
+// the world; with --json its progress is not printed (stdout is the JSON).
+func (a *app) workspaceEngine(cmdName string, f *convergeFlags) (spec.Options, *reconcile.Engine, error) {
+	ws, err := a.workspace(f.sets)
+	if err != nil {
+		return ws, nil, err
+	}
+	eng, err := a.engine(cmdName, f.engineFlags)
+	if err != nil {
+		return ws, nil, err
+	}
+	if f.asJSON {
+		eng.Events = nil
+	}
+	return ws, eng, nil
+}
+
+// applyReport is the --json output of commands that converge.
+type applyReport struct {
+	Plan      plan.Report               `json:"plan"`
+	Applied   bool                      `json:"applied"`
+	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
+	Warnings  []string                  `json:"warnings,omitempty"`
+	Error     *coded.Error              `json:"error"`
+}
+
+// converge runs the engine and reports the outcome the same way for apply,
+// up, destroy and extend.
+func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options) error {
+	ws, eng, err := a.workspaceEngine(cmdName, f)
+	if err != nil {
+		return err
+	}
+	if opts.Confirm == nil && !f.autoApprove {
+		opts.Confirm = a.confirm(f.asJSON)
+	}
+	res, err := eng.Apply(context.Background(), ws, opts)
+	if f.asJSON {
+		rep := applyReport{Error: coded.Of(err, coded.Unknown)}
+		if res != nil {
+			rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
+			rep.Warnings = res.Warnings
+		}
+		if werr := writeJSON(a.stdout, rep); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return silentExit(1)
+		}
+		return nil
+	}
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w)
+		}
+	}
+	var unavailable *drivers.UnavailableError
+	if res == nil && errors.As(err, &unavailable) {
+		fmt.Fprintln(a.stdout, "Nothing was changed: a backend this workspace needs cannot be used here (the reason follows).")
+		return err
+	}
+	if res != nil && res.Plan != nil && !res.Applied && err == nil {
+		// Declined: like Terraform, not a success a script could miss.
+		fmt.Fprintln(a.stdout, "Apply cancelled; nothing was changed.")
+		return silentExit(1)
+	}
+	if res != nil && res.Plan != nil && res.Applied {
+		a.printOutcome(cmdName, res, opts.Targets, eng.Clock.Now())
+	}
+	return err
+}
+
+func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
+	if cmdName == "up" || cmdName == "extend" || cmdName == "destroy" {
+		// Their change is the lease itself; say what became of it.
+		a.printLeases(cmdName, res, targets, now)
+		if res.Plan.Empty() && len(res.Plan.Problems) == 0 {
+			a.printStatusTable(res.Status())
+			return
+		}
+	}
+	s := res.Plan.Summary()
+	switch {
+	case len(res.Plan.Problems) > 0 && len(res.Plan.Actions) == 0:
+		n := len(res.Plan.Problems)
+		what := "1 sandbox"
+		if n != 1 {
+			what = fmt.Sprintf("%d sandboxes", n)
+		}
+		fmt.Fprintf(a.stdout, "Nothing was changed: %s could not be planned (the reasons follow).\n", what)
+	case res.Plan.Empty():
+		fmt.Fprintln(a.stdout, "No changes. Sandboxes match the configuration.")
+	default:
+		fmt.Fprintf(a.stdout, "Apply complete: %d added, %d changed, %d destroyed.\n", s.Add, s.Change, s.Destroy)
+	}
+	a.printStatusTable(res.Status())
+}
+
+// confirm asks on a terminal; without one it refuses rather than guess.
+func (a *app) confirm(asJSON bool) func(*plan.Plan) (bool, error) {
+	return func(p *plan.Plan) (bool, error) {
+		if !isTerminal(a.stdin) {
+			// cron, nohup and CI runners give /dev/null or a pipe: nobody
+			// can answer, and a silent no-op must not look like success.
+			if !asJSON {
+				p.Render(a.stdout, a.style())
+			}
+			return false, errors.New("refusing to change sandboxes without confirmation: stdin is not a terminal " +
+				"(cron, CI, a pipe); review the plan with 'sbf plan', then run again with --auto-approve")
+		}
+		if !asJSON {
+			p.Render(a.stdout, a.style())
+		}
+		fmt.Fprint(a.stdout, "\nDo you want to perform these actions? Only 'yes' is accepted: ")
+		line, err := bufio.NewReader(a.stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, os.ErrClosed) && line == "" {
+			return false, nil
+		}
+		return strings.TrimSpace(line) == "yes", nil
+	}
+}
+
+func (a *app) style() plan.Style {
+	return plan.Style{Color: isTerminal(a.stdout) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"}
+}
+
+// isTerminal asks the terminal driver, not the file mode: /dev/null is a
+// character device too.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout)
+	t := newTable(a.stdout, "SANDBOX", "INSTANCE", "DRIVER", "PHASE", "LIVE", "EXPIRES", "NOTE")
+	for _, r := range rows {
+		exp := "-"
+		if r.ExpiresAt != nil {
+			exp = r.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		note := r.Drift
+		if r.LastError != "" {
+			note = strings.TrimSpace(note + " " + firstLine(r.LastError))
+		}
+		t.row(r.Name, r.Instance, r.Driver, string(r.Phase), r.Live, exp, note)
+	}
+	t.flush()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// printLeases says, per sandbox, what up, extend or destroy did to its
+// lease.
+func (a *app) printLeases(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
+	if len(targets) == 0 {
+		targets = res.SortedSandboxes()
+	}
+	for _, name := range targets {
+		l, held := res.Resolved.Config.Leases[name]
+		switch {
+		case cmdName == "destroy" || !held:
+			fmt.Fprintf(a.stdout, "%s: lease dropped; its VM is deleted.\n", name)
+		default:
+			fmt.Fprintf(a.stdout, "%s: lease ends %s (in %s).\n", name, l.ExpiresAt.UTC().Format(time.RFC3339),
+				shortDuration(l.ExpiresAt.Sub(now)))
+		}
+	}
+}
+
+// shortDuration writes a lease length as people do: 1h30m, 45m, 2h.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}

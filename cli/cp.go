@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/internal/hostpath"
+)
+
+func (a *app) cpCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cp SRC DST",
+		Short: "Copy files or folders between the host and a sandbox (NAME:PATH names the sandbox side)",
+		Long: "cp copies a file or a folder in one stream: sbf cp ./src api:/work/src, or sbf cp api:/work/out ./out.\n" +
+			"Exactly one side names a sandbox.",
+		Args:              args(cobra.ExactArgs(2)),
+		ValidArgsFunction: a.completeCopyPath,
+		RunE: func(_ *cobra.Command, list []string) error {
+			declared := a.declaredSandbox()
+			srcBox, src := splitRemote(list[0], declared, runtime.GOOS == "windows")
+			dstBox, dst := splitRemote(list[1], declared, runtime.GOOS == "windows")
+			if (srcBox == "") == (dstBox == "") {
+				return usageErrorf("exactly one of SRC and DST must be NAME:PATH")
+			}
+			name := srcBox + dstBox
+			tgt, err := a.target([]string{name})
+			if err != nil {
+				return err
+			}
+			cwd, _ := os.Getwd()
+			policy, err := a.hostPolicy(tgt.Resolved.Root)
+			if err != nil {
+				return err
+			}
+			ctx := context.Background()
+			if dstBox != "" {
+				return tgt.CopyIn(ctx, policy, cwd, src, dst)
+			}
+			rep, err := tgt.CopyOut(ctx, policy, cwd, src, dst)
+			a.reportSkipped(rep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, dst)
+			return nil
+		},
+	}
+	a.addAllowPath(cmd)
+	return cmd
+}
+
+// reportSkipped says what a copy from a sandbox left out, on stderr.
+func (a *app) reportSkipped(rep hostpath.Report) {
+	for _, l := range rep.SkippedLinks {
+		fmt.Fprintf(a.stderr, "sbf: skipped the link %s -> %s: it leads outside the destination\n", l.Path, l.Target)
+	}
+	for _, p := range rep.SkippedPaths {
+		fmt.Fprintf(a.stderr, "sbf: skipped %s: sbf protects it from what a sandbox writes (%s)\n", p.Path, p.Rule)
+	}
+}
+
+func (a *app) addAllowPath(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&a.policyFlags.allow, "allow-path", nil,
+		"host `DIR` this command may read or write besides the workspace (repeatable; also SBF_ALLOWED_PATHS)")
+}
+
+// splitRemote splits NAME:PATH. A sandbox name wins over a drive letter
+// (sandbox "a" in a:/x), unless the path is clearly a Windows one: X:\…
+// always is, and on Windows so is X:… when no sandbox X is declared.
+func splitRemote(s string, declared func(string) bool, windows bool) (sandbox, path string) {
+	name, p, ok := strings.Cut(s, ":")
+	if !ok || name == "" || strings.ContainsAny(name, `/\.`) {
+		return "", s
+	}
+	if len(name) == 1 && (strings.HasPrefix(p, `\`) || windows && !declared(name)) {
+		return "", s
+	}
+	return name, p
+}
+
+// declaredSandbox reports whether the workspace declares a sandbox; the
+// spec is read at most once, and only for a one-letter name.
+func (a *app) declaredSandbox() func(string) bool {
+	var names map[string]bool
+	return func(name string) bool {
+		if names == nil {
+			names = map[string]bool{}
+			if r, err := a.loadSpec(nil); err == nil {
+				for n := range r.Config.Sandboxes {
+					names[n] = true
+				}
+			}
+		}
+		return names[name]
+	}
+}

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+func (a *app) destroyCommand() *cobra.Command {
+	var f convergeFlags
+	cmd := &cobra.Command{
+		Use:   "destroy [NAME]...",
+		Short: "Release sandboxes' leases and delete their VMs",
+		Long: "destroy drops the lease of each named sandbox (every sandbox without names) and converges:\n" +
+			"their VMs are stopped and deleted. A later 'sbf apply' or 'sbf up' brings declared sandboxes back.",
+		ValidArgsFunction: a.completeSandboxes,
+		RunE: func(_ *cobra.Command, names []string) error {
+			opts := reconcile.Options{Targets: names, Request: reconcile.Request{Op: reconcile.Destroy, Sandboxes: names}}
+			if f.autoApprove {
+				opts.Confirm = a.showPlan(f.asJSON)
+			}
+			return a.converge("destroy", &f, opts)
+		},
+	}
+	f.register(cmd, withApprove|withParallelism)
+	return cmd
+}

@@ -1,0 +1,163 @@
+// Package cli is the sbf command line: each subcommand lives in its own
+// file and stays thin (parse flags, call the engine, render). Two binaries
+// run it: sbf, which starts fast because it links neither the MCP server
+// nor compose-go (it hands `sbf mcp`, `sbf serve` and compose loading to
+// sbf-server), and sbf-server, which links both (package cli/mcpcmd).
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/state"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
+	"github.com/sandboxforge/sbf/drivers/vz"
+	"github.com/sandboxforge/sbf/internal/buildinfo"
+)
+
+// Main runs the command line of this process and returns its exit code.
+// server is what sbf-server adds; nil for sbf.
+func Main(server *Server) int {
+	// The vz driver runs each VM under `sbf vz-run DIR`, this same binary.
+	if exe, err := os.Executable(); err == nil {
+		vz.SetSupervisorStarter(vz.CommandStarter(exe, "vz-run"))
+	}
+	state.SbfVersion = version // every state file records the sbf that wrote it
+	return runWith(server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// app is what every subcommand shares: where it reads and writes, and the
+// process environment, passed in so tests can run sbf in-process.
+type app struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	dir    string // -C
+
+	policyFlags policyFlags
+	policy      *policy.Policy // loaded once, by operator()
+	server      *Server        // nil: sbf, which hands the server's work to sbf-server
+}
+
+// exitError carries an exit code other than 1 (usage errors exit 2, plan
+// --detailed-exitcode exits 2 for pending changes). A nil err means the
+// command already said what it had to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// silentExit ends the command with a code and nothing more to print.
+func silentExit(code int) error { return &exitError{code: code} }
+
+// run is sbf's command line in process (tests).
+func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runWith(nil, args, getenv, stdin, stdout, stderr)
+}
+
+func runWith(server *Server, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+		code = 2
+	}
+	fmt.Fprintf(stderr, "sbf: %v\n", err)
+	if code == 2 {
+		fmt.Fprintln(stderr, "Run 'sbf --help' for usage.")
+	}
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sbf",
+		Short:         "Declarative, VM-isolated workspaces",
+		Long:          "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose stack inside them and the services they need.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version, // --version, as `sbf version` prints it
+	}
+	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
+	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return a.findWorkspace(cmd)
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, err: err}
+	})
+	root.AddCommand(
+		a.validateCommand(),
+		a.planCommand(),
+		a.applyCommand(),
+		a.statusCommand(),
+		a.upCommand(),
+		a.destroyCommand(),
+		a.extendCommand(),
+		a.reconcileCommand(),
+		a.execCommand(),
+		a.shellCommand(),
+		a.execBrokerCommand(),
+		a.vzRunCommand(),
+		a.cpCommand(),
+		a.syncCommand(),
+		a.taskCommand(),
+		a.composeLoadCommand(),
+		a.initCommand(),
+		a.schemaCommand(),
+		a.imageCommand(),
+		a.doctorCommand(),
+		a.poolCommand(),
+		a.importV1Command(),
+		a.serviceCommand(),
+		a.versionCommand(),
+	)
+	root.AddCommand(a.serverCommands()...)
+	return root
+}
+
+// args wraps a positional-argument rule so its failures are usage errors.
+func args(rule cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, list []string) error {
+		if err := rule(cmd, list); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		return nil
+	}
+}

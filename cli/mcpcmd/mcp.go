@@ -1,0 +1,233 @@
+package mcpcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/mcpserver"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type mcpFlags struct {
+	http             string
+	allowNonLoopback bool
+	tokenFile        string
+	maxBodyBytes     int64
+	maxSessions      int
+	sessionIdle      time.Duration
+	workspaceRoots   []string
+}
+
+func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(a.AllowPaths(), "allow-path", nil,
+		"host `DIR` that copy, sync and artifact tools may use besides each instance's workspace "+
+			"(repeatable; also SBF_ALLOWED_PATHS)")
+	cmd.Flags().StringArrayVar(&f.workspaceRoots, "workspace-root", nil,
+		"serve workspaces in `DIR` too, besides -C's folder (repeatable; also SBF_WORKSPACE_ROOTS); "+
+			"a client's MCP roots narrow them further")
+	cmd.Flags().BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
+		fmt.Sprintf("largest HTTP request body in bytes (default %d, or MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes))
+	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", 0,
+		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions))
+	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
+		fmt.Sprintf("end HTTP sessions idle this long (default %s, or MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle))
+}
+
+// httpOptions combines flags over the environment's settings.
+func (f *mcpFlags) httpOptions(addr string, s mcpserver.Settings) mcpserver.HTTPOptions {
+	o := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: f.allowNonLoopback || s.AllowRemote,
+		MaxBodyBytes: s.MaxBodyBytes, MaxSessions: s.MaxSessions, SessionIdle: s.SessionIdle}
+	if f.maxBodyBytes > 0 {
+		o.MaxBodyBytes = f.maxBodyBytes
+	}
+	if f.maxSessions > 0 {
+		o.MaxSessions = f.maxSessions
+	}
+	if f.sessionIdle > 0 {
+		o.SessionIdle = f.sessionIdle
+	}
+	return o
+}
+
+func (a cmds) mcpCommand() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the MCP tools over stdio (and Streamable HTTP with --http)",
+		Long: "mcp serves SandboxForge's MCP tools on stdin/stdout for an MCP client, and runs the reconcile\n" +
+			"loop (expiry, repair) in the background. --http also serves Streamable HTTP at http://ADDR/mcp\n" +
+			"(default 127.0.0.1:8765). SandboxForge v1's environment variables keep their meaning.",
+		// `--http ADDR` as two words: a bare --http takes the default
+		// address, so the address arrives as the one argument.
+		Args: cli.Args(func(cmd *cobra.Command, list []string) error {
+			if len(list) == 1 && cmd.Flags().Changed("http") && f.http == cli.DefaultHTTPAddr {
+				if _, _, err := net.SplitHostPort(list[0]); err == nil {
+					return nil
+				}
+			}
+			return cobra.NoArgs(cmd, list)
+		}),
+		RunE: func(_ *cobra.Command, list []string) error {
+			if len(list) == 1 {
+				f.http = list[0]
+			}
+			return a.serveMCP(&f, true)
+		},
+	}
+	f.register(a, cmd)
+	cmd.Flags().StringVar(&f.http, "http", "", "also serve Streamable HTTP on `ADDR` (default "+cli.DefaultHTTPAddr+")")
+	cmd.Flags().Lookup("http").NoOptDefVal = cli.DefaultHTTPAddr
+	return cmd
+}
+
+func (a cmds) serveCommand() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "serve [ADDR]",
+		Short: "Run the reconcile loop and serve MCP over Streamable HTTP",
+		Long: "serve runs the reconcile loop for every workspace it has touched (and every workspace holding\n" +
+			"a lease on this host) and serves the MCP tools at http://ADDR/mcp (default MCP_HTTP_HOST:MCP_HTTP_PORT,\n" +
+			"127.0.0.1:8765). SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
+		Args: cli.Args(cobra.MaximumNArgs(1)),
+		RunE: func(_ *cobra.Command, list []string) error {
+			if len(list) == 1 {
+				f.http = list[0]
+			}
+			return a.serveMCP(&f, false)
+		},
+	}
+	f.register(a, cmd)
+	return cmd
+}
+
+func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
+	settings, err := mcpserver.ReadSettings(a.Getenv)
+	if err != nil {
+		return err
+	}
+	httpAddr := f.http
+	if !stdio && httpAddr == "" || stdio && httpAddr == "" && settings.EnableHTTP != nil && *settings.EnableHTTP {
+		httpAddr = settings.HTTPAddr()
+	}
+	opts := f.httpOptions(httpAddr, settings)
+	if f.tokenFile != "" {
+		tok, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return fmt.Errorf("reading --token-file: %w", err)
+		}
+		if opts.Token = strings.TrimSpace(string(tok)); opts.Token == "" {
+			return fmt.Errorf("--token-file %s is empty", f.tokenFile)
+		}
+	}
+	if httpAddr != "" {
+		if err := mcpserver.CheckListen(opts); err != nil {
+			return cli.UsageErrorf("%v", err)
+		}
+	}
+	command := "serve"
+	if stdio {
+		command = "mcp"
+	}
+	if err := a.ServeRoots(f.workspaceRoots); err != nil {
+		return err
+	}
+	srv, err := a.newMCPServer(settings, command)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var wg sync.WaitGroup
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		srv.RunLoop(loopCtx, a.logPass)
+	}()
+	var httpErr chan error
+	var hs *http.Server
+	if httpAddr != "" {
+		ln, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			stopLoop()
+			wg.Wait()
+			return fmt.Errorf("listening on %s: %w", httpAddr, err)
+		}
+		handler := srv.HTTPHandler(opts)
+		defer handler.Close()
+		hs = mcpserver.NewHTTPServer(handler)
+		httpErr = make(chan error, 1)
+		go func() { httpErr <- hs.Serve(ln) }()
+		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp\n", ln.Addr())
+	}
+	if stdio {
+		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), a.Stdout())
+	} else {
+		select {
+		case <-ctx.Done():
+		case err = <-httpErr:
+		}
+	}
+	if hs != nil {
+		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		hs.Shutdown(shutdown)
+		cancel()
+	}
+	stopLoop()
+	wg.Wait() // a pass in progress finishes and saves its state
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// newMCPServer builds the server; command ("mcp" or "serve") names the
+// process in lock notes, so a waiting sbf says who it waits for.
+func (a cmds) newMCPServer(settings mcpserver.Settings, command string) (*mcpserver.Server, error) {
+	eng, err := a.Engine(command, 4, 10*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	eng.Events = nil // stdout may be the protocol stream
+	root, err := filepath.Abs(a.Dir())
+	if err != nil {
+		return nil, err
+	}
+	pol, err := a.Operator()
+	if err != nil {
+		return nil, err
+	}
+	return mcpserver.New(mcpserver.Config{
+		Engine: eng, Settings: settings, Host: spec.CurrentHost(), ConfigHome: a.ConfigHome(),
+		DefaultRoot: root, Version: cli.Version(), Policy: pol,
+	}), nil
+}
+
+// logPass reports loop passes that changed something or failed.
+func (a cmds) logPass(ws spec.Options, res *reconcile.Result, err error) {
+	if err != nil {
+		fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %v\n", ws.Root, err)
+	}
+	if res != nil && res.Plan != nil && len(res.Plan.Actions) > 0 {
+		for _, act := range res.Plan.Actions {
+			fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Subject(), act.Cause)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package mcpcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/mcpserver"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// withLoopOnly adds to `sbf serve` what running it as a service needs
+// (sbf service install): the loop without the MCP server, the workspaces
+// it watches, and a log file for service managers that keep no output.
+func (a cmds) withLoopOnly(cmd *cobra.Command) *cobra.Command {
+	var loopOnly bool
+	var workspaces []string
+	var logFile string
+	serveMCP := cmd.RunE
+	cmd.Long += "\n\n--loop-only runs the loop alone, as `sbf reconcile --watch` does, for each --workspace DIR\n" +
+		"or, without one, every workspace holding a lease in this host's index (sbf service install\n" +
+		"registers it as a service)."
+	cmd.Flags().BoolVar(&loopOnly, "loop-only", false, "run only the reconcile loop (expiry, repair), no MCP over HTTP")
+	cmd.Flags().StringArrayVar(&workspaces, "workspace", nil,
+		"with --loop-only, reconcile workspace `DIR` (repeatable; default: every workspace holding a lease on this host)")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "append messages to `FILE`, each line timed, instead of stderr")
+	cmd.RunE = func(c *cobra.Command, list []string) (err error) {
+		if logFile != "" {
+			log, err := openLog(logFile)
+			if err != nil {
+				return err
+			}
+			defer log.Close()
+			a.SetStderr(log)
+			defer func() {
+				if err != nil { // the caller prints it to a stderr nobody reads
+					fmt.Fprintf(log, "sbf: %v\n", err)
+				}
+			}()
+		}
+		if !loopOnly {
+			if len(workspaces) > 0 {
+				return cli.UsageErrorf("--workspace needs --loop-only: the MCP server's loop watches every workspace " +
+					"holding a lease and those its tools touch")
+			}
+			return serveMCP(c, list)
+		}
+		if len(list) > 0 {
+			return cli.UsageErrorf("--loop-only serves no MCP: drop the address %s", list[0])
+		}
+		return a.serveLoop(workspaces)
+	}
+	return cmd
+}
+
+// serveLoop is `sbf serve --loop-only`: the passes of `sbf reconcile
+// --watch`, over the named workspaces or every one the host index holds
+// a lease for, until SIGINT or SIGTERM.
+func (a cmds) serveLoop(dirs []string) error {
+	settings, err := mcpserver.ReadSettings(a.Getenv)
+	if err != nil {
+		return err
+	}
+	named, err := a.namedWorkspaces(dirs)
+	if err != nil {
+		return err
+	}
+	eng, err := a.Engine("serve --loop-only", 4, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	eng.Events = nil // the loop reports its actions itself (logPass)
+	index := state.OpenHostIndex(eng.HostDir)
+	workspaces := func() []spec.Options { return named }
+	what := strings.Join(dirs, ", ")
+	if len(named) == 0 {
+		workspaces = func() []spec.Options { return a.leasedWorkspaces(index) }
+		what = "every workspace holding a lease in " + index.Dir()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		watchIndex(ctx, index, wake, 2*time.Second)
+	}()
+	fmt.Fprintf(a.Stderr(), "sbf: reconciling %s every %s, at each lease end and when a lease changes; SIGTERM stops\n",
+		what, settings.SweepInterval)
+	err = eng.Watch(ctx, reconcile.WatchOptions{
+		Workspaces: workspaces,
+		Interval:   settings.SweepInterval,
+		Wake:       wake,
+		Report:     a.logPass,
+		PoolReport: a.logPass, // a pool pass is reported as a pass whose actions are spares'
+	})
+	stop()
+	wg.Wait()
+	return err
+}
+
+func (a cmds) namedWorkspaces(dirs []string) ([]spec.Options, error) {
+	var out []spec.Options
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("resolving --workspace %s: %w", d, err)
+		}
+		if !spec.HasSpec(abs) {
+			return nil, cli.UsageErrorf("--workspace %s: no %s there", d, spec.FileName)
+		}
+		out = append(out, a.loopWorkspace(abs))
+	}
+	return out, nil
+}
+
+// leasedWorkspaces are the workspaces the host index holds a lease for, as
+// the MCP server's loop finds them after a restart; a workspace deleted
+// since is skipped.
+func (a cmds) leasedWorkspaces(index *state.HostIndex) []spec.Options {
+	entries, _ := index.All()
+	roots := map[string]bool{}
+	for _, e := range entries {
+		if !e.ExpiresAt.IsZero() && spec.HasSpec(e.WorkspaceRoot) {
+			roots[e.WorkspaceRoot] = true
+		}
+	}
+	var out []spec.Options
+	for _, r := range slices.Sorted(maps.Keys(roots)) {
+		out = append(out, a.loopWorkspace(r))
+	}
+	return out
+}
+
+func (a cmds) loopWorkspace(root string) spec.Options {
+	return spec.Options{Root: root, Host: spec.CurrentHost(), ConfigHome: a.ConfigHome()}
+}
+
+// watchIndex wakes the loop when a lease in the host index is created,
+// renewed or dropped, so a lease taken by `sbf up` after the loop started
+// is watched at once rather than at the next interval. It polls: the index
+// is a folder of small files, and a poll works on every OS alike.
+func watchIndex(ctx context.Context, index *state.HostIndex, wake chan<- struct{}, every time.Duration) {
+	last := leaseFingerprint(index)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if fp := leaseFingerprint(index); fp != last {
+			last = fp
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// leaseFingerprint changes when any lease does, and not when a pass
+// rewrites the index as it was.
+func leaseFingerprint(index *state.HostIndex) string {
+	entries, _ := index.All()
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", e.Instance, e.WorkspaceRoot, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+	return b.String()
+}
+
+// openLog opens --log-file for appending, each line prefixed with the time
+// (a service manager's file has no timestamps of its own).
+func openLog(path string) (io.WriteCloser, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the folder of --log-file %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening --log-file: %w", err)
+	}
+	return &timedLog{f: f, atLineStart: true}, nil
+}
+
+// timedLog prefixes every line written to it with the current time.
+type timedLog struct {
+	mu          sync.Mutex
+	f           *os.File
+	atLineStart bool
+}
+
+func (l *timedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b []byte
+	for _, c := range p {
+		if l.atLineStart {
+			b = time.Now().UTC().AppendFormat(b, time.RFC3339+" ")
+		}
+		b = append(b, c)
+		l.atLineStart = c == '\n'
+	}
+	if _, err := l.f.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (l *timedLog) Close() error { return l.f.Close() }

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/internal/policy"
+)
+
+// operator is this process's policy, loaded once: the flags a command
+// registered (--workspace-root, --allow-path), the environment and the
+// global config's [policy]. Workspace files and requests never widen it.
+func (a *app) operator() (policy.Policy, error) {
+	if a.policy != nil {
+		return *a.policy, nil
+	}
+	global, err := policy.ReadGlobal(a.configHome())
+	if err != nil {
+		return policy.Policy{}, err
+	}
+	p, err := policy.Load(policy.Sources{Getenv: a.getenv, Global: global,
+		WorkspaceRoots: a.policyFlags.roots, AllowedPaths: a.policyFlags.allow})
+	if err != nil {
+		return policy.Policy{}, fmt.Errorf("reading the operator policy: %w", err)
+	}
+	a.policy = &p
+	return p, nil
+}
+
+// policyFlags are the command line's part of the operator policy.
+type policyFlags struct {
+	roots []string // --workspace-root, and the served -C folder
+	allow []string // --allow-path
+}
+
+// hostPolicy is where a command may read and write on the host: the
+// workspace, then the operator's allowed paths.
+func (a *app) hostPolicy(workspace string) (hostpath.Policy, error) {
+	p, err := a.operator()
+	if err != nil {
+		return hostpath.Policy{}, err
+	}
+	return p.HostPaths(workspace), nil
+}
+
+// servedRoots makes the -C folder the first root an MCP server serves.
+func (a *app) servedRoots(extra []string) error {
+	dir, err := filepath.Abs(a.dir)
+	if err != nil {
+		return err
+	}
+	a.policyFlags.roots = append([]string{dir}, extra...)
+	return nil
+}

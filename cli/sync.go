@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) syncCommand() *cobra.Command {
+	var from, asJSON bool
+	var exclude []string
+	cmd := &cobra.Command{
+		Use:   "sync NAME LOCAL REMOTE",
+		Short: "Make a sandbox folder hold what a host folder holds (--from: the other way)",
+		Long: "sync sends a host folder to a sandbox folder, minus [sync] exclude_patterns (or --exclude) and .git\n" +
+			"(unless [sync] include_git); a re-sync sends only the files whose content changed and deletes those\n" +
+			"the host no longer has. With --from it copies the sandbox folder back to the host.",
+		Args:              args(cobra.ExactArgs(3)),
+		ValidArgsFunction: a.completeSandbox,
+		RunE: func(cmd *cobra.Command, list []string) error {
+			tgt, err := a.target(list[:1])
+			if err != nil {
+				return err
+			}
+			cwd, _ := os.Getwd()
+			policy, err := a.hostPolicy(tgt.Resolved.Root)
+			if err != nil {
+				return err
+			}
+			ctx := context.Background()
+			if from {
+				rep, err := tgt.CopyOut(ctx, policy, cwd, list[2], list[1])
+				a.reportSkipped(rep)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", list[0], list[2], list[1])
+				return nil
+			}
+			var given []string
+			if cmd.Flags().Changed("exclude") {
+				given = exclude
+			}
+			rep, err := tgt.Sync(ctx, policy, cwd, list[1], list[2], tgt.SyncExcludes(given))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, rep)
+			}
+			fmt.Fprintf(a.stdout, "%s → %s:%s: %d sent, %d unchanged, %d deleted (%d bytes)\n",
+				rep.LocalPath, list[0], rep.RemotePath, rep.Sent, rep.Unchanged, rep.Deleted, rep.ArchiveBytes)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&from, "from", false, "copy the sandbox folder to the host instead")
+	cmd.Flags().StringArrayVar(&exclude, "exclude", nil, "fnmatch `PATTERN` left out, replacing [sync] exclude_patterns (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was sent as JSON")
+	a.addAllowPath(cmd)
+	return cmd
+}

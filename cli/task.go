@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+func (a *app) taskCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "task",
+		Short: "Background commands running detached in a sandbox (start, status, logs, stop, list)",
+	}
+	cmd.AddCommand(a.taskStartCommand(), a.taskStatusCommand(), a.taskLogsCommand(), a.taskStopCommand(), a.taskListCommand())
+	return cmd
+}
+
+func (a *app) taskStartCommand() *cobra.Command {
+	var cwd string
+	var env []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "start NAME -- COMMAND [ARG]...",
+		Short: "Start a command detached in a sandbox; it outlives sbf and dropped connections",
+		Args:  args(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, list []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash != 1 {
+				return usageErrorf("put the command after --, as in: sbf task start api -- make test")
+			}
+			vars := map[string]string{}
+			for _, kv := range env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageErrorf("--env %q: want KEY=VALUE", kv)
+				}
+				vars[k] = v
+			}
+			ws, err := a.workspace(nil)
+			if err != nil {
+				return err
+			}
+			eng, err := a.engine("task start", engineFlags{lockTimeout: time.Minute})
+			if err != nil {
+				return err
+			}
+			t, err := eng.Tasks(ws).Start(context.Background(), list[0], shellJoin(list[1:]), cwd, vars)
+			if err != nil {
+				return a.reportError(err, asJSON)
+			}
+			return a.printTask(t, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&cwd, "cwd", "", "guest `DIR` to run in")
+	cmd.Flags().StringArrayVar(&env, "env", nil, "`KEY=VALUE` for the command (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	cmd.ValidArgsFunction = a.completeSandbox
+	return cmd
+}
+
+// withTask runs one task subcommand on a task id of this workspace.
+func (a *app) withTask(use, short string, run func(cmd *cobra.Command, id string) (*state.Task, error)) (*cobra.Command, *bool) {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, list []string) error {
+			t, err := run(cmd, list[0])
+			if err != nil {
+				return a.reportError(err, asJSON)
+			}
+			if t == nil {
+				return nil
+			}
+			return a.printTask(t, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	return cmd, &asJSON
+}
+
+func (a *app) taskStatusCommand() *cobra.Command {
+	cmd, _ := a.withTask("status TASK", "Report a task's status and exit code", func(_ *cobra.Command, id string) (*state.Task, error) {
+		ws, eng, err := a.taskEngine("task status")
+		if err != nil {
+			return nil, err
+		}
+		return eng.Tasks(ws).Get(context.Background(), id)
+	})
+	return cmd
+}
+
+func (a *app) taskLogsCommand() *cobra.Command {
+	var tail int
+	var cmd *cobra.Command
+	var asJSON *bool
+	cmd, asJSON = a.withTask("logs TASK", "Print a task's output (its last lines with --tail)", func(_ *cobra.Command, id string) (*state.Task, error) {
+		ws, eng, err := a.taskEngine("task logs")
+		if err != nil {
+			return nil, err
+		}
+		t, logs, err := eng.Tasks(ws).Logs(context.Background(), id, tail)
+		if err != nil {
+			return nil, err
+		}
+		if *asJSON {
+			return nil, writeJSON(a.stdout, map[string]any{"task_id": t.ID, "status": t.Status, "logs": logs, "tail": tail})
+		}
+		_, err = fmt.Fprint(a.stdout, logs)
+		return nil, err
+	})
+	cmd.Flags().IntVar(&tail, "tail", 0, "only the last `N` lines (0: all)")
+	return cmd
+}
+
+func (a *app) taskStopCommand() *cobra.Command {
+	var force bool
+	cmd, _ := a.withTask("stop TASK", "Stop a task's whole process group (TERM, or KILL with --force)", func(_ *cobra.Command, id string) (*state.Task, error) {
+		ws, eng, err := a.taskEngine("task stop")
+		if err != nil {
+			return nil, err
+		}
+		return eng.Tasks(ws).Stop(context.Background(), id, force)
+	})
+	cmd.Flags().BoolVar(&force, "force", false, "KILL instead of TERM")
+	return cmd
+}
+
+func (a *app) taskListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the workspace's background tasks",
+		Args:  args(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			ws, eng, err := a.taskEngine("task list")
+			if err != nil {
+				return err
+			}
+			tasks, err := eng.Tasks(ws).List()
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(tasks, func(x, y *state.Task) int { return x.CreatedAt.Compare(y.CreatedAt) })
+			if asJSON {
+				return writeJSON(a.stdout, nonNil(tasks))
+			}
+			t := newTable(a.stdout, "TASK", "SANDBOX", "STATUS", "EXIT", "STARTED", "COMMAND")
+			for _, task := range tasks {
+				exit := "-"
+				if task.ExitCode != nil {
+					exit = fmt.Sprint(*task.ExitCode)
+				}
+				t.row(task.ID, task.Sandbox, task.Status, exit, task.CreatedAt.UTC().Format(time.RFC3339), task.Command)
+			}
+			t.flush()
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func (a *app) taskEngine(command string) (spec.Options, *reconcile.Engine, error) {
+	ws, err := a.workspace(nil)
+	if err != nil {
+		return ws, nil, err
+	}
+	eng, err := a.engine(command, engineFlags{lockTimeout: time.Minute})
+	return ws, eng, err
+}
+
+func (a *app) printTask(t *state.Task, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.stdout, t)
+	}
+	exit := ""
+	if t.ExitCode != nil {
+		exit = fmt.Sprintf(" (exit %d)", *t.ExitCode)
+	}
+	fmt.Fprintf(a.stdout, "%s  %s%s  pid %d in %s  log %s\n", t.ID, t.Status, exit, t.PID, t.Sandbox, t.LogPath)
+	if t.ErrorMessage != "" {
+		fmt.Fprintf(a.stdout, "  %s\n", t.ErrorMessage)
+	}
+	return nil
+}

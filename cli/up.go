@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+func (a *app) upCommand() *cobra.Command {
+	var f convergeFlags
+	var ttl string
+	var bootstrap, services bool
+	cmd := &cobra.Command{
+		Use:   "up [NAME]...",
+		Short: "Acquire leases for sandboxes (declaring unknown names) and converge them",
+		Long: "up acquires or renews the lease of each named sandbox and converges it. A name no file\n" +
+			"declares becomes an ad-hoc sandbox with the [vm] defaults, recorded in .sandboxforge/overrides.toml,\n" +
+			"and gets SandboxForge v1's bootstrap: the container runtime, and the [infra] services (--services).\n" +
+			"Without names, every sandbox the files declare is brought up.",
+		RunE: func(_ *cobra.Command, names []string) error {
+			f.autoApprove = true
+			req := reconcile.Request{Op: reconcile.Up, Sandboxes: names}
+			if ttl != "" {
+				d, err := spec.ParseDuration(ttl)
+				if err != nil {
+					return usageErrorf("--ttl: %v", err)
+				}
+				req.TTL = reconcile.TTL(d.Std())
+			}
+			if bootstrap {
+				req.Bootstrap = &reconcile.Bootstrap{Services: services}
+			}
+			return a.converge("up", &f, reconcile.Options{
+				Targets: names, Request: req, Confirm: a.showPlan(f.asJSON), Rollback: true})
+		},
+	}
+	f.register(cmd, withParallelism|withSet)
+	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: the sandbox's ttl or [lease] default_ttl")
+	cmd.Flags().BoolVar(&bootstrap, "bootstrap", true, "give new ad-hoc sandboxes the container runtime (and services)")
+	cmd.Flags().BoolVar(&services, "services", true, "with --bootstrap, also the [infra] services (when include_services_by_default allows)")
+	return cmd
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type validateReport struct {
+	Valid         bool         `json:"valid"`
+	WorkspaceRoot string       `json:"workspace_root"`
+	WorkspaceID   string       `json:"workspace_id"`
+	Sources       []string     `json:"sources"`
+	Config        *spec.Config `json:"config"`
+	Errors        spec.Errors  `json:"errors"`
+	Warnings      spec.Errors  `json:"warnings"`
+}
+
+func (a *app) validateCommand() *cobra.Command {
+	var asJSON bool
+	var sets []string
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the workspace's layered configuration and print it resolved",
+		Long: "validate loads every layer (defaults, global config, .sandboxforge.toml, .sandboxforge.local.toml,\n" +
+			"managed overrides, --set) and prints the resolved configuration, or every problem with its file:line:col.\n" +
+			"Exit status: 0 valid, 1 invalid, 2 usage error.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := spec.ParseSet(sets)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			rep, err := a.validate(req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				err = writeJSON(a.stdout, rep)
+			} else {
+				err = a.printValidation(rep)
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.Valid {
+				return silentExit(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
+	return cmd
+}
+
+func (a *app) validate(req *spec.Request) (*validateReport, error) {
+	eng, err := a.engine("validate", engineFlags{})
+	if err != nil {
+		return nil, err
+	}
+	v, err := eng.Validate(context.Background(), spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req})
+	if err != nil {
+		return nil, err
+	}
+	rep := &validateReport{Valid: v.Valid(), WorkspaceRoot: v.Root, WorkspaceID: v.ID, Sources: []string{},
+		Errors: v.Errors, Warnings: v.Warnings}
+	if rep.Errors == nil {
+		rep.Errors = spec.Errors{}
+	}
+	if rep.Warnings == nil {
+		rep.Warnings = spec.Errors{}
+	}
+	if v.Resolved != nil {
+		rep.Sources = v.Resolved.Sources
+		if rep.Valid {
+			rep.Config = &v.Resolved.Config
+		}
+	}
+	return rep, nil
+}
+
+func (a *app) printValidation(rep *validateReport) error {
+	if !rep.Valid {
+		files := map[string]bool{}
+		for _, e := range rep.Errors {
+			e.File = displayPath(rep.WorkspaceRoot, e.File)
+			files[e.File] = true
+			fmt.Fprintln(a.stdout, e.Error())
+		}
+		fmt.Fprintf(a.stdout, "\n%s in %s.\n", plural(len(rep.Errors), "problem"), plural(len(files), "file"))
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Valid: %s (%s)\n", rep.WorkspaceRoot, rep.WorkspaceID)
+	for _, w := range rep.Warnings {
+		w.File = displayPath(rep.WorkspaceRoot, w.File)
+		fmt.Fprintf(a.stdout, "Warning: %s\n", w.Error())
+	}
+	shown := make([]string, len(rep.Sources))
+	for i, s := range rep.Sources {
+		shown[i] = displayPath(rep.WorkspaceRoot, s)
+	}
+	fmt.Fprintf(a.stdout, "Sources: %s\n", strings.Join(shown, ", "))
+	fmt.Fprintf(a.stdout, "Sandboxes: %s\n\n", sandboxList(rep.Config))
+	out, err := toml.Marshal(rep.Config)
+	if err != nil {
+		return fmt.Errorf("rendering the resolved configuration: %w", err)
+	}
+	_, err = a.stdout.Write(out)
+	return err
+}
+
+func sandboxList(c *spec.Config) string {
+	if len(c.Sandboxes) == 0 {
+		return "none declared (add a [sandboxes.NAME] table, or run 'sbf init')"
+	}
+	names := make([]string, 0, len(c.Sandboxes))
+	for n := range c.Sandboxes {
+		names = append(names, n)
+	}
+	return strings.Join(slices.Sorted(slices.Values(names)), ", ")
+}
+
+// displayPath shortens paths inside the workspace to workspace-relative
+// ones; everything else stays as it is.
+func displayPath(root, path string) string {
+	if root == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	if rel, err := filepath.Rel(root, path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
