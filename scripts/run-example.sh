@@ -86,6 +86,7 @@ if ((ROOT)); then
   WS=$SBF_VM_HOME/$EXAMPLE
   install -d -o "$SBF_VM_USER" -g "$SBF_VM_USER" "$SBF_VM_HOME/bin" "$WS"
   install -m 0755 "$SBF" "$SBF_VM_HOME/bin/sbf"
+  install -m 0755 "$SBF-server" "$SBF_VM_HOME/bin/sbf-server" # compose files, sbf mcp, sbf serve
   # The spec files only: the user's own .sandboxforge/ (state, leases) stays.
   tar -C "$EXAMPLE" --exclude=.sandboxforge --exclude=.sandboxforge.local.toml -cf - . | tar -C "$WS" -xf -
   [[ -n "$LOCAL_LAYER" ]] && printf '%s' "$LOCAL_LAYER" >"$WS/.sandboxforge.local.toml"
