@@ -25,7 +25,7 @@ type Settings struct {
 	// StartTimeout bounds how long Start waits for the VMI to be ready
 	// (SBF_KUBEVIRT_START_TIMEOUT, default 10m).
 	StartTimeout time.Duration
-	// Poll is how often a wait looks again (tests shorten it).
+	// Poll is how often a wait looks again: SBF_KUBEVIRT_POLL, default 1s (tests shorten it).
 	Poll time.Duration
 }
 
@@ -49,6 +49,13 @@ func SettingsFrom(getenv func(string) string, workspaceID string) (Settings, err
 	}
 	if s.SSHUser == "" {
 		s.SSHUser = "sbf"
+	}
+	if v := getenv("SBF_KUBEVIRT_POLL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("SBF_KUBEVIRT_POLL=%q: want a positive duration such as 1s", v)
+		}
+		s.Poll = d
 	}
 	if v := getenv("SBF_KUBEVIRT_START_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
