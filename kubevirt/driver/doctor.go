@@ -34,26 +34,28 @@ type Access struct {
 // CRDs are served, the namespace is usable, and RBAC allows every verb sbf uses there.
 func (d *Driver) Diagnose(ctx context.Context, _ []drivers.Spec) drivers.Diagnosis {
 	diag := drivers.Diagnosis{Driver: Name}
-	defer func() {
-		diag.Finish()
-		diag.Summary = "usable: VirtualMachines in namespace " + d.set.Namespace + " (" + d.where + ")"
-		if !diag.Usable {
-			diag.Summary = "cannot run VMs in " + d.set.Namespace + " yet: see the failed checks"
-		}
-	}()
+	d.check(ctx, &diag)
+	diag.Finish()
+	diag.Summary = "usable: VirtualMachines in namespace " + d.set.Namespace + " (" + d.where + ")"
+	if !diag.Usable {
+		diag.Summary = "cannot run VMs in " + d.set.Namespace + " yet: see the failed checks"
+	}
+	return diag
+}
+
+func (d *Driver) check(ctx context.Context, diag *drivers.Diagnosis) {
 	disc, err := discovery.NewDiscoveryClientForConfig(d.cfg)
 	if err == nil {
 		_, err = disc.ServerVersion()
 	}
 	if err != nil {
 		diag.Add(drivers.CheckFromError("api", d.apiError("asking the API server its version", err)))
-		return diag
+		return
 	}
 	diag.Add(drivers.Check{Name: "api", Status: drivers.CheckOK, Detail: "the API server answers (" + d.where + ")"})
 	diag.Add(d.checkCRDs(disc))
 	diag.Add(d.checkNamespace(ctx))
 	diag.Add(d.checkRBAC(ctx))
-	return diag
 }
 
 func (d *Driver) checkCRDs(disc discovery.DiscoveryInterface) drivers.Check {
@@ -85,9 +87,13 @@ func (d *Driver) checkNamespace(ctx context.Context) drivers.Check {
 	case apierrors.IsNotFound(err) && d.allowed(ctx, Access{Resource: "namespaces", Verbs: []string{"create"}}, "") == "":
 		return drivers.Check{Name: "namespace", Status: drivers.CheckOK,
 			Detail: d.set.Namespace + " does not exist yet; sbf makes it with the first VM"}
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err):
+		return drivers.Check{Name: "namespace", Status: drivers.CheckWarn,
+			Detail: "namespaces may not be read, so whether " + d.set.Namespace + " exists is unknown; sbf uses it as it is",
+			NextSteps: []string{"if it does not exist, ask a cluster admin: kubectl create namespace " + d.set.Namespace}}
+	case apierrors.IsNotFound(err):
 		return drivers.Check{Name: "namespace", Status: drivers.CheckFail,
-			Detail: d.set.Namespace + " does not exist (or may not be read), and sbf may not create namespaces",
+			Detail: d.set.Namespace + " does not exist, and sbf may not create namespaces",
 			NextSteps: []string{"kubectl create namespace " + d.set.Namespace,
 				"or set SBF_KUBEVIRT_NAMESPACE to a namespace you may use"}}
 	}

@@ -8,8 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kv "kubevirt.io/api/core/v1"
@@ -91,7 +91,10 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 func (d *Driver) ensureNamespace(ctx context.Context) error {
 	var ns corev1.Namespace
 	err := d.c.Get(ctx, types.NamespacedName{Name: d.set.Namespace}, &ns)
-	if err == nil || !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+	if err == nil || apierrors.IsForbidden(err) {
+		return nil // one who may not read namespaces uses the one they were given as it is
+	}
+	if !apierrors.IsNotFound(err) {
 		return d.apiError("reading namespace "+d.set.Namespace, err)
 	}
 	ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.set.Namespace,
