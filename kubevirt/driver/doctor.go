@@ -89,7 +89,7 @@ func (d *Driver) checkNamespace(ctx context.Context) drivers.Check {
 			Detail: d.set.Namespace + " does not exist yet; sbf makes it with the first VM"}
 	case apierrors.IsForbidden(err):
 		return drivers.Check{Name: "namespace", Status: drivers.CheckWarn,
-			Detail: "namespaces may not be read, so whether " + d.set.Namespace + " exists is unknown; sbf uses it as it is",
+			Detail:    "namespaces may not be read, so whether " + d.set.Namespace + " exists is unknown; sbf uses it as it is",
 			NextSteps: []string{"if it does not exist, ask a cluster admin: kubectl create namespace " + d.set.Namespace}}
 	case apierrors.IsNotFound(err):
 		return drivers.Check{Name: "namespace", Status: drivers.CheckFail,
