@@ -55,6 +55,12 @@ func RESTConfig(getenv func(string) string) (*rest.Config, string, error) {
 
 // NewClient is a controller-runtime client on cfg with the driver's scheme.
 func NewClient(cfg *rest.Config) (client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		// client-go's default (5 per second, 10 at once) spaces a List of VMs and VMIs
+		// 100 ms apart; sbf's calls come in short bursts, so allow what kubectl does.
+		cfg.QPS, cfg.Burst = 50, 300
+	}
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, unreachable(err)

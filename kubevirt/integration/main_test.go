@@ -54,7 +54,7 @@ type space struct {
 	kubeconfig string // an admin's
 }
 
-func newSpace(t *testing.T, o fakevirt.Options) space {
+func newSpace(t testing.TB, o fakevirt.Options) space {
 	t.Helper()
 	kubetest.Need(t, cluster)
 	ns := cluster.Namespace(t)
@@ -69,7 +69,7 @@ func newSpace(t *testing.T, o fakevirt.Options) space {
 }
 
 // env is sbf's environment for the plugin: the cluster, the namespace, the plugin's path.
-func (s space) env(t *testing.T, c clock.Clock, kubeconfig string) drivers.Env {
+func (s space) env(t testing.TB, c clock.Clock, kubeconfig string) drivers.Env {
 	vars := map[string]string{"KUBECONFIG": kubeconfig, "SBF_KUBEVIRT_NAMESPACE": s.ns, "SBF_KUBEVIRT_DRIVER": plugin,
 		"SBF_KUBEVIRT_POLL": "50ms", "SBF_KUBEVIRT_START_TIMEOUT": "1m"}
 	return drivers.Env{Getenv: func(k string) string { return vars[k] }, Clock: c, StateDir: t.TempDir(),
@@ -78,7 +78,7 @@ func (s space) env(t *testing.T, c clock.Clock, kubeconfig string) drivers.Env {
 
 // launch starts the plugin as sbf does (the kubevirt registration) and closes it when
 // the test ends.
-func launch(t *testing.T, env drivers.Env) (*external.Driver, error) {
+func launch(t testing.TB, env drivers.Env) (*external.Driver, error) {
 	t.Helper()
 	reg, ok := drivers.Lookup("kubevirt")
 	if !ok {
