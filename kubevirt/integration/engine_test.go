@@ -96,8 +96,13 @@ func TestTheLoopExpiresAndDeletesTheVM(t *testing.T) {
 	}
 	vms := w.vms(t)
 	if len(vms) != 1 || vms[0].Labels[driver.LabelWorkspace] != res.Resolved.WorkspaceID ||
-		vms[0].Labels[driver.LabelSandbox] != "api" || !vms[0].Status.Ready {
+		vms[0].Labels[driver.LabelSandbox] != "api" {
 		t.Fatalf("after apply: %+v", vms)
+	}
+	var vmi kv.VirtualMachineInstance
+	if err := w.admin.Get(context.Background(), client.ObjectKeyFromObject(&vms[0]), &vmi); err != nil ||
+		vmi.Status.Phase != kv.Running {
+		t.Fatalf("after apply the VMI is %q (%v); want it running", vmi.Status.Phase, err)
 	}
 	w.clock.Advance(59 * time.Minute)
 	if _, err := w.reconcile(); err != nil || len(w.vms(t)) != 1 {
