@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,6 +142,10 @@ func (d *Driver) forwardTo(pod *corev1.Pod) (*forward, error) {
 	select {
 	case <-ready:
 	case err := <-failed:
+		if strings.Contains(err.Error(), " is forbidden: ") {
+			// client-go's port-forward flattens the API server's refusal into text.
+			return nil, fmt.Errorf("port-forwarding to pod %s: %w", pod.Name, d.forbidden(err.Error()))
+		}
 		return nil, d.apiError("port-forwarding to pod "+pod.Name, err)
 	}
 	ports, err := pf.GetPorts()

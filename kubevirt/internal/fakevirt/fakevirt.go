@@ -115,6 +115,8 @@ func (k *Controller) reconcile(ctx context.Context, vm *kv.VirtualMachine) {
 	case (deleting || !runs(vm)) && vmi != nil:
 		if vmi.DeletionTimestamp == nil && k.due(vm, k.o.StopDelay) {
 			k.c.Delete(ctx, vmi)
+			k.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(vm.Namespace),
+				client.MatchingLabels{kv.CreatedByLabel: string(vmi.UID)})
 		}
 	case !deleting && runs(vm) && vmi == nil:
 		if k.due(vm, k.o.StartDelay) {
@@ -153,6 +155,26 @@ func (k *Controller) boot(ctx context.Context, vm *kv.VirtualMachine) {
 	}
 	vmi.Status.Conditions = []kv.VirtualMachineInstanceCondition{cond}
 	k.c.Update(ctx, vmi) // VMIs have no status subresource: the object carries it
+	k.launcher(ctx, vmi)
+}
+
+// launcher makes the VMI's virt-launcher pod, as KubeVirt labels it, bound to a node
+// that does not exist: there is no kubelet behind it to forward ports to.
+func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstance) {
+	yes := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: vmi.Namespace,
+			Labels: map[string]string{kv.CreatedByLabel: string(vmi.UID), kv.AppLabel: "virt-launcher"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachineInstance",
+				Name: vmi.Name, UID: vmi.UID, Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: vmi.Status.NodeName,
+			Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+	}
+	if err := k.c.Create(ctx, pod); err != nil {
+		return
+	}
+	pod.Status.Phase = corev1.PodRunning
+	k.c.Status().Update(ctx, pod)
 }
 
 // status writes the VM's status as KubeVirt's controller would.
