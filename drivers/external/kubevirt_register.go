@@ -2,9 +2,11 @@ package external
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"path/filepath"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/spec"
 )
 
 // KubeVirt is the kubevirt driver's plugin, built from the kubevirt/ module of sbf's source.
@@ -42,7 +44,7 @@ func launch(ctx context.Context, prog Program, env drivers.Env) (*Driver, error)
 	}
 	h := Hello{SSHPublicKey: pub, SSHUser: env.Getenv("SBF_KUBEVIRT_SSH_USER")}
 	if env.Workspace != "" {
-		if root, id, err := spec.WorkspaceIdentity(env.Workspace); err == nil {
+		if root, id, err := workspaceIdentity(env.Workspace); err == nil {
 			h.WorkspaceRoot, h.WorkspaceID = root, id
 		}
 	}
@@ -68,4 +70,19 @@ func diagnose(ctx context.Context, prog Program, env drivers.Env, specs []driver
 	diag.Checks = append([]drivers.Check{{Name: "plugin", Status: drivers.CheckOK, Detail: prog.Binary + " answers"}},
 		diag.Checks...)
 	return diag
+}
+
+// workspaceIdentity is spec.WorkspaceIdentity's id, which this package cannot import (the
+// spec package's tests link every driver): "ws_" + 12 hex digits of the SHA-1 of the
+// absolute, symlink-resolved root. A test holds the two together.
+func workspaceIdentity(root string) (abs, id string, err error) {
+	abs, err = filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha1.Sum([]byte(abs))
+	return abs, "ws_" + hex.EncodeToString(sum[:])[:12], nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // testEnv runs this test binary as the kubevirt plugin, serving a sim world.
@@ -52,5 +53,18 @@ func TestAPluginThatDiesSaysWhy(t *testing.T) {
 	_, err := reg.New(context.Background(), env)
 	if err == nil || !strings.Contains(err.Error(), "exit status 7") || !strings.Contains(err.Error(), "giving up on purpose") {
 		t.Fatalf("New with a plugin that dies: %v; want its exit status and stderr", err)
+	}
+}
+
+func TestTheWorkspaceIdIsTheSpecs(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	wantRoot, wantID, err := spec.WorkspaceIdentity(link)
+	root, id, err2 := workspaceIdentity(link)
+	if err != nil || err2 != nil || root != wantRoot || id != wantID {
+		t.Errorf("workspaceIdentity = %s %s %v; spec says %s %s %v", root, id, err2, wantRoot, wantID, err)
 	}
 }
