@@ -72,8 +72,38 @@ func gib(n float64) resource.Quantity {
 
 func inGiB(q resource.Quantity) float64 { return float64(q.Value()) / (1 << 30) }
 
+// forSpec are the settings with the spec's own ([vm.kubevirt], drivers.Spec.Backend) laid
+// over them.
+func (set Settings) forSpec(s drivers.Spec) (Settings, error) {
+	for key, v := range s.Backend {
+		switch key {
+		case "namespace":
+			if v != set.Namespace {
+				return set, &drivers.SpecError{Driver: Name, Key: "kubevirt.namespace", Reason: fmt.Sprintf(
+					"put one sandbox in %s and the workspace in %s: a workspace's VMs share one namespace "+
+						"(SBF_KUBEVIRT_NAMESPACE)", v, set.Namespace)}
+			}
+		case "image":
+			set.Image = v
+		case "storage_class":
+			set.StorageClass = v
+		case "instancetype":
+			set.Instancetype = v
+		case "preference":
+			set.Preference = v
+		default:
+			return set, &drivers.SpecError{Driver: Name, Key: "kubevirt." + key, Reason: "take this setting"}
+		}
+	}
+	return set, nil
+}
+
 // newVM is the VirtualMachine for s, halted.
 func newVM(s drivers.Spec, set Settings, g guest) (*kv.VirtualMachine, error) {
+	set, err := set.forSpec(s)
+	if err != nil {
+		return nil, err
+	}
 	img, err := imageOf(s, set)
 	if err != nil {
 		return nil, err

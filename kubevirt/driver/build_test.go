@@ -70,8 +70,12 @@ func TestAVMIsWhatTheSpecAsks(t *testing.T) {
 		t.Errorf("DataVolume %+v", dv.Spec)
 	}
 
-	set.StorageClass, set.Instancetype = "", "u1.small"
+	set.StorageClass = ""
+	s.Backend = map[string]string{"instancetype": "u1.small", "image": "reg.example/disk:1"}
 	vm, _ = newVM(s, set, g)
+	if vm.Spec.Instancetype.Name != "u1.small" || vm.Spec.Template.Spec.Volumes[0].ContainerDisk.Image != "reg.example/disk:1" {
+		t.Errorf("[vm.kubevirt] settings not applied: %+v", vm.Spec)
+	}
 	if r := reported(vm); r.CPUs != 0 || r.MemoryGiB != 0 || vm.Spec.Template.Spec.Domain.CPU != nil {
 		t.Errorf("with an instancetype the VM still sizes itself: %+v", r)
 	}
@@ -81,11 +85,13 @@ func TestWhatAClusterVMCannotBeIsAPlanProblem(t *testing.T) {
 	d := &Driver{set: Settings{Namespace: "ns", Image: DefaultImage}}
 	base := drivers.Spec{Name: "sbf-c0ffee00-api", CPUs: 1, MemoryGiB: 1}
 	for key, s := range map[string]drivers.Spec{
-		"mounts":         {Name: base.Name, Mounts: []string{"/src"}},
-		"ports":          {Name: base.Name, Ports: []string{"8080:80"}},
-		"image.location": {Name: base.Name, Image: drivers.Image{Location: "/var/images/disk.img"}},
-		"image.kernel":   {Name: base.Name, Image: drivers.Image{Location: "docker://x", Kernel: "/vmlinuz"}},
-		"arch":           {Name: base.Name, Arch: "riscv64"},
+		"mounts":             {Name: base.Name, Mounts: []string{"/src"}},
+		"ports":              {Name: base.Name, Ports: []string{"8080:80"}},
+		"image.location":     {Name: base.Name, Image: drivers.Image{Location: "/var/images/disk.img"}},
+		"image.kernel":       {Name: base.Name, Image: drivers.Image{Location: "docker://x", Kernel: "/vmlinuz"}},
+		"arch":               {Name: base.Name, Arch: "riscv64"},
+		"kubevirt.namespace": {Name: base.Name, Backend: map[string]string{"namespace": "elsewhere"}},
+		"kubevirt.colour":    {Name: base.Name, Backend: map[string]string{"colour": "blue"}},
 	} {
 		var se *drivers.SpecError
 		if err := d.Validate(s); !errors.As(err, &se) || se.Key != key {

@@ -164,12 +164,16 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 
 // Reconfigure applies CPUs, memory and a larger disk to a stopped VM.
 func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
+	set, err := d.set.forSpec(s)
+	if err != nil {
+		return err
+	}
 	var grown *corev1.PersistentVolumeClaim
-	err := d.update(ctx, s.Name, func(vm *kv.VirtualMachine) error {
+	err = d.update(ctx, s.Name, func(vm *kv.VirtualMachine) error {
 		if runs(vm) {
 			return fmt.Errorf("%s is running; stop it before reconfiguring", s.Name)
 		}
-		size(vm, s, d.set)
+		size(vm, s, set)
 		if dvs := vm.Spec.DataVolumeTemplates; len(dvs) == 1 && s.DiskGiB > 0 {
 			grown = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: dvs[0].Name, Namespace: vm.Namespace}}
 		}
