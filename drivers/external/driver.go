@@ -68,8 +68,9 @@ func Launch(ctx context.Context, prog Program, env drivers.Env, s Session) (*Dri
 	}
 	c, p, err := start(path, environ(prog, env.Getenv), env.Debug)
 	if err != nil {
-		return nil, &drivers.UnavailableError{Driver: prog.Driver, Reason: err.Error(), ProbableCause: "backend_binary_missing",
-			NextSteps: []string{prog.Build}}
+		return nil, &drivers.UnavailableError{Driver: prog.Driver, Reason: err.Error(),
+			ProbableCause: "backend_binary_missing",
+			NextSteps:     []string{prog.Build}}
 	}
 	return open(ctx, s, c, p)
 }

@@ -51,7 +51,8 @@ func TestAPluginThatDiesSaysWhy(t *testing.T) {
 	env := testEnv(t, map[string]string{"SBF_EXTERNAL_TEST_PLUGIN_DIE": "1"})
 	reg, _ := drivers.Lookup("kubevirt")
 	_, err := reg.New(context.Background(), env)
-	if err == nil || !strings.Contains(err.Error(), "exit status 7") || !strings.Contains(err.Error(), "giving up on purpose") {
+	if err == nil || !strings.Contains(err.Error(), "exit status 7") ||
+		!strings.Contains(err.Error(), "giving up on purpose") {
 		t.Fatalf("New with a plugin that dies: %v; want its exit status and stderr", err)
 	}
 }

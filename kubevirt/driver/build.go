@@ -40,7 +40,8 @@ func imageOf(s drivers.Spec, set Settings) (image, error) {
 	loc := s.Image.Location
 	switch {
 	case s.Image.Kernel != "" || s.Image.Initrd != "":
-		return image{}, &drivers.SpecError{Driver: Name, Key: "image.kernel", Reason: "boot a kernel directly; use a disk image"}
+		return image{}, &drivers.SpecError{Driver: Name, Key: "image.kernel",
+			Reason: "boot a kernel directly; use a disk image"}
 	case loc == "":
 		return image{ContainerDisk: set.Image}, nil
 	case strings.HasPrefix(loc, "docker://"):
@@ -173,9 +174,11 @@ func size(vm *kv.VirtualMachine, s drivers.Spec, set Settings) {
 
 func rootVolume(name string, img image, set Settings) kv.Volume {
 	if set.StorageClass != "" || img.HTTP != "" {
-		return kv.Volume{Name: rootDisk, VolumeSource: kv.VolumeSource{DataVolume: &kv.DataVolumeSource{Name: name + "-root"}}}
+		dv := &kv.DataVolumeSource{Name: name + "-root"}
+		return kv.Volume{Name: rootDisk, VolumeSource: kv.VolumeSource{DataVolume: dv}}
 	}
-	return kv.Volume{Name: rootDisk, VolumeSource: kv.VolumeSource{ContainerDisk: &kv.ContainerDiskSource{Image: img.ContainerDisk}}}
+	cd := &kv.ContainerDiskSource{Image: img.ContainerDisk}
+	return kv.Volume{Name: rootDisk, VolumeSource: kv.VolumeSource{ContainerDisk: cd}}
 }
 
 // dataVolume is a persistent root disk imported by CDI from the image.

@@ -56,7 +56,7 @@ func TestAVMIsWhatTheSpecAsks(t *testing.T) {
 	if ud := vm.Spec.Template.Spec.Volumes[1].CloudInitNoCloud.UserData; !strings.Contains(ud, "- ssh-ed25519 AAAA k") {
 		t.Errorf("cloud-init lacks the key:\n%s", ud)
 	}
-	if vm.Labels[LabelWorkspace] != g.WorkspaceID || vm.Labels[LabelSandbox] != "api" || vm.Labels[LabelManagedBy] != ManagedBy {
+	if l := vm.Labels; l[LabelWorkspace] != g.WorkspaceID || l[LabelSandbox] != "api" || l[LabelManagedBy] != ManagedBy {
 		t.Errorf("labels %v", vm.Labels)
 	}
 
@@ -73,7 +73,8 @@ func TestAVMIsWhatTheSpecAsks(t *testing.T) {
 	set.StorageClass = ""
 	s.Backend = map[string]string{"instancetype": "u1.small", "image": "reg.example/disk:1"}
 	vm, _ = newVM(s, set, g)
-	if vm.Spec.Instancetype.Name != "u1.small" || vm.Spec.Template.Spec.Volumes[0].ContainerDisk.Image != "reg.example/disk:1" {
+	if vm.Spec.Instancetype.Name != "u1.small" ||
+		vm.Spec.Template.Spec.Volumes[0].ContainerDisk.Image != "reg.example/disk:1" {
 		t.Errorf("[vm.kubevirt] settings not applied: %+v", vm.Spec)
 	}
 	if r := reported(vm); r.CPUs != 0 || r.MemoryGiB != 0 || vm.Spec.Template.Spec.Domain.CPU != nil {

@@ -111,7 +111,8 @@ func (d *Driver) checkRBAC(ctx context.Context) drivers.Check {
 		u := d.forbidden("RBAC refuses " + strings.Join(refused, ", ") + " in namespace " + d.set.Namespace)
 		return drivers.Check{Name: "rbac", Status: drivers.CheckFail, Detail: u.Reason, NextSteps: u.NextSteps}
 	}
-	return drivers.Check{Name: "rbac", Status: drivers.CheckOK, Detail: "every verb sbf uses is allowed in " + d.set.Namespace}
+	return drivers.Check{Name: "rbac", Status: drivers.CheckOK,
+		Detail: "every verb sbf uses is allowed in " + d.set.Namespace}
 }
 
 // allowed asks the API server (SelfSubjectAccessReview) whether a's verbs are allowed;

@@ -49,18 +49,21 @@ func TestDoctor(t *testing.T) {
 	if nobody.Usable || c["api"].Status != drivers.CheckOK || c["kubevirt"].Status != drivers.CheckOK {
 		t.Errorf("as a user with no rights: %+v", nobody)
 	}
-	if r := c["rbac"]; r.Status != drivers.CheckFail || !strings.Contains(r.Detail, "create virtualmachines.kubevirt.io") ||
+	if r := c["rbac"]; r.Status != drivers.CheckFail ||
+		!strings.Contains(r.Detail, "create virtualmachines.kubevirt.io") ||
 		!strings.Contains(r.Detail, "create pods/portforward") || len(r.NextSteps) == 0 {
 		t.Errorf("rbac check: %+v", r)
 	}
-	if n := c["namespace"]; n.Status != drivers.CheckWarn || !strings.Contains(n.NextSteps[0], "kubectl create namespace") {
+	if n := c["namespace"]; n.Status != drivers.CheckWarn ||
+		!strings.Contains(n.NextSteps[0], "kubectl create namespace") {
 		t.Errorf("namespace check: %+v", n)
 	}
 
 	// Exactly the verbs deploy/kubevirt/rbac.yaml grants are enough.
 	var rules []rbacv1.PolicyRule
 	for _, a := range Needed {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource}, Verbs: a.Verbs})
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource},
+			Verbs: a.Verbs})
 	}
 	granted := doctorAs(t, ns, cluster.User(t, "doctor-granted", ns, rules))
 	if !granted.Usable {

@@ -98,7 +98,8 @@ func (d *Driver) launcherPod(ctx context.Context, instance string) (*corev1.Pod,
 		return nil, fmt.Errorf("%s is not running", instance)
 	}
 	var pods corev1.PodList
-	err = d.c.List(ctx, &pods, client.InNamespace(d.set.Namespace), client.MatchingLabels{kv.CreatedByLabel: string(vmi.UID)})
+	err = d.c.List(ctx, &pods, client.InNamespace(d.set.Namespace),
+		client.MatchingLabels{kv.CreatedByLabel: string(vmi.UID)})
 	if err != nil {
 		return nil, d.apiError("listing the virt-launcher pods of "+vmi.Name, err)
 	}
@@ -130,7 +131,8 @@ func (d *Driver) forwardTo(pod *corev1.Pod) (*forward, error) {
 	}
 	fw := &forward{stop: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:22"}, fw.stop, ready, io.Discard, io.Discard)
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:22"}, fw.stop, ready,
+		io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}

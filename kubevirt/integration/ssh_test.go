@@ -23,7 +23,8 @@ func TestExecGoesThroughTheLauncherPodsPortForward(t *testing.T) {
 	rules := []rbacv1.PolicyRule{}
 	for _, a := range driver.Needed {
 		if a.Resource != "pods/portforward" {
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource}, Verbs: a.Verbs})
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource},
+				Verbs: a.Verbs})
 		}
 	}
 	for _, tc := range []struct {
@@ -51,7 +52,8 @@ func TestExecGoesThroughTheLauncherPodsPortForward(t *testing.T) {
 			t.Errorf("as %s: %v; want %q", tc.who, err, tc.want)
 		}
 		if tc.who != "an admin" {
-			if c := coded.Of(err, coded.Unknown); c.Code != coded.BackendUnavailable || c.Details["probable_cause"] != "rbac_forbidden" {
+			c := coded.Of(err, coded.Unknown)
+			if c.Code != coded.BackendUnavailable || c.Details["probable_cause"] != "rbac_forbidden" {
 				t.Errorf("as %s: %#v", tc.who, c)
 			}
 		}

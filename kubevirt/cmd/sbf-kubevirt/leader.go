@@ -23,11 +23,14 @@ func serveLeader(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Namespace, "namespace", firstSet(os.Getenv("POD_NAMESPACE"), os.Getenv("SBF_KUBEVIRT_NAMESPACE")),
 		"the Lease's namespace (default $POD_NAMESPACE, else $SBF_KUBEVIRT_NAMESPACE)")
 	fs.StringVar(&o.Lease, "lease", "sbf-loop", "the Lease's name")
-	fs.StringVar(&o.Identity, "identity", firstSet(os.Getenv("POD_NAME"), host), "this replica's name (default $POD_NAME, else the host name)")
+	fs.StringVar(&o.Identity, "identity", firstSet(os.Getenv("POD_NAME"), host),
+		"this replica's name (default $POD_NAME, else the host name)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a Lease not renewed stays held")
-	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops acting")
+	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second,
+		"how long the leader tries to renew before it stops acting")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often replicas try to acquire or renew")
-	fs.DurationVar(&o.Grace, "grace", 0, "SIGTERM to SIGKILL of the command (default half of lease-duration - renew-deadline)")
+	fs.DurationVar(&o.Grace, "grace", 0,
+		"SIGTERM to SIGKILL of the command (default half of lease-duration - renew-deadline)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -123,7 +123,8 @@ func readSchemas(path string) (map[string]string, error) {
 	return out, nil
 }
 
-func newCRD(kind, plural, singular string, short []string, status bool, schema string) (*apiext.CustomResourceDefinition, error) {
+func newCRD(kind, plural, singular string, short []string, status bool,
+	schema string) (*apiext.CustomResourceDefinition, error) {
 	var v apiext.CustomResourceValidation
 	if err := yaml.Unmarshal([]byte(schema), &v); err != nil {
 		return nil, fmt.Errorf("the schema of %s: %w", singular, err)

@@ -144,7 +144,8 @@ func (k *Controller) boot(ctx context.Context, vm *kv.VirtualMachine) {
 	}
 	vmi.Status.Phase = kv.Running
 	vmi.Status.NodeName = "stand-in"
-	vmi.Status.Interfaces = []kv.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: k.o.IP, IPs: []string{k.o.IP}}}
+	vmi.Status.Interfaces = []kv.VirtualMachineInstanceNetworkInterface{
+		{Name: "default", IP: k.o.IP, IPs: []string{k.o.IP}}}
 	cond := kv.VirtualMachineInstanceCondition{Type: kv.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
 	if k.o.Fault != nil {
 		if msg := k.o.Fault(vm); msg != "" {
@@ -188,7 +189,8 @@ func (k *Controller) status(ctx context.Context, vm *kv.VirtualMachine, vmi *kv.
 			want.PrintableStatus = kv.VirtualMachineStatusRunning
 		}
 	}
-	if vm.Status.Created == want.Created && vm.Status.Ready == want.Ready && vm.Status.PrintableStatus == want.PrintableStatus {
+	st := &vm.Status
+	if st.Created == want.Created && st.Ready == want.Ready && st.PrintableStatus == want.PrintableStatus {
 		return
 	}
 	vm.Status.Created, vm.Status.Ready, vm.Status.PrintableStatus = want.Created, want.Ready, want.PrintableStatus
