@@ -107,3 +107,19 @@ func TestWhatAClusterVMCannotBeIsAPlanProblem(t *testing.T) {
 		}
 	}
 }
+
+// Before sbf says which workspace it acts for, with no namespace configured, the driver
+// acts nowhere (an empty namespace would be all of them).
+func TestNoNamespaceNoAction(t *testing.T) {
+	d := &Driver{}
+	var u *drivers.UnavailableError
+	if _, err := d.List(t.Context()); !errors.As(err, &u) {
+		t.Errorf("List: %v", err)
+	}
+	if err := d.Create(t.Context(), drivers.Spec{Name: "sbf-c0ffee00-a"}); !errors.As(err, &u) {
+		t.Errorf("Create: %v", err)
+	}
+	if err := d.Stop(t.Context(), "sbf-c0ffee00-a"); !errors.As(err, &u) {
+		t.Errorf("Stop: %v", err)
+	}
+}

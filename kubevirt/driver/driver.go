@@ -98,11 +98,24 @@ func (d *Driver) Hello(_ context.Context, h external.Hello) (external.HelloResul
 		Where: fmt.Sprintf("namespace %s (%s)", set.Namespace, d.where)}, nil
 }
 
+// ready refuses to act before a namespace is decided: an empty one would mean every
+// namespace of the cluster.
+func (d *Driver) ready() error {
+	if d.set.Namespace == "" {
+		return &drivers.UnavailableError{Driver: Name, Reason: "no namespace: neither SBF_KUBEVIRT_NAMESPACE nor a workspace",
+			ProbableCause: "backend_not_configured", NextSteps: []string{"set SBF_KUBEVIRT_NAMESPACE"}}
+	}
+	return nil
+}
+
 // Namespace is where the driver's VMs live.
 func (d *Driver) Namespace() string { return d.set.Namespace }
 
 // List reports the VMs labelled as sbf's in the namespace, with their VMIs' state.
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
 	sel := client.MatchingLabels{LabelManagedBy: ManagedBy}
 	var vms kv.VirtualMachineList
 	if err := d.c.List(ctx, &vms, client.InNamespace(d.set.Namespace), sel); err != nil {

@@ -29,6 +29,9 @@ func (d *Driver) key(instance string) types.NamespacedName {
 // get reads instance's VM: drivers.ErrNotFound when there is none, ErrNotOurs when it is
 // not sbf's.
 func (d *Driver) get(ctx context.Context, instance string) (*kv.VirtualMachine, error) {
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
 	var vm kv.VirtualMachine
 	if err := d.c.Get(ctx, d.key(instance), &vm); err != nil {
 		return nil, d.apiError("reading VirtualMachine "+d.key(instance).String(), err)
@@ -74,6 +77,9 @@ func (d *Driver) Validate(s drivers.Spec) error {
 
 // Create makes the VM, halted, and the namespace when there is none yet.
 func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
+	if err := d.ready(); err != nil {
+		return err
+	}
 	vm, err := newVM(s, d.set, d.guest)
 	if err != nil {
 		return err
