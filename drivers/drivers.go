@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type Spec struct {
 	// starts, not what it is, so it is no reason to restart one and
 	// Equal ignores it.
 	Emulation string `json:"emulation,omitempty"`
+	// Backend holds settings for this spec's backend alone, by key as the configuration
+	// names them ([vm.kubevirt] for kubevirt); other backends ignore them.
+	Backend map[string]string `json:"backend,omitempty"`
 }
 
 // Image is the guest image: a disk (with optional digest) or, for direct
@@ -59,7 +63,7 @@ func (i Image) String() string {
 func (s Spec) Equal(o Spec) bool {
 	return s.Name == o.Name && s.CPUs == o.CPUs && s.MemoryGiB == o.MemoryGiB && s.DiskGiB == o.DiskGiB &&
 		s.Arch == o.Arch && s.VMType == o.VMType && s.Template == o.Template && s.Image == o.Image &&
-		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports)
+		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports) && maps.Equal(s.Backend, o.Backend)
 }
 
 // Status is a backend's view of an instance.

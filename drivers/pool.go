@@ -72,7 +72,9 @@ func Shape(driver string, s Spec) string {
 		VMType    string  `json:"vm_type"`
 		Template  string  `json:"template"`
 		Image     Image   `json:"image"`
-	}{driver, s.CPUs, s.MemoryGiB, s.DiskGiB, s.Arch, s.VMType, s.Template, s.Image})
+		// Omitted when empty, so the shapes of backends without settings are unchanged.
+		Backend map[string]string `json:"backend,omitempty"`
+	}{driver, s.CPUs, s.MemoryGiB, s.DiskGiB, s.Arch, s.VMType, s.Template, s.Image, s.Backend})
 	sum := sha256.Sum256(key)
 	return hex.EncodeToString(sum[:])[:8]
 }

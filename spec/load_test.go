@@ -304,7 +304,7 @@ func TestSbfImageLocations(t *testing.T) {
 // lists every registered one.
 func TestDriverNamesComeFromTheRegistry(t *testing.T) {
 	_, errs := load(t, map[string]string{".sandboxforge.toml": "[vm]\ndriver = \"lmia\"\n"}, nil)
-	if len(errs) != 1 || !strings.Contains(errs.Error(), "must be one of: auto, hyperv, lima, sim, vz") {
+	if len(errs) != 1 || !strings.Contains(errs.Error(), "must be one of: auto, hyperv, kubevirt, lima, sim, vz") {
 		t.Errorf("errors: %v", errs)
 	}
 }

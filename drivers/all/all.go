@@ -4,6 +4,7 @@
 package all
 
 import (
+	_ "github.com/sandboxforge/sbf/drivers/external"
 	_ "github.com/sandboxforge/sbf/drivers/hyperv"
 	_ "github.com/sandboxforge/sbf/drivers/lima"
 	_ "github.com/sandboxforge/sbf/drivers/sim"

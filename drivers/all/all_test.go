@@ -17,7 +17,7 @@ import (
 // Every backend registers itself the same way; the spec's enum, sbf
 // init's comment and SANDBOX_BACKEND all read this list.
 func TestEveryBackendIsRegistered(t *testing.T) {
-	if got := drivers.Names(); !slices.Equal(got, []string{"hyperv", "lima", "sim", "vz"}) {
+	if got := drivers.Names(); !slices.Equal(got, []string{"hyperv", "kubevirt", "lima", "sim", "vz"}) {
 		t.Fatalf("registered: %v", got)
 	}
 	for _, name := range drivers.Names() {

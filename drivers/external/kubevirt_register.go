@@ -1,0 +1,88 @@
+package external
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"path/filepath"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// KubeVirt is the kubevirt driver's plugin, built from the kubevirt/ module of sbf's source.
+var KubeVirt = Program{
+	Driver: "kubevirt",
+	Binary: "sbf-kubevirt",
+	EnvVar: "SBF_KUBEVIRT_DRIVER",
+	Build:  "build the plugin: make sbf-kubevirt (it writes bin/sbf-kubevirt beside bin/sbf)",
+	Env: []string{"KUBECONFIG", "HOME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+		"SBF_KUBEVIRT_NAMESPACE", "SBF_KUBEVIRT_IMAGE", "SBF_KUBEVIRT_STORAGE_CLASS", "SBF_KUBEVIRT_INSTANCETYPE",
+		"SBF_KUBEVIRT_PREFERENCE", "SBF_KUBEVIRT_START_TIMEOUT", "SBF_KUBEVIRT_SSH_USER", "SBF_KUBEVIRT_POLL"},
+}
+
+func init() {
+	drivers.Register(drivers.Registration{
+		Name: KubeVirt.Driver,
+		// Per workspace: its VMs are labelled with the workspace's id and, by default,
+		// live in a namespace of the workspace's own.
+		PerWorkspace: true,
+		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
+			return launch(ctx, KubeVirt, env)
+		},
+		Diagnose: func(ctx context.Context, env drivers.Env, specs []drivers.Spec) drivers.Diagnosis {
+			return diagnose(ctx, KubeVirt, env, specs)
+		},
+	})
+}
+
+// launch starts prog for the workspace env names, with the guests' SSH key.
+func launch(ctx context.Context, prog Program, env drivers.Env) (*Driver, error) {
+	key := keyPath(env, prog.Driver)
+	pub, err := ensureKey(key)
+	if err != nil {
+		return nil, err
+	}
+	h := Hello{SSHPublicKey: pub, SSHUser: env.Getenv("SBF_KUBEVIRT_SSH_USER")}
+	if env.Workspace != "" {
+		if root, id, err := workspaceIdentity(env.Workspace); err == nil {
+			h.WorkspaceRoot, h.WorkspaceID = root, id
+		}
+	}
+	return Launch(ctx, prog, env, Session{Driver: prog.Driver, Hello: h, KeyPath: key, Clock: env.Clock})
+}
+
+// diagnose is sbf doctor's view: the plugin's own checks, or why there is no plugin.
+func diagnose(ctx context.Context, prog Program, env drivers.Env, specs []drivers.Spec) drivers.Diagnosis {
+	d, err := launch(ctx, prog, env)
+	if err != nil {
+		diag := drivers.Diagnosis{Driver: prog.Driver, Summary: "cannot run VMs here yet: see the failed checks"}
+		diag.Add(drivers.CheckFromError("plugin", err))
+		diag.Finish()
+		return diag
+	}
+	defer d.Close()
+	diag, err := d.Diagnose(ctx, specs)
+	if err != nil {
+		diag = drivers.Diagnosis{Driver: prog.Driver, Summary: "the plugin could not run its checks"}
+		diag.Add(drivers.CheckFromError("plugin", err))
+		diag.Finish()
+	}
+	diag.Checks = append([]drivers.Check{{Name: "plugin", Status: drivers.CheckOK, Detail: prog.Binary + " answers"}},
+		diag.Checks...)
+	return diag
+}
+
+// workspaceIdentity is spec.WorkspaceIdentity's id, which this package cannot import (the
+// spec package's tests link every driver): "ws_" + 12 hex digits of the SHA-1 of the
+// absolute, symlink-resolved root. A test holds the two together.
+func workspaceIdentity(root string) (abs, id string, err error) {
+	abs, err = filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha1.Sum([]byte(abs))
+	return abs, "ws_" + hex.EncodeToString(sum[:])[:12], nil
+}

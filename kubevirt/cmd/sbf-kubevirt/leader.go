@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sandboxforge/sbf/kubevirt/driver"
+	"github.com/sandboxforge/sbf/kubevirt/leader"
+)
+
+// serveLeader runs COMMAND (sbf reconcile --watch …) only while this replica holds the
+// Lease: `sbf-kubevirt serve-leader [flags] -- COMMAND [ARGS...]`.
+func serveLeader(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve-leader", flag.ContinueOnError)
+	host, _ := os.Hostname()
+	o := leader.Options{Stdout: os.Stdout, Stderr: os.Stderr, Logf: func(f string, a ...any) {
+		fmt.Fprintf(os.Stderr, "sbf-kubevirt: "+f+"\n", a...)
+	}}
+	fs.StringVar(&o.Namespace, "namespace", firstSet(os.Getenv("POD_NAMESPACE"), os.Getenv("SBF_KUBEVIRT_NAMESPACE")),
+		"the Lease's namespace (default $POD_NAMESPACE, else $SBF_KUBEVIRT_NAMESPACE)")
+	fs.StringVar(&o.Lease, "lease", "sbf-loop", "the Lease's name")
+	fs.StringVar(&o.Identity, "identity", firstSet(os.Getenv("POD_NAME"), host),
+		"this replica's name (default $POD_NAME, else the host name)")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a Lease not renewed stays held")
+	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second,
+		"how long the leader tries to renew before it stops acting")
+	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often replicas try to acquire or renew")
+	fs.DurationVar(&o.Grace, "grace", 0,
+		"SIGTERM to SIGKILL of the command (default half of lease-duration - renew-deadline)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Command = fs.Args()
+	if len(o.Command) == 0 {
+		return errors.New("serve-leader: no command after the flags (serve-leader [flags] -- sbf reconcile --watch ...)")
+	}
+	cfg, _, err := driver.RESTConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	o.Config = cfg
+	return leader.Run(ctx, o)
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

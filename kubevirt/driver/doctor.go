@@ -1,0 +1,139 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Needed is every verb the driver uses, by resource: what deploy/kubevirt/rbac.yaml
+// grants and sbf doctor checks.
+var Needed = []Access{
+	{Group: "kubevirt.io", Resource: "virtualmachines", Verbs: []string{"get", "list", "create", "update", "delete"}},
+	{Group: "kubevirt.io", Resource: "virtualmachineinstances", Verbs: []string{"get", "list"}},
+	{Resource: "pods", Verbs: []string{"list"}},
+	{Resource: "pods/portforward", Verbs: []string{"create"}},
+	{Resource: "persistentvolumeclaims", Verbs: []string{"get", "update"}},
+}
+
+// Access is verbs on a resource of an API group ("" is the core group).
+type Access struct {
+	Group, Resource string
+	Verbs           []string
+}
+
+// Diagnose checks, without stopping at the first problem: the API answers, KubeVirt's
+// CRDs are served, the namespace is usable, and RBAC allows every verb sbf uses there.
+func (d *Driver) Diagnose(ctx context.Context, _ []drivers.Spec) drivers.Diagnosis {
+	diag := drivers.Diagnosis{Driver: Name}
+	d.check(ctx, &diag)
+	diag.Finish()
+	diag.Summary = "usable: VirtualMachines in namespace " + d.set.Namespace + " (" + d.where + ")"
+	if !diag.Usable {
+		diag.Summary = "cannot run VMs in " + d.set.Namespace + " yet: see the failed checks"
+	}
+	return diag
+}
+
+func (d *Driver) check(ctx context.Context, diag *drivers.Diagnosis) {
+	disc, err := discovery.NewDiscoveryClientForConfig(d.cfg)
+	if err == nil {
+		_, err = disc.ServerVersion()
+	}
+	if err != nil {
+		diag.Add(drivers.CheckFromError("api", d.apiError("asking the API server its version", err)))
+		return
+	}
+	diag.Add(drivers.Check{Name: "api", Status: drivers.CheckOK, Detail: "the API server answers (" + d.where + ")"})
+	diag.Add(d.checkCRDs(disc))
+	diag.Add(d.checkNamespace(ctx))
+	diag.Add(d.checkRBAC(ctx))
+}
+
+func (d *Driver) checkCRDs(disc discovery.DiscoveryInterface) drivers.Check {
+	res, err := disc.ServerResourcesForGroupVersion("kubevirt.io/v1")
+	found := map[string]bool{}
+	if err == nil {
+		for _, r := range res.APIResources {
+			found[r.Name] = true
+		}
+	}
+	if !found["virtualmachines"] || !found["virtualmachineinstances"] {
+		return drivers.Check{Name: "kubevirt", Status: drivers.CheckFail,
+			Detail: "the cluster serves no kubevirt.io/v1 VirtualMachines: KubeVirt is not installed",
+			NextSteps: []string{"install KubeVirt (its operator and a KubeVirt resource) on the cluster",
+				"or point KUBECONFIG at a cluster that has it"}}
+	}
+	return drivers.Check{Name: "kubevirt", Status: drivers.CheckOK, Detail: "kubevirt.io/v1 VirtualMachines are served"}
+}
+
+func (d *Driver) checkNamespace(ctx context.Context) drivers.Check {
+	var ns corev1.Namespace
+	err := d.c.Get(ctx, types.NamespacedName{Name: d.set.Namespace}, &ns)
+	switch {
+	case err == nil && ns.Status.Phase == corev1.NamespaceTerminating:
+		return drivers.Check{Name: "namespace", Status: drivers.CheckFail, Detail: d.set.Namespace + " is being deleted",
+			NextSteps: []string{"wait for it to go, or set SBF_KUBEVIRT_NAMESPACE to another"}}
+	case err == nil:
+		return drivers.Check{Name: "namespace", Status: drivers.CheckOK, Detail: d.set.Namespace + " exists"}
+	case apierrors.IsNotFound(err) && d.allowed(ctx, Access{Resource: "namespaces", Verbs: []string{"create"}}, "") == "":
+		return drivers.Check{Name: "namespace", Status: drivers.CheckOK,
+			Detail: d.set.Namespace + " does not exist yet; sbf makes it with the first VM"}
+	case apierrors.IsForbidden(err):
+		return drivers.Check{Name: "namespace", Status: drivers.CheckWarn,
+			Detail:    "namespaces may not be read, so whether " + d.set.Namespace + " exists is unknown; sbf uses it as it is",
+			NextSteps: []string{"if it does not exist, ask a cluster admin: kubectl create namespace " + d.set.Namespace}}
+	case apierrors.IsNotFound(err):
+		return drivers.Check{Name: "namespace", Status: drivers.CheckFail,
+			Detail: d.set.Namespace + " does not exist, and sbf may not create namespaces",
+			NextSteps: []string{"kubectl create namespace " + d.set.Namespace,
+				"or set SBF_KUBEVIRT_NAMESPACE to a namespace you may use"}}
+	}
+	return drivers.CheckFromError("namespace", d.apiError("reading namespace "+d.set.Namespace, err))
+}
+
+func (d *Driver) checkRBAC(ctx context.Context) drivers.Check {
+	var refused []string
+	for _, a := range Needed {
+		if r := d.allowed(ctx, a, d.set.Namespace); r != "" {
+			refused = append(refused, r)
+		}
+	}
+	if len(refused) > 0 {
+		u := d.forbidden("RBAC refuses " + strings.Join(refused, ", ") + " in namespace " + d.set.Namespace)
+		return drivers.Check{Name: "rbac", Status: drivers.CheckFail, Detail: u.Reason, NextSteps: u.NextSteps}
+	}
+	return drivers.Check{Name: "rbac", Status: drivers.CheckOK,
+		Detail: "every verb sbf uses is allowed in " + d.set.Namespace}
+}
+
+// allowed asks the API server (SelfSubjectAccessReview) whether a's verbs are allowed;
+// it returns the refused ones as "verb resource", "" when all are allowed.
+func (d *Driver) allowed(ctx context.Context, a Access, namespace string) string {
+	var refused []string
+	for _, verb := range a.Verbs {
+		res, sub, _ := strings.Cut(a.Resource, "/")
+		review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: a.Group,
+				Resource: res, Subresource: sub}}}
+		if err := d.c.Create(ctx, review); err != nil || !review.Status.Allowed {
+			refused = append(refused, fmt.Sprintf("%s %s", verb, qualified(a)))
+		}
+	}
+	return strings.Join(refused, ", ")
+}
+
+func qualified(a Access) string {
+	if a.Group == "" {
+		return a.Resource
+	}
+	return a.Resource + "." + a.Group
+}

@@ -1,0 +1,83 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
+)
+
+func checks(d drivers.Diagnosis) map[string]drivers.Check {
+	out := map[string]drivers.Check{}
+	for _, c := range d.Checks {
+		out[c.Name] = c
+	}
+	return out
+}
+
+func doctorAs(t *testing.T, ns string, cfg *rest.Config) drivers.Diagnosis {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Getenv: func(k string) string {
+		return map[string]string{"SBF_KUBEVIRT_NAMESPACE": ns}[k]
+	}, Config: cfg, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Diagnose(context.Background(), nil)
+}
+
+func TestDoctor(t *testing.T) {
+	kubetest.Need(t, cluster)
+	ns := cluster.Namespace(t)
+
+	admin := doctorAs(t, ns, cluster.Config)
+	if !admin.Usable || len(admin.Checks) != 4 {
+		t.Errorf("as an admin: %+v", admin)
+	}
+
+	nobody := doctorAs(t, ns, cluster.User(t, "doctor-nobody", ns, nil))
+	c := checks(nobody)
+	if nobody.Usable || c["api"].Status != drivers.CheckOK || c["kubevirt"].Status != drivers.CheckOK {
+		t.Errorf("as a user with no rights: %+v", nobody)
+	}
+	if r := c["rbac"]; r.Status != drivers.CheckFail ||
+		!strings.Contains(r.Detail, "create virtualmachines.kubevirt.io") ||
+		!strings.Contains(r.Detail, "create pods/portforward") || len(r.NextSteps) == 0 {
+		t.Errorf("rbac check: %+v", r)
+	}
+	if n := c["namespace"]; n.Status != drivers.CheckWarn ||
+		!strings.Contains(n.NextSteps[0], "kubectl create namespace") {
+		t.Errorf("namespace check: %+v", n)
+	}
+
+	// Exactly the verbs deploy/kubevirt/rbac.yaml grants are enough.
+	var rules []rbacv1.PolicyRule
+	for _, a := range Needed {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource},
+			Verbs: a.Verbs})
+	}
+	granted := doctorAs(t, ns, cluster.User(t, "doctor-granted", ns, rules))
+	if !granted.Usable {
+		t.Errorf("with the Role's rules: %+v", granted)
+	}
+	missing := doctorAs(t, "no-such-namespace", cluster.User(t, "doctor-elsewhere", ns, rules))
+	if c := checks(missing)["namespace"]; c.Status != drivers.CheckWarn {
+		t.Errorf("another namespace, which this user may not read: %+v", c)
+	}
+
+	down := rest.CopyConfig(cluster.Config)
+	down.Host = "https://127.0.0.1:1"
+	gone := doctorAs(t, ns, down)
+	if c := checks(gone)["api"]; gone.Usable || c.Status != drivers.CheckFail || len(c.NextSteps) == 0 {
+		t.Errorf("with no API server: %+v", gone)
+	}
+}

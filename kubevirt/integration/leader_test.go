@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Short lease timings, so a takeover happens within seconds.
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 250 * time.Millisecond
+)
+
+// replica is one `sbf-kubevirt serve-leader` process whose command logs when it starts
+// and stops acting.
+type replica struct {
+	id     string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan struct{} // closed once it exited, with err set
+	err    error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startReplica runs a replica whose "loop" appends "start ID PID" to log when it starts
+// and "stop ID" when it is told to stop.
+func startReplica(t *testing.T, s space, id, log string) *replica {
+	t.Helper()
+	loop := fmt.Sprintf(`echo "start %s $$" >> %s; trap 'echo "stop %s" >> %s; exit 0' TERM; while :; do sleep 0.05; done`,
+		id, log, id, log)
+	cmd := exec.Command(plugin, "serve-leader", "--namespace", s.ns, "--lease", "sbf-loop", "--identity", id,
+		"--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
+		"--retry-period", retryPeriod.String(), "--", "sh", "-c", loop)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	r := &replica{id: id, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.err = cmd.Wait()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-r.exited
+	})
+	return r
+}
+
+// waitFor polls cond until it holds; a minute without it fails the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// acting reads the log: who started (with their loop's pid) and who stopped, in order.
+func acting(t *testing.T, log string) []string {
+	data, err := os.ReadFile(log)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func holder(t *testing.T, s space) string {
+	cs := kubernetes.NewForConfigOrDie(cluster.Config)
+	l, err := cs.CoordinationV1().Leases(s.ns).Get(context.Background(), "sbf-loop", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// Two replicas: only the leader's loop runs; killing the leader stops its loop with it,
+// and the other replica takes over once the Lease runs out; a replica shut down
+// gracefully stops its loop and then releases the Lease.
+func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
+	s := newSpace(t, quick)
+	log := filepath.Join(t.TempDir(), "acting.log")
+	a := startReplica(t, s, "a", log)
+	waitFor(t, "replica a to lead", func() bool { return len(acting(t, log)) == 1 })
+	b := startReplica(t, s, "b", log)
+	waitFor(t, "replica b to see a's Lease", func() bool { return strings.Contains(b.stderr.String(), "held by a") })
+	if got := acting(t, log); len(got) != 1 || !strings.HasPrefix(got[0], "start a ") {
+		t.Fatalf("with a leading and b following, the log reads %q", got)
+	}
+	loopA, _ := strconv.Atoi(strings.Fields(acting(t, log)[0])[2])
+
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.exited
+	killed := time.Now()
+	waitFor(t, "a's loop to die with it", func() bool { return !alive(loopA) })
+	waitFor(t, "replica b to take over", func() bool { return len(acting(t, log)) == 2 })
+	takeover := time.Since(killed)
+	got := acting(t, log)
+	if !strings.HasPrefix(got[1], "start b ") || holder(t, s) != "b" {
+		t.Fatalf("after a was killed the log reads %q and the Lease is held by %q", got, holder(t, s))
+	}
+	t.Logf("b took over %s after a was killed (lease duration %s, retry period %s)",
+		takeover.Round(time.Millisecond), leaseDuration, retryPeriod)
+	if takeover > leaseDuration+4*retryPeriod+time.Second {
+		t.Errorf("b took over after %s; the Lease lasts %s", takeover, leaseDuration)
+	}
+
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	if <-b.exited; b.err != nil {
+		t.Errorf("b's graceful shutdown: %v\n%s", b.err, b.stderr.String())
+	}
+	if got := acting(t, log); len(got) != 3 || got[2] != "stop b" {
+		t.Errorf("after b's shutdown the log reads %q; want b's loop stopped", got)
+	}
+	if h := holder(t, s); h != "" {
+		t.Errorf("b shut down but the Lease is still held by %q", h)
+	}
+}

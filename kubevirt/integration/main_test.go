@@ -1,0 +1,120 @@
+// Package integration runs sbf's side of the kubevirt backend, as sbf runs it, against a
+// real kube-apiserver: the sbf-kubevirt plugin built from this module and started by
+// drivers/external, the reconcile engine on a workspace, and serve-leader replicas.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/external"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/kubevirt/driver"
+	"github.com/sandboxforge/sbf/kubevirt/internal/fakevirt"
+	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
+)
+
+var (
+	cluster *kubetest.Cluster
+	plugin  string // the sbf-kubevirt binary under test
+)
+
+func TestMain(m *testing.M) {
+	if kubetest.Bins() != "" {
+		dir, err := os.MkdirTemp("", "sbf-kubevirt-test")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		plugin = filepath.Join(dir, "sbf-kubevirt")
+		build := exec.Command("go", "build", "-o", plugin, "../cmd/sbf-kubevirt")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building sbf-kubevirt:", err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(dir)
+	}
+	kubetest.Main(m, &cluster)
+}
+
+// space is a namespace of the test cluster with the stand-in KubeVirt in it.
+type space struct {
+	ns         string
+	admin      client.Client
+	kubeconfig string // an admin's
+}
+
+func newSpace(t testing.TB, o fakevirt.Options) space {
+	t.Helper()
+	kubetest.Need(t, cluster)
+	ns := cluster.Namespace(t)
+	c, err := driver.NewClient(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fakevirt.Run(ctx, c, ns, o)
+	return space{ns: ns, admin: c, kubeconfig: kubetest.Kubeconfig(t, cluster.Config)}
+}
+
+// env is sbf's environment for the plugin: the cluster, the namespace, the plugin's path.
+func (s space) env(t testing.TB, c clock.Clock, kubeconfig string) drivers.Env {
+	vars := map[string]string{"KUBECONFIG": kubeconfig, "SBF_KUBEVIRT_NAMESPACE": s.ns, "SBF_KUBEVIRT_DRIVER": plugin,
+		"SBF_KUBEVIRT_POLL": "50ms", "SBF_KUBEVIRT_START_TIMEOUT": "1m"}
+	return drivers.Env{Getenv: func(k string) string { return vars[k] }, Clock: c, StateDir: t.TempDir(),
+		Workspace: t.TempDir(), HostOS: "linux", HostArch: "amd64"}
+}
+
+// launch starts the plugin as sbf does (the kubevirt registration) and closes it when
+// the test ends.
+func launch(t testing.TB, env drivers.Env) (*external.Driver, error) {
+	t.Helper()
+	reg, ok := drivers.Lookup("kubevirt")
+	if !ok {
+		t.Fatal("kubevirt is not registered")
+	}
+	d, err := reg.New(context.Background(), env)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { d.(*external.Driver).Close() })
+	return d.(*external.Driver), nil
+}
+
+// factory builds each workspace's kubevirt driver once, as reconcile.Backends does, and
+// closes them when the test ends.
+func factory(t *testing.T, env drivers.Env) func(string, string) (drivers.Driver, error) {
+	var mu sync.Mutex
+	cache := map[string]drivers.Driver{}
+	return func(name, root string) (drivers.Driver, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := cache[root]; ok {
+			return d, nil
+		}
+		if name != "kubevirt" {
+			return nil, drivers.NotBuiltIn(name)
+		}
+		e := env
+		e.Workspace = root
+		d, err := launch(t, e)
+		if err != nil {
+			return nil, err
+		}
+		cache[root] = d
+		return d, nil
+	}
+}
+
+var quick = fakevirt.Options{StartDelay: 100 * time.Millisecond, StopDelay: 50 * time.Millisecond}

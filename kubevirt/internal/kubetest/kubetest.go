@@ -1,0 +1,157 @@
+// Package kubetest runs a real kube-apiserver and etcd (controller-runtime's envtest) with
+// KubeVirt's CRDs, for the kubevirt driver's tests. The binaries come from
+// scripts/kube-test-bins.sh (envtest's own downloads are not reachable here); without
+// them the tests skip, saying how to get them.
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// DefaultBins is where scripts/kube-test-bins.sh caches kube-apiserver and etcd.
+const DefaultBins = "/var/cache/sandboxforge/kube-1.34.3"
+
+// Bins is the folder holding kube-apiserver and etcd: $SBF_KUBE_BINS, else DefaultBins;
+// "" when they are not there.
+func Bins() string {
+	dir := os.Getenv("SBF_KUBE_BINS")
+	if dir == "" {
+		dir = DefaultBins
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return ""
+		}
+	}
+	return dir
+}
+
+// Cluster is a running API server with KubeVirt's CRDs.
+type Cluster struct {
+	Env    *envtest.Environment
+	Config *rest.Config // an admin's
+}
+
+// Start runs the API server, or returns nil and a reason to skip.
+func Start() (*Cluster, string, error) {
+	bins := Bins()
+	if bins == "" {
+		return nil, "no kube-apiserver and etcd in $SBF_KUBE_BINS or " + DefaultBins +
+			": run scripts/kube-test-bins.sh (a cold build takes ~11 min)", nil
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: bins, CRDDirectoryPaths: []string{crdDir()},
+		ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, "", fmt.Errorf("starting kube-apiserver and etcd from %s: %w", bins, err)
+	}
+	return &Cluster{Env: env, Config: cfg}, "", nil
+}
+
+// Main runs a test package's tests against one cluster, started once.
+func Main(m *testing.M, c **Cluster) {
+	cluster, skip, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if cluster == nil {
+		fmt.Println("SKIP kubevirt tests against a real API server:", skip)
+	}
+	*c = cluster
+	code := m.Run()
+	if cluster != nil {
+		cluster.Env.Stop()
+	}
+	os.Exit(code)
+}
+
+// Need skips t when there is no cluster.
+func Need(t testing.TB, c *Cluster) {
+	t.Helper()
+	if c == nil {
+		t.Skip("no kube-apiserver: run scripts/kube-test-bins.sh")
+	}
+}
+
+func crdDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "crds")
+}
+
+var seq atomic.Int64
+
+// Namespace makes a fresh namespace for one test.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	name := fmt.Sprintf("t%d-%s", seq.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-", " ", "-").
+		Replace(t.Name())))
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	_, err := cs.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// User provisions a user with no rights but those rules grants in namespace (none when
+// rules is nil), and returns its config.
+func (c *Cluster) User(t testing.TB, name, namespace string, rules []rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	u, err := c.Env.AddUser(envtest.User{Name: name}, c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules != nil {
+		ctx := context.Background()
+		cs := kubernetes.NewForConfigOrDie(c.Config)
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Rules: rules}
+		if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}}}
+		if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u.Config()
+}
+
+// Kubeconfig writes cfg as a kubeconfig file, for code that finds its cluster the usual
+// way (KUBECONFIG).
+func Kubeconfig(t testing.TB, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		Token: cfg.BearerToken}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
