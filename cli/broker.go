@@ -101,7 +101,12 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 				return err
 			}
-			lock, err := flock.Acquire(context.Background(), sock+".lock", flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()}, 0)
+			lock, err := flock.Acquire(
+				context.Background(),
+				sock+".lock",
+				flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()},
+				0,
+			)
 			if err != nil {
 				return nil // another broker serves this sandbox
 			}

@@ -54,7 +54,11 @@ func (a *app) completeSandboxes(_ *cobra.Command, args []string, _ string) ([]st
 
 // completeCopyPath offers NAME: for a path inside a sandbox, and local
 // files otherwise.
-func (a *app) completeCopyPath(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+func (a *app) completeCopyPath(
+	_ *cobra.Command,
+	args []string,
+	toComplete string,
+) ([]string, cobra.ShellCompDirective) {
 	if len(args) >= 2 || strings.Contains(toComplete, ":") {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -66,7 +70,10 @@ func (a *app) completeCopyPath(_ *cobra.Command, args []string, toComplete strin
 }
 
 func (a *app) completeTarget(cmd *cobra.Command) {
-	cmd.RegisterFlagCompletionFunc("target", func(c *cobra.Command, _ []string, s string) ([]string, cobra.ShellCompDirective) {
-		return a.completeSandboxes(c, nil, s)
-	})
+	cmd.RegisterFlagCompletionFunc(
+		"target",
+		func(c *cobra.Command, _ []string, s string) ([]string, cobra.ShellCompDirective) {
+			return a.completeSandboxes(c, nil, s)
+		},
+	)
 }

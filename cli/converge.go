@@ -117,7 +117,10 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	}
 	var unavailable *drivers.UnavailableError
 	if res == nil && errors.As(err, &unavailable) {
-		fmt.Fprintln(a.stdout, "Nothing was changed: a backend this workspace needs cannot be used here (the reason follows).")
+		fmt.Fprintln(
+			a.stdout,
+			"Nothing was changed: a backend this workspace needs cannot be used here (the reason follows).",
+		)
 		return err
 	}
 	if res != nil && res.Plan != nil && !res.Applied && err == nil {

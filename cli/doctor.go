@@ -56,7 +56,8 @@ func (a *app) doctorCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "also say whether this host could run each backend the workspace does not use")
-	cmd.Flags().StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, virtualization, ...)")
+	cmd.Flags().
+		StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, virtualization, ...)")
 	return cmd
 }
 
@@ -116,7 +117,10 @@ func (a *app) printDoctor(rep doctorReport) {
 		w.Flush()
 	}
 	if !rep.Usable {
-		fmt.Fprintln(a.stdout, "\nNot every backend can run a VM here: fix the failed checks above, then run sbf doctor again.")
+		fmt.Fprintln(
+			a.stdout,
+			"\nNot every backend can run a VM here: fix the failed checks above, then run sbf doctor again.",
+		)
 	}
 	fmt.Fprintf(a.stdout, "\n%s\n", versionLine(buildinfo.Read())) // which sbf said all this, for a bug report
 }

@@ -54,7 +54,8 @@ func (a *app) initCommand() *cobra.Command {
 			return a.initWorkspace(driver)
 		},
 	}
-	cmd.Flags().StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(driverNames(), ", ")+")")
+	cmd.Flags().
+		StringVar(&driver, "driver", "auto", "backend to write into [vm] driver ("+strings.Join(driverNames(), ", ")+")")
 	return cmd
 }
 
@@ -85,7 +86,13 @@ func (a *app) initWorkspace(driver string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "Wrote %s (one sandbox: dev, driver %s) and %s, its schema: commit both.\n", specPath, driver, schemaFileName)
+	fmt.Fprintf(
+		a.stdout,
+		"Wrote %s (one sandbox: dev, driver %s) and %s, its schema: commit both.\n",
+		specPath,
+		driver,
+		schemaFileName,
+	)
 	if len(added) > 0 {
 		fmt.Fprintf(a.stdout, "Added %s to .gitignore.\n", strings.Join(added, " and "))
 	}

@@ -115,7 +115,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Version:       version, // --version, as `sbf version` prints it
 	}
 	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
-	root.PersistentFlags().StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
+	root.PersistentFlags().
+		StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return a.findWorkspace(cmd)
 	}

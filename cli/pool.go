@@ -108,7 +108,12 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 		return a.reportError(err, f.asJSON)
 	}
 	if f.asJSON {
-		rep := poolReport{Plan: res.Plan.Report(), Applied: res.Applied, Pools: res.PoolsReport(), Error: coded.Of(err, coded.Unknown)}
+		rep := poolReport{
+			Plan:    res.Plan.Report(),
+			Applied: res.Applied,
+			Pools:   res.PoolsReport(),
+			Error:   coded.Of(err, coded.Unknown),
+		}
 		if werr := writeJSON(a.stdout, rep); werr != nil {
 			return werr
 		}

@@ -56,7 +56,8 @@ func (a *app) syncCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&from, "from", false, "copy the sandbox folder to the host instead")
-	cmd.Flags().StringArrayVar(&exclude, "exclude", nil, "fnmatch `PATTERN` left out, replacing [sync] exclude_patterns (repeatable)")
+	cmd.Flags().
+		StringArrayVar(&exclude, "exclude", nil, "fnmatch `PATTERN` left out, replacing [sync] exclude_patterns (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was sent as JSON")
 	a.addAllowPath(cmd)
 	return cmd

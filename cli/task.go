@@ -19,7 +19,13 @@ func (a *app) taskCommand() *cobra.Command {
 		Use:   "task",
 		Short: "Background commands running detached in a sandbox (start, status, logs, stop, list)",
 	}
-	cmd.AddCommand(a.taskStartCommand(), a.taskStatusCommand(), a.taskLogsCommand(), a.taskStopCommand(), a.taskListCommand())
+	cmd.AddCommand(
+		a.taskStartCommand(),
+		a.taskStatusCommand(),
+		a.taskLogsCommand(),
+		a.taskStopCommand(),
+		a.taskListCommand(),
+	)
 	return cmd
 }
 
@@ -66,7 +72,10 @@ func (a *app) taskStartCommand() *cobra.Command {
 }
 
 // withTask runs one task subcommand on a task id of this workspace.
-func (a *app) withTask(use, short string, run func(cmd *cobra.Command, id string) (*state.Task, error)) (*cobra.Command, *bool) {
+func (a *app) withTask(
+	use, short string,
+	run func(cmd *cobra.Command, id string) (*state.Task, error),
+) (*cobra.Command, *bool) {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   use,
@@ -88,13 +97,17 @@ func (a *app) withTask(use, short string, run func(cmd *cobra.Command, id string
 }
 
 func (a *app) taskStatusCommand() *cobra.Command {
-	cmd, _ := a.withTask("status TASK", "Report a task's status and exit code", func(_ *cobra.Command, id string) (*state.Task, error) {
-		ws, eng, err := a.taskEngine("task status")
-		if err != nil {
-			return nil, err
-		}
-		return eng.Tasks(ws).Get(context.Background(), id)
-	})
+	cmd, _ := a.withTask(
+		"status TASK",
+		"Report a task's status and exit code",
+		func(_ *cobra.Command, id string) (*state.Task, error) {
+			ws, eng, err := a.taskEngine("task status")
+			if err != nil {
+				return nil, err
+			}
+			return eng.Tasks(ws).Get(context.Background(), id)
+		},
+	)
 	return cmd
 }
 
@@ -102,34 +115,42 @@ func (a *app) taskLogsCommand() *cobra.Command {
 	var tail int
 	var cmd *cobra.Command
 	var asJSON *bool
-	cmd, asJSON = a.withTask("logs TASK", "Print a task's output (its last lines with --tail)", func(_ *cobra.Command, id string) (*state.Task, error) {
-		ws, eng, err := a.taskEngine("task logs")
-		if err != nil {
+	cmd, asJSON = a.withTask(
+		"logs TASK",
+		"Print a task's output (its last lines with --tail)",
+		func(_ *cobra.Command, id string) (*state.Task, error) {
+			ws, eng, err := a.taskEngine("task logs")
+			if err != nil {
+				return nil, err
+			}
+			t, logs, err := eng.Tasks(ws).Logs(context.Background(), id, tail)
+			if err != nil {
+				return nil, err
+			}
+			if *asJSON {
+				return nil, writeJSON(a.stdout, map[string]any{"task_id": t.ID, "status": t.Status, "logs": logs, "tail": tail})
+			}
+			_, err = fmt.Fprint(a.stdout, logs)
 			return nil, err
-		}
-		t, logs, err := eng.Tasks(ws).Logs(context.Background(), id, tail)
-		if err != nil {
-			return nil, err
-		}
-		if *asJSON {
-			return nil, writeJSON(a.stdout, map[string]any{"task_id": t.ID, "status": t.Status, "logs": logs, "tail": tail})
-		}
-		_, err = fmt.Fprint(a.stdout, logs)
-		return nil, err
-	})
+		},
+	)
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last `N` lines (0: all)")
 	return cmd
 }
 
 func (a *app) taskStopCommand() *cobra.Command {
 	var force bool
-	cmd, _ := a.withTask("stop TASK", "Stop a task's whole process group (TERM, or KILL with --force)", func(_ *cobra.Command, id string) (*state.Task, error) {
-		ws, eng, err := a.taskEngine("task stop")
-		if err != nil {
-			return nil, err
-		}
-		return eng.Tasks(ws).Stop(context.Background(), id, force)
-	})
+	cmd, _ := a.withTask(
+		"stop TASK",
+		"Stop a task's whole process group (TERM, or KILL with --force)",
+		func(_ *cobra.Command, id string) (*state.Task, error) {
+			ws, eng, err := a.taskEngine("task stop")
+			if err != nil {
+				return nil, err
+			}
+			return eng.Tasks(ws).Stop(context.Background(), id, force)
+		},
+	)
 	cmd.Flags().BoolVar(&force, "force", false, "KILL instead of TERM")
 	return cmd
 }

@@ -66,7 +66,10 @@ func (a *app) validate(req *spec.Request) (*validateReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := eng.Validate(context.Background(), spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req})
+	v, err := eng.Validate(
+		context.Background(),
+		spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req},
+	)
 	if err != nil {
 		return nil, err
 	}

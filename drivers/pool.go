@@ -126,7 +126,8 @@ func (o Owner) String() string {
 
 // OwnedBy reports whether l names that sandbox of that workspace as owner.
 func (l *Label) OwnedBy(workspaceID, sandbox string) bool {
-	return l != nil && l.Owner != nil && !l.Owner.Retired && l.Owner.WorkspaceID == workspaceID && l.Owner.Sandbox == sandbox
+	return l != nil && l.Owner != nil && !l.Owner.Retired && l.Owner.WorkspaceID == workspaceID &&
+		l.Owner.Sandbox == sandbox
 }
 
 // ErrOwned is wrapped by a claim of an instance someone else owns.

@@ -88,7 +88,14 @@ func (b Builder) buildInto(ctx context.Context, r Recipe, arch, key, dir string)
 		return Image{}, err
 	}
 	start := b.Clock.Now()
-	fmt.Fprintf(b.Progress, "sbf: building %s%s (%s; %s); its recipe's output follows\n", Scheme, r.Name, arch, r.BuildTime)
+	fmt.Fprintf(
+		b.Progress,
+		"sbf: building %s%s (%s; %s); its recipe's output follows\n",
+		Scheme,
+		r.Name,
+		arch,
+		r.BuildTime,
+	)
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(recipeDir, "build.sh"), out)
 	// The recipe writes progress and tools' chatter (mkfs prints file
 	// names on stdout); none of it may reach sbf's stdout.
@@ -109,7 +116,14 @@ func (b Builder) buildInto(ctx context.Context, r Recipe, arch, key, dir string)
 	}
 	im, err := readImage(final)
 	if err == nil {
-		fmt.Fprintf(b.Progress, "sbf: built %s%s in %s: %s\n", Scheme, r.Name, b.Clock.Now().Sub(start).Round(time.Second), final)
+		fmt.Fprintf(
+			b.Progress,
+			"sbf: built %s%s in %s: %s\n",
+			Scheme,
+			r.Name,
+			b.Clock.Now().Sub(start).Round(time.Second),
+			final,
+		)
 	}
 	return im, err
 }

@@ -180,7 +180,15 @@ func (c Cache) Lookup(r Recipe, arch string) (Image, error) {
 			return im, nil
 		}
 	}
-	return Image{}, fmt.Errorf("%s%s (%s, recipe %s) in %s: %w", Scheme, r.Name, arch, key, strings.Join(c.Dirs, ", "), ErrNotBuilt)
+	return Image{}, fmt.Errorf(
+		"%s%s (%s, recipe %s) in %s: %w",
+		Scheme,
+		r.Name,
+		arch,
+		key,
+		strings.Join(c.Dirs, ", "),
+		ErrNotBuilt,
+	)
 }
 
 func folderName(name, key string) string { return name + "-" + key }
@@ -196,7 +204,16 @@ func readImage(dir string) (Image, error) {
 		return Image{}, fmt.Errorf("parsing %s: %w", filepath.Join(dir, metaFile), err)
 	}
 	im.Dir = dir
-	im.Kernel, im.Initrd, im.Disk = filepath.Join(dir, KernelFile), filepath.Join(dir, InitrdFile), filepath.Join(dir, DiskFile)
+	im.Kernel, im.Initrd, im.Disk = filepath.Join(
+		dir,
+		KernelFile,
+	), filepath.Join(
+		dir,
+		InitrdFile,
+	), filepath.Join(
+		dir,
+		DiskFile,
+	)
 	for _, f := range []string{im.Kernel, im.Initrd, im.Disk} {
 		if info, err := os.Stat(f); err != nil || info.Size() == 0 {
 			return Image{}, fmt.Errorf("image %s is incomplete: %s missing or empty", dir, f)

@@ -41,10 +41,20 @@ type collectArgs struct {
 }
 
 func (s *Server) registerData() {
-	addTool(s, "run_command", "Run a shell command in an instance; a non-zero exit code is a result, not an error.", s.runCommand)
+	addTool(
+		s,
+		"run_command",
+		"Run a shell command in an instance; a non-zero exit code is a result, not an error.",
+		s.runCommand,
+	)
 	addTool(s, "copy_to_instance", "Copy a host file or folder into an instance.", s.copyTo)
 	addTool(s, "copy_from_instance", "Copy a file or folder out of an instance to the host.", s.copyFrom)
-	addTool(s, "sync_workspace_to_instance", "Make a guest folder hold what a host folder holds (minus excludes); a re-sync sends only changes.", s.syncTo)
+	addTool(
+		s,
+		"sync_workspace_to_instance",
+		"Make a guest folder hold what a host folder holds (minus excludes); a re-sync sends only changes.",
+		s.syncTo,
+	)
 	addTool(s, "sync_instance_to_workspace", "Copy a guest folder back into the workspace.", s.syncFrom)
 	addTool(s, "collect_artifacts", "Copy guest paths into a host folder, v1's naming on collisions.", s.collect)
 }
@@ -76,7 +86,11 @@ func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
 	timeout := 600 * time.Second
 	if a.TimeoutSeconds != nil {
 		if *a.TimeoutSeconds <= 0 {
-			return nil, newToolError(coded.InvalidArguments, "timeout_seconds must be positive", map[string]any{"field": "timeout_seconds"})
+			return nil, newToolError(
+				coded.InvalidArguments,
+				"timeout_seconds must be positive",
+				map[string]any{"field": "timeout_seconds"},
+			)
 		}
 		timeout = time.Duration(*a.TimeoutSeconds) * time.Second
 	}
@@ -118,7 +132,12 @@ func (s *Server) copyFrom(ctx context.Context, a copyArgs) (any, error) {
 }
 
 func copied(a copyArgs) map[string]any {
-	return map[string]any{"instance_id": a.InstanceID, "local_path": a.LocalPath, "remote_path": a.RemotePath, "status": "ok"}
+	return map[string]any{
+		"instance_id": a.InstanceID,
+		"local_path":  a.LocalPath,
+		"remote_path": a.RemotePath,
+		"status":      "ok",
+	}
 }
 
 // withSkipped names what a copy from a guest left out: links that led

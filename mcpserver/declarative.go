@@ -34,11 +34,31 @@ type desiredArgs struct {
 }
 
 func (s *Server) registerWorkspace() {
-	addTool(s, "validate_workspace_config", "Resolve a workspace's layered .sandboxforge.toml (with optional overrides) and report every problem.", s.validate)
-	addTool(s, "prepare_workspace", "Converge everything an instance's workspace declares for it: VM, container runtime, services, compose stack.", s.prepareWorkspace)
+	addTool(
+		s,
+		"validate_workspace_config",
+		"Resolve a workspace's layered .sandboxforge.toml (with optional overrides) and report every problem.",
+		s.validate,
+	)
+	addTool(
+		s,
+		"prepare_workspace",
+		"Converge everything an instance's workspace declares for it: VM, container runtime, services, compose stack.",
+		s.prepareWorkspace,
+	)
 	addTool(s, "plan", "Show what apply would change in a workspace, with the cause of every action.", s.plan)
-	addTool(s, "apply", "Converge a workspace to its desired state (acquiring or renewing leases) and return the plan it executed.", s.apply)
-	addTool(s, "get_desired_state", "Return a workspace's resolved desired state, its sources and the managed overrides (leases, ad-hoc sandboxes).", s.desiredState)
+	addTool(
+		s,
+		"apply",
+		"Converge a workspace to its desired state (acquiring or renewing leases) and return the plan it executed.",
+		s.apply,
+	)
+	addTool(
+		s,
+		"get_desired_state",
+		"Return a workspace's resolved desired state, its sources and the managed overrides (leases, ad-hoc sandboxes).",
+		s.desiredState,
+	)
 }
 
 func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
@@ -98,7 +118,12 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 
 // prepared is prepare_workspace's v1 result, from what the engine
 // recorded.
-func (s *Server) prepared(ctx context.Context, res *reconcile.Result, sandbox string, includeServices, wait bool) (map[string]any, error) {
+func (s *Server) prepared(
+	ctx context.Context,
+	res *reconcile.Result,
+	sandbox string,
+	includeServices, wait bool,
+) (map[string]any, error) {
 	p, err := s.cfg.Engine.Prepared(res, sandbox)
 	if err != nil {
 		return nil, err
@@ -106,7 +131,13 @@ func (s *Server) prepared(ctx context.Context, res *reconcile.Result, sandbox st
 	r := res.Resolved
 	services, readiness := map[string]any{}, map[string]any{}
 	for name, sr := range p.Services {
-		svc := map[string]any{"status": "running", "container": sr.Container, "image": sr.Image, "host": sr.Container, "port": sr.Port}
+		svc := map[string]any{
+			"status":    "running",
+			"container": sr.Container,
+			"image":     sr.Image,
+			"host":      sr.Container,
+			"port":      sr.Port,
+		}
 		if name == "mysql" {
 			svc["database"] = r.Config.Infra.MySQL.Database
 		}

@@ -86,15 +86,35 @@ type validateImageArgs struct {
 }
 
 func (s *Server) registerDocker() {
-	addTool(s, "docker_build", "Build an image in an instance, reusing the [build] cached image when it matches the workspace's git state.", s.dockerBuild)
+	addTool(
+		s,
+		"docker_build",
+		"Build an image in an instance, reusing the [build] cached image when it matches the workspace's git state.",
+		s.dockerBuild,
+	)
 	addTool(s, "docker_run", "Run a container in an instance (detached by default).", s.dockerRun)
 	addTool(s, "docker_exec", "Run a command in a container of an instance.", s.dockerExec)
 	addTool(s, "docker_logs", "Return a container's output.", s.dockerLogs)
-	addTool(s, "docker_compose", "Run docker compose in an instance; up and restart of the stack sbf converges go through the engine.", s.dockerCompose)
+	addTool(
+		s,
+		"docker_compose",
+		"Run docker compose in an instance; up and restart of the stack sbf converges go through the engine.",
+		s.dockerCompose,
+	)
 	addTool(s, "docker_ps", "List an instance's containers.", s.dockerPs)
 	addTool(s, "docker_images", "List an instance's images.", s.dockerImages)
-	addTool(s, "docker_cleanup", "Prune stopped containers and unused images (and more with mode aggressive).", s.dockerCleanup)
-	addTool(s, "validate_image", "Judge an image against the workspace's git state and dependencies: reuse, warn, rebuild or fail.", s.validateImage)
+	addTool(
+		s,
+		"docker_cleanup",
+		"Prune stopped containers and unused images (and more with mode aggressive).",
+		s.dockerCleanup,
+	)
+	addTool(
+		s,
+		"validate_image",
+		"Judge an image against the workspace's git state and dependencies: reuse, warn, rebuild or fail.",
+		s.validateImage,
+	)
 }
 
 // docker resolves an instance and its docker command (v1's gates, then
@@ -156,7 +176,11 @@ func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
 func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) {
 	timeout := orDefault(a.TimeoutSeconds, 600)
 	if timeout <= 0 {
-		return nil, newToolError(coded.InvalidArguments, "timeout_seconds must be positive", map[string]any{"field": "timeout_seconds"})
+		return nil, newToolError(
+			coded.InvalidArguments,
+			"timeout_seconds must be positive",
+			map[string]any{"field": "timeout_seconds"},
+		)
 	}
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {

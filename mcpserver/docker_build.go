@@ -19,8 +19,11 @@ func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.Build(ctx, docker.BuildRequest{InstanceID: a.InstanceID, ContextPath: a.ContextPath, ImageTag: a.ImageTag,
-		Dockerfile: a.Dockerfile, Target: a.Target, BuildArgs: a.BuildArgs, NoCache: a.NoCache})
+	res, err := d.Build(
+		ctx,
+		docker.BuildRequest{InstanceID: a.InstanceID, ContextPath: a.ContextPath, ImageTag: a.ImageTag,
+			Dockerfile: a.Dockerfile, Target: a.Target, BuildArgs: a.BuildArgs, NoCache: a.NoCache},
+	)
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
@@ -77,9 +80,16 @@ func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, e
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	out := map[string]any{"valid": v.Valid, "reasons": v.Reasons, "warnings": v.Warnings, "recommendation": v.Recommendation,
-		"workspace_state": v.WorkspaceState, "image_metadata": v.ImageMetadata, "instance_id": a.InstanceID,
-		"expected_image_tag": docker.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st)}
+	out := map[string]any{
+		"valid":              v.Valid,
+		"reasons":            v.Reasons,
+		"warnings":           v.Warnings,
+		"recommendation":     v.Recommendation,
+		"workspace_state":    v.WorkspaceState,
+		"image_metadata":     v.ImageMetadata,
+		"instance_id":        a.InstanceID,
+		"expected_image_tag": docker.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st),
+	}
 	if len(ignored) > 0 {
 		out["ignored_checks"] = ignored
 	}
@@ -88,7 +98,11 @@ func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, e
 
 // otherWorkspace loads the workspace validate_image was pointed at; it
 // must lie inside the folders this server may read.
-func (s *Server) otherWorkspace(ctx context.Context, policy hostpath.Policy, base, root string) (*spec.Resolved, error) {
+func (s *Server) otherWorkspace(
+	ctx context.Context,
+	policy hostpath.Policy,
+	base, root string,
+) (*spec.Resolved, error) {
 	place, err := policy.Confine(base, root)
 	if err != nil {
 		return nil, err
@@ -106,7 +120,11 @@ func (s *Server) otherWorkspace(ctx context.Context, policy hostpath.Policy, bas
 func imageChecks(c docker.ImageChecks, given map[string]any) (docker.ImageChecks, []string, error) {
 	var ignored []string
 	bad := func(k, want string) error {
-		return newToolError(coded.InvalidArguments, fmt.Sprintf("checks.%s must be %s", k, want), map[string]any{"field": "checks." + k})
+		return newToolError(
+			coded.InvalidArguments,
+			fmt.Sprintf("checks.%s must be %s", k, want),
+			map[string]any{"field": "checks." + k},
+		)
 	}
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		v := given[k]

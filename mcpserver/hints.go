@@ -28,7 +28,9 @@ var readOnly = hints{readOnly: true, idempotent: true}
 // as v1 named them) so they are truthful from the day they are added.
 var toolHints = map[string]hints{
 	// Lifecycle.
-	"create_instance":     {openWorld: true},                     // a new VM each call; downloads its image, installs Docker
+	"create_instance": {
+		openWorld: true,
+	}, // a new VM each call; downloads its image, installs Docker
 	"list_instances":      readOnly,                              // observes; an expired lease is left for the loop
 	"destroy_instance":    {destructive: true, idempotent: true}, // deletes the VM; destroying it again is a no-op
 	"extend_instance_ttl": {},                                    // moves the lease end later, by more on every call
@@ -36,15 +38,25 @@ var toolHints = map[string]hints{
 	"validate_workspace_config": readOnly,
 	"plan":                      readOnly,
 	"get_desired_state":         readOnly,
-	"apply":                     {destructive: true, idempotent: true, openWorld: true}, // deletes undeclared and expired sandboxes
-	"prepare_workspace":         {destructive: true, idempotent: true, openWorld: true}, // recreates containers, rewrites env keys in workspace files
+	"apply": {
+		destructive: true,
+		idempotent:  true,
+		openWorld:   true,
+	}, // deletes undeclared and expired sandboxes
+	"prepare_workspace": {
+		destructive: true,
+		idempotent:  true,
+		openWorld:   true,
+	}, // recreates containers, rewrites env keys in workspace files
 	// Data plane.
 	"run_command":                {destructive: true, openWorld: true},
 	"copy_to_instance":           {destructive: true, idempotent: true}, // overwrites guest files
 	"copy_from_instance":         {destructive: true, idempotent: true}, // overwrites host files
 	"sync_workspace_to_instance": {destructive: true, idempotent: true}, // deletes guest files the host folder lacks
 	"sync_instance_to_workspace": {destructive: true, idempotent: true}, // overwrites host files
-	"collect_artifacts":          {destructive: true},                   // a name taken twice over is overwritten (v1's i-NAME)
+	"collect_artifacts": {
+		destructive: true,
+	}, // a name taken twice over is overwritten (v1's i-NAME)
 	// Background tasks.
 	"start_background_task": {destructive: true, openWorld: true},
 	"get_task_status":       readOnly,

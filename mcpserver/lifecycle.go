@@ -35,9 +35,24 @@ type listArgs struct {
 }
 
 func (s *Server) registerLifecycle() {
-	addTool(s, "create_instance", "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when auto_bootstrap).", s.createInstance)
-	addTool(s, "list_instances", "List sbf instances on this host with their lease, live status and drift.", s.listInstances)
-	addTool(s, "destroy_instance", "Release an instance's lease; its VM is stopped and deleted. Works on expired instances too.", s.destroyInstance)
+	addTool(
+		s,
+		"create_instance",
+		"Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when auto_bootstrap).",
+		s.createInstance,
+	)
+	addTool(
+		s,
+		"list_instances",
+		"List sbf instances on this host with their lease, live status and drift.",
+		s.listInstances,
+	)
+	addTool(
+		s,
+		"destroy_instance",
+		"Release an instance's lease; its VM is stopped and deleted. Works on expired instances too.",
+		s.destroyInstance,
+	)
 	addTool(s, "extend_instance_ttl", "Move an instance's lease end later by ttl_minutes.", s.extendInstance)
 }
 

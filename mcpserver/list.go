@@ -13,7 +13,12 @@ import (
 
 // workspaceRows builds list_instances records for one workspace from one
 // observation.
-func (s *Server) workspaceRows(ctx context.Context, root string, entries []state.IndexEntry, includeExpired bool) ([]map[string]any, error) {
+func (s *Server) workspaceRows(
+	ctx context.Context,
+	root string,
+	entries []state.IndexEntry,
+	includeExpired bool,
+) ([]map[string]any, error) {
 	ws, err := s.workspace(ctx, root, nil)
 	if err != nil {
 		return nil, err
@@ -120,7 +125,12 @@ func reconciliationError(problems []workspaceProblem) *coded.Error {
 	errs := make([]map[string]any, len(problems))
 	for i, p := range problems {
 		te := asToolError(p.err)
-		errs[i] = map[string]any{"workspace_root": p.root, "error_code": te.Code, "message": te.Message, "details": te.Details}
+		errs[i] = map[string]any{
+			"workspace_root": p.root,
+			"error_code":     te.Code,
+			"message":        te.Message,
+			"details":        te.Details,
+		}
 	}
 	return bounded(newToolError(coded.BackendCommand, "Unable to reconcile with live backend state",
 		map[string]any{"errors": errs}))

@@ -32,7 +32,12 @@ type stopTaskArgs struct {
 }
 
 func (s *Server) registerTasks() {
-	addTool(s, "start_background_task", "Start a command detached in an instance; it outlives this call, sbf restarts and dropped connections.", s.startTask)
+	addTool(
+		s,
+		"start_background_task",
+		"Start a command detached in an instance; it outlives this call, sbf restarts and dropped connections.",
+		s.startTask,
+	)
 	addTool(s, "get_task_status", "Report a background task's status, exit code and times.", s.taskStatus)
 	addTool(s, "get_task_logs", "Return a background task's output (its last lines).", s.taskLogs)
 	addTool(s, "stop_task", "Stop a background task's whole process group (TERM, or KILL with force).", s.stopTask)
@@ -48,7 +53,13 @@ func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"task_id": t.ID, "instance_id": a.InstanceID, "status": t.Status, "pid": t.PID, "log_path": t.LogPath}, nil
+	return map[string]any{
+		"task_id":     t.ID,
+		"instance_id": a.InstanceID,
+		"status":      t.Status,
+		"pid":         t.PID,
+		"log_path":    t.LogPath,
+	}, nil
 }
 
 func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
@@ -76,7 +87,13 @@ func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "logs": logs, "tail": tail}, nil
+	return map[string]any{
+		"task_id":     t.ID,
+		"instance_id": s.taskInstanceID(t),
+		"status":      t.Status,
+		"logs":        logs,
+		"tail":        tail,
+	}, nil
 }
 
 func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
@@ -88,7 +105,12 @@ func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "exit_code": t.ExitCode}, nil
+	return map[string]any{
+		"task_id":     t.ID,
+		"instance_id": s.taskInstanceID(t),
+		"status":      t.Status,
+		"exit_code":   t.ExitCode,
+	}, nil
 }
 
 // taskView is get_task_status's v1 shape.
@@ -132,5 +154,9 @@ func (s *Server) taskWorkspace(ctx context.Context, id string) (spec.Options, er
 			}
 		}
 	}
-	return spec.Options{}, newToolError(sandbox.CodeTaskNotFound, "Task '"+id+"' was not found", map[string]any{"task_id": id})
+	return spec.Options{}, newToolError(
+		sandbox.CodeTaskNotFound,
+		"Task '"+id+"' was not found",
+		map[string]any{"task_id": id},
+	)
 }

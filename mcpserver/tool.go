@@ -32,7 +32,12 @@ func asToolError(err error) *coded.Error {
 // are structured content plus the same JSON as text; failures are tool
 // errors carrying the v1 envelope.
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
-	tool := mcp.NewTool(name, mcp.WithDescription(description), mcp.WithInputSchema[A](), mcp.WithToolAnnotation(annotations(name)))
+	tool := mcp.NewTool(
+		name,
+		mcp.WithDescription(description),
+		mcp.WithInputSchema[A](),
+		mcp.WithToolAnnotation(annotations(name)),
+	)
 	schema := compileArgs(tool)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
@@ -42,7 +47,9 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		req.Params.Arguments = raw
 		var args A
 		if err := req.BindArguments(&args); err != nil {
-			return errorResult(newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name}), warnings...), nil
+			return errorResult(
+				newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name}),
+				warnings...), nil
 		}
 		out, err := handle(ctx, args)
 		if err != nil {

@@ -42,9 +42,14 @@ var errInFlight = errors.New("another sbf process is creating it")
 
 // LimitError is INSTANCE_LIMIT_EXCEEDED.
 func limitError(maxInstances, active int, counted []string) *coded.Error {
-	return coded.New(coded.InstanceLimit, map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
+	return coded.New(
+		coded.InstanceLimit,
+		map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
 		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] max_instances",
-		active, maxInstances, strings.Join(counted, ", "))
+		active,
+		maxInstances,
+		strings.Join(counted, ", "),
+	)
 }
 
 // Admit reserves a slot for instance or returns INSTANCE_LIMIT_EXCEEDED.
@@ -66,7 +71,11 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 	delete(active, instance) // replacing an instance does not add one
 	_, _, spare := drivers.ParsePoolName(instance)
 	for len(active) >= h.Max && !spare && h.Evict != nil {
-		evicted, err := h.Evict(ctx, listed, func(name string) bool { return inFlight(ctx, filepath.Join(resDir, name+".lock")) })
+		evicted, err := h.Evict(
+			ctx,
+			listed,
+			func(name string) bool { return inFlight(ctx, filepath.Join(resDir, name+".lock")) },
+		)
 		if err != nil {
 			return nil, fmt.Errorf("deleting a spare to make room for %s: %w", instance, err)
 		}

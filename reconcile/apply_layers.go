@@ -47,7 +47,10 @@ func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
 	x, ok1 := d.(drivers.Execer)
 	c, ok2 := d.(drivers.Copier)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("the %s driver cannot run commands in its VMs, so it cannot converge a runtime, services or compose", driverName)
+		return nil, fmt.Errorf(
+			"the %s driver cannot run commands in its VMs, so it cannot converge a runtime, services or compose",
+			driverName,
+		)
 	}
 	return guestRunner{exec: x, copy: c, instance: instance}, nil
 }

@@ -69,7 +69,12 @@ func Diagnose(ctx context.Context, env drivers.Env, r *spec.Resolved) []drivers.
 // DiagnoseHost checks whether this host could run each real backend the
 // workspace does not use (sbf doctor --all): the host's side only, no VM
 // of the workspace's.
-func DiagnoseHost(ctx context.Context, env drivers.Env, r *spec.Resolved, skip []drivers.Diagnosis) []drivers.Diagnosis {
+func DiagnoseHost(
+	ctx context.Context,
+	env drivers.Env,
+	r *spec.Resolved,
+	skip []drivers.Diagnosis,
+) []drivers.Diagnosis {
 	env.Workspace = r.Root
 	var out []drivers.Diagnosis
 	for _, name := range drivers.Names() {

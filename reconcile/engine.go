@@ -107,13 +107,19 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	}
 	var failed []string
 	for _, a := range res.Plan.Actions {
-		made := a.Kind == plan.Create || a.Kind == plan.Replace || a.Kind == plan.Adopt && !a.Import // an import is never deleted for failing
+		made := a.Kind == plan.Create || a.Kind == plan.Replace ||
+			a.Kind == plan.Adopt && !a.Import // an import is never deleted for failing
 		if rec := res.State.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
 			failed = append(failed, a.Sandbox)
 		}
 	}
 	if len(failed) > 0 {
-		_, rerr := e.converge(context.WithoutCancel(ctx), ws, Options{Targets: failed, Request: Request{Op: Destroy, Sandboxes: failed}}, false)
+		_, rerr := e.converge(
+			context.WithoutCancel(ctx),
+			ws,
+			Options{Targets: failed, Request: Request{Op: Destroy, Sandboxes: failed}},
+			false,
+		)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
 		}
@@ -152,7 +158,14 @@ func (e *Engine) preflight(r *spec.Resolved, rec *state.File, targets []string) 
 // writeEdit persists the edit: it is applied again to the document as it
 // is now, under its lock, so edits made meanwhile (an MCP call) survive.
 // The host index then learns the new leases.
-func (e *Engine) writeEdit(ctx context.Context, before *spec.Resolved, r *spec.Resolved, rec *state.File, edit Edit, now time.Time) error {
+func (e *Engine) writeEdit(
+	ctx context.Context,
+	before *spec.Resolved,
+	r *spec.Resolved,
+	rec *state.File,
+	edit Edit,
+	now time.Time,
+) error {
 	if edit == nil {
 		return nil
 	}

@@ -53,7 +53,12 @@ func CheckLayers(ctx context.Context, r *spec.Resolved, env LayerEnv) error {
 
 // resolveLayers loads every sandbox's compose project and services on the
 // host. A broken compose file stops here, before any VM is touched.
-func resolveLayers(ctx context.Context, r *spec.Resolved, d plan.Desired, env LayerEnv) (map[string]*plan.Layers, error) {
+func resolveLayers(
+	ctx context.Context,
+	r *spec.Resolved,
+	d plan.Desired,
+	env LayerEnv,
+) (map[string]*plan.Layers, error) {
 	out := map[string]*plan.Layers{}
 	envOwners := map[string]string{}
 	var errs []error
@@ -82,7 +87,13 @@ func resolveLayers(ctx context.Context, r *spec.Resolved, d plan.Desired, env La
 	return out, nil
 }
 
-func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.Sandbox, env LayerEnv) (*plan.Layers, error) {
+func sandboxLayers(
+	ctx context.Context,
+	r *spec.Resolved,
+	name string,
+	sb spec.Sandbox,
+	env LayerEnv,
+) (*plan.Layers, error) {
 	infra := r.Config.Infra
 	l := &plan.Layers{Install: r.Config.Docker.InstallIfMissing, Env: map[string]map[string]string{},
 		EnvWriter: hostpath.Policy{Roots: []string{r.Root}}, EnvGuard: hostpath.Guard{Protect: r.Config.Sync.Protect}}
@@ -122,7 +133,12 @@ func sandboxLayers(ctx context.Context, r *spec.Resolved, name string, sb spec.S
 
 // addEnv assigns the variables with the given prefixes to the file they
 // are injected into ({sandbox} in the path names the sandbox).
-func addEnv(into map[string]map[string]string, root, target, sandbox string, conn map[string]string, prefixes ...string) {
+func addEnv(
+	into map[string]map[string]string,
+	root, target, sandbox string,
+	conn map[string]string,
+	prefixes ...string,
+) {
 	if target == "" {
 		return
 	}

@@ -15,7 +15,12 @@ type Lister interface {
 
 // Observe lists each driver once (the planner keeps what belongs to this
 // workspace: see plan.NewObserved).
-func Observe(ctx context.Context, workspaceID string, driverNames []string, get func(string) (Lister, error)) plan.Observed {
+func Observe(
+	ctx context.Context,
+	workspaceID string,
+	driverNames []string,
+	get func(string) (Lister, error),
+) plan.Observed {
 	listed := map[string][]drivers.Instance{}
 	failed := map[string]error{}
 	labels := map[string]bool{}

@@ -37,7 +37,14 @@ func lockPool(ctx context.Context, dir string, who flock.Holder) (func(), error)
 }
 
 // claimUnderLock writes an owner label under the host-wide pool lock.
-func claimUnderLock(ctx context.Context, dir string, who flock.Holder, lab drivers.Labeler, instance string, o drivers.Owner) error {
+func claimUnderLock(
+	ctx context.Context,
+	dir string,
+	who flock.Holder,
+	lab drivers.Labeler,
+	instance string,
+	o drivers.Owner,
+) error {
 	release, err := lockPool(ctx, dir, who)
 	if err != nil {
 		return err
@@ -208,8 +215,15 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 // retireAndDelete retires a spare (claims it for nobody, so no adopter
 // takes it meanwhile), then deletes it, and says whether it did. One a
 // sandbox adopted since it was seen is left to its owner.
-func retireAndDelete(ctx context.Context, drv Driver, lab drivers.Labeler, hostDir string, who flock.Holder, now time.Time,
-	instance string) (bool, error) {
+func retireAndDelete(
+	ctx context.Context,
+	drv Driver,
+	lab drivers.Labeler,
+	hostDir string,
+	who flock.Holder,
+	now time.Time,
+	instance string,
+) (bool, error) {
 	err := claimUnderLock(ctx, hostDir, who, lab, instance, drivers.Owner{Retired: true, Since: now.UTC()})
 	switch {
 	case errors.Is(err, drivers.ErrOwned):

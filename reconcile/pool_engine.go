@@ -73,7 +73,12 @@ func (r *Result) InstanceOf(sandbox string) string {
 
 // evictSpare deletes one spare nobody is making or owns, the one that
 // would idle out first, so a sandbox's VM fits under the instance cap.
-func (e *Engine) evictSpare(ctx context.Context, r *spec.Resolved, listed []drivers.Instance, inFlight func(string) bool) (bool, error) {
+func (e *Engine) evictSpare(
+	ctx context.Context,
+	r *spec.Resolved,
+	listed []drivers.Instance,
+	inFlight func(string) bool,
+) (bool, error) {
 	var cands []drivers.Instance
 	for _, inst := range listed {
 		if _, _, ok := drivers.ParsePoolName(inst.Name); !ok || inst.Label != nil && inst.Label.Owner != nil {
@@ -308,13 +313,22 @@ func (e *Engine) AdoptInstance(ctx context.Context, ws spec.Options, req AdoptRe
 	now := e.Clock.Now()
 	switch {
 	case !spec.ValidSandboxName(req.Sandbox):
-		return nil, coded.New(coded.ConfigInvalid, map[string]any{"sandbox": req.Sandbox},
-			"%q is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit)", req.Sandbox)
+		return nil, coded.New(
+			coded.ConfigInvalid,
+			map[string]any{"sandbox": req.Sandbox},
+			"%q is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or digit)",
+			req.Sandbox,
+		)
 	case req.Instance == "":
 		return nil, coded.New(coded.InvalidArguments, map[string]any{"field": "instance"}, "no instance to adopt")
 	case !now.Before(req.ExpiresAt):
-		return nil, coded.New(coded.TTLInvalid, map[string]any{"expires_at": req.ExpiresAt.UTC().Format(time.RFC3339)},
-			"the lease of %s ended at %s; an expired lease is not adopted", req.Sandbox, req.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, coded.New(
+			coded.TTLInvalid,
+			map[string]any{"expires_at": req.ExpiresAt.UTC().Format(time.RFC3339)},
+			"the lease of %s ended at %s; an expired lease is not adopted",
+			req.Sandbox,
+			req.ExpiresAt.UTC().Format(time.RFC3339),
+		)
 	}
 	keys := maps.Clone(req.Keys)
 	if keys == nil {
@@ -335,7 +349,13 @@ func (e *Engine) AdoptInstance(ctx context.Context, ws spec.Options, req AdoptRe
 				"sandbox %s is declared by the workspace's files; an adopted instance needs an ad-hoc sandbox", req.Sandbox)
 		}
 		m.Declare(req.Sandbox, keys)
-		m.SetLease(req.Sandbox, spec.LeaseRecord{AcquiredAt: acquired.UTC().Truncate(time.Second), ExpiresAt: req.ExpiresAt.UTC().Truncate(time.Second)})
+		m.SetLease(
+			req.Sandbox,
+			spec.LeaseRecord{
+				AcquiredAt: acquired.UTC().Truncate(time.Second),
+				ExpiresAt:  req.ExpiresAt.UTC().Truncate(time.Second),
+			},
+		)
 		return nil
 	}
 	res, err := e.Apply(ctx, ws, Options{Targets: []string{req.Sandbox}, edit: edit})

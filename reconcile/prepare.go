@@ -62,7 +62,11 @@ type EnvInjection struct {
 
 // Prepared reports a sandbox's layers after res converged it.
 func (e *Engine) Prepared(res *Result, sandbox string) (Prepared, error) {
-	out := Prepared{Services: map[string]state.ServiceRecord{}, ConnectionEnv: map[string]string{}, EnvInjections: []EnvInjection{}}
+	out := Prepared{
+		Services:      map[string]state.ServiceRecord{},
+		ConnectionEnv: map[string]string{},
+		EnvInjections: []EnvInjection{},
+	}
 	rec := res.State.Sandboxes[sandbox]
 	if rec != nil && rec.Guest != nil {
 		g := rec.Guest

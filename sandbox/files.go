@@ -40,7 +40,12 @@ func (t *Target) CopyIn(ctx context.Context, policy hostpath.Policy, base, local
 	}
 	defer place.Close()
 	if _, err := place.Root.Lstat(place.Rel); err != nil {
-		return coded.New(coded.BackendCommand, map[string]any{"local_path": localPath}, "local path does not exist: %s", localPath)
+		return coded.New(
+			coded.BackendCommand,
+			map[string]any{"local_path": localPath},
+			"local path does not exist: %s",
+			localPath,
+		)
 	}
 	dir, top := path.Split(path.Clean(remotePath))
 	return t.put(ctx, a, dir, func(w io.Writer) error {

@@ -55,7 +55,12 @@ func (t *Target) SyncExcludes(given []string) []string {
 // excluded paths (fnmatch patterns tried on each path and its last
 // element, as v1 did). Only files whose content changed since the last
 // sync are sent; files gone from the host are deleted in the guest.
-func (t *Target) Sync(ctx context.Context, policy hostpath.Policy, base, localPath, remotePath string, exclude []string) (SyncReport, error) {
+func (t *Target) Sync(
+	ctx context.Context,
+	policy hostpath.Policy,
+	base, localPath, remotePath string,
+	exclude []string,
+) (SyncReport, error) {
 	rep := SyncReport{LocalPath: localPath, RemotePath: remotePath, Exclude: exclude, Status: "ok"}
 	a, err := t.archiver()
 	if err != nil {
@@ -69,7 +74,12 @@ func (t *Target) Sync(ctx context.Context, policy hostpath.Policy, base, localPa
 	fsys := place.Root.FS()
 	src := filepath.ToSlash(place.Rel)
 	if info, err := fs.Stat(fsys, src); err != nil || !info.IsDir() {
-		return rep, coded.New(coded.BackendCommand, map[string]any{"local_path": localPath}, "local path does not exist or is not a folder: %s", localPath)
+		return rep, coded.New(
+			coded.BackendCommand,
+			map[string]any{"local_path": localPath},
+			"local path does not exist or is not a folder: %s",
+			localPath,
+		)
 	}
 	now, err := hashTree(fsys, src, excluder(exclude))
 	if err != nil {

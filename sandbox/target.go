@@ -87,7 +87,11 @@ func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int
 	}
 	term, ok := drv.(drivers.Terminal)
 	if !ok {
-		return -1, fmt.Errorf("the %s driver of sandbox %s cannot open a terminal; run commands without -t", t.DriverName, t.Sandbox)
+		return -1, fmt.Errorf(
+			"the %s driver of sandbox %s cannot open a terminal; run commands without -t",
+			t.DriverName,
+			t.Sandbox,
+		)
 	}
 	return term.Terminal(ctx, t.Instance, req)
 }

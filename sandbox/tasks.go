@@ -179,8 +179,11 @@ func (ts *Tasks) refresh(ctx context.Context, t *state.Task) error {
 		t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox is no longer running: "+err.Error()
 		return nil
 	}
-	res, err := tgt.Exec(ctx, drivers.ExecRequest{Command: "cat " + shellquote.Quote(t.ExitPath) + " 2>/dev/null || echo none; " +
-		fmt.Sprintf("kill -0 %d 2>/dev/null && echo alive || echo dead", t.PID), Timeout: taskControl})
+	res, err := tgt.Exec(
+		ctx,
+		drivers.ExecRequest{Command: "cat " + shellquote.Quote(t.ExitPath) + " 2>/dev/null || echo none; " +
+			fmt.Sprintf("kill -0 %d 2>/dev/null && echo alive || echo dead", t.PID), Timeout: taskControl},
+	)
 	if err != nil {
 		return fmt.Errorf("checking task %s: %w", t.ID, err)
 	}

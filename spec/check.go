@@ -37,7 +37,10 @@ func (r *Resolved) crossCheck() Errors {
 	}
 	errs = append(errs, r.checkImage("vm.image", c.VM.Image)...)
 	if c.VM.TTL > c.Lease.MaxTTL {
-		errs = append(errs, r.errorAt("vm.ttl", fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.VM.TTL, c.Lease.MaxTTL)))
+		errs = append(
+			errs,
+			r.errorAt("vm.ttl", fmt.Sprintf("%s is longer than lease.max_ttl (%s)", c.VM.TTL, c.Lease.MaxTTL)),
+		)
 	}
 	if c.Lease.DefaultTTL > c.Lease.MaxTTL {
 		errs = append(errs, r.errorAt("lease.default_ttl",

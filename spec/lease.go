@@ -22,7 +22,13 @@ func ClampLease(l LeaseRecord, pol Lease, now time.Time) (out LeaseRecord, why s
 	}
 	limit, bound := time.Time{}, ""
 	if !out.AcquiredAt.IsZero() {
-		limit, bound = out.AcquiredAt.Add(life), fmt.Sprintf("%s after acquired_at %s", pol.MaxLifetime, stamp(out.AcquiredAt))
+		limit, bound = out.AcquiredAt.Add(
+			life,
+		), fmt.Sprintf(
+			"%s after acquired_at %s",
+			pol.MaxLifetime,
+			stamp(out.AcquiredAt),
+		)
 	}
 	if !now.IsZero() && (limit.IsZero() || now.Add(life).Before(limit)) {
 		limit, bound = now.Add(life), fmt.Sprintf("%s from now", pol.MaxLifetime)

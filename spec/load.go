@@ -15,7 +15,12 @@ import (
 
 // File names, oldest first: later names win when both exist.
 var (
-	globalFiles    = []string{"lima-mcp/config.toml", "orbitforge-mcp/config.toml", "sandboxforge-mcp/config.toml", "sandboxforge/config.toml"}
+	globalFiles = []string{
+		"lima-mcp/config.toml",
+		"orbitforge-mcp/config.toml",
+		"sandboxforge-mcp/config.toml",
+		"sandboxforge/config.toml",
+	}
 	workspaceFiles = []string{".lima-mcp.toml", ".orbitforge.toml", FileName}
 )
 

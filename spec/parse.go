@@ -195,7 +195,13 @@ func (x *indexer) value(path []string, v *unstable.Node) {
 				continue
 			}
 			if i == x.lim.MaxArrayLen && x.lim.MaxArrayLen > 0 {
-				x.err = x.limitError(path, pos, "has more than %d items; arrays are limited to %d", x.lim.MaxArrayLen, x.lim.MaxArrayLen)
+				x.err = x.limitError(
+					path,
+					pos,
+					"has more than %d items; arrays are limited to %d",
+					x.lim.MaxArrayLen,
+					x.lim.MaxArrayLen,
+				)
 				return
 			}
 			x.value(append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), c)
@@ -228,7 +234,13 @@ func (x *indexer) limitError(path []string, pos Pos, format string, args ...any)
 	if len(path) >= x.lim.MaxKeyDepth && x.lim.MaxKeyDepth > 0 {
 		key += "…"
 	}
-	return Error{File: x.l.source, Line: pos.Line, Column: pos.Column, Key: clip(key), Message: fmt.Sprintf(format, args...)}
+	return Error{
+		File:    x.l.source,
+		Line:    pos.Line,
+		Column:  pos.Column,
+		Key:     clip(key),
+		Message: fmt.Sprintf(format, args...),
+	}
 }
 
 // joinPath spells a key path the way errors name it: vm.cpus,

@@ -62,8 +62,14 @@ func fieldsOf(t reflect.Type) []field {
 		if name == "" || name == "-" {
 			continue
 		}
-		f := field{key: name, index: []int{i}, typ: sf.Type, doc: sf.Tag.Get("doc"), nullable: sf.Tag.Get("nullable") == "true",
-			managedOnly: sf.Tag.Get("managed") == "true"}
+		f := field{
+			key:         name,
+			index:       []int{i},
+			typ:         sf.Type,
+			doc:         sf.Tag.Get("doc"),
+			nullable:    sf.Tag.Get("nullable") == "true",
+			managedOnly: sf.Tag.Get("managed") == "true",
+		}
 		if e := sf.Tag.Get("enum"); e == "@drivers" {
 			// Every backend a spec may name (Drivers), linked or not.
 			f.enum = append([]string{"auto"}, Drivers...)

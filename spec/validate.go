@@ -290,7 +290,12 @@ func (v *validator) mapValue(f field, val any, path string) (any, bool) {
 	for k, x := range m {
 		p := childPath(path, k)
 		if f.has("sandbox_name") && !ValidSandboxName(k) {
-			v.fail(p, true, "is not a valid sandbox name (letters and digits, single '-' or '_' between them, at most %d characters)", maxSandboxName)
+			v.fail(
+				p,
+				true,
+				"is not a valid sandbox name (letters and digits, single '-' or '_' between them, at most %d characters)",
+				maxSandboxName,
+			)
 			continue
 		}
 		if norm, ok := v.value(field{key: k, typ: f.typ.Elem()}, x, p); ok {

@@ -118,7 +118,10 @@ func labels(t *testing.T, h Harness) {
 	if l := listed(t, w.Driver)[SpareA].Label; l == nil || l.Spare == nil || *l.Spare != spare || l.Owner != nil {
 		t.Errorf("List reports the spare's label as %+v; want %+v", l, spare)
 	}
-	if err := lab.Claim(ctx, Secondary, drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: "x"}); !errors.Is(err, drivers.ErrNotFound) {
+	if err := lab.Claim(ctx, Secondary, drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: "x"}); !errors.Is(
+		err,
+		drivers.ErrNotFound,
+	) {
 		t.Errorf("Claim of an instance never made: %v (want an error wrapping drivers.ErrNotFound)", err)
 	}
 

@@ -160,16 +160,30 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 	if len(p.Extra) > 0 {
 		build = " --build"
 	}
-	script := fmt.Sprintf("rm -rf %[1]s && mv %[2]s %[1]s && cd %[1]s && %[3]s compose -p %[4]s -f compose.yaml up -d --remove-orphans%[5]s",
-		shellquote.Quote(dir), shellquote.Quote(dir+".new"), docker, shellquote.Quote(p.Name), build)
+	script := fmt.Sprintf(
+		"rm -rf %[1]s && mv %[2]s %[1]s && cd %[1]s && %[3]s compose -p %[4]s -f compose.yaml up -d --remove-orphans%[5]s",
+		shellquote.Quote(dir),
+		shellquote.Quote(dir+".new"),
+		docker,
+		shellquote.Quote(p.Name),
+		build,
+	)
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 20 * time.Minute})
 	if err != nil {
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &coded.Error{Code: "DOCKER_COMMAND_FAILED", Message: fmt.Sprintf("docker compose up for %s failed (exit %d): %s",
-			p.Name, res.ExitCode, tail(strings.TrimSpace(res.Stderr), 2000)),
-			Details: map[string]any{"project": p.Name, "exit_code": res.ExitCode, "stdout": tail(res.Stdout, 4000), "stderr": tail(res.Stderr, 4000)}}
+		return &coded.Error{
+			Code: "DOCKER_COMMAND_FAILED",
+			Message: fmt.Sprintf("docker compose up for %s failed (exit %d): %s",
+				p.Name, res.ExitCode, tail(strings.TrimSpace(res.Stderr), 2000)),
+			Details: map[string]any{
+				"project":   p.Name,
+				"exit_code": res.ExitCode,
+				"stdout":    tail(res.Stdout, 4000),
+				"stderr":    tail(res.Stderr, 4000),
+			},
+		}
 	}
 	return nil
 }
@@ -264,7 +278,9 @@ func ReadinessProbes(containers map[string]string) map[string]string {
 	for svc, c := range containers {
 		switch svc {
 		case "mysql":
-			out[svc] = shellquote.Quote(c) + ` sh -c 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mysqladmin ping -h 127.0.0.1 -uroot --silent'`
+			out[svc] = shellquote.Quote(
+				c,
+			) + ` sh -c 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" mysqladmin ping -h 127.0.0.1 -uroot --silent'`
 		case "redis":
 			out[svc] = shellquote.Quote(c) + ` sh -c 'redis-cli ping | grep -q PONG'`
 		}

@@ -59,13 +59,22 @@ func Expand(value, key string, getenv func(string) string) (string, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("%s refers to ${%s}, which is not set in sbf's environment", key, strings.Join(missing, "}, ${"))
+		return "", fmt.Errorf(
+			"%s refers to ${%s}, which is not set in sbf's environment",
+			key,
+			strings.Join(missing, "}, ${"),
+		)
 	}
 	return out, nil
 }
 
 // ConnectionEnv is what the app needs to reach the sandbox's services.
-func ConnectionEnv(infra spec.Infra, sandbox string, services []string, getenv func(string) string) (map[string]string, error) {
+func ConnectionEnv(
+	infra spec.Infra,
+	sandbox string,
+	services []string,
+	getenv func(string) string,
+) (map[string]string, error) {
 	env := map[string]string{}
 	for _, svc := range services {
 		switch svc {
@@ -174,7 +183,10 @@ func CheckEnv(vars map[string]string) error {
 		case strings.IndexByte(v, 0) >= 0:
 			errs = append(errs, fmt.Errorf("%s: the value contains a NUL byte, which no environment variable can hold", k))
 		case !utf8.ValidString(v):
-			errs = append(errs, fmt.Errorf("%s: the value is not valid UTF-8, which compose files and Docker's API cannot carry", k))
+			errs = append(
+				errs,
+				fmt.Errorf("%s: the value is not valid UTF-8, which compose files and Docker's API cannot carry", k),
+			)
 		}
 	}
 	return errors.Join(errs...)

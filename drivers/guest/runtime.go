@@ -69,8 +69,13 @@ func EnsureRuntime(ctx context.Context, r Runner, install bool) (string, error) 
 		}
 		res, err := r.Exec(ctx, drivers.ExecRequest{Command: installScript, Timeout: 15 * time.Minute})
 		if err != nil || res.ExitCode != 0 {
-			return "", notReady(verdict, res.Stdout+res.Stderr, fmt.Sprintf("installing Docker in the guest failed (exit %d)", res.ExitCode),
-				"check the guest's network and package sources", "or use a guest image with docker and the compose v2 plugin")
+			return "", notReady(
+				verdict,
+				res.Stdout+res.Stderr,
+				fmt.Sprintf("installing Docker in the guest failed (exit %d)", res.ExitCode),
+				"check the guest's network and package sources",
+				"or use a guest image with docker and the compose v2 plugin",
+			)
 		}
 	}
 	if _, err := r.Exec(ctx, drivers.ExecRequest{Command: startScript, Timeout: 2 * time.Minute}); err != nil {

@@ -17,7 +17,12 @@ func ServicesProjectName(sandbox string) string { return ProjectName(sandbox) + 
 // ServicesProject generates the compose project that runs a sandbox's
 // MySQL and Redis, from the v1 [infra] keys: named containers on the
 // sandbox's network, with health checks the readiness wait also uses.
-func ServicesProject(infra spec.Infra, sandbox string, services []string, getenv func(string) string) (*Project, error) {
+func ServicesProject(
+	infra spec.Infra,
+	sandbox string,
+	services []string,
+	getenv func(string) string,
+) (*Project, error) {
 	svcs := map[string]any{}
 	for _, name := range services {
 		switch name {

@@ -80,8 +80,11 @@ func isExecutable(p string) bool {
 func (d *Driver) runProbe(ctx context.Context) error {
 	out, err := d.run(ctx, script{op: "probe"})
 	if err != nil {
-		return unavailable("backend_binary_not_executable", fmt.Sprintf("%s could not run sbf's probe: %v", d.powershell, err),
-			"check that "+d.powershell+" starts: "+d.powershell+` -NoProfile -Command "$PSVersionTable"`)
+		return unavailable(
+			"backend_binary_not_executable",
+			fmt.Sprintf("%s could not run sbf's probe: %v", d.powershell, err),
+			"check that "+d.powershell+" starts: "+d.powershell+` -NoProfile -Command "$PSVersionTable"`,
+		)
 	}
 	if err := json.Unmarshal(out, &d.probe); err != nil {
 		return fmt.Errorf("reading what %s reported about Hyper-V: %w (output %.200q)", d.powershell, err, out)
@@ -93,14 +96,20 @@ func (d *Driver) runProbe(ctx context.Context) error {
 // right to use them.
 func (d *Driver) checkHyperV() error {
 	if !d.probe.HyperV {
-		return unavailable("hyperv_unavailable", "the Hyper-V PowerShell module (New-VM, New-VHD) is not available",
+		return unavailable(
+			"hyperv_unavailable",
+			"the Hyper-V PowerShell module (New-VM, New-VHD) is not available",
 			"enable Hyper-V as Administrator: Enable-WindowsOptionalFeature -Online -FeatureName Microsoft-Hyper-V -All, then restart",
-			"Windows Home has no Hyper-V: use Pro, Enterprise, Education or Server")
+			"Windows Home has no Hyper-V: use Pro, Enterprise, Education or Server",
+		)
 	}
 	if !d.probe.Elevated {
-		return unavailable("hyperv_permission_denied", "this user may not manage Hyper-V (not elevated, not in Hyper-V Administrators)",
+		return unavailable(
+			"hyperv_permission_denied",
+			"this user may not manage Hyper-V (not elevated, not in Hyper-V Administrators)",
 			"run sbf from an elevated prompt (Run as administrator)",
-			"or, once, as Administrator: Add-LocalGroupMember -SID S-1-5-32-578 -Member $env:USERNAME, then sign out and in")
+			"or, once, as Administrator: Add-LocalGroupMember -SID S-1-5-32-578 -Member $env:USERNAME, then sign out and in",
+		)
 	}
 	return nil
 }

@@ -70,9 +70,13 @@ func (d *Driver) diagnoseSwitch() drivers.Check {
 		c.Status, c.Detail = drivers.CheckFail, "listing switches failed: "+d.probe.SwitchError
 	case !d.hasSwitch():
 		c.Status, c.Detail = drivers.CheckFail, "no virtual switch named "+d.opts.Switch+" (HYPERV_SWITCH_NAME)"
-		c.NextSteps = []string{"the Default Switch comes with Hyper-V on Windows 10/11; on Server create one: New-VMSwitch -Name sbf -SwitchType Internal, plus NAT and DHCP for it"}
+		c.NextSteps = []string{
+			"the Default Switch comes with Hyper-V on Windows 10/11; on Server create one: New-VMSwitch -Name sbf -SwitchType Internal, plus NAT and DHCP for it",
+		}
 		if len(d.probe.Switches) > 0 {
-			c.NextSteps = append([]string{"set HYPERV_SWITCH_NAME to one of: " + strings.Join(d.probe.Switches, ", ")}, c.NextSteps...)
+			c.NextSteps = append(
+				[]string{"set HYPERV_SWITCH_NAME to one of: " + strings.Join(d.probe.Switches, ", ")},
+				c.NextSteps...)
 		}
 	}
 	return c
@@ -83,14 +87,24 @@ func (d *Driver) diagnoseStorage() drivers.Check {
 	dir := d.opts.StorageDir
 	steps := []string{"set HYPERV_STORAGE_DIR to a folder this user can write, on a disk with room for the VMs"}
 	if dir == "" {
-		return drivers.Check{Name: "storage", Status: drivers.CheckFail, Detail: "no folder for disks (HYPERV_STORAGE_DIR, or sbf's state folder)", NextSteps: steps}
+		return drivers.Check{
+			Name:      "storage",
+			Status:    drivers.CheckFail,
+			Detail:    "no folder for disks (HYPERV_STORAGE_DIR, or sbf's state folder)",
+			NextSteps: steps,
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return drivers.Check{Name: "storage", Status: drivers.CheckFail, Detail: err.Error(), NextSteps: steps}
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {
-		return drivers.Check{Name: "storage", Status: drivers.CheckFail, Detail: dir + " is not writable: " + err.Error(), NextSteps: steps}
+		return drivers.Check{
+			Name:      "storage",
+			Status:    drivers.CheckFail,
+			Detail:    dir + " is not writable: " + err.Error(),
+			NextSteps: steps,
+		}
 	}
 	f.Close()
 	os.Remove(f.Name())

@@ -79,7 +79,16 @@ func status(state string) drivers.Status {
 	switch state {
 	case "Running", "Starting", "Resuming", "Reset", "ForceReboot":
 		return drivers.Running
-	case "Off", "Stopping", "ForceShutdown", "Saved", "Saving", "Paused", "Pausing", "FastSaved", "FastSaving", "Hibernated":
+	case "Off",
+		"Stopping",
+		"ForceShutdown",
+		"Saved",
+		"Saving",
+		"Paused",
+		"Pausing",
+		"FastSaved",
+		"FastSaving",
+		"Hibernated":
 		return drivers.Stopped
 	}
 	return drivers.Broken
@@ -137,7 +146,10 @@ func (d *Driver) owned(ctx context.Context, op, name string, extra ...param) ([]
 	case exitNotFound:
 		return nil, fmt.Errorf("Hyper-V VM %s: %w", name, drivers.ErrNotFound)
 	case exitNotOwned:
-		return nil, fmt.Errorf("Hyper-V VM %s was not made by sbf (its Notes lack sbf's marker), or several VMs share the name: sbf leaves it alone", name)
+		return nil, fmt.Errorf(
+			"Hyper-V VM %s was not made by sbf (its Notes lack sbf's marker), or several VMs share the name: sbf leaves it alone",
+			name,
+		)
 	case exitRunning:
 		return nil, fmt.Errorf("Hyper-V VM %s must be stopped to change it", name)
 	case exitShrink:

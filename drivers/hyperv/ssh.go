@@ -26,5 +26,10 @@ func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target
 	if ip == "" {
 		return sshexec.Target{}, fmt.Errorf("Hyper-V VM %s has no IPv4 address yet", instance)
 	}
-	return sshexec.Target{Host: ip, Port: d.opts.SSHPort, User: d.opts.SSHUser, IdentityFiles: []string{d.opts.SSHKey}}, nil
+	return sshexec.Target{
+		Host:          ip,
+		Port:          d.opts.SSHPort,
+		User:          d.opts.SSHUser,
+		IdentityFiles: []string{d.opts.SSHKey},
+	}, nil
 }

@@ -25,7 +25,8 @@ func (d *Driver) Validate(s drivers.Spec) error {
 	if s.VMType != "" {
 		bad("vm_type", "run Lima's vm_type %q; Hyper-V runs its own VMs: remove vm_type for this sandbox", s.VMType)
 	}
-	if host := drivers.CanonicalArch(d.opts.HostArch); s.Arch != "" && host != "" && drivers.CanonicalArch(s.Arch) != host {
+	if host := drivers.CanonicalArch(d.opts.HostArch); s.Arch != "" && host != "" &&
+		drivers.CanonicalArch(s.Arch) != host {
 		bad("arch", "run %s guests on this %s host (Hyper-V has no emulation)", s.Arch, host)
 	}
 	if s.Template != "" && s.Template != defaultTemplate {
@@ -42,7 +43,12 @@ func (d *Driver) Validate(s drivers.Spec) error {
 	}
 	validateImage(s.Image, bad)
 	if v := s.MemoryGiB * 512; v != math.Trunc(v) {
-		bad("memory_gib", "give %v GiB: Hyper-V sizes memory in 2 MiB steps (%v is the nearest)", s.MemoryGiB, math.Round(v)/512)
+		bad(
+			"memory_gib",
+			"give %v GiB: Hyper-V sizes memory in 2 MiB steps (%v is the nearest)",
+			s.MemoryGiB,
+			math.Round(v)/512,
+		)
 	}
 	if v := s.DiskGiB * 1024; v != math.Trunc(v) {
 		bad("disk_gib", "give %v GiB: Hyper-V sizes disks in 1 MiB steps (%v is the nearest)", s.DiskGiB, math.Round(v)/1024)

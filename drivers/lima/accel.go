@@ -87,7 +87,9 @@ func probeAccel(ctx context.Context, qemu, workDir string) Accel {
 	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Accel{Reason: "no " + kvmDevice + ": hardware virtualization is off in the firmware, or not passed to this machine"}
+		return Accel{
+			Reason: "no " + kvmDevice + ": hardware virtualization is off in the firmware, or not passed to this machine",
+		}
 	case errors.Is(err, fs.ErrPermission):
 		return Accel{Reason: "cannot open " + kvmDevice + ": permission denied", Fix: kvmGroupFix()}
 	case err != nil:
@@ -102,7 +104,12 @@ func probeAccel(ctx context.Context, qemu, workDir string) Accel {
 
 // bootProbe boots bootSector with QEMU and the given accelerator flags;
 // ok when the guest ran, else why not.
-func bootProbe(ctx context.Context, qemu, workDir string, timeout time.Duration, accel ...string) (ok bool, reason string) {
+func bootProbe(
+	ctx context.Context,
+	qemu, workDir string,
+	timeout time.Duration,
+	accel ...string,
+) (ok bool, reason string) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		workDir = os.TempDir()
 	}

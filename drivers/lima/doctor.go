@@ -82,8 +82,14 @@ func (d *Driver) diagnoseQEMU(ctx context.Context, diag *drivers.Diagnosis, spec
 	}
 	diag.Add(drivers.Check{Name: "qemu", Status: drivers.CheckOK, Detail: qemuVersion(ctx, qemu) + " at " + qemu})
 	if _, err := findExecutable("qemu-img", d.opts.Getenv("PATH")); err != nil {
-		diag.Add(drivers.Check{Name: "qemu-img", Status: drivers.CheckFail, Detail: "qemu-img not found in PATH (Lima makes each disk with it)",
-			NextSteps: []string{"install QEMU's tools (Debian/Ubuntu: apt-get install qemu-utils)"}})
+		diag.Add(
+			drivers.Check{
+				Name:      "qemu-img",
+				Status:    drivers.CheckFail,
+				Detail:    "qemu-img not found in PATH (Lima makes each disk with it)",
+				NextSteps: []string{"install QEMU's tools (Debian/Ubuntu: apt-get install qemu-utils)"},
+			},
+		)
 	}
 	if d.opts.HostOS != "linux" {
 		return ""
@@ -102,8 +108,14 @@ func (d *Driver) diagnoseQEMU(ctx context.Context, diag *drivers.Diagnosis, spec
 			Detail: "KVM cannot run guests here (" + a.Reason + "): VMs run in software emulation, about 10x slower"})
 		return "software emulation"
 	}
-	diag.Add(drivers.Check{Name: "virtualization", Status: drivers.CheckFail, NextSteps: append(steps, `or allow software emulation: [vm] emulation = "auto"`),
-		Detail: "KVM cannot run guests here (" + a.Reason + `) and [vm] emulation = "never"`})
+	diag.Add(
+		drivers.Check{
+			Name:      "virtualization",
+			Status:    drivers.CheckFail,
+			NextSteps: append(steps, `or allow software emulation: [vm] emulation = "auto"`),
+			Detail:    "KVM cannot run guests here (" + a.Reason + `) and [vm] emulation = "never"`,
+		},
+	)
 	return ""
 }
 
@@ -253,7 +265,9 @@ func diagnoseCapacity(limaHome string, specs []drivers.Spec) []drivers.Check {
 		case *c.DiskFreeGiB < 2:
 			ch.Status, ch.NextSteps = drivers.CheckFail, []string{"free disk space under " + probe}
 		case *c.DiskFreeGiB < disk+2:
-			ch.Status, ch.NextSteps = drivers.CheckWarn, []string{"the disk may fill up as VMs grow: free space or lower disk_gib"}
+			ch.Status, ch.NextSteps = drivers.CheckWarn, []string{
+				"the disk may fill up as VMs grow: free space or lower disk_gib",
+			}
 		}
 		out = append(out, ch)
 	}
@@ -263,7 +277,11 @@ func diagnoseCapacity(limaHome string, specs []drivers.Spec) []drivers.Check {
 // diagnoseStateDir proves sbf can write its host-wide state.
 func diagnoseStateDir(dir string) drivers.Check {
 	if dir == "" {
-		return drivers.Check{Name: "state folder", Status: drivers.CheckWarn, Detail: "not set; the emulation wrappers and caches cannot be kept"}
+		return drivers.Check{
+			Name:   "state folder",
+			Status: drivers.CheckWarn,
+			Detail: "not set; the emulation wrappers and caches cannot be kept",
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return drivers.Check{Name: "state folder", Status: drivers.CheckFail, Detail: err.Error(),
@@ -271,8 +289,12 @@ func diagnoseStateDir(dir string) drivers.Check {
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {
-		return drivers.Check{Name: "state folder", Status: drivers.CheckFail, Detail: dir + " is not writable: " + err.Error(),
-			NextSteps: []string{"set SBF_STATE_HOME to a folder this user can write"}}
+		return drivers.Check{
+			Name:      "state folder",
+			Status:    drivers.CheckFail,
+			Detail:    dir + " is not writable: " + err.Error(),
+			NextSteps: []string{"set SBF_STATE_HOME to a folder this user can write"},
+		}
 	}
 	f.Close()
 	os.Remove(f.Name())

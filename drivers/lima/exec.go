@@ -11,14 +11,31 @@ import (
 
 // execLimactlShell is the exec fallback: one `limactl shell` process per
 // command, slower but needing nothing from the guest's ssh.config.
-func (d *Driver) execLimactlShell(ctx context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult, error) {
+func (d *Driver) execLimactlShell(
+	ctx context.Context,
+	instance string,
+	req drivers.ExecRequest,
+	sshErr error,
+) (drivers.ExecResult, error) {
 	d.opts.Debug("lima: SSH to %s unavailable (%v); falling back to limactl shell", instance, sshErr)
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, d.limactl, "--tty=false", "shell", "--workdir", "/", instance, "--", "sh", "-c", req.Command)
+	cmd := exec.CommandContext(
+		ctx,
+		d.limactl,
+		"--tty=false",
+		"shell",
+		"--workdir",
+		"/",
+		instance,
+		"--",
+		"sh",
+		"-c",
+		req.Command,
+	)
 	stdout, stderr := drivers.NewCappedBuffer(req.MaxOutput), drivers.NewCappedBuffer(req.MaxOutput)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, stdout, stderr
 	err := cmd.Run()

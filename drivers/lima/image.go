@@ -50,7 +50,12 @@ func (d *Driver) specImages(s drivers.Spec) ([]image, error) {
 		if err != nil {
 			return nil, err
 		}
-		im = drivers.Image{Location: built.Disk, Kernel: built.Kernel, Initrd: built.Initrd, KernelCmdline: built.KernelCmdline}
+		im = drivers.Image{
+			Location:      built.Disk,
+			Kernel:        built.Kernel,
+			Initrd:        built.Initrd,
+			KernelCmdline: built.KernelCmdline,
+		}
 	}
 	out := image{Location: im.Location, Arch: arch, Digest: im.Digest}
 	if im.Kernel != "" {

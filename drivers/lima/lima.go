@@ -124,7 +124,10 @@ func (d *Driver) checkHost() error {
 
 func (d *Driver) checkUser() error {
 	if d.opts.Euid() == 0 {
-		return unavailable("running_as_root", "limactl refuses to run as root", rootSteps(d.opts.Getenv("SUDO_USER"), "/etc/passwd")...)
+		return unavailable(
+			"running_as_root",
+			"limactl refuses to run as root",
+			rootSteps(d.opts.Getenv("SUDO_USER"), "/etc/passwd")...)
 	}
 	return nil
 }
@@ -147,8 +150,11 @@ func (d *Driver) findLimactl(ctx context.Context) error {
 	}
 	d.version = version
 	if major := strings.SplitN(strings.TrimPrefix(d.version, "v"), ".", 2)[0]; major == "0" || major == "" {
-		return unavailable("backend_version_unsupported", fmt.Sprintf("limactl %s is too old; sbf needs Lima 1.0 or newer", d.version),
-			"upgrade Lima ('make lima' builds v1.2.1)")
+		return unavailable(
+			"backend_version_unsupported",
+			fmt.Sprintf("limactl %s is too old; sbf needs Lima 1.0 or newer", d.version),
+			"upgrade Lima ('make lima' builds v1.2.1)",
+		)
 	}
 	return nil
 }

@@ -34,7 +34,10 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 }
 
 // list reports the instances limactl lists that keep passes, labelled.
-func (d *Driver) list(ctx context.Context, keep func(name string, label *drivers.Label) bool) ([]drivers.Instance, error) {
+func (d *Driver) list(
+	ctx context.Context,
+	keep func(name string, label *drivers.Label) bool,
+) ([]drivers.Instance, error) {
 	out, _, err := d.run(ctx, nil, "list", "--json")
 	if err != nil {
 		return nil, err

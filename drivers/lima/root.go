@@ -42,7 +42,8 @@ func regularUser(passwd string) string {
 		}
 		uid, err := strconv.Atoi(fields[2])
 		shell := fields[6]
-		if err == nil && uid >= 1000 && uid < 60000 && !strings.HasSuffix(shell, "nologin") && !strings.HasSuffix(shell, "false") {
+		if err == nil && uid >= 1000 && uid < 60000 && !strings.HasSuffix(shell, "nologin") &&
+			!strings.HasSuffix(shell, "false") {
 			return fields[0]
 		}
 	}

@@ -240,7 +240,8 @@ func (d *Driver) bootFailure(err error, stderr, name string) error {
 	ha, _ := os.ReadFile(filepath.Join(dir, "ha.stderr.log"))
 	hint := ""
 	switch {
-	case bytes.Contains(ha, []byte("Could not access KVM kernel module")), bytes.Contains(ha, []byte("failed to initialize kvm")):
+	case bytes.Contains(ha, []byte("Could not access KVM kernel module")),
+		bytes.Contains(ha, []byte("failed to initialize kvm")):
 		hint = "\nhint: QEMU could not use KVM; set [vm] emulation = \"always\" to run in software emulation"
 	case strings.Contains(stderr, "DEGRADED"):
 		hint = "\nhint: the VM booted but Lima's guest agent did not come up"

@@ -137,7 +137,10 @@ func (s templateStore) locate(locator, relativeTo string) (string, error) {
 	}
 	if !isTemplate {
 		if strings.Contains(locator, "://") {
-			return "", fmt.Errorf("template %s is remote; sbf reads only local templates (set [vm.image] location instead)", locator)
+			return "", fmt.Errorf(
+				"template %s is remote; sbf reads only local templates (set [vm.image] location instead)",
+				locator,
+			)
 		}
 		if !filepath.IsAbs(locator) && relativeTo != "" {
 			locator = filepath.Join(relativeTo, locator)

@@ -27,8 +27,16 @@ type fault struct {
 	times  int // 0: always
 }
 
-var ops = map[string]bool{"list": true, "create": true, "start": true, "stop": true, "delete": true, "reconfigure": true,
-	"label": true, "claim": true}
+var ops = map[string]bool{
+	"list":        true,
+	"create":      true,
+	"start":       true,
+	"stop":        true,
+	"delete":      true,
+	"reconfigure": true,
+	"label":       true,
+	"claim":       true,
+}
 
 func parseFaults(s string) ([]fault, error) {
 	var out []fault
@@ -36,7 +44,10 @@ func parseFaults(s string) ([]fault, error) {
 		lhs, rhs, ok := strings.Cut(rule, "=")
 		op, target, ok2 := strings.Cut(lhs, ":")
 		if !ok || !ok2 || !ops[op] || target == "" {
-			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, label, claim", rule)
+			return nil, fmt.Errorf(
+				"SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, label, claim",
+				rule,
+			)
 		}
 		f := fault{rule: rule, op: op, target: target}
 		switch {
@@ -104,7 +115,12 @@ func (d *Driver) injectFault(ctx context.Context, op, name string) error {
 
 // consume takes one use of a counted rule; false once it is used up.
 func (d *Driver) consume(ctx context.Context, f fault) (bool, error) {
-	lock, err := flock.Acquire(ctx, filepath.Join(d.dir, "faults.lock"), flock.Holder{Command: "sim", PID: os.Getpid()}, time.Minute)
+	lock, err := flock.Acquire(
+		ctx,
+		filepath.Join(d.dir, "faults.lock"),
+		flock.Holder{Command: "sim", PID: os.Getpid()},
+		time.Minute,
+	)
 	if err != nil {
 		return false, err
 	}

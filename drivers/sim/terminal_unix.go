@@ -30,8 +30,17 @@ func (d *Driver) Terminal(ctx context.Context, instance string, req drivers.Term
 	dir := d.guestDir(instance)
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=" + req.Term, "SBF_SIM_INSTANCE=" + instance}
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: uint16(max(req.Size.Rows, 1)), Cols: uint16(max(req.Size.Cols, 1))})
+	cmd.Env = []string{
+		"HOME=" + dir,
+		"PATH=" + os.Getenv("PATH"),
+		"LANG=C.UTF-8",
+		"TERM=" + req.Term,
+		"SBF_SIM_INSTANCE=" + instance,
+	}
+	ptmx, err := pty.StartWithSize(
+		cmd,
+		&pty.Winsize{Rows: uint16(max(req.Size.Rows, 1)), Cols: uint16(max(req.Size.Cols, 1))},
+	)
 	if err != nil {
 		return -1, d.end("terminal", instance, err)
 	}

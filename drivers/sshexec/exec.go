@@ -35,7 +35,11 @@ func (p *Pool) Exec(ctx context.Context, instance string, req drivers.ExecReques
 // execShell runs a command without stdin on the instance's long-lived
 // guest shell. done is false when the shell is busy with another command
 // or cannot be used; the caller then opens a session.
-func (p *Pool) execShell(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, bool, error) {
+func (p *Pool) execShell(
+	ctx context.Context,
+	instance string,
+	req drivers.ExecRequest,
+) (drivers.ExecResult, bool, error) {
 	if req.Stdin != nil {
 		return drivers.ExecResult{}, false, nil
 	}

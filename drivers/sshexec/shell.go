@@ -55,7 +55,13 @@ func startShell(c *ssh.Client) (*shell, error) {
 		sess.Close()
 		return nil, err
 	}
-	sh := &shell{sess: sess, stdin: stdin, stdout: newMarkedStream(stdout), stderr: newMarkedStream(stderr), token: newToken()}
+	sh := &shell{
+		sess:   sess,
+		stdin:  stdin,
+		stdout: newMarkedStream(stdout),
+		stderr: newMarkedStream(stderr),
+		token:  newToken(),
+	}
 	if err := sh.greet(); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("starting the guest shell: %w", err)

@@ -67,7 +67,12 @@ func RunGolden(t *testing.T, glob string, update bool, render func(*testing.T, *
 				return
 			}
 			if want := File(ar, "want"); got != want {
-				t.Errorf("output differs from %s (rerun with -update to accept)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+				t.Errorf(
+					"output differs from %s (rerun with -update to accept)\n--- got ---\n%s\n--- want ---\n%s",
+					path,
+					got,
+					want,
+				)
 			}
 		})
 	}

@@ -46,7 +46,15 @@ type GuestObserved struct {
 
 // planLayers adds a sandbox's in-guest steps after its VM step (vm is the
 // VM action's kind, "" when the VM is already as desired).
-func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]string, g *GuestObserved, envOK map[string]bool, vm Kind) {
+func planLayers(
+	p *Plan,
+	base Action,
+	ds DesiredSandbox,
+	applied map[string]string,
+	g *GuestObserved,
+	envOK map[string]bool,
+	vm Kind,
+) {
 	l := ds.Layers
 	if l == nil {
 		return
@@ -86,7 +94,17 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest (" + g.Docker + "); recorded"})
 	}
 	if l.Services != nil {
-		planProject(add, Services, l.Services, applied, "services.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Services }, guestCause)
+		planProject(
+			add,
+			Services,
+			l.Services,
+			applied,
+			"services.",
+			runtimeReady,
+			g,
+			func(g *GuestObserved) *guest.ProjectState { return g.Services },
+			guestCause,
+		)
 	}
 	for _, file := range slices.Sorted(maps.Keys(l.Env)) {
 		if !envOK[file] {
@@ -95,7 +113,17 @@ func planLayers(p *Plan, base Action, ds DesiredSandbox, applied map[string]stri
 		}
 	}
 	if l.Compose != nil {
-		planProject(add, Compose, l.Compose, applied, "compose.", runtimeReady, g, func(g *GuestObserved) *guest.ProjectState { return g.Compose }, guestCause)
+		planProject(
+			add,
+			Compose,
+			l.Compose,
+			applied,
+			"compose.",
+			runtimeReady,
+			g,
+			func(g *GuestObserved) *guest.ProjectState { return g.Compose },
+			guestCause,
+		)
 	}
 }
 

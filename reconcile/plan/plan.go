@@ -201,7 +201,8 @@ func leaseEnded(r *state.Sandbox, l *spec.LeaseRecord) bool {
 // older than [lease] keep_records, so destroyed sandboxes do not stay in
 // the state file forever. A record of unknown age is kept.
 func planForget(p *Plan, d Desired, r *state.Sandbox, name string, now time.Time) {
-	if r == nil || !r.Phase.Terminal() || d.KeepRecords <= 0 || r.UpdatedAt.IsZero() || now.Sub(r.UpdatedAt) < d.KeepRecords {
+	if r == nil || !r.Phase.Terminal() || d.KeepRecords <= 0 || r.UpdatedAt.IsZero() ||
+		now.Sub(r.UpdatedAt) < d.KeepRecords {
 		return
 	}
 	p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Forgotten, Instance: r.Instance, Driver: r.Driver,
@@ -222,7 +223,15 @@ func relevantDrivers(driver string, r *state.Sandbox, inst drivers.Instance, exi
 
 // planWanted converges a sandbox that holds a live lease: its VM, then
 // what runs inside it.
-func planWanted(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers.Instance, exists bool, obs Observed) {
+func planWanted(
+	p *Plan,
+	a Action,
+	ds DesiredSandbox,
+	r *state.Sandbox,
+	inst drivers.Instance,
+	exists bool,
+	obs Observed,
+) {
 	if err := obs.Invalid[ds.Name]; err != nil {
 		p.Problems = append(p.Problems, Problem{Sandbox: ds.Name, Err: err, Message: err.Error()})
 		return

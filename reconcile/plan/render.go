@@ -153,8 +153,11 @@ type Report struct {
 func (p *Plan) Report() Report {
 	r := Report{Changes: []Change{}, Summary: p.Summary(), Refresh: p.Refresh, Problems: p.Problems}
 	for _, a := range p.Actions {
-		r.Changes = append(r.Changes, Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
-			Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import})
+		r.Changes = append(
+			r.Changes,
+			Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
+				Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import},
+		)
 	}
 	if r.Refresh == nil {
 		r.Refresh = []Refresh{}

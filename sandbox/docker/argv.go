@@ -116,7 +116,12 @@ func PsArgs(all bool) []string {
 // network and volume. Any mode but aggressive is safe, as in v1.
 func CleanupArgs(mode string) [][]string {
 	if strings.ToLower(strings.TrimSpace(mode)) == "aggressive" {
-		return [][]string{{"container", "prune", "-f"}, {"image", "prune", "-af"}, {"network", "prune", "-f"}, {"volume", "prune", "-f"}}
+		return [][]string{
+			{"container", "prune", "-f"},
+			{"image", "prune", "-af"},
+			{"network", "prune", "-f"},
+			{"volume", "prune", "-f"},
+		}
 	}
 	return [][]string{{"container", "prune", "-f"}, {"image", "prune", "-f"}}
 }

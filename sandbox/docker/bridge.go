@@ -19,7 +19,9 @@ func (d *Docker) bridge(ctx context.Context, cs ComposeSpec, workdir string) (ma
 	}
 	out := map[string]any{"status": "ok", "network": network, "network_status": status,
 		"containers_seen": 0, "containers_connected": 0, "containers_already_connected": 0}
-	args, err := ComposeArgs(ComposeSpec{Project: cs.Project, File: cs.File, Action: "ps", Services: cs.Services, Quiet: true})
+	args, err := ComposeArgs(
+		ComposeSpec{Project: cs.Project, File: cs.File, Action: "ps", Services: cs.Services, Quiet: true},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +36,10 @@ func (d *Docker) bridge(ctx context.Context, cs ComposeSpec, workdir string) (ma
 	}
 	connected, already := 0, 0
 	for _, id := range ids {
-		nets, err := d.Command(ctx, []string{"inspect", "-f", "{{range $k, $_ := .NetworkSettings.Networks}}{{$k}} {{end}}", id})
+		nets, err := d.Command(
+			ctx,
+			[]string{"inspect", "-f", "{{range $k, $_ := .NetworkSettings.Networks}}{{$k}} {{end}}", id},
+		)
 		if err != nil {
 			return nil, err
 		}

@@ -97,8 +97,13 @@ func (d *Docker) reuse(ctx context.Context, req BuildRequest, b spec.Build, out 
 		return true, d.retag(ctx, cached, req.ImageTag, out)
 	}
 	if b.Prebuilt.Validation == "strict" && v.Recommendation == "fail" {
-		return false, coded.New(CodePrebuiltInvalid, map[string]any{"instance_id": req.InstanceID, "image_tag": cached, "validation": v},
-			"Prebuilt image %s failed strict validation: %s", cached, strings.Join(v.Reasons, "; "))
+		return false, coded.New(
+			CodePrebuiltInvalid,
+			map[string]any{"instance_id": req.InstanceID, "image_tag": cached, "validation": v},
+			"Prebuilt image %s failed strict validation: %s",
+			cached,
+			strings.Join(v.Reasons, "; "),
+		)
 	}
 	return false, nil
 }
@@ -201,8 +206,10 @@ func (d *Docker) diskAdvice(id string) func(map[string]any) {
 				fmt.Sprintf("create_instance(workspace_root='%s', auto_bootstrap=True)", r.Root)}
 			return
 		}
-		details["guided_recreate_action"] = []string{fmt.Sprintf("Set disk_gib >= %d for [sandboxes.%s] in %s", size, name, file),
-			"sbf apply --target " + name + " (the disk grows in place; the VM restarts)"}
+		details["guided_recreate_action"] = []string{
+			fmt.Sprintf("Set disk_gib >= %d for [sandboxes.%s] in %s", size, name, file),
+			"sbf apply --target " + name + " (the disk grows in place; the VM restarts)",
+		}
 	}
 }
 

@@ -109,7 +109,8 @@ func git(ctx context.Context, root string, timeout time.Duration, args ...string
 	// repository; without optional locks, git status leaves the index as
 	// it is (reading the state must write nothing).
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "GIT_DIR=") || strings.HasPrefix(kv, "GIT_WORK_TREE=") || strings.HasPrefix(kv, "GIT_INDEX_FILE=")
+		return strings.HasPrefix(kv, "GIT_DIR=") || strings.HasPrefix(kv, "GIT_WORK_TREE=") ||
+			strings.HasPrefix(kv, "GIT_INDEX_FILE=")
 	}), "GIT_OPTIONAL_LOCKS=0")
 	out, err := cmd.Output()
 	return string(out), err == nil

@@ -58,7 +58,13 @@ type imageMeta struct {
 
 // ValidateImage inspects an image in the guest and judges it against the
 // workspace state. A missing image is a verdict, not an error.
-func (d *Docker) ValidateImage(ctx context.Context, image string, st WorkspaceState, b spec.Build, checks ImageChecks) (ImageValidation, error) {
+func (d *Docker) ValidateImage(
+	ctx context.Context,
+	image string,
+	st WorkspaceState,
+	b spec.Build,
+	checks ImageChecks,
+) (ImageValidation, error) {
 	meta, err := d.inspectImage(ctx, image)
 	if err != nil {
 		return ImageValidation{}, err
@@ -69,7 +75,10 @@ func (d *Docker) ValidateImage(ctx context.Context, image string, st WorkspaceSt
 // inspectImage reads an image's labels and creation time in one call;
 // nil when the guest has no such image.
 func (d *Docker) inspectImage(ctx context.Context, image string) (*imageMeta, error) {
-	res, err := d.Command(ctx, []string{"image", "inspect", "--format", "{{.Created}} {{json .Config.Labels}}", "--", image})
+	res, err := d.Command(
+		ctx,
+		[]string{"image", "inspect", "--format", "{{.Created}} {{json .Config.Labels}}", "--", image},
+	)
 	if err != nil {
 		if strings.Contains(strings.ToLower(res.Stderr), "no such image") {
 			return nil, nil
@@ -107,7 +116,10 @@ func judgeImage(image string, meta *imageMeta, st WorkspaceState, b spec.Build, 
 	depsLabel := meta.Labels["build.dependencies.hash"]
 	v.Reasons = append(v.Reasons, labelReasons(gitLabel, depsLabel, st, c)...)
 	if c.MaxAgeHours != nil && *c.MaxAgeHours >= 0 && meta.AgeHours != nil && *meta.AgeHours > *c.MaxAgeHours {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("image_too_old: age_hours=%s, threshold_hours=%s", pyFloat(*meta.AgeHours), pyFloat(*c.MaxAgeHours)))
+		v.Reasons = append(
+			v.Reasons,
+			fmt.Sprintf("image_too_old: age_hours=%s, threshold_hours=%s", pyFloat(*meta.AgeHours), pyFloat(*c.MaxAgeHours)),
+		)
 	}
 	dirtyPolicy(&v, st.GitDirty, strings.ToLower(c.GitDirty))
 	v.Valid = len(v.Reasons) == 0
@@ -119,8 +131,10 @@ func judgeImage(image string, meta *imageMeta, st WorkspaceState, b spec.Build, 
 	}
 	v.ImageMetadata = map[string]any{"image_name": image, "git_commit": nilIfBlank(gitLabel),
 		"git_branch": labelOrNil(meta.Labels, "git.branch"), "dependencies_hash": nilIfBlank(depsLabel),
-		"build_timestamp": nilIfBlank(firstOf(meta.Labels["build.timestamp"], meta.Labels["org.opencontainers.image.created"])),
-		"age_hours":       meta.AgeHours, "labels": meta.Labels}
+		"build_timestamp": nilIfBlank(
+			firstOf(meta.Labels["build.timestamp"], meta.Labels["org.opencontainers.image.created"]),
+		),
+		"age_hours": meta.AgeHours, "labels": meta.Labels}
 	return v
 }
 

@@ -91,7 +91,8 @@ func engineStack(t *sandbox.Target, projectDir, file string) (composeStack, bool
 	}
 	pd := strings.TrimSuffix(strings.TrimSpace(projectDir), "/")
 	guestDirs := []string{st.dir, "~/" + st.dir, "$HOME/" + st.dir, "${HOME}/" + st.dir}
-	named := slices.Contains(guestDirs, pd) || filepath.IsAbs(pd) && (filepath.Clean(pd) == r.Root || filepath.Clean(pd) == hostDir)
+	named := slices.Contains(guestDirs, pd) ||
+		filepath.IsAbs(pd) && (filepath.Clean(pd) == r.Root || filepath.Clean(pd) == hostDir)
 	return st, named && stackFile(t, file, hostDir)
 }
 
@@ -120,7 +121,12 @@ func hostJoin(root, p string) string {
 // compose runs v1's compose command line with the services' connection
 // variables exported, then bridges what up or restart started onto the
 // services' network.
-func (d *Docker) compose(ctx context.Context, req ComposeRequest, base ComposeSpec, workdir string) (ComposeResult, error) {
+func (d *Docker) compose(
+	ctx context.Context,
+	req ComposeRequest,
+	base ComposeSpec,
+	workdir string,
+) (ComposeResult, error) {
 	action, err := NormalizeComposeAction(req.Action)
 	if err != nil {
 		return ComposeResult{}, err
@@ -144,7 +150,12 @@ func (d *Docker) compose(ctx context.Context, req ComposeRequest, base ComposeSp
 	if err != nil {
 		return ComposeResult{}, err
 	}
-	out := ComposeResult{DockerResult: res, Action: action, Bridge: map[string]any{"status": "skipped"}, ConnectionEnv: guest.Redacted(env)}
+	out := ComposeResult{
+		DockerResult:  res,
+		Action:        action,
+		Bridge:        map[string]any{"status": "skipped"},
+		ConnectionEnv: guest.Redacted(env),
+	}
 	if (action == "up" || action == "restart") && d.target.Resolved.Config.Infra.BridgeToComposeNetwork {
 		if out.Bridge, err = d.bridge(ctx, cs, workdir); err != nil {
 			return ComposeResult{}, err
@@ -181,8 +192,13 @@ func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string
 	}
 	env, err := guest.ConnectionEnv(infra, sandbox, present, d.target.Env)
 	if err != nil {
-		return nil, nil, coded.New(coded.ConfigInvalid, map[string]any{"workspace_root": r.Root, "errors": []string{err.Error()}},
-			"connection variables of sandbox %s: %v", sandbox, err)
+		return nil, nil, coded.New(
+			coded.ConfigInvalid,
+			map[string]any{"workspace_root": r.Root, "errors": []string{err.Error()}},
+			"connection variables of sandbox %s: %v",
+			sandbox,
+			err,
+		)
 	}
 	shown := guest.Redacted(env)
 	var secrets []string

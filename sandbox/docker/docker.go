@@ -193,7 +193,13 @@ func (d *Docker) Exec(ctx context.Context, container, command string, timeout ti
 
 // Logs returns a container's last lines; following, it returns what came
 // within 30 seconds.
-func (d *Docker) Logs(ctx context.Context, container string, tail int, follow bool, since string) (DockerResult, error) {
+func (d *Docker) Logs(
+	ctx context.Context,
+	container string,
+	tail int,
+	follow bool,
+	since string,
+) (DockerResult, error) {
 	c := call{Timeout: dockerLong, TimeoutIsEnd: follow}
 	if follow {
 		c.Timeout = dockerFollow

@@ -41,7 +41,10 @@ func LoadProject(ctx context.Context, o guest.LoadOptions) (*guest.Project, erro
 	for i, f := range o.Compose.Files {
 		files[i] = join(root, f)
 		if _, err := os.Stat(files[i]); err != nil {
-			return nil, &guest.ProjectError{File: files[i], Err: fmt.Errorf("compose file not readable (sandbox %s has compose = true): %w", o.Sandbox, err)}
+			return nil, &guest.ProjectError{
+				File: files[i],
+				Err:  fmt.Errorf("compose file not readable (sandbox %s has compose = true): %w", o.Sandbox, err),
+			}
 		}
 	}
 	env := []string{}

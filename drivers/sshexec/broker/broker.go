@@ -52,7 +52,9 @@ func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	line, _ := json.Marshal(request{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput, Stdin: req.Stdin != nil})
+	line, _ := json.Marshal(
+		request{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput, Stdin: req.Stdin != nil},
+	)
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return drivers.ExecResult{}, fmt.Errorf("%w: %v", ErrNoBroker, err)
 	}
@@ -115,8 +117,13 @@ func writeTo(w io.Writer, p []byte) {
 
 // Serve answers requests with exec until ctx ends or no request has come
 // for idle (on c). Requests are served concurrently.
-func Serve(ctx context.Context, ln net.Listener, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error),
-	idle time.Duration, c clock.Clock) error {
+func Serve(
+	ctx context.Context,
+	ln net.Listener,
+	exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error),
+	idle time.Duration,
+	c clock.Clock,
+) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -166,7 +173,11 @@ func Serve(ctx context.Context, ln net.Listener, exec func(context.Context, driv
 	}
 }
 
-func serveOne(ctx context.Context, conn net.Conn, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error)) {
+func serveOne(
+	ctx context.Context,
+	conn net.Conn,
+	exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error),
+) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	line, err := r.ReadBytes('\n')

@@ -152,7 +152,17 @@ func Write(t testing.TB, dir string, stmts []string, rows ...Row) string {
 	}
 	rs.Close()
 	for _, r := range rows {
-		names := []string{"instance_id", "backend_name", "profile_name", "status", "created_at", "expires_at", "last_used_at", "owner_session", "ssh_port"}
+		names := []string{
+			"instance_id",
+			"backend_name",
+			"profile_name",
+			"status",
+			"created_at",
+			"expires_at",
+			"last_used_at",
+			"owner_session",
+			"ssh_port",
+		}
 		vals := []any{r.ID, r.Backend, "workspace", r.Status, r.Created, r.Expires, r.Created, nullable(r.Owner), nil}
 		if cols["workspace_root"] {
 			names = append(names, "workspace_root", "workspace_id")
@@ -178,7 +188,13 @@ func Write(t testing.TB, dir string, stmts []string, rows ...Row) string {
 			}
 			vals = append(vals, ready, r.Docker)
 		}
-		q := "INSERT INTO leases (" + strings.Join(names, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+		q := "INSERT INTO leases (" + strings.Join(
+			names,
+			", ",
+		) + ") VALUES (" + strings.TrimSuffix(
+			strings.Repeat("?, ", len(names)),
+			", ",
+		) + ")"
 		if _, err := db.Exec(q, vals...); err != nil {
 			t.Fatalf("inserting %s: %v", r.ID, err)
 		}

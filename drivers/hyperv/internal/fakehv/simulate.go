@@ -43,7 +43,11 @@ func simulate(dir string, s psscript.Script, stdout, stderr io.Writer) int {
 		return int(exit)
 	case err != nil:
 		// What Windows PowerShell prints for a terminating error.
-		fmt.Fprintf(stderr, "%s\nAt line:12 char:3\n+   throw\n+   ~~~~~\n    + CategoryInfo          : OperationStopped: (:) [], RuntimeException\n", err)
+		fmt.Fprintf(
+			stderr,
+			"%s\nAt line:12 char:3\n+   throw\n+   ~~~~~\n    + CategoryInfo          : OperationStopped: (:) [], RuntimeException\n",
+			err,
+		)
 		return 1
 	}
 	if err := Save(dir, w); err != nil {
@@ -159,7 +163,11 @@ func (h *host) create() (any, error) {
 		return nil, fmt.Errorf("the base image '%s' does not exist (HYPERV_BASE_VHDX)", base)
 	}
 	if h.num("DiskBytes") < baseSize {
-		return nil, fmt.Errorf("disk_gib is smaller than the base image '%s' (%v GiB): set disk_gib to at least that", base, float64(baseSize)/(1<<30))
+		return nil, fmt.Errorf(
+			"disk_gib is smaller than the base image '%s' (%v GiB): set disk_gib to at least that",
+			base,
+			float64(baseSize)/(1<<30),
+		)
 	}
 	if !slices.ContainsFunc(h.w.Probe.Switches, func(s string) bool { return strings.EqualFold(s, h.str("Switch")) }) {
 		return nil, fmt.Errorf("New-VM : Hyper-V was unable to find a virtual switch with name \"%s\"", h.str("Switch"))
@@ -172,7 +180,9 @@ func (h *host) create() (any, error) {
 		return nil, err
 	}
 	h.w.VMs = append(h.w.VMs, &VM{Name: name, State: "Off", Notes: h.str("Notes"), Generation: 2, CPUs: int(h.num("CPUs")),
-		MemoryBytes: h.num("MemoryBytes"), Switch: h.str("Switch"), Disks: []string{disk}, SecureBoot: "MicrosoftUEFICertificateAuthority"})
+		MemoryBytes: h.num(
+			"MemoryBytes",
+		), Switch: h.str("Switch"), Disks: []string{disk}, SecureBoot: "MicrosoftUEFICertificateAuthority"})
 	return nil, nil
 }
 

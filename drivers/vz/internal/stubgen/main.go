@@ -52,6 +52,11 @@ func run(out, overlay, goCmd string, arches, pkgs []string) error {
 	if err := check(o); err != nil {
 		return err
 	}
-	fmt.Printf("check-darwin: %s type-check for darwin/%s against %s\n", strings.Join(o.Packages, " "), strings.Join(arches, ", darwin/"), module)
+	fmt.Printf(
+		"check-darwin: %s type-check for darwin/%s against %s\n",
+		strings.Join(o.Packages, " "),
+		strings.Join(arches, ", darwin/"),
+		module,
+	)
 	return nil
 }

@@ -242,7 +242,10 @@ func stubBodies(c *astutil.Cursor) bool {
 }
 
 func panicBody() *ast.BlockStmt {
-	call := &ast.CallExpr{Fun: ast.NewIdent("panic"), Args: []ast.Expr{&ast.BasicLit{Kind: token.STRING, Value: strconv.Quote("vz stub")}}}
+	call := &ast.CallExpr{
+		Fun:  ast.NewIdent("panic"),
+		Args: []ast.Expr{&ast.BasicLit{Kind: token.STRING, Value: strconv.Quote("vz stub")}},
+	}
 	return &ast.BlockStmt{List: []ast.Stmt{&ast.ExprStmt{X: call}}}
 }
 
