@@ -20,7 +20,8 @@ const canarySpec = `[vm]
 driver = "sim"
 [infra.mysql]
 root_password = "` + canary + `-root"
-extra_env = { MYSQL_PASSWORD = "` + canary + `-pw", DATABASE_URL = "mysql://app:` + canary + `-url@db:3306/app", TZ = "UTC" }
+extra_env = { MYSQL_PASSWORD = "` + canary + `-pw", DATABASE_URL = "mysql://app:` + canary +
+	`-url@db:3306/app", TZ = "UTC" }
 [infra.redis]
 extra_env = { REDIS_PASSWORD = "` + canary + `-redis", API_TOKEN = "` + canary + `-token" }
 [sandboxes.api]
@@ -123,7 +124,8 @@ func TestInvalidSecretsAreNotQuoted(t *testing.T) {
 	for _, args := range [][]string{{"validate"}, {"validate", "--json"}, {"plan", "--json"}} {
 		r := sbf(t, nil, append([]string{"-C", dir}, args...)...)
 		out := r.stdout + r.stderr
-		if r.code == 0 || !strings.Contains(out, "root_password") || strings.Contains(out, "987654321") || strings.Contains(out, "123456789") {
+		if r.code == 0 || !strings.Contains(out, "root_password") || strings.Contains(out, "987654321") ||
+			strings.Contains(out, "123456789") {
 			t.Errorf("sbf %v: exit %d\n%s", args, r.code, out)
 		}
 	}

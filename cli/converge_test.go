@@ -52,10 +52,12 @@ func TestPlanOutAndApplyPlanFile(t *testing.T) {
 	if r := sbf(t, env, "plan", "-C", dir, "--out", planFile); r.code != 0 {
 		t.Fatalf("plan --out: %d %s", r.code, r.stderr)
 	}
-	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 0 || !strings.Contains(r.stdout, "Apply complete: 2 added") {
+	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 0 ||
+		!strings.Contains(r.stdout, "Apply complete: 2 added") {
 		t.Fatalf("apply PLANFILE: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 1 || !strings.Contains(r.stderr, "saved plan is stale") {
+	if r := sbf(t, env, "apply", "-C", dir, planFile); r.code != 1 ||
+		!strings.Contains(r.stderr, "saved plan is stale") {
 		t.Errorf("reapplying a used plan: %d %s", r.code, r.stderr)
 	}
 }
@@ -84,10 +86,12 @@ func TestUpExtendDestroy(t *testing.T) {
 	if !strings.Contains(r.stdout, `"expires_at": "2026-11-25T12:50:00Z"`) {
 		t.Errorf("status after extend:\n%s", r.stdout)
 	}
-	if r := sbf(t, env, "destroy", "-C", dir, "scratch", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "1 destroyed") {
+	if r := sbf(t, env, "destroy", "-C", dir, "scratch", "--auto-approve"); r.code != 0 ||
+		!strings.Contains(r.stdout, "1 destroyed") {
 		t.Fatalf("destroy: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := sbf(t, env, "extend", "-C", dir, "scratch", "10m"); r.code != 1 || !strings.Contains(r.stderr, "is destroyed") {
+	if r := sbf(t, env, "extend", "-C", dir, "scratch", "10m"); r.code != 1 ||
+		!strings.Contains(r.stderr, "is destroyed") {
 		t.Errorf("extend after destroy: %d %s", r.code, r.stderr)
 	}
 	if r := sbf(t, env, "extend", "-C", dir, "scratch", "soon"); r.code != 2 {
@@ -101,7 +105,8 @@ func TestInvalidSpecStopsBeforeAnyDriver(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "cpus") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r := sbf(t, nil, "plan", "-C", dir, "--json"); !strings.Contains(r.stdout, `"error_code": "WORKSPACE_CONFIG_INVALID"`) {
+	if r := sbf(t, nil, "plan", "-C", dir, "--json"); !strings.Contains(r.stdout,
+		`"error_code": "WORKSPACE_CONFIG_INVALID"`) {
 		t.Errorf("--json error:\n%s", r.stdout)
 	}
 	if _, err := os.Stat(inProcessSimWorld(t, dir)); err == nil {
@@ -111,7 +116,8 @@ func TestInvalidSpecStopsBeforeAnyDriver(t *testing.T) {
 
 func TestBadSBFNow(t *testing.T) {
 	dir := simDir(t, simSpec)
-	if r := sbf(t, map[string]string{"SBF_NOW": "tomorrow"}, "plan", "-C", dir); r.code != 1 || !strings.Contains(r.stderr, "RFC 3339") {
+	if r := sbf(t, map[string]string{"SBF_NOW": "tomorrow"}, "plan", "-C", dir); r.code != 1 ||
+		!strings.Contains(r.stderr, "RFC 3339") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
@@ -136,7 +142,8 @@ func TestApplyWithoutABackendSaysWhatToDo(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"lima\"\n[sandboxes.hello]\n")
 	r := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl"), "PATH": "/nonexistent"},
 		"apply", "-C", dir, "--auto-approve")
-	if r.code != 1 || strings.Contains(r.stdout, "match the configuration") || !strings.Contains(r.stdout, "Nothing was changed") {
+	if r.code != 1 || strings.Contains(r.stdout, "match the configuration") ||
+		!strings.Contains(r.stdout, "Nothing was changed") {
 		t.Errorf("exit %d\nstdout:\n%s", r.code, r.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(dir, spec.Dir)); !os.IsNotExist(err) {
@@ -145,8 +152,10 @@ func TestApplyWithoutABackendSaysWhatToDo(t *testing.T) {
 	if !strings.Contains(r.stderr, "lima driver unavailable") || !strings.Contains(r.stderr, "next:") {
 		t.Errorf("no guidance:\n%s", r.stderr)
 	}
-	j := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl")}, "apply", "-C", dir, "--auto-approve", "--json")
-	if !strings.Contains(j.stdout, `"error_code": "BACKEND_UNAVAILABLE"`) || !strings.Contains(j.stdout, `"next_steps"`) {
+	j := sbf(t, map[string]string{"SBF_LIMACTL": filepath.Join(t.TempDir(), "limactl")}, "apply", "-C", dir,
+		"--auto-approve", "--json")
+	if !strings.Contains(j.stdout, `"error_code": "BACKEND_UNAVAILABLE"`) ||
+		!strings.Contains(j.stdout, `"next_steps"`) {
 		t.Errorf("--json:\n%s", j.stdout)
 	}
 }
@@ -187,7 +196,8 @@ func TestUpRefusesAVMTheHostCannotHold(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\ncpus = 4096\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
 	r := sbf(t, env, "up", "big", "-C", dir, "--json")
-	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "INSUFFICIENT_HOST_RESOURCES"`) || !strings.Contains(r.stdout, `"suggested_vm"`) {
+	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "INSUFFICIENT_HOST_RESOURCES"`) ||
+		!strings.Contains(r.stdout, `"suggested_vm"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data), "big") {
@@ -206,7 +216,8 @@ func TestUpRollsBackAFailedCreate(t *testing.T) {
 	if r := sbf(t, env, "up", "scratch", "-C", dir); r.code != 1 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data), "[leases.scratch]") {
+	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data),
+		"[leases.scratch]") {
 		t.Errorf("the failed sandbox keeps its lease:\n%s", data)
 	}
 }
@@ -229,7 +240,8 @@ func TestWorkspaceIsFoundFromBelowOrNotAtAll(t *testing.T) {
 			args = append(args, "--auto-approve")
 		}
 		r := sbf(t, env, args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "no .sandboxforge.toml in "+empty) || !strings.Contains(r.stderr, "sbf init") {
+		if r.code != 1 || !strings.Contains(r.stderr, "no .sandboxforge.toml in "+empty) ||
+			!strings.Contains(r.stderr, "sbf init") {
 			t.Errorf("%s in an empty folder: exit %d, %q", command, r.code, r.stderr)
 		}
 	}
@@ -253,7 +265,8 @@ func TestFlagsOnlyWhereTheyAct(t *testing.T) {
 			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
 		}
 	}
-	for _, args := range [][]string{{"plan", "--set", "vm.cpus=2", "--lock-timeout", "1s"}, {"status", "--lock-timeout", "1s"}} {
+	for _, args := range [][]string{{"plan", "--set", "vm.cpus=2", "--lock-timeout", "1s"}, {"status",
+		"--lock-timeout", "1s"}} {
 		if r := sbf(t, nil, append(args, "-C", dir)...); r.code != 0 {
 			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
 		}
@@ -264,14 +277,17 @@ func TestFlagsOnlyWhereTheyAct(t *testing.T) {
 func TestLeaseCommandsReportWhatTheyDid(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_NOW": "2026-11-26T10:00:00Z"}
-	if r := sbf(t, env, "up", "api", "-C", dir, "--ttl", "1h"); r.code != 0 || !strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:00:00Z (in 1h).") {
+	if r := sbf(t, env, "up", "api", "-C", dir, "--ttl", "1h"); r.code != 0 ||
+		!strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:00:00Z (in 1h).") {
 		t.Errorf("up: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r := sbf(t, env, "extend", "api", "30m", "-C", dir)
-	if r.code != 0 || strings.Contains(r.stdout, "No changes") || !strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:30:00Z (in 1h30m).") {
+	if r.code != 0 || strings.Contains(r.stdout, "No changes") ||
+		!strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:30:00Z (in 1h30m).") {
 		t.Errorf("extend: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := sbf(t, env, "destroy", "api", "-C", dir, "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "api: lease dropped; its VM is deleted.") {
+	if r := sbf(t, env, "destroy", "api", "-C", dir, "--auto-approve"); r.code != 0 ||
+		!strings.Contains(r.stdout, "api: lease dropped; its VM is deleted.") {
 		t.Errorf("destroy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -300,13 +316,15 @@ func TestTaskCommands(t *testing.T) {
 	if logs.stdout != "up\n" {
 		t.Errorf("logs: %q %q", logs.stdout, logs.stderr)
 	}
-	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 0 || !strings.Contains(r.stdout, "stopped (exit -15)") {
+	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 0 ||
+		!strings.Contains(r.stdout, "stopped (exit -15)") {
 		t.Errorf("stop: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	if r := sbf(t, env, "task", "list", "-C", dir); !strings.Contains(r.stdout, task.ID) {
 		t.Errorf("list: %q", r.stdout)
 	}
-	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 1 || !strings.Contains(r.stderr, "already finished") {
+	if r := sbf(t, env, "task", "stop", "-C", dir, task.ID); r.code != 1 ||
+		!strings.Contains(r.stderr, "already finished") {
 		t.Errorf("second stop: %d %q", r.code, r.stderr)
 	}
 }

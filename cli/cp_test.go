@@ -36,7 +36,8 @@ func TestCopyToOneLetterSandbox(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n")
 	write(t, filepath.Join(dir, "src"), "x")
-	r := sbf(t, map[string]string{"SBF_STATE_HOME": filepath.Join(dir, "host")}, "cp", "-C", dir, filepath.Join(dir, "src"), "a:/x")
+	r := sbf(t, map[string]string{"SBF_STATE_HOME": filepath.Join(dir, "host")}, "cp", "-C", dir, filepath.Join(dir,
+		"src"), "a:/x")
 	if strings.Contains(r.stderr, "exactly one of SRC and DST") || !strings.Contains(r.stderr, "sandbox a ") {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
 	}
@@ -53,10 +54,12 @@ func TestCopyAndSyncStayInTheWorkspace(t *testing.T) {
 	outside := t.TempDir()
 	write(t, filepath.Join(outside, "secret"), "s")
 	write(t, filepath.Join(dir, "app", "a.txt"), "a")
-	if r := sbf(t, env, "cp", "-C", dir, filepath.Join(outside, "secret"), "api:/x"); r.code != 1 || !strings.Contains(r.stderr, "outside the folders") {
+	if r := sbf(t, env, "cp", "-C", dir, filepath.Join(outside, "secret"), "api:/x"); r.code != 1 ||
+		!strings.Contains(r.stderr, "outside the folders") {
 		t.Errorf("cp from outside: exit %d %q", r.code, r.stderr)
 	}
-	if r := sbf(t, env, "cp", "-C", dir, "--allow-path", outside, filepath.Join(outside, "secret"), "api:/x"); r.code != 0 {
+	if r := sbf(t, env, "cp", "-C", dir, "--allow-path", outside, filepath.Join(outside, "secret"),
+		"api:/x"); r.code != 0 {
 		t.Errorf("cp with --allow-path: exit %d %q", r.code, r.stderr)
 	}
 	first := sbf(t, env, "sync", "-C", dir, "api", filepath.Join(dir, "app"), "/work/app")

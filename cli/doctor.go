@@ -57,7 +57,8 @@ func (a *app) doctorCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "also say whether this host could run each backend the workspace does not use")
 	cmd.Flags().
-		StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, virtualization, ...)")
+		StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, "+
+			"virtualization, ...)")
 	return cmd
 }
 

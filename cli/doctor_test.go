@@ -9,17 +9,20 @@ import (
 
 func TestDoctorExitsZeroOnlyWhenEveryBackendCanRun(t *testing.T) {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n[sandboxes.b]\ndriver = \"hyperv\"\n")
+	write(t, filepath.Join(dir, ".sandboxforge.toml"),
+		"[vm]\ndriver = \"sim\"\n[sandboxes.a]\n[sandboxes.b]\ndriver = \"hyperv\"\n")
 	r := sbf(t, nil, "doctor", "-C", dir, "--json")
 	var rep doctorReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if r.code != 1 || rep.Usable || len(rep.Drivers) != 2 || rep.Drivers[0].Driver != "hyperv" || rep.Drivers[0].Usable ||
+	if r.code != 1 || rep.Usable || len(rep.Drivers) != 2 || rep.Drivers[0].Driver != "hyperv" ||
+		rep.Drivers[0].Usable ||
 		rep.Drivers[1].Driver != "sim" || !rep.Drivers[1].Usable {
 		t.Errorf("exit %d: %+v", r.code, rep)
 	}
-	if r := sbf(t, nil, "doctor", "-C", dir, "--only", "memory"); r.code != 0 || strings.Contains(r.stdout, "hyperv driver") {
+	if r := sbf(t, nil, "doctor", "-C", dir, "--only", "memory"); r.code != 0 ||
+		strings.Contains(r.stdout, "hyperv driver") {
 		t.Errorf("--only memory: exit %d: %s", r.code, r.stdout)
 	}
 	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n")

@@ -97,8 +97,10 @@ func TestEveryExampleValidatesAndPlansOnSim(t *testing.T) {
 			var rep struct {
 				Config struct{ Sandboxes map[string]resolvedSandbox }
 			}
-			if err := json.Unmarshal([]byte(v.stdout), &rep); v.code != 0 || err != nil || len(rep.Config.Sandboxes) == 0 {
-				t.Fatalf("sbf validate: exit %d (%v), %d sandboxes\n%s%s", v.code, err, len(rep.Config.Sandboxes), v.stdout, v.stderr)
+			if err := json.Unmarshal([]byte(v.stdout), &rep); v.code != 0 || err != nil ||
+				len(rep.Config.Sandboxes) == 0 {
+				t.Fatalf("sbf validate: exit %d (%v), %d sandboxes\n%s%s", v.code, err, len(rep.Config.Sandboxes),
+					v.stdout, v.stderr)
 			}
 			p := sbf(t, env, "plan", "-C", dir, "--set", "vm.driver=sim", "--detailed-exitcode")
 			want := "Plan: " + strconv.Itoa(len(rep.Config.Sandboxes)) + " to add"

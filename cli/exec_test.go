@@ -41,18 +41,21 @@ func TestExecExitStatuses(t *testing.T) {
 		{"a bad flag", []string{"exec", "--no-such-flag", "api", "--", "true"}, 125, "unknown flag"},
 		{"no command", []string{"exec", "api"}, 125, "put the command after --"},
 		{"a timeout", []string{"exec", "api", "--timeout", "300ms", "--", "sleep", "30"}, 124, "timed out"},
-		{"-t without a terminal", []string{"exec", "-t", "api", "--", "true"}, 125, "stdin and stdout here are not both terminals"},
+		{"-t without a terminal", []string{"exec", "-t", "api", "--", "true"}, 125,
+			"stdin and stdout here are not both terminals"},
 		{"shell without a terminal", []string{"shell", "api"}, 125, "not both terminals"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := w.run(nil, c.args...)
 			if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
-				t.Errorf("sbf %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), r.code, r.stderr, c.code, c.stderr)
+				t.Errorf("sbf %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), r.code, r.stderr,
+					c.code, c.stderr)
 			}
 		})
 	}
-	if r := w.run(nil, "exec", "nope", "--json", "--", "true"); r.code != 125 || !strings.Contains(r.stdout, `"error"`) {
+	if r := w.run(nil, "exec", "nope", "--json", "--", "true"); r.code != 125 ||
+		!strings.Contains(r.stdout, `"error"`) {
 		t.Errorf("--json failure: exit %d, %s", r.code, r.stdout)
 	}
 }
@@ -61,7 +64,8 @@ func TestExecExitStatuses(t *testing.T) {
 func TestExecStreamsOutput(t *testing.T) {
 	w := applied(t)
 	gate := filepath.Join(t.TempDir(), "gate")
-	c := w.cmd(nil, "exec", "api", "--", "sh", "-c", "echo first; while [ ! -e "+gate+" ]; do sleep 0.05; done; echo second")
+	c := w.cmd(nil, "exec", "api", "--", "sh", "-c",
+		"echo first; while [ ! -e "+gate+" ]; do sleep 0.05; done; echo second")
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +107,8 @@ func TestExecForwardsInterrupts(t *testing.T) {
 	w := applied(t)
 	started := filepath.Join(t.TempDir(), "started")
 	// One argument is shell syntax: the trapping shell is the command.
-	c := w.cmd(nil, "exec", "api", "--", `trap "echo cleaned up; exit 7" INT; touch `+started+`; while :; do sleep 0.05; done`)
+	c := w.cmd(nil, "exec", "api", "--", `trap "echo cleaned up; exit 7" INT; touch `+started+
+		`; while :; do sleep 0.05; done`)
 	var out bytes.Buffer
 	c.Stdout = &out
 	if err := c.Start(); err != nil {
@@ -156,7 +161,8 @@ func TestExecTerminalAndShell(t *testing.T) {
 		want  string
 		code  int
 	}{
-		{"exec -t", []string{"exec", "-t", "api", "--", "sh", "-c", `test -t 0 && read x && echo "tty says $x"; exit 4`}, "hi\r", "tty says hi", 4},
+		{"exec -t", []string{"exec", "-t", "api", "--", "sh", "-c",
+			`test -t 0 && read x && echo "tty says $x"; exit 4`}, "hi\r", "tty says hi", 4},
 		{"shell", []string{"shell", "api"}, "echo \"in $SBF_SIM_INSTANCE\"; exit 6\r", "in sbf-", 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {

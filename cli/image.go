@@ -84,7 +84,8 @@ func (a *app) imageBuildCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().
-		StringVar(&out, "out", "", "image cache `DIR` to build into (default $SBF_IMAGE_CACHE, else the user's or, as root, the host's cache)")
+		StringVar(&out, "out", "", "image cache `DIR` to build into (default $SBF_IMAGE_CACHE, else the user's or, as "+
+			"root, the host's cache)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the image (folder, files, kernel command line) as JSON")
 	return cmd
 }

@@ -13,7 +13,8 @@ import (
 // `dir=$(sbf image build)` works.
 func TestImageBuildStdoutIsOnlyTheFolder(t *testing.T) {
 	recipes := t.TempDir()
-	write(t, filepath.Join(recipes, "tiny", "recipe.json"), `{"kernel_cmdline": "root=/dev/vda", "arches": ["x86_64", "aarch64"]}`)
+	write(t, filepath.Join(recipes, "tiny", "recipe.json"),
+		`{"kernel_cmdline": "root=/dev/vda", "arches": ["x86_64", "aarch64"]}`)
 	write(t, filepath.Join(recipes, "tiny", "build.sh"), `set -e
 echo "Creating regular file /etc/hostname"
 echo "a progress line" >&2
@@ -41,7 +42,8 @@ mkdir -p "$1"; for f in vmlinuz initrd.img disk.ext4; do echo x > "$1/$f"; done
 	}
 	list := sbf(t, env, "image", "list", "--json")
 	var rows []imageRow
-	if err := json.Unmarshal([]byte(list.stdout), &rows); err != nil || len(rows) != 1 || !rows[0].Built || rows[0].Dir != dir {
+	if err := json.Unmarshal([]byte(list.stdout), &rows); err != nil || len(rows) != 1 || !rows[0].Built ||
+		rows[0].Dir != dir {
 		t.Errorf("image list: %s %v", list.stdout, err)
 	}
 	if r := sbf(t, env, "image", "build", "nope"); r.code != 2 || !strings.Contains(r.stderr, "sbf:tiny") {

@@ -107,16 +107,18 @@ func runWith(server *Server, args []string, getenv func(string) string, stdin io
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "sbf",
-		Short:         "Declarative, VM-isolated workspaces",
-		Long:          "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose stack inside them and the services they need.",
+		Use:   "sbf",
+		Short: "Declarative, VM-isolated workspaces",
+		Long: "sbf converges the sandboxes a workspace's .sandboxforge.toml declares: VMs, the Docker Compose " +
+			"stack inside them and the services they need.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version, // --version, as `sbf version` prints it
 	}
 	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
 	root.PersistentFlags().
-		StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, with a .sandboxforge.toml)")
+		StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, "+
+			"with a .sandboxforge.toml)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return a.findWorkspace(cmd)
 	}

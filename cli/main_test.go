@@ -94,7 +94,8 @@ func TestValidateEmptyFolderJSON(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
 	vm := rep.Config["vm"].(map[string]any)
-	if !rep.Valid || len(rep.Sources) != 1 || rep.Sources[0] != "defaults" || rep.Errors == nil || len(rep.Errors) != 0 {
+	if !rep.Valid || len(rep.Sources) != 1 || rep.Sources[0] != "defaults" || rep.Errors == nil ||
+		len(rep.Errors) != 0 {
 		t.Errorf("report = %+v", rep)
 	}
 	if vm["cpus"] != 1.0 || vm["memory_gib"] != 2.0 || vm["template"] != "template:docker" {
@@ -124,7 +125,8 @@ func TestValidateReportsEveryMistakeInEveryLayer(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".sandboxforge.toml:2:8:vm.cpus", ".sandboxforge.toml:3:1:vm.unknwon", ".sandboxforge.local.toml:2:11:vm.vm_type"}
+	want := []string{".sandboxforge.toml:2:8:vm.cpus", ".sandboxforge.toml:3:1:vm.unknwon",
+		".sandboxforge.local.toml:2:11:vm.vm_type"}
 	if rep.Valid || rep.Config != nil || len(rep.Errors) != len(want) {
 		t.Fatalf("report = %+v", rep)
 	}
@@ -136,7 +138,8 @@ func TestValidateReportsEveryMistakeInEveryLayer(t *testing.T) {
 	}
 
 	human := sbf(t, nil, "validate", "-C", dir)
-	if human.code != 1 || !strings.Contains(human.stdout, ".sandboxforge.toml:3:1: vm.unknwon: is not supported (allowed: arch, cpus,") ||
+	if human.code != 1 || !strings.Contains(human.stdout,
+		".sandboxforge.toml:3:1: vm.unknwon: is not supported (allowed: arch, cpus,") ||
 		!strings.Contains(human.stdout, "3 problems in 2 files.") {
 		t.Errorf("human output:\n%s", human.stdout)
 	}
@@ -154,7 +157,8 @@ func TestValidateSetOverrides(t *testing.T) {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
-	for _, args := range [][]string{{"validate", "--bogus"}, {"validate", "extra"}, {"nosuchcommand"}, {"init", "--driver", "kvm"}} {
+	for _, args := range [][]string{{"validate", "--bogus"}, {"validate", "extra"}, {"nosuchcommand"}, {"init",
+		"--driver", "kvm"}} {
 		if r := sbf(t, nil, args...); r.code != 2 {
 			t.Errorf("sbf %v: exit %d, want 2 (stderr %q)", args, r.code, r.stderr)
 		}
@@ -176,7 +180,8 @@ func TestInitWritesAValidSpecAndNeverOverwrites(t *testing.T) {
 	if r := sbf(t, nil, "init", "-C", dir, "--driver", "SIM"); r.code != 0 {
 		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
 	}
-	if r := sbf(t, nil, "validate", "-C", dir, "--json"); r.code != 0 || !strings.Contains(r.stdout, `"driver": "sim"`) ||
+	if r := sbf(t, nil, "validate", "-C", dir, "--json"); r.code != 0 ||
+		!strings.Contains(r.stdout, `"driver": "sim"`) ||
 		!strings.Contains(r.stdout, `"dev": {`) {
 		t.Fatalf("the starter spec does not validate with one sandbox: exit %d\n%s", r.code, r.stdout)
 	}
@@ -217,7 +222,8 @@ func TestVersion(t *testing.T) {
 	}
 	line := sbf(t, nil, "version")
 	flag := sbf(t, nil, "--version")
-	if line.code != 0 || flag.code != 0 || line.stdout != flag.stdout || !strings.HasPrefix(line.stdout, "sbf "+v["version"].(string)+" (commit ") {
+	if line.code != 0 || flag.code != 0 || line.stdout != flag.stdout ||
+		!strings.HasPrefix(line.stdout, "sbf "+v["version"].(string)+" (commit ") {
 		t.Errorf("sbf version: exit %d %q; sbf --version: exit %d %q", line.code, line.stdout, flag.code, flag.stdout)
 	}
 	dir := t.TempDir()

@@ -168,7 +168,8 @@ func TestReadmeClientSnippets(t *testing.T) {
 	}
 	stdio, urls := readmeSnippets(t, string(readme))
 	if len(stdio) != 4 || len(urls) != 4 {
-		t.Fatalf("found %d stdio and %d HTTP snippets, want 4 of each (Claude Code, Claude Desktop, Cursor, VS Code)", len(stdio), len(urls))
+		t.Fatalf("found %d stdio and %d HTTP snippets, want 4 of each (Claude Code, Claude Desktop, Cursor, VS "+
+			"Code)", len(stdio), len(urls))
 	}
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	for _, argv := range stdio {

@@ -111,7 +111,8 @@ func (w *simWorkspace) poolInvariant(t *testing.T, when string) poolView {
 	if entries, err := os.ReadDir(filepath.Join(w.simDir(), "labels")); err == nil {
 		for _, e := range entries {
 			if _, ok := v.world[e.Name()]; !ok && e.IsDir() {
-				t.Errorf("%s: the label folder of %s outlived its instance; the next %s would inherit it", when, e.Name(), e.Name())
+				t.Errorf("%s: the label folder of %s outlived its instance; the next %s would inherit it", when,
+					e.Name(), e.Name())
 			}
 		}
 	}
@@ -131,7 +132,8 @@ func (w *simWorkspace) poolInvariant(t *testing.T, when string) poolView {
 	case v.recorded == "" || v.recorded == cold:
 		// Not yet recorded, or created cold: the derived name finds it.
 	case v.owned == "":
-		t.Errorf("%s: the agent is recorded on %s, which is not labelled as its own: any sandbox may adopt it", when, v.recorded)
+		t.Errorf("%s: the agent is recorded on %s, which is not labelled as its own: any sandbox may adopt it",
+			when, v.recorded)
 	case v.recorded != v.owned:
 		t.Errorf("%s: the agent is recorded on %s, but labelled as the owner of %s", when, v.recorded, v.owned)
 	}
@@ -296,7 +298,8 @@ func TestKilledAdoptionLeavesASpareOrAnOwnedVM(t *testing.T) {
 			}
 		})
 	}
-	for _, phase := range []string{"before the claim", "between the claim and the record", "in the restart after the record", "after the end"} {
+	for _, phase := range []string{"before the claim", "between the claim and the record",
+		"in the restart after the record", "after the end"} {
 		if !seen[phase] {
 			t.Errorf("no kill landed %s (the sim's latencies no longer spread the steps?)", phase)
 		}
@@ -323,7 +326,8 @@ func TestKilledPoolFillLeavesOnlySpares(t *testing.T) {
 	slow := []string{"SBF_SIM_LATENCY=create=60ms,start=40ms,label=30ms"}
 	points := []killPoint{{delay: 0}, {delay: 50 * time.Millisecond},
 		{name: "on-create", when: func(w *simWorkspace) bool { return w.exists("instances/*.json") }},
-		{delay: 140 * time.Millisecond}, {delay: 190 * time.Millisecond}, {delay: 240 * time.Millisecond}, {delay: 280 * time.Millisecond}}
+		{delay: 140 * time.Millisecond}, {delay: 190 * time.Millisecond}, {delay: 240 * time.Millisecond},
+		{delay: 280 * time.Millisecond}}
 	unfinished := false
 	for _, k := range points {
 		t.Run(k.String(), func(t *testing.T) {

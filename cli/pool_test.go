@@ -34,7 +34,8 @@ func TestPoolFillStatusAdoptDrain(t *testing.T) {
 		!strings.Contains(r.stdout, "small  sim") {
 		t.Fatalf("pool fill: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := sbf(t, env, "pool", "fill", "-C", dir); r.code != 0 || !strings.Contains(r.stdout, "No changes. Pools are full.") {
+	if r := sbf(t, env, "pool", "fill", "-C", dir); r.code != 0 ||
+		!strings.Contains(r.stdout, "No changes. Pools are full.") {
 		t.Errorf("a second fill: %d\n%s", r.code, r.stdout)
 	}
 	rep := status()

@@ -55,7 +55,8 @@ func newSimWorkspace(t testing.TB, specText string) *simWorkspace {
 	write(t, filepath.Join(root, spec.FileName), specText)
 	simStates.Store(root, filepath.Join(root, "host"))
 	return &simWorkspace{t: t, root: root, env: []string{
-		"HOME=" + t.TempDir(), "SBF_STATE_HOME=" + filepath.Join(root, "host"), "PATH=" + os.Getenv("PATH"), "NO_COLOR=1",
+		"HOME=" + t.TempDir(), "SBF_STATE_HOME=" + filepath.Join(root, "host"), "PATH=" + os.Getenv("PATH"),
+		"NO_COLOR=1",
 		policy.EnableSimVar + "=1",
 	}}
 }
@@ -224,7 +225,8 @@ func TestConcurrentAppliesNeverCorruptState(t *testing.T) {
 	}
 	time.Sleep(150 * time.Millisecond)
 	r := w.run(nil, "apply", "--auto-approve")
-	if r.code != 1 || !strings.Contains(r.stderr, "is locked by \"sbf apply\"") || !strings.Contains(r.stderr, "--lock-timeout") {
+	if r.code != 1 || !strings.Contains(r.stderr, "is locked by \"sbf apply\"") ||
+		!strings.Contains(r.stderr, "--lock-timeout") {
 		t.Errorf("second apply: exit %d, stderr %q", r.code, r.stderr)
 	}
 	waiter := w.run(nil, "apply", "--auto-approve", "--lock-timeout", "30s")
@@ -260,7 +262,8 @@ func TestPlanAndStatusDuringAnApply(t *testing.T) {
 		InProgress *struct{ Command string } `json:"in_progress"`
 		Sandboxes  []struct{ Name, Drift string }
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.InProgress == nil || st.InProgress.Command != "sbf apply" {
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.InProgress == nil ||
+		st.InProgress.Command != "sbf apply" {
 		t.Fatalf("status during an apply: %v\n%s", err, r.stdout)
 	}
 	for _, s := range st.Sandboxes {

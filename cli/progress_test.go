@@ -38,7 +38,8 @@ func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	text := out.String()
 	beats := strings.Count(text, "api: create still running")
-	if !strings.HasPrefix(text, "api: create...\n") || beats < 2 || !strings.HasSuffix(text, "api: create done (70ms)\n") {
+	if !strings.HasPrefix(text, "api: create...\n") || beats < 2 ||
+		!strings.HasSuffix(text, "api: create done (70ms)\n") {
 		t.Errorf("progress output:\n%s", text)
 	}
 	if after := strings.Count(out.String(), "still running"); after != beats {
@@ -52,9 +53,11 @@ func TestProgressPassesDriverMessages(t *testing.T) {
 	var out syncBuffer
 	p := newProgress(&out, time.Hour)
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
-	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Message: `lima: Waiting for the essential requirement 1 of 2: "ssh"`})
+	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create,
+		Message: `lima: Waiting for the essential requirement 1 of 2: "ssh"`})
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Done: true, Elapsed: time.Second})
-	want := "api: create...\napi: create: lima: Waiting for the essential requirement 1 of 2: \"ssh\"\napi: create done (1s)\n"
+	want := "api: create...\napi: create: lima: Waiting for the essential requirement 1 of 2: \"ssh\"\napi: create " +
+		"done (1s)\n"
 	if out.String() != want {
 		t.Errorf("progress output:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -68,7 +68,8 @@ func rssMiB(t *testing.T, pid int) float64 {
 	return float64(kb) / 1024
 }
 
-const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rss","version":"1"}}}`
+const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+	`"capabilities":{},"clientInfo":{"name":"rss","version":"1"}}}`
 
 func mcpPost(c *http.Client, url string, body io.Reader, length int64, session string) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, url, body)
@@ -113,10 +114,12 @@ func TestServeMemoryAfter100MBBody(t *testing.T) {
 	resp.Body.Close()
 	session := resp.Header.Get("Mcp-Session-Id")
 	idle := settle(t, proc.Process.Pid)
-	head := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate_workspace_config","arguments":{"workspace_root":"`
+	head := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate_workspace_config",` +
+		`"arguments":{"workspace_root":"`
 	tail := `"}}}`
 	for _, declared := range []bool{true, false} {
-		body := io.MultiReader(strings.NewReader(head), io.LimitReader(repeatReader('A'), 100<<20), strings.NewReader(tail))
+		body := io.MultiReader(strings.NewReader(head), io.LimitReader(repeatReader('A'), 100<<20),
+			strings.NewReader(tail))
 		length := int64(-1)
 		if declared {
 			length = int64(len(head)+len(tail)) + 100<<20
@@ -130,7 +133,8 @@ func TestServeMemoryAfter100MBBody(t *testing.T) {
 		}
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(out, []byte("REQUEST_TOO_LARGE")) || len(out) > 4096 {
+		if resp.StatusCode != http.StatusRequestEntityTooLarge ||
+			!bytes.Contains(out, []byte("REQUEST_TOO_LARGE")) || len(out) > 4096 {
 			t.Errorf("declared %v: %d, %d bytes: %.300s", declared, resp.StatusCode, len(out), out)
 		}
 	}
@@ -220,7 +224,8 @@ func TestServeNamesItselfInTheLockNote(t *testing.T) {
 	}
 	resp.Body.Close()
 	session := resp.Header.Get("Mcp-Session-Id")
-	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_instance","arguments":{"workspace_root":%q,"auto_bootstrap":false}}}`, w.root)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_instance",`+
+		`"arguments":{"workspace_root":%q,"auto_bootstrap":false}}}`, w.root)
 	done := make(chan error, 1)
 	go func() {
 		resp, err := mcpPost(client, url, strings.NewReader(call), int64(len(call)), session)

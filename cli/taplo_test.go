@@ -102,7 +102,8 @@ func TestInitSchemaWorksAfterAClone(t *testing.T) {
 		t.Errorf("taplo check in a clone: %v\n%s", err, out)
 	}
 	write(t, filepath.Join(clone, ".sandboxforge.toml"), "#:schema ./"+schemaFileName+"\n[vm]\ncpus = \"two\"\n")
-	if out, err := taploCheck(t, clone, ".sandboxforge.toml"); err == nil || !strings.Contains(out, `"two" is not of type "integer"`) {
+	if out, err := taploCheck(t, clone, ".sandboxforge.toml"); err == nil ||
+		!strings.Contains(out, `"two" is not of type "integer"`) {
 		t.Errorf("taplo accepted cpus = \"two\": %v\n%s", err, out)
 	}
 }

@@ -39,6 +39,7 @@ func (a *app) upCommand() *cobra.Command {
 	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: the sandbox's ttl or [lease] default_ttl")
 	cmd.Flags().BoolVar(&bootstrap, "bootstrap", true, "give new ad-hoc sandboxes the container runtime (and services)")
 	cmd.Flags().
-		BoolVar(&services, "services", true, "with --bootstrap, also the [infra] services (when include_services_by_default allows)")
+		BoolVar(&services, "services", true, "with --bootstrap, also the [infra] services (when "+
+			"include_services_by_default allows)")
 	return cmd
 }

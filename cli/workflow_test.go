@@ -44,8 +44,10 @@ func TestGitopsWorkflowOnSim(t *testing.T) {
 	runs = r.run(pr)
 	expectJobs(t, "pull request after the merge", runs, "validate ok", "plan ok", "apply skipped")
 	expectPlan(t, runs, "0", "No changes")
-	expectJobs(t, "schedule", r.run(event{"schedule", "refs/heads/main", vars}), "validate ok", "plan skipped", "apply ok")
-	expectJobs(t, "no VM-capable runner", r.run(event{"push", "refs/heads/main", nil}), "validate ok", "plan skipped", "apply skipped")
+	expectJobs(t, "schedule", r.run(event{"schedule", "refs/heads/main", vars}), "validate ok", "plan skipped",
+		"apply ok")
+	expectJobs(t, "no VM-capable runner", r.run(event{"push", "refs/heads/main", nil}), "validate ok",
+		"plan skipped", "apply skipped")
 
 	r.env = append(r.env, "SBF_SIM_FAULTS=list:*=fail")
 	runs = r.run(pr)

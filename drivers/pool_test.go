@@ -14,7 +14,8 @@ func TestPoolNames(t *testing.T) {
 	if shape, n, ok := ParsePoolName(name); !ok || shape != "1a2b3c4d" || n != 12 {
 		t.Errorf("ParsePoolName(%q) = %q %d %v", name, shape, n, ok)
 	}
-	for _, bad := range []string{"sbf-pool-1a2b3c4d-0", "sbf-pool-1a2b3c4d-01", "sbf-pool-1a2b3c4d-x", "sbf-pool-1A2B3C4D-1",
+	for _, bad := range []string{"sbf-pool-1a2b3c4d-0", "sbf-pool-1a2b3c4d-01", "sbf-pool-1a2b3c4d-x",
+		"sbf-pool-1A2B3C4D-1",
 		"sbf-pool-1a2b3c4-1", "sbf-1a2b3c4d-api", "pool-1a2b3c4d-1"} {
 		if _, _, ok := ParsePoolName(bad); ok {
 			t.Errorf("ParsePoolName(%q) accepted it", bad)
@@ -32,14 +33,16 @@ func TestPoolNames(t *testing.T) {
 }
 
 func TestShapeIgnoresWhatAdoptionChanges(t *testing.T) {
-	base := Spec{Name: "a", CPUs: 2, MemoryGiB: 4, DiskGiB: 20, Arch: "x86_64", VMType: "qemu", Template: "template:docker"}
+	base := Spec{Name: "a", CPUs: 2, MemoryGiB: 4, DiskGiB: 20, Arch: "x86_64", VMType: "qemu",
+		Template: "template:docker"}
 	other := base
 	other.Name, other.Mounts, other.Ports, other.Emulation = "b", []string{"/src"}, []string{"8080:80"}, "never"
 	if Shape("lima", base) != Shape("lima", other) {
 		t.Error("name, mounts, ports or emulation change the shape")
 	}
 	for what, s := range map[string]Spec{
-		"cpus": {CPUs: 3}, "memory": {MemoryGiB: 5}, "image": {Image: Image{Location: "/x.img"}}, "arch": {Arch: "aarch64"},
+		"cpus": {CPUs: 3}, "memory": {MemoryGiB: 5}, "image": {Image: Image{Location: "/x.img"}},
+		"arch": {Arch: "aarch64"},
 	} {
 		changed := base
 		switch what {

@@ -19,7 +19,8 @@ func TestEnvDuration(t *testing.T) {
 		t.Errorf("unset: %v %v", d, err)
 	}
 	for _, key := range []string{"ZERO", "BAD"} {
-		if _, err := env.Duration(key, "5m"); err == nil || !strings.Contains(err.Error(), key+"=") || !strings.Contains(err.Error(), "such as 5m") {
+		if _, err := env.Duration(key, "5m"); err == nil || !strings.Contains(err.Error(), key+"=") ||
+			!strings.Contains(err.Error(), "such as 5m") {
 			t.Errorf("%s: %v", key, err)
 		}
 	}

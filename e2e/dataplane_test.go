@@ -135,7 +135,8 @@ func testMCPDataPlane(t *testing.T, w *ws, instance string) {
 		t.Errorf("first sync: %v", res)
 	}
 	if r := m.call("run_command", map[string]any{"instance_id": instance,
-		"command": "test -f /tmp/dp/src/main.go && test ! -e /tmp/dp/node_modules && test ! -e /tmp/dp/build.log"}); r["exit_code"] != float64(0) {
+		"command": "test -f /tmp/dp/src/main.go && test ! -e /tmp/dp/node_modules && test ! -e " +
+			"/tmp/dp/build.log"}); r["exit_code"] != float64(0) {
 		t.Errorf("excluded files reached the guest, or the source did not: %v", r)
 	}
 	if res = m.call("sync_workspace_to_instance", map[string]any{"instance_id": instance, "local_path": "dp",
@@ -143,13 +144,16 @@ func testMCPDataPlane(t *testing.T, w *ws, instance string) {
 		t.Errorf("a re-sync of nothing changed sent files: %v", res)
 	}
 	m.call("run_command", map[string]any{"instance_id": instance, "command": "echo guest-edit > /tmp/dp/src/main.go"})
-	m.call("sync_instance_to_workspace", map[string]any{"instance_id": instance, "remote_path": "/tmp/dp", "local_path": "dp-back"})
+	m.call("sync_instance_to_workspace", map[string]any{"instance_id": instance, "remote_path": "/tmp/dp",
+		"local_path": "dp-back"})
 	if got, _ := os.ReadFile(filepath.Join(w.root, "dp-back/src/main.go")); string(got) != "guest-edit\n" {
 		t.Errorf("sync back: %q", got)
 	}
 
-	m.call("copy_to_instance", map[string]any{"instance_id": instance, "local_path": "dp/src", "remote_path": "/tmp/cp-src"})
-	m.call("copy_from_instance", map[string]any{"instance_id": instance, "remote_path": "/tmp/cp-src", "local_path": "cp-back"})
+	m.call("copy_to_instance", map[string]any{"instance_id": instance, "local_path": "dp/src",
+		"remote_path": "/tmp/cp-src"})
+	m.call("copy_from_instance", map[string]any{"instance_id": instance, "remote_path": "/tmp/cp-src",
+		"local_path": "cp-back"})
 	if got, _ := os.ReadFile(filepath.Join(w.root, "cp-back/main.go")); string(got) != "package main\n" {
 		t.Errorf("copy round trip: %q", got)
 	}
@@ -174,7 +178,8 @@ func testMCPDataPlane(t *testing.T, w *ws, instance string) {
 	}
 	m = w.mcp()
 	defer m.close()
-	if logs := m.call("get_task_logs", map[string]any{"task_id": id}); !strings.Contains(fmt.Sprint(logs["logs"]), "tick 2") {
+	if logs := m.call("get_task_logs", map[string]any{"task_id": id}); !strings.Contains(fmt.Sprint(logs["logs"]),
+		"tick 2") {
 		t.Errorf("logs after a restart: %v", logs)
 	}
 	stopped := m.call("stop_task", map[string]any{"task_id": id})
@@ -182,7 +187,8 @@ func testMCPDataPlane(t *testing.T, w *ws, instance string) {
 		t.Errorf("stop_task: %v", stopped)
 	}
 	pid := fmt.Sprint(task["pid"])
-	if r := m.call("run_command", map[string]any{"instance_id": instance, "command": "kill -0 " + pid}); r["exit_code"] == float64(0) {
+	if r := m.call("run_command", map[string]any{"instance_id": instance,
+		"command": "kill -0 " + pid}); r["exit_code"] == float64(0) {
 		t.Errorf("task process %s still runs in the guest after stop_task", pid)
 	}
 }
@@ -194,7 +200,8 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	m := w.mcp("--allow-path", filepath.Dir(rootfs))
 	defer m.close()
 	start := time.Now()
-	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2})
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2})
 	record("create_instance (ad-hoc VM, boot)", start)
 	id, _ := created["instance_id"].(string)
 	if r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo cold"}); r["stdout"] != "cold\n" {
@@ -208,14 +215,17 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 		}
 	}()
 	start = time.Now()
-	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false, "wait_for_ready": true})
+	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false,
+		"wait_for_ready": true})
 	record("prepare_workspace (runtime)", start)
 	docker, _ := prep["docker_command"].(string)
 	if prep["runtime_ready"] != true || docker == "" {
 		t.Fatalf("prepare_workspace: %v", prep)
 	}
-	m.call("copy_to_instance", map[string]any{"instance_id": id, "local_path": rootfs, "remote_path": "/tmp/rootfs.tar"})
-	if r := m.call("run_command", map[string]any{"instance_id": id, "command": docker + " import /tmp/rootfs.tar sbf-e2e/busybox:1"}); r["exit_code"] != float64(0) {
+	m.call("copy_to_instance", map[string]any{"instance_id": id, "local_path": rootfs,
+		"remote_path": "/tmp/rootfs.tar"})
+	if r := m.call("run_command", map[string]any{"instance_id": id,
+		"command": docker + " import /tmp/rootfs.tar sbf-e2e/busybox:1"}); r["exit_code"] != float64(0) {
 		t.Fatalf("docker import with the recorded command %q: %v", docker, r)
 	}
 	start = time.Now()
@@ -264,13 +274,15 @@ func testWarmPool(t *testing.T, w *ws) {
 	m := w.mcp()
 	defer m.close()
 	start := time.Now()
-	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2})
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2})
 	id, _ := created["instance_id"].(string)
 	r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo warm"})
 	warm := time.Since(start)
 	record("create_instance → first run_command (warm spare)", start)
 	defer m.try("destroy_instance", map[string]any{"instance_id": id})
-	if name, _ := created["backend_instance_name"].(string); !strings.HasPrefix(name, "sbf-pool-") || r["stdout"] != "warm\n" {
+	if name, _ := created["backend_instance_name"].(string); !strings.HasPrefix(name, "sbf-pool-") ||
+		r["stdout"] != "warm\n" {
 		t.Fatalf("create_instance did not adopt a spare: %v; run_command: %v", created, r)
 	}
 	ratio := float64(coldToFirstExec) / float64(warm)
@@ -278,7 +290,8 @@ func testWarmPool(t *testing.T, w *ws) {
 	if ratio < 50 {
 		t.Errorf("warm %s vs cold %s: %.1f×, want at least 50×", warm, coldToFirstExec, ratio)
 	}
-	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false, "wait_for_ready": true})
+	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false,
+		"wait_for_ready": true})
 	if prep["runtime_ready"] != true {
 		t.Errorf("prepare_workspace on the adopted spare: %v", prep)
 	}

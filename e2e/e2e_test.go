@@ -211,7 +211,8 @@ func testExec(t *testing.T, w *ws) {
 	if out := w.must("sbf exec uname -a", "exec", "api", "--", "uname", "-a").stdout; !strings.Contains(out, "Linux") {
 		t.Errorf("uname -a = %q", out)
 	}
-	if r := w.sbf("", nil, "exec", "api", "--", "sh", "-c", "echo oops >&2; exit 3"); r.code != 3 || r.stderr != "oops\n" {
+	if r := w.sbf("", nil, "exec", "api", "--", "sh", "-c", "echo oops >&2; exit 3"); r.code != 3 ||
+		r.stderr != "oops\n" {
 		t.Errorf("exit code and stderr: %d %q", r.code, r.stderr)
 	}
 	if r := w.sbf("hello from stdin", nil, "exec", "api", "-i", "--", "cat"); r.stdout != "hello from stdin" {
@@ -263,8 +264,10 @@ func testCopy(t *testing.T, w *ws) {
 
 func testCompose(t *testing.T, w *ws) {
 	rootfs := os.Getenv("SBF_E2E_ROOTFS")
-	w.must("sbf cp busybox rootfs into the guest", "cp", "--allow-path", filepath.Dir(rootfs), rootfs, "api:/tmp/rootfs.tar")
-	w.must("docker import in the guest (no registry here)", "exec", "api", "--", "docker", "import", "/tmp/rootfs.tar", "sbf-e2e/busybox:1")
+	w.must("sbf cp busybox rootfs into the guest", "cp", "--allow-path", filepath.Dir(rootfs), rootfs,
+		"api:/tmp/rootfs.tar")
+	w.must("docker import in the guest (no registry here)", "exec", "api", "--", "docker", "import",
+		"/tmp/rootfs.tar", "sbf-e2e/busybox:1")
 	w.write("compose.yaml", composeV1)
 	w.write(".sandboxforge.toml", specText(2, true))
 	r := w.must("sbf apply: compose up (runtime + compose)", "apply", "--auto-approve")
@@ -284,7 +287,8 @@ func testCompose(t *testing.T, w *ws) {
 	if code != "200" && code != "404" {
 		t.Errorf("http://127.0.0.1:18080/ answered %q", code)
 	}
-	if r := w.must("sbf plan: converged stack", "plan", "--detailed-exitcode"); !strings.Contains(r.stdout, "No changes.") {
+	if r := w.must("sbf plan: converged stack", "plan", "--detailed-exitcode"); !strings.Contains(r.stdout,
+		"No changes.") {
 		t.Errorf("plan after compose up:\n%s", r.stdout)
 	}
 	ids := func() string {
@@ -335,7 +339,10 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := &reconcile.Engine{Clock: clock.Real{}, Drivers: func(string, *spec.Resolved) (reconcile.Driver, error) { return drv, nil }}
+	eng := &reconcile.Engine{Clock: clock.Real{}, Drivers: func(string, *spec.Resolved) (reconcile.Driver,
+		error) {
+		return drv, nil
+	}}
 	tgt, err := eng.Target(spec.Options{Root: w.root, Host: spec.CurrentHost()}, "api")
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +352,8 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	}
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 || res.Via != "ssh-shell" {
+		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil ||
+			res.ExitCode != 0 || res.Via != "ssh-shell" {
 			t.Fatalf("engine exec: %+v %v", res, err)
 		}
 		api = append(api, time.Since(start))
@@ -355,7 +363,8 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	fmt.Printf("\nexec speed (median of %d on the same VM):\n  limactl shell NAME true  %8.1f ms\n"+
 		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n"+
 		"  MCP run_command true     %8.1f ms  (%.1fx faster)\n",
-		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000, ms.Seconds()/ma.Seconds(),
+		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000,
+		ms.Seconds()/ma.Seconds(),
 		mm.Seconds()*1000, ms.Seconds()/mm.Seconds())
 	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
 		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
@@ -403,7 +412,8 @@ func testDoctor(t *testing.T, w *ws) {
 		t.Errorf("doctor --all reported %d other backends, want hyperv and vz", len(rep.Others))
 	}
 	d := rep.Drivers[0]
-	if d.Driver != "lima" || (d.Summary != "usable via software emulation" && d.Summary != "usable via hardware virtualization (KVM)") {
+	if d.Driver != "lima" || (d.Summary != "usable via software emulation" &&
+		d.Summary != "usable via hardware virtualization (KVM)") {
 		t.Errorf("doctor summary: %+v", d)
 	}
 	t.Logf("sbf doctor: lima %s", d.Summary)
@@ -425,7 +435,8 @@ func testNoOpApplyCost(t *testing.T, w *ws) {
 		list = append(list, time.Since(start))
 	}
 	ma, ml := median(apply), median(list)
-	fmt.Printf("\nno-op cost (median of 10, same run):\n  sbf apply (converged)    %8.1f ms\n  limactl list --json      %8.1f ms\n  difference               %8.1f ms\n",
+	fmt.Printf("\nno-op cost (median of 10, same run):\n  sbf apply (converged)    %8.1f ms\n  limactl list --json     "+
+		" %8.1f ms\n  difference               %8.1f ms\n",
 		ma.Seconds()*1000, ml.Seconds()*1000, (ma-ml).Seconds()*1000)
 	timings = append(timings, timing{"median converged sbf apply", ma}, timing{"median limactl list --json", ml})
 }

@@ -90,7 +90,8 @@ func TestCLICopiesKeepDotfilesAndSkipLinksOut(t *testing.T) {
 		t.Fatalf("exec: %s", r.stderr)
 	}
 	r = w.sbf(leave, "-C", w.ws, "cp", "a:/evil", filepath.Join(w.ws, "back"))
-	if r.code != 0 || !contains(r.stderr, "skipped the link back/out") || w.exists("ws/back/out") || !w.exists("ws/back/in.txt") {
+	if r.code != 0 || !contains(r.stderr, "skipped the link back/out") || w.exists("ws/back/out") ||
+		!w.exists("ws/back/in.txt") {
 		t.Errorf("cp back: %d %s", r.code, r.stderr)
 	}
 	w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")
@@ -112,6 +113,7 @@ func TestErrorsQuoteBoundedInput(t *testing.T) {
 	w := newWorld(t, "[vm]\n"+strings.Repeat("k", 65<<10)+" = 1\n")
 	r := w.sbf(nil, "-C", w.ws, "validate")
 	if r.code != 1 || len(r.stdout)+len(r.stderr) > 4<<10 || !contains(r.stdout+r.stderr, "kkk… (66563 bytes)") {
-		t.Errorf("validate: exit %d, %d bytes of output:\n%.600s", r.code, len(r.stdout)+len(r.stderr), r.stdout+r.stderr)
+		t.Errorf("validate: exit %d, %d bytes of output:\n%.600s", r.code, len(r.stdout)+len(r.stderr),
+			r.stdout+r.stderr)
 	}
 }

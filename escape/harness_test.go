@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sbfBinary = filepath.Join(dir, "sbf")
-	for bin, pkg := range map[string]string{sbfBinary: "../cmd/sbf", filepath.Join(dir, "sbf-server"): "../cmd/sbf-server"} {
+	for bin, pkg := range map[string]string{sbfBinary: "../cmd/sbf", filepath.Join(dir,
+		"sbf-server"): "../cmd/sbf-server"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
 			os.Exit(1)

@@ -55,7 +55,8 @@ func TestBuildCachesByRecipeHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im.KernelCmdline != "root=/dev/vda" || filepath.Dir(im.Dir) != cache || !strings.HasPrefix(filepath.Base(im.Dir), "tiny-") {
+	if im.KernelCmdline != "root=/dev/vda" || filepath.Dir(im.Dir) != cache ||
+		!strings.HasPrefix(filepath.Base(im.Dir), "tiny-") {
 		t.Errorf("image = %+v", im)
 	}
 	if !strings.Contains(progress.String(), "Creating regular file") {
@@ -100,12 +101,14 @@ func TestBuildRefusesWhatItCannotDo(t *testing.T) {
 	_, r := fakeRecipe(t, "")
 	var progress bytes.Buffer
 	b := builder(t.TempDir(), &progress)
-	if _, err := b.Build(context.Background(), r, "aarch64"); err == nil || !strings.Contains(err.Error(), "x86_64 only") {
+	if _, err := b.Build(context.Background(), r, "aarch64"); err == nil ||
+		!strings.Contains(err.Error(), "x86_64 only") {
 		t.Errorf("other arch: %v", err)
 	}
 	r.NeedsRoot = true
 	var nr *NeedsRootError
-	if _, err := b.Build(context.Background(), r, "x86_64"); !errors.As(err, &nr) || !strings.Contains(err.Error(), "sudo sbf image build tiny") {
+	if _, err := b.Build(context.Background(), r, "x86_64"); !errors.As(err, &nr) ||
+		!strings.Contains(err.Error(), "sudo sbf image build tiny") {
 		t.Errorf("not root: %v", err)
 	}
 }
@@ -155,7 +158,8 @@ func TestBuiltInRecipes(t *testing.T) {
 func TestDefaultCache(t *testing.T) {
 	env := map[string]string{"HOME": "/home/u"}
 	get := func(k string) string { return env[k] }
-	if c := DefaultCache(get, 1000); len(c.Dirs) != 2 || c.Dirs[0] != "/home/u/.cache/sandboxforge/images" || c.Dirs[1] != SystemCacheDir {
+	if c := DefaultCache(get, 1000); len(c.Dirs) != 2 || c.Dirs[0] != "/home/u/.cache/sandboxforge/images" ||
+		c.Dirs[1] != SystemCacheDir {
 		t.Errorf("user: %v", c.Dirs)
 	}
 	if c := DefaultCache(get, 0); len(c.Dirs) != 1 || c.Dirs[0] != SystemCacheDir {

@@ -27,7 +27,8 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 // call besides the guest.
 func BenchmarkRunCommand(b *testing.B) {
 	f := newFixture(b, simSpec+"\n[sandboxes.web]\ncompose = true\n")
-	os.WriteFile(filepath.Join(f.root, "compose.yaml"), []byte("services:\n  web:\n    image: busybox\n    command: [\"sleep\", \"1\"]\n"), 0o644)
+	os.WriteFile(filepath.Join(f.root, "compose.yaml"),
+		[]byte("services:\n  web:\n    image: busybox\n    command: [\"sleep\", \"1\"]\n"), 0o644)
 	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"]
 	for b.Loop() {
 		if res, isErr := f.call("run_command", map[string]any{"instance_id": id, "command": "true"}); isErr {

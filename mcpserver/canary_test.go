@@ -19,7 +19,8 @@ const canary = "Sup3rS3cretCanary"
 const canarySpec = simSpec + `
 [infra.mysql]
 root_password = "` + canary + `-root"
-extra_env = { MYSQL_PASSWORD = "` + canary + `-pw", DATABASE_URL = "mysql://app:` + canary + `-url@db:3306/app", TZ = "UTC" }
+extra_env = { MYSQL_PASSWORD = "` + canary + `-pw", DATABASE_URL = "mysql://app:` + canary +
+	`-url@db:3306/app", TZ = "UTC" }
 [infra.redis]
 extra_env = { REDIS_PASSWORD = "` + canary + `-redis", API_TOKEN = "` + canary + `-token" }
 [sandboxes.api]
@@ -54,7 +55,8 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("get_desired_state", map[string]any{"workspace_root": f.root})
 	check("plan", map[string]any{"workspace_root": f.root})
 	check("apply", map[string]any{"workspace_root": f.root})
-	id, _ := check("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10})["instance_id"].(string)
+	id, _ := check("create_instance", map[string]any{"workspace_root": f.root,
+		"ttl_minutes": 10})["instance_id"].(string)
 	check("list_instances", map[string]any{"include_expired": true})
 	check("prepare_workspace", map[string]any{"instance_id": id})
 	check("extend_instance_ttl", map[string]any{"instance_id": id, "ttl_minutes": 5})
@@ -67,8 +69,10 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("copy_from_instance", map[string]any{"instance_id": id, "remote_path": "/w/src", "local_path": "back"})
 	check("sync_workspace_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/s"})
 	check("sync_instance_to_workspace", map[string]any{"instance_id": id, "remote_path": "/w/s", "local_path": "back2"})
-	check("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/w/src/a.txt"}, "local_dest": "arts"})
-	task, _ := check("start_background_task", map[string]any{"instance_id": id, "command": "env; sleep 30"})["task_id"].(string)
+	check("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/w/src/a.txt"},
+		"local_dest": "arts"})
+	task, _ := check("start_background_task", map[string]any{"instance_id": id,
+		"command": "env; sleep 30"})["task_id"].(string)
 	check("get_task_status", map[string]any{"task_id": task})
 	check("get_task_logs", map[string]any{"task_id": task})
 	check("stop_task", map[string]any{"task_id": task, "force": true})
@@ -81,10 +85,12 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("docker_run", map[string]any{"instance_id": id, "image": "img", "env": map[string]any{"X": "1"}})
 	check("docker_exec", map[string]any{"instance_id": id, "container": "web", "command": "env"})
 	check("docker_logs", map[string]any{"instance_id": id, "container": "web"})
-	if out := check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "up"}); !strings.Contains(mustJSON(out), "DB_PASSWORD=[redacted]") {
+	if out := check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".",
+		"action": "up"}); !strings.Contains(mustJSON(out), "DB_PASSWORD=[redacted]") {
 		t.Errorf("docker_compose did not get the connection variables, so the canary proves nothing: %v", out)
 	}
-	check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "exec", "services": []any{"web"}, "command": "env"})
+	check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "exec",
+		"services": []any{"web"}, "command": "env"})
 	check("docker_compose", map[string]any{"instance_id": id, "project_dir": ".", "action": "down"})
 	check("docker_ps", map[string]any{"instance_id": id})
 	check("docker_images", map[string]any{"instance_id": id})

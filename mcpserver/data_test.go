@@ -22,16 +22,20 @@ func TestDataPlaneOnTheSim(t *testing.T) {
 	os.MkdirAll(filepath.Join(f.root, "app", ".venv"), 0o755)
 	os.WriteFile(filepath.Join(f.root, "app", "main.txt"), []byte("v1"), 0o644)
 	os.WriteFile(filepath.Join(f.root, "app", ".venv", "x"), []byte("x"), 0o644)
-	f.ok("copy_to_instance", map[string]any{"instance_id": id, "local_path": "app/main.txt", "remote_path": "/work/one.txt"})
-	if got := f.ok("run_command", map[string]any{"instance_id": id, "command": "cat work/one.txt"})["stdout"]; got != "v1" {
+	f.ok("copy_to_instance", map[string]any{"instance_id": id, "local_path": "app/main.txt",
+		"remote_path": "/work/one.txt"})
+	if got := f.ok("run_command", map[string]any{"instance_id": id,
+		"command": "cat work/one.txt"})["stdout"]; got != "v1" {
 		t.Errorf("copied file reads %q", got)
 	}
-	sync := f.ok("sync_workspace_to_instance", map[string]any{"instance_id": id, "local_path": "app", "remote_path": "/work/app"})
+	sync := f.ok("sync_workspace_to_instance", map[string]any{"instance_id": id, "local_path": "app",
+		"remote_path": "/work/app"})
 	if sync["files_sent"].(float64) != 1 {
 		t.Errorf("sync (the .venv left out): %v", sync)
 	}
 	f.ok("run_command", map[string]any{"instance_id": id, "command": "mkdir -p out && echo result > out/r.txt"})
-	arts := f.ok("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/out/r.txt"}, "local_dest": "artifacts"})
+	arts := f.ok("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{"/out/r.txt"},
+		"local_dest": "artifacts"})
 	if b, _ := os.ReadFile(filepath.Join(f.root, "artifacts", "r.txt")); string(b) != "result\n" {
 		t.Errorf("collected %v, file %q", arts, b)
 	}
@@ -46,8 +50,10 @@ func TestDataPlaneOnTheSim(t *testing.T) {
 	} {
 		f.fails("copy_to_instance", args, "HOST_PATH_DENIED")
 	}
-	f.fails("copy_from_instance", map[string]any{"instance_id": id, "remote_path": "/work/app", "local_path": filepath.Join(outside, "x")}, "HOST_PATH_DENIED")
-	f.fails("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{}, "local_dest": "a"}, "INVALID_ARGUMENTS")
+	f.fails("copy_from_instance", map[string]any{"instance_id": id, "remote_path": "/work/app",
+		"local_path": filepath.Join(outside, "x")}, "HOST_PATH_DENIED")
+	f.fails("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{}, "local_dest": "a"},
+		"INVALID_ARGUMENTS")
 	f.ok("destroy_instance", map[string]any{"instance_id": id})
 	f.fails("run_command", map[string]any{"instance_id": id, "command": "true"}, "INSTANCE_TERMINAL")
 }
@@ -63,7 +69,8 @@ func TestBackgroundTaskSurvivesARestart(t *testing.T) {
 		t.Fatalf("start: %v", started)
 	}
 	f.start(Settings{SweepInterval: time.Minute, Session: "local"}) // a new server over the same host state
-	if st := f.ok("get_task_status", map[string]any{"task_id": task}); st["status"] != "running" || st["instance_id"] != id {
+	if st := f.ok("get_task_status", map[string]any{"task_id": task}); st["status"] != "running" ||
+		st["instance_id"] != id {
 		t.Errorf("status after restart: %v", st)
 	}
 	var logs map[string]any
@@ -75,7 +82,8 @@ func TestBackgroundTaskSurvivesARestart(t *testing.T) {
 	if logs["logs"] != "started\n" {
 		t.Errorf("logs: %v", logs)
 	}
-	if st := f.ok("stop_task", map[string]any{"task_id": task}); st["status"] != "stopped" || st["exit_code"].(float64) != -15 {
+	if st := f.ok("stop_task", map[string]any{"task_id": task}); st["status"] != "stopped" ||
+		st["exit_code"].(float64) != -15 {
 		t.Errorf("stop: %v", st)
 	}
 	f.fails("stop_task", map[string]any{"task_id": task}, "TASK_ALREADY_FINISHED")

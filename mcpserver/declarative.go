@@ -147,8 +147,9 @@ func (s *Server) prepared(
 	out := map[string]any{
 		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
 		"backend_instance_name": res.InstanceOf(sandbox),
-		"runtime":               "docker", "runtime_ready": p.RuntimeReady, "docker_command": nilIfEmpty(p.DockerCommand),
-		"network": p.Network, "include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
+		"runtime":               "docker", "runtime_ready": p.RuntimeReady,
+		"docker_command": nilIfEmpty(p.DockerCommand),
+		"network":        p.Network, "include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
 		"wait_for_ready": wait, "services": services, "service_readiness": readiness,
 		"connection_env": p.ConnectionEnv, "env_injections": p.EnvInjections, "plan": res.Plan.Report(),
 	}

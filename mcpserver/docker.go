@@ -161,7 +161,8 @@ func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.Run(ctx, docker.RunSpec{Image: a.Image, Command: a.Command, Name: a.Name, Workdir: a.Workdir, Env: a.Env,
+	res, err := d.Run(ctx, docker.RunSpec{Image: a.Image, Command: a.Command, Name: a.Name, Workdir: a.Workdir,
+		Env:     a.Env,
 		Volumes: a.Volumes, Ports: a.Ports, Detach: orDefault(a.Detach, true), Privileged: a.Privileged})
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)

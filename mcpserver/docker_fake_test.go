@@ -50,13 +50,15 @@ func (f *fakeDocker) write(path, script string) {
 // set replaces the rules.
 func (f *fakeDocker) set(rules ...dockerRule) {
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\n{ for a in \"$@\"; do printf '%s\\037' \"$a\"; done; printf '\\n'; } >> " + sq(f.log()) + "\ncase \"$*\" in\n")
+	b.WriteString("#!/bin/sh\n{ for a in \"$@\"; do printf '%s\\037' \"$a\"; done; printf '\\n'; } >> " +
+		sq(f.log()) + "\ncase \"$*\" in\n")
 	for _, r := range rules {
 		b.WriteString(r.pattern + ") ")
 		if r.echoEnv {
 			b.WriteString("env; ")
 		}
-		b.WriteString("printf %s " + sq(r.stdout) + "; printf %s " + sq(r.stderr) + " >&2; exit " + strconv.Itoa(r.code) + ";;\n")
+		b.WriteString("printf %s " + sq(r.stdout) + "; printf %s " + sq(r.stderr) + " >&2; exit " +
+			strconv.Itoa(r.code) + ";;\n")
 	}
 	if f.EchoEnv {
 		b.WriteString("*) env;;\n")

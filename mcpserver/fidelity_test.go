@@ -33,7 +33,8 @@ func TestListInstancesErrorsAreEnvelopes(t *testing.T) {
 		t.Fatalf("backend_error = %#v", out["backend_error"])
 	}
 	details, _ := be["details"].(map[string]any)
-	if be["error_code"] != "BACKEND_UNAVAILABLE" || be["message"] == "" || details["probable_cause"] != "backend_binary_missing" {
+	if be["error_code"] != "BACKEND_UNAVAILABLE" || be["message"] == "" ||
+		details["probable_cause"] != "backend_binary_missing" {
 		t.Errorf("backend_error = %v", be)
 	}
 	if _, ok := out["reconciliation_error"]; ok {
@@ -52,7 +53,8 @@ func TestListInstancesErrorsAreEnvelopes(t *testing.T) {
 		t.Fatalf("reconciliation_error = %#v", out["reconciliation_error"])
 	}
 	errs, _ := re["details"].(map[string]any)["errors"].([]any)
-	if re["error_code"] != "BACKEND_COMMAND_FAILED" || re["message"] != "Unable to reconcile with live backend state" || len(errs) != 1 {
+	if re["error_code"] != "BACKEND_COMMAND_FAILED" ||
+		re["message"] != "Unable to reconcile with live backend state" || len(errs) != 1 {
 		t.Fatalf("reconciliation_error = %v", re)
 	}
 	one := errs[0].(map[string]any)
@@ -73,9 +75,11 @@ func TestValidateConfigIsV1Shaped(t *testing.T) {
 	for _, tool := range []string{"validate_workspace_config", "get_desired_state"} {
 		out := f.ok(tool, map[string]any{"workspace_root": f.root})
 		cfg := out["config"].(map[string]any)
-		if cfg["workspace_root"] != f.root || cfg["workspace_id"] != out["workspace_id"] || mustJSON(cfg["sources"]) != mustJSON(out["sources"]) ||
+		if cfg["workspace_root"] != f.root || cfg["workspace_id"] != out["workspace_id"] ||
+			mustJSON(cfg["sources"]) != mustJSON(out["sources"]) ||
 			len(cfg["sources"].([]any)) != 2 {
-			t.Errorf("%s: config lacks v1's identity keys: root %v, id %v, sources %v", tool, cfg["workspace_root"], cfg["workspace_id"], cfg["sources"])
+			t.Errorf("%s: config lacks v1's identity keys: root %v, id %v, sources %v", tool, cfg["workspace_root"],
+				cfg["workspace_id"], cfg["sources"])
 		}
 		check := at(t, cfg, "build", "prebuilt", "staleness_check")
 		detect := at(t, cfg, "build", "staleness_detection")
@@ -83,13 +87,15 @@ func TestValidateConfigIsV1Shaped(t *testing.T) {
 			detect["max_age_threshold"] != "24h" || detect["max_age_threshold_hours"] != 24.0 {
 			t.Errorf("%s: thresholds %v / %v", tool, check, detect)
 		}
-		for _, path := range [][]string{{"vm", "arch"}, {"vm", "ttl"}, {"infra", "network_name"}, {"sandboxes", "api", "arch"}, {"sandboxes", "api", "ttl"}} {
+		for _, path := range [][]string{{"vm", "arch"}, {"vm", "ttl"}, {"infra", "network_name"}, {"sandboxes",
+			"api", "arch"}, {"sandboxes", "api", "ttl"}} {
 			parent := at(t, cfg, path[:len(path)-1]...)
 			if v, ok := parent[path[len(path)-1]]; !ok || v != nil {
 				t.Errorf("%s: unset nullable %v = %#v, want null", tool, path, v)
 			}
 		}
-		if at(t, cfg, "infra", "mysql")["inject_env_to"] != ".env" || at(t, cfg, "vm")["template"] != "template:docker" {
+		if at(t, cfg, "infra", "mysql")["inject_env_to"] != ".env" ||
+			at(t, cfg, "vm")["template"] != "template:docker" {
 			t.Errorf("%s: set keys changed: %v", tool, cfg["infra"])
 		}
 	}
@@ -99,7 +105,8 @@ func TestValidateConfigIsV1Shaped(t *testing.T) {
 			"prebuilt":            map[string]any{"staleness_check": map[string]any{"check_age_threshold": nil}},
 			"staleness_detection": map[string]any{"max_age_threshold": "30m"},
 		},
-		"infra": map[string]any{"mysql": map[string]any{"inject_env_to": nil}, "redis": map[string]any{"inject_env_to": ""}},
+		"infra": map[string]any{"mysql": map[string]any{"inject_env_to": nil},
+			"redis": map[string]any{"inject_env_to": ""}},
 	}
 	out := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root, "overrides": overrides})
 	cfg := out["config"].(map[string]any)
@@ -119,7 +126,8 @@ func TestValidateConfigIsV1Shaped(t *testing.T) {
 			t.Errorf("infra.%s.inject_env_to = %#v, want null", svc, v)
 		}
 	}
-	if src := cfg["sources"].([]any); mustJSON(src) != mustJSON(out["sources"]) || src[len(src)-1] != "request_overrides" {
+	if src := cfg["sources"].([]any); mustJSON(src) != mustJSON(out["sources"]) ||
+		src[len(src)-1] != "request_overrides" {
 		t.Errorf("config.sources %v, sources %v", cfg["sources"], out["sources"])
 	}
 }
@@ -142,11 +150,13 @@ func at(t *testing.T, m map[string]any, path ...string) map[string]any {
 // A known argument of the wrong type still fails, INVALID_ARGUMENTS.
 func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 	f := newFixture(t, simSpec)
-	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10, "colour": "red", "auto_bootstrap": false, "profile_name": "x"})
+	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10, "colour": "red",
+		"auto_bootstrap": false, "profile_name": "x"})
 	if created["status"] != "running" || len(f.world()) != 1 {
 		t.Fatalf("create_instance with unknown arguments = %v", created)
 	}
-	if got := mustJSON(created["warnings"]); got != `["unknown argument \"colour\" ignored","unknown argument \"profile_name\" ignored"]` {
+	if got := mustJSON(created["warnings"]); got != `["unknown argument \"colour\" ignored","unknown argument " +
+		"\"profile_name\" ignored"]` {
 		t.Errorf("warnings = %s", got)
 	}
 	list := f.ok("list_instances", map[string]any{"verbose": true})
@@ -157,7 +167,8 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 	g := newFixture(t, simSpec+"[sandboxes.api]\n")
 	writeManaged(t, g.root, "[leases.api]\nacquired_at = 2026-11-25T11:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n")
 	ds := g.ok("get_desired_state", map[string]any{"workspace_root": g.root, "extra": 1})
-	if w, _ := ds["warnings"].([]any); len(w) != 2 || !strings.Contains(w[0].(string), "max_lifetime") || w[1] != `unknown argument "extra" ignored` {
+	if w, _ := ds["warnings"].([]any); len(w) != 2 || !strings.Contains(w[0].(string), "max_lifetime") ||
+		w[1] != `unknown argument "extra" ignored` {
 		t.Errorf("get_desired_state warnings = %v", ds["warnings"])
 	}
 	// Without unknown arguments there is no warnings key where v1 had none.
@@ -167,13 +178,15 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 
 	// The wrong type of a known argument is an error, and the ignored one
 	// is still named.
-	out := f.fails("extend_instance_ttl", map[string]any{"instance_id": created["instance_id"], "ttl_minutes": "ten", "why": "x"}, "INVALID_ARGUMENTS")
+	out := f.fails("extend_instance_ttl", map[string]any{"instance_id": created["instance_id"],
+		"ttl_minutes": "ten", "why": "x"}, "INVALID_ARGUMENTS")
 	details := out["details"].(map[string]any)
 	if details["field"] != "ttl_minutes" || mustJSON(details["warnings"]) != `["unknown argument \"why\" ignored"]` {
 		t.Errorf("details = %v", details)
 	}
 	// A failure of the tool itself names it too.
-	out = f.fails("destroy_instance", map[string]any{"instance_id": "inst_deadbeef", "purge": true}, "INSTANCE_NOT_FOUND")
+	out = f.fails("destroy_instance", map[string]any{"instance_id": "inst_deadbeef", "purge": true},
+		"INSTANCE_NOT_FOUND")
 	if mustJSON(out["details"].(map[string]any)["warnings"]) != `["unknown argument \"purge\" ignored"]` {
 		t.Errorf("details = %v", out["details"])
 	}
@@ -188,7 +201,8 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 	}
 	v := f.ok("validate_workspace_config", many)
 	ws := v["warnings"].([]any)
-	if len(ws) != maxIgnoredNamed+1 || ws[maxIgnoredNamed] != "… and 480 more unknown arguments ignored" || len(mustJSON(ws)) > 4<<10 {
+	if len(ws) != maxIgnoredNamed+1 || ws[maxIgnoredNamed] != "… and 480 more unknown arguments ignored" ||
+		len(mustJSON(ws)) > 4<<10 {
 		t.Errorf("%d warnings, %d bytes: %v", len(ws), len(mustJSON(ws)), ws[maxIgnoredNamed])
 	}
 	if !strings.HasPrefix(ws[0].(string), `unknown argument "x000_yyy`) {
@@ -260,7 +274,8 @@ func TestToolAnnotationsAreTruthful(t *testing.T) {
 		t.Errorf("only %d tools listed", len(res.Tools))
 	}
 	// Unknown tools get the protocol's worst case, never "read-only".
-	if a := annotations("no_such_tool"); *a.ReadOnlyHint || !*a.DestructiveHint || *a.IdempotentHint || !*a.OpenWorldHint {
+	if a := annotations("no_such_tool"); *a.ReadOnlyHint || !*a.DestructiveHint || *a.IdempotentHint ||
+		!*a.OpenWorldHint {
 		t.Errorf("a tool without hints is annotated %+v", a)
 	}
 }
@@ -278,9 +293,11 @@ func deref(b *bool) any {
 func TestReadOnlyToolsChangeNothing(t *testing.T) {
 	f := newFixture(t, simSpec+"[sandboxes.api]\n")
 	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 30})["instance_id"].(string)
-	task := f.ok("start_background_task", map[string]any{"instance_id": id, "command": "echo hi; sleep 1000"})["task_id"].(string)
+	task := f.ok("start_background_task", map[string]any{"instance_id": id,
+		"command": "echo hi; sleep 1000"})["task_id"].(string)
 	t.Cleanup(func() { f.call("stop_task", map[string]any{"task_id": task, "force": true}) })
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fmt.Sprint(f.ok("get_task_logs", map[string]any{"task_id": task})["logs"]), "hi"); {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fmt.Sprint(f.ok("get_task_logs",
+		map[string]any{"task_id": task})["logs"]), "hi"); {
 		if time.Now().After(deadline) {
 			t.Fatal("the task wrote nothing")
 		}
@@ -433,7 +450,8 @@ func TestNonReadOnlyHintsHold(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(arts, "0-a.txt"), []byte("mine too"), 0o644)
 	f.ok("collect_artifacts", args)
-	if b, _ := os.ReadFile(filepath.Join(arts, "0-a.txt")); string(b) != "a" || !toolHints["collect_artifacts"].destructive {
+	if b, _ := os.ReadFile(filepath.Join(arts, "0-a.txt")); string(b) != "a" ||
+		!toolHints["collect_artifacts"].destructive {
 		t.Errorf("0-a.txt = %q, hints %+v", b, toolHints["collect_artifacts"])
 	}
 	first := f.ok("destroy_instance", map[string]any{"instance_id": id})

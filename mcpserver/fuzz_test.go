@@ -27,7 +27,8 @@ func FuzzHTTPHandler(f *testing.F) {
 	for _, body := range []string{
 		initBody,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"validate_workspace_config","arguments":{"workspace_root":"/nope"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"validate_workspace_config",` +
+			`"arguments":{"workspace_root":"/nope"}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"plan","arguments":{"targets":[1]}}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_desired_state","arguments":{}}}`,
 		`[{"jsonrpc":"2.0","id":6,"method":"ping"}]`,
@@ -40,7 +41,8 @@ func FuzzHTTPHandler(f *testing.F) {
 	f.Add(uint8(0), `{"a":"`, uint16(40), "application/json", "", "", false)
 	f.Add(uint8(1), "", uint16(0), "", "mcp-session-x", "2025-06-18", true)
 	f.Add(uint8(2), "", uint16(0), "", "mcp-session-x", "", true)
-	f.Fuzz(func(t *testing.T, method uint8, body string, padKiB uint16, contentType, session, version string, declared bool) {
+	f.Fuzz(func(t *testing.T, method uint8, body string, padKiB uint16, contentType, session, version string,
+		declared bool) {
 		// padKiB stretches the body past the limit without storing large
 		// inputs in the corpus.
 		payload := io.MultiReader(bytes.NewReader([]byte(body)), io.LimitReader(repeat('x'), int64(padKiB%512)<<10))
@@ -48,12 +50,14 @@ func FuzzHTTPHandler(f *testing.F) {
 		// A GET is a stream that lasts as long as the client stays.
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		req := httptest.NewRequestWithContext(ctx, []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodPut}[method%4], "/mcp", payload)
+		req := httptest.NewRequestWithContext(ctx, []string{http.MethodPost, http.MethodGet, http.MethodDelete,
+			http.MethodPut}[method%4], "/mcp", payload)
 		req.ContentLength = -1
 		if declared {
 			req.ContentLength = size
 		}
-		for k, v := range map[string]string{"Content-Type": contentType, server.HeaderKeySessionID: session, "Mcp-Protocol-Version": version} {
+		for k, v := range map[string]string{"Content-Type": contentType, server.HeaderKeySessionID: session,
+			"Mcp-Protocol-Version": version} {
 			if v != "" {
 				req.Header.Set(k, v)
 			}

@@ -44,7 +44,8 @@ func TestToolsReportClampedLeases(t *testing.T) {
 	out := f.ok("get_desired_state", map[string]any{"workspace_root": f.root})
 	lease := out["managed_overrides"].(map[string]any)["leases"].(map[string]any)["api"].(map[string]any)
 	warnings := out["warnings"].([]any)
-	if lease["expires_at"] != "2026-11-26T11:00:00Z" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "max_lifetime") {
+	if lease["expires_at"] != "2026-11-26T11:00:00Z" || len(warnings) != 1 ||
+		!strings.Contains(warnings[0].(string), "max_lifetime") {
 		t.Errorf("lease %v, warnings %v", lease, warnings)
 	}
 	diag := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root})["diagnostics"].([]any)

@@ -43,7 +43,8 @@ func post(h http.Handler, body io.Reader, length int64, session string) *httptes
 	return rec
 }
 
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+	`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 func initialize(t *testing.T, h http.Handler) string {
 	t.Helper()
@@ -61,7 +62,8 @@ func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 	h := f.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: 1 << 20})
 	defer h.Close()
 	big := func() io.Reader {
-		return io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"validate_workspace_config","arguments":{"workspace_root":"`),
+		return io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call",`+
+			`"params":{"name":"validate_workspace_config","arguments":{"workspace_root":"`),
 			bytes.NewReader(bytes.Repeat([]byte("A"), 100<<20)), strings.NewReader(`"}}}`))
 	}
 	for _, declared := range []bool{true, false} {
@@ -101,7 +103,8 @@ func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 	defer h.Close()
 	id := initialize(t, h)
 	arg := strings.Repeat("A", 3<<19)
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate_workspace_config","arguments":{"workspace_root":"/%s","overrides":{"vm":{"%s":1}}}}}`, arg, arg)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate_workspace_config",`+
+		`"arguments":{"workspace_root":"/%s","overrides":{"vm":{"%s":1}}}}}`, arg, arg)
 	rec := post(h, strings.NewReader(body), int64(len(body)), id)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "WORKSPACE_CONFIG_INVALID") {
 		t.Fatalf("%d %.300s", rec.Code, rec.Body)
@@ -126,17 +129,20 @@ func TestSessionsAreCappedAndExpire(t *testing.T) {
 		c.Advance(time.Second)
 		initialize(t, h)
 		// keep stays active, so it is never the longest idle.
-		if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1, keep); rec.Code != http.StatusOK {
+		if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1,
+			keep); rec.Code != http.StatusOK {
 			t.Fatalf("ping on a live session: %d %s", rec.Code, rec.Body)
 		}
 	}
 	if n := f.srv.Sessions() - base; n > 50 || h.sessions.Len() > 50 {
 		t.Fatalf("%d sessions held after 502 initializations (table %d), cap 50", n, h.sessions.Len())
 	}
-	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1, first); rec.Code != http.StatusNotFound {
+	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1,
+		first); rec.Code != http.StatusNotFound {
 		t.Errorf("the evicted session answered %d", rec.Code)
 	}
-	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1, keep); rec.Code != http.StatusOK {
+	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1,
+		keep); rec.Code != http.StatusOK {
 		t.Errorf("the active session was evicted: %d", rec.Code)
 	}
 	c.Advance(time.Hour)
@@ -152,15 +158,18 @@ func TestSessionsAreCappedAndExpire(t *testing.T) {
 }
 
 func TestReadSettingsHTTPLimits(t *testing.T) {
-	env := map[string]string{"MCP_HTTP_MAX_BODY_BYTES": "65536", "MCP_HTTP_MAX_SESSIONS": "20", "MCP_HTTP_SESSION_IDLE_SECONDS": "90"}
+	env := map[string]string{"MCP_HTTP_MAX_BODY_BYTES": "65536", "MCP_HTTP_MAX_SESSIONS": "20",
+		"MCP_HTTP_SESSION_IDLE_SECONDS": "90"}
 	s, err := ReadSettings(func(k string) string { return env[k] })
 	if err != nil || s.MaxBodyBytes != 65536 || s.MaxSessions != 20 || s.SessionIdle != 90*time.Second {
 		t.Errorf("settings = %+v, %v", s, err)
 	}
-	if _, err := ReadSettings(func(k string) string { return map[string]string{"MCP_HTTP_MAX_SESSIONS": "0"}[k] }); err == nil {
+	zeroSessions := func(k string) string { return map[string]string{"MCP_HTTP_MAX_SESSIONS": "0"}[k] }
+	if _, err := ReadSettings(zeroSessions); err == nil {
 		t.Error("MCP_HTTP_MAX_SESSIONS=0 was accepted")
 	}
-	if o := (HTTPOptions{}).withDefaults(); o.MaxBodyBytes != DefaultMaxBodyBytes || o.MaxSessions != DefaultMaxSessions || o.SessionIdle != DefaultSessionIdle {
+	if o := (HTTPOptions{}).withDefaults(); o.MaxBodyBytes != DefaultMaxBodyBytes ||
+		o.MaxSessions != DefaultMaxSessions || o.SessionIdle != DefaultSessionIdle {
 		t.Errorf("defaults = %+v", o)
 	}
 }

@@ -74,8 +74,10 @@ func TestReadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.MaxInstances != 5 || s.DefaultTTL != 15*time.Minute || s.MaxTTL != 90*time.Minute || s.SweepInterval != 30*time.Second ||
-		s.Backend != "lima" || s.HTTPAddr() != "[::1]:9000" || s.EnableHTTP == nil || *s.EnableHTTP || s.Session != "agent-7" {
+	if s.MaxInstances != 5 || s.DefaultTTL != 15*time.Minute || s.MaxTTL != 90*time.Minute ||
+		s.SweepInterval != 30*time.Second ||
+		s.Backend != "lima" || s.HTTPAddr() != "[::1]:9000" || s.EnableHTTP == nil || *s.EnableHTTP ||
+		s.Session != "agent-7" {
 		t.Errorf("settings = %+v", s)
 	}
 	o := s.overrides()
@@ -83,10 +85,12 @@ func TestReadSettings(t *testing.T) {
 		t.Errorf("overrides = %v", o)
 	}
 	defaults, _ := ReadSettings(func(string) string { return "" })
-	if defaults.HTTPAddr() != "127.0.0.1:8765" || defaults.SweepInterval != time.Minute || len(defaults.overrides()) != 0 {
+	if defaults.HTTPAddr() != "127.0.0.1:8765" || defaults.SweepInterval != time.Minute ||
+		len(defaults.overrides()) != 0 {
 		t.Errorf("defaults = %+v", defaults)
 	}
-	for _, bad := range []map[string]string{{"SANDBOX_BACKEND": "docker"}, {"MAX_INSTANCES": "many"}, {"MCP_ENABLE_HTTP": "maybe"}} {
+	for _, bad := range []map[string]string{{"SANDBOX_BACKEND": "docker"}, {"MAX_INSTANCES": "many"},
+		{"MCP_ENABLE_HTTP": "maybe"}} {
 		if _, err := ReadSettings(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("%v was accepted", bad)
 		}

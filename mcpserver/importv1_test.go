@@ -40,9 +40,11 @@ func TestImportedV1InstanceIsListedUnderItsV1ID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.srv.cfg.Engine.AdoptInstance(ctx, ws, reconcile.AdoptRequest{Sandbox: "inst_0a1b2c3d", Instance: vm.Name,
-		Driver: sim.Name, ExpiresAt: t0.Add(20 * time.Minute), AcquiredAt: t0.Add(-time.Hour),
-		Keys: map[string]any{"cpus": int64(2), "memory_gib": 4.0, "disk_gib": 30.0, "mounts": []any{}, "ports": []any{}}})
+	res, err := f.srv.cfg.Engine.AdoptInstance(ctx, ws, reconcile.AdoptRequest{Sandbox: "inst_0a1b2c3d",
+		Instance: vm.Name,
+		Driver:   sim.Name, ExpiresAt: t0.Add(20 * time.Minute), AcquiredAt: t0.Add(-time.Hour),
+		Keys: map[string]any{"cpus": int64(2), "memory_gib": 4.0, "disk_gib": 30.0, "mounts": []any{},
+			"ports": []any{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +57,11 @@ func TestImportedV1InstanceIsListedUnderItsV1ID(t *testing.T) {
 		t.Fatalf("instances = %v", rows)
 	}
 	row := rows[0].(map[string]any)
-	if row["instance_id"] != "inst_0a1b2c3d" || row["backend_instance_name"] != vm.Name || row["backend_name"] != sim.Name ||
+	if row["instance_id"] != "inst_0a1b2c3d" || row["backend_instance_name"] != vm.Name ||
+		row["backend_name"] != sim.Name ||
 		row["status"] != "running" || row["live_exists"] != true || row["reconciliation_drift"] != false ||
-		row["expires_at"] != "2026-11-25T12:20:00Z" || row["workspace_root"] != ws.Root || row["sandbox"] != "inst_0a1b2c3d" {
+		row["expires_at"] != "2026-11-25T12:20:00Z" || row["workspace_root"] != ws.Root ||
+		row["sandbox"] != "inst_0a1b2c3d" {
 		t.Errorf("row = %v", row)
 	}
 	ext := f.ok("extend_instance_ttl", map[string]any{"instance_id": "inst_0a1b2c3d", "ttl_minutes": 10})

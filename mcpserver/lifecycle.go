@@ -38,7 +38,8 @@ func (s *Server) registerLifecycle() {
 	addTool(
 		s,
 		"create_instance",
-		"Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when auto_bootstrap).",
+		"Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when "+
+			"auto_bootstrap).",
 		s.createInstance,
 	)
 	addTool(
@@ -108,7 +109,8 @@ func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[stri
 	r := res.Resolved
 	instance := res.InstanceOf(sandbox)
 	out := map[string]any{
-		"instance_id": sandbox, "backend": r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver), "status": "running",
+		"instance_id": sandbox, "backend": r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver),
+		"status":     "running",
 		"created_at": nil, "expires_at": nil, "ssh_port": nil,
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "backend_instance_name": instance,
 	}
@@ -148,7 +150,8 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.touch(res.Resolved.Root)
-	return map[string]any{"instance_id": a.InstanceID, "expires_at": iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
+	return map[string]any{"instance_id": a.InstanceID,
+		"expires_at":           iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
 		"ttl_extended_minutes": a.TTLMinutes}, nil
 }
 

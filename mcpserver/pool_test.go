@@ -17,7 +17,8 @@ func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.FillPools}}); err != nil {
+	if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
+		reconcile.Options{Request: reconcile.Request{Op: reconcile.FillPools}}); err != nil {
 		t.Fatalf("filling the pool: %v", err)
 	}
 	var spare string
@@ -47,7 +48,8 @@ func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 	if !found {
 		t.Errorf("list_instances does not show %s on %s", id, spare)
 	}
-	if out := f.ok("run_command", map[string]any{"instance_id": id, "command": "echo warm"}); out["stdout"] != "warm\n" {
+	if out := f.ok("run_command", map[string]any{"instance_id": id,
+		"command": "echo warm"}); out["stdout"] != "warm\n" {
 		t.Errorf("run_command in the adopted VM: %v", out)
 	}
 	f.ok("destroy_instance", map[string]any{"instance_id": id})

@@ -48,7 +48,8 @@ func TestToolsAndSchemas(t *testing.T) {
 			t.Errorf("%s requires %v, want %v", name, got, want)
 		}
 		if schema.AdditionalProperties != false {
-			t.Errorf("%s does not steer clients away from unknown fields (additionalProperties %v)", name, schema.AdditionalProperties)
+			t.Errorf("%s does not steer clients away from unknown fields (additionalProperties %v)", name,
+				schema.AdditionalProperties)
 		}
 		for prop, p := range schema.Properties {
 			if d, _ := p.(map[string]any)["description"].(string); d == "" {
@@ -67,7 +68,8 @@ func TestLifecycleKeepsV1Fields(t *testing.T) {
 	hasKeys(t, "create_instance", created, "instance_id", "backend", "status", "created_at", "expires_at", "ssh_port",
 		"workspace_root", "workspace_id", "auto_bootstrap", "wait_for_ready", "bootstrap")
 	id := created["instance_id"].(string)
-	if created["status"] != "running" || created["expires_at"] != "2026-11-25T12:20:00Z" || created["created_at"] != "2026-11-25T12:00:00Z" ||
+	if created["status"] != "running" || created["expires_at"] != "2026-11-25T12:20:00Z" ||
+		created["created_at"] != "2026-11-25T12:00:00Z" ||
 		len(id) != 13 || id[:5] != "inst_" {
 		t.Errorf("create_instance = %v", created)
 	}
@@ -83,10 +85,13 @@ func TestLifecycleKeepsV1Fields(t *testing.T) {
 		t.Fatalf("instances = %v", rows)
 	}
 	row := rows[0].(map[string]any)
-	hasKeys(t, "an instance", row, "instance_id", "backend_name", "profile_name", "workspace_root", "workspace_id", "status",
-		"created_at", "expires_at", "last_used_at", "owner_session", "ssh_port", "backend_instance_name", "runtime_name",
+	hasKeys(t, "an instance", row, "instance_id", "backend_name", "profile_name", "workspace_root", "workspace_id",
+		"status",
+		"created_at", "expires_at", "last_used_at", "owner_session", "ssh_port", "backend_instance_name",
+		"runtime_name",
 		"runtime_ready", "docker_command", "live_exists", "live_status", "reconciliation_drift")
-	if row["instance_id"] != id || row["status"] != "running" || row["live_exists"] != true || row["reconciliation_drift"] != false {
+	if row["instance_id"] != id || row["status"] != "running" || row["live_exists"] != true ||
+		row["reconciliation_drift"] != false {
 		t.Errorf("row = %v", row)
 	}
 
@@ -110,7 +115,8 @@ func TestLifecycleKeepsV1Fields(t *testing.T) {
 func TestV1ErrorCodes(t *testing.T) {
 	f := newFixture(t, simSpec+"[lease]\nmax_instances = 1\n")
 	f.fails("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 0}, "TTL_INVALID")
-	d := f.fails("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 999}, "TTL_INVALID")["details"].(map[string]any)
+	d := f.fails("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 999},
+		"TTL_INVALID")["details"].(map[string]any)
 	if d["max_ttl_minutes"] != 120.0 || d["ttl_minutes"] != 999.0 {
 		t.Errorf("TTL_INVALID details = %v", d)
 	}
@@ -118,18 +124,22 @@ func TestV1ErrorCodes(t *testing.T) {
 	for _, tool := range []string{"destroy_instance", "prepare_workspace"} {
 		f.fails(tool, map[string]any{"instance_id": "inst_deadbeef"}, "INSTANCE_NOT_FOUND")
 	}
-	f.fails("extend_instance_ttl", map[string]any{"instance_id": "inst_deadbeef", "ttl_minutes": 5}, "INSTANCE_NOT_FOUND")
+	f.fails("extend_instance_ttl", map[string]any{"instance_id": "inst_deadbeef", "ttl_minutes": 5},
+		"INSTANCE_NOT_FOUND")
 
 	f.probe.CPUs = 1
-	res := f.fails("create_instance", map[string]any{"workspace_root": f.root, "cpus": 4}, "INSUFFICIENT_HOST_RESOURCES")
+	res := f.fails("create_instance", map[string]any{"workspace_root": f.root, "cpus": 4},
+		"INSUFFICIENT_HOST_RESOURCES")
 	det := res["details"].(map[string]any)
-	if det["failed_checks"].([]any)[0] != "cpu" || det["suggested_vm"].(map[string]any)["cpus"] != 1.0 || len(f.world()) != 0 {
+	if det["failed_checks"].([]any)[0] != "cpu" || det["suggested_vm"].(map[string]any)["cpus"] != 1.0 ||
+		len(f.world()) != 0 {
 		t.Errorf("preflight details %v, world %v", det, f.world())
 	}
 	f.probe = plenty()
 
 	first := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10})
-	lim := f.fails("create_instance", map[string]any{"workspace_root": f.root}, "INSTANCE_LIMIT_EXCEEDED")["details"].(map[string]any)
+	lim := f.fails("create_instance", map[string]any{"workspace_root": f.root},
+		"INSTANCE_LIMIT_EXCEEDED")["details"].(map[string]any)
 	if lim["max_instances"] != 1.0 || lim["active_instances"] != 1.0 || len(f.world()) != 1 {
 		t.Errorf("limit details %v, world %v", lim, f.world())
 	}
@@ -147,13 +157,16 @@ func TestV1ErrorCodes(t *testing.T) {
 	f.fails("prepare_workspace", map[string]any{"instance_id": id}, "INSTANCE_TERMINAL")
 
 	broken := newFixture(t, "[vm]\ndriver = \"lima\"\n")
-	un := broken.fails("create_instance", map[string]any{"workspace_root": broken.root}, "BACKEND_UNAVAILABLE")["details"].(map[string]any)
+	un := broken.fails("create_instance", map[string]any{"workspace_root": broken.root},
+		"BACKEND_UNAVAILABLE")["details"].(map[string]any)
 	if un["probable_cause"] != "backend_binary_missing" || len(un["next_steps"].([]any)) == 0 {
 		t.Errorf("BACKEND_UNAVAILABLE details = %v", un)
 	}
 	bad := newFixture(t, "[vm]\ncpus = true\n")
-	cfg := bad.fails("validate_workspace_config", map[string]any{"workspace_root": bad.root}, "WORKSPACE_CONFIG_INVALID")["details"].(map[string]any)
-	if errs := cfg["errors"].([]any); len(errs) != 1 || errs[0] != "vm.cpus must be a positive integer (got boolean true)" {
+	cfg := bad.fails("validate_workspace_config", map[string]any{"workspace_root": bad.root},
+		"WORKSPACE_CONFIG_INVALID")["details"].(map[string]any)
+	if errs := cfg["errors"].([]any); len(errs) != 1 ||
+		errs[0] != "vm.cpus must be a positive integer (got boolean true)" {
 		t.Errorf("config errors = %v", cfg["errors"])
 	}
 }
@@ -164,7 +177,8 @@ func TestExpiryHappensInTheLoopEvenAfterAList(t *testing.T) {
 	instance := created["backend_instance_name"].(string)
 	f.clock.Advance(6 * time.Minute)
 	row := f.ok("list_instances", map[string]any{"include_expired": true})["instances"].([]any)[0].(map[string]any)
-	if row["status"] != "expired" || row["live_exists"] != true || row["reconciliation_drift"] != true || !f.world()[instance] {
+	if row["status"] != "expired" || row["live_exists"] != true || row["reconciliation_drift"] != true ||
+		!f.world()[instance] {
 		t.Fatalf("listed before the loop ran: %v", row)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,8 +240,10 @@ func TestParallelEditsLoseNothing(t *testing.T) {
 
 func TestDeclarativeTools(t *testing.T) {
 	f := newFixture(t, simSpec+"[sandboxes.api]\n")
-	v := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root, "overrides": map[string]any{"vm": map[string]any{"cpus": 3}}})
-	if v["valid"] != true || v["config"].(map[string]any)["vm"].(map[string]any)["cpus"] != 3.0 || len(v["diagnostics"].([]any)) != 0 {
+	v := f.ok("validate_workspace_config", map[string]any{"workspace_root": f.root,
+		"overrides": map[string]any{"vm": map[string]any{"cpus": 3}}})
+	if v["valid"] != true || v["config"].(map[string]any)["vm"].(map[string]any)["cpus"] != 3.0 ||
+		len(v["diagnostics"].([]any)) != 0 {
 		t.Errorf("validate = %v", v)
 	}
 	p := f.ok("plan", map[string]any{"workspace_root": f.root})
@@ -252,12 +268,14 @@ func TestDeclarativeTools(t *testing.T) {
 // a broken compose file makes the workspace invalid for both.
 func TestValidateSeesBrokenComposeFiles(t *testing.T) {
 	f := newFixture(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\ncompose = true\n")
-	os.WriteFile(filepath.Join(f.root, "compose.yaml"), []byte("services:\n  web:\n    image: [not, a, string]\n"), 0o644)
+	os.WriteFile(filepath.Join(f.root, "compose.yaml"), []byte("services:\n  web:\n    image: [not, a, string]\n"),
+		0o644)
 	out := f.fails("validate_workspace_config", map[string]any{"workspace_root": f.root}, "WORKSPACE_CONFIG_INVALID")
 	if msg, _ := out["message"].(string); !strings.Contains(msg, "compose.yaml") {
 		t.Errorf("message does not name the compose file: %v", out)
 	}
-	v, err := f.srv.cfg.Engine.Validate(context.Background(), spec.Options{Root: f.root, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	v, err := f.srv.cfg.Engine.Validate(context.Background(), spec.Options{Root: f.root,
+		Host: spec.Host{OS: "linux", Arch: "amd64"}})
 	if err != nil || v.Valid() {
 		t.Errorf("engine verdict: %v %+v", err, v)
 	}

@@ -45,7 +45,8 @@ func limitError(maxInstances, active int, counted []string) *coded.Error {
 	return coded.New(
 		coded.InstanceLimit,
 		map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
-		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] max_instances",
+		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] "+
+			"max_instances",
 		active,
 		maxInstances,
 		strings.Join(counted, ", "),

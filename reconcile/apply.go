@@ -344,7 +344,8 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) erro
 	return e.Record.Update(func(f *state.File) {
 		for _, t := range f.Tasks {
 			if t.Sandbox == a.Sandbox && !t.Finished() {
-				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
+				how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
+				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+how
 			}
 		}
 	})

@@ -94,7 +94,8 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 		}
 		attempts := map[string]int{}
 		if !e.NoWait {
-			if attempts, err = guest.WaitReady(ctx, r, docker, guest.ReadinessProbes(l.Containers), readinessTimeout, e.sleep); err != nil {
+			probes := guest.ReadinessProbes(l.Containers)
+			if attempts, err = guest.WaitReady(ctx, r, docker, probes, readinessTimeout, e.sleep); err != nil {
 				return err
 			}
 		}

@@ -67,7 +67,8 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	// A backend that keeps no connection (the sim) is asked directly.
 	h.eng.Drivers = plain
 	tgt, _ = h.eng.Target(h.ws(), "api")
-	if res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"}, b); err != nil || res.Via != "sim" || started != 1 {
+	if res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"}, b); err != nil || res.Via != "sim" ||
+		started != 1 {
 		t.Errorf("the sim through ExecBrokered: %+v %v (brokers started %d)", res, err, started)
 	}
 }

@@ -20,7 +20,8 @@ type recordingGuest struct {
 	cmds *[]string
 }
 
-func (r recordingGuest) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+func (r recordingGuest) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult,
+	error) {
 	r.mu.Lock()
 	*r.cmds = append(*r.cmds, req.Command)
 	r.mu.Unlock()
@@ -59,24 +60,30 @@ func TestComposeOfTheEnginesStack(t *testing.T) {
 	g := h.guests.get(h.instance("api"))
 	ups := len(g.ups)
 	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), appCompose+"  extra:\n    image: busybox\n")
-	res, err := docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: h.root, Action: "up", Services: []string{"web"}, Detach: true}, h.eng)
-	if err != nil || res.Engine == nil || !res.Engine.Converged || len(g.ups) != ups+1 || res.Command != "sbf apply --target api" ||
-		!strings.Contains(res.Stdout, "compose") || len(res.Warnings) != 1 || res.ConnectionEnv["REDIS_HOST"] != "lima-redis-api" {
+	res, err := docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: h.root,
+		Action: "up", Services: []string{"web"}, Detach: true}, h.eng)
+	if err != nil || res.Engine == nil || !res.Engine.Converged || len(g.ups) != ups+1 ||
+		res.Command != "sbf apply --target api" ||
+		!strings.Contains(res.Stdout, "compose") || len(res.Warnings) != 1 ||
+		res.ConnectionEnv["REDIS_HOST"] != "lima-redis-api" {
 		t.Fatalf("up: %+v %v", res, err)
 	}
 	if res.Bridge["status"] != "ok" || res.Bridge["network"] != "lima-net-api" {
 		t.Errorf("bridge: %v", res.Bridge)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "~/.sbf/sbf-api/", Action: "restart", Services: []string{"web"}}, h.eng)
+	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "~/.sbf/sbf-api/",
+		Action: "restart", Services: []string{"web"}}, h.eng)
 	if err != nil || res.Engine.Converged || !res.Engine.Restarted || len(g.ups) != ups+1 ||
 		!ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml restart -- web") {
 		t.Fatalf("restart of a converged stack: %+v %v", res, err)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: ".sbf/sbf-api", Action: "ps"}, h.eng)
+	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: ".sbf/sbf-api",
+		Action: "ps"}, h.eng)
 	if err != nil || res.Engine != nil || !ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml ps") {
 		t.Errorf("ps of the engine's stack: %+v %v", res, err)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "/srv/other", Action: "up", Detach: true}, h.eng)
+	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "/srv/other",
+		Action: "up", Detach: true}, h.eng)
 	if err != nil || res.Engine != nil || len(g.ups) != ups+1 || !ran("cd '/srv/other' && docker compose up -d") {
 		t.Errorf("another project: %+v %v", res, err)
 	}

@@ -71,7 +71,8 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		}
 	}
 	if !pools(opts.Request.Op) {
-		if u.locks, err = e.lockSandboxes(ctx, u.dir, touched(u.r, u.rec, opts.Targets), lockModeOf(opts, planOnly)); err != nil {
+		names := touched(u.r, u.rec, opts.Targets)
+		if u.locks, err = e.lockSandboxes(ctx, u.dir, names, lockModeOf(opts, planOnly)); err != nil {
 			return u, err
 		}
 	}

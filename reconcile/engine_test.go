@@ -37,7 +37,8 @@ func TestApplyConvergesAndReapplyDoesNothing(t *testing.T) {
 		t.Errorf("summary = %+v", s)
 	}
 	world := h.world()
-	if len(world) != 2 || world[h.instance("web")].Reported.CPUs != 4 || world[h.instance("api")].Status != drivers.Running {
+	if len(world) != 2 || world[h.instance("web")].Reported.CPUs != 4 ||
+		world[h.instance("api")].Status != drivers.Running {
 		t.Fatalf("world = %+v", world)
 	}
 	mark := h.logLen()
@@ -124,7 +125,8 @@ func TestFailuresAreJoinedPerSandbox(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
 	h.faults = "create:*=fail"
 	_, err := h.apply()
-	if err == nil || !strings.Contains(err.Error(), "sandbox api: create") || !strings.Contains(err.Error(), "sandbox web: create") {
+	if err == nil || !strings.Contains(err.Error(), "sandbox api: create") ||
+		!strings.Contains(err.Error(), "sandbox web: create") {
 		t.Fatalf("err = %v, want both failures", err)
 	}
 	st, _ := state.Read(filepath.Join(h.root, spec.Dir), h.root, "")
@@ -190,7 +192,8 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 
 func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	if _, err := h.converge(Options{Targets: []string{"scratch"}, Request: Request{Op: Up, Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"scratch"}, Request: Request{Op: Up,
+		Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := spec.ReadManaged(h.root)
@@ -207,7 +210,8 @@ func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h.mustApply()
 	h.clock.Advance(11 * time.Minute)
 	res := h.mustApply()
-	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Kind != plan.Expire || res.Plan.Actions[0].Sandbox != "scratch" {
+	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Kind != plan.Expire ||
+		res.Plan.Actions[0].Sandbox != "scratch" {
 		t.Errorf("apply past the ad-hoc lease: %+v", res.Plan.Actions)
 	}
 	// ...and destroy forgets it entirely.
@@ -227,11 +231,13 @@ func TestExtendBounds(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_ttl = \"1h\"\nmax_lifetime = \"2h\"\n")
 	h.mustApply() // leases end at t0+30m
 	code := func(err error) string { return coded.Of(err, coded.Unknown).Code }
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"}, TTL: TTL(2 * time.Hour)}}); code(err) != coded.TTLInvalid {
+	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
+		TTL: TTL(2 * time.Hour)}}); code(err) != coded.TTLInvalid {
 		t.Errorf("extension past max_ttl: %v", err)
 	}
 	for i := 0; i < 1; i++ {
-		if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"}, TTL: TTL(time.Hour)}}); err != nil {
+		if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
+			TTL: TTL(time.Hour)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,7 +251,8 @@ func TestExtendBounds(t *testing.T) {
 		t.Errorf("extension past max_lifetime: %#v", err)
 	}
 	h.clock.Advance(31 * time.Minute)
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"web"}, TTL: TTL(time.Minute)}}); code(err) != coded.InstanceTerminal {
+	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"web"},
+		TTL: TTL(time.Minute)}}); code(err) != coded.InstanceTerminal {
 		t.Errorf("extending an expired lease: %v", err)
 	}
 }
@@ -254,7 +261,8 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_instances = 1\n")
 	_, err := h.apply()
 	var e *coded.Error
-	if !errors.As(err, &e) || e.Code != coded.InstanceLimit || e.Details["max_instances"] != 1 || e.Details["active_instances"] != 1 {
+	if !errors.As(err, &e) || e.Code != coded.InstanceLimit || e.Details["max_instances"] != 1 ||
+		e.Details["active_instances"] != 1 {
 		t.Fatalf("err = %#v", err)
 	}
 	if len(h.world()) != 1 {
@@ -264,11 +272,13 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 	// the loop deletes it.
 	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.web]\nttl = \"10m\"\n[lease]\nmax_instances = 1\n")
 	h.converge(Options{Request: Request{Op: Destroy}})
-	if _, err := h.converge(Options{Targets: []string{"web"}, Request: Request{Op: Renew, Sandboxes: []string{"web"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"web"}, Request: Request{Op: Renew,
+		Sandboxes: []string{"web"}}}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(11 * time.Minute)
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Renew, Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Renew,
+		Sandboxes: []string{"api"}}}); err != nil {
 		t.Errorf("web's expired lease still counted: %v", err)
 	}
 }
@@ -291,7 +301,8 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 		t.Fatalf("fresh saved plan: %v", err)
 	}
 	_, err = h.converge(Options{Request: Request{Op: Renew}, Saved: saved})
-	if c := coded.Of(err, coded.Unknown).Code; c != coded.StalePlan || !strings.Contains(err.Error(), "saved plan is stale") {
+	if c := coded.Of(err, coded.Unknown).Code; c != coded.StalePlan ||
+		!strings.Contains(err.Error(), "saved plan is stale") {
 		t.Errorf("reused plan: %v", err)
 	}
 }
@@ -337,7 +348,8 @@ func TestBackendValidationIsAPlanProblem(t *testing.T) {
 		return pickySim{d}, nil
 	}
 	res, err := h.apply()
-	if err == nil || !strings.Contains(err.Error(), "sandbox big: cpus: the sim driver cannot give a VM more than 8 CPUs") {
+	if err == nil || !strings.Contains(err.Error(),
+		"sandbox big: cpus: the sim driver cannot give a VM more than 8 CPUs") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(res.Plan.Actions) != 1 || res.Plan.Actions[0].Sandbox != "small" || len(res.Plan.Problems) != 1 {

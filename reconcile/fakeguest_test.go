@@ -47,7 +47,8 @@ func (w *guestWorld) get(instance string) *fakeDocker {
 	}
 	g, ok := w.guests[instance]
 	if !ok {
-		g = &fakeDocker{installed: true, files: map[string]map[string][]byte{}, running: map[string]map[string]fakeContainer{}}
+		g = &fakeDocker{installed: true, files: map[string]map[string][]byte{},
+			running: map[string]map[string]fakeContainer{}}
 		w.guests[instance] = g
 	}
 	return g

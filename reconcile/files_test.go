@@ -50,7 +50,8 @@ func TestCopyAndCollectStayInTheAllowedRoots(t *testing.T) {
 	outside := t.TempDir()
 	write(t, outside, map[string]string{"secret": "S"})
 	os.Symlink(outside, filepath.Join(h.root, "out"))
-	for _, c := range []struct{ in, out string }{{outside + "/secret", ""}, {"out/secret", ""}, {"../x", ""}, {"", outside + "/x"}, {"", "out/x"}} {
+	for _, c := range []struct{ in, out string }{{outside + "/secret", ""}, {"out/secret", ""}, {"../x", ""}, {"",
+		outside + "/x"}, {"", "out/x"}} {
 		var err error
 		if c.in != "" {
 			err = tgt.CopyIn(ctx, policy, h.root, c.in, "/work/x")
@@ -65,12 +66,14 @@ func TestCopyAndCollectStayInTheAllowedRoots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Error("a copy wrote outside the allowed roots")
 	}
-	c, err := tgt.Collect(ctx, policy, h.root, []string{"/work/src/a.txt", "/work/src/sub/b.txt", "/work/src/a.txt"}, "artifacts")
+	c, err := tgt.Collect(ctx, policy, h.root, []string{"/work/src/a.txt", "/work/src/sub/b.txt",
+		"/work/src/a.txt"}, "artifacts")
 	if err != nil || len(c.Artifacts) != 3 || filepath.Base(c.Artifacts[2].LocalPath) != "2-a.txt" ||
 		c.Dest != filepath.Join(h.root, "artifacts") {
 		t.Fatalf("collect: %+v %v", c, err)
 	}
-	if _, err := tgt.Collect(ctx, policy, h.root, nil, "artifacts"); !strings.Contains(fmtErr(err), "remote_paths cannot be empty") {
+	if _, err := tgt.Collect(ctx, policy, h.root, nil, "artifacts"); !strings.Contains(fmtErr(err),
+		"remote_paths cannot be empty") {
 		t.Errorf("empty collect: %v", err)
 	}
 }
@@ -87,7 +90,8 @@ func fmtErr(err error) string {
 func TestSyncSendsOnlyChanges(t *testing.T) {
 	h, tgt, policy := fileHarness(t)
 	ctx := context.Background()
-	write(t, h.root, map[string]string{"app/main.go": "v1", "app/lib/x.go": "x", "app/.venv/bin/py": "venv", "app/.git/HEAD": "ref"})
+	write(t, h.root, map[string]string{"app/main.go": "v1", "app/lib/x.go": "x", "app/.venv/bin/py": "venv",
+		"app/.git/HEAD": "ref"})
 	ex := tgt.SyncExcludes(nil)
 	rep, err := tgt.Sync(ctx, policy, h.root, "app", "/work/app", ex)
 	if err != nil || rep.Sent != 2 || rep.Unchanged != 0 {

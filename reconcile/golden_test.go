@@ -56,7 +56,8 @@ func TestPlanGolden(t *testing.T) {
 
 func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	ws := t.TempDir()
-	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true, "want": true, "mode": true}
+	reserved := map[string]bool{"now": true, "recorded.json": true, "observed.json": true, "guests.json": true,
+		"want": true, "mode": true}
 	for _, f := range ar.Files {
 		if !reserved[f.Name] {
 			testutil.WriteFile(t, filepath.Join(ws, f.Name), string(f.Data))

@@ -44,7 +44,8 @@ type harness struct {
 func newHarness(t testing.TB, specText string) *harness {
 	t.Helper()
 	root := t.TempDir()
-	h := &harness{t: t, root: root, simDir: filepath.Join(root, "world"), hostDir: filepath.Join(root, "host"), clock: clock.NewFake(t0)}
+	h := &harness{t: t, root: root, simDir: filepath.Join(root, "world"), hostDir: filepath.Join(root, "host"),
+		clock: clock.NewFake(t0)}
 	h.writeSpec(specText)
 	h.eng = &Engine{
 		Clock:       h.clock,

@@ -52,7 +52,8 @@ func kinds(p *plan.Plan) string {
 func TestLayersConvergeAndStayConverged(t *testing.T) {
 	h := layeredHarness(t)
 	res := h.mustApply()
-	if got := kinds(res.Plan); got != "create(not found) runtime(new VM) services(new VM) env(connection variables differ in .env) compose(new VM)" {
+	if got := kinds(res.Plan); got != "create(not found) runtime(new VM) services(new VM) env(connection variables "+
+		"differ in .env) compose(new VM)" {
 		t.Fatalf("first plan: %s", got)
 	}
 	g := h.guests.get(h.instance("api"))
@@ -60,11 +61,13 @@ func TestLayersConvergeAndStayConverged(t *testing.T) {
 		t.Errorf("ups = %v", g.ups)
 	}
 	env, _ := os.ReadFile(filepath.Join(h.root, ".env"))
-	if !strings.HasPrefix(string(env), "# my settings\nAPP_MODE=dev\n") || !strings.Contains(string(env), "REDIS_URL=redis://lima-redis-api:6379/0\n") {
+	if !strings.HasPrefix(string(env), "# my settings\nAPP_MODE=dev\n") ||
+		!strings.Contains(string(env), "REDIS_URL=redis://lima-redis-api:6379/0\n") {
 		t.Errorf(".env = %q", env)
 	}
 	rec := res.State.Sandboxes["api"]
-	if rec.Applied["docker_command"] != "docker" || rec.Applied["compose.web"] == "" || rec.Applied["services.redis"] == "" {
+	if rec.Applied["docker_command"] != "docker" || rec.Applied["compose.web"] == "" ||
+		rec.Applied["services.redis"] == "" {
 		t.Errorf("applied = %v", rec.Applied)
 	}
 	for k, v := range rec.Applied {
@@ -127,7 +130,8 @@ func TestMissingRuntimeIsInstalled(t *testing.T) {
 	g := h.guests.get(h.instance("api"))
 	g.installed = false
 	_, err := h.apply()
-	if c := coded.Of(err, coded.Unknown).Code; c != "RUNTIME_NOT_READY" || !strings.Contains(err.Error(), "sandbox api: runtime") {
+	if c := coded.Of(err, coded.Unknown).Code; c != "RUNTIME_NOT_READY" ||
+		!strings.Contains(err.Error(), "sandbox api: runtime") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(g.ups) != 0 {
@@ -160,7 +164,9 @@ func TestHostShellDriverCannotConvergeLayers(t *testing.T) {
 // What prepare_workspace reports comes from what the engine recorded while
 // converging, not from a template.
 func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"s3cret-pw\"\n[sandboxes.api]\nruntime = true\nservices = [\"mysql\", \"redis\"]\n")
+	h := newHarness(t,
+		"[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"s3cret-pw\"\n[sandboxes.api]\nruntime = true\nservices "+
+			"= [\"mysql\", \"redis\"]\n")
 	h.guests = &guestWorld{}
 	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Request: Request{Op: Renew}, NoWait: true}), "api")
 	if empty.Services["mysql"].Ready || empty.Services["mysql"].Attempts != 0 {

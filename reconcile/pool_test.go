@@ -148,7 +148,8 @@ func TestCreateAdoptsAWarmSpare(t *testing.T) {
 	if res := h.fill(); steps(res.Plan) != "pool.small:create" || res.Plan.Actions[0].Instance == spare {
 		t.Fatalf("refill: %+v", res.Plan.Actions)
 	}
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy, Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy,
+		Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := h.world()[spare]; ok {
@@ -188,7 +189,8 @@ func TestLostStateFindsAdoptedVMByLabel(t *testing.T) {
 	os.Remove(filepath.Join(h.root, spec.Dir, state.FileName))
 	mark := h.logLen()
 	res := h.mustApply()
-	if len(res.Plan.Actions) != 0 || len(res.Plan.Refresh) != 1 || res.State.Sandboxes["api"].Instance != owned["api@"+h.workspaceID()] {
+	if len(res.Plan.Actions) != 0 || len(res.Plan.Refresh) != 1 ||
+		res.State.Sandboxes["api"].Instance != owned["api@"+h.workspaceID()] {
 		t.Errorf("rebuild: %s %+v → %+v", steps(res.Plan), res.Plan.Refresh, res.State.Sandboxes["api"])
 	}
 	if n, ops := h.mutations(mark); n != 0 {
@@ -240,7 +242,8 @@ func TestAdoptionMatchesShapeAndReconfigures(t *testing.T) {
 // Spares count toward [lease] max_instances; a sandbox's create that
 // would pass the cap deletes a spare first, and a fill stops at the cap.
 func TestInstanceCapEvictsSparesForSandboxes(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\ncpus = 2\n[pool.small]\ncpus = 4\nsize = 3\n[lease]\nmax_instances = 2\n[sandboxes.api]\n")
+	h := newHarness(t,
+		"[vm]\ndriver = \"sim\"\ncpus = 2\n[pool.small]\ncpus = 4\nsize = 3\n[lease]\nmax_instances = 2\n[sandboxes.api]\n")
 	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: FillPools}})
 	if coded.Of(err, coded.Unknown).Code != coded.InstanceLimit {
 		t.Errorf("a fill past the cap: %v", err)
@@ -391,7 +394,8 @@ func TestAdoptInstanceImportsAnExistingVM(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n")
 	d, _ := sim.New(sim.Options{Dir: h.simDir})
 	ctx := context.Background()
-	v1 := drivers.Spec{Name: "agent-0a1b2c3d", CPUs: 1, MemoryGiB: 2, DiskGiB: 15, Arch: "x86_64", VMType: "qemu", Template: "template:docker"}
+	v1 := drivers.Spec{Name: "agent-0a1b2c3d", CPUs: 1, MemoryGiB: 2, DiskGiB: 15, Arch: "x86_64", VMType: "qemu",
+		Template: "template:docker"}
 	if err := d.Create(ctx, v1); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +412,8 @@ func TestAdoptInstanceImportsAnExistingVM(t *testing.T) {
 	if steps(res.Plan) != "inst_0a1b2c3d:adopt" || rec.Instance != "agent-0a1b2c3d" || rec.Phase != state.Running {
 		t.Fatalf("%s → %+v", steps(res.Plan), rec)
 	}
-	if inst := h.world()["agent-0a1b2c3d"]; inst.Status != drivers.Running || !inst.Label.OwnedBy(h.workspaceID(), "inst_0a1b2c3d") {
+	if inst := h.world()["agent-0a1b2c3d"]; inst.Status != drivers.Running ||
+		!inst.Label.OwnedBy(h.workspaceID(), "inst_0a1b2c3d") {
 		t.Errorf("the imported VM: %+v", inst)
 	}
 	if l := res.Resolved.Config.Leases["inst_0a1b2c3d"]; !l.ExpiresAt.Equal(t0.Add(20 * time.Minute)) {

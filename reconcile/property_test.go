@@ -181,7 +181,8 @@ func TestWatchWakesAtLeaseEnd(t *testing.T) {
 	waitPass()
 	waitAsleep()
 	h.clock.Advance(10 * time.Minute) // short's lease end, far before the 1h interval
-	if r := waitPass(); len(r.Plan.Actions) != 1 || r.Plan.Actions[0].Sandbox != "short" || r.Plan.Actions[0].Kind != plan.Expire {
+	if r := waitPass(); len(r.Plan.Actions) != 1 || r.Plan.Actions[0].Sandbox != "short" ||
+		r.Plan.Actions[0].Kind != plan.Expire {
 		t.Fatalf("pass at short's expiry: %+v", r.Plan.Actions)
 	}
 	if _, ok := h.world()[h.instance("short")]; ok {
@@ -208,7 +209,8 @@ func TestSlowWorkspaceDoesNotDelayAnotherExpiry(t *testing.T) {
 	a.clock, a.simDir = b.clock, b.simDir // one host: one clock, one world
 	// slow holds a lease its VM does not have yet: the loop must create it.
 	testutil.WriteFile(t, filepath.Join(a.root, spec.Dir, spec.OverridesFile), fmt.Sprintf(
-		"[leases.slow]\nacquired_at = %s\nexpires_at = %s\n", t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)))
+		"[leases.slow]\nacquired_at = %s\nexpires_at = %s\n", t0.Format(time.RFC3339),
+		t0.Add(time.Hour).Format(time.RFC3339)))
 	b.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
 		latency := ""
 		if r != nil && r.Root == a.root {

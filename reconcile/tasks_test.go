@@ -19,12 +19,14 @@ func TestBackgroundTasks(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	h.mustApply()
 	ctx := context.Background()
-	done, err := h.eng.Tasks(h.ws()).Start(ctx, "api", "echo $WORD; echo oops >&2; exit 3", "", map[string]string{"WORD": "hello"})
+	done, err := h.eng.Tasks(h.ws()).Start(ctx, "api", "echo $WORD; echo oops >&2; exit 3", "",
+		map[string]string{"WORD": "hello"})
 	if err != nil || done.PID == 0 || !strings.HasPrefix(done.ID, "task_") || len(done.ID) != 17 {
 		t.Fatalf("start: %+v %v", done, err)
 	}
 	var st = done
-	for deadline := time.Now().Add(10 * time.Second); st.Status == "running" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); st.Status == "running" &&
+		time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if st, err = h.eng.Tasks(h.ws()).Get(ctx, done.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +39,8 @@ func TestBackgroundTasks(t *testing.T) {
 		t.Errorf("logs = %q", logs)
 	}
 	var ce *coded.Error
-	if _, err := h.eng.Tasks(h.ws()).Stop(ctx, done.ID, false); !errors.As(err, &ce) || ce.Code != sandbox.CodeTaskAlreadyFinished {
+	if _, err := h.eng.Tasks(h.ws()).Stop(ctx, done.ID, false); !errors.As(err, &ce) ||
+		ce.Code != sandbox.CodeTaskAlreadyFinished {
 		t.Errorf("stop of a finished task: %v", err)
 	}
 	long, err := h.eng.Tasks(h.ws()).Start(ctx, "api", "sleep 60 & sleep 60", "", nil)
@@ -53,7 +56,8 @@ func TestBackgroundTasks(t *testing.T) {
 	if strings.TrimSpace(res.Stdout) != "0" {
 		t.Errorf("processes left in the task's group: %q", res.Stdout)
 	}
-	if _, err := h.eng.Tasks(h.ws()).Get(ctx, "task_000000000000"); !errors.As(err, &ce) || ce.Code != sandbox.CodeTaskNotFound {
+	if _, err := h.eng.Tasks(h.ws()).Get(ctx, "task_000000000000"); !errors.As(err, &ce) ||
+		ce.Code != sandbox.CodeTaskNotFound {
 		t.Errorf("unknown task: %v", err)
 	}
 	list, _ := h.eng.Tasks(h.ws()).List()

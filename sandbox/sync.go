@@ -192,7 +192,8 @@ func writeSelected(w io.Writer, fsys fs.FS, src string, rels []string, manifest 
 			}
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: manifestName, Mode: 0o644, Size: int64(len(manifest)), Typeflag: tar.TypeReg}); err != nil {
+	hdr := &tar.Header{Name: manifestName, Mode: 0o644, Size: int64(len(manifest)), Typeflag: tar.TypeReg}
+	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
 	if _, err := tw.Write(manifest); err != nil {

@@ -85,7 +85,8 @@ func startScript(id, command, cwd string, env map[string]string) (string, error)
 	}
 	return `d="$HOME/.sbf/tasks"; mkdir -p "$d" || exit 1
 ` + prelude.Command + ` || exit 1
-setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(command) + ` "$d/` + id + `.exit" > "$d/` + id + `.log" 2>&1 < /dev/null &
+setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(command) + ` "$d/` + id + `.exit" > "$d/` +
+		id + `.log" 2>&1 < /dev/null &
 echo "$!"; echo "$d"`, nil
 }
 
@@ -149,7 +150,8 @@ func (ts *Tasks) Stop(ctx context.Context, id string, force bool) (*state.Task, 
 	if force {
 		sig, code = "KILL", -9
 	}
-	if _, err := tgt.Exec(ctx, drivers.ExecRequest{Command: fmt.Sprintf("kill -%s -%d", sig, t.PID), Timeout: taskControl}); err != nil {
+	kill := drivers.ExecRequest{Command: fmt.Sprintf("kill -%s -%d", sig, t.PID), Timeout: taskControl}
+	if _, err := tgt.Exec(ctx, kill); err != nil {
 		return t, fmt.Errorf("stopping task %s: %w", id, err)
 	}
 	now := ts.Clock.Now().UTC()

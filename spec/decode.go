@@ -47,7 +47,8 @@ func assign(tree map[string]any, dst reflect.Value) {
 			target.Set(reflect.ValueOf(NewEnv(m)))
 		case f.typ.Kind() == reflect.Struct:
 			assign(val.(map[string]any), target)
-		case f.typ.Kind() == reflect.Map && (f.typ.Elem() == reflect.TypeFor[Sandbox]() || f.typ.Elem() == reflect.TypeFor[Pool]()):
+		case f.typ.Kind() == reflect.Map &&
+			(f.typ.Elem() == reflect.TypeFor[Sandbox]() || f.typ.Elem() == reflect.TypeFor[Pool]()):
 			// Sandboxes and pools are resolved separately: each inherits [vm].
 		case f.typ.Kind() == reflect.Map:
 			m := reflect.MakeMap(f.typ)

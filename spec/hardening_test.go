@@ -14,7 +14,8 @@ import (
 // resolves before and after an edit); each load must see the values as
 // the user typed them.
 func TestRequestLayerLoadsTheSameEveryTime(t *testing.T) {
-	sets, err := ParseSet([]string{"vm.cpus=2", "vm.ttl=1h", "vm.memory_gib=3", `vm.vm_type="QEMU"`, "sandboxes.api.ports=[\"8080:80\"]"})
+	sets, err := ParseSet([]string{"vm.cpus=2", "vm.ttl=1h", "vm.memory_gib=3", `vm.vm_type="QEMU"`,
+		"sandboxes.api.ports=[\"8080:80\"]"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,8 @@ func TestRequestLayerLoadsTheSameEveryTime(t *testing.T) {
 }
 
 func TestOversizedDurationNamesBothValues(t *testing.T) {
-	_, errs := load(t, map[string]string{FileName: "[lease]\nmax_ttl = \"1000000d\"\nmax_lifetime = \"1000000d\"\n"}, nil)
+	_, errs := load(t,
+		map[string]string{FileName: "[lease]\nmax_ttl = \"1000000d\"\nmax_lifetime = \"1000000d\"\n"}, nil)
 	if len(errs) != 2 {
 		t.Fatalf("errors = %v, want one per oversized key", errs)
 	}
@@ -46,7 +48,8 @@ func TestOversizedDurationNamesBothValues(t *testing.T) {
 			t.Errorf("%s: want both the value and the longest accepted duration", e.Error())
 		}
 	}
-	_, errs = load(t, map[string]string{FileName: "[build.prebuilt.staleness_check]\ncheck_age_threshold = 1e300\n"}, nil)
+	_, errs = load(t,
+		map[string]string{FileName: "[build.prebuilt.staleness_check]\ncheck_age_threshold = 1e300\n"}, nil)
 	if len(errs) != 1 || !strings.Contains(errs[0].Message, MaxDuration.String()) {
 		t.Errorf("hours beyond the limit: %v", errs)
 	}
@@ -94,7 +97,8 @@ func TestParseLimitsNameTheLimit(t *testing.T) {
 func TestHandEditedLeaseIsClampedToThePolicy(t *testing.T) {
 	files := map[string]string{
 		FileName: "[sandboxes.api]\n[sandboxes.web]\n[sandboxes.ok]\n",
-		filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n" +
+		filepath.Join(Dir,
+			OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n" +
 			"[leases.web]\nacquired_at = 2098-12-31T00:00:00Z\nexpires_at = 2099-01-01T00:00:00Z\n" +
 			"[leases.ok]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = 2026-11-25T12:00:00Z\n",
 	}

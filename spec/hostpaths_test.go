@@ -34,7 +34,8 @@ func TestMountsAgainstAllowedPaths(t *testing.T) {
 	} {
 		_, err := load(c.mounts, c.allowed...)
 		var errs Errors
-		if c.problem == "" && err != nil || c.problem != "" && (!errors.As(err, &errs) || !strings.Contains(err.Error(), c.problem)) {
+		if c.problem == "" && err != nil || c.problem != "" && (!errors.As(err, &errs) ||
+			!strings.Contains(err.Error(), c.problem)) {
 			t.Errorf("%s allowed %v: %v", c.mounts, c.allowed, err)
 		}
 	}
@@ -47,8 +48,9 @@ func TestMountsAgainstAllowedPaths(t *testing.T) {
 }
 
 func TestMountLocationIsAbsoluteAgainstTheWorkspace(t *testing.T) {
-	for mount, want := range map[string]string{"src": "/ws/src", "src:/g:rw": "/ws/src", "/abs:/g": "/abs", "~/x": "~/x",
-		".": "/ws"} {
+	for mount, want := range map[string]string{"src": "/ws/src", "src:/g:rw": "/ws/src", "/abs:/g": "/abs",
+		"~/x": "~/x",
+		".":   "/ws"} {
 		if got, _ := MountLocation("/ws", mount); got != want {
 			t.Errorf("%s: %s, want %s", mount, got, want)
 		}

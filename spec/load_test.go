@@ -37,10 +37,12 @@ func TestEmptyWorkspaceIsValidWithV1Defaults(t *testing.T) {
 		t.Errorf("sources = %q, want defaults", got)
 	}
 	c := r.Config
-	if c.VM.CPUs != 1 || c.VM.MemoryGiB != 2 || c.VM.DiskGiB != 15 || c.VM.Template != "template:docker" || c.VM.VMType != "qemu" {
+	if c.VM.CPUs != 1 || c.VM.MemoryGiB != 2 || c.VM.DiskGiB != 15 || c.VM.Template != "template:docker" ||
+		c.VM.VMType != "qemu" {
 		t.Errorf("vm defaults = %+v", c.VM)
 	}
-	if c.Infra.MySQL.Image != "mysql:8.0" || c.Infra.Redis.Image != "redis:7-alpine" || c.Infra.NetworkNamePrefix != "lima-net" {
+	if c.Infra.MySQL.Image != "mysql:8.0" || c.Infra.Redis.Image != "redis:7-alpine" ||
+		c.Infra.NetworkNamePrefix != "lima-net" {
 		t.Errorf("infra defaults = %+v", c.Infra)
 	}
 	if c.Lease.DefaultTTL.Std() != 30*time.Minute || c.Lease.MaxTTL.Std() != 2*time.Hour ||
@@ -79,7 +81,8 @@ func TestGlobalFilesFollowConfigHome(t *testing.T) {
 	if r.Config.VM.CPUs != 2 || r.Config.VM.MemoryGiB != 5 {
 		t.Errorf("vm = %+v, want cpus 2 (newer name) and memory 5 (older name)", r.Config.VM)
 	}
-	want := []string{SourceDefaults, filepath.Join(home, "orbitforge-mcp/config.toml"), filepath.Join(home, "sandboxforge-mcp/config.toml")}
+	want := []string{SourceDefaults, filepath.Join(home, "orbitforge-mcp/config.toml"), filepath.Join(home,
+		"sandboxforge-mcp/config.toml")}
 	if strings.Join(r.Sources, "|") != strings.Join(want, "|") {
 		t.Errorf("sources = %v, want %v", r.Sources, want)
 	}
@@ -105,7 +108,8 @@ func TestWorkspaceIdentity(t *testing.T) {
 	}
 
 	missing := filepath.Join(dir, "nope")
-	if _, _, err := WorkspaceIdentity(missing); err == nil || !strings.Contains(err.Error(), "does not exist: "+missing) {
+	if _, _, err := WorkspaceIdentity(missing); err == nil ||
+		!strings.Contains(err.Error(), "does not exist: "+missing) {
 		t.Errorf("missing root: err = %v", err)
 	}
 	file := filepath.Join(dir, "file")
@@ -179,7 +183,9 @@ func TestDurations(t *testing.T) {
 }
 
 func TestV1DurationKeysTakeHours(t *testing.T) {
-	r, errs := load(t, map[string]string{FileName: "[build.prebuilt.staleness_check]\ncheck_age_threshold = 12\n[build.staleness_detection]\nmax_age_threshold = 1.5\n"}, nil)
+	r, errs := load(t,
+		map[string]string{FileName: "[build.prebuilt.staleness_check]\ncheck_age_threshold = " +
+			"12\n[build.staleness_detection]\nmax_age_threshold = 1.5\n"}, nil)
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -227,7 +233,8 @@ func TestParseSet(t *testing.T) {
 }
 
 func TestJSONOverrides(t *testing.T) {
-	req, err := JSONOverrides(json.RawMessage(`{"vm": {"cpus": 3, "memory_gib": 2.5, "arch": null}, "infra": {"network_name": null}}`))
+	overrides := `{"vm": {"cpus": 3, "memory_gib": 2.5, "arch": null}, "infra": {"network_name": null}}`
+	req, err := JSONOverrides(json.RawMessage(overrides))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,35 +272,43 @@ func TestErrorsCarryPositionsAndV1Sentences(t *testing.T) {
 func TestUnknownKeyListsAllowedKeys(t *testing.T) {
 	_, errs := load(t, map[string]string{FileName: "[infra.redis]\nimg = \"x\"\n"}, nil)
 	want := "is not supported (allowed: container_name_prefix, enabled, extra_env, image, inject_env_to)"
-	if len(errs) != 1 || errs[0].Key != "infra.redis.img" || errs[0].Message != want || errs[0].Line != 2 || errs[0].Column != 1 {
+	if len(errs) != 1 || errs[0].Key != "infra.redis.img" || errs[0].Message != want || errs[0].Line != 2 ||
+		errs[0].Column != 1 {
 		t.Errorf("errors = %+v", errs)
 	}
 }
 
 func TestLeasesLoadFromManagedOverrides(t *testing.T) {
 	r, errs := load(t, map[string]string{
-		FileName:                          "[sandboxes.api]\n",
-		filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = \"2026-11-25T12:00:00+01:00\"\n",
+		FileName: "[sandboxes.api]\n",
+		filepath.Join(Dir,
+			OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\nexpires_at = \"2026-11-25T12:00:00+01:00\"\n",
 	}, nil)
 	if errs != nil {
 		t.Fatal(errs)
 	}
 	l := r.Config.Leases["api"]
-	if want := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC); !l.ExpiresAt.Equal(want) || l.ExpiresAt.Location() != time.UTC {
+	if want := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC); !l.ExpiresAt.Equal(want) ||
+		l.ExpiresAt.Location() != time.UTC {
 		t.Errorf("lease = %+v, want expiry %v in UTC", l, want)
 	}
-	_, errs = load(t, map[string]string{filepath.Join(Dir, OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\n"}, nil)
+	_, errs = load(t, map[string]string{filepath.Join(Dir,
+		OverridesFile): "[leases.api]\nacquired_at = 2026-11-25T10:00:00Z\n"}, nil)
 	if len(errs) != 1 || !strings.Contains(errs[0].Message, "no expires_at") {
 		t.Errorf("errors = %v", errs)
 	}
 }
 
 func TestSbfImageLocations(t *testing.T) {
-	r, errs := load(t, map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-12\"\n[vm]\nemulation = \"never\"\n"}, nil)
+	r, errs := load(t,
+		map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-12\"\n[vm]\nemulation = " +
+			"\"never\"\n"}, nil)
 	if len(errs) != 0 || r.Config.VM.Image.Location != "sbf:debian-12" || r.Config.VM.Emulation != "never" {
 		t.Fatalf("errs %v, vm %+v", errs, r.Config.VM)
 	}
-	_, errs = load(t, map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-99\"\n[vm]\nemulation = \"sometimes\"\n"}, nil)
+	_, errs = load(t,
+		map[string]string{".sandboxforge.toml": "[vm.image]\nlocation = \"sbf:debian-99\"\n[vm]\nemulation = " +
+			"\"sometimes\"\n"}, nil)
 	text := errs.Error()
 	if len(errs) != 2 || !strings.Contains(text, `known: sbf:debian-12`) || !strings.Contains(text, "vm.emulation") {
 		t.Errorf("errors: %v", errs)

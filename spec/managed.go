@@ -23,7 +23,8 @@ type Managed struct {
 	tree map[string]any
 }
 
-const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sbf extend', 'sbf destroy' and MCP tools.\n" +
+const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sbf extend', 'sbf destroy' and MCP " +
+	"tools.\n" +
 	"# Edit .sandboxforge.toml or .sandboxforge.local.toml instead; sbf rewrites this file.\n\n"
 
 // ReadManaged loads the document of a workspace (empty when absent).

@@ -31,10 +31,12 @@ func TestSecretNeverRendersItsValue(t *testing.T) {
 			t.Fatalf("the secret leaked: %s", out)
 		}
 	}
-	if !strings.Contains(string(j), `"DATABASE_URL":"mysql://app:***@db:3306/app"`) || !strings.Contains(string(j), `"TZ":"UTC"`) {
+	if !strings.Contains(string(j), `"DATABASE_URL":"mysql://app:***@db:3306/app"`) ||
+		!strings.Contains(string(j), `"TZ":"UTC"`) {
 		t.Errorf("json = %s: want the URL with its password masked and plain values shown", j)
 	}
-	if s.Reveal() != canary || env.Reveal()["API_KEY"] != canary || env["DATABASE_URL"].Reveal() != "mysql://app:"+canary+"@db:3306/app" {
+	if s.Reveal() != canary || env.Reveal()["API_KEY"] != canary ||
+		env["DATABASE_URL"].Reveal() != "mysql://app:"+canary+"@db:3306/app" {
 		t.Error("Reveal must return the value itself")
 	}
 }
@@ -63,7 +65,8 @@ func TestSecretKeysAreNeverQuotedInErrors(t *testing.T) {
 }
 
 func TestLooksSecret(t *testing.T) {
-	for _, k := range []string{"MYSQL_PASSWORD", "mysql_pwd", "API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASS", "SENTRY_DSN"} {
+	for _, k := range []string{"MYSQL_PASSWORD", "mysql_pwd", "API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",
+		"DB_PASS", "SENTRY_DSN"} {
 		if !LooksSecret(k) {
 			t.Errorf("%s should look secret", k)
 		}

@@ -44,13 +44,16 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
-		fmt.Sprintf("largest HTTP request body in bytes (default %d, or MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
+		fmt.Sprintf("largest HTTP request body in bytes (default %d, or "+
+			"MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
 	)
 	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", 0,
-		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions),
+		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or "+
+			"MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions),
 	)
 	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
-		fmt.Sprintf("end HTTP sessions idle this long (default %s, or MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle),
+		fmt.Sprintf("end HTTP sessions idle this long (default %s, or "+
+			"MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle),
 	)
 }
 

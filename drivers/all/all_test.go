@@ -31,7 +31,8 @@ func TestEveryBackendIsRegistered(t *testing.T) {
 	// The sim runs guest commands on this host: only the operator's
 	// SBF_ENABLE_SIM=1 (Env.HostExec) lets it run, whatever a spec says.
 	var u *drivers.UnavailableError
-	if _, err := reg.New(context.Background(), env); !errors.As(err, &u) || !strings.Contains(u.Error(), "SBF_ENABLE_SIM=1") {
+	if _, err := reg.New(context.Background(), env); !errors.As(err, &u) ||
+		!strings.Contains(u.Error(), "SBF_ENABLE_SIM=1") {
 		t.Fatalf("sim without the operator's leave: %v", err)
 	}
 	if d := reg.Diagnose(context.Background(), env, nil); d.Usable {

@@ -43,7 +43,8 @@ func ObserveProject(ctx context.Context, r Runner, docker, project string) (Proj
 	script := fmt.Sprintf(`cd %s 2>/dev/null || { echo '@@nobundle'; exit 0; }
 echo "@@bundle $(cat .sbf-bundle 2>/dev/null)"
 echo '@@hash'; %s compose -p %s -f compose.yaml config --hash '*' 2>&1 || echo '@@error'
-echo '@@ps'; %s ps -a --filter label=com.docker.compose.project=%s --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`,
+echo '@@ps'; %s ps -a --filter label=com.docker.compose.project=%s \
+  --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`,
 		shellquote.Quote(RemoteDir(project)), docker, shellquote.Quote(project), docker, shellquote.Quote(project))
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 2 * time.Minute})
 	if err != nil {
@@ -150,7 +151,8 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 		return fmt.Errorf("preparing the %s bundle: %w", p.Name, err)
 	}
 	dir := RemoteDir(p.Name)
-	if _, err := r.Exec(ctx, drivers.ExecRequest{Command: "rm -rf " + shellquote.Quote(dir+".new"), Timeout: time.Minute}); err != nil {
+	rm := drivers.ExecRequest{Command: "rm -rf " + shellquote.Quote(dir+".new"), Timeout: time.Minute}
+	if _, err := r.Exec(ctx, rm); err != nil {
 		return err
 	}
 	if err := r.CopyIn(ctx, stage, dir+".new"); err != nil {
@@ -247,7 +249,8 @@ func WaitReady(ctx context.Context, r Runner, docker string, probes map[string]s
 		var still []string
 		for _, name := range pending {
 			attempts[name]++
-			res, err := r.Exec(ctx, drivers.ExecRequest{Command: docker + " exec " + probes[name], Timeout: 10 * time.Second})
+			res, err := r.Exec(ctx, drivers.ExecRequest{Command: docker + " exec " + probes[name],
+				Timeout: 10 * time.Second})
 			if err == nil && res.ExitCode == 0 {
 				continue
 			}

@@ -62,7 +62,8 @@ func out(stdout string, code int) drivers.ExecResult {
 
 func TestEnsureRuntime(t *testing.T) {
 	ready := &scripted{replies: []reply{{match: "compose version", res: out("ready:sudo -n docker\n", 0)}}}
-	if p, err := EnsureRuntime(context.Background(), ready, true); err != nil || p != "sudo -n docker" || len(ready.ran) != 1 {
+	if p, err := EnsureRuntime(context.Background(), ready, true); err != nil || p != "sudo -n docker" ||
+		len(ready.ran) != 1 {
 		t.Errorf("ready runtime: %q %v after %d commands", p, err, len(ready.ran))
 	}
 	missing := &scripted{replies: []reply{{match: "compose version", res: out("missing\n", 0)}}}
@@ -80,8 +81,10 @@ func TestEnsureRuntime(t *testing.T) {
 		!strings.Contains(strings.Join(install.ran, "\n"), "systemctl enable --now docker") {
 		t.Errorf("install: %q %v\n%s", p, err, strings.Join(install.ran, "\n---\n"))
 	}
-	failing := &scripted{replies: []reply{{match: "compose version", res: out("missing\n", 0)}, {match: "apt-get", res: drivers.ExecResult{ExitCode: 2, Stderr: "no apt-get or dnf"}}}}
-	if _, err := EnsureRuntime(context.Background(), failing, true); !errors.As(err, &ge) || !strings.Contains(ge.Details["output"].(string), "no apt-get") {
+	failing := &scripted{replies: []reply{{match: "compose version", res: out("missing\n", 0)}, {match: "apt-get",
+		res: drivers.ExecResult{ExitCode: 2, Stderr: "no apt-get or dnf"}}}}
+	if _, err := EnsureRuntime(context.Background(), failing, true); !errors.As(err, &ge) ||
+		!strings.Contains(ge.Details["output"].(string), "no apt-get") {
 		t.Errorf("failed install: %v", err)
 	}
 }
@@ -99,10 +102,12 @@ old 3333 exited
 func TestObserveAndDrift(t *testing.T) {
 	r := &scripted{replies: []reply{{match: "config --hash", res: out(observed, 0)}}}
 	s, err := ObserveProject(context.Background(), r, "docker", "sbf-api")
-	if err != nil || s.Bundle != "0123456789abcdef" || s.Want["db"] != "2222" || s.Containers["db"].Hash != "9999" || s.Containers["old"].State != "exited" {
+	if err != nil || s.Bundle != "0123456789abcdef" || s.Want["db"] != "2222" ||
+		s.Containers["db"].Hash != "9999" || s.Containers["old"].State != "exited" {
 		t.Fatalf("state = %+v, %v", s, err)
 	}
-	if !strings.Contains(r.ran[0], "cd '.sbf/sbf-api'") || !strings.Contains(r.ran[0], "com.docker.compose.project='sbf-api'") {
+	if !strings.Contains(r.ran[0], "cd '.sbf/sbf-api'") ||
+		!strings.Contains(r.ran[0], "com.docker.compose.project='sbf-api'") {
 		t.Errorf("script = %s", r.ran[0])
 	}
 	p := &Project{Bundle: "0123456789abcdef", Services: map[string]string{"web": "a", "db": "b"}}
@@ -118,7 +123,8 @@ func TestObserveAndDrift(t *testing.T) {
 	if d := p.Drift(s, map[string]string{"web": "a", "db": "old"}); strings.Join(d, "") != "changed: db" {
 		t.Errorf("edited db: %v", d)
 	}
-	none, _ := ObserveProject(context.Background(), &scripted{replies: []reply{{match: "cd", res: out("@@nobundle\n", 0)}}}, "docker", "x")
+	none, _ := ObserveProject(context.Background(), &scripted{replies: []reply{{match: "cd",
+		res: out("@@nobundle\n", 0)}}}, "docker", "x")
 	if d := p.Drift(none, nil); strings.Join(d, "") != "not deployed" {
 		t.Errorf("fresh guest: %v", d)
 	}
@@ -138,28 +144,34 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 		t.Errorf("shipped %s", files)
 	}
 	up := r.ran[len(r.ran)-1]
-	if !strings.Contains(up, "mv '.sbf/sbf-api.new' '.sbf/sbf-api'") || !strings.HasSuffix(up, "docker compose -p 'sbf-api' -f compose.yaml up -d --remove-orphans --build") {
+	if !strings.Contains(up, "mv '.sbf/sbf-api.new' '.sbf/sbf-api'") ||
+		!strings.HasSuffix(up, "docker compose -p 'sbf-api' -f compose.yaml up -d --remove-orphans --build") {
 		t.Errorf("up = %s", up)
 	}
-	bad := &scripted{replies: []reply{{match: "up -d", res: drivers.ExecResult{ExitCode: 1, Stderr: "pull access denied for nope"}}}}
+	bad := &scripted{replies: []reply{{match: "up -d", res: drivers.ExecResult{ExitCode: 1,
+		Stderr: "pull access denied for nope"}}}}
 	var ge *coded.Error
-	if err := ApplyProject(context.Background(), bad, "docker", p); !errors.As(err, &ge) || ge.Code != "DOCKER_COMMAND_FAILED" || !strings.Contains(ge.Message, "pull access denied") {
+	if err := ApplyProject(context.Background(), bad, "docker", p); !errors.As(err, &ge) ||
+		ge.Code != "DOCKER_COMMAND_FAILED" || !strings.Contains(ge.Message, "pull access denied") {
 		t.Errorf("failed up: %v", err)
 	}
 }
 
 func TestWaitReady(t *testing.T) {
 	probes := ReadinessProbes(map[string]string{"mysql": "lima-mysql-api", "redis": "lima-redis-api"})
-	r := &scripted{replies: []reply{{match: "mysqladmin", res: drivers.ExecResult{ExitCode: 1, Stderr: "connect failed"}, times: 2}}}
+	r := &scripted{replies: []reply{{match: "mysqladmin", res: drivers.ExecResult{ExitCode: 1,
+		Stderr: "connect failed"}, times: 2}}}
 	noSleep := func(context.Context, time.Duration) error { return nil }
 	attempts, err := WaitReady(context.Background(), r, "docker", probes, 90*time.Second, noSleep)
 	if err != nil || attempts["mysql"] != 3 || attempts["redis"] != 1 {
 		t.Errorf("attempts %v, %v", attempts, err)
 	}
-	never := &scripted{replies: []reply{{match: "redis-cli", res: drivers.ExecResult{ExitCode: 1, Stdout: "Could not connect"}}}}
+	never := &scripted{replies: []reply{{match: "redis-cli", res: drivers.ExecResult{ExitCode: 1,
+		Stdout: "Could not connect"}}}}
 	_, err = WaitReady(context.Background(), never, "docker", probes, 10*time.Second, noSleep)
 	var ge *coded.Error
-	if !errors.As(err, &ge) || ge.Code != "SERVICE_NOT_READY" || ge.Details["last_probe_results"].(map[string]string)["redis"] != "Could not connect" {
+	if !errors.As(err, &ge) || ge.Code != "SERVICE_NOT_READY" ||
+		ge.Details["last_probe_results"].(map[string]string)["redis"] != "Could not connect" {
 		t.Errorf("never ready: %#v", err)
 	}
 }

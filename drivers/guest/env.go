@@ -88,7 +88,8 @@ func ConnectionEnv(
 				env[prefix+"HOST"], env[prefix+"PORT"], env[prefix+"USER"], env[prefix+"PASSWORD"] = host, "3306", "root", pw
 			}
 			env["DB_NAME"], env["MYSQL_DATABASE"] = db, db
-			env["DATABASE_URL"] = (&url.URL{Scheme: "mysql", User: url.UserPassword("root", pw), Host: host + ":3306", Path: "/" + db}).String()
+			u := url.URL{Scheme: "mysql", User: url.UserPassword("root", pw), Host: host + ":3306", Path: "/" + db}
+			env["DATABASE_URL"] = u.String()
 		case "redis":
 			host := RedisContainer(infra, sandbox)
 			env["REDIS_HOST"], env["REDIS_PORT"], env["REDIS_URL"] = host, "6379", "redis://"+host+":6379/0"

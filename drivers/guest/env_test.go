@@ -24,7 +24,8 @@ func TestUpsertEnv(t *testing.T) {
 	}{
 		{"empty", "", map[string]string{"B": "2", "A": "1"}, "A=1\nB=2\n"},
 		{"replace in place, keep the rest", "# app settings\nA=old\n\nKEEP=me # note\nB = old # mine\n",
-			map[string]string{"A": "1", "B": "2", "C": "3"}, "# app settings\nA=1\n\nKEEP=me # note\nB = 2 # mine\nC=3\n"},
+			map[string]string{"A": "1", "B": "2", "C": "3"},
+			"# app settings\nA=1\n\nKEEP=me # note\nB = 2 # mine\nC=3\n"},
 		{"export prefix and CRLF", "export A=old\r\nX=y\r\n", map[string]string{"A": "1"}, "export A=1\r\nX=y\r\n"},
 		{"one trailing newline", "X=1\n\n\n", map[string]string{"A": "1"}, "X=1\nA=1\n"},
 		{"no trailing newline", "X=1", map[string]string{}, "X=1\n"},
@@ -33,7 +34,8 @@ func TestUpsertEnv(t *testing.T) {
 		{"line breaks", "", map[string]string{"M": "a\nb\r"}, "M=\"a\\nb\\r\"\n"},
 		{"duplicates all replaced", "A=1\nA=2\n", map[string]string{"A": "3"}, "A=3\nA=3\n"},
 		{"similar names untouched", "AB=1\n#A=2\n", map[string]string{"A": "3"}, "AB=1\n#A=2\nA=3\n"},
-		{"multi-line value of another key", "X=\"one\nA=two\"\n", map[string]string{"A": "3"}, "X=\"one\nA=two\"\nA=3\n"},
+		{"multi-line value of another key", "X=\"one\nA=two\"\n", map[string]string{"A": "3"},
+			"X=\"one\nA=two\"\nA=3\n"},
 		{"multi-line value replaced whole", "A='one\ntwo' # c\nB=1\n", map[string]string{"A": "3"}, "A='3' # c\nB=1\n"},
 		{"statement after a closing quote", "X='x' A=old\n", map[string]string{"A": "3"}, "X='x' A=3\n"},
 		{"stays quoted before a statement", "A='x' B=2\n", map[string]string{"A": "3"}, "A='3' B=2\n"},
@@ -111,7 +113,10 @@ func readDotenv(t *testing.T, doc []byte) map[string]string {
 }
 
 func parseDotenv(doc string) (map[string]string, bool) {
-	env, err := dotenv.ParseWithLookup(strings.NewReader(doc), func(string) (string, bool) { return "<expanded>", true })
+	env, err := dotenv.ParseWithLookup(strings.NewReader(doc), func(string) (string, bool) {
+		return "<expanded>",
+			true
+	})
 	return env, err == nil
 }
 
@@ -169,9 +174,10 @@ func TestConnectionEnvAndRedaction(t *testing.T) {
 	}
 	want := map[string]string{
 		"DB_HOST": "lima-mysql-api", "DB_PORT": "3306", "DB_NAME": "app", "DB_USER": "root", "DB_PASSWORD": "s3cr@t",
-		"MYSQL_HOST": "lima-mysql-api", "MYSQL_PORT": "3306", "MYSQL_DATABASE": "app", "MYSQL_USER": "root", "MYSQL_PASSWORD": "s3cr@t",
-		"DATABASE_URL": "mysql://root:s3cr%40t@lima-mysql-api:3306/app",
-		"REDIS_HOST":   "lima-redis-api", "REDIS_PORT": "6379", "REDIS_URL": "redis://lima-redis-api:6379/0",
+		"MYSQL_HOST": "lima-mysql-api", "MYSQL_PORT": "3306", "MYSQL_DATABASE": "app", "MYSQL_USER": "root",
+		"MYSQL_PASSWORD": "s3cr@t",
+		"DATABASE_URL":   "mysql://root:s3cr%40t@lima-mysql-api:3306/app",
+		"REDIS_HOST":     "lima-redis-api", "REDIS_PORT": "6379", "REDIS_URL": "redis://lima-redis-api:6379/0",
 	}
 	for k, v := range want {
 		if env[k] != v {
@@ -226,7 +232,8 @@ func TestServicesProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(p.Resolved)
-	for _, want := range []string{"name: sbf-api-services", "container_name: lima-mysql-api", "container_name: lima-redis-api",
+	for _, want := range []string{"name: sbf-api-services", "container_name: lima-mysql-api",
+		"container_name: lima-redis-api",
 		"image: mysql:8.0", "image: redis:7-alpine", "MYSQL_DATABASE: app", "MYSQL_ROOT_PASSWORD: root", "TZ: UTC",
 		"name: lima-net-api", "mysqladmin ping", "redis-cli ping"} {
 		if !strings.Contains(text, want) {

@@ -20,10 +20,12 @@ type Runner interface {
 // Compose v2 answer (directly, or through passwordless sudo), else what is
 // missing.
 const probeScript = `for d in docker "sudo -n docker"; do
-  if $d version -f '{{.Server.Version}}' >/dev/null 2>&1 && $d compose version --short >/dev/null 2>&1; then echo "ready:$d"; exit 0; fi
+  if $d version -f '{{.Server.Version}}' >/dev/null 2>&1 &&
+    $d compose version --short >/dev/null 2>&1; then echo "ready:$d"; exit 0; fi
 done
 if ! command -v docker >/dev/null 2>&1; then echo missing; exit 0; fi
-if docker compose version >/dev/null 2>&1 || sudo -n docker compose version >/dev/null 2>&1; then echo daemon; else echo no-compose; fi`
+if docker compose version >/dev/null 2>&1 || sudo -n docker compose version >/dev/null 2>&1; then echo daemon
+else echo no-compose; fi`
 
 // installScript follows v1: apt (docker.io with the compose v2 plugin) or
 // dnf; exit 2 when the guest has neither.
@@ -38,7 +40,8 @@ else
   echo "no apt-get or dnf in the guest" >&2; exit 2
 fi`
 
-const startScript = `sudo -n systemctl enable --now docker >/dev/null 2>&1 || sudo -n service docker start >/dev/null 2>&1 || true`
+const startScript = `sudo -n systemctl enable --now docker >/dev/null 2>&1 ||
+  sudo -n service docker start >/dev/null 2>&1 || true`
 
 // ProbeRuntime reports the docker command prefix when the runtime is
 // ready, else the probe's verdict (missing, daemon, no-compose).
@@ -64,8 +67,10 @@ func EnsureRuntime(ctx context.Context, r Runner, install bool) (string, error) 
 	}
 	if verdict == "missing" || verdict == "no-compose" {
 		if !install {
-			return "", notReady(verdict, "", "Docker is not installed in the guest and [docker] install_if_missing is false",
-				"install docker and the compose v2 plugin in the guest image", "or set [docker] install_if_missing = true")
+			return "", notReady(verdict, "",
+				"Docker is not installed in the guest and [docker] install_if_missing is false",
+				"install docker and the compose v2 plugin in the guest image",
+				"or set [docker] install_if_missing = true")
 		}
 		res, err := r.Exec(ctx, drivers.ExecRequest{Command: installScript, Timeout: 15 * time.Minute})
 		if err != nil || res.ExitCode != 0 {

@@ -99,7 +99,8 @@ func (d *Driver) checkHyperV() error {
 		return unavailable(
 			"hyperv_unavailable",
 			"the Hyper-V PowerShell module (New-VM, New-VHD) is not available",
-			"enable Hyper-V as Administrator: Enable-WindowsOptionalFeature -Online -FeatureName Microsoft-Hyper-V -All, then restart",
+			"enable Hyper-V as Administrator: Enable-WindowsOptionalFeature -Online -FeatureName Microsoft-Hyper-V -All, "+
+				"then restart",
 			"Windows Home has no Hyper-V: use Pro, Enterprise, Education or Server",
 		)
 	}

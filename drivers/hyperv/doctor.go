@@ -71,7 +71,8 @@ func (d *Driver) diagnoseSwitch() drivers.Check {
 	case !d.hasSwitch():
 		c.Status, c.Detail = drivers.CheckFail, "no virtual switch named "+d.opts.Switch+" (HYPERV_SWITCH_NAME)"
 		c.NextSteps = []string{
-			"the Default Switch comes with Hyper-V on Windows 10/11; on Server create one: New-VMSwitch -Name sbf -SwitchType Internal, plus NAT and DHCP for it",
+			"the Default Switch comes with Hyper-V on Windows 10/11; on Server create one: New-VMSwitch -Name sbf " +
+				"-SwitchType Internal, plus NAT and DHCP for it",
 		}
 		if len(d.probe.Switches) > 0 {
 			c.NextSteps = append(

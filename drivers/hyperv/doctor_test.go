@@ -25,7 +25,8 @@ func TestDiagnoseOnLinux(t *testing.T) {
 	if !ok || reg.Diagnose == nil {
 		t.Fatal("hyperv registers no Diagnose")
 	}
-	env := drivers.Env{Getenv: func(string) string { return "" }, HostOS: "linux", HostArch: "amd64", StateDir: t.TempDir()}
+	env := drivers.Env{Getenv: func(string) string { return "" }, HostOS: "linux", HostArch: "amd64",
+		StateDir: t.TempDir()}
 	diag := reg.Diagnose(context.Background(), env, []drivers.Spec{spec("sbf-0123abcd-api")})
 	host := checks(diag)["host"]
 	if diag.Usable || !strings.Contains(diag.Summary, "needs Windows") || host.Status != drivers.CheckFail ||
@@ -44,7 +45,8 @@ func TestDiagnoseOnWindows(t *testing.T) {
 	if !diag.Usable || diag.Summary != "usable" {
 		t.Errorf("a healthy host: %+v", diag)
 	}
-	if c := checks(diag)["powershell"]; !strings.Contains(c.Detail, "PowerShell 5.1.22621.4391 (Desktop) at "+fakePowerShell) {
+	if c := checks(diag)["powershell"]; !strings.Contains(c.Detail,
+		"PowerShell 5.1.22621.4391 (Desktop) at "+fakePowerShell) {
 		t.Errorf("powershell check = %+v", c)
 	}
 
@@ -65,7 +67,8 @@ func TestDiagnoseOnWindows(t *testing.T) {
 	w.Probe.Elevated = false
 	f.save(w)
 	got = checks(Diagnose(context.Background(), f.options(), nil))
-	if got["hyper-v"].Status != drivers.CheckFail || !strings.Contains(strings.Join(got["hyper-v"].NextSteps, " "), "S-1-5-32-578") {
+	if got["hyper-v"].Status != drivers.CheckFail ||
+		!strings.Contains(strings.Join(got["hyper-v"].NextSteps, " "), "S-1-5-32-578") {
 		t.Errorf("not elevated: %+v", got["hyper-v"])
 	}
 }
@@ -80,11 +83,13 @@ func TestOptionsFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDriver(o)
-	if d.opts.SSHPort != "2222" || d.opts.BootTimeout != 10*time.Second || d.opts.Switch != "sbf" || d.opts.SSHUser != "ubuntu" ||
+	if d.opts.SSHPort != "2222" || d.opts.BootTimeout != 10*time.Second || d.opts.Switch != "sbf" ||
+		d.opts.SSHUser != "ubuntu" ||
 		d.opts.StorageDir != filepath.Join(`C:\state`, "hyperv") || !strings.HasSuffix(d.opts.SSHKey, "id_ed25519") {
 		t.Errorf("options = %+v", d.opts)
 	}
-	for _, bad := range []map[string]string{{"HYPERV_SSH_PORT": "ssh"}, {"HYPERV_SSH_PORT": "70000"}, {"HYPERV_BOOT_TIMEOUT_SECONDS": "3m"}} {
+	for _, bad := range []map[string]string{{"HYPERV_SSH_PORT": "ssh"}, {"HYPERV_SSH_PORT": "70000"},
+		{"HYPERV_BOOT_TIMEOUT_SECONDS": "3m"}} {
 		if _, err := optionsFrom(env(bad)); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

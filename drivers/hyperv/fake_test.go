@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakePowerShell = filepath.Join(dir, "powershell")
-	if out, err := exec.Command("go", "build", "-o", fakePowerShell, "./internal/fakehv/powershell").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", fakePowerShell,
+		"./internal/fakehv/powershell").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the fake powershell: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -19,7 +19,8 @@ func TestAvailability(t *testing.T) {
 	f := newFake(t)
 	o := f.options()
 	o.HostOS = "linux"
-	if _, err := New(context.Background(), o); cause(err) != "unsupported_host_os" || !strings.Contains(err.Error(), "needs Windows") {
+	if _, err := New(context.Background(), o); cause(err) != "unsupported_host_os" ||
+		!strings.Contains(err.Error(), "needs Windows") {
 		t.Errorf("on Linux: %v", err)
 	}
 	if calls := f.calls(); len(calls) != 0 {
@@ -80,8 +81,13 @@ func TestMissingImageOrKeyStopsOnlyWhatNeedsThem(t *testing.T) {
 	}
 }
 
-const listedVM1 = `{"Name":"sbf-0123abcd-api","State":"Running","Notes":"{\"managed_by\":\"sbf\",\"instance\":\"sbf-0123abcd-api\",\"workspace\":\"0123abcd\",\"sandbox\":\"api\",\"disk\":\"C:\\\\d\\\\a.vhdx\"}","CPUs":2,"MemoryBytes":4294967296,"DiskBytes":32212254720,"IPv4":["172.20.1.5"]}`
-const listedVM2 = `{"Name":"sbf-0123abcd-db","State":"Off","Notes":"{\"managed_by\":\"sbf\",\"instance\":\"sbf-0123abcd-db\",\"workspace\":\"0123abcd\",\"sandbox\":\"db\",\"disk\":\"C:\\\\d\\\\b.vhdx\"}","CPUs":1,"MemoryBytes":2147483648,"DiskBytes":-1,"IPv4":null}`
+const listedVM1 = `{"Name":"sbf-0123abcd-api","State":"Running","Notes":"{\"managed_by\":\"sbf\",` +
+	`\"instance\":\"sbf-0123abcd-api\",\"workspace\":\"0123abcd\",\"sandbox\":\"api\",` +
+	`\"disk\":\"C:\\\\d\\\\a.vhdx\"}","CPUs":2,"MemoryBytes":4294967296,"DiskBytes":32212254720,` +
+	`"IPv4":["172.20.1.5"]}`
+const listedVM2 = `{"Name":"sbf-0123abcd-db","State":"Off","Notes":"{\"managed_by\":\"sbf\",` +
+	`\"instance\":\"sbf-0123abcd-db\",\"workspace\":\"0123abcd\",\"sandbox\":\"db\",` +
+	`\"disk\":\"C:\\\\d\\\\b.vhdx\"}","CPUs":1,"MemoryBytes":2147483648,"DiskBytes":-1,"IPv4":null}`
 
 // ConvertTo-Json's shapes for one VM, several, none, and Windows
 // PowerShell's wrapped arrays, through a real process.
@@ -119,7 +125,8 @@ func TestListParsesEveryShape(t *testing.T) {
 		t.Errorf("db, whose disk is gone = %+v", db)
 	}
 	f.reply("list", "[{\"Name\": oops}]", "", 0)
-	if _, err := d.List(context.Background()); err == nil || !strings.Contains(err.Error(), "parsing the Hyper-V VM list") {
+	if _, err := d.List(context.Background()); err == nil ||
+		!strings.Contains(err.Error(), "parsing the Hyper-V VM list") {
 		t.Errorf("malformed JSON: %v", err)
 	}
 }
@@ -137,7 +144,8 @@ func TestListKeepsOnlyMarkersForTheirOwnName(t *testing.T) {
 func TestStatusOfEveryState(t *testing.T) {
 	for state, want := range map[string]drivers.Status{
 		"Running": drivers.Running, "Starting": drivers.Running, "Off": drivers.Stopped, "Saved": drivers.Stopped,
-		"Paused": drivers.Stopped, "Stopping": drivers.Stopped, "Hibernated": drivers.Stopped, "ForceReboot": drivers.Running,
+		"Paused": drivers.Stopped, "Stopping": drivers.Stopped, "Hibernated": drivers.Stopped,
+		"ForceReboot": drivers.Running,
 		"OffCritical": drivers.Broken, "RunningCritical": drivers.Broken, "Other": drivers.Broken,
 	} {
 		if got := status(state); got != want {
@@ -168,13 +176,15 @@ func TestErrorsSayWhatPowerShellSaid(t *testing.T) {
 	d.opts.Switch = "External"
 	err := d.Create(context.Background(), spec("sbf-0123abcd-api"))
 	if err == nil || !strings.Contains(err.Error(), `unable to find a virtual switch with name "External"`) ||
-		strings.Contains(err.Error(), "At line") || !strings.Contains(err.Error(), "creating Hyper-V VM sbf-0123abcd-api") {
+		strings.Contains(err.Error(), "At line") ||
+		!strings.Contains(err.Error(), "creating Hyper-V VM sbf-0123abcd-api") {
 		t.Errorf("create on a missing switch: %v", err)
 	}
 	d.opts.Switch = "Default Switch"
 	s := spec("sbf-0123abcd-api")
 	s.DiskGiB = 4
-	if err := d.Create(context.Background(), s); err == nil || !strings.Contains(err.Error(), "disk_gib is smaller than the base image") {
+	if err := d.Create(context.Background(), s); err == nil ||
+		!strings.Contains(err.Error(), "disk_gib is smaller than the base image") {
 		t.Errorf("a disk smaller than the base: %v", err)
 	}
 	if len(f.world().VMs) != 0 {
@@ -191,7 +201,8 @@ func TestCreateMakesWhatV1Made(t *testing.T) {
 	}
 	vm := f.world().VMs[0]
 	disk := filepath.Join(f.dir, "disks", s.Name+".vhdx")
-	if vm.Generation != 2 || vm.CPUs != 2 || vm.MemoryBytes != 2*gibBytes || vm.State != "Off" || vm.Switch != "Default Switch" ||
+	if vm.Generation != 2 || vm.CPUs != 2 || vm.MemoryBytes != 2*gibBytes || vm.State != "Off" ||
+		vm.Switch != "Default Switch" ||
 		!slices.Equal(vm.Disks, []string{disk}) || vm.Notes != mustMarker(t, s.Name, disk) {
 		t.Errorf("vm = %+v", vm)
 	}
@@ -222,7 +233,8 @@ func TestReconfigureRefusals(t *testing.T) {
 	if err := d.Reconfigure(ctx, smaller); err == nil || !strings.Contains(err.Error(), "disk_gib") {
 		t.Errorf("a shrinking disk: %v", err)
 	}
-	if err := d.Reconfigure(ctx, drivers.Spec{Name: "sbf-0123abcd-gone", CPUs: 1, MemoryGiB: 1, DiskGiB: 1}); !errors.Is(err, drivers.ErrNotFound) {
+	if err := d.Reconfigure(ctx, drivers.Spec{Name: "sbf-0123abcd-gone", CPUs: 1, MemoryGiB: 1,
+		DiskGiB: 1}); !errors.Is(err, drivers.ErrNotFound) {
 		t.Errorf("reconfigure of a missing VM: %v", err)
 	}
 }
@@ -286,7 +298,8 @@ func TestExecAndCopyOverSSH(t *testing.T) {
 		t.Errorf("GetArchive: %d bytes, %v", archive.Len(), err)
 	}
 	d.Stop(ctx, s.Name)
-	if _, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "true"}); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "true"}); err == nil ||
+		!strings.Contains(err.Error(), "not running") {
 		t.Errorf("exec in a stopped VM: %v", err)
 	}
 }

@@ -147,7 +147,8 @@ func (d *Driver) owned(ctx context.Context, op, name string, extra ...param) ([]
 		return nil, fmt.Errorf("Hyper-V VM %s: %w", name, drivers.ErrNotFound)
 	case exitNotOwned:
 		return nil, fmt.Errorf(
-			"Hyper-V VM %s was not made by sbf (its Notes lack sbf's marker), or several VMs share the name: sbf leaves it alone",
+			"Hyper-V VM %s was not made by sbf (its Notes lack sbf's marker), or several VMs share the name: sbf leaves it "+
+				"alone",
 			name,
 		)
 	case exitRunning:

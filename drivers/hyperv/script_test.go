@@ -127,7 +127,8 @@ func TestQuotingRoundTrips(t *testing.T) {
 	d := goldenDriver()
 	d.opts.StorageDir, d.opts.Switch = hostile[0], hostile[3]
 	for _, v := range hostile {
-		s := drivers.Spec{Name: "sbf-0123abcd-api", CPUs: 1, MemoryGiB: 2, DiskGiB: 10, Image: drivers.Image{Location: v}}
+		s := drivers.Spec{Name: "sbf-0123abcd-api", CPUs: 1, MemoryGiB: 2, DiskGiB: 10,
+			Image: drivers.Image{Location: v}}
 		sc, err := d.createScript(s)
 		if err != nil {
 			t.Fatal(err)
@@ -185,7 +186,8 @@ func TestRoundTripCatchesBrokenQuoting(t *testing.T) {
 
 func TestMarker(t *testing.T) {
 	m := mustMarker(t, "sbf-0123abcd-api", `C:\disks\sbf-0123abcd-api.vhdx`)
-	if want := `{"managed_by":"sbf","instance":"sbf-0123abcd-api","workspace":"0123abcd","sandbox":"api","disk":"C:\\disks\\sbf-0123abcd-api.vhdx"}`; m != want {
+	if want := `{"managed_by":"sbf","instance":"sbf-0123abcd-api","workspace":"0123abcd","sandbox":"api",` +
+		`"disk":"C:\\disks\\sbf-0123abcd-api.vhdx"}`; m != want {
 		t.Errorf("marker = %s\nwant %s", m, want)
 	}
 	if _, ok := parseMarker(m, "sbf-0123abcd-api"); !ok {

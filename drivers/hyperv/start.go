@@ -84,5 +84,6 @@ func (d *Driver) bootTimeout(name, waitingFor string) error {
 	return fmt.Errorf("Hyper-V VM %s runs, but %s did not answer within %s (HYPERV_BOOT_TIMEOUT_SECONDS); "+
 		"Hyper-V learns a guest's address from its integration services, so the image needs hv_kvp_daemon "+
 		"(Ubuntu: linux-cloud-tools-virtual; Debian: hyperv-daemons), switch %q must hand out addresses "+
-		"(the Default Switch does), and sshd must listen on port %s", name, waitingFor, d.opts.BootTimeout, d.opts.Switch, d.opts.SSHPort)
+		"(the Default Switch does), and sshd must listen on port "+
+		"%s", name, waitingFor, d.opts.BootTimeout, d.opts.Switch, d.opts.SSHPort)
 }

@@ -68,7 +68,8 @@ func validateImage(im drivers.Image, bad func(key, format string, args ...any)) 
 		bad("image.location", "download %s; give the path of a .vhdx on this host", im.Location)
 	case !absPath.MatchString(im.Location):
 		bad("image.location", "use %s: it must be an absolute path", im.Location)
-	case !strings.HasSuffix(strings.ToLower(im.Location), ".vhdx") && !strings.HasSuffix(strings.ToLower(im.Location), ".vhd"):
+	case !strings.HasSuffix(strings.ToLower(im.Location), ".vhdx") &&
+		!strings.HasSuffix(strings.ToLower(im.Location), ".vhd"):
 		bad("image.location", "boot %s: Hyper-V disks are .vhdx (or .vhd) files", im.Location)
 	}
 	if im.Digest != "" {

@@ -169,7 +169,8 @@ func (d *Driver) diagnoseImage(ctx context.Context, s drivers.Spec) drivers.Chec
 	} else if d.limactl != "" {
 		list, err = d.templates.images(s.Template)
 	} else {
-		return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: "unknown until limactl is found (its templates name the images)"}
+		return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: "unknown until limactl is found (its " +
+			"templates name the images)"}
 	}
 	if err != nil {
 		return drivers.CheckFromError(name, err)
@@ -201,7 +202,8 @@ func (d *Driver) fetchable(ctx context.Context, location string) (string, bool) 
 	}
 	sum := sha256.Sum256([]byte(location))
 	if cache := limaCacheDir(d.opts.HostOS, d.opts.Getenv); cache != "" {
-		if _, err := os.Stat(filepath.Join(cache, "download", "by-url-sha256", hex.EncodeToString(sum[:]), "data")); err == nil {
+		data := filepath.Join(cache, "download", "by-url-sha256", hex.EncodeToString(sum[:]), "data")
+		if _, err := os.Stat(data); err == nil {
 			return "in Lima's download cache: " + location, true
 		}
 	}

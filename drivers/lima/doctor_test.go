@@ -37,7 +37,8 @@ func TestDiagnoseUsableViaEmulation(t *testing.T) {
 	s := qemuSpec
 	s.MemoryGiB, s.DiskGiB, s.Image.Location = 0.5, 1, "sbf:debian-12"
 	d := Diagnose(context.Background(), o, []drivers.Spec{s})
-	if !d.Usable || d.Summary != "usable via software emulation" || statusOf(d, "virtualization") != drivers.CheckWarn ||
+	if !d.Usable || d.Summary != "usable via software emulation" ||
+		statusOf(d, "virtualization") != drivers.CheckWarn ||
 		statusOf(d, "image sbf:debian-12") != drivers.CheckOK || statusOf(d, "limactl") != drivers.CheckOK {
 		t.Errorf("diagnosis: %+v", d)
 	}
@@ -59,7 +60,9 @@ func TestRootStepsNameAUser(t *testing.T) {
 		t.Errorf("sudo user: %q", s)
 	}
 	passwd := filepath.Join(t.TempDir(), "passwd")
-	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\nsvc:x:1001:1001::/:/usr/sbin/nologin\nbob:x:1002:1002::/home/bob:/bin/bash\n"), 0o644)
+	os.WriteFile(passwd,
+		[]byte("root:x:0:0::/root:/bin/bash\nsvc:x:1001:1001::/:/usr/sbin/nologin\n"+
+			"bob:x:1002:1002::/home/bob:/bin/bash\n"), 0o644)
 	if s := rootSteps("", passwd); len(s) != 1 || !contains(s[0], "runuser -u bob") {
 		t.Errorf("passwd user: %q", s)
 	}
@@ -75,7 +78,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 	f := newFake(t)
 	f.env["LIMA_TEMPLATES_PATH"] = t.TempDir() // no templates at all
 	d := f.driver()
-	err := d.Validate(drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"}, Template: "template:docker"})
+	err := d.Validate(drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"},
+		Template: "template:docker"})
 	for _, key := range []string{"vm_type:", "mounts:", "ports:", "template:"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("missing %s in %v", key, err)
@@ -85,7 +89,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 	if !errors.As(err, &se) || se.Driver != "lima" {
 		t.Errorf("not a SpecError: %v", err)
 	}
-	ok := drivers.Spec{Name: "x", VMType: "qemu", Image: drivers.Image{Location: "/disk.img"}, Ports: []string{"8080:80"}}
+	ok := drivers.Spec{Name: "x", VMType: "qemu", Image: drivers.Image{Location: "/disk.img"},
+		Ports: []string{"8080:80"}}
 	if err := d.Validate(ok); err != nil {
 		t.Errorf("a valid spec: %v", err)
 	}

@@ -22,9 +22,12 @@ func guestFixture(t *testing.T) (*fake, *Driver, *sshtest.Server) {
 	f := newFake(t)
 	g := sshtest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "ssh.config")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("# This SSH config file can be passed to 'ssh -F'.\nHost lima-%s\n  IdentityFile \"%s\"\n"+
-		"  StrictHostKeyChecking no\n  User tester\n  ControlMaster auto\n  Hostname %s\n  Port %s\n", instance, g.KeyFile, g.Host, g.Port)), 0o644)
-	f.reply("list", fmt.Sprintf(`{"name":%q,"status":"Running","sshConfigFile":%q,"sshLocalPort":%s}`+"\n", instance, cfg, g.Port), "", 0)
+	os.WriteFile(cfg,
+		[]byte(fmt.Sprintf("# This SSH config file can be passed to 'ssh -F'.\nHost lima-%s\n  IdentityFile \"%s\"\n"+
+			"  StrictHostKeyChecking no\n  User tester\n  ControlMaster auto\n  Hostname %s\n  Port %s\n", instance,
+			g.KeyFile, g.Host, g.Port)), 0o644)
+	f.reply("list", fmt.Sprintf(`{"name":%q,"status":"Running","sshConfigFile":%q,"sshLocalPort":%s}`+"\n",
+		instance, cfg, g.Port), "", 0)
 	d := f.driver()
 	t.Cleanup(func() { d.Close() })
 	return f, d, g
@@ -92,7 +95,8 @@ func TestExecFallsBackToLimactlShell(t *testing.T) {
 	f.reply("shell", "from limactl shell\n", "", 3)
 	d, debug := debugged(t, f)
 	res, err := d.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo hi"})
-	if err != nil || res.Via != "limactl shell" || res.ExitCode != 3 || res.Stdout != "from limactl shell\n" || res.Duration != time.Second {
+	if err != nil || res.Via != "limactl shell" || res.ExitCode != 3 || res.Stdout != "from limactl shell\n" ||
+		res.Duration != time.Second {
 		t.Fatalf("fallback = %+v, %v", res, err)
 	}
 	if last := f.argv()[len(f.argv())-1]; last != "--tty=false shell --workdir / sbf-01234567-api -- sh -c echo hi" {
@@ -121,18 +125,23 @@ func TestCopyFallsBackToLimactlCopy(t *testing.T) {
 			copies = append(copies, a)
 		}
 	}
-	want := []string{"--tty=false copy -r /here sbf-01234567-api:/there", "--tty=false copy -r sbf-01234567-api:/there /here"}
+	want := []string{"--tty=false copy -r /here sbf-01234567-api:/there",
+		"--tty=false copy -r sbf-01234567-api:/there /here"}
 	if strings.Join(copies, "\n") != strings.Join(want, "\n") {
 		t.Errorf("limactl copy calls = %q", copies)
 	}
-	if len(*debug) != 2 || !strings.Contains((*debug)[0], "is Stopped, not running") || !strings.Contains((*debug)[1], "falling back to limactl copy") {
+	if len(*debug) != 2 || !strings.Contains((*debug)[0], "is Stopped, not running") ||
+		!strings.Contains((*debug)[1], "falling back to limactl copy") {
 		t.Errorf("debug = %v", *debug)
 	}
 }
 
 func TestParseSSHConfig(t *testing.T) {
-	got, err := parseSSHConfig("Host lima-x\n  IdentityFile \"/k 1\"\n  IdentityFile /k2\n  User u\n  Hostname 127.0.0.1\n  Port \"60022\"\n")
-	if err != nil || got.Host != "127.0.0.1" || got.Port != "60022" || got.User != "u" || strings.Join(got.IdentityFiles, ",") != "/k 1,/k2" {
+	config := "Host lima-x\n  IdentityFile \"/k 1\"\n  IdentityFile /k2\n" +
+		"  User u\n  Hostname 127.0.0.1\n  Port \"60022\"\n"
+	got, err := parseSSHConfig(config)
+	if err != nil || got.Host != "127.0.0.1" || got.Port != "60022" || got.User != "u" ||
+		strings.Join(got.IdentityFiles, ",") != "/k 1,/k2" {
 		t.Errorf("parsed %+v, %v", got, err)
 	}
 	if _, err := parseSSHConfig("Host lima-x\n  User u\n  Hostname 127.0.0.1\n  Port 22\n"); err == nil {

@@ -70,7 +70,8 @@ func TestAvailability(t *testing.T) {
 	f := newFake(t)
 	o := f.options()
 	o.Euid = func() int { return 0 }
-	if _, err := New(context.Background(), o); cause(err) != "running_as_root" || !strings.Contains(err.Error(), "unprivileged user") {
+	if _, err := New(context.Background(), o); cause(err) != "running_as_root" ||
+		!strings.Contains(err.Error(), "unprivileged user") {
 		t.Errorf("as root: %v", err)
 	}
 	o = f.options()
@@ -117,10 +118,15 @@ func TestAvailability(t *testing.T) {
 	}
 }
 
-const ndjson = `{"name":"sbf-01234567-api","hostname":"lima-sbf-01234567-api","status":"Running","dir":"/home/u/.lima/sbf-01234567-api","vmType":"qemu","arch":"x86_64","cpuType":"","cpus":2,"memory":2147483648,"disk":10737418240,"sshLocalPort":41537,"sshConfigFile":"/home/u/.lima/sbf-01234567-api/ssh.config","hostAgentPID":1234,"driverPID":1240,"sshAddress":"127.0.0.1","protected":false,"limaVersion":"1.2.1"}
-{"name":"default","status":"Stopped","dir":"/home/u/.lima/default","vmType":"vz","arch":"aarch64","cpus":4,"memory":4294967296,"disk":107374182400,"protected":false,"limaVersion":"1.2.1"}
-{"name":"sbf-01234567-bad","status":"Broken","dir":"/home/u/.lima/sbf-01234567-bad","vmType":"qemu","arch":"x86_64","errors":[{}],"protected":false}
-`
+const ndjson = `{"name":"sbf-01234567-api","hostname":"lima-sbf-01234567-api","status":"Running",` +
+	`"dir":"/home/u/.lima/sbf-01234567-api","vmType":"qemu","arch":"x86_64","cpuType":"","cpus":2,` +
+	`"memory":2147483648,"disk":10737418240,"sshLocalPort":41537,` +
+	`"sshConfigFile":"/home/u/.lima/sbf-01234567-api/ssh.config","hostAgentPID":1234,"driverPID":1240,` +
+	`"sshAddress":"127.0.0.1","protected":false,"limaVersion":"1.2.1"}` + "\n" +
+	`{"name":"default","status":"Stopped","dir":"/home/u/.lima/default","vmType":"vz","arch":"aarch64",` +
+	`"cpus":4,"memory":4294967296,"disk":107374182400,"protected":false,"limaVersion":"1.2.1"}` + "\n" +
+	`{"name":"sbf-01234567-bad","status":"Broken","dir":"/home/u/.lima/sbf-01234567-bad","vmType":"qemu",` +
+	`"arch":"x86_64","errors":[{}],"protected":false}` + "\n"
 
 func TestListFormats(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(ndjson), "\n")
@@ -172,7 +178,9 @@ func TestLifecycleArgv(t *testing.T) {
 		"--version",
 		"--tty=false create --name sbf-01234567-api -",
 		"--tty=false start --timeout 15m0s sbf-01234567-api",
-		`--tty=false edit sbf-01234567-api --set .cpus = 4 | .memory = "4096MiB" | .disk = "30720MiB" | .mountType = "reverse-sshfs" | .mounts = [] | .portForwards = [{"guestPort":80,"hostIP":"127.0.0.1","hostPort":8080},{"guestIP":"0.0.0.0","proto":"any","ignore":true}]`,
+		`--tty=false edit sbf-01234567-api --set .cpus = 4 | .memory = "4096MiB" | .disk = "30720MiB" | .mountType ` +
+			`= "reverse-sshfs" | .mounts = [] | .portForwards = [{"guestPort":80,"hostIP":"127.0.0.1",` +
+			`"hostPort":8080},{"guestIP":"0.0.0.0","proto":"any","ignore":true}]`,
 		"--tty=false stop sbf-01234567-api",
 		"--tty=false delete --force sbf-01234567-api",
 	}
@@ -184,7 +192,9 @@ func TestLifecycleArgv(t *testing.T) {
 func TestUnknownInstanceIsNotFound(t *testing.T) {
 	f := newFake(t)
 	d := f.driver()
-	f.reply("stop", "", `time="2026-11-25T12:00:00Z" level=fatal msg="stat /home/u/.lima/sbf-01234567-gone/lima.yaml: no such file or directory"`+"\n", 1)
+	f.reply("stop", "",
+		`time="2026-11-25T12:00:00Z" level=fatal msg="stat /home/u/.lima/sbf-01234567-gone/lima.yaml: no such file or " +
+			"directory"`+"\n", 1)
 	if err := d.Stop(context.Background(), "sbf-01234567-gone"); !errors.Is(err, drivers.ErrNotFound) {
 		t.Errorf("stop of an unknown instance: %v", err)
 	}

@@ -23,7 +23,8 @@ func TestListAllReportsEveryName(t *testing.T) {
 	}
 	def := all[1]
 	if def.Name != "default" || def.Driver != Name || def.Status != drivers.Stopped || def.Label != nil ||
-		!reflect.DeepEqual(def.Reported, drivers.Spec{Name: "default", CPUs: 4, MemoryGiB: 4, DiskGiB: 100, Arch: "aarch64", VMType: "vz"}) {
+		!reflect.DeepEqual(def.Reported, drivers.Spec{Name: "default", CPUs: 4, MemoryGiB: 4, DiskGiB: 100,
+			Arch: "aarch64", VMType: "vz"}) {
 		t.Errorf("default = %+v", def)
 	}
 	if all[0].Name != "sbf-01234567-api" || all[0].SSH != "127.0.0.1:41537" || all[2].Status != drivers.Broken {
@@ -56,7 +57,8 @@ func TestListAllSeesV1VMs(t *testing.T) {
 	os.Mkdir(v1, 0o755)
 	os.WriteFile(filepath.Join(v1, "status"), []byte("Running\n"), 0o644)
 	// What `limactl create --cpus=2 --memory=4.0 --disk=30.0 template:docker` leaves, as far as sbf reads it.
-	if err := os.WriteFile(filepath.Join(v1, "lima.yaml"), []byte("vmType: qemu\narch: x86_64\ncpus: 2\nmemory: 4GiB\ndisk: 30GiB\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(v1, "lima.yaml"),
+		[]byte("vmType: qemu\narch: x86_64\ncpus: 2\nmemory: 4GiB\ndisk: 30GiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sbf := drivers.Spec{Name: "sbf-01234567-api", CPUs: 1, MemoryGiB: 2, DiskGiB: 10, VMType: "qemu", Arch: "x86_64",
@@ -81,7 +83,8 @@ func TestListAllSeesV1VMs(t *testing.T) {
 		t.Fatalf("ListAll = %+v", all)
 	}
 	want := drivers.Spec{Name: "agent-0a1b2c3d", CPUs: 2, MemoryGiB: 4, DiskGiB: 30, Arch: "x86_64", VMType: "qemu"}
-	if agent.Status != drivers.Running || !reflect.DeepEqual(agent.Reported, want) || agent.SSH != "127.0.0.1:60022" || agent.Label != nil {
+	if agent.Status != drivers.Running || !reflect.DeepEqual(agent.Reported, want) ||
+		agent.SSH != "127.0.0.1:60022" || agent.Label != nil {
 		t.Errorf("agent = %+v", agent)
 	}
 	if list, _ := d.List(ctx); len(list) != 1 || list[0].Name != sbf.Name {

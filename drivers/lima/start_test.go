@@ -49,13 +49,15 @@ func TestStartUnderEmulation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(said) != 3 || !strings.Contains(said[0], "software emulation") || !strings.Contains(said[0], "no "+kvmDevice) ||
+	if len(said) != 3 || !strings.Contains(said[0], "software emulation") ||
+		!strings.Contains(said[0], "no "+kvmDevice) ||
 		said[1] != `lima: Waiting for the essential requirement 1 of 2: "ssh"` || said[2] != said[1] {
 		t.Errorf("progress = %q (want one note naming the cause)", said)
 	}
 	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
 	wrapper := filepath.Join(f.state, "lima", "wrappers", "qemu-system")
-	if !strings.Contains(string(env), "QEMU_SYSTEM_X86_64="+wrapper) || !strings.Contains(string(env), "SBF_REAL_QEMU="+realQEMU) ||
+	if !strings.Contains(string(env), "QEMU_SYSTEM_X86_64="+wrapper) ||
+		!strings.Contains(string(env), "SBF_REAL_QEMU="+realQEMU) ||
 		!strings.Contains(string(env), "PATH="+filepath.Join(f.state, "lima", "wrappers", "bin")+":") {
 		t.Fatalf("start env:\n%s", env)
 	}
@@ -80,7 +82,8 @@ func TestEmulationNeverFailsWithGuidance(t *testing.T) {
 	s.Emulation = "never"
 	err := d.Start(context.Background(), s)
 	var u *drivers.UnavailableError
-	if !errors.As(err, &u) || u.ProbableCause != "hardware_virtualization_unavailable" || !strings.Contains(err.Error(), `emulation = "auto"`) {
+	if !errors.As(err, &u) || u.ProbableCause != "hardware_virtualization_unavailable" ||
+		!strings.Contains(err.Error(), `emulation = "auto"`) {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(strings.Join(f.argv(), "\n"), "start") {
@@ -122,12 +125,14 @@ func TestUsableKVMNeedsNoWrapper(t *testing.T) {
 func TestBootProbeOutcomes(t *testing.T) {
 	dir := t.TempDir()
 	hang := fakeQEMU(t, dir, "sleep 30")
-	if ok, reason := bootProbe(context.Background(), hang, dir, 300*time.Millisecond, "-accel", "kvm"); ok || !strings.Contains(reason, "did not run within") {
+	if ok, reason := bootProbe(context.Background(), hang, dir, 300*time.Millisecond, "-accel", "kvm"); ok ||
+		!strings.Contains(reason, "did not run within") {
 		t.Errorf("hang: %v %q", ok, reason)
 	}
 	failDir := t.TempDir()
 	fails := fakeQEMU(t, failDir, "echo 'failed to set MSR 0x10a' >&2; exit 134")
-	if ok, reason := bootProbe(context.Background(), fails, dir, 5*time.Second, "-accel", "kvm"); ok || !strings.Contains(reason, "MSR") {
+	if ok, reason := bootProbe(context.Background(), fails, dir, 5*time.Second, "-accel", "kvm"); ok ||
+		!strings.Contains(reason, "MSR") {
 		t.Errorf("fails: %v %q", ok, reason)
 	}
 }
@@ -146,10 +151,12 @@ func TestBootSectorRunsInRealQEMU(t *testing.T) {
 
 func TestLimaProgressLines(t *testing.T) {
 	for line, want := range map[string]string{
-		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: \"ssh\""`: `lima: Waiting for the essential requirement 1 of 2: "ssh"`,
-		`time="2026-11-26T06:00:00Z" level=info msg="READY. Run ` + "`limactl shell x`" + ` to open the shell."`:         "lima: READY. Run `limactl shell x` to open the shell.",
-		`time="2026-11-26T06:00:00Z" level=warning msg="[hostagent] DEGRADED"`:                                           "lima warning: DEGRADED",
-		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] hostagent socket created at /x"`:                        "",
+		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: " +
+			"\"ssh\""`: `lima: Waiting for the essential requirement 1 of 2: "ssh"`,
+		`time="2026-11-26T06:00:00Z" level=info msg="READY. Run ` + "`limactl shell x`" +
+			` to open the shell."`: "lima: READY. Run `limactl shell x` to open the shell.",
+		`time="2026-11-26T06:00:00Z" level=warning msg="[hostagent] DEGRADED"`:                    "lima warning: DEGRADED",
+		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] hostagent socket created at /x"`: "",
 		`not a log line`: "",
 	} {
 		got, ok := limaProgress(line)
@@ -165,8 +172,10 @@ func TestBootFailureNamesTheLogs(t *testing.T) {
 	home := t.TempDir()
 	f.env["LIMA_HOME"] = home
 	os.MkdirAll(filepath.Join(home, qemuSpec.Name), 0o755)
-	os.WriteFile(filepath.Join(home, qemuSpec.Name, "ha.stderr.log"), []byte(`{"msg":"Could not access KVM kernel module"}`), 0o644)
-	f.reply("start", "", `time="x" level=fatal msg="exiting, status={Running:false Degraded:false Exiting:true}"`+"\n", 1)
+	os.WriteFile(filepath.Join(home, qemuSpec.Name, "ha.stderr.log"),
+		[]byte(`{"msg":"Could not access KVM kernel module"}`), 0o644)
+	f.reply("start", "", `time="x" level=fatal msg="exiting, status={Running:false Degraded:false Exiting:true}"`+
+		"\n", 1)
 	f.env["QEMU_SYSTEM_X86_64"] = "/usr/bin/qemu-system-x86_64" // chosen by the user: no probe
 	err := f.driver().Start(context.Background(), qemuSpec)
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(home, qemuSpec.Name, "serial.log")) ||

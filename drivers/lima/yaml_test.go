@@ -15,8 +15,10 @@ func TestGeneratedYAML(t *testing.T) {
 	direct := drivers.Image{Location: "/cache/img/disk.ext4", Kernel: "/cache/img/vmlinuz",
 		KernelCmdline: "root=/dev/vda rw console=ttyS0 apparmor=0", Initrd: "/cache/img/initrd.img"}
 	cases := map[string]drivers.Spec{
-		"no-mounts": {Name: "sbf-01234567-api", CPUs: 2, MemoryGiB: 2, DiskGiB: 10, VMType: "qemu", Arch: "x86_64", Image: direct},
-		"ports-and-mounts": {Name: "sbf-01234567-web", CPUs: 4, MemoryGiB: 2.5, DiskGiB: 20, VMType: "vz", Arch: "aarch64",
+		"no-mounts": {Name: "sbf-01234567-api", CPUs: 2, MemoryGiB: 2, DiskGiB: 10, VMType: "qemu", Arch: "x86_64",
+			Image: direct},
+		"ports-and-mounts": {Name: "sbf-01234567-web", CPUs: 4, MemoryGiB: 2.5, DiskGiB: 20, VMType: "vz",
+			Arch:   "aarch64",
 			Image:  drivers.Image{Location: "https://example.invalid/ubuntu.img", Digest: "sha256:0123"},
 			Mounts: []string{"/src/app", "/src/data:/data:rw"}, Ports: []string{"8080:80", "9000"}},
 	}
@@ -45,9 +47,11 @@ func TestGeneratedYAML(t *testing.T) {
 
 // A spec without mounts must produce a lima.yaml without any.
 func TestNoMountsMeansNoMounts(t *testing.T) {
-	got, _ := generate(drivers.Spec{Name: "x", CPUs: 1, MemoryGiB: 1, DiskGiB: 5, VMType: "qemu"}, []image{{Location: "/d"}})
+	got, _ := generate(drivers.Spec{Name: "x", CPUs: 1, MemoryGiB: 1, DiskGiB: 5, VMType: "qemu"},
+		[]image{{Location: "/d"}})
 	text := string(got)
-	if !strings.Contains(text, "mounts: []") || strings.Contains(text, "location: \"~\"") || strings.Contains(text, "mountPoint") {
+	if !strings.Contains(text, "mounts: []") || strings.Contains(text, "location: \"~\"") ||
+		strings.Contains(text, "mountPoint") {
 		t.Errorf("lima.yaml:\n%s", text)
 	}
 	if !strings.Contains(text, "ignore: true") {
@@ -68,7 +72,8 @@ func TestTemplateBringsImagesNotMounts(t *testing.T) {
 	}
 	created, _ := os.ReadFile(filepath.Join(f.dir, "created.yaml"))
 	text := string(created)
-	if !strings.Contains(text, "ubuntu-24.04-server-cloudimg-amd64.img") || !strings.Contains(text, "cloudimg-arm64.img") ||
+	if !strings.Contains(text, "ubuntu-24.04-server-cloudimg-amd64.img") ||
+		!strings.Contains(text, "cloudimg-arm64.img") ||
 		strings.Contains(text, `"~"`) || strings.Contains(text, "/tmp/lima") || !strings.Contains(text, "mounts: []") {
 		t.Errorf("created lima.yaml:\n%s", text)
 	}

@@ -45,7 +45,8 @@ func parseFaults(s string) ([]fault, error) {
 		op, target, ok2 := strings.Cut(lhs, ":")
 		if !ok || !ok2 || !ops[op] || target == "" {
 			return nil, fmt.Errorf(
-				"SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, label, claim",
+				"SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, "+
+					"label, claim",
 				rule,
 			)
 		}

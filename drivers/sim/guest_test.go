@@ -32,7 +32,8 @@ func runningSim(t *testing.T) (*Driver, string) {
 func TestSimExecRunsCommands(t *testing.T) {
 	d, name := runningSim(t)
 	ctx := context.Background()
-	res, err := d.Exec(ctx, name, drivers.ExecRequest{Command: `echo out; echo err >&2; pwd; test "$HOME" = "$(pwd)"; exit 42`})
+	res, err := d.Exec(ctx, name,
+		drivers.ExecRequest{Command: `echo out; echo err >&2; pwd; test "$HOME" = "$(pwd)"; exit 42`})
 	if err != nil || res.ExitCode != 42 || !strings.Contains(res.Stdout, "out\n") || res.Stderr != "err\n" ||
 		!strings.HasSuffix(strings.TrimSpace(res.Stdout), filepath.Join("guests", name)) {
 		t.Fatalf("exec: %+v %v", res, err)
@@ -42,7 +43,8 @@ func TestSimExecRunsCommands(t *testing.T) {
 		t.Errorf("stdin: %q", res.Stdout)
 	}
 	start := time.Now()
-	res, err = d.Exec(ctx, name, drivers.ExecRequest{Command: "sleep 30 & sleep 30; echo never", Timeout: 200 * time.Millisecond})
+	res, err = d.Exec(ctx, name, drivers.ExecRequest{Command: "sleep 30 & sleep 30; echo never",
+		Timeout: 200 * time.Millisecond})
 	if err != nil || !res.TimedOut || time.Since(start) > 5*time.Second || strings.Contains(res.Stdout, "never") {
 		t.Errorf("timeout: %+v %v after %s", res, err, time.Since(start))
 	}

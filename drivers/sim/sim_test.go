@@ -75,7 +75,8 @@ func TestCountedFaultsAreSharedAcrossProcesses(t *testing.T) {
 	spec := drivers.Spec{Name: "sbf-01234567-api"}
 	for i := 0; i < 2; i++ {
 		// A fresh Driver per attempt stands for a fresh sbf process.
-		if err := newSim(t, dir, "create:api=fail:2").Create(ctx, spec); err == nil || !strings.Contains(err.Error(), "injected") {
+		if err := newSim(t, dir, "create:api=fail:2").Create(ctx, spec); err == nil ||
+			!strings.Contains(err.Error(), "injected") {
 			t.Fatalf("attempt %d: err = %v, want an injected failure", i+1, err)
 		}
 	}

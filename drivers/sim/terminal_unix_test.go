@@ -30,7 +30,8 @@ func TestSimTerminalIsARealTerminal(t *testing.T) {
 	io.WriteString(typed, "hello\n")
 	select {
 	case code := <-done:
-		if code != 5 || !strings.Contains(out.String(), "on a terminal, vt100") || !strings.Contains(out.String(), "got hello") {
+		if code != 5 || !strings.Contains(out.String(), "on a terminal, vt100") ||
+			!strings.Contains(out.String(), "got hello") {
 			t.Errorf("exit %d, output %q", code, out.String())
 		}
 	case <-time.After(10 * time.Second):

@@ -24,7 +24,8 @@ func guest(t *testing.T, fb Fallbacks) (*Pool, *sshtest.Server) {
 			if name != instance {
 				return Target{}, errors.New("no such instance " + name)
 			}
-			return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{"/nonexistent", g.KeyFile}}, nil
+			return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{"/nonexistent",
+				g.KeyFile}}, nil
 		},
 		Fallbacks: fb,
 	})
@@ -79,7 +80,8 @@ func TestGuestShellKeepsCommandsApart(t *testing.T) {
 	if res := run("printf 'no newline'"); res.Stdout != "no newline" {
 		t.Errorf("output without a final newline: %q", res.Stdout)
 	}
-	if res := run(`printf '\n@@sbf-0000000000000000-1 0\nafter\n'; exit 4`); res.ExitCode != 4 || !strings.Contains(res.Stdout, "after") {
+	if res := run(`printf '\n@@sbf-0000000000000000-1 0\nafter\n'; exit 4`); res.ExitCode != 4 ||
+		!strings.Contains(res.Stdout, "after") {
 		t.Errorf("a fake marker ended the output early: %+v", res)
 	}
 	if res := run("cat; echo read-nothing"); res.Stdout != "read-nothing\n" {
@@ -97,7 +99,8 @@ func TestGuestShellKeepsCommandsApart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if res, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "sleep 0.3; echo done"}); err != nil || res.Stdout != "done\n" {
+			if res, err := p.Exec(ctx, instance,
+				drivers.ExecRequest{Command: "sleep 0.3; echo done"}); err != nil || res.Stdout != "done\n" {
 				t.Errorf("concurrent exec: %+v %v", res, err)
 			}
 		}()
@@ -127,15 +130,18 @@ func TestExecTimeoutOnASessionOfItsOwn(t *testing.T) {
 	p, _ := guest(t, Fallbacks{})
 	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{
 		Command: "sleep 3", Stdin: strings.NewReader(""), Timeout: time.Second})
-	if err != nil || res.Via != "ssh" || !res.TimedOut || res.ExitCode != -1 || res.Stderr != "Command timed out after 1s\n" {
+	if err != nil || res.Via != "ssh" || !res.TimedOut || res.ExitCode != -1 ||
+		res.Stderr != "Command timed out after 1s\n" {
 		t.Fatalf("timeout with stdin: %+v, %v", res, err)
 	}
 }
 
 func TestExecCapsOutput(t *testing.T) {
 	p, _ := guest(t, Fallbacks{})
-	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "head -c 3000000 /dev/zero", MaxOutput: 1 << 20})
-	if err != nil || len(res.Stdout) != 1<<20 || res.StdoutBytes != 3000000 || !res.StdoutTruncated || res.StderrTruncated {
+	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "head -c 3000000 /dev/zero",
+		MaxOutput: 1 << 20})
+	if err != nil || len(res.Stdout) != 1<<20 || res.StdoutBytes != 3000000 || !res.StdoutTruncated ||
+		res.StderrTruncated {
 		t.Errorf("cap: %d kept of %d, truncated %v, %v", len(res.Stdout), res.StdoutBytes, res.StdoutTruncated, err)
 	}
 }

@@ -26,7 +26,8 @@ func TestFallbacksGetTheSSHError(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls []string
 	p := unreachable(Fallbacks{
-		Exec: func(_ context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult, error) {
+		Exec: func(_ context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult,
+			error) {
 			calls = append(calls, "exec "+instance+" "+req.Command+": "+sshErr.Error())
 			clk.Advance(3 * time.Second)
 			return drivers.ExecResult{Via: "other", ExitCode: 5}, nil
@@ -42,7 +43,8 @@ func TestFallbacksGetTheSSHError(t *testing.T) {
 	}, clk)
 	ctx := context.Background()
 	res, err := p.Exec(ctx, "vm", drivers.ExecRequest{Command: "true"})
-	if err != nil || res.Via != "other" || res.ExitCode != 5 || res.Duration != 3*time.Second || res.DurationMS != 3000 {
+	if err != nil || res.Via != "other" || res.ExitCode != 5 || res.Duration != 3*time.Second ||
+		res.DurationMS != 3000 {
 		t.Errorf("exec = %+v, %v; want the fallback's result, timed on the pool's clock", res, err)
 	}
 	if err := p.CopyIn(ctx, "vm", "/here", "/there"); err != nil {
@@ -76,7 +78,8 @@ func TestWithoutFallbacksTheSSHErrorIsReturned(t *testing.T) {
 }
 
 func TestACancelledExecDoesNotFallBack(t *testing.T) {
-	p := unreachable(Fallbacks{Exec: func(context.Context, string, drivers.ExecRequest, error) (drivers.ExecResult, error) {
+	p := unreachable(Fallbacks{Exec: func(context.Context, string, drivers.ExecRequest, error) (drivers.ExecResult,
+		error) {
 		t.Error("the fallback ran a command nobody waits for")
 		return drivers.ExecResult{}, nil
 	}}, nil)

@@ -26,7 +26,8 @@ import (
 // installs; cat skips processes that exit while it runs.
 func killSession(pid int, sig drivers.Signal) string {
 	return "kill -s " + string(sig) + " $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pid=" + strconv.Itoa(pid) +
-		` '{ p = $1; sub(/.*\) /, ""); sess[p] = $4 } END { if (sess[pid] != pid) { print pid; exit } for (p in sess) if (sess[p] == pid) print p }'` +
+		` '{ p = $1; sub(/.*\) /, ""); sess[p] = $4 }` +
+		` END { if (sess[pid] != pid) { print pid; exit } for (p in sess) if (sess[p] == pid) print p }'` +
 		") 2>/dev/null; true"
 }
 

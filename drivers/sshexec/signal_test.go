@@ -52,14 +52,17 @@ func TestExecStreamsOutputAsItComes(t *testing.T) {
 				}
 				done <- res
 			}()
-			for deadline := time.Now().Add(10 * time.Second); out.String() != "first\n" || errOut.String() != "oops\n"; time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); out.String() != "first\n" ||
+				errOut.String() != "oops\n"; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("output did not arrive while the command ran: stdout %q, stderr %q", out.String(), errOut.String())
+					t.Fatalf("output did not arrive while the command ran: stdout %q, stderr %q", out.String(),
+						errOut.String())
 				}
 			}
 			os.WriteFile(gate, nil, 0o644)
 			res := <-done
-			if out.String() != "first\nsecond\n" || res.Stdout != "first\nsecond\n" || res.Stderr != "oops\n" || res.Via != path.via {
+			if out.String() != "first\nsecond\n" || res.Stdout != "first\nsecond\n" || res.Stderr != "oops\n" ||
+				res.Via != path.via {
 				t.Errorf("streamed %q, result %+v", out.String(), res)
 			}
 		})
@@ -77,7 +80,8 @@ func TestExecForwardsSignalsToEveryProcessOfTheCommand(t *testing.T) {
 			go func() {
 				// The child traps INT in a shell of its own, as a program
 				// that cleans up on Ctrl-C would; its parent dies of it.
-				child := `sh -c 'trap "touch ` + caught + `; exit 0" INT; touch ` + started + `; while :; do sleep 0.05; done'`
+				child := `sh -c 'trap "touch ` + caught + `; exit 0" INT; touch ` + started +
+					`; while :; do sleep 0.05; done'`
 				res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{
 					Command: child + "; sleep 30", Stdin: path.stdin(), Signals: signals})
 				if err != nil {
@@ -97,7 +101,8 @@ func TestExecForwardsSignalsToEveryProcessOfTheCommand(t *testing.T) {
 				t.Fatal("the command did not end on INT")
 			}
 			before := g.Sessions.Load()
-			if res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo alive"}); err != nil || res.Stdout != "alive\n" {
+			if res, err := p.Exec(context.Background(), instance,
+				drivers.ExecRequest{Command: "echo alive"}); err != nil || res.Stdout != "alive\n" {
 				t.Errorf("after a forwarded signal: %+v %v", res, err)
 			}
 			if path.via == "ssh-shell" && g.Sessions.Load() != before {
@@ -182,7 +187,8 @@ func newWatchedBuffer() *syncBuffer { return &syncBuffer{} }
 // waitFor polls until the output holds want.
 func (s *syncBuffer) waitFor(t *testing.T, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.String(), want); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.String(),
+		want); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("output %q never held %q", s.String(), want)
 		}

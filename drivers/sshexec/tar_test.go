@@ -64,7 +64,8 @@ func TestReadTarStaysInside(t *testing.T) {
 	}
 	// What is inside arrives.
 	ok := filepath.Join(t.TempDir(), "ok")
-	if err := ReadTar(archive(t, entry{name: "top/", dir: true}, entry{name: "top/a/b.txt", body: "hello"}), "top", ok); err != nil {
+	if err := ReadTar(archive(t, entry{name: "top/", dir: true}, entry{name: "top/a/b.txt", body: "hello"}), "top",
+		ok); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ok, "a", "b.txt")); !strings.Contains(string(b), "hello") {

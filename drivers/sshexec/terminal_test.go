@@ -37,7 +37,8 @@ func TestTerminalRunsOnAPseudoTerminalThatFollowsTheWindow(t *testing.T) {
 	out.waitFor(t, "24 80")
 	resize <- drivers.WindowSize{Rows: 30, Cols: 100}
 	// The new size and the next line travel apart; ask until it shows.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "30 100"); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(),
+		"30 100"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the window change never reached the terminal: %q", out.String())
 		}

@@ -160,7 +160,8 @@ func TestViolationsAreReported(t *testing.T) {
 			t.Errorf("%s → %s was allowed", c[0], c[1])
 		}
 	}
-	for _, c := range [][2]string{{"reconcile", "sandbox"}, {"sandbox/docker", "sandbox"}, {"drivers/lima", "drivers/sshexec"},
+	for _, c := range [][2]string{{"reconcile", "sandbox"}, {"sandbox/docker", "sandbox"}, {"drivers/lima",
+		"drivers/sshexec"},
 		{"mcpserver", "reconcile"}, {"cli/mcpcmd", "mcpserver"}, {"reconcile/plan", "spec"},
 		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"}} {
 		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {

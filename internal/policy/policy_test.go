@@ -35,7 +35,8 @@ func TestLoadAddsUpSourcesAndOnlyTheEnvironmentEnablesTheSim(t *testing.T) {
 
 func TestWorkspaceIsWithinOperatorAndClientRoots(t *testing.T) {
 	p := Policy{WorkspaceRoots: []string{"/srv/ws"}}
-	for root, ok := range map[string]bool{"/srv/ws": true, "/srv/ws/a/b": true, "/srv/wsx": false, "/srv": false, "/": false} {
+	for root, ok := range map[string]bool{"/srv/ws": true, "/srv/ws/a/b": true, "/srv/wsx": false, "/srv": false,
+		"/": false} {
 		err := p.Workspace(root, nil)
 		var ce *coded.Error
 		if ok != (err == nil) || !ok && (!errors.As(err, &ce) || ce.Code != WorkspaceNotAllowed) {

@@ -91,7 +91,8 @@ func planLayers(
 		add(Runtime, guestCause())
 	} else if runtimeReady && applied["docker_command"] != g.Docker {
 		p.Refresh = append(p.Refresh, Refresh{Sandbox: base.Sandbox, Phase: state.Running, Instance: base.Instance,
-			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest (" + g.Docker + "); recorded"})
+			Driver: base.Driver, Docker: g.Docker, Note: "the container runtime is ready in the guest " +
+				"(" + g.Docker + "); recorded"})
 	}
 	if l.Services != nil {
 		planProject(

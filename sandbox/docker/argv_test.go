@@ -25,10 +25,13 @@ func TestDockerCommandLinesAreV1s(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"build", BuildArgs(BuildSpec{Context: ".", Tag: "repo/app:dev", Dockerfile: "Dockerfile", Target: "prod", NoCache: true,
+		{"build", BuildArgs(BuildSpec{Context: ".", Tag: "repo/app:dev", Dockerfile: "Dockerfile", Target: "prod",
+			NoCache:   true,
 			BuildArgs: []KV{{"A", "1"}}, Labels: []KV{{"git.commit", "abc"}, {"git.branch", ""}}}),
-			"docker build -t repo/app:dev -f Dockerfile --build-arg A=1 --label git.commit=abc --label git.branch= --target prod --no-cache -- ."},
-		{"run", RunArgs(RunSpec{Image: "img:tag", Command: "pytest -q", Name: "runner", Detach: true, Privileged: true}),
+			"docker build -t repo/app:dev -f Dockerfile --build-arg A=1 --label git.commit=abc --label git.branch= --target " +
+				"prod --no-cache -- ."},
+		{"run", RunArgs(RunSpec{Image: "img:tag", Command: "pytest -q", Name: "runner", Detach: true,
+			Privileged: true}),
 			"docker run -d --name runner --privileged -- img:tag sh -lc 'pytest -q'"},
 		{"run, every flag", RunArgs(RunSpec{Image: "img", Workdir: "/src", Env: map[string]string{"B": "2 3", "A": "1"},
 			Volumes: []string{"/w:/w"}, Ports: []string{"8080:80"}}),
@@ -38,15 +41,20 @@ func TestDockerCommandLinesAreV1s(t *testing.T) {
 		{"logs follow", LogsArgs("web", 10, true, "2m"), "docker logs --tail 10 --follow --since 2m -- web"},
 		{"ps", PsArgs(false), "docker ps"},
 		{"ps -a", PsArgs(true), "docker ps -a"},
-		{"compose up", compose(ComposeSpec{File: "docker-compose.yml", Action: "up", Services: []string{"api"}, Detach: true}),
+		{"compose up", compose(ComposeSpec{File: "docker-compose.yml", Action: "up", Services: []string{"api"},
+			Detach: true}),
 			"docker compose -f docker-compose.yml up -d -- api"},
 		{"compose up attached", compose(ComposeSpec{Action: " UP "}), "docker compose up"},
-		{"compose logs", compose(ComposeSpec{File: "docker-compose.yml", Action: "logs", Follow: true, Since: "2m", Tail: &fifty, Services: []string{"api"}}),
+		{"compose logs", compose(ComposeSpec{File: "docker-compose.yml", Action: "logs", Follow: true, Since: "2m",
+			Tail: &fifty, Services: []string{"api"}}),
 			"docker compose -f docker-compose.yml logs --follow --since 2m --tail 50 -- api"},
-		{"compose exec", compose(ComposeSpec{File: "docker-compose.yml", Action: "exec", Services: []string{"api", "x"}, Command: "pytest -q"}),
+		{"compose exec", compose(ComposeSpec{File: "docker-compose.yml", Action: "exec", Services: []string{"api",
+			"x"}, Command: "pytest -q"}),
 			"docker compose -f docker-compose.yml exec -T -- api sh -lc 'pytest -q'"},
-		{"compose down takes no services", compose(ComposeSpec{Action: "down", Services: []string{"api"}}), "docker compose down"},
-		{"compose ps -q of the engine's stack", compose(ComposeSpec{Project: "sbf-api", File: "compose.yaml", Action: "ps", Quiet: true}),
+		{"compose down takes no services", compose(ComposeSpec{Action: "down", Services: []string{"api"}}),
+			"docker compose down"},
+		{"compose ps -q of the engine's stack", compose(ComposeSpec{Project: "sbf-api", File: "compose.yaml",
+			Action: "ps", Quiet: true}),
 			"docker compose -p sbf-api -f compose.yaml ps -q"},
 	} {
 		if got := shellquote.Join(append([]string{"docker"}, tc.args...)); got != tc.want {
@@ -57,10 +65,12 @@ func TestDockerCommandLinesAreV1s(t *testing.T) {
 
 func TestCleanupModes(t *testing.T) {
 	d := &Docker{Prefix: "sudo -n docker"}
-	if got, want := d.cleanupLine("safe"), "sudo -n docker container prune -f && sudo -n docker image prune -f"; got != want {
+	if got, want := d.cleanupLine("safe"),
+		"sudo -n docker container prune -f && sudo -n docker image prune -f"; got != want {
 		t.Errorf("safe: %s", got)
 	}
-	if got := d.cleanupLine(" Aggressive"); got != "sudo -n docker container prune -f && sudo -n docker image prune -af && "+
+	if got := d.cleanupLine(" Aggressive"); got != "sudo -n docker container prune -f && sudo -n docker image prune "+
+		"-af && "+
 		"sudo -n docker network prune -f && sudo -n docker volume prune -f" {
 		t.Errorf("aggressive: %s", got)
 	}
@@ -72,7 +82,8 @@ func TestCleanupModes(t *testing.T) {
 func TestComposeRefusesWhatV1Refused(t *testing.T) {
 	_, err := ComposeArgs(ComposeSpec{Action: "rm"})
 	var ce *coded.Error
-	if !errors.As(err, &ce) || ce.Code != CodeDockerFailed || !slices.Equal(ce.Details["allowed_actions"].([]string), ComposeActions) {
+	if !errors.As(err, &ce) || ce.Code != CodeDockerFailed ||
+		!slices.Equal(ce.Details["allowed_actions"].([]string), ComposeActions) {
 		t.Errorf("unknown action: %v", err)
 	}
 	for _, c := range []ComposeSpec{{Action: "exec", Command: "ls"}, {Action: "exec", Services: []string{"api"}}} {
@@ -85,7 +96,8 @@ func TestComposeRefusesWhatV1Refused(t *testing.T) {
 func TestShlexQuoteMatchesPython(t *testing.T) {
 	for in, want := range map[string]string{
 		"": "''", "abc": "abc", "a-b_c.d/e:f=g,h@i%j+k": "a-b_c.d/e:f=g,h@i%j+k",
-		"a b": "'a b'", "it's": `'it'"'"'s'`, "{{.State.Running}}": "'{{.State.Running}}'", "$HOME": "'$HOME'", "é": "'é'",
+		"a b": "'a b'", "it's": `'it'"'"'s'`, "{{.State.Running}}": "'{{.State.Running}}'", "$HOME": "'$HOME'",
+		"é": "'é'",
 	} {
 		if got := shellquote.Word(in); got != want {
 			t.Errorf("shellquote.Word(%q) = %s, want %s", in, got, want)

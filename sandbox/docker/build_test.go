@@ -46,14 +46,16 @@ func TestBuildReusesAValidCachedImage(t *testing.T) {
 	cached := "repo/app:" + *st.GitShort + "-" + (*st.DependenciesHash)[:12]
 	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)},
 		reply{match: "-- " + cached, res: out(created + " " + labelsOf(st))})
-	res, err := d.Build(context.Background(), BuildRequest{InstanceID: "inst_1", ContextPath: "/w", ImageTag: "repo/app:dev"})
+	res, err := d.Build(context.Background(), BuildRequest{InstanceID: "inst_1", ContextPath: "/w",
+		ImageTag: "repo/app:dev"})
 	if err != nil || !res.CacheHit || res.CachedImageTag != cached || res.Command != "cached-image-reuse" {
 		t.Fatalf("build: %+v %v", res, err)
 	}
 	if !g.ran("docker tag -- "+cached+" repo/app:dev") || g.ran("docker build") {
 		t.Errorf("commands: %q", g.cmds)
 	}
-	if v := res.Validation.(*ImageValidation); !v.Valid || v.Recommendation != "reuse" || v.ImageMetadata["age_hours"].(*float64) == nil {
+	if v := res.Validation.(*ImageValidation); !v.Valid || v.Recommendation != "reuse" ||
+		v.ImageMetadata["age_hours"].(*float64) == nil {
 		t.Errorf("validation: %+v", v)
 	}
 }
@@ -61,10 +63,13 @@ func TestBuildReusesAValidCachedImage(t *testing.T) {
 func TestBuildRebuildsAStaleImageWithLabels(t *testing.T) {
 	h, st := buildHarness(t, "")
 	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)},
-		reply{match: "image inspect", res: out(created + ` {"git.commit":"0000"}`)}, reply{match: "docker build", res: out("built\n")})
-	res, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "repo/app:dev", Dockerfile: "Dockerfile",
-		BuildArgs: map[string]string{"GIT_BRANCH": "override", "EXTRA": "x y"}})
-	if err != nil || res.CacheHit || res.Stdout != "built\n" || res.Validation.(*ImageValidation).Recommendation != "rebuild" {
+		reply{match: "image inspect", res: out(created + ` {"git.commit":"0000"}`)}, reply{match: "docker build",
+			res: out("built\n")})
+	res, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "repo/app:dev",
+		Dockerfile: "Dockerfile",
+		BuildArgs:  map[string]string{"GIT_BRANCH": "override", "EXTRA": "x y"}})
+	if err != nil || res.CacheHit || res.Stdout != "built\n" ||
+		res.Validation.(*ImageValidation).Recommendation != "rebuild" {
 		t.Fatalf("build: %+v %v", res, err)
 	}
 	c := *st.GitCommit
@@ -73,7 +78,8 @@ func TestBuildRebuildsAStaleImageWithLabels(t *testing.T) {
 		*st.DependenciesHash + " --build-arg WORKSPACE_CONTENT_HASH=" + st.ContentHash + " --build-arg 'EXTRA=x y'" +
 		" --label git.commit=" + c + " --label git.branch=main --label build.timestamp=2026-11-25T12:00:00Z" +
 		" --label build.dependencies.hash=" + *st.DependenciesHash + " --label build.content.hash=" + st.ContentHash +
-		" --label org.opencontainers.image.revision=" + c + " --label org.opencontainers.image.created=2026-11-25T12:00:00Z -- /w"
+		" --label org.opencontainers.image.revision=" + c +
+		" --label org.opencontainers.image.created=2026-11-25T12:00:00Z -- /w"
 	if !g.ran(want) || !g.ran("docker tag -- repo/app:dev "+res.CachedImageTag) {
 		t.Errorf("commands:\n%s\nwant\n%s", strings.Join(g.cmds, "\n"), want)
 	}
@@ -83,16 +89,19 @@ func TestBuildStrictValidationFails(t *testing.T) {
 	h, _ := buildHarness(t, "[build.prebuilt.staleness_check]\non_stale = \"fail\"\n")
 	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)},
 		reply{match: "image inspect", res: out(created + ` {"git.commit":"0000"}`)})
-	_, err := d.Build(context.Background(), BuildRequest{InstanceID: "inst_1", ContextPath: "/w", ImageTag: "repo/app:dev"})
+	_, err := d.Build(context.Background(), BuildRequest{InstanceID: "inst_1", ContextPath: "/w",
+		ImageTag: "repo/app:dev"})
 	ce := codeOf(t, err)
-	if v, _ := ce.Details["validation"].(ImageValidation); ce.Code != CodePrebuiltInvalid || v.Recommendation != "fail" || g.ran("docker build") {
+	if v, _ := ce.Details["validation"].(ImageValidation); ce.Code != CodePrebuiltInvalid ||
+		v.Recommendation != "fail" || g.ran("docker build") {
 		t.Errorf("strict: %+v", ce)
 	}
 }
 
 func TestBuildWithoutCache(t *testing.T) {
 	h, _ := buildHarness(t, "[build.prebuilt]\nvalidation = \"disabled\"\n")
-	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)}, reply{match: "image inspect", res: out(created + " null")})
+	d, g := scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)}, reply{match: "image inspect",
+		res: out(created + " null")})
 	res, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "repo/app:dev"})
 	if err != nil || !res.CacheHit || res.Validation.(map[string]any)["mode"] != "disabled" {
 		t.Fatalf("validation disabled, image present: %+v %v", res, err)
@@ -102,7 +111,8 @@ func TestBuildWithoutCache(t *testing.T) {
 	if err != nil || res.CacheHit || g.ran("image inspect") || !g.ran(" --no-cache -- /w") {
 		t.Errorf("no_cache: %+v %v %q", res, err, g.cmds)
 	}
-	d, _ = scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)}, reply{match: "docker build", res: failed(1, "no Dockerfile\n")})
+	d, _ = scriptedDocker(t, h, reply{match: "df -Pk", res: out(tenGiB)}, reply{match: "docker build",
+		res: failed(1, "no Dockerfile\n")})
 	_, err = d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "repo/app:dev", NoCache: true})
 	if ce := codeOf(t, err); ce.Code != CodeDockerFailed || ce.Details["stderr"] != "no Dockerfile\n" ||
 		!strings.HasPrefix(ce.Details["command"].(string), "docker build -t repo/app:dev") {
@@ -116,19 +126,24 @@ func TestBuildDiskPreflight(t *testing.T) {
 	_, err := d.Build(context.Background(), BuildRequest{InstanceID: "sbf-x-api", ContextPath: "/w", ImageTag: "a:b"})
 	ce := codeOf(t, err)
 	steps, _ := ce.Details["guided_recreate_action"].([]string)
-	if ce.Code != CodeInsufficientDisk || ce.Details["free_disk_gib_after_cleanup"] != 1.0 || ce.Details["required_free_disk_gib"] != 3.0 ||
+	if ce.Code != CodeInsufficientDisk || ce.Details["free_disk_gib_after_cleanup"] != 1.0 ||
+		ce.Details["required_free_disk_gib"] != 3.0 ||
 		ce.Details["instance_id"] != "sbf-x-api" || len(steps) != 2 || !strings.Contains(steps[0], "disk_gib >= 30") {
 		t.Errorf("insufficient: %+v", ce)
 	}
 	if !g.ran("docker container prune -f && docker image prune -f") || g.ran("docker build") {
 		t.Errorf("commands: %q", g.cmds)
 	}
-	d, g = scriptedDocker(t, h, reply{match: "df -Pk", res: out(oneGiB), once: true}, reply{match: "df -Pk", res: out(tenGiB)})
-	if _, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "a:b"}); err != nil || !g.ran("docker build") {
+	d, g = scriptedDocker(t, h, reply{match: "df -Pk", res: out(oneGiB), once: true}, reply{match: "df -Pk",
+		res: out(tenGiB)})
+	if _, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "a:b"}); err != nil ||
+		!g.ran("docker build") {
 		t.Errorf("cleanup freed enough: %v %q", err, g.cmds)
 	}
-	d, _ = scriptedDocker(t, h, reply{match: "df -Pk", res: drivers.ExecResult{ExitCode: 1, Stderr: "df: /: no such file"}})
-	if _, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "a:b"}); codeOf(t, err).Code != "BACKEND_COMMAND_FAILED" {
+	d, _ = scriptedDocker(t, h, reply{match: "df -Pk", res: drivers.ExecResult{ExitCode: 1,
+		Stderr: "df: /: no such file"}})
+	if _, err := d.Build(context.Background(), BuildRequest{ContextPath: "/w", ImageTag: "a:b"}); codeOf(t,
+		err).Code != "BACKEND_COMMAND_FAILED" {
 		t.Errorf("probe failure: %v", err)
 	}
 }

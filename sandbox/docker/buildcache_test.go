@@ -15,7 +15,8 @@ import (
 )
 
 func TestExpectedImageTag(t *testing.T) {
-	full := WorkspaceState{GitShort: opt("0123abcd"), DependenciesHash: opt("d1d2d3d4d5d6d7d8"), ContentHash: "c1c2c3c4c5c6c7c8"}
+	full := WorkspaceState{GitShort: opt("0123abcd"), DependenciesHash: opt("d1d2d3d4d5d6d7d8"),
+		ContentHash: "c1c2c3c4c5c6c7c8"}
 	for _, tc := range []struct{ image, format, want string }{
 		{"repo/app:dev", "{image}:{git_short}-{deps_hash}", "repo/app:0123abcd-d1d2d3d4d5d6"},
 		{"repo/app", "{image}:{content_hash}", "repo/app:c1c2c3c4c5c6"},
@@ -34,7 +35,8 @@ func TestExpectedImageTag(t *testing.T) {
 
 func TestGlobFilesFollowsPathlib(t *testing.T) {
 	root := t.TempDir()
-	for _, f := range []string{"pyproject.toml", "uv.lock", "a/uv.lock", "a-b/uv.lock", "a/b/c.lock", "req1.txt", "sub/pyproject.toml"} {
+	for _, f := range []string{"pyproject.toml", "uv.lock", "a/uv.lock", "a-b/uv.lock", "a/b/c.lock", "req1.txt",
+		"sub/pyproject.toml"} {
 		testutil.WriteFile(t, filepath.Join(root, f), f)
 	}
 	os.Symlink("/etc/passwd", filepath.Join(root, "leak.lock"))
@@ -43,10 +45,11 @@ func TestGlobFilesFollowsPathlib(t *testing.T) {
 	for pattern, want := range map[string][]string{
 		"pyproject.toml": {"pyproject.toml"},
 		"req?.txt":       {"req1.txt"},
-		"**/*.lock":      {"a/b/c.lock", "a/uv.lock", "a-b/uv.lock", "leak.lock", "uv.lock"}, // sorted by parts, as pathlib sorts
-		"a/**":           nil,                                                                // ** matches folders only
-		"../etc/passwd":  nil,
-		"/etc/passwd":    {}, // cleaned to a workspace path that does not exist
+		"**/*.lock":      {"a/b/c.lock", "a/uv.lock", "a-b/uv.lock", "leak.lock", "uv.lock"},
+		// sorted by parts, as pathlib sorts
+		"a/**":          nil, // ** matches folders only
+		"../etc/passwd": nil,
+		"/etc/passwd":   {}, // cleaned to a workspace path that does not exist
 	} {
 		if got := globFiles(fsys, pattern); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 			t.Errorf("glob %q = %v, want %v", pattern, got, want)
@@ -54,7 +57,8 @@ func TestGlobFilesFollowsPathlib(t *testing.T) {
 	}
 	// v1's payload: sha256 of "path:sha256" lines, pattern by pattern.
 	got := hashPatterns(fsys, []string{"uv.lock", "pyproject.toml", "*.lock"})
-	lines := []string{"uv.lock:" + sha256Hex("uv.lock"), "pyproject.toml:" + sha256Hex("pyproject.toml"), "uv.lock:" + sha256Hex("uv.lock")}
+	lines := []string{"uv.lock:" + sha256Hex("uv.lock"), "pyproject.toml:" + sha256Hex("pyproject.toml"),
+		"uv.lock:" + sha256Hex("uv.lock")}
 	if got == nil || *got != sha256Hex(strings.Join(lines, "\n")) {
 		t.Errorf("hash = %v (the symlink out must not count)", got)
 	}
@@ -118,7 +122,8 @@ func TestWorkspaceStateReadsGit(t *testing.T) {
 func TestJudgeImage(t *testing.T) {
 	b := spec.Defaults(spec.Host{}).Build
 	st := WorkspaceState{GitCommit: opt("c0ffee"), DependenciesHash: opt("deps0123456789abcdef")}
-	good := map[string]string{"git.commit": "c0ffee", "build.dependencies.hash": "deps0123456789abcdef", "build.timestamp": "t"}
+	good := map[string]string{"git.commit": "c0ffee", "build.dependencies.hash": "deps0123456789abcdef",
+		"build.timestamp": "t"}
 	age := func(h float64) *float64 { return &h }
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -159,13 +164,17 @@ func TestJudgeImage(t *testing.T) {
 		{"no commit label", &imageMeta{Labels: with("git.commit", ""), AgeHours: age(1)}, st, checks, false, "rebuild",
 			"git_commit_missing_in_image_labels"},
 		{"OCI revision counts", &imageMeta{Labels: oci, AgeHours: age(1)}, st, checks, true, "reuse", ""},
-		{"dependencies moved", &imageMeta{Labels: with("build.dependencies.hash", "otherdeps9876543210"), AgeHours: age(1)}, st, checks, false, "rebuild",
+		{"dependencies moved", &imageMeta{Labels: with("build.dependencies.hash", "otherdeps9876543210"),
+			AgeHours: age(1)}, st, checks, false, "rebuild",
 			"dependencies_changed: image=otherdeps987, workspace=deps01234567"},
-		{"too old", &imageMeta{Labels: good, AgeHours: age(30.5)}, st, checks, false, "rebuild", "image_too_old: age_hours=30.5, threshold_hours=24.0"},
+		{"too old", &imageMeta{Labels: good, AgeHours: age(30.5)}, st, checks, false, "rebuild",
+			"image_too_old: age_hours=30.5, threshold_hours=24.0"},
 		{"any age", &imageMeta{Labels: good, AgeHours: age(300)}, st, noAge, true, "reuse", ""},
-		{"dirty tree", &imageMeta{Labels: good, AgeHours: age(1)}, dirty, checks, false, "rebuild", "workspace_has_uncommitted_changes"},
+		{"dirty tree", &imageMeta{Labels: good, AgeHours: age(1)}, dirty, checks, false, "rebuild",
+			"workspace_has_uncommitted_changes"},
 		{"dirty tree, warn", &imageMeta{Labels: good, AgeHours: age(1)}, dirty, warnOnly, true, "warn", ""},
-		{"dirty tree, fail", &imageMeta{Labels: good, AgeHours: age(1)}, dirty, failDirty, false, "fail", "workspace_has_uncommitted_changes"},
+		{"dirty tree, fail", &imageMeta{Labels: good, AgeHours: age(1)}, dirty, failDirty, false, "fail",
+			"workspace_has_uncommitted_changes"},
 	} {
 		v := judgeImage("app:x", tc.meta, tc.st, b, tc.checks)
 		if v.Valid != tc.valid || v.Recommendation != tc.rec || strings.Join(v.Reasons, "; ") != tc.reasons {
@@ -173,7 +182,8 @@ func TestJudgeImage(t *testing.T) {
 		}
 	}
 	b.Prebuilt.StalenessCheck.OnStale = "fail"
-	if v := judgeImage("app:x", &imageMeta{Labels: with("git.commit", "beef")}, st, b, checks); v.Recommendation != "fail" {
+	if v := judgeImage("app:x", &imageMeta{Labels: with("git.commit", "beef")}, st, b,
+		checks); v.Recommendation != "fail" {
 		t.Errorf("on_stale = fail: %s", v.Recommendation)
 	}
 }

@@ -101,7 +101,8 @@ func TestDockerFailuresAreClassifiedAsV1Did(t *testing.T) {
 // A docker tool's output never shows the connection secrets it was given.
 func TestDockerScrubsSecretsFromOutput(t *testing.T) {
 	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
-	d, _ := scriptedDocker(t, s, reply{match: "up", res: drivers.ExecResult{ExitCode: 1, Stdout: "DB_PASSWORD=hunter22\n", Stderr: "bad hunter22"}})
+	d, _ := scriptedDocker(t, s, reply{match: "up", res: drivers.ExecResult{ExitCode: 1,
+		Stdout: "DB_PASSWORD=hunter22\n", Stderr: "bad hunter22"}})
 	_, err := d.run(context.Background(), "docker compose up", call{Secrets: []string{"hunter22"}})
 	if ce := codeOf(t, err); strings.Contains(mustJSONString(ce), "hunter22") {
 		t.Errorf("secret in %+v", ce)
@@ -110,7 +111,8 @@ func TestDockerScrubsSecretsFromOutput(t *testing.T) {
 
 func TestLogsFollowEndsAtItsTimeout(t *testing.T) {
 	s := sandboxtest.New(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n", "api")
-	timedOut := drivers.ExecResult{ExitCode: -1, TimedOut: true, Stdout: "line\n", Stderr: "Command timed out after 30s\n"}
+	timedOut := drivers.ExecResult{ExitCode: -1, TimedOut: true, Stdout: "line\n",
+		Stderr: "Command timed out after 30s\n"}
 	d, g := scriptedDocker(t, s, reply{match: "logs", res: timedOut})
 	res, err := d.Logs(context.Background(), "web", 500, true, "1m")
 	if err != nil || res.Stdout != "line\n" || !g.ran("docker logs --tail 500 --follow --since 1m -- web") {
@@ -130,7 +132,8 @@ func fakeDockerOnPath(t *testing.T, ready bool) string {
 	if !ready {
 		version = "exit 1"
 	}
-	testutil.WriteFile(t, filepath.Join(dir, "docker"), "#!/bin/sh\necho \"$*\" >> '"+log+"'\ncase \"$1\" in version) "+version+";; esac\n")
+	testutil.WriteFile(t, filepath.Join(dir, "docker"),
+		"#!/bin/sh\necho \"$*\" >> '"+log+"'\ncase \"$1\" in version) "+version+";; esac\n")
 	testutil.WriteFile(t, filepath.Join(dir, "sudo"), "#!/bin/sh\nexit 1\n")
 	for _, f := range []string{"docker", "sudo"} {
 		if err := os.Chmod(filepath.Join(dir, f), 0o755); err != nil {

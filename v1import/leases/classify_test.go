@@ -15,31 +15,52 @@ var classifyNow = utc("2026-03-26T12:00:00Z")
 // written it.
 var classifyRows = []v1test.Row{
 	// import
-	{ID: "inst_00000001", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T12:30:00Z", Name: "agent-00000001", Ready: 1, Docker: "docker"},
-	{ID: "inst_00000002", Backend: "hyperv", Root: "/ws/b", Status: "creating", Created: "2026-03-26T11:59:00Z", Expires: "2026-03-26T12:29:00.5+00:00", Name: "agent-00000002"},
+	{ID: "inst_00000001", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T12:30:00Z", Name: "agent-00000001", Ready: 1, Docker: "docker"},
+	{ID: "inst_00000002", Backend: "hyperv", Root: "/ws/b", Status: "creating", Created: "2026-03-26T11:59:00Z",
+		Expires: "2026-03-26T12:29:00.5+00:00", Name: "agent-00000002"},
 	// leaked
-	{ID: "inst_00000003", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T08:30:00Z", Name: "agent-00000003"},
-	{ID: "inst_00000004", Backend: "lima", Root: "/ws/a", Status: "destroyed", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000004"},
-	{ID: "inst_00000005", Backend: "lima", Root: "/ws/a", Status: "error", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000005"},
-	{ID: "inst_00000006", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T12:00:00Z", Name: "agent-00000006"}, // ran out exactly now
+	{ID: "inst_00000003", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T08:30:00Z", Name: "agent-00000003"},
+	{ID: "inst_00000004", Backend: "lima", Root: "/ws/a", Status: "destroyed", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000004"},
+	{ID: "inst_00000005", Backend: "lima", Root: "/ws/a", Status: "error", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000005"},
+	{ID: "inst_00000006", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T12:00:00Z", Name: "agent-00000006"}, // ran out exactly now
 	// gone
-	{ID: "inst_00000007", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000007"},
-	{ID: "inst_00000008", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T08:30:00Z", Name: "agent-00000008"},
+	{ID: "inst_00000007", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000007"},
+	{ID: "inst_00000008", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T08:30:00Z", Name: "agent-00000008"},
 	// skip
-	{ID: "inst_00000009", Backend: "lima", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000009"},                   // no workspace
-	{ID: "inst_0000000a", Backend: "lima", Root: "/gone/ws", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000a"}, // workspace not here
-	{ID: "inst_0000000b", Backend: "docker", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000b"},  // backend sbf lacks
-	{ID: "inst_0000000c", Backend: "lima", Root: "/ws/a", Status: "paused", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000c"},     // status v1 never wrote
-	{ID: "inst_0000000d", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "later", Name: "agent-0000000d"},                   // expiry unreadable
-	{ID: "inst_0000000e", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "sbf-0123abcd-web"},  // an sbf instance
-	{ID: "inst_0000000f", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-shared"},      // two leases, one VM:
-	{ID: "inst_00000010", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T08:30:00Z", Name: "agent-shared"},      // never adopt what is deleted
-	{ID: "inst_00000014", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000014"},    // imported before
-	{ID: "inst_00000015", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z", Expires: "2026-03-26T08:30:00Z", Name: "agent-00000015"},    // imported, then v1's row ran out
-	{ID: "inst_00000011", Backend: "lima", Root: "ws/rel", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000011"},   // relative root
-	{ID: "bad id!", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000012"},          // not a sandbox name
+	{ID: "inst_00000009", Backend: "lima", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000009"}, // no workspace
+	{ID: "inst_0000000a", Backend: "lima", Root: "/gone/ws", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000a"}, // workspace not here
+	{ID: "inst_0000000b", Backend: "docker", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000b"}, // backend sbf lacks
+	{ID: "inst_0000000c", Backend: "lima", Root: "/ws/a", Status: "paused", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-0000000c"}, // status v1 never wrote
+	{ID: "inst_0000000d", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "later", Name: "agent-0000000d"}, // expiry unreadable
+	{ID: "inst_0000000e", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "sbf-0123abcd-web"}, // an sbf instance
+	{ID: "inst_0000000f", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-shared"}, // two leases, one VM:
+	{ID: "inst_00000010", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T08:30:00Z", Name: "agent-shared"}, // never adopt what is deleted
+	{ID: "inst_00000014", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000014"}, // imported before
+	{ID: "inst_00000015", Backend: "lima", Root: "/ws/a", Status: "expired", Created: "2026-03-26T08:00:00Z",
+		Expires: "2026-03-26T08:30:00Z", Name: "agent-00000015"}, // imported, then v1's row ran out
+	{ID: "inst_00000011", Backend: "lima", Root: "ws/rel", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000011"}, // relative root
+	{ID: "bad id!", Backend: "lima", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000012"}, // not a sandbox name
 	// unseen: vz lists nothing it did not name
-	{ID: "inst_00000013", Backend: "vzv1", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z", Expires: "2026-03-26T13:00:00Z", Name: "agent-00000013"},
+	{ID: "inst_00000013", Backend: "vzv1", Root: "/ws/a", Status: "running", Created: "2026-03-26T11:00:00Z",
+		Expires: "2026-03-26T13:00:00Z", Name: "agent-00000013"},
 }
 
 var classifyInventory = Inventory{
@@ -78,7 +99,8 @@ func TestClassifyV1(t *testing.T) {
 			driver string
 			reason string // a part of it
 		}{
-			{"inst_00000001", Import, "lima", "active until 2026-03-26T12:30:00Z: VM agent-00000001 becomes sandbox inst_00000001 of /ws/a"},
+			{"inst_00000001", Import, "lima",
+				"active until 2026-03-26T12:30:00Z: VM agent-00000001 becomes sandbox inst_00000001 of /ws/a"},
 			{"inst_00000002", Import, "hyperv", "(v1 had not finished creating it)"},
 			{"inst_00000003", Leaked, "lima", "lazy expiry"},
 			{"inst_00000004", Leaked, "lima", "v1 destroyed the lease but VM agent-00000004 still exists"},
@@ -105,8 +127,10 @@ func TestClassifyV1(t *testing.T) {
 		}
 		for i, w := range want {
 			e := rep.Entries[i]
-			if e.InstanceID != w.id || e.Class != w.class || e.Driver != w.driver || !strings.Contains(e.Reason, w.reason) {
-				t.Errorf("entry %d = %s %s %s %q\n want %s %s %s …%q…", i, e.InstanceID, e.Class, e.Driver, e.Reason, w.id, w.class, w.driver, w.reason)
+			if e.InstanceID != w.id || e.Class != w.class || e.Driver != w.driver ||
+				!strings.Contains(e.Reason, w.reason) {
+				t.Errorf("entry %d = %s %s %s %q\n want %s %s %s …%q…", i, e.InstanceID, e.Class, e.Driver,
+					e.Reason, w.id, w.class, w.driver, w.reason)
 			}
 		}
 		wantCounts := map[Class]int{Import: 2, Leaked: 4, Unseen: 1, Skip: 12, Gone: 2}
@@ -144,10 +168,12 @@ func TestClassifyV1Defaults(t *testing.T) {
 	l := Lease{InstanceID: "inst_1", Backend: "hyperv", BackendInstance: "agent-1", WorkspaceRoot: "/nowhere",
 		Status: "running", ExpiresAt: classifyNow.Add(1)}
 	rep := Classify([]Lease{l}, Inventory{}, Options{Now: classifyNow})
-	if e := rep.Entries[0]; e.Class != Unseen || e.Driver != "hyperv" || !strings.Contains(e.Reason, "it was not listed") {
+	if e := rep.Entries[0]; e.Class != Unseen || e.Driver != "hyperv" ||
+		!strings.Contains(e.Reason, "it was not listed") {
 		t.Errorf("entry = %+v", e)
 	}
-	rep = Classify([]Lease{l}, Inventory{Listed: map[string]map[string]bool{"hyperv": {"agent-1": true}}}, Options{Now: classifyNow})
+	rep = Classify([]Lease{l}, Inventory{Listed: map[string]map[string]bool{"hyperv": {"agent-1": true}}},
+		Options{Now: classifyNow})
 	if e := rep.Entries[0]; e.Class != Import {
 		t.Errorf("nil DirExists: entry = %+v", e)
 	}

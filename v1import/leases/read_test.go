@@ -44,7 +44,8 @@ func TestReadV1CurrentSchema(t *testing.T) {
 	want := []Lease{
 		{InstanceID: "inst_aaaa0001", Backend: "lima", BackendInstance: "agent-aaaa0001", WorkspaceRoot: "/ws/a",
 			WorkspaceID: "ws_0123456789ab", Status: "running", CreatedAt: utc("2026-03-26T08:00:00Z"),
-			ExpiresAt: utc("2026-03-26T08:30:00Z"), RuntimeReady: true, DockerCommand: "sudo -n docker", OwnerSession: "local"},
+			ExpiresAt: utc("2026-03-26T08:30:00Z"), RuntimeReady: true, DockerCommand: "sudo -n docker",
+			OwnerSession: "local"},
 		{InstanceID: "inst_bbbb0002", Backend: "lima", BackendInstance: "agent-bbbb0002", Status: "expired",
 			CreatedAt: utc("2026-03-25T08:00:00Z"), ExpiresAt: utc("2026-03-25T08:30:00Z")},
 	}
@@ -62,7 +63,8 @@ func TestReadV1LegacySchema(t *testing.T) {
 	if got.Schema != Legacy {
 		t.Errorf("schema %q, want legacy", got.Schema)
 	}
-	if len(got.Leases) != 2 || got.Leases[0].BackendInstance != "agent-aaaa0001" || got.Leases[1].BackendInstance != "agent-bbbb0002" {
+	if len(got.Leases) != 2 || got.Leases[0].BackendInstance != "agent-aaaa0001" ||
+		got.Leases[1].BackendInstance != "agent-bbbb0002" {
 		t.Errorf("lima_name not read: %+v", got.Leases)
 	}
 	if !got.Leases[0].RuntimeReady || got.Leases[0].WorkspaceRoot != "/ws/a" {
@@ -79,7 +81,8 @@ func TestReadV1PreWorkspaceSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := got.Leases[0]
-	if got.Schema != Legacy || l.BackendInstance != "agent-aaaa0001" || l.WorkspaceRoot != "" || l.RuntimeReady || l.DockerCommand != "" {
+	if got.Schema != Legacy || l.BackendInstance != "agent-aaaa0001" || l.WorkspaceRoot != "" || l.RuntimeReady ||
+		l.DockerCommand != "" {
 		t.Errorf("schema %q lease %+v", got.Schema, l)
 	}
 }
@@ -168,7 +171,8 @@ func TestReadV1LeavesTheFileAlone(t *testing.T) {
 	for _, mode := range []string{"DELETE", "WAL"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			path := v1test.Write(t, dir, v1test.Concat([]string{"PRAGMA journal_mode=" + mode, v1test.Current}, v1test.Indexes), sampleRows...)
+			path := v1test.Write(t, dir, v1test.Concat([]string{"PRAGMA journal_mode=" + mode, v1test.Current},
+				v1test.Indexes), sampleRows...)
 			before, _ := os.ReadFile(path)
 			st, _ := os.Stat(path)
 			for range 2 {
@@ -262,7 +266,8 @@ func TestReadV1Errors(t *testing.T) {
 	}
 	text := filepath.Join(dir, "notes.txt")
 	os.WriteFile(text, bytes.Repeat([]byte("not sqlite\n"), 200), 0o644)
-	if _, err := Read(context.Background(), text); err == nil || !strings.Contains(err.Error(), "not a SQLite database") {
+	if _, err := Read(context.Background(), text); err == nil ||
+		!strings.Contains(err.Error(), "not a SQLite database") {
 		t.Errorf("text file: %v", err)
 	}
 	other := filepath.Join(t.TempDir(), "other.db")

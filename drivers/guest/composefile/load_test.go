@@ -1,9 +1,9 @@
 package composefile
 
 import (
-	"github.com/sandboxforge/sbf/drivers/guest"
 	"context"
 	"errors"
+	"github.com/sandboxforge/sbf/drivers/guest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,7 +19,8 @@ func load(t *testing.T, dir string, c spec.Compose, network string, env map[stri
 	if c.Files == nil {
 		c.Files = []string{"compose.yaml"}
 	}
-	return LoadProject(context.Background(), guest.LoadOptions{Root: filepath.Join("testdata", "compose", dir), Compose: c,
+	return LoadProject(context.Background(), guest.LoadOptions{Root: filepath.Join("testdata", "compose", dir),
+		Compose: c,
 		Sandbox: "API", Network: network, Env: env})
 }
 
@@ -29,11 +30,12 @@ func TestRealWorldComposeFilesLoad(t *testing.T) {
 		services []string
 		extra    []string
 	}{
-		"webapp-build":     {services: []string{"db", "web"}, extra: []string{"app"}},
-		"profiles":         {services: []string{"api"}},
-		"env-files":        {services: []string{"web"}, extra: []string{"web.env"}},
-		"extends":          {services: []string{"scheduler", "worker"}},
-		"multi-file":       {compose: spec.Compose{Files: []string{"compose.yaml", "compose.override.yaml"}}, services: []string{"app", "cache"}},
+		"webapp-build": {services: []string{"db", "web"}, extra: []string{"app"}},
+		"profiles":     {services: []string{"api"}},
+		"env-files":    {services: []string{"web"}, extra: []string{"web.env"}},
+		"extends":      {services: []string{"scheduler", "worker"}},
+		"multi-file": {compose: spec.Compose{Files: []string{"compose.yaml", "compose.override.yaml"}},
+			services: []string{"app", "cache"}},
 		"networks-volumes": {services: []string{"app", "db", "proxy"}},
 		"resources":        {services: []string{"job"}},
 		"secrets-configs":  {services: []string{"app"}, extra: []string{"app.conf", "token.txt"}},
@@ -65,7 +67,8 @@ func TestRealWorldComposeFilesLoad(t *testing.T) {
 
 func TestInterpolationAndProfiles(t *testing.T) {
 	p, _ := load(t, "env-files", spec.Compose{}, "", nil)
-	if !strings.Contains(string(p.Resolved), "example/web:2.3") || !strings.Contains(string(p.Resolved), "MODE: production") {
+	if !strings.Contains(string(p.Resolved), "example/web:2.3") ||
+		!strings.Contains(string(p.Resolved), "MODE: production") {
 		t.Errorf("resolved compose file:\n%s", p.Resolved)
 	}
 	p, _ = load(t, "profiles", spec.Compose{Profiles: []string{"debug"}}, "", nil)
@@ -77,7 +80,8 @@ func TestInterpolationAndProfiles(t *testing.T) {
 		t.Error("the process environment was used without use_process_env")
 	}
 	p, err := LoadProject(context.Background(), guest.LoadOptions{Root: "testdata/compose/required-var",
-		Compose: spec.Compose{Files: []string{"compose.yaml"}, UseProcessEnv: true}, Sandbox: "api", Environ: os.Environ()})
+		Compose: spec.Compose{Files: []string{"compose.yaml"}, UseProcessEnv: true}, Sandbox: "api",
+		Environ: os.Environ()})
 	if err != nil || !strings.Contains(string(p.Resolved), "from-the-process") {
 		t.Errorf("use_process_env: %v", err)
 	}
@@ -104,13 +108,17 @@ func TestBrokenComposeFilesNameTheFile(t *testing.T) {
 func TestServiceHashesChangeOnlyForTheEditedService(t *testing.T) {
 	dir := t.TempDir()
 	write := func(image string) {
-		os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte("services:\n  a:\n    image: "+image+"\n  b:\n    image: busybox\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "compose.yaml"),
+			[]byte("services:\n  a:\n    image: "+image+"\n  b:\n    image: busybox\n"), 0o644)
 	}
 	write("nginx:1")
-	before, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
+	before, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir,
+		Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
 	write("nginx:2")
-	after, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir, Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
-	if before.Services["a"] == after.Services["a"] || before.Services["b"] != after.Services["b"] || before.Bundle == after.Bundle {
+	after, _ := LoadProject(context.Background(), guest.LoadOptions{Root: dir,
+		Compose: spec.Compose{Files: []string{"compose.yaml"}}, Sandbox: "x"})
+	if before.Services["a"] == after.Services["a"] || before.Services["b"] != after.Services["b"] ||
+		before.Bundle == after.Bundle {
 		t.Errorf("hashes: before %v, after %v", before.Services, after.Services)
 	}
 }
@@ -118,7 +126,8 @@ func TestServiceHashesChangeOnlyForTheEditedService(t *testing.T) {
 func TestAppJoinsTheServicesNetwork(t *testing.T) {
 	p, _ := load(t, "networks-volumes", spec.Compose{}, "lima-net-api", nil)
 	text := string(p.Resolved)
-	if strings.Count(text, "sbf_services: null") != 3 || !strings.Contains(text, "name: lima-net-api") || !strings.Contains(text, "external: true") {
+	if strings.Count(text, "sbf_services: null") != 3 || !strings.Contains(text, "name: lima-net-api") ||
+		!strings.Contains(text, "external: true") {
 		t.Errorf("resolved:\n%s", text)
 	}
 }

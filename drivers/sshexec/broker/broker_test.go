@@ -15,7 +15,8 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error)) (string, chan error) {
+func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult,
+	error)) (string, chan error) {
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -50,7 +51,8 @@ func TestBrokerRunsCommands(t *testing.T) {
 	if _, err := Exec(ctx, sock, drivers.ExecRequest{Command: "fail"}); err == nil || err.Error() != "guest gone" {
 		t.Errorf("error: %v", err)
 	}
-	if _, err := Exec(ctx, filepath.Join(t.TempDir(), "none.sock"), drivers.ExecRequest{Command: "true"}); !errors.Is(err, ErrNoBroker) {
+	if _, err := Exec(ctx, filepath.Join(t.TempDir(), "none.sock"),
+		drivers.ExecRequest{Command: "true"}); !errors.Is(err, ErrNoBroker) {
 		t.Errorf("no broker: %v", err)
 	}
 }
@@ -73,7 +75,8 @@ func TestClientGoingAwayCancelsTheCommand(t *testing.T) {
 }
 
 func TestBrokerExitsWhenIdle(t *testing.T) {
-	sock, done := serve(t, 200*time.Millisecond, func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error) {
+	sock, done := serve(t, 200*time.Millisecond, func(context.Context, drivers.ExecRequest) (drivers.ExecResult,
+		error) {
 		time.Sleep(300 * time.Millisecond) // longer than the idle time: must not count as idle
 		return drivers.ExecResult{}, nil
 	})

@@ -45,7 +45,8 @@ func simulate(dir string, s psscript.Script, stdout, stderr io.Writer) int {
 		// What Windows PowerShell prints for a terminating error.
 		fmt.Fprintf(
 			stderr,
-			"%s\nAt line:12 char:3\n+   throw\n+   ~~~~~\n    + CategoryInfo          : OperationStopped: (:) [], RuntimeException\n",
+			"%s\nAt line:12 char:3\n+   throw\n+   ~~~~~\n    + CategoryInfo          : OperationStopped: (:) [], "+
+				"RuntimeException\n",
 			err,
 		)
 		return 1

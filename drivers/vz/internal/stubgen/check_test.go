@@ -39,7 +39,8 @@ func TestCheckCatchesMisuseOfTheVzAPI(t *testing.T) {
 		{"result ignored", "ok, err := m.vm.RequestStop()", "err := m.vm.RequestStop()",
 			"amd64", "assignment mismatch"},
 		{"a call only Apple silicon has, on Intel", "nic.SetMACAddress(mac)",
-			"nic.SetMACAddress(mac)\n\t_, _ = vz.NewMacPlatformConfiguration()", "amd64", "undefined: vz.NewMacPlatformConfiguration"},
+			"nic.SetMACAddress(mac)\n\t_, _ = vz.NewMacPlatformConfiguration()", "amd64",
+			"undefined: vz.NewMacPlatformConfiguration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(src, tc.from) {

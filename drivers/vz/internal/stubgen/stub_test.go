@@ -54,8 +54,10 @@ func callback(h C.uintptr_t, p unsafe.Pointer) {}
 
 func (m *Machine) Start() error { return nil }
 `,
-	"mac_arm64.go":              "//go:build darwin && arm64\n\npackage fakevz\n\nfunc NewMacPlatform() int { return int(C.answer()) }\n",
-	"internal/objc/objc.go":     "package objc\n\n// #include <stdlib.h>\nimport \"C\"\n\ntype Pointer struct{ p uintptr }\n",
+	"mac_arm64.go": "//go:build darwin && arm64\n\npackage fakevz\n\nfunc NewMacPlatform() int { return " +
+		"int(C.answer()) }\n",
+	"internal/objc/objc.go": "package objc\n\n// #include <stdlib.h>\nimport \"C\"\n\ntype Pointer struct{ p " +
+		"uintptr }\n",
 	"internal/unused/unused.go": "package unused\n\nimport _ \"golang.org/x/mod/semver\"\n\nfunc Touch() {}\n",
 	"cmd/tool/main.go":          "package main\n\nimport \"C\"\n\nfunc main() {}\n",
 }
@@ -93,7 +95,8 @@ func TestGenerateKeepsTheAPIAndDropsCgo(t *testing.T) {
 			t.Errorf("vm.go lacks %q:\n%s", want, vm)
 		}
 	}
-	for _, gone := range []string{"C.", "import \"C\"", "#include", "//export", "fmt", "internal/unused", "Machine is documented"} {
+	for _, gone := range []string{"C.", "import \"C\"", "#include", "//export", "fmt", "internal/unused",
+		"Machine is documented"} {
 		if strings.Contains(vm, gone) {
 			t.Errorf("vm.go still has %q:\n%s", gone, vm)
 		}
