@@ -158,7 +158,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		res.Plan, res.Desired, res.Now = &plan.Plan{}, desired, u.now
 		return res, nil // every sandbox is another run's for now; the next pass looks again
 	}
-	layers, err := resolveLayers(ctx, r, desired, e.Env)
+	layers, err := resolveLayers(ctx, r, leaseLive(desired, u.now), e.Env)
 	if err != nil {
 		return nil, err
 	}

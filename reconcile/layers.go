@@ -47,16 +47,26 @@ func (e LayerEnv) getenv(k string) string {
 // CheckLayers loads every sandbox's compose files and services the way
 // apply would, reporting problems without touching any VM.
 func CheckLayers(ctx context.Context, r *spec.Resolved, env LayerEnv) error {
-	_, err := resolveLayers(ctx, r, plan.DesiredFrom(r), env)
+	_, err := resolveLayers(ctx, r, func(string) bool { return true }, env)
 	return err
 }
 
-// resolveLayers loads every sandbox's compose project and services on the
-// host. A broken compose file stops here, before any VM is touched.
+// leaseLive reports whether a sandbox holds a lease at now: only those keep
+// a VM, so only their compose files matter to a run.
+func leaseLive(d plan.Desired, now time.Time) func(string) bool {
+	return func(name string) bool {
+		l := d.Sandboxes[name].Lease
+		return l != nil && l.ExpiresAt.After(now)
+	}
+}
+
+// resolveLayers loads the compose project and services of every sandbox
+// needed says will run. A broken compose file stops here, before any VM is
+// touched; a sandbox on its way out is not held back by one.
 func resolveLayers(
 	ctx context.Context,
 	r *spec.Resolved,
-	d plan.Desired,
+	needed func(sandbox string) bool,
 	env LayerEnv,
 ) (map[string]*plan.Layers, error) {
 	out := map[string]*plan.Layers{}
@@ -64,7 +74,7 @@ func resolveLayers(
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
 		sb := r.Config.Sandboxes[name]
-		if !sb.Compose && len(sb.Services) == 0 && !sb.Runtime {
+		if !sb.Compose && len(sb.Services) == 0 && !sb.Runtime || !needed(name) {
 			continue
 		}
 		l, err := sandboxLayers(ctx, r, name, sb, env)

@@ -242,3 +242,18 @@ func TestEnvStepNeverFollowsALink(t *testing.T) {
 		t.Errorf(".env is no longer the link: %q %v", target, err)
 	}
 }
+
+func TestABrokenComposeFileDoesNotHoldBackDestroy(t *testing.T) {
+	h := layeredHarness(t)
+	h.mustApply()
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), "services: [not, a, map")
+	if _, err := h.apply(); err == nil || !strings.Contains(err.Error(), "compose") {
+		t.Fatalf("apply with a broken compose file: %v, want the compose error", err)
+	}
+	if _, err := h.converge(Options{Request: Request{Op: Destroy}}); err != nil {
+		t.Fatalf("destroy with a broken compose file: %v", err)
+	}
+	if w := h.world(); len(w) != 0 {
+		t.Errorf("world after destroy = %+v", w)
+	}
+}
