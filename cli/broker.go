@@ -27,13 +27,13 @@ func watchConnection(ctx context.Context, stop func(), drv any, instance string)
 		return
 	}
 	seen := false
-	t := time.NewTicker(5 * time.Second)
+	t := clock.Real{}.NewTicker(5 * time.Second) // a connection drops in real time, whatever SBF_NOW says
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			up := alive.Alive(instance)
 			if seen && !up {
 				stop()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -58,13 +59,13 @@ func (p *progress) event(ev reconcile.Event) {
 }
 
 func (p *progress) beat(stop chan struct{}) {
-	t := time.NewTicker(p.heartbeat)
+	t := clock.Real{}.NewTicker(p.heartbeat) // a person waits in real time
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-t.C():
 			p.mu.Lock()
 			keys := make([]string, 0, len(p.running))
 			for k := range p.running {

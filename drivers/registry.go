@@ -51,10 +51,12 @@ type TerminalRequest struct {
 // WindowSize is a terminal's size in character cells.
 type WindowSize struct{ Rows, Cols int }
 
-// Copier copies files and folders in and out of running instances.
+// Copier copies host files and folders into running instances. There is
+// no way back through a driver: guest data reaches the host only as an
+// ArchiveCopier stream the engine unpacks itself, through hostpath's
+// confined writer, so no backend ever writes a host path.
 type Copier interface {
 	CopyIn(ctx context.Context, instance, localPath, remotePath string) error
-	CopyOut(ctx context.Context, instance, remotePath, localPath string) error
 }
 
 // ArchiveCopier moves tar archives in and out of running instances, so

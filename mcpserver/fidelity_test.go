@@ -155,8 +155,8 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 	if created["status"] != "running" || len(f.world()) != 1 {
 		t.Fatalf("create_instance with unknown arguments = %v", created)
 	}
-	if got := mustJSON(created["warnings"]); got != `["unknown argument \"colour\" ignored","unknown argument " +
-		"\"profile_name\" ignored"]` {
+	if got := mustJSON(created["warnings"]); got != `["unknown argument \"colour\" ignored","unknown argument `+
+		`\"profile_name\" ignored"]` {
 		t.Errorf("warnings = %s", got)
 	}
 	list := f.ok("list_instances", map[string]any{"verbose": true})

@@ -69,7 +69,8 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	}
 	r.WorkspaceID = goldenWorkspaceID
 	d := plan.DesiredFrom(r)
-	layers, err := resolveLayers(context.Background(), r, func(string) bool { return true }, LayerEnv{Compose: composefile.LoadProject})
+	layers, err := resolveLayers(context.Background(), r, func(string) bool { return true },
+		LayerEnv{Compose: composefile.LoadProject})
 	if err != nil {
 		t.Fatalf("layers: %v", err)
 	}

@@ -5,4 +5,4 @@ package spec
 // host cannot run is the engine's BACKEND_UNAVAILABLE, with next steps,
 // not a configuration error. (drivers/all's tests keep every linked
 // backend in this list.)
-var Drivers = []string{"hyperv", "lima", "sim", "vz"}
+var Drivers = []string{"hyperv", "kubevirt", "lima", "sim", "vz"}

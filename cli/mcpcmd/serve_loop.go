@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -157,13 +158,13 @@ func (a cmds) loopWorkspace(root string) spec.Options {
 // is a folder of small files, and a poll works on every OS alike.
 func watchIndex(ctx context.Context, index *state.HostIndex, wake chan<- struct{}, every time.Duration) {
 	last := leaseFingerprint(index)
-	t := time.NewTicker(every)
+	t := clock.Real{}.NewTicker(every) // files change in real time, whatever SBF_NOW says
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if fp := leaseFingerprint(index); fp != last {
 			last = fp
@@ -212,7 +213,7 @@ func (l *timedLog) Write(p []byte) (int, error) {
 	var b []byte
 	for _, c := range p {
 		if l.atLineStart {
-			b = time.Now().UTC().AppendFormat(b, time.RFC3339+" ")
+			b = clock.Real{}.Now().UTC().AppendFormat(b, time.RFC3339+" ") // when it was written
 		}
 		b = append(b, c)
 		l.atLineStart = c == '\n'

@@ -95,7 +95,7 @@ func (d *Driver) Close() error {
 	if d.proc != nil {
 		select {
 		case <-d.proc.waited:
-		case <-time.After(5 * time.Second):
+		case <-clock.Real{}.After(5 * time.Second): // a process exits in real time
 			d.proc.cmd.Process.Kill()
 			<-d.proc.waited
 		}

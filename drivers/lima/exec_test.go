@@ -1,8 +1,10 @@
 package lima
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec/sshtest"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 const instance = "sbf-01234567-api"
@@ -70,14 +73,15 @@ func TestExecAndCopyOverTheInstancesSSHConfig(t *testing.T) {
 	}
 	src := filepath.Join(t.TempDir(), "a.txt")
 	os.WriteFile(src, []byte("alpha"), 0o644)
-	remote, back := filepath.Join(t.TempDir(), "in", "a.txt"), filepath.Join(t.TempDir(), "back.txt")
+	remote := filepath.Join(t.TempDir(), "in", "a.txt")
 	if err := d.CopyIn(ctx, instance, src, remote); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CopyOut(ctx, instance, remote, back); err != nil {
+	var back bytes.Buffer
+	if err := d.GetArchive(ctx, instance, remote, &back); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(back); string(got) != "alpha" {
+	if got := testutil.ReadTar(t, back.Bytes())["a.txt"].Body; got != "alpha" {
 		t.Errorf("round trip = %q", got)
 	}
 	if !d.Alive(instance) || g.Connections.Load() != 1 {
@@ -116,8 +120,10 @@ func TestCopyFallsBackToLimactlCopy(t *testing.T) {
 	if err := d.CopyIn(ctx, instance, "/here", "/there"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CopyOut(ctx, instance, "/there", "/here"); err != nil {
-		t.Fatal(err)
+	// Out of the guest there is no fallback: limactl copy would write a
+	// host path unconfined; the engine's own writer is the only way back.
+	if err := d.GetArchive(ctx, instance, "/there", io.Discard); err == nil {
+		t.Error("an archive came out of an instance SSH cannot reach")
 	}
 	var copies []string
 	for _, a := range f.argv() {
@@ -125,13 +131,12 @@ func TestCopyFallsBackToLimactlCopy(t *testing.T) {
 			copies = append(copies, a)
 		}
 	}
-	want := []string{"--tty=false copy -r /here sbf-01234567-api:/there",
-		"--tty=false copy -r sbf-01234567-api:/there /here"}
+	want := []string{"--tty=false copy -r /here sbf-01234567-api:/there"}
 	if strings.Join(copies, "\n") != strings.Join(want, "\n") {
 		t.Errorf("limactl copy calls = %q", copies)
 	}
-	if len(*debug) != 2 || !strings.Contains((*debug)[0], "is Stopped, not running") ||
-		!strings.Contains((*debug)[1], "falling back to limactl copy") {
+	if len(*debug) != 1 || !strings.Contains((*debug)[0], "is Stopped, not running") ||
+		!strings.Contains((*debug)[0], "falling back to limactl copy") {
 		t.Errorf("debug = %v", *debug)
 	}
 }

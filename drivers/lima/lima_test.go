@@ -193,8 +193,8 @@ func TestUnknownInstanceIsNotFound(t *testing.T) {
 	f := newFake(t)
 	d := f.driver()
 	f.reply("stop", "",
-		`time="2026-11-25T12:00:00Z" level=fatal msg="stat /home/u/.lima/sbf-01234567-gone/lima.yaml: no such file or " +
-			"directory"`+"\n", 1)
+		`time="2026-11-25T12:00:00Z" level=fatal msg="stat /home/u/.lima/sbf-01234567-gone/lima.yaml: no such file or `+
+			`directory"`+"\n", 1)
 	if err := d.Stop(context.Background(), "sbf-01234567-gone"); !errors.Is(err, drivers.ErrNotFound) {
 		t.Errorf("stop of an unknown instance: %v", err)
 	}

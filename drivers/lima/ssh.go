@@ -20,9 +20,6 @@ func (d *Driver) sshOptions() sshexec.Options {
 			CopyIn: func(ctx context.Context, instance, localPath, remotePath string, sshErr error) error {
 				return d.copyLimactl(ctx, localPath, instance+":"+remotePath, sshErr)
 			},
-			CopyOut: func(ctx context.Context, instance, remotePath, localPath string, sshErr error) error {
-				return d.copyLimactl(ctx, instance+":"+remotePath, localPath, sshErr)
-			},
 		},
 		Clock: d.opts.Clock,
 	}

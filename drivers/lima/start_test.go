@@ -151,8 +151,8 @@ func TestBootSectorRunsInRealQEMU(t *testing.T) {
 
 func TestLimaProgressLines(t *testing.T) {
 	for line, want := range map[string]string{
-		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: " +
-			"\"ssh\""`: `lima: Waiting for the essential requirement 1 of 2: "ssh"`,
+		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] Waiting for the essential requirement 1 of 2: ` +
+			`\"ssh\""`: `lima: Waiting for the essential requirement 1 of 2: "ssh"`,
 		`time="2026-11-26T06:00:00Z" level=info msg="READY. Run ` + "`limactl shell x`" +
 			` to open the shell."`: "lima: READY. Run `limactl shell x` to open the shell.",
 		`time="2026-11-26T06:00:00Z" level=warning msg="[hostagent] DEGRADED"`:                    "lima warning: DEGRADED",

@@ -114,24 +114,12 @@ func (d *Driver) CopyIn(ctx context.Context, instance, localPath, remotePath str
 	if err := d.running(instance); err != nil {
 		return d.end("copy-in", instance, err)
 	}
-	return d.end("copy-in", instance, copyTree(localPath, d.GuestPath(instance, remotePath), intoGuest))
+	return d.end("copy-in", instance, copyTree(localPath, d.GuestPath(instance, remotePath)))
 }
 
-// CopyOut copies a path of the instance's folder to the host.
-func (d *Driver) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	if err := d.begin(ctx, "copy-out", instance); err != nil {
-		return err
-	}
-	if err := d.running(instance); err != nil {
-		return d.end("copy-out", instance, err)
-	}
-	return d.end("copy-out", instance, copyTree(d.GuestPath(instance, remotePath), localPath, sshexec.ReadTar))
-}
-
-// copyTree streams src through the same tar code a VM copy uses, so the
-// same confinement applies at dst: unpack is the host's guarded writer
-// for a copy out, intoGuest for a copy into the simulated guest.
-func copyTree(src, dst string, unpack func(r io.Reader, top, dst string) error) error {
+// copyTree streams src into the simulated guest through the same tar code
+// a VM copy uses, so the same confinement applies at dst.
+func copyTree(src, dst string) error {
 	if _, err := os.Lstat(src); err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
@@ -142,7 +130,7 @@ func copyTree(src, dst string, unpack func(r io.Reader, top, dst string) error) 
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	rerr := unpack(pr, "top", dst)
+	rerr := intoGuest(pr, "top", dst)
 	pr.Close() // a reader that gave up must not leave the writer blocked
 	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
 		return werr

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 func runningSim(t *testing.T) (*Driver, string) {
@@ -62,12 +64,12 @@ func TestSimCopyStaysInTheInstanceFolder(t *testing.T) {
 	if res, _ := d.Exec(ctx, name, drivers.ExecRequest{Command: "cat work/src/sub/f.txt"}); res.Stdout != "data" {
 		t.Errorf("copied file in the guest: %+v", res)
 	}
-	back := filepath.Join(t.TempDir(), "back")
-	if err := d.CopyOut(ctx, name, "/work/src", back); err != nil {
+	var back bytes.Buffer
+	if err := d.GetArchive(ctx, name, "/work/src", &back); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(back, "sub", "f.txt")); string(b) != "data" {
-		t.Errorf("copied back: %q", b)
+	if got := testutil.ReadTar(t, back.Bytes())["src/sub/f.txt"].Body; got != "data" {
+		t.Errorf("archived back: %q", got)
 	}
 	if p := d.GuestPath(name, "../../../etc/passwd"); !strings.HasPrefix(p, d.guestDir(name)) {
 		t.Errorf("guest path %s escapes %s", p, d.guestDir(name))

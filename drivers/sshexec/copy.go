@@ -39,22 +39,6 @@ func (p *Pool) CopyIn(ctx context.Context, instance, localPath, remotePath strin
 	return err
 }
 
-// CopyOut copies a guest file or folder to localPath the same way.
-func (p *Pool) CopyOut(ctx context.Context, instance, remotePath, localPath string) error {
-	_, base := splitRemote(remotePath)
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- ReadTar(pr, base, localPath); io.Copy(io.Discard, pr) }()
-	err := p.GetArchive(ctx, instance, remotePath, pw)
-	pw.CloseWithError(err)
-	rerr := <-done
-	var fallback *fallbackError
-	if errors.As(err, &fallback) && p.opts.Fallbacks.CopyOut != nil {
-		return p.opts.Fallbacks.CopyOut(ctx, instance, remotePath, localPath, fallback.err)
-	}
-	return errors.Join(err, rerr)
-}
-
 // fallbackError is an SSH session that could not be opened: a backend may
 // still copy another way.
 type fallbackError struct{ err error }

@@ -1,12 +1,13 @@
 package sshexec
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 func TestCopyRoundTrip(t *testing.T) {
@@ -24,44 +25,31 @@ func TestCopyRoundTrip(t *testing.T) {
 	if err := p.CopyIn(ctx, instance, src, remote); err != nil {
 		t.Fatal(err)
 	}
-	back := filepath.Join(t.TempDir(), "back")
-	if err := p.CopyOut(ctx, instance, remote, back); err != nil {
+	var out bytes.Buffer
+	if err := p.GetArchive(ctx, instance, remote, &out); err != nil {
 		t.Fatal(err)
 	}
 	if n := g.Sessions.Load() - sessions; n != 2 {
-		t.Errorf("%d sessions for two copies of 5 entries; want one each", n)
+		t.Errorf("%d sessions for a copy in and an archive out of 5 entries; want one each", n)
 	}
+	back := testutil.ReadTar(t, out.Bytes())
 	for _, rel := range []string{"a.txt", "sub/deep/b.bin", "run.sh"} {
 		want, _ := os.ReadFile(filepath.Join(src, rel))
-		got, err := os.ReadFile(filepath.Join(back, rel))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s did not survive the round trip: %v", rel, err)
+		if got := back["tree/"+rel].Body; got != string(want) {
+			t.Errorf("%s did not survive the round trip: %d bytes, want %d", rel, len(got), len(want))
 		}
 	}
-	if info, _ := os.Stat(filepath.Join(back, "run.sh")); info.Mode().Perm() != 0o755 {
-		t.Errorf("run.sh mode = %v", info.Mode())
+	if m := back["tree/run.sh"].Mode; m != 0o755 {
+		t.Errorf("run.sh mode = %o", m)
 	}
-	if target, _ := os.Readlink(filepath.Join(back, "link")); target != "a.txt" {
+	if target := back["tree/link"].Link; target != "a.txt" {
 		t.Errorf("symlink = %q", target)
 	}
-	file := filepath.Join(t.TempDir(), "one.txt")
-	if err := p.CopyOut(ctx, instance, filepath.Join(remote, "a.txt"), file); err != nil {
+	out.Reset()
+	if err := p.GetArchive(ctx, instance, filepath.Join(remote, "a.txt"), &out); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(file); string(got) != "alpha" {
-		t.Errorf("single file = %q", got)
-	}
-}
-
-func TestCopyOutRefusesEntriesOutsideTheTarget(t *testing.T) {
-	for _, name := range []string{"../escape", "tree/../../escape", "other/file", "/etc/passwd"} {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
-		tw.Write([]byte("x"))
-		tw.Close()
-		if err := ReadTar(&buf, "tree", t.TempDir()); err == nil {
-			t.Errorf("entry %q was extracted", name)
-		}
+	if got := testutil.ReadTar(t, out.Bytes()); len(got) != 1 || got["a.txt"].Body != "alpha" {
+		t.Errorf("single file = %+v", got)
 	}
 }

@@ -28,9 +28,8 @@ type Target struct {
 // be (no running instance, no key, no answer); sshErr says why, so the
 // driver can report it its own way. A nil fallback returns sshErr.
 type Fallbacks struct {
-	Exec    func(ctx context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult, error)
-	CopyIn  func(ctx context.Context, instance, localPath, remotePath string, sshErr error) error
-	CopyOut func(ctx context.Context, instance, remotePath, localPath string, sshErr error) error
+	Exec   func(ctx context.Context, instance string, req drivers.ExecRequest, sshErr error) (drivers.ExecResult, error)
+	CopyIn func(ctx context.Context, instance, localPath, remotePath string, sshErr error) error
 }
 
 // Options configure a Pool.

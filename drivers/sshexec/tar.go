@@ -71,20 +71,3 @@ func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 	}
 	return tw.Close()
 }
-
-// ReadTar extracts an archive whose top entry is top into dst (top is
-// renamed to dst), confined to dst's folder, keeping only links that stay
-// inside dst: the host side of a driver's own CopyOut.
-func ReadTar(r io.Reader, top, dst string) error {
-	parent := filepath.Dir(dst)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	w, err := hostpath.Policy{Roots: []string{parent}}.Writer(parent, dst, hostpath.Guard{})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	_, err = w.Extract(r, top)
-	return err
-}
