@@ -12,7 +12,7 @@
 # user's home; QEMU comes from Debian's packages (scripts/host-deps.sh).
 # `run-example.sh down` (make run-down) destroys the example's VM.
 # Knobs: SBF_EXAMPLE (default examples/hello), SBF_IMAGE_CACHE (image cache folder; CI
-# points it at an empty one to prove the cold path), SBF_RUN_OFFLINE_IMAGE=1 (use
+# points it at an empty one with SBF_CI_COLD=1 to prove the cold path), SBF_RUN_OFFLINE_IMAGE=1 (use
 # sbf:debian-12 even where the default image could be downloaded), SBF_VM_USER.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
