@@ -39,6 +39,44 @@ type Spec struct {
 	// Backend holds settings for this spec's backend alone, by key as the configuration
 	// names them ([vm.kubevirt] for kubevirt); other backends ignore them.
 	Backend map[string]string `json:"backend,omitempty"`
+	// Egress narrows the guest's network ([network]); nil leaves it as the
+	// backend gives it. A backend that cannot enforce it says so
+	// (EgressEnforcer); none may run the VM with it unenforced.
+	Egress *Egress `json:"egress,omitempty"`
+}
+
+// Egress is a VM's network policy: Mode "deny" (no route out) or
+// "allowlist" (only through sbf's egress proxy, to what Allow lists).
+type Egress struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
+}
+
+// Equal reports whether two policies are the same; nil is "allow".
+func (e *Egress) Equal(o *Egress) bool {
+	if e == nil || o == nil {
+		return e == o
+	}
+	return e.Mode == o.Mode && slices.Equal(e.Allow, o.Allow)
+}
+
+// String describes a policy in plan causes.
+func (e *Egress) String() string {
+	switch {
+	case e == nil:
+		return "allow"
+	case e.Mode == "allowlist":
+		return "allowlist [" + strings.Join(e.Allow, " ") + "]"
+	}
+	return e.Mode
+}
+
+// EgressEnforcer is a backend that can enforce a network policy outside
+// the guest. EnforceEgress says whether it can for this spec on this host:
+// nil, or an error saying why not and what to do (the engine reports it as
+// POLICY_UNSUPPORTED). Backends without it enforce nothing.
+type EgressEnforcer interface {
+	EnforceEgress(s Spec) error
 }
 
 // Image is the guest image: a disk (with optional digest) or, for direct
@@ -63,7 +101,8 @@ func (i Image) String() string {
 func (s Spec) Equal(o Spec) bool {
 	return s.Name == o.Name && s.CPUs == o.CPUs && s.MemoryGiB == o.MemoryGiB && s.DiskGiB == o.DiskGiB &&
 		s.Arch == o.Arch && s.VMType == o.VMType && s.Template == o.Template && s.Image == o.Image &&
-		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports) && maps.Equal(s.Backend, o.Backend)
+		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports) && maps.Equal(s.Backend, o.Backend) &&
+		s.Egress.Equal(o.Egress)
 }
 
 // Status is a backend's view of an instance.

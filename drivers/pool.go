@@ -74,7 +74,10 @@ func Shape(driver string, s Spec) string {
 		Image     Image   `json:"image"`
 		// Omitted when empty, so the shapes of backends without settings are unchanged.
 		Backend map[string]string `json:"backend,omitempty"`
-	}{driver, s.CPUs, s.MemoryGiB, s.DiskGiB, s.Arch, s.VMType, s.Template, s.Image, s.Backend})
+		// A guest's network is fixed when it boots: a spare started without
+		// a policy must never become a restricted sandbox.
+		Egress *Egress `json:"egress,omitempty"`
+	}{driver, s.CPUs, s.MemoryGiB, s.DiskGiB, s.Arch, s.VMType, s.Template, s.Image, s.Backend, s.Egress})
 	sum := sha256.Sum256(key)
 	return hex.EncodeToString(sum[:])[:8]
 }

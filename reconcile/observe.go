@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -54,6 +56,10 @@ func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string
 		if err != nil {
 			continue // reported as unavailable by observation
 		}
+		if err := egressEnforced(drv, ds); err != nil {
+			out[name] = err
+			continue
+		}
 		if v, ok := drv.(drivers.Validator); ok {
 			if err := v.Validate(ds.VM); err != nil {
 				out[name] = err
@@ -61,4 +67,25 @@ func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string
 		}
 	}
 	return out
+}
+
+// egressEnforced refuses a network policy the sandbox's driver cannot
+// enforce outside the guest: a rule nobody enforces is worse than none.
+func egressEnforced(drv Driver, ds plan.DesiredSandbox) error {
+	e := ds.VM.Egress
+	if e == nil {
+		return nil
+	}
+	details := map[string]any{"driver": ds.Driver, "egress": e.Mode, "next_steps": []string{
+		"use a driver that enforces it (lima with QEMU on Linux; see docs/egress.md)",
+		fmt.Sprintf("or set [sandboxes.%s.network] egress = \"allow\" (no restriction)", ds.Name)}}
+	enf, ok := drv.(drivers.EgressEnforcer)
+	if !ok {
+		return coded.New(coded.PolicyUnsupported, details,
+			"egress = %q: the %s driver cannot enforce a network policy outside the guest", e.Mode, ds.Driver)
+	}
+	if err := enf.EnforceEgress(ds.VM); err != nil {
+		return coded.New(coded.PolicyUnsupported, details, "egress = %q: %v", e.Mode, err)
+	}
+	return nil
 }

@@ -66,12 +66,13 @@ func assign(tree map[string]any, dst reflect.Value) {
 
 // resolveSandboxes builds each named sandbox from the final [vm] plus the
 // keys its own table sets, so a sandbox override beats [vm] at any layer.
-func resolveSandboxes(merged map[string]any, vm VM) map[string]Sandbox {
+func resolveSandboxes(merged map[string]any, vm VM, network Network) map[string]Sandbox {
 	tables, _ := merged["sandboxes"].(map[string]any)
 	out := make(map[string]Sandbox, len(tables))
 	for name, t := range tables {
 		sb := Sandbox{VM: vm, Services: []string{}, Ports: []string{}}
 		sb.Mounts = append([]string{}, vm.Mounts...)
+		sb.Network = Network{Egress: network.Egress, Allow: append([]string{}, network.Allow...)}
 		assign(t.(map[string]any), reflect.ValueOf(&sb).Elem())
 		out[name] = sb
 	}

@@ -92,6 +92,7 @@ func Defaults(h Host) Config {
 				ExtraEnv: Env{}, InjectEnvTo: ".env",
 			},
 		},
+		Network: Network{Egress: "allow", Allow: []string{}},
 		Sync: Sync{
 			ExcludePatterns: []string{".venv", ".venv/**", ".pytest_cache", ".pytest_cache/**",
 				".uv-cache", ".uv-cache/**", "__pycache__", "__pycache__/**"},

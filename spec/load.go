@@ -146,10 +146,14 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 		recordOrigins(r.origins, l, l.tree, "")
 	}
 	assign(merged, reflect.ValueOf(&r.Config).Elem())
-	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM)
+	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM, r.Config.Network)
 	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
-	if errs := append(r.crossCheck(), r.checkHostPaths(opts.AllowedPaths)...); len(errs) > 0 {
+	errs = append(r.crossCheck(), r.checkHostPaths(opts.AllowedPaths)...)
+	if opts.Request != nil {
+		errs = append(errs, src.checkRequestNarrows(r, managed)...)
+	}
+	if len(errs) > 0 {
 		errs.sortBySource(r.Sources)
 		return r, errs
 	}

@@ -18,6 +18,7 @@ type Config struct {
 	Sync      Sync                   `toml:"sync" json:"sync" doc:"What workspace sync copies into a sandbox."`
 	Compose   Compose                `toml:"compose" json:"compose" doc:"The Docker Compose stack converged inside sandboxes with compose = true."`
 	Lease     Lease                  `toml:"lease" json:"lease" doc:"Lease lengths and the instance cap."`
+	Network   Network                `toml:"network" json:"network" doc:"What guests may reach on the network, enforced outside the guest; each sandbox's [sandboxes.NAME.network] starts from it."`
 	Sandboxes map[string]Sandbox     `toml:"sandboxes" json:"sandboxes" check:"sandbox_name" doc:"Named sandboxes. Each inherits [vm] and may override any of its keys."`
 	Pools     map[string]Pool        `toml:"pool" json:"pool" check:"sandbox_name" doc:"Warm pools: each keeps size booted, idle VMs of one shape (its driver and [vm] shape keys), which a sandbox of the same shape adopts instead of booting one."`
 	Leases    map[string]LeaseRecord `toml:"leases" json:"leases" managed:"true" check:"sandbox_name" doc:"Written by sbf in .sandboxforge/overrides.toml: each sandbox's lease."`
@@ -43,6 +44,7 @@ type VM struct {
 	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
 	Image     Image    `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
 	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when hardware virtualization (KVM) cannot run guests: auto uses it then (about 10x slower), never fails instead, always uses it."`
+	KubeVirt  KubeVirt `toml:"kubevirt" json:"kubevirt" doc:"What the kubevirt driver makes the VirtualMachine from; ignored by other drivers."`
 }
 
 // Image is what a VM boots: a cloud image (location, optional digest) or,
@@ -63,6 +65,7 @@ type Sandbox struct {
 	Services []string `toml:"services" json:"services" enum:"mysql,redis" doc:"Services from [infra] to run in this sandbox."`
 	Runtime  bool     `toml:"runtime" json:"runtime" doc:"Converge the container runtime (Docker, Compose v2) even without compose or services; sbf up and create_instance set it for the ad-hoc sandboxes they make."`
 	Ports    []string `toml:"ports" json:"ports" check:"port_forward" doc:"Port forwards HOST:GUEST from the host's loopback into the guest."`
+	Network  Network  `toml:"network" json:"network" doc:"This sandbox's network policy; keys it does not set come from [network]."`
 	Adopt    string   `toml:"adopt,omitempty" json:"adopt,omitempty" managed:"true" doc:"Written by sbf in .sandboxforge/overrides.toml when it imports a VM: the existing backend instance this sandbox takes as its VM instead of creating one."`
 }
 

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/images"
 )
 
@@ -254,6 +256,14 @@ func (v *validator) list(f field, val any, path string) (any, bool) {
 		}
 		if ok && f.has("port_forward") {
 			ok = v.portForward(norm.(string), p)
+		}
+		if ok && f.has("egress_rule") {
+			if _, err := egress.ParseRule(norm.(string)); err != nil {
+				var re *egress.RuleError
+				errors.As(err, &re)
+				v.fail(p, false, "%q: %s", clip(norm.(string)), re.Reason)
+				ok = false
+			}
 		}
 		if !ok {
 			good = false

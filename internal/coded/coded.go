@@ -25,6 +25,7 @@ const (
 	InvalidArguments   = "INVALID_ARGUMENTS"
 	StalePlan          = "PLAN_STALE"
 	StateLocked        = "STATE_LOCKED"
+	PolicyUnsupported  = "POLICY_UNSUPPORTED"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )

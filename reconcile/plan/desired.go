@@ -55,6 +55,9 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			TTL:      sb.TTL.Std(),
 			Adopt:    sb.Adopt,
 		}
+		if ds.Driver == "kubevirt" {
+			ds.VM.Backend = sb.KubeVirt.Settings()
+		}
 		if ds.TTL == 0 {
 			ds.TTL = r.Config.Lease.DefaultTTL.Std()
 		}
@@ -85,7 +88,20 @@ func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drive
 		Mounts:    absMounts(root, sb.Mounts),
 		Ports:     nilIfEmpty(sb.Ports),
 		Emulation: sb.Emulation,
+		Egress:    egressOf(sb.Network),
 	}
+}
+
+// egressOf is a network table as a VM's policy: nil when unrestricted.
+func egressOf(n spec.Network) *drivers.Egress {
+	if !n.Restricted() {
+		return nil
+	}
+	e := &drivers.Egress{Mode: n.Egress}
+	if n.Egress == "allowlist" {
+		e.Allow = slices.Clone(n.Allow)
+	}
+	return e
 }
 
 // absPath makes a relative image path absolute against the workspace;

@@ -70,6 +70,9 @@ func diffSpecs(cur, want drivers.Spec) (restart, replace []string) {
 	if !slices.Equal(cur.Ports, want.Ports) {
 		restart = append(restart, fmt.Sprintf("ports %s → %s", list(cur.Ports), list(want.Ports)))
 	}
+	if !cur.Egress.Equal(want.Egress) {
+		restart = append(restart, fmt.Sprintf("egress %s → %s", cur.Egress, want.Egress))
+	}
 	return restart, replace
 }
 

@@ -59,7 +59,7 @@ func desiredPools(r *spec.Resolved) map[string]DesiredPool {
 	out := map[string]DesiredPool{}
 	for name, p := range r.Config.Pools {
 		driver := r.Host.ResolveDriver(p.Driver)
-		vm := vmSpec("", spec.Sandbox{VM: p.VM()}, r.Root, r.Host)
+		vm := vmSpec("", spec.Sandbox{VM: p.VM(), Network: r.Config.Network}, r.Root, r.Host)
 		vm.Mounts, vm.Ports = nil, nil
 		out[name] = DesiredPool{Name: name, Driver: driver, Shape: drivers.Shape(driver, vm), VM: vm, Size: p.Size,
 			MaxIdle: p.MaxIdle.Std(), Runtime: p.Runtime, Install: r.Config.Docker.InstallIfMissing}
