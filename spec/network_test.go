@@ -52,13 +52,13 @@ func TestBadAllowEntriesAreReportedWhereTheyAre(t *testing.T) {
 
 func TestARequestMayOnlyNarrowTheNetwork(t *testing.T) {
 	for overrides, problem := range map[string]string{
-		`{"network": {"egress": "allow"}}`:                             "wider than the workspace's",
-		`{"sandboxes": {"db": {"network": {"egress": "allowlist"}}}}`:  "wider than the workspace's",
-		`{"network": {"allow": ["pypi.org", "evil.example"]}}`:         `"evil.example" is not in`,
+		`{"network": {"egress": "allow"}}`:                              "wider than the workspace's",
+		`{"sandboxes": {"db": {"network": {"egress": "allowlist"}}}}`:   "wider than the workspace's",
+		`{"network": {"allow": ["pypi.org", "evil.example"]}}`:          `"evil.example" is not in`,
 		`{"sandboxes": {"api": {"network": {"allow": ["x.example"]}}}}`: `"x.example" is not in`,
-		`{"sandboxes": {"api": {"network": {"egress": "deny"}}}}`:      "",
-		`{"network": {"allow": ["pypi.org"]}}`:                         "",
-		`{"vm": {"cpus": 2}}`:                                          "",
+		`{"sandboxes": {"api": {"network": {"egress": "deny"}}}}`:       "",
+		`{"network": {"allow": ["pypi.org"]}}`:                          "",
+		`{"vm": {"cpus": 2}}`:                                           "",
 	} {
 		req, err := JSONOverrides(json.RawMessage(overrides))
 		if err != nil {
