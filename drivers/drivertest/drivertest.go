@@ -154,6 +154,13 @@ func labels(t *testing.T, h Harness) {
 		t.Errorf("List reports %s's owner as %+v; want %+v", SpareB, l, winners[0])
 	}
 	must(t, "a claim by the owner already recorded", lab.Claim(ctx, SpareB, winners[0]))
+	// However the goroutines above were scheduled, a later claim by another
+	// owner must lose too.
+	late := drivers.Owner{WorkspaceID: "ws_c0ffee00aabb", Sandbox: "latecomer", Since: at}
+	if err := lab.Claim(ctx, SpareB, late); !errors.Is(err, drivers.ErrOwned) {
+		t.Fatalf("a later claim of %s won although it was owned: %v (want an error wrapping drivers.ErrOwned)",
+			SpareB, err)
+	}
 
 	must(t, "Delete", w.Driver.Delete(ctx, SpareB))
 	s := h.Spec(SpareB)

