@@ -65,6 +65,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"task", "start", "--json", "api", "--", "env"}, {"task", "status", "ID"}, {"task", "status", "ID", "--json"},
 		{"task", "logs", "ID"}, {"task", "logs", "ID", "--json"}, {"task", "list"}, {"task", "list", "--json"},
 		{"task", "stop", "ID", "--json"}, {"task", "start", "api", "--", "sleep", "1"},
+		{"egress", "log", "api"}, {"egress", "log", "api", "--json"},
 		{"reconcile"}, {"reconcile", "--json"},
 		{"schema"}, {"doctor"}, {"doctor", "--json"},
 		{"destroy", "scratch", "--auto-approve"}, {"destroy", "--auto-approve", "--json"},

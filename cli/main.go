@@ -152,6 +152,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.versionCommand(),
 	)
 	root.AddCommand(a.serverCommands()...)
+	root.AddCommand(a.egressCommands()...)
+	root.AddCommand(a.egressCommand())
 	return root
 }
 

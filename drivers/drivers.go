@@ -71,6 +71,12 @@ func (e *Egress) String() string {
 	return e.Mode
 }
 
+// EgressLogger is a backend whose network policies leave a decision log
+// (egress.ReadLog's format) at a path of the host's.
+type EgressLogger interface {
+	EgressLog(instance string) string
+}
+
 // EgressEnforcer is a backend that can enforce a network policy outside
 // the guest. EnforceEgress says whether it can for this spec on this host:
 // nil, or an error saying why not and what to do (the engine reports it as

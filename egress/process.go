@@ -44,6 +44,8 @@ type ProcessConfig struct {
 	// qemu.pid); the proxy waits for it up to PIDFileWait.
 	WatchPIDFile string `json:"watch_pid_file,omitempty"`
 	MaxConns     int    `json:"max_conns,omitempty"`
+	// Hosts, when set, is the proxy's whole DNS (a StaticResolver).
+	Hosts map[string][]string `json:"hosts,omitempty"`
 }
 
 // ProcessDeps are RunProcess's collaborators; zero values are the real ones.
@@ -83,6 +85,9 @@ func RunProcess(ctx context.Context, cfg ProcessConfig, deps ProcessDeps) error 
 	pol, err := ParsePolicy(cfg.Egress, cfg.Allow)
 	if err != nil {
 		return fmt.Errorf("egress proxy for %s: %w", cfg.Sandbox, err)
+	}
+	if cfg.Hosts != nil && deps.Resolver == nil {
+		deps.Resolver = StaticResolver(cfg.Hosts)
 	}
 	deps = deps.withDefaults()
 	lg, err := OpenLog(cfg.LogPath, cfg.LogMaxBytes)

@@ -2,7 +2,10 @@
 
 package egress
 
-import "os"
+import (
+	"os"
+	"os/exec"
+)
 
 // processAlive on hosts without signals: FindProcess opens a handle only for
 // a live process (Windows). QEMU sandboxes run on unix hosts; this keeps the
@@ -15,3 +18,6 @@ func processAlive(pid int) bool {
 	p.Release()
 	return true
 }
+
+// detach has nothing to do where QEMU sandboxes do not run.
+func detach(*exec.Cmd) {}

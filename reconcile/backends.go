@@ -2,10 +2,12 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -88,6 +90,46 @@ func DiagnoseHost(
 }
 
 func diagnoseOne(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) drivers.Diagnosis {
+	d := diagnoseDriver(ctx, env, name, specs)
+	checks := egressChecks(ctx, env, name, specs)
+	if len(checks) == 0 {
+		return d
+	}
+	usable := d.Usable
+	for _, c := range checks {
+		d.Add(c)
+	}
+	if d.Finish(); usable && !d.Usable {
+		d.Summary = "can run VMs here, but cannot enforce a sandbox's network policy"
+	}
+	return d
+}
+
+// egressChecks says, for each sandbox with a network policy, whether its
+// driver enforces it here: the answer apply would give (POLICY_UNSUPPORTED).
+func egressChecks(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) []drivers.Check {
+	var out []drivers.Check
+	for _, s := range specs {
+		if s.Egress == nil {
+			continue
+		}
+		c := drivers.Check{Name: "network policy", Status: drivers.CheckOK,
+			Detail: s.Name + ": egress = " + s.Egress.String() + " enforced outside the guest"}
+		reg, _ := drivers.Lookup(name)
+		drv, err := reg.New(ctx, env)
+		if err == nil {
+			err = egressEnforced(drv, plan.DesiredSandbox{Name: s.Name, Driver: name, VM: s})
+		}
+		if err != nil {
+			c = drivers.CheckFromError("network policy", fmt.Errorf("%s: %w", s.Name, err))
+			c.NextSteps, _ = coded.Of(err, coded.Unknown).Details["next_steps"].([]string)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func diagnoseDriver(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) drivers.Diagnosis {
 	reg, ok := drivers.Lookup(name)
 	if ok && reg.Diagnose != nil {
 		return reg.Diagnose(ctx, env, specs)

@@ -40,6 +40,9 @@ type Options struct {
 	// it measured there (limactl's version, whether KVM works) and keeps
 	// its emulation wrappers.
 	StateDir string
+	// Self is the sbf binary QEMU's wrapper runs for a network policy
+	// (egress-qemu, egress-proxy, egress-relay); default os.Executable().
+	Self string
 	// Image finds an sbf image ([vm.image] location = "sbf:NAME") built
 	// for arch; default: the image cache of this user, then the host's.
 	Image func(name, arch string) (images.Image, error)

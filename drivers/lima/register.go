@@ -33,12 +33,14 @@ func optionsFrom(env drivers.Env) (Options, error) {
 }
 
 var (
-	_ drivers.Driver        = (*Driver)(nil)
-	_ drivers.Execer        = (*Driver)(nil)
-	_ drivers.Copier        = (*Driver)(nil)
-	_ drivers.Connector     = (*Driver)(nil)
-	_ drivers.ArchiveCopier = (*Driver)(nil)
-	_ drivers.Terminal      = (*Driver)(nil)
-	_ drivers.Labeler       = (*Driver)(nil)
-	_ drivers.Warmer        = (*Driver)(nil)
+	_ drivers.Driver         = (*Driver)(nil)
+	_ drivers.Execer         = (*Driver)(nil)
+	_ drivers.Copier         = (*Driver)(nil)
+	_ drivers.Connector      = (*Driver)(nil)
+	_ drivers.ArchiveCopier  = (*Driver)(nil)
+	_ drivers.Terminal       = (*Driver)(nil)
+	_ drivers.Labeler        = (*Driver)(nil)
+	_ drivers.Warmer         = (*Driver)(nil)
+	_ drivers.EgressEnforcer = (*Driver)(nil)
+	_ drivers.EgressLogger   = (*Driver)(nil)
 )

@@ -44,11 +44,12 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err != nil && d.lateGuestAgent(ctx, stderr, s.Name) {
 		drivers.Progressf(ctx, "lima warning: the VM runs, but Lima's guest agent did not answer within its minute "+
 			"(a slow boot); Lima keeps retrying, and port forwards start once it answers")
-		return nil
+		err = nil
 	}
 	if err != nil {
 		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
 	}
+	d.configureGuestEgress(ctx, s)
 	return nil
 }
 
@@ -89,61 +90,99 @@ func (d *Driver) lateGuestAgent(ctx context.Context, stderr, name string) bool {
 	return false
 }
 
-// startEnv is the environment `limactl start` needs beyond sbf's own:
-// for QEMU guests of the host's arch on Linux without usable KVM, the
-// wrappers that make Lima's QEMU run in software emulation.
+// qemuChoice is how a VM's QEMU is started: Var is the QEMU_SYSTEM_<ARCH>
+// variable sbf points at its wrapper, Real the QEMU the wrapper execs, TCG
+// whether it rewrites Lima's KVM request into software emulation.
+type qemuChoice struct {
+	Var, Real string
+	TCG       bool
+	Reason    string // why there is no usable KVM, when TCG
+}
+
+// startEnv is the environment `limactl start` needs beyond sbf's own: for
+// QEMU guests of the host's arch on Linux without usable KVM, the wrappers
+// that make Lima's QEMU run in software emulation; for a VM with a network
+// policy, the wrapper that starts QEMU through `sbf egress-qemu`.
 func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error) {
+	q, err := d.chooseQEMU(ctx, s)
+	if err != nil || !q.TCG && s.Egress == nil {
+		return nil, err
+	}
+	dir, err := d.installWrappers()
+	if err != nil {
+		return nil, err
+	}
+	env := []string{
+		q.Var + "=" + filepath.Join(dir, "qemu-system"),
+		"SBF_REAL_QEMU=" + q.Real,
+		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
+		// What the ssh wrapper did, for when a slow boot still ends degraded.
+		"SBF_SSH_WRAPPER_LOG=" + filepath.Join(filepath.Dir(dir), "ssh-wrapper.log"),
+	}
+	if q.TCG {
+		env = append(env, "SBF_QEMU_TCG=1")
+		d.noteEmulation.Do(func() {
+			drivers.Progressf(ctx, "no usable hardware virtualization (%s): QEMU runs in software emulation, "+
+				"about 10x slower; a first boot takes minutes", q.Reason)
+		})
+	}
+	if s.Egress != nil {
+		egressEnv, err := d.egressEnv(s)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, egressEnv...)
+	}
+	return env, nil
+}
+
+// chooseQEMU decides how the VM's QEMU runs. A zero Var means Lima's own
+// choice stands (macOS, another vmType); a QEMU the user named with
+// QEMU_SYSTEM_<ARCH> is kept, and wrapped only for a network policy.
+func (d *Driver) chooseQEMU(ctx context.Context, s drivers.Spec) (qemuChoice, error) {
 	arch := drivers.CanonicalArch(s.Arch)
 	host := drivers.CanonicalArch(d.opts.HostArch)
 	if arch == "" {
 		arch = host
 	}
-	if d.opts.HostOS != "linux" || s.VMType != "qemu" || arch != host {
-		return nil, nil // macOS has its own hypervisor; foreign arches are emulated by Lima itself
+	if d.opts.HostOS != "linux" || s.VMType != "qemu" {
+		return qemuChoice{}, nil // macOS has its own hypervisor
 	}
-	qemuVar := "QEMU_SYSTEM_" + strings.ToUpper(arch)
-	if d.opts.Getenv(qemuVar) != "" {
-		return nil, nil // the user chose a QEMU; leave it alone
+	q := qemuChoice{Var: "QEMU_SYSTEM_" + strings.ToUpper(arch)}
+	if v := strings.Fields(d.opts.Getenv(q.Var)); len(v) > 0 {
+		q.Real = v[0] // the user chose a QEMU; leave its accelerator alone
+		return q, nil
 	}
-	qemu, err := findExecutable("qemu-system-"+arch, d.opts.Getenv("PATH"))
+	real, err := findExecutable("qemu-system-"+arch, d.opts.Getenv("PATH"))
 	if err != nil {
-		return nil, err
+		return q, err
+	}
+	q.Real = real
+	if arch != host {
+		return q, nil // foreign arches are emulated by Lima itself
 	}
 	mode := s.Emulation
 	if mode == "" {
 		mode = "auto"
 	}
-	reason := "[vm] emulation = \"always\""
+	q.Reason = "[vm] emulation = \"always\""
 	if mode != "always" {
-		a := d.detectAccel(ctx, qemu)
+		a := d.detectAccel(ctx, real)
 		if a.Usable {
-			return nil, nil
+			return q, nil
 		}
 		if mode == "never" {
 			steps := []string{`or allow software emulation (about 10x slower): [vm] emulation = "auto"`}
 			if a.Fix != "" {
 				steps = append([]string{a.Fix}, steps...)
 			}
-			return nil, unavailable("hardware_virtualization_unavailable",
+			return q, unavailable("hardware_virtualization_unavailable",
 				"KVM cannot run guests here: "+a.Reason+`, and [vm] emulation = "never"`, steps...)
 		}
-		reason = a.Reason
+		q.Reason = a.Reason
 	}
-	dir, err := d.installWrappers()
-	if err != nil {
-		return nil, err
-	}
-	d.noteEmulation.Do(func() {
-		drivers.Progressf(ctx, "no usable hardware virtualization (%s): QEMU runs in software emulation, "+
-			"about 10x slower; a first boot takes minutes", reason)
-	})
-	return []string{
-		qemuVar + "=" + filepath.Join(dir, "qemu-system"),
-		"SBF_REAL_QEMU=" + qemu,
-		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
-		// What the ssh wrapper did, for when a slow boot still ends degraded.
-		"SBF_SSH_WRAPPER_LOG=" + filepath.Join(filepath.Dir(dir), "ssh-wrapper.log"),
-	}, nil
+	q.TCG = true
+	return q, nil
 }
 
 // installWrappers writes the QEMU and ssh wrappers into sbf's state

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/egress"
 )
 
 // withKVM points the driver's KVM device at path for one test.
@@ -61,9 +62,10 @@ func TestStartUnderEmulation(t *testing.T) {
 		!strings.Contains(string(env), "PATH="+filepath.Join(f.state, "lima", "wrappers", "bin")+":") {
 		t.Fatalf("start env:\n%s", env)
 	}
-	// The wrapper itself: Lima's KVM flags become TCG ones for the real QEMU.
+	// The wrapper itself, in the environment limactl got: Lima's KVM flags
+	// become TCG ones for the real QEMU.
 	cmd := exec.Command(wrapper, "-machine", "q35,accel=kvm", "-cpu", "host,+aes", "-enable-kvm", "-m", "2048")
-	cmd.Env = append(os.Environ(), "SBF_REAL_QEMU="+realQEMU)
+	cmd.Env = append(os.Environ(), sbfVars(string(env))...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("wrapper: %v %s", err, out)
@@ -212,5 +214,62 @@ time="x" level=fatal msg="degraded, status={Running:true Degraded:true Exiting:f
 	f.reply("list", `{"name":"sbf-01234567-api","status":"Running"}`+"\n", "", 0)
 	if err := f.driver().Start(ctx, qemuSpec); err == nil {
 		t.Error("a start with another error succeeded")
+	}
+}
+
+// sbfVars are the SBF_ variables of a recorded environment.
+func sbfVars(env string) []string {
+	var out []string
+	for _, line := range strings.Split(env, "\n") {
+		if strings.HasPrefix(line, "SBF_") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// A VM with a network policy starts through the wrapper even where KVM
+// works: the wrapper hands QEMU's command line, untouched, to sbf's
+// egress-qemu with the instance's launch config.
+func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
+	dev := filepath.Join(t.TempDir(), "kvm")
+	os.WriteFile(dev, nil, 0o666)
+	withKVM(t, dev)
+	f := newFake(t)
+	qemuDir := t.TempDir()
+	realQEMU := fakeQEMU(t, qemuDir, "exit 85")
+	f.env["PATH"] = qemuDir + ":/usr/bin:/bin"
+	f.env["SBF_EGRESS_HOSTS"] = "Allowed.Test=127.0.0.1, other.test=::1"
+	self := filepath.Join(t.TempDir(), "sbf")
+	os.WriteFile(self, []byte("#!/bin/sh\necho \"$@\" > \""+self+".log\"\n"), 0o755)
+	d := f.driver()
+	d.opts.Self = self
+	s := qemuSpec
+	s.Egress = &drivers.Egress{Mode: "allowlist", Allow: []string{"allowed.test"}}
+	if err := d.Start(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
+	launch := filepath.Join(f.state, "lima", "egress", s.Name, "launch.json")
+	if !strings.Contains(string(env), "SBF_EGRESS_CONFIG="+launch) || strings.Contains(string(env), "SBF_QEMU_TCG") {
+		t.Fatalf("start env:\n%s", env)
+	}
+	c, err := egress.ReadLaunchConfig(launch)
+	if err != nil || c.Egress != "allowlist" || c.Sandbox != "api" || c.ProxyCommand[0] != self ||
+		strings.Join(c.Hosts["allowed.test"], ",") != "127.0.0.1" || c.Hosts["other.test"][0] != "::1" {
+		t.Fatalf("launch config = %+v, %v", c, err)
+	}
+	cmd := exec.Command(filepath.Join(f.state, "lima", "wrappers", "qemu-system"), "-machine", "q35,accel=kvm")
+	cmd.Env = append(os.Environ(), sbfVars(string(env))...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wrapper: %v %s", err, out)
+	}
+	got, _ := os.ReadFile(self + ".log")
+	if want := "egress-qemu " + launch + " " + realQEMU + " -machine q35,accel=kvm"; strings.TrimSpace(string(got)) != want {
+		t.Errorf("the wrapper ran sbf with %q, want %q", got, want)
+	}
+	s.VMType = "vz"
+	if err := d.EnforceEgress(s); err == nil || !strings.Contains(err.Error(), "vm_type") {
+		t.Errorf("vz: %v, want a refusal", err)
 	}
 }
