@@ -177,18 +177,29 @@ func TestRealVM(t *testing.T) {
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
 
-	w.write(".sandboxforge.toml", specText(1, true))
-	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "update   cpus 2 → 1") {
-		t.Errorf("plan for a cpus change:\n%s", r.stdout)
+	// One restart changes cpus and locks the network down (docs/egress.md).
+	hosts := startEgressHosts(t)
+	var direct time.Duration
+	t.Run("egress-control", func(t *testing.T) { direct = testEgressControl(t, w, hosts) })
+	w.write(".sandboxforge.toml", specText(1, true)+hosts.networkSpec())
+	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "update   cpus 2 → 1") ||
+		!strings.Contains(r.stdout, "egress allow → allowlist") {
+		t.Errorf("plan for a cpus and network change:\n%s", r.stdout)
 	}
-	w.must("sbf apply: cpus 2 → 1 (stop, limactl edit, start)", "apply", "--auto-approve")
+	start := time.Now()
+	if r := w.sbf("", hosts.hostsEnv(), "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: cpus 2 → 1 and an egress allowlist: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	record("sbf apply: cpus 2 → 1, egress allowlist (stop, limactl edit, start)", start)
 	if out := w.must("sbf exec nproc", "exec", "api", "--", "nproc").stdout; strings.TrimSpace(out) != "1" {
 		t.Errorf("nproc after the change = %q", out)
 	}
+	t.Run("egress", func(t *testing.T) { testEgressEnforced(t, w, hosts, direct) })
 	w.must("sbf extend api 30m", "extend", "api", "30m")
+	w.write(".sandboxforge.toml", specText(1, true)) // the sandboxes after this one start unrestricted
 
 	later := []string{"SBF_NOW=" + time.Now().Add(4*time.Hour).UTC().Format(time.RFC3339)}
-	start := time.Now()
+	start = time.Now()
 	r = w.sbf("", later, "reconcile")
 	record("sbf reconcile with SBF_NOW past the lease (expire)", start)
 	t.Logf("sbf reconcile (expire) progress:\n%s", r.stderr) // its steps' times: stop, delete

@@ -128,6 +128,9 @@ func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
+	// sshd reads /etc/environment (pam_env) once per connection: the next
+	// command must come over a new one.
+	d.dropConn(s.Name)
 	switch {
 	case err != nil:
 		drivers.Progressf(ctx, "lima warning: could not point %s's tools at its egress proxy: %v", s.Name, err)
