@@ -71,6 +71,12 @@ func (e *Egress) String() string {
 	return e.Mode
 }
 
+// LeaseRecorder is a backend that records a sandbox's lease end on its
+// instance (a cluster object's annotation), for whoever looks there.
+type LeaseRecorder interface {
+	RecordLease(ctx context.Context, instance string, expiresAt time.Time) error
+}
+
 // EgressLogger is a backend whose network policies leave a decision log
 // (egress.ReadLog's format) at a path of the host's.
 type EgressLogger interface {

@@ -196,6 +196,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observe(ctx, r, desired, res.State)
 	}
+	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
 		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))

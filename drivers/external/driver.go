@@ -173,11 +173,6 @@ func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target
 	return sshexec.Target{Host: ep.Host, Port: ep.Port, User: ep.User, IdentityFiles: []string{d.key}}, nil
 }
 
-// LeaseRecorder is a backend that records a sandbox's lease end on its instance.
-type LeaseRecorder interface {
-	RecordLease(ctx context.Context, instance string, expiresAt time.Time) error
-}
-
 // keyPath is where the key guests of this backend accept is kept: SBF_<DRIVER>_SSH_KEY,
 // else in sbf's host-wide state folder.
 func keyPath(env drivers.Env, driver string) string {
@@ -196,5 +191,5 @@ var (
 	_ drivers.Connector     = (*Driver)(nil)
 	_ drivers.Validator     = (*Driver)(nil)
 	_ drivers.Labeler       = (*Driver)(nil)
-	_ LeaseRecorder         = (*Driver)(nil)
+	_ drivers.LeaseRecorder = (*Driver)(nil)
 )
