@@ -265,7 +265,8 @@ func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
 		t.Fatalf("wrapper: %v %s", err, out)
 	}
 	got, _ := os.ReadFile(self + ".log")
-	if want := "egress-qemu " + launch + " " + realQEMU + " -machine q35,accel=kvm"; strings.TrimSpace(string(got)) != want {
+	want := "egress-qemu " + launch + " " + realQEMU + " -machine q35,accel=kvm"
+	if strings.TrimSpace(string(got)) != want {
 		t.Errorf("the wrapper ran sbf with %q, want %q", got, want)
 	}
 	s.VMType = "vz"
