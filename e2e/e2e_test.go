@@ -419,8 +419,12 @@ func testDoctor(t *testing.T, w *ws) {
 		}
 		t.Logf("sbf doctor: %s %s", o.Driver, o.Summary)
 	}
-	if len(rep.Others) != 2 {
-		t.Errorf("doctor --all reported %d other backends, want hyperv and vz", len(rep.Others))
+	var others []string
+	for _, o := range rep.Others {
+		others = append(others, o.Driver)
+	}
+	if strings.Join(others, " ") != "hyperv kubevirt vz" {
+		t.Errorf("doctor --all reported %v as the other backends, want hyperv, kubevirt and vz", others)
 	}
 	d := rep.Drivers[0]
 	if d.Driver != "lima" || (d.Summary != "usable via software emulation" &&
