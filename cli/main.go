@@ -98,7 +98,7 @@ func runWith(server *Server, args []string, getenv func(string) string, stdin io
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
 		code = 2
 	}
-	fmt.Fprintf(stderr, "sbf: %v\n", err)
+	printErrors(stderr, err)
 	if code == 2 {
 		fmt.Fprintln(stderr, "Run 'sbf --help' for usage.")
 	}
