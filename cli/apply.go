@@ -11,12 +11,15 @@ import (
 func (a *app) applyCommand() *cobra.Command {
 	var f convergeFlags
 	var targets []string
+	var noRenew bool
 	cmd := &cobra.Command{
 		Use:   "apply [PLANFILE]",
 		Short: "Converge the sandboxes to the desired state",
-		Long: "apply acquires or renews the leases of the sandboxes it converges, plans, asks for\n" +
-			"confirmation (unless --auto-approve or a saved PLANFILE), and carries the plan out.\n" +
-			"A saved plan is refused when the state changed since it was made.",
+		Long: "apply acquires or renews the leases of the sandboxes it converges (a line says so for each;\n" +
+			"--no-renew leaves leases as they are), plans, asks for confirmation (unless --auto-approve or\n" +
+			"a saved PLANFILE), and carries the plan out. A saved plan is refused when the state changed\n" +
+			"since it was made. A failed change is never counted as done: the summary says what failed\n" +
+			"and the exit status is 1.",
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
 			opts := reconcile.Options{Targets: targets}
@@ -27,7 +30,7 @@ func (a *app) applyCommand() *cobra.Command {
 				}
 				opts.Saved, opts.Targets, f.autoApprove = saved, saved.Targets, true
 			}
-			opts.Request = reconcile.Request{Op: reconcile.Renew, Sandboxes: opts.Targets}
+			opts.Request = reconcile.Request{Op: leaseOp(noRenew), Sandboxes: opts.Targets}
 			if f.autoApprove {
 				opts.Confirm = a.showPlan(f.asJSON)
 			}
@@ -36,6 +39,7 @@ func (a *app) applyCommand() *cobra.Command {
 	}
 	f.register(cmd, withApprove|withParallelism|withSet)
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "converge only this sandbox (repeatable)")
+	cmd.Flags().BoolVar(&noRenew, "no-renew", false, "converge without renewing or acquiring leases (drift only)")
 	a.completeTarget(cmd)
 	return cmd
 }

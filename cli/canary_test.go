@@ -51,7 +51,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 	taskID := ""
 	root := (&app{getenv: func(string) string { return "" }}).rootCommand()
 	for _, args := range [][]string{
-		{"validate"}, {"validate", "--json"}, {"validate", "--json", set}, {"validate", set},
+		{"validate"}, {"validate", "--json"}, {"validate", "--json", set}, {"validate", set}, {"validate", "--show", set},
 		{"plan"}, {"plan", "--json"}, {"plan", "--json", set},
 		{"apply", "--auto-approve"}, {"apply", "--auto-approve", "--json", set},
 		{"status"}, {"status", "--json"},

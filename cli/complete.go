@@ -13,7 +13,8 @@ import (
 )
 
 // sandboxNames are the sandboxes a shell completes: those the files
-// declare and those the state file records (ad-hoc ones included).
+// declare (ad-hoc ones included) and those the state file records that
+// are not over (a destroyed or expired one is no longer there to use).
 func (a *app) sandboxNames() []string {
 	root := a.dir
 	if found, ok := spec.FindWorkspace(root); ok {
@@ -25,8 +26,10 @@ func (a *app) sandboxNames() []string {
 			names[n] = true
 		}
 		if f, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID); err == nil {
-			for n := range f.Sandboxes {
-				names[n] = true
+			for n, rec := range f.Sandboxes {
+				if !rec.Phase.Terminal() {
+					names[n] = true
+				}
 			}
 		}
 	}

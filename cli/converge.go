@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -76,15 +75,6 @@ func (a *app) workspaceEngine(cmdName string, f *convergeFlags) (spec.Options, *
 	return ws, eng, nil
 }
 
-// applyReport is the --json output of commands that converge.
-type applyReport struct {
-	Plan      plan.Report               `json:"plan"`
-	Applied   bool                      `json:"applied"`
-	Sandboxes []reconcile.SandboxStatus `json:"sandboxes"`
-	Warnings  []string                  `json:"warnings,omitempty"`
-	Error     *coded.Error              `json:"error"`
-}
-
 // converge runs the engine and reports the outcome the same way for apply,
 // up, destroy and extend.
 func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options) error {
@@ -97,12 +87,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	}
 	res, err := eng.Apply(context.Background(), ws, opts)
 	if f.asJSON {
-		rep := applyReport{Error: coded.Of(err, coded.Unknown)}
-		if res != nil {
-			rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
-			rep.Warnings = res.Warnings
-		}
-		if werr := writeJSON(a.stdout, rep); werr != nil {
+		if werr := writeJSON(a.stdout, applyReportOf(res, err)); werr != nil {
 			return werr
 		}
 		if err != nil {
@@ -132,32 +117,6 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 		a.printOutcome(cmdName, res, opts.Targets, eng.Clock.Now())
 	}
 	return err
-}
-
-func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
-	if cmdName == "up" || cmdName == "extend" || cmdName == "destroy" {
-		// Their change is the lease itself; say what became of it.
-		a.printLeases(cmdName, res, targets, now)
-		if res.Plan.Empty() && len(res.Plan.Problems) == 0 {
-			a.printStatusTable(res.Status())
-			return
-		}
-	}
-	s := res.Plan.Summary()
-	switch {
-	case len(res.Plan.Problems) > 0 && len(res.Plan.Actions) == 0:
-		n := len(res.Plan.Problems)
-		what := "1 sandbox"
-		if n != 1 {
-			what = fmt.Sprintf("%d sandboxes", n)
-		}
-		fmt.Fprintf(a.stdout, "Nothing was changed: %s could not be planned (the reasons follow).\n", what)
-	case res.Plan.Empty():
-		fmt.Fprintln(a.stdout, "No changes. Sandboxes match the configuration.")
-	default:
-		fmt.Fprintf(a.stdout, "Apply complete: %d added, %d changed, %d destroyed.\n", s.Add, s.Change, s.Destroy)
-	}
-	a.printStatusTable(res.Status())
 }
 
 // confirm asks on a terminal; without one it refuses rather than guess.
@@ -218,24 +177,6 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// printLeases says, per sandbox, what up, extend or destroy did to its
-// lease.
-func (a *app) printLeases(cmdName string, res *reconcile.Result, targets []string, now time.Time) {
-	if len(targets) == 0 {
-		targets = res.SortedSandboxes()
-	}
-	for _, name := range targets {
-		l, held := res.Resolved.Config.Leases[name]
-		switch {
-		case cmdName == "destroy" || !held:
-			fmt.Fprintf(a.stdout, "%s: lease dropped; its VM is deleted.\n", name)
-		default:
-			fmt.Fprintf(a.stdout, "%s: lease ends %s (in %s).\n", name, l.ExpiresAt.UTC().Format(time.RFC3339),
-				shortDuration(l.ExpiresAt.Sub(now)))
-		}
-	}
 }
 
 // shortDuration writes a lease length as people do: 1h30m, 45m, 2h.

@@ -278,12 +278,12 @@ func TestLeaseCommandsReportWhatTheyDid(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_NOW": "2026-11-26T10:00:00Z"}
 	if r := sbf(t, env, "up", "api", "-C", dir, "--ttl", "1h"); r.code != 0 ||
-		!strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:00:00Z (in 1h).") {
+		!strings.Contains(r.stdout, "api: lease acquired until 2026-11-26T11:00:00Z (in 1h).") {
 		t.Errorf("up: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r := sbf(t, env, "extend", "api", "30m", "-C", dir)
 	if r.code != 0 || strings.Contains(r.stdout, "No changes") ||
-		!strings.Contains(r.stdout, "api: lease ends 2026-11-26T11:30:00Z (in 1h30m).") {
+		!strings.Contains(r.stdout, "api: lease extended until 2026-11-26T11:30:00Z (in 1h30m).") {
 		t.Errorf("extend: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := sbf(t, env, "destroy", "api", "-C", dir, "--auto-approve"); r.code != 0 ||

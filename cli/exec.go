@@ -31,7 +31,7 @@ func (a *app) execCommand() *cobra.Command {
 			"terminal (as ssh -t; stdin included). Ctrl-C and other signals are passed on to the command;\n" +
 			"a third Ctrl-C gives up on it and ends it. sbf's own failures exit 125, a --timeout 124, so\n" +
 			"they are never mistaken for the command's. With --json it prints\n" +
-			"{exit_code, stdout, stderr, duration_ms, ...} instead.",
+			"{exit_code, stdout, stderr, duration_ms, ...} instead, and exits with the same status.",
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: a.completeSandbox,
 		RunE: func(cmd *cobra.Command, list []string) error {
@@ -86,10 +86,15 @@ func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) er
 		return a.cannotRun(err, f.asJSON)
 	}
 	if f.asJSON {
-		return writeJSON(a.stdout, res)
+		// The status passes through here too: a script need not parse the
+		// JSON to learn that the command failed.
+		if err := writeJSON(a.stdout, res); err != nil {
+			return err
+		}
+	} else if res.TimedOut {
+		fmt.Fprintf(a.stderr, "sbf: command timed out after %s\n", f.timeout)
 	}
 	if res.TimedOut {
-		fmt.Fprintf(a.stderr, "sbf: command timed out after %s\n", f.timeout)
 		return silentExit(124)
 	}
 	if res.ExitCode != 0 {

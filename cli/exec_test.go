@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -53,6 +54,17 @@ func TestExecExitStatuses(t *testing.T) {
 					c.code, c.stderr)
 			}
 		})
+	}
+	for args, code := range map[string]int{"exit 3": 3, "true": 0, "sleep 30": 124} {
+		r := w.run(nil, "exec", "api", "--json", "--timeout", "2s", "--", "sh", "-c", args)
+		var res struct {
+			ExitCode int  `json:"exit_code"`
+			TimedOut bool `json:"timed_out"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != code ||
+			code != 124 && res.ExitCode != code || res.TimedOut != (code == 124) {
+			t.Errorf("exec --json -- %s: exit %d (want %d), %v %s", args, r.code, code, err, r.stdout)
+		}
 	}
 	if r := w.run(nil, "exec", "nope", "--json", "--", "true"); r.code != 125 ||
 		!strings.Contains(r.stdout, `"error"`) {

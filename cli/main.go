@@ -53,6 +53,7 @@ type app struct {
 type exitError struct {
 	code int
 	err  error
+	hint bool // point at the command's --help (usage errors always do)
 }
 
 func (e *exitError) Error() string {
@@ -79,28 +80,32 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 func runWith(server *Server, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server}
 	root := a.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(terraformSpellings(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
-	code := 1
+	code, hint := 1, false
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
-		code = ee.code
+		code, hint = ee.code, ee.hint
 		if ee.err == nil {
 			return code
 		}
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
 		code = 2
 	}
-	fmt.Fprintf(stderr, "sbf: %v\n", err)
-	if code == 2 {
-		fmt.Fprintln(stderr, "Run 'sbf --help' for usage.")
+	printErrors(stderr, err)
+	if code == 2 || hint {
+		path := "sbf"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 	}
 	return code
 }
@@ -119,12 +124,12 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().
 		StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, "+
 			"with a .sandboxforge.toml)")
+	// The usage text says what the default is; pflag would add (default ".").
+	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return a.findWorkspace(cmd)
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: 2, err: err}
-	})
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagError(cmd, err, 2) })
 	root.AddCommand(
 		a.validateCommand(),
 		a.planCommand(),

@@ -138,10 +138,10 @@ func TestValidateReportsEveryMistakeInEveryLayer(t *testing.T) {
 	}
 
 	human := sbf(t, nil, "validate", "-C", dir)
-	if human.code != 1 || !strings.Contains(human.stdout,
+	if human.code != 1 || human.stdout != "" || !strings.Contains(human.stderr,
 		".sandboxforge.toml:3:1: vm.unknwon: is not supported (allowed: arch, cpus,") ||
-		!strings.Contains(human.stdout, "3 problems in 2 files.") {
-		t.Errorf("human output:\n%s", human.stdout)
+		!strings.Contains(human.stderr, "Invalid: 3 problems in 2 files.") {
+		t.Errorf("human output (problems on stderr):\n%s---\n%s", human.stdout, human.stderr)
 	}
 }
 

@@ -12,15 +12,17 @@ import (
 
 func (a *app) planCommand() *cobra.Command {
 	var f convergeFlags
-	var detailed bool
+	var detailed, noRenew bool
 	var out string
 	var targets []string
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show what 'sbf apply' would change",
 		Long: "plan compares the desired state (with the leases apply would acquire or renew) against the\n" +
-			"state file and what the drivers report, and prints the actions that would converge them.\n" +
-			"With --detailed-exitcode: 0 no changes, 1 error, 2 changes pending.",
+			"state file and what the drivers report, and prints the actions that would converge them and\n" +
+			"the lease renewals apply would record. With --detailed-exitcode: 0 no changes, 1 error,\n" +
+			"2 changes pending; lease renewals alone are no change (every apply renews), and --no-renew\n" +
+			"plans without them (what 'sbf reconcile' would do).",
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			ws, err := a.workspace(f.sets)
@@ -32,7 +34,7 @@ func (a *app) planCommand() *cobra.Command {
 				return err
 			}
 			res, err := eng.Plan(context.Background(), ws, reconcile.Options{
-				Targets: targets, Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: targets}})
+				Targets: targets, Request: reconcile.Request{Op: leaseOp(noRenew), Sandboxes: targets}})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}
@@ -66,6 +68,7 @@ func (a *app) planCommand() *cobra.Command {
 	}
 	f.register(cmd, withSet)
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when changes are pending (0 none, 1 error)")
+	cmd.Flags().BoolVar(&noRenew, "no-renew", false, "plan without renewing or acquiring leases (drift only)")
 	cmd.Flags().StringVar(&out, "out", "", "save the plan to `FILE` for 'sbf apply FILE'")
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this sandbox (repeatable)")
 	a.completeTarget(cmd)
@@ -82,4 +85,13 @@ func (a *app) reportError(err error, asJSON bool) error {
 		return werr
 	}
 	return silentExit(1)
+}
+
+// leaseOp is the request of plan and apply: renew the leases they keep,
+// or (--no-renew) leave every lease as it is.
+func leaseOp(noRenew bool) reconcile.Op {
+	if noRenew {
+		return reconcile.Keep
+	}
+	return reconcile.Renew
 }

@@ -152,7 +152,7 @@ func TestSimLifecycleEndToEnd(t *testing.T) {
 	if got := w.world(); len(got) != 0 {
 		t.Fatalf("world after expiry = %v", got)
 	}
-	r := w.run(later, "status", "--json")
+	r := w.run(later, "status", "--json", "--all")
 	var st struct {
 		Sandboxes []struct {
 			Name, Phase string

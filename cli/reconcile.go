@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -78,20 +78,16 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 		Report: func(_ spec.Options, res *reconcile.Result, err error) {
 			if f.asJSON {
 				// One object per line (NDJSON), so a reader can follow the stream.
-				rep := watchReport{Time: eng.Clock.Now().UTC(), applyReport: applyReport{Error: coded.Of(err, coded.Unknown)}}
-				if res != nil {
-					rep.Plan, rep.Applied, rep.Sandboxes = res.Plan.Report(), res.Applied, res.Status()
-				}
-				json.NewEncoder(a.stdout).Encode(rep)
+				json.NewEncoder(a.stdout).Encode(watchReport{Time: eng.Clock.Now().UTC(), applyReport: applyReportOf(res, err)})
 				return
 			}
 			if err != nil {
 				fmt.Fprintf(a.stderr, "sbf: reconcile pass: %v\n", err)
 			}
-			if res != nil && res.Plan != nil && !res.Plan.Empty() {
-				s := res.Plan.Summary()
-				fmt.Fprintf(a.stdout, "%s pass: %d added, %d changed, %d destroyed\n",
-					eng.Clock.Now().UTC().Format(time.RFC3339), s.Add, s.Change, s.Destroy)
+			if res != nil && res.Plan != nil && !res.Plan.Empty() && res.Applied {
+				line := strings.TrimSuffix(outcomeLine(res), ".")
+				line = strings.Replace(strings.Replace(line, "Apply complete:", "pass:", 1), "Apply failed:", "pass failed:", 1)
+				fmt.Fprintf(a.stdout, "%s %s\n", eng.Clock.Now().UTC().Format(time.RFC3339), line)
 			}
 		},
 	})

@@ -32,7 +32,7 @@ func TestOversizedDurationSaysBothValues(t *testing.T) {
 	dir := t.TempDir()
 	r := sbf(t, nil, "-C", dir, "validate", "--set", `lease.max_ttl="1000000d"`)
 	if r.code != 1 ||
-		!strings.Contains(r.stdout,
+		!strings.Contains(r.stderr,
 			`lease.max_ttl: "1000000d" is longer than the longest duration sbf accepts (36500d)`) {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

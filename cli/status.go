@@ -13,10 +13,13 @@ import (
 
 func (a *app) statusCommand() *cobra.Command {
 	var f convergeFlags
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each sandbox: phase, lease, what the driver reports, drift",
-		Args:  args(cobra.NoArgs),
+		Long: "status lists the workspace's sandboxes that are not over: declared, running, stopped, failed, or\n" +
+			"recorded ended while their VM still exists. --all also lists those destroyed or expired.",
+		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			ws, err := a.workspace(f.sets)
 			if err != nil {
@@ -30,18 +33,26 @@ func (a *app) statusCommand() *cobra.Command {
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}
-			rows := res.Status()
+			rows, ended := liveRows(res.Status(), all)
 			if f.asJSON {
 				return writeJSON(a.stdout, map[string]any{
 					"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
-					"sandboxes": nonNil(rows), "in_progress": res.Busy, "error": coded.Of(err, coded.Unknown)})
+					"sandboxes": nonNil(rows), "ended_not_shown": ended, "in_progress": res.Busy,
+					"error": coded.Of(err, coded.Unknown)})
 			}
 			fmt.Fprintf(a.stdout, "Workspace %s (%s)\n", res.Resolved.Root, res.Resolved.WorkspaceID)
 			a.noteBusy(res)
-			if len(rows) == 0 {
+			if len(rows) == 0 && ended == 0 {
 				fmt.Fprintln(a.stdout, "No sandboxes declared or recorded.")
 			}
 			a.printStatusTable(rows)
+			if ended > 0 {
+				what := "1 sandbox destroyed or expired is"
+				if ended > 1 {
+					what = fmt.Sprintf("%d sandboxes destroyed or expired are", ended)
+				}
+				fmt.Fprintf(a.stdout, "\n%s not shown (sbf status --all lists them).\n", what)
+			}
 			if err != nil {
 				fmt.Fprintf(a.stderr, "sbf: %v\n", err)
 			}
@@ -49,7 +60,24 @@ func (a *app) statusCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd, withSet)
+	cmd.Flags().BoolVar(&all, "all", false, "also list sandboxes destroyed or expired")
 	return cmd
+}
+
+// liveRows keeps the rows of sandboxes that are not over (all: every row)
+// and counts the others.
+func liveRows(rows []reconcile.SandboxStatus, all bool) (kept []reconcile.SandboxStatus, ended int) {
+	if all {
+		return rows, 0
+	}
+	for _, r := range rows {
+		if r.Ended() {
+			ended++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, ended
 }
 
 func nonNil[T any](s []T) []T {

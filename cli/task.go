@@ -127,8 +127,16 @@ func (a *app) taskLogsCommand() *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
+			note := savedOutputNote(t)
 			if *asJSON {
-				return nil, writeJSON(a.stdout, map[string]any{"task_id": t.ID, "status": t.Status, "logs": logs, "tail": tail})
+				rep := map[string]any{"task_id": t.ID, "status": t.Status, "logs": logs, "tail": tail}
+				if note != "" {
+					rep["note"], rep["truncated"] = note, t.SavedOutput.Truncated
+				}
+				return nil, writeJSON(a.stdout, rep)
+			}
+			if note != "" {
+				fmt.Fprintf(a.stderr, "sbf: %s\n", note)
 			}
 			_, err = fmt.Fprint(a.stdout, logs)
 			return nil, err
@@ -212,4 +220,19 @@ func (a *app) printTask(t *state.Task, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "  %s\n", t.ErrorMessage)
 	}
 	return nil
+}
+
+// savedOutputNote says that a task's output comes from what was saved
+// when its sandbox ended, or "" when it was read from the guest.
+func savedOutputNote(t *state.Task) string {
+	o := t.SavedOutput
+	if o == nil {
+		return ""
+	}
+	what := "its output"
+	if o.Truncated {
+		what = fmt.Sprintf("the last %d KiB of its output (earlier output was not kept)", state.MaxSavedOutput>>10)
+	}
+	return fmt.Sprintf("task %s ended with its sandbox %s (%s at %s); this is %s, saved then", t.ID, t.Sandbox,
+		o.Why, o.SavedAt.UTC().Format(time.RFC3339), what)
 }

@@ -42,7 +42,7 @@ func (a *app) cannotRunExits125(cmd *cobra.Command) *cobra.Command {
 	cmd.RunE = func(c *cobra.Command, list []string) error { return to125(run(c, list)) }
 	cmd.Args = func(c *cobra.Command, list []string) error { return to125(check(c, list)) }
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return to125(a.findWorkspace(c)) }
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: cannotRunStatus, err: err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagError(c, err, cannotRunStatus) })
 	return cmd
 }
 

@@ -17,7 +17,9 @@ func (a *app) upCommand() *cobra.Command {
 		Long: "up acquires or renews the lease of each named sandbox and converges it. A name no file\n" +
 			"declares becomes an ad-hoc sandbox with the [vm] defaults, recorded in .sandboxforge/overrides.toml,\n" +
 			"and gets SandboxForge v1's bootstrap: the container runtime, and the [infra] services (--services).\n" +
-			"Without names, every sandbox the files declare is brought up.",
+			"Without names, every sandbox the files declare is brought up. up never asks for confirmation\n" +
+			"(it brings up what it is told to, as docker run does); --auto-approve is accepted for scripts\n" +
+			"written for apply.",
 		RunE: func(_ *cobra.Command, names []string) error {
 			f.autoApprove = true
 			req := reconcile.Request{Op: reconcile.Up, Sandboxes: names}
@@ -36,6 +38,7 @@ func (a *app) upCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd, withParallelism|withSet)
+	cmd.Flags().Bool("auto-approve", false, "accepted for scripts written for apply; up never asks")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: the sandbox's ttl or [lease] default_ttl")
 	cmd.Flags().BoolVar(&bootstrap, "bootstrap", true, "give new ad-hoc sandboxes the container runtime (and services)")
 	cmd.Flags().

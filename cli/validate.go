@@ -10,6 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -24,28 +25,30 @@ type validateReport struct {
 }
 
 func (a *app) validateCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, show, strict bool
 	var sets []string
 	cmd := &cobra.Command{
 		Use:   "validate",
-		Short: "Check the workspace's layered configuration and print it resolved",
+		Short: "Check the workspace's layered configuration",
 		Long: "validate loads every layer (defaults, global config, .sandboxforge.toml, .sandboxforge.local.toml,\n" +
-			"managed overrides, --set) and prints the resolved configuration, or every problem with its file:line:col.\n" +
-			"Exit status: 0 valid, 1 invalid, 2 usage error.",
+			"managed overrides, --set) and the compose files they name, and prints a one-line verdict; every\n" +
+			"problem goes to stderr with its file:line:col. --show prints the resolved configuration, --json all\n" +
+			"of it as data. It checks the shape without the environment: a ${VAR} the environment does not set\n" +
+			"is a warning (--strict: an error); plan and apply need it. Exit status: 0 valid, 1 invalid, 2 usage error.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := spec.ParseSet(sets)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			rep, err := a.validate(req)
+			rep, err := a.validate(req, strict)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				err = writeJSON(a.stdout, rep)
 			} else {
-				err = a.printValidation(rep)
+				err = a.printValidation(rep, show)
 			}
 			if err != nil {
 				return err
@@ -56,19 +59,22 @@ func (a *app) validateCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict, the problems and the resolved configuration as JSON")
+	cmd.Flags().BoolVar(&show, "show", false, "also print the resolved configuration")
+	cmd.Flags().BoolVar(&strict, "strict", false, "an unset ${VAR} is an error, as it is for plan and apply")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a key for this run (`key.path=value`, repeatable)")
 	return cmd
 }
 
-func (a *app) validate(req *spec.Request) (*validateReport, error) {
+func (a *app) validate(req *spec.Request, strict bool) (*validateReport, error) {
 	eng, err := a.engine("validate", engineFlags{})
 	if err != nil {
 		return nil, err
 	}
-	v, err := eng.Validate(
+	v, err := eng.ValidateWith(
 		context.Background(),
 		spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req},
+		reconcile.ValidateOptions{EnvOptional: !strict},
 	)
 	if err != nil {
 		return nil, err
@@ -90,32 +96,37 @@ func (a *app) validate(req *spec.Request) (*validateReport, error) {
 	return rep, nil
 }
 
-func (a *app) printValidation(rep *validateReport) error {
+// printValidation writes the verdict on one line of stdout; problems and
+// warnings go to stderr; show adds the resolved configuration.
+func (a *app) printValidation(rep *validateReport, show bool) error {
+	for _, w := range rep.Warnings {
+		w.File = displayPath(rep.WorkspaceRoot, w.File)
+		fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w.Error())
+	}
 	if !rep.Valid {
 		files := map[string]bool{}
 		for _, e := range rep.Errors {
 			e.File = displayPath(rep.WorkspaceRoot, e.File)
 			files[e.File] = true
-			fmt.Fprintln(a.stdout, e.Error())
+			fmt.Fprintln(a.stderr, e.Error())
 		}
-		fmt.Fprintf(a.stdout, "\n%s in %s.\n", plural(len(rep.Errors), "problem"), plural(len(files), "file"))
+		fmt.Fprintf(a.stderr, "\nInvalid: %s in %s.\n", plural(len(rep.Errors), "problem"), plural(len(files), "file"))
 		return nil
-	}
-	fmt.Fprintf(a.stdout, "Valid: %s (%s)\n", rep.WorkspaceRoot, rep.WorkspaceID)
-	for _, w := range rep.Warnings {
-		w.File = displayPath(rep.WorkspaceRoot, w.File)
-		fmt.Fprintf(a.stdout, "Warning: %s\n", w.Error())
 	}
 	shown := make([]string, len(rep.Sources))
 	for i, s := range rep.Sources {
 		shown[i] = displayPath(rep.WorkspaceRoot, s)
 	}
-	fmt.Fprintf(a.stdout, "Sources: %s\n", strings.Join(shown, ", "))
-	fmt.Fprintf(a.stdout, "Sandboxes: %s\n\n", sandboxList(rep.Config))
+	fmt.Fprintf(a.stdout, "Valid: %s (%s); sandboxes: %s; from %s.\n", rep.WorkspaceRoot, rep.WorkspaceID,
+		sandboxList(rep.Config), strings.Join(shown, ", "))
+	if !show {
+		return nil
+	}
 	out, err := toml.Marshal(rep.Config)
 	if err != nil {
 		return fmt.Errorf("rendering the resolved configuration: %w", err)
 	}
+	fmt.Fprintln(a.stdout)
 	_, err = a.stdout.Write(out)
 	return err
 }

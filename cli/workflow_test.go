@@ -40,14 +40,30 @@ func TestGitopsWorkflowOnSim(t *testing.T) {
 	expectJobs(t, "first pull request", runs, "validate ok", "plan ok", "apply skipped")
 	expectPlan(t, runs, "2", "Changes pending")
 
-	expectJobs(t, "merge", r.run(onMain), "validate ok", "plan skipped", "apply ok")
+	runs = r.run(onMain)
+	expectJobs(t, "merge", runs, "validate ok", "plan ok", "apply ok")
+	expectPlan(t, runs, "2", "Changes pending")
 	runs = r.run(pr)
 	expectJobs(t, "pull request after the merge", runs, "validate ok", "plan ok", "apply skipped")
 	expectPlan(t, runs, "0", "No changes")
-	expectJobs(t, "schedule", r.run(event{"schedule", "refs/heads/main", vars}), "validate ok", "plan skipped",
+	expectJobs(t, "schedule", r.run(event{"schedule", "refs/heads/main", vars}), "validate ok", "plan ok",
 		"apply ok")
 	expectJobs(t, "no VM-capable runner", r.run(event{"push", "refs/heads/main", nil}), "validate ok",
 		"plan skipped", "apply skipped")
+
+	// Apply carries out the plan the plan job saved: when another apply
+	// changed the state in between, it refuses the stale plan.
+	r.beforeJob = func(job string) {
+		if job == "apply" {
+			r.sbf("apply", "--auto-approve", "--set", "sandboxes.qa.cpus=3")
+		}
+	}
+	runs = r.run(onMain)
+	expectJobs(t, "an apply between plan and apply", runs, "validate ok", "plan ok", "apply exit 1")
+	if runs["apply"].failed != "Apply the saved plan" {
+		t.Errorf("the apply job failed at %q", runs["apply"].failed)
+	}
+	r.beforeJob = nil
 
 	r.env = append(r.env, "SBF_SIM_FAULTS=list:*=fail")
 	runs = r.run(pr)
@@ -59,6 +75,16 @@ func TestGitopsWorkflowOnSim(t *testing.T) {
 	b, _ := os.ReadFile(specPath)
 	write(t, specPath, string(b)+"bogus = 1\n")
 	expectJobs(t, "broken spec", r.run(onMain), "validate exit 1", "plan skipped", "apply skipped")
+}
+
+// sbf runs sbf in the runner's checkout, as another run on the machine.
+func (r *runner) sbf(args ...string) {
+	r.t.Helper()
+	c := exec.Command(sbfBinary, args...)
+	c.Dir, c.Env = r.dir, r.env
+	if out, err := c.CombinedOutput(); err != nil {
+		r.t.Fatalf("sbf %v: %v\n%s", args, err, out)
+	}
 }
 
 // expectJobs compares each job's outcome with "JOB ok", "JOB skipped" or
@@ -112,6 +138,7 @@ type workflowJob struct {
 type workflowStep struct {
 	Name, ID, Uses, Run, If string
 	Env                     map[string]string
+	With                    map[string]string
 }
 
 // event is what triggered a run: the name, the ref and the repository
@@ -153,11 +180,17 @@ type runner struct {
 	wf  *workflow
 	dir string   // the checkout
 	env []string // the machine's: sbf on PATH, the sim driver in its config
+	// artifacts holds a workflow run's artifacts, by name.
+	artifacts string
+	// beforeJob, when set, runs before each job that runs (another run
+	// on the machine meanwhile).
+	beforeJob func(job string)
 }
 
 func (r *runner) run(ev event) map[string]*jobRun {
 	r.t.Helper()
 	runs := map[string]*jobRun{}
+	r.artifacts = r.t.TempDir()
 	for i := 0; i+1 < len(r.wf.Jobs.Content); i += 2 {
 		name := r.wf.Jobs.Content[i].Value
 		var job workflowJob
@@ -169,6 +202,9 @@ func (r *runner) run(ev event) map[string]*jobRun {
 			continue
 		}
 		runs[name].ran = true
+		if r.beforeJob != nil {
+			r.beforeJob(name)
+		}
 		r.runJob(name, job, ev, runs[name])
 	}
 	return runs
@@ -224,8 +260,36 @@ func (r *runner) eval(expr string, ev event) bool {
 }
 
 // The actions the workflow uses that this runner stands in for: the
-// checkout is r.dir, and Go is only needed when sbf is not on PATH.
-var knownActions = []string{"actions/checkout", "actions/setup-go"}
+// checkout is r.dir, Go is only needed when sbf is not on PATH, and
+// artifacts are files kept for the jobs after (artifact).
+var knownActions = []string{"actions/checkout", "actions/setup-go", "actions/upload-artifact",
+	"actions/download-artifact"}
+
+// artifact stands in for upload-artifact (a file of the checkout, kept
+// under its name) and download-artifact (back into the checkout); false
+// when the artifact to download was never uploaded.
+func (r *runner) artifact(st workflowStep) bool {
+	action, _, _ := strings.Cut(st.Uses, "@")
+	kept := filepath.Join(r.artifacts, st.With["name"])
+	switch action {
+	case "actions/upload-artifact":
+		data, err := os.ReadFile(filepath.Join(r.dir, st.With["path"]))
+		if err != nil {
+			return false
+		}
+		write(r.t, filepath.Join(kept, filepath.Base(st.With["path"])), string(data))
+	case "actions/download-artifact":
+		entries, err := os.ReadDir(kept)
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			data, _ := os.ReadFile(filepath.Join(kept, e.Name()))
+			write(r.t, filepath.Join(r.dir, st.With["path"], e.Name()), string(data))
+		}
+	}
+	return true
+}
 
 func (r *runner) runJob(name string, job workflowJob, ev event, run *jobRun) {
 	r.t.Helper()
@@ -244,6 +308,10 @@ func (r *runner) runJob(name string, job workflowJob, ev event, run *jobRun) {
 		if st.Uses != "" {
 			if action, _, _ := strings.Cut(st.Uses, "@"); !slices.Contains(knownActions, action) {
 				r.t.Fatalf("job %s: this runner cannot stand in for %s", name, st.Uses)
+			}
+			if !r.artifact(st) {
+				run.exit, run.failed = 1, st.Uses
+				return
 			}
 			continue
 		}

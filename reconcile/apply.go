@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -66,20 +67,27 @@ type Executor struct {
 
 	emitMu  sync.Mutex
 	adopted sync.Map // sandbox → the instance its adopt ended with
+	outcome Outcome
 }
 
 // Apply executes p. Sandboxes are independent and run in parallel (up to
 // Parallelism); a failed sandbox does not stop the others, while within a
 // sandbox each step waits for the one before. The error joins every
-// failure, each naming its sandbox.
+// failure, each naming its sandbox; Outcome says which action did what.
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
-	if len(p.Refresh) > 0 {
+	steps := make([]step, len(p.Actions))
+	e.outcome = Outcome{NotAttempted: p.Actions} // until the lease ends are recorded
+	if len(p.Refresh) > 0 || len(p.Leases) > 0 {
 		if err := e.Record.Update(func(f *state.File) {
 			for _, r := range p.Refresh {
 				e.applyRefresh(f, r)
 			}
+			for _, l := range p.Leases {
+				end := l.New
+				record(f, l.Sandbox).ExpiresAt = &end
+			}
 		}); err != nil {
-			return fmt.Errorf("recording state corrections: %w", err)
+			return fmt.Errorf("recording state corrections and lease ends: %w", err)
 		}
 	}
 	chains := chainsOf(p.Actions)
@@ -90,42 +98,53 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			current := chain[0]
 			defer func() {
 				// A panicking action fails its sandbox, not the process (a
 				// loop pass recovers only its own goroutine).
 				if v := recover(); v != nil {
-					errs[i] = fmt.Errorf("sandbox %s: %s panicked: %v\n%s", chain[0].Sandbox, chain[0].Kind, v, debug.Stack())
+					a := p.Actions[current]
+					errs[i] = fmt.Errorf("sandbox %s: %s panicked: %v\n%s", a.Sandbox, a.Kind, v, debug.Stack())
+					steps[current].err = errs[i]
 				}
 			}()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i] = fmt.Errorf("sandbox %s: %w", chain[0].Sandbox, ctx.Err())
+				errs[i] = fmt.Errorf("sandbox %s: %w", p.Actions[current].Sandbox, ctx.Err())
 				return
 			}
 			defer func() { <-sem }()
 			// A sandbox's steps depend on each other (VM, runtime,
 			// services, env, compose): the first failure ends its chain.
-			for _, a := range chain {
+			for _, k := range chain {
+				a := p.Actions[k]
 				if inst, ok := e.adopted.Load(a.Sandbox); ok && a.Sandbox != "" && a.Kind != plan.Adopt {
 					a.Instance = inst.(string) // the steps after an adopt go to what it took
 				}
-				if errs[i] = e.run(ctx, a); errs[i] != nil {
+				current, steps[k].ran = k, true
+				errs[i] = e.run(ctx, a)
+				steps[k].err = errs[i]
+				if errs[i] != nil {
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	e.outcome = outcomeOf(p, steps, p.Leases)
 	return errors.Join(errs...)
 }
 
+// Outcome says what the last Apply did, action by action.
+func (e *Executor) Outcome() Outcome { return e.outcome }
+
 // chainsOf groups a plan's actions by sandbox, keeping their order; each
-// spare's action is a chain of its own.
-func chainsOf(actions []plan.Action) [][]plan.Action {
-	var chains [][]plan.Action
+// spare's action is a chain of its own. A chain holds indexes of actions.
+func chainsOf(actions []plan.Action) [][]int {
+	var chains [][]int
 	index := map[string]int{}
-	for _, a := range actions {
+	for k, a := range actions {
 		key := a.Sandbox
 		if key == "" {
 			key = "\x00" + a.Instance
@@ -136,7 +155,7 @@ func chainsOf(actions []plan.Action) [][]plan.Action {
 			index[key] = i
 			chains = append(chains, nil)
 		}
-		chains[i] = append(chains[i], a)
+		chains[i] = append(chains[i], k)
 	}
 	return chains
 }
@@ -321,30 +340,53 @@ func (e *Executor) emit(ev Event) {
 }
 
 // endTasks stops the sandbox's running background tasks before its VM
-// goes (in a VM they would die with it; the sim runs them on the host)
-// and records why they ended.
+// goes (in a VM they would die with it; the sim runs them on the host),
+// saves the end of each task's output (its log goes with the VM) and
+// records why they ended. Reading the output is best effort: a VM that
+// does not answer is deleted all the same.
 func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) error {
-	var pids []int
+	var running []int
+	var tasks []*state.Task
 	for _, t := range e.Record.Snapshot().Tasks {
-		if t.Sandbox == a.Sandbox && !t.Finished() {
-			pids = append(pids, t.PID)
+		if t.Sandbox != a.Sandbox || t.Instance != "" && t.Instance != a.Instance {
+			continue
+		}
+		tasks = append(tasks, t)
+		if !t.Finished() {
+			running = append(running, t.PID)
 		}
 	}
-	if len(pids) == 0 {
+	if len(tasks) == 0 {
 		return nil
 	}
-	if x, ok := drv.(drivers.Execer); ok {
-		cmd := "true"
-		for _, pid := range pids {
-			cmd += fmt.Sprintf("; kill -KILL -%d 2>/dev/null", pid)
-		}
-		x.Exec(ctx, a.Instance, drivers.ExecRequest{Command: cmd, Timeout: time.Minute}) // best effort: the VM goes next
-	}
+	how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 	now := e.Clock.Now().UTC()
+	saved := map[string]*state.SavedOutput{}
+	if x, ok := drv.(drivers.Execer); ok {
+		run := func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+			return x.Exec(ctx, a.Instance, req)
+		}
+		if len(running) > 0 {
+			cmd := "true"
+			for _, pid := range running {
+				cmd += fmt.Sprintf("; kill -KILL -%d 2>/dev/null", pid)
+			}
+			run(ctx, drivers.ExecRequest{Command: cmd, Timeout: time.Minute}) // best effort: the VM goes next
+		}
+		for _, t := range tasks {
+			if t.SavedOutput == nil && t.LogPath != "" {
+				if out, err := sandbox.SaveOutput(ctx, run, t, "the sandbox was "+how, now); err == nil {
+					saved[t.ID] = out
+				}
+			}
+		}
+	}
 	return e.Record.Update(func(f *state.File) {
 		for _, t := range f.Tasks {
+			if out := saved[t.ID]; out != nil {
+				t.SavedOutput = out
+			}
 			if t.Sandbox == a.Sandbox && !t.Finished() {
-				how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+how
 			}
 		}

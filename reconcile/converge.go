@@ -192,7 +192,8 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	exec := e.executor(u, desired)
 	exec.Layers, exec.NoWait = layers, u.opts.NoWait
 	applyErr := exec.Apply(ctx, res.Plan)
-	res.Applied, res.State = true, u.store.Snapshot()
+	outcome := exec.Outcome()
+	res.Applied, res.State, res.Outcome = true, u.store.Snapshot(), &outcome
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observe(ctx, r, desired, res.State)
 	}

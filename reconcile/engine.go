@@ -77,6 +77,12 @@ type Result struct {
 	State    *state.File // after the run (before it, for a dry run)
 	Observed plan.Observed
 	Applied  bool
+	// Outcome says, when the plan was carried out, which action did what
+	// and which lease ends were recorded: a failed action is never done.
+	Outcome *Outcome
+	// RolledBack are the sandboxes whose failed create was undone (their
+	// lease dropped, what was made deleted): Options.Rollback.
+	RolledBack []string
 	// NextExpiry is the earliest live lease end, zero when none: the
 	// watch loop wakes then.
 	NextExpiry time.Time
@@ -114,7 +120,7 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		}
 	}
 	if len(failed) > 0 {
-		_, rerr := e.converge(
+		back, rerr := e.converge(
 			context.WithoutCancel(ctx),
 			ws,
 			Options{Targets: failed, Request: Request{Op: Destroy, Sandboxes: failed}},
@@ -122,6 +128,12 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
+		} else {
+			res.RolledBack = failed
+		}
+		if back != nil && back.Applied {
+			// What is left is what the rollback left: status says so.
+			res.Resolved, res.State, res.Observed = back.Resolved, back.State, back.Observed
 		}
 	}
 	return res, err

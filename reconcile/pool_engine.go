@@ -145,8 +145,10 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	}
 	var err error
 	if len(res.Plan.Actions) > 0 {
-		err = e.executor(u, d).Apply(ctx, res.Plan)
-		res.Applied = true
+		exec := e.executor(u, d)
+		err = exec.Apply(ctx, res.Plan)
+		outcome := exec.Outcome()
+		res.Applied, res.Outcome = true, &outcome
 		res.Observed = e.observe(ctx, r, d, u.rec)
 	}
 	return res, errors.Join(err, problemsError(res.Plan))

@@ -40,6 +40,10 @@ type Op string
 const (
 	// Reconcile changes no lease: the loop's pass, `sbf reconcile`.
 	Reconcile Op = ""
+	// Keep changes no lease either, but is a person's run rather than the
+	// loop's: `sbf plan|apply --no-renew` (drift only). It waits for
+	// sandboxes another run holds instead of skipping them.
+	Keep Op = "keep"
 	// Renew acquires or renews the leases of the sandboxes it converges:
 	// `sbf apply`, MCP apply.
 	Renew Op = "renew"
@@ -73,7 +77,7 @@ type Bootstrap struct {
 // before it (r) at now; nil for a request that edits nothing.
 func (e *Engine) edit(req Request, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
 	switch req.Op {
-	case Reconcile, FillPools, DrainPools:
+	case Reconcile, Keep, FillPools, DrainPools:
 		return nil, nil
 	case Renew:
 		return renewEdit(req.Sandboxes), nil

@@ -21,6 +21,10 @@ type SandboxStatus struct {
 	LastError string      `json:"last_error"`
 }
 
+// Ended says the sandbox is over: destroyed or expired, with its VM
+// gone. `sbf status` lists such rows only with --all.
+func (s SandboxStatus) Ended() bool { return s.Phase.Terminal() && s.Drift == "" && s.Live == "absent" }
+
 // Status combines desired, recorded and observed state per sandbox.
 func (r *Result) Status() []SandboxStatus {
 	var out []SandboxStatus

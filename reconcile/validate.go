@@ -30,10 +30,24 @@ func (v *Validation) Err() error {
 	return v.Errors
 }
 
+// ValidateOptions say what a validation may do without.
+type ValidateOptions struct {
+	// EnvOptional checks the shape without the environment: a ${VAR} it
+	// does not set is a warning (plan and apply still need it), so a pull
+	// request from a fork, which CI gives no secrets, validates.
+	EnvOptional bool
+}
+
 // Validate checks a workspace the same way whatever the front door: the
 // layered configuration first, then (when it is valid) the compose
-// projects and services it declares, loaded on the host.
+// projects and services it declares, loaded on the host. An unset ${VAR}
+// is an error.
 func (e *Engine) Validate(ctx context.Context, ws spec.Options) (*Validation, error) {
+	return e.ValidateWith(ctx, ws, ValidateOptions{})
+}
+
+// ValidateWith is Validate with options.
+func (e *Engine) ValidateWith(ctx context.Context, ws spec.Options, o ValidateOptions) (*Validation, error) {
 	ws.Now = e.Clock.Now()
 	r, err := e.Load(ws)
 	var specErrs spec.Errors
@@ -46,12 +60,47 @@ func (e *Engine) Validate(ctx context.Context, ws spec.Options) (*Validation, er
 		return v, nil
 	}
 	v.Root, v.ID, v.Resolved, v.Warnings = r.Root, r.WorkspaceID, r, r.Warnings
-	if v.Valid() {
-		if err := CheckLayers(ctx, r, e.Env); err != nil {
-			v.Errors = layerErrors(err)
+	if !v.Valid() {
+		return v, nil
+	}
+	err = CheckLayers(ctx, r, e.Env)
+	if unset := unsetEnv(err); o.EnvOptional && len(unset) > 0 {
+		// Check the rest of the shape as if the variables were set.
+		err = CheckLayers(ctx, r, envWithPlaceholders(e.Env))
+		for _, u := range unset {
+			v.Warnings = append(v.Warnings, spec.Error{File: spec.FileName, Key: "sandboxes",
+				Message: u.Error() + "; plan and apply need it (validate --strict makes this an error)"})
 		}
 	}
+	if err != nil {
+		v.Errors = layerErrors(err)
+	}
 	return v, nil
+}
+
+// unsetEnv lists the problems of a layer check that are unset ${VAR}s.
+func unsetEnv(err error) []error {
+	var out []error
+	for _, e := range unjoin(err) {
+		var u *guest.UnsetEnvError
+		if e != nil && errors.As(e, &u) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// envWithPlaceholders stands a placeholder in for every variable the
+// environment does not set.
+func envWithPlaceholders(env LayerEnv) LayerEnv {
+	lookup := env.getenv
+	env.Getenv = func(k string) string {
+		if v := lookup(k); v != "" {
+			return v
+		}
+		return "unset-" + k
+	}
+	return env
 }
 
 // layerErrors turns compose and services problems into validation errors

@@ -110,15 +110,23 @@ func (ts *Tasks) Get(ctx context.Context, id string) (*state.Task, error) {
 }
 
 // Logs returns the last tail lines of a task's output (all with
-// tail ≤ 0).
+// tail ≤ 0). Once its sandbox has ended, that is the output saved then
+// (Task.SavedOutput says so).
 func (ts *Tasks) Logs(ctx context.Context, id string, tail int) (*state.Task, string, error) {
 	t, err := ts.Get(ctx, id)
 	if err != nil {
 		return t, "", err
 	}
 	tgt, err := ts.Target(t.Sandbox)
-	if err != nil {
-		return t, "", err
+	if err == nil && tgt.Instance != t.Instance {
+		err = fmt.Errorf("sandbox %s runs another VM (%s) than the task's (%s)", t.Sandbox, tgt.Instance, t.Instance)
+	}
+	switch {
+	case err != nil && t.SavedOutput != nil:
+		return t, lastLines(t.SavedOutput.Text, tail), nil
+	case err != nil:
+		return t, "", fmt.Errorf("reading the output of task %s: its sandbox has ended and no output was saved: %w",
+			id, err)
 	}
 	cmd := "cat " + shellquote.Quote(t.LogPath)
 	if tail > 0 {
@@ -215,4 +223,46 @@ func (ts *Tasks) find(id string) (*state.Task, error) {
 		return nil, coded.New(CodeTaskNotFound, map[string]any{"task_id": id}, "Task '%s' was not found", id)
 	}
 	return t, nil
+}
+
+// SaveOutput reads the end of a task's output in its guest, before the
+// guest goes (destroy, expiry): `task logs` shows it once the sandbox has
+// ended. At most state.MaxSavedOutput bytes are kept.
+func SaveOutput(
+	ctx context.Context,
+	exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error),
+	t *state.Task,
+	why string,
+	now time.Time,
+) (*state.SavedOutput, error) {
+	limit := state.MaxSavedOutput
+	res, err := exec(ctx, drivers.ExecRequest{Timeout: taskControl, MaxOutput: limit + 1,
+		Command: "tail -c " + strconv.Itoa(limit+1) + " " + shellquote.Quote(t.LogPath)})
+	if err != nil {
+		return nil, fmt.Errorf("saving the output of task %s: %w", t.ID, err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("saving the output of task %s: tail exited %d: %s", t.ID, res.ExitCode,
+			strings.TrimSpace(res.Stderr))
+	}
+	out := &state.SavedOutput{Text: res.Stdout, SavedAt: now.UTC(), Why: why}
+	if len(out.Text) > limit {
+		out.Text, out.Truncated = strings.ToValidUTF8(out.Text[len(out.Text)-limit:], ""), true
+	}
+	return out, nil
+}
+
+// lastLines is the last n lines of text (all of it when n ≤ 0).
+func lastLines(text string, n int) string {
+	if n <= 0 {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
 }

@@ -14,11 +14,15 @@ import (
 // Version is the state file format this build writes.
 const Version = statefile.Version
 
+// MaxSavedOutput bounds the output kept of a task whose sandbox ended.
+const MaxSavedOutput = statefile.MaxSavedOutput
+
 // The format's types, under the names sbf has always used for them.
 type (
 	File          = statefile.File
 	Sandbox       = statefile.Sandbox
 	Task          = statefile.Task
+	SavedOutput   = statefile.SavedOutput
 	GuestRecord   = statefile.GuestRecord
 	ServiceRecord = statefile.ServiceRecord
 	Phase         = statefile.Phase

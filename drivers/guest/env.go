@@ -59,13 +59,21 @@ func Expand(value, key string, getenv func(string) string) (string, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf(
-			"%s refers to ${%s}, which is not set in sbf's environment",
-			key,
-			strings.Join(missing, "}, ${"),
-		)
+		return "", &UnsetEnvError{Key: key, Names: missing}
 	}
 	return out, nil
+}
+
+// UnsetEnvError is a ${VAR} a value refers to that sbf's environment does
+// not set: the spec's shape is right, the environment is not ready.
+type UnsetEnvError struct {
+	Key   string
+	Names []string
+}
+
+func (e *UnsetEnvError) Error() string {
+	return fmt.Sprintf("%s refers to ${%s}, which is not set in sbf's environment", e.Key,
+		strings.Join(e.Names, "}, ${"))
 }
 
 // ConnectionEnv is what the app needs to reach the sandbox's services.

@@ -55,6 +55,9 @@ func TestDiagnoseUsableViaEmulation(t *testing.T) {
 	}
 }
 
+// Root guidance names the user sudo came from, else the user made for
+// VMs (creating it when missing, as make run does), never another
+// person's account (issue 21, item 6).
 func TestRootStepsNameAUser(t *testing.T) {
 	if s := rootSteps("alice", "/nonexistent"); len(s) != 1 || !contains(s[0], "runuser -u alice") {
 		t.Errorf("sudo user: %q", s)
@@ -63,12 +66,35 @@ func TestRootStepsNameAUser(t *testing.T) {
 	os.WriteFile(passwd,
 		[]byte("root:x:0:0::/root:/bin/bash\nsvc:x:1001:1001::/:/usr/sbin/nologin\n"+
 			"bob:x:1002:1002::/home/bob:/bin/bash\n"), 0o644)
-	if s := rootSteps("", passwd); len(s) != 1 || !contains(s[0], "runuser -u bob") {
-		t.Errorf("passwd user: %q", s)
+	s := rootSteps("", passwd)
+	if len(s) != 3 || !contains(s[0], "useradd --create-home --home-dir /var/lib/sbf") ||
+		!contains(s[2], "runuser -u sbf") || contains(strings.Join(s, "\n"), "bob") {
+		t.Errorf("a host with a person's account: %q", s)
 	}
-	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\n"), 0o644)
-	if s := rootSteps("root", passwd); len(s) != 3 || !contains(s[0], "useradd") || !contains(s[2], "runuser -u sbf") {
-		t.Errorf("no user: %q", s)
+	os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/bash\nsbf:x:1003:1003::/var/lib/sbf:/bin/bash\n"), 0o644)
+	if s := rootSteps("root", passwd); len(s) != 2 || contains(s[0], "useradd") || !contains(s[1], "runuser -u sbf") {
+		t.Errorf("the VM user exists: %q", s)
+	}
+}
+
+// As root without limactl, the first thing said is that limactl is not
+// installed (the root steps follow); 'make lima' is named only when sbf
+// runs from its source tree.
+func TestMissingLimactlIsSaidFirst(t *testing.T) {
+	f := newFake(t)
+	o := f.options()
+	o.Euid = func() int { return 0 }
+	o.Limactl = filepath.Join(t.TempDir(), "limactl")
+	_, err := New(context.Background(), o)
+	var u *drivers.UnavailableError
+	if !errors.As(err, &u) || u.ProbableCause != "backend_binary_missing" ||
+		!contains(u.Reason, "limactl not found") || !contains(u.Reason, "root") ||
+		!contains(strings.Join(u.NextSteps, "\n"), "runuser") || contains(err.Error(), "make") {
+		t.Errorf("root without limactl: %+v", err)
+	}
+	o.Euid, o.SourceTree = func() int { return 1000 }, "/src/sbf"
+	if _, err := New(context.Background(), o); !contains(err.Error(), "'make -C /src/sbf lima'") {
+		t.Errorf("from the source tree: %v", err)
 	}
 }
 

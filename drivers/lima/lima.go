@@ -46,6 +46,9 @@ type Options struct {
 	// Image finds an sbf image ([vm.image] location = "sbf:NAME") built
 	// for arch; default: the image cache of this user, then the host's.
 	Image func(name, arch string) (images.Image, error)
+	// SourceTree is sbf's source tree when sbf runs from it ("": it does
+	// not): only then does guidance name 'make lima'.
+	SourceTree string
 }
 
 // Driver is a Lima backend.
@@ -111,6 +114,13 @@ func (d *Driver) check(ctx context.Context) error {
 		return err
 	}
 	if err := d.checkUser(); err != nil {
+		var missing *drivers.UnavailableError
+		if ferr := d.findLimactl(ctx); errors.As(ferr, &missing) && missing.ProbableCause == "backend_binary_missing" {
+			// Said first: a root who fixes the user still has no limactl.
+			missing.Reason += " (and sbf runs as root, which limactl refuses)"
+			missing.NextSteps = append(missing.NextSteps, rootSteps(d.opts.Getenv("SUDO_USER"), "/etc/passwd")...)
+			return missing
+		}
 		return err
 	}
 	return d.findLimactl(ctx)
@@ -141,6 +151,11 @@ func (d *Driver) findLimactl(ctx context.Context) error {
 		name = "limactl"
 	}
 	path, err := findExecutable(name, d.opts.Getenv("PATH"))
+	var missing *drivers.UnavailableError
+	if errors.As(err, &missing) && missing.ProbableCause == "backend_binary_missing" {
+		missing.NextSteps = append(installSteps(d.opts.SourceTree, "install Lima 1.x"),
+			"then put limactl on PATH or set SBF_LIMACTL to its path")
+	}
 	if err != nil {
 		return err
 	}
@@ -156,7 +171,7 @@ func (d *Driver) findLimactl(ctx context.Context) error {
 		return unavailable(
 			"backend_version_unsupported",
 			fmt.Sprintf("limactl %s is too old; sbf needs Lima 1.0 or newer", d.version),
-			"upgrade Lima ('make lima' builds v1.2.1)",
+			installSteps(d.opts.SourceTree, "upgrade Lima to 1.x")...,
 		)
 	}
 	return nil
@@ -187,9 +202,7 @@ func findExecutable(name, pathEnv string) (string, error) {
 	if notExec != "" {
 		return "", unavailable("backend_binary_not_executable", notExec+" is not executable", "chmod +x "+notExec)
 	}
-	return "", unavailable("backend_binary_missing", name+" not found in PATH",
-		"install Lima 1.x (in this repository, 'make lima' builds v1.2.1 into .tools/lima/bin)",
-		"then put limactl on PATH or set SBF_LIMACTL to its path")
+	return "", unavailable("backend_binary_missing", name+" not found in PATH")
 }
 
 // CommandError is a limactl invocation that failed.

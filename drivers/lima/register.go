@@ -29,7 +29,7 @@ func optionsFrom(env drivers.Env) (Options, error) {
 		return Options{}, err
 	}
 	return Options{Limactl: env.Getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: env.HostOS, HostArch: env.HostArch,
-		Getenv: env.Getenv, Debug: env.Debug, Clock: env.Clock, StateDir: env.StateDir}, nil
+		Getenv: env.Getenv, Debug: env.Debug, Clock: env.Clock, StateDir: env.StateDir, SourceTree: sbfSourceTree()}, nil
 }
 
 var (

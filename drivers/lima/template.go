@@ -164,5 +164,5 @@ func (s templateStore) locate(locator, relativeTo string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("template %s not found in %s (a Lima built from the Go module proxy lacks the "+
-		"template links its source tree has; rebuild it with 'make lima')", locator, strings.Join(s.dirs, ", "))
+		"template links its source tree has; sbf's 'make lima' restores them)", locator, strings.Join(s.dirs, ", "))
 }

@@ -86,11 +86,16 @@ type Plan struct {
 	Actions  []Action  `json:"actions"`
 	Refresh  []Refresh `json:"refresh"`
 	Problems []Problem `json:"problems"`
+	// Leases are the lease ends to record: renewals, acquisitions and
+	// extensions of sandboxes that keep a live lease.
+	Leases []LeaseRenewal `json:"leases,omitempty"`
 
 	warm *warmSpares // while planning: the spares sandboxes may adopt
 }
 
-// Empty reports whether applying the plan would do nothing at all.
+// Empty reports whether applying the plan would change no VM and correct
+// no record. Lease renewals do not count: every apply renews what it
+// keeps, so a converged workspace would never be empty otherwise.
 func (p *Plan) Empty() bool { return len(p.Actions) == 0 && len(p.Refresh) == 0 }
 
 // Compute is the planner: a pure function of what is desired, what was
@@ -151,6 +156,12 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 			driver = r.Driver
 		}
 	}
+	live := declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt) && !leaseEnded(r, ds.Lease)
+	if live {
+		// Recorded even when the sandbox cannot be planned: the lease is
+		// held all the same.
+		planLease(p, name, ds.Lease, r, now)
+	}
 	for _, drv := range relevantDrivers(driver, r, inst, exists) {
 		if err := obs.Unavailable[drv]; err != nil {
 			p.Problems = append(p.Problems, Problem{Sandbox: name, Err: err, Message: err.Error()})
@@ -159,7 +170,7 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 	}
 	base := Action{Sandbox: name, Instance: instance, Driver: driver}
 	switch {
-	case declared && ds.Lease != nil && now.Before(ds.Lease.ExpiresAt) && !leaseEnded(r, ds.Lease):
+	case live:
 		planWanted(p, base, ds, r, inst, exists, obs)
 	case declared && ds.Lease != nil:
 		expiry := ds.Lease.ExpiresAt.UTC()

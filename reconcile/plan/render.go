@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
 )
@@ -17,9 +18,12 @@ type Summary struct {
 }
 
 // Summary counts the plan's actions.
-func (p *Plan) Summary() Summary {
+func (p *Plan) Summary() Summary { return Count(p.Actions) }
+
+// Count counts actions as a plan's summary does.
+func Count(actions []Action) Summary {
 	var s Summary
-	for _, a := range p.Actions {
+	for _, a := range actions {
 		switch a.Kind {
 		case Create, Adopt:
 			s.Add++
@@ -107,10 +111,36 @@ func (p *Plan) Render(w io.Writer, st Style) {
 			fmt.Fprintf(w, "  %s: %s\n", r.Sandbox, r.Note)
 		}
 	}
+	p.renderLeases(w)
 	if len(p.Actions) > 0 {
 		s := p.Summary()
 		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to destroy.\n", s.Add, s.Change, s.Destroy)
 	}
+}
+
+// renderLeases lists the lease ends the plan records (no VM changes for
+// them), so a renewal is never silent.
+func (p *Plan) renderLeases(w io.Writer) {
+	if len(p.Leases) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Leases (no change to any VM):")
+	for _, l := range p.Leases {
+		fmt.Fprintf(w, "  %s: %s\n", l.Sandbox, l.Describe())
+	}
+}
+
+// Describe says what becomes of the lease: "renewed until …".
+func (l LeaseRenewal) Describe() string {
+	end := l.New.UTC().Format(time.RFC3339)
+	switch {
+	case l.Acquired:
+		return "acquired until " + end
+	case l.Old != nil && l.New.Before(*l.Old):
+		return fmt.Sprintf("shortened to end %s (was %s)", end, l.Old.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("renewed until %s (was %s)", end, l.Old.UTC().Format(time.RFC3339))
 }
 
 // RenderProblems writes what could not be planned.
@@ -138,12 +168,21 @@ type Change struct {
 	Import   bool     `json:"import,omitempty"`
 }
 
+// Change gives the action as a line of `sbf plan --json`.
+func (a Action) Change() Change {
+	return Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
+		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import}
+}
+
 // Report is `sbf plan --json`.
 type Report struct {
 	Changes  []Change  `json:"changes"`
 	Summary  Summary   `json:"summary"`
 	Refresh  []Refresh `json:"state_corrections"`
 	Problems []Problem `json:"problems"`
+	// LeaseRenewals are the lease ends apply records besides the changes
+	// (renewals alone are no change for --detailed-exitcode).
+	LeaseRenewals []LeaseRenewal `json:"lease_renewals"`
 	// InProgress names the sbf changing the workspace while the plan was
 	// made, when one was.
 	InProgress *flock.Holder `json:"in_progress,omitempty"`
@@ -151,13 +190,10 @@ type Report struct {
 
 // Report gives the plan as data.
 func (p *Plan) Report() Report {
-	r := Report{Changes: []Change{}, Summary: p.Summary(), Refresh: p.Refresh, Problems: p.Problems}
+	r := Report{Changes: []Change{}, Summary: p.Summary(), Refresh: p.Refresh, Problems: p.Problems,
+		LeaseRenewals: append([]LeaseRenewal{}, p.Leases...)}
 	for _, a := range p.Actions {
-		r.Changes = append(
-			r.Changes,
-			Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
-				Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import},
-		)
+		r.Changes = append(r.Changes, a.Change())
 	}
 	if r.Refresh == nil {
 		r.Refresh = []Refresh{}
@@ -192,6 +228,11 @@ func (p *Plan) Only(names []string) *Plan {
 	for _, pr := range p.Problems {
 		if keep[pr.Sandbox] {
 			out.Problems = append(out.Problems, pr)
+		}
+	}
+	for _, l := range p.Leases {
+		if keep[l.Sandbox] {
+			out.Leases = append(out.Leases, l)
 		}
 	}
 	return out

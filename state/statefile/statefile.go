@@ -116,7 +116,25 @@ type Task struct {
 	ErrorMessage string     `json:"error_message,omitempty"`
 	LogPath      string     `json:"log_path"`  // in the guest
 	ExitPath     string     `json:"exit_path"` // in the guest
+	// SavedOutput is the end of the task's output, read when its sandbox
+	// ended (destroyed or expired): the log in the guest went with the VM.
+	SavedOutput *SavedOutput `json:"saved_output,omitempty"`
 }
+
+// SavedOutput is the tail of a task's output kept after its sandbox ended.
+type SavedOutput struct {
+	Text string `json:"text"`
+	// Truncated says earlier output was dropped: only the last
+	// MaxSavedOutput bytes are kept.
+	Truncated bool      `json:"truncated"`
+	SavedAt   time.Time `json:"saved_at"`
+	// Why names the end of the sandbox: "the sandbox was destroyed".
+	Why string `json:"why"`
+}
+
+// MaxSavedOutput bounds the output a task record keeps of an ended
+// sandbox, so a chatty task cannot grow the state file without end.
+const MaxSavedOutput = 16 << 10
 
 // Finished reports whether the task has ended one way or another.
 func (t *Task) Finished() bool { return t.Status != "running" }
