@@ -14,13 +14,14 @@ import (
 // recordLeases writes each touched sandbox's lease end onto its instance,
 // for a backend that keeps it there (drivers.LeaseRecorder: a cluster's
 // VirtualMachine annotation, so whoever looks at the cluster sees when a
-// VM goes). Touched: a lease this request acquired, renewed or extended,
-// or an instance this run made, adopted or restarted. The lease that counts
-// stays the workspace's: a failure is a warning, never a failed run.
+// VM goes). Touched: a lease end the plan records (acquired, renewed,
+// extended), or an instance this run made, adopted or restarted. The lease
+// that counts stays the workspace's: a failure is a warning, never a failed
+// run.
 func (e *Engine) recordLeases(ctx context.Context, u *run, res *Result) []string {
 	var warnings []string
-	renewed := u.opts.Request.Op == Renew || u.opts.Request.Op == Up || u.opts.Request.Op == Extend
 	for _, name := range slices.Sorted(maps.Keys(res.Desired.Sandboxes)) {
+		renewed := slices.ContainsFunc(res.Plan.Leases, func(l plan.LeaseRenewal) bool { return l.Sandbox == name })
 		ds, rec := res.Desired.Sandboxes[name], res.State.Sandboxes[name]
 		if ds.Lease == nil || rec == nil || rec.Phase != state.Running || !u.now.Before(ds.Lease.ExpiresAt) {
 			continue
