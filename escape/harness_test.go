@@ -3,6 +3,7 @@ package escape
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -120,15 +121,21 @@ type result struct {
 }
 
 // sbf runs the real binary in the workspace with the world's environment
-// plus extra.
+// plus extra. An attack that makes sbf run away (a copy into itself) fails
+// the test after two minutes instead of outliving it.
 func (w *world) sbf(extra []string, args ...string) result {
 	w.t.Helper()
-	c := exec.Command(sbfBinary, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, sbfBinary, args...)
 	c.Dir = w.ws
 	c.Env = append(append([]string{}, w.env...), extra...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
+	if ctx.Err() != nil {
+		w.t.Fatalf("sbf %v did not finish within 2 minutes (killed)", args)
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
