@@ -15,10 +15,10 @@ import (
 type runArgs struct {
 	InstanceID     string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
-	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
-	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
 }
 
 type copyArgs struct {

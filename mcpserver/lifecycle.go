@@ -13,8 +13,8 @@ import (
 type createArgs struct {
 	WorkspaceRoot string   `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
 	TTLMinutes    *int     `json:"ttl_minutes,omitempty" jsonschema:"Lease length in minutes; default [lease] default_ttl (30). At most [lease] max_ttl."`
-	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
-	WaitForReady  bool     `json:"wait_for_ready,omitempty" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
+	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" default:"true" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
+	WaitForReady  bool     `json:"wait_for_ready,omitempty" default:"false" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
 	CPUs          *int     `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for this instance."`
 	MemoryGiB     *float64 `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for this instance."`
 	DiskGiB       *float64 `json:"disk_gib,omitempty" jsonschema:"Override [vm] disk_gib for this instance."`
@@ -22,7 +22,7 @@ type createArgs struct {
 
 type instanceArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Force      bool   `json:"force,omitempty" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
+	Force      bool   `json:"force,omitempty" default:"false" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
 }
 
 type extendArgs struct {
@@ -31,7 +31,7 @@ type extendArgs struct {
 }
 
 type listArgs struct {
-	IncludeExpired bool `json:"include_expired,omitempty" jsonschema:"Also list expired and destroyed instances."`
+	IncludeExpired bool `json:"include_expired,omitempty" default:"false" jsonschema:"Also list expired and destroyed instances."`
 }
 
 func (s *Server) registerLifecycle() {
