@@ -174,6 +174,10 @@ func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(a.RemotePaths) == 0 { // v1's code and message, after its lease checks
+		return nil, newToolError(coded.BackendCommand, "remote_paths cannot be empty",
+			map[string]any{"remote_paths": []string{}, "field": "remote_paths"})
+	}
 	c, err := tgt.Collect(ctx, policy, tgt.Resolved.Root, a.RemotePaths, a.LocalDest)
 	if err != nil {
 		return nil, err
