@@ -114,9 +114,7 @@ func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[stri
 		"created_at": nil, "expires_at": nil, "ssh_port": nil,
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "backend_instance_name": instance,
 	}
-	if rec := res.State.Sandboxes[sandbox]; rec != nil {
-		out["created_at"] = isoPtr(rec.CreatedAt)
-	}
+	out["created_at"] = isoPtr(created(res, sandbox))
 	if l, ok := r.Config.Leases[sandbox]; ok {
 		out["expires_at"] = iso(l.ExpiresAt)
 	}
@@ -150,6 +148,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.touch(res.Resolved.Root)
+	s.used.touch(res.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now()) // v1 counted an extension as a use
 	return map[string]any{"instance_id": a.InstanceID,
 		"expires_at":           iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
 		"ttl_extended_minutes": a.TTLMinutes}, nil

@@ -53,8 +53,9 @@ func (s *Server) workspaceRows(
 			"reconciliation_drift": st.Drift != "" || (status == "expired" && st.Live != "absent" && st.Live != "unknown"),
 			"sandbox":              st.Name, "phase": st.Phase, "last_error": st.LastError,
 		}
+		born := created(res, st.Name)
+		row["created_at"], row["last_used_at"] = isoPtr(born), isoPtr(s.used.at(res.Resolved.Root, st.Name, born))
 		if rec != nil {
-			row["created_at"] = isoPtr(rec.CreatedAt)
 			runtimeFields(row, rec)
 		}
 		if inst, ok := res.Observed.Instances[st.Instance]; ok {

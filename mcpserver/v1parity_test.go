@@ -1,0 +1,59 @@
+package mcpserver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// slowBoot makes the fixture's sim take d of its fake clock to create a VM,
+// and advances the clock by d whenever the create waits, as a boot takes
+// time.
+func (f *fixture) slowBoot(t *testing.T, d time.Duration) {
+	t.Helper()
+	f.srv.cfg.Engine.Drivers = func(name string, _ *spec.Resolved) (reconcile.Driver, error) {
+		return sim.New(sim.Options{Dir: f.simDir, Clock: f.clock, Latency: "create=" + d.String()})
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if f.clock.Waiters() > 0 {
+					f.clock.Advance(d)
+				}
+			}
+		}
+	}()
+}
+
+// v1 stamped created_at when it inserted the lease, before the VM was
+// created: expires_at − created_at is the TTL however long the boot took,
+// and last_used_at starts there, then follows each command.
+func TestCreatedAtIsTheLeaseStart(t *testing.T) {
+	f := newFixture(t, simSpec)
+	f.slowBoot(t, 3*time.Second)
+	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 30})
+	if created["created_at"] != "2026-11-25T12:00:00Z" || created["expires_at"] != "2026-11-25T12:30:00Z" {
+		t.Errorf("create_instance: created_at %v, expires_at %v (want the TTL apart)", created["created_at"],
+			created["expires_at"])
+	}
+	id := created["instance_id"].(string)
+	row := f.ok("list_instances", nil)["instances"].([]any)[0].(map[string]any)
+	if row["created_at"] != "2026-11-25T12:00:00Z" || row["last_used_at"] != "2026-11-25T12:00:00Z" {
+		t.Errorf("list_instances right after create: %v", row)
+	}
+	f.clock.Advance(time.Minute)
+	f.ok("run_command", map[string]any{"instance_id": id, "command": "true"})
+	row = f.ok("list_instances", nil)["instances"].([]any)[0].(map[string]any)
+	if row["created_at"] != "2026-11-25T12:00:00Z" || row["last_used_at"] == row["created_at"] ||
+		row["last_used_at"] == nil {
+		t.Errorf("list_instances after a command: %v", row)
+	}
+}
