@@ -218,9 +218,11 @@ func TestExpiryHappensInTheLoopEvenAfterAList(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	passes := make(chan struct{}, 10)
-	go f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	done := make(chan error, 1)
+	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
 	<-passes
 	cancel()
+	<-done // the loop has stopped writing the world the test's TempDir removes
 	if f.world()[instance] {
 		t.Fatal("the loop did not delete the expired VM")
 	}

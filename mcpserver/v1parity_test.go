@@ -57,3 +57,22 @@ func TestCreatedAtIsTheLeaseStart(t *testing.T) {
 		t.Errorf("list_instances after a command: %v", row)
 	}
 }
+
+// list_instances names the backend the server's workspace uses (its [vm]
+// driver when SANDBOX_BACKEND is unset), whether it can run, and its
+// version, as v1 named its one backend.
+func TestListReportsTheWorkspaceBackend(t *testing.T) {
+	f := newFixture(t, simSpec)
+	f.ok("create_instance", map[string]any{"workspace_root": f.root})
+	out := f.ok("list_instances", nil)
+	if out["backend"] != "sim" || out["backend_available"] != true || out["backend_error"] != nil ||
+		out["backend_version"] == nil || len(out["instances"].([]any)) != 1 {
+		t.Errorf("list_instances on a sim workspace: %v", out)
+	}
+	g := newFixture(t, "[vm]\ncpus = 1\n") // no driver: Lima on Linux, which the fixture has not
+	out = g.ok("list_instances", nil)
+	if out["backend"] != "lima" || out["backend_available"] != false || out["backend_version"] != nil ||
+		out["backend_error"].(map[string]any)["error_code"] != "BACKEND_UNAVAILABLE" {
+		t.Errorf("list_instances without a usable backend: %v", out)
+	}
+}

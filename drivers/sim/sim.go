@@ -257,3 +257,7 @@ func (d *Driver) write(r record) error {
 	}
 	return atomicfile.WriteFile(d.path(r.Name), data, 0o644)
 }
+
+// Version names the backend in list_instances' backend_version, as
+// limactl's version names Lima's.
+func (d *Driver) Version() string { return "sbf sim (simulated hypervisor; commands run on this host)" }
