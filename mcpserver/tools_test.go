@@ -219,7 +219,9 @@ func TestExpiryHappensInTheLoopEvenAfterAList(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	passes := make(chan struct{}, 10)
 	done := make(chan error, 1)
-	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
+	go func() {
+		done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	}()
 	<-passes
 	cancel()
 	<-done // the loop has stopped writing the world the test's TempDir removes
