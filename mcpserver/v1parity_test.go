@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,5 +76,41 @@ func TestListReportsTheWorkspaceBackend(t *testing.T) {
 	if out["backend"] != "lima" || out["backend_available"] != false || out["backend_version"] != nil ||
 		out["backend_error"].(map[string]any)["error_code"] != "BACKEND_UNAVAILABLE" {
 		t.Errorf("list_instances without a usable backend: %v", out)
+	}
+}
+
+// An expired lease's VM is stopped by force, then deleted, as v1's
+// sweeper did (stop --force, delete --force); a destroy still stops it
+// cleanly first.
+func TestExpiryForcesTheStop(t *testing.T) {
+	f := newFixture(t, simSpec)
+	expiring := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 5})
+	destroyed := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 30})
+	f.ok("destroy_instance", map[string]any{"instance_id": destroyed["instance_id"]})
+	f.clock.Advance(6 * time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	passes := make(chan struct{}, 10)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
+	<-passes
+	cancel()
+	<-done
+	ops, err := sim.ReadLog(f.simDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byInstance := map[string][]string{}
+	for _, op := range ops {
+		if op.Op != "list" && op.Op != "exec" {
+			byInstance[op.Instance] = append(byInstance[op.Instance], op.Op)
+		}
+	}
+	if got := byInstance[expiring["backend_instance_name"].(string)]; !slices.Equal(got,
+		[]string{"create", "start", "force-stop", "delete"}) {
+		t.Errorf("expired VM: %v", got)
+	}
+	if got := byInstance[destroyed["backend_instance_name"].(string)]; !slices.Equal(got,
+		[]string{"create", "start", "stop", "delete"}) {
+		t.Errorf("destroyed VM: %v", got)
 	}
 }
