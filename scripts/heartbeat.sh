@@ -12,8 +12,9 @@ with_heartbeat() {
   local label=$1 every=${SBF_HEARTBEAT_SECONDS:-20} start=$SECONDS parent=$BASHPID hb rc
   shift
   (
-    n=0
-    while sleep 1 && kill -0 "$parent" 2>/dev/null; do
+    # Its parent gone (even a zombie not yet reaped), the loop is an orphan: it stops.
+    n=0 me=$BASHPID
+    while sleep 1 && [[ $(ps -o ppid= -p "$me" 2>/dev/null | tr -d ' ') == "$parent" ]]; do
       n=$((n + 1))
       ((n % every == 0)) && echo "    ... $label: still running ($((SECONDS - start))s)" >&2
     done
