@@ -114,3 +114,31 @@ func TestExpiryForcesTheStop(t *testing.T) {
 		t.Errorf("destroyed VM: %v", got)
 	}
 }
+
+// A destroyed instance keeps its host index entry while its record lasts
+// (run_command says INSTANCE_TERMINAL, include_expired lists it); once
+// the record outlives [lease] keep_records, the loop drops both.
+func TestIndexEntryGoesWithItsRecord(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	f.ok("destroy_instance", map[string]any{"instance_id": id})
+	f.fails("run_command", map[string]any{"instance_id": id, "command": "true"}, "INSTANCE_TERMINAL")
+	if rows := f.ok("list_instances", map[string]any{"include_expired": true})["instances"].([]any); len(rows) != 1 {
+		t.Fatalf("destroyed, listed with include_expired: %v", rows)
+	}
+	f.clock.Advance(8 * 24 * time.Hour) // past keep_records (7d)
+	ctx, cancel := context.WithCancel(context.Background())
+	passes := make(chan struct{}, 10)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
+	<-passes
+	cancel()
+	<-done
+	if entries, _ := f.srv.index.All(); len(entries) != 0 {
+		t.Errorf("index after the record was forgotten: %+v", entries)
+	}
+	if rows := f.ok("list_instances", map[string]any{"include_expired": true})["instances"].([]any); len(rows) != 0 {
+		t.Errorf("a forgotten instance is listed: %v", rows)
+	}
+	f.fails("run_command", map[string]any{"instance_id": id, "command": "true"}, "INSTANCE_NOT_FOUND")
+}
