@@ -91,7 +91,9 @@ func TestExpiryForcesTheStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	passes := make(chan struct{}, 10)
 	done := make(chan error, 1)
-	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
+	go func() {
+		done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	}()
 	<-passes
 	cancel()
 	<-done
@@ -130,7 +132,9 @@ func TestIndexEntryGoesWithItsRecord(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	passes := make(chan struct{}, 10)
 	done := make(chan error, 1)
-	go func() { done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} }) }()
+	go func() {
+		done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	}()
 	<-passes
 	cancel()
 	<-done
