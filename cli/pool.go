@@ -132,6 +132,8 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 	case res.Applied:
 		s := res.Plan.Summary()
 		fmt.Fprintf(a.stdout, "Pool pass complete: %d spares made, %d deleted.\n", s.Add, s.Destroy)
+	case !p.status && len(res.Plan.Problems) == 0 && p.req.Op == reconcile.DrainPools:
+		fmt.Fprintln(a.stdout, "No changes. No spares to drain.")
 	case !p.status && len(res.Plan.Problems) == 0:
 		fmt.Fprintln(a.stdout, "No changes. Pools are full.")
 	}

@@ -59,6 +59,11 @@ func TestPoolFillStatusAdoptDrain(t *testing.T) {
 		!strings.Contains(r.stdout, "0 spares made, 1 deleted") {
 		t.Errorf("drain: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Nothing left to drain: said so, not "Pools are full" beside READY 0.
+	if r := sbf(t, env, "pool", "drain", "-C", dir, "--auto-approve"); r.code != 0 ||
+		!strings.Contains(r.stdout, "No changes. No spares to drain.") || strings.Contains(r.stdout, "full") {
+		t.Errorf("a second drain: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := sbf(t, env, "status", "-C", dir, "--json"); !strings.Contains(r.stdout, `"instance": "`+first+`"`) ||
 		!strings.Contains(r.stdout, `"live_status": "running"`) {
 		t.Errorf("the adopted VM after the drain:\n%s", r.stdout)

@@ -115,6 +115,14 @@ type Warmer interface {
 	Warm(ctx context.Context, instance string) error
 }
 
+// ForceStopper halts an instance at once, without the guest's clean
+// shutdown (limactl stop --force): what an expiry does before it deletes
+// the VM, as SandboxForge v1's sweeper did, since nothing in a VM about to
+// be deleted is worth waiting for. A missing instance is ErrNotFound.
+type ForceStopper interface {
+	ForceStop(ctx context.Context, instance string) error
+}
+
 // HostShell is a backend whose Exec runs commands on this host, not in a
 // VM (the sim): sbf never runs its own guest scripts (a Docker install,
 // service containers) through it.

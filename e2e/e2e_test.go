@@ -175,6 +175,7 @@ func TestRealVM(t *testing.T) {
 	t.Run("guest-writes-back", func(t *testing.T) { testGuestWritesBack(t, w, name) })
 	t.Run("no-op-apply", func(t *testing.T) { testNoOpApplyCost(t, w) })
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
+	t.Run("mcp-docker", func(t *testing.T) { testMCPDocker(t, w, name) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
 
 	// One restart changes cpus and locks the network down (docs/egress.md).

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,10 +100,14 @@ func (b Builder) buildInto(ctx context.Context, r Recipe, arch, key, dir string)
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(recipeDir, "build.sh"), out)
 	// The recipe writes progress and tools' chatter (mkfs prints file
 	// names on stdout); none of it may reach sbf's stdout.
-	cmd.Stdout, cmd.Stderr = b.Progress, b.Progress
+	progress := &lockedWriter{w: b.Progress}
+	cmd.Stdout, cmd.Stderr = progress, progress
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // its trap unmounts
 	cmd.WaitDelay = time.Minute
-	if err := cmd.Run(); err != nil {
+	stop := b.heartbeat(progress, Scheme+r.Name, start)
+	err = cmd.Run()
+	stop()
+	if err != nil {
 		return Image{}, fmt.Errorf("building %s%s: recipe failed: %w (its output is above)", Scheme, r.Name, err)
 	}
 	meta := Image{Name: r.Name, Key: key, Arch: arch, KernelCmdline: r.KernelCmdline}
@@ -169,4 +174,42 @@ func removeMatching(dir string, re *regexp.Regexp, keep string) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// HeartbeatEvery is how often a build says it is still going: a recipe's
+// steps (debootstrap, the package installs) are silent for minutes.
+const HeartbeatEvery = 20 * time.Second
+
+// heartbeat writes a line every HeartbeatEvery until stop is called.
+func (b Builder) heartbeat(w io.Writer, name string, start time.Time) (stop func()) {
+	t := b.Clock.NewTicker(HeartbeatEvery)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C():
+				fmt.Fprintf(w, "sbf: still building %s (%s)\n", name, b.Clock.Now().Sub(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(done)
+		<-finished
+	}
+}
+
+// lockedWriter serialises the recipe's output and the heartbeat's lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

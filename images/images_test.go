@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +169,56 @@ func TestDefaultCache(t *testing.T) {
 	env["SBF_IMAGE_CACHE"] = "/tmp/c"
 	if c := DefaultCache(get, 1000); len(c.Dirs) != 1 || c.Dirs[0] != "/tmp/c" {
 		t.Errorf("override: %v", c.Dirs)
+	}
+}
+
+// syncBuffer is a progress output the test reads while the build writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A recipe silent for longer than HeartbeatEvery still shows progress: a
+// line per HeartbeatEvery with the time so far.
+func TestBuildHeartbeat(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	_, r := fakeRecipe(t, `while [ ! -e "`+gate+`" ]; do sleep 0.01; done`)
+	fake := clock.NewFake(time.Unix(0, 0))
+	var progress syncBuffer
+	b := Builder{Cache: Cache{Dirs: []string{t.TempDir()}}, Euid: 1000, Progress: &progress, Clock: fake}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Build(context.Background(), r, "x86_64")
+		done <- err
+	}()
+	for i := 0; !strings.Contains(progress.String(), "sbf: still building sbf:tiny (40s)"); i++ {
+		if i == 2000 {
+			os.WriteFile(gate, nil, 0o644)
+			<-done
+			t.Fatalf("no heartbeat after two ticks: %q", progress.String())
+		}
+		if fake.Waiters() > 0 {
+			fake.Advance(HeartbeatEvery)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), "sbf: still building sbf:tiny (20s)\n") {
+		t.Errorf("progress: %q", progress.String())
 	}
 }

@@ -15,10 +15,10 @@ import (
 type runArgs struct {
 	InstanceID     string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
-	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
-	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
 }
 
 type copyArgs struct {
@@ -75,6 +75,7 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 		return nil, hostpath.Policy{}, err
 	}
 	s.touch(tgt.Resolved.Root)
+	s.used.touch(tgt.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now())
 	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }
 
@@ -173,6 +174,10 @@ func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
+	}
+	if len(a.RemotePaths) == 0 { // v1's code and message, after its lease checks
+		return nil, newToolError(coded.BackendCommand, "remote_paths cannot be empty",
+			map[string]any{"remote_paths": []string{}, "field": "remote_paths"})
 	}
 	c, err := tgt.Collect(ctx, policy, tgt.Resolved.Root, a.RemotePaths, a.LocalDest)
 	if err != nil {

@@ -52,8 +52,9 @@ func TestDataPlaneOnTheSim(t *testing.T) {
 	}
 	f.fails("copy_from_instance", map[string]any{"instance_id": id, "remote_path": "/work/app",
 		"local_path": filepath.Join(outside, "x")}, "HOST_PATH_DENIED")
+	// v1's code for an empty list (after the lease checks), not INVALID_ARGUMENTS
 	f.fails("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{}, "local_dest": "a"},
-		"INVALID_ARGUMENTS")
+		"BACKEND_COMMAND_FAILED")
 	f.ok("destroy_instance", map[string]any{"instance_id": id})
 	f.fails("run_command", map[string]any{"instance_id": id, "command": "true"}, "INSTANCE_TERMINAL")
 }
@@ -88,4 +89,36 @@ func TestBackgroundTaskSurvivesARestart(t *testing.T) {
 	}
 	f.fails("stop_task", map[string]any{"task_id": task}, "TASK_ALREADY_FINISHED")
 	f.fails("get_task_status", map[string]any{"task_id": "task_000000000000"}, "TASK_NOT_FOUND")
+}
+
+// A task whose cwd does not exist starts, as in v1, and fails with cd's
+// status, its message in the log; an empty collect_artifacts is v1's
+// BACKEND_COMMAND_FAILED.
+func TestTaskCwdAndEmptyArtifactsAsV1(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	started := f.ok("start_background_task", map[string]any{"instance_id": id, "command": "echo never",
+		"cwd": "/no/such/folder"})
+	if started["status"] != "running" {
+		t.Fatalf("start: %v", started)
+	}
+	task := started["task_id"].(string)
+	var st map[string]any
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st = f.ok("get_task_status", map[string]any{"task_id": task}); st["status"] != "running" {
+			break
+		}
+	}
+	if st["status"] != "failed" || st["exit_code"] == nil || st["exit_code"].(float64) == 0 {
+		t.Errorf("status: %v", st)
+	}
+	if logs := f.ok("get_task_logs", map[string]any{"task_id": task}); !strings.Contains(logs["logs"].(string),
+		"/no/such/folder") || strings.Contains(logs["logs"].(string), "never") {
+		t.Errorf("logs: %v", logs)
+	}
+	empty := f.fails("collect_artifacts", map[string]any{"instance_id": id, "remote_paths": []any{},
+		"local_dest": "a"}, "BACKEND_COMMAND_FAILED")
+	if empty["message"] != "remote_paths cannot be empty" {
+		t.Errorf("empty collect: %v", empty)
+	}
 }

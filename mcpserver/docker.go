@@ -20,7 +20,7 @@ type dockerBuildArgs struct {
 	Dockerfile  string            `json:"dockerfile,omitempty" jsonschema:"Dockerfile path (docker build -f)."`
 	BuildArgs   map[string]string `json:"build_args,omitempty" jsonschema:"Build args; they override GIT_COMMIT, GIT_BRANCH, BUILD_TIMESTAMP, DEPENDENCIES_HASH and WORKSPACE_CONTENT_HASH, which sbf passes from the workspace."`
 	Target      string            `json:"target,omitempty" jsonschema:"Build stage (docker build --target)."`
-	NoCache     bool              `json:"no_cache,omitempty" jsonschema:"Skip the [build] image cache and Docker's layer cache."`
+	NoCache     bool              `json:"no_cache,omitempty" default:"false" jsonschema:"Skip the [build] image cache and Docker's layer cache."`
 }
 
 type dockerRunArgs struct {
@@ -32,22 +32,22 @@ type dockerRunArgs struct {
 	Volumes    []string          `json:"volumes,omitempty" jsonschema:"Volumes (-v), as docker takes them."`
 	Ports      []string          `json:"ports,omitempty" jsonschema:"Published ports (-p), as docker takes them."`
 	Workdir    string            `json:"workdir,omitempty" jsonschema:"Working directory in the container (-w)."`
-	Detach     *bool             `json:"detach,omitempty" jsonschema:"Run in the background (-d); default true."`
-	Privileged bool              `json:"privileged,omitempty" jsonschema:"Run privileged."`
+	Detach     *bool             `json:"detach,omitempty" default:"true" jsonschema:"Run in the background (-d); default true."`
+	Privileged bool              `json:"privileged,omitempty" default:"false" jsonschema:"Run privileged."`
 }
 
 type dockerExecArgs struct {
 	InstanceID     string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	Container      string `json:"container" jsonschema:"Container name or id."`
 	Command        string `json:"command" jsonschema:"Command, run with sh -lc in the container."`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
 }
 
 type dockerLogsArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	Container  string `json:"container" jsonschema:"Container name or id."`
-	Tail       *int   `json:"tail,omitempty" jsonschema:"Last lines to return (default 500)."`
-	Follow     bool   `json:"follow,omitempty" jsonschema:"Follow the output; returns what came within 30 seconds."`
+	Tail       *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (default 500)."`
+	Follow     bool   `json:"follow,omitempty" default:"false" jsonschema:"Follow the output; returns what came within 30 seconds."`
 	Since      string `json:"since,omitempty" jsonschema:"Only lines since this time or duration (docker logs --since)."`
 }
 
@@ -57,16 +57,16 @@ type dockerComposeArgs struct {
 	Action     string   `json:"action" jsonschema:"One of build, down, exec, logs, ps, pull, restart, stop, up."`
 	File       string   `json:"file,omitempty" jsonschema:"Compose file (-f)."`
 	Services   []string `json:"services,omitempty" jsonschema:"Services the action applies to (exec uses the first)."`
-	Detach     *bool    `json:"detach,omitempty" jsonschema:"up -d; default true."`
+	Detach     *bool    `json:"detach,omitempty" default:"true" jsonschema:"up -d; default true."`
 	Command    string   `json:"command,omitempty" jsonschema:"Command for exec, run with sh -lc."`
-	Follow     bool     `json:"follow,omitempty" jsonschema:"logs --follow; returns what came within 30 seconds."`
+	Follow     bool     `json:"follow,omitempty" default:"false" jsonschema:"logs --follow; returns what came within 30 seconds."`
 	Since      string   `json:"since,omitempty" jsonschema:"logs --since."`
 	Tail       *int     `json:"tail,omitempty" jsonschema:"logs --tail."`
 }
 
 type dockerPsArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	All        bool   `json:"all,omitempty" jsonschema:"Include stopped containers (-a)."`
+	All        bool   `json:"all,omitempty" default:"false" jsonschema:"Include stopped containers (-a)."`
 }
 
 type dockerImagesArgs struct {
@@ -75,7 +75,7 @@ type dockerImagesArgs struct {
 
 type dockerCleanupArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Mode       string `json:"mode,omitempty" jsonschema:"safe (default): stopped containers and dangling images; aggressive: also every unused image, network and volume."`
+	Mode       string `json:"mode,omitempty" default:"\"safe\"" jsonschema:"safe (default): stopped containers and dangling images; aggressive: also every unused image, network and volume."`
 }
 
 type validateImageArgs struct {

@@ -96,3 +96,27 @@ func TestReadSettings(t *testing.T) {
 		}
 	}
 }
+
+// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK is
+// loopback with a warning, as in v1; with the opt-in it is kept (and
+// CheckListen then wants a token).
+func TestNonLoopbackHostFromTheEnvironmentFallsBackToLoopback(t *testing.T) {
+	s, err := ReadSettings(func(k string) string { return map[string]string{"MCP_HTTP_HOST": "0.0.0.0"}[k] })
+	if err != nil || s.HTTPAddr() != "127.0.0.1:8765" || len(s.Warnings) != 1 ||
+		!strings.Contains(s.Warnings[0], "MCP_HTTP_HOST=0.0.0.0") {
+		t.Fatalf("settings %+v, %v", s, err)
+	}
+	if err := CheckListen(HTTPOptions{Addr: s.HTTPAddr()}); err != nil {
+		t.Errorf("the fallback address is refused: %v", err)
+	}
+	allowed := map[string]string{"MCP_HTTP_HOST": "0.0.0.0", "MCP_HTTP_ALLOW_NON_LOOPBACK": "1"}
+	s, err = ReadSettings(func(k string) string { return allowed[k] })
+	if err != nil || s.HTTPAddr() != "0.0.0.0:8765" || len(s.Warnings) != 0 {
+		t.Errorf("with the opt-in: %+v, %v", s, err)
+	}
+	local := map[string]string{"MCP_HTTP_HOST": "localhost"}
+	if s, _ = ReadSettings(func(k string) string { return local[k] }); s.HTTPAddr() != "localhost:8765" ||
+		len(s.Warnings) != 0 {
+		t.Errorf("localhost: %+v", s)
+	}
+}

@@ -11,6 +11,9 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/v1import"
+	"github.com/sandboxforge/sbf/v1import/leases"
+	"github.com/sandboxforge/sbf/v1import/leases/v1test"
 )
 
 // A SandboxForge v1 VM imported as `sbf import-v1` does (the engine's
@@ -107,5 +110,60 @@ func TestImportedV1InstanceIsListedUnderItsV1ID(t *testing.T) {
 	if len(rows) != 1 || rows[0].(map[string]any)["backend_instance_name"] != vm.Name ||
 		rows[0].(map[string]any)["status"] != "expired" {
 		t.Errorf("include_expired: %v", rows)
+	}
+}
+
+// `sbf import-v1` of a legacy-schema database (lima_name, v1 before its
+// Hyper-V backend), run as the command runs it (v1import over the same
+// host state), then v1's tools: the import is listed under its v1 id, with
+// v1's created_at, by list_instances with or without include_expired,
+// before and after it is destroyed; run_command and extend_instance_ttl
+// take the id.
+func TestLegacyImportIsListed(t *testing.T) {
+	f := newFixture(t, simSpec)
+	ctx := context.Background()
+	d, err := sim.New(sim.Options{Dir: f.simDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := drivers.Spec{Name: "agent-0a1b2c3d", CPUs: 1, MemoryGiB: 2, DiskGiB: 15}
+	if err := d.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	db := v1test.Write(t, t.TempDir(), v1test.Concat([]string{v1test.Legacy}, v1test.Indexes),
+		v1test.Row{ID: "inst_0a1b2c3d", Backend: "lima", Root: f.root, Status: "running",
+			Created: "2026-11-25T11:50:00Z", Expires: "2026-11-25T12:20:00Z", Owner: "local", Name: vm.Name,
+			Ready: 1, Docker: "docker"})
+	eng := f.srv.cfg.Engine
+	inv, err := v1import.TakeInventory(ctx, eng, v1import.Source{DB: db, Drivers: map[string]string{"lima": sim.Name}})
+	if err != nil || inv.Schema != leases.Legacy {
+		t.Fatalf("inventory: %+v, %v", inv, err)
+	}
+	if _, err := v1import.Run(ctx, eng, inv, v1import.Options{Workspace: spec.Options{Host: f.srv.cfg.Host}}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, all := range []bool{false, true} {
+		rows := f.ok("list_instances", map[string]any{"include_expired": all})["instances"].([]any)
+		if len(rows) != 1 {
+			t.Fatalf("include_expired=%v: %v", all, rows)
+		}
+		row := rows[0].(map[string]any)
+		if row["instance_id"] != "inst_0a1b2c3d" || row["backend_instance_name"] != vm.Name ||
+			row["status"] != "running" || row["created_at"] != "2026-11-25T11:50:00Z" ||
+			row["expires_at"] != "2026-11-25T12:20:00Z" {
+			t.Errorf("include_expired=%v: %v", all, row)
+		}
+	}
+	f.ok("run_command", map[string]any{"instance_id": "inst_0a1b2c3d", "command": "true"})
+	f.ok("extend_instance_ttl", map[string]any{"instance_id": "inst_0a1b2c3d", "ttl_minutes": 10})
+	f.ok("destroy_instance", map[string]any{"instance_id": "inst_0a1b2c3d"})
+	rows := f.ok("list_instances", map[string]any{"include_expired": true})["instances"].([]any)
+	if len(rows) != 1 || rows[0].(map[string]any)["instance_id"] != "inst_0a1b2c3d" ||
+		rows[0].(map[string]any)["status"] != "destroyed" {
+		t.Errorf("after destroy: %v", rows)
 	}
 }

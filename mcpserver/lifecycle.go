@@ -13,8 +13,8 @@ import (
 type createArgs struct {
 	WorkspaceRoot string   `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
 	TTLMinutes    *int     `json:"ttl_minutes,omitempty" jsonschema:"Lease length in minutes; default [lease] default_ttl (30). At most [lease] max_ttl."`
-	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
-	WaitForReady  bool     `json:"wait_for_ready,omitempty" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
+	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" default:"true" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
+	WaitForReady  bool     `json:"wait_for_ready,omitempty" default:"false" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
 	CPUs          *int     `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for this instance."`
 	MemoryGiB     *float64 `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for this instance."`
 	DiskGiB       *float64 `json:"disk_gib,omitempty" jsonschema:"Override [vm] disk_gib for this instance."`
@@ -22,7 +22,7 @@ type createArgs struct {
 
 type instanceArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Force      bool   `json:"force,omitempty" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
+	Force      bool   `json:"force,omitempty" default:"false" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
 }
 
 type extendArgs struct {
@@ -31,7 +31,7 @@ type extendArgs struct {
 }
 
 type listArgs struct {
-	IncludeExpired bool `json:"include_expired,omitempty" jsonschema:"Also list expired and destroyed instances."`
+	IncludeExpired bool `json:"include_expired,omitempty" default:"false" jsonschema:"Also list expired and destroyed instances."`
 }
 
 func (s *Server) registerLifecycle() {
@@ -114,9 +114,7 @@ func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[stri
 		"created_at": nil, "expires_at": nil, "ssh_port": nil,
 		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "backend_instance_name": instance,
 	}
-	if rec := res.State.Sandboxes[sandbox]; rec != nil {
-		out["created_at"] = isoPtr(rec.CreatedAt)
-	}
+	out["created_at"] = isoPtr(created(res, sandbox))
 	if l, ok := r.Config.Leases[sandbox]; ok {
 		out["expires_at"] = iso(l.ExpiresAt)
 	}
@@ -150,6 +148,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.touch(res.Resolved.Root)
+	s.used.touch(res.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now()) // v1 counted an extension as a use
 	return map[string]any{"instance_id": a.InstanceID,
 		"expires_at":           iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
 		"ttl_extended_minutes": a.TTLMinutes}, nil

@@ -53,8 +53,9 @@ func (s *Server) workspaceRows(
 			"reconciliation_drift": st.Drift != "" || (status == "expired" && st.Live != "absent" && st.Live != "unknown"),
 			"sandbox":              st.Name, "phase": st.Phase, "last_error": st.LastError,
 		}
+		born := created(res, st.Name)
+		row["created_at"], row["last_used_at"] = isoPtr(born), isoPtr(s.used.at(res.Resolved.Root, st.Name, born))
 		if rec != nil {
-			row["created_at"] = isoPtr(rec.CreatedAt)
 			runtimeFields(row, rec)
 		}
 		if inst, ok := res.Observed.Instances[st.Instance]; ok {
@@ -98,16 +99,28 @@ func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 	return string(st.Phase)
 }
 
-// backendInfo reports the server's default backend as v1 did: when it is
-// unavailable, backend_error is the BACKEND_UNAVAILABLE envelope
-// ({error_code, message, details}) create_instance would fail with.
+// backendInfo reports the server's backend as v1 did: the driver its
+// default workspace's [vm] driver names (SANDBOX_BACKEND when set), whether
+// it can run here, and its version; when it is unavailable, backend_error
+// is the BACKEND_UNAVAILABLE envelope ({error_code, message, details})
+// create_instance would fail with.
 func (s *Server) backendInfo() map[string]any {
-	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
-	out := map[string]any{"backend": name, "backend_available": true}
 	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
-	if _, err := s.cfg.Engine.Drivers(name, probe); err != nil {
+	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
+	if ws, err := s.options(s.cfg.DefaultRoot, nil); err == nil {
+		if r, err := s.cfg.Engine.Load(ws); err == nil { // a broken spec leaves the server's own default
+			probe, name = r, r.Host.ResolveDriver(r.Config.VM.Driver)
+		}
+	}
+	out := map[string]any{"backend": name, "backend_available": true}
+	drv, err := s.cfg.Engine.Drivers(name, probe)
+	if err != nil {
 		te := coded.Of(err, coded.BackendUnavailable)
 		out["backend_available"], out["backend_error"] = false, bounded(te)
+		return out
+	}
+	if v, ok := drv.(interface{ Version() string }); ok && v.Version() != "" {
+		out["backend_version"] = v.Version()
 	}
 	return out
 }

@@ -48,6 +48,7 @@ type Server struct {
 	wake     chan struct{}
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
+	used     lastUse
 }
 
 // New builds the server and registers every tool.
@@ -64,7 +65,6 @@ func New(cfg Config) *Server {
 	s.mcp = server.NewMCPServer("sbf", cfg.Version,
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
-		server.WithStrictInputSchemaDefault(),
 		server.WithRecovery(),
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
 			"every tool edits the desired state and the engine converges it; leases expire on their own."),

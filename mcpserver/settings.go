@@ -29,6 +29,9 @@ type Settings struct {
 	MaxBodyBytes  int64         // MCP_HTTP_MAX_BODY_BYTES; 0: DefaultMaxBodyBytes
 	MaxSessions   int           // MCP_HTTP_MAX_SESSIONS; 0: DefaultMaxSessions
 	SessionIdle   time.Duration // MCP_HTTP_SESSION_IDLE_SECONDS; 0: DefaultSessionIdle
+	// Warnings are what the variables asked for and did not get (an
+	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
+	Warnings []string
 }
 
 // ReadSettings parses the v1 variables. Unlike v1, a malformed value is an
@@ -98,7 +101,23 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	if len(errs) > 0 {
 		return s, fmt.Errorf("invalid environment: %s", strings.Join(errs, "; "))
 	}
+	s.keepLoopback()
 	return s, nil
+}
+
+// keepLoopback is v1's rule for MCP_HTTP_HOST: an address off loopback
+// without MCP_HTTP_ALLOW_NON_LOOPBACK is replaced by 127.0.0.1, with a
+// warning, rather than refused (a flag such as --http 0.0.0.0:8765 still is:
+// the operator typed it). localhost and ::1 stay: they are loopback, though
+// v1 replaced them too.
+func (s *Settings) keepLoopback() {
+	if s.AllowRemote || isLoopback(s.HTTPHost) {
+		return
+	}
+	s.Warnings = append(s.Warnings, fmt.Sprintf("MCP_HTTP_HOST=%s is not a loopback address and "+
+		"MCP_HTTP_ALLOW_NON_LOOPBACK is not set: listening on 127.0.0.1 instead, as SandboxForge v1 did "+
+		"(set MCP_HTTP_ALLOW_NON_LOOPBACK=1 and pass --token-file to listen there)", s.HTTPHost))
+	s.HTTPHost = "127.0.0.1"
 }
 
 func parseBool(v string) (value, set bool, err error) {

@@ -23,12 +23,12 @@ type taskArgs struct {
 
 type taskLogsArgs struct {
 	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
-	Tail   *int   `json:"tail,omitempty" jsonschema:"Last lines to return (default 500; 0 or less: all)."`
+	Tail   *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (default 500; 0 or less: all)."`
 }
 
 type stopTaskArgs struct {
 	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
-	Force  bool   `json:"force,omitempty" jsonschema:"KILL instead of TERM."`
+	Force  bool   `json:"force,omitempty" default:"false" jsonschema:"KILL instead of TERM."`
 }
 
 func (s *Server) registerTasks() {

@@ -24,10 +24,11 @@ func asToolError(err error) *coded.Error {
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
-// without omitempty are required. Arguments the tool does not take are
-// ignored, as v1 did, and named in the answer's warnings (the advertised
-// schema still says additionalProperties: false, steering clients and
-// models away from them); a known argument of the wrong type is
+// without omitempty are required, a field's `default` tag is its schema's
+// default. Arguments the tool does not take are ignored, as v1 did, and
+// named in the answer's warnings, so the schema allows additional
+// properties (a validating client would otherwise refuse a call the
+// server accepts); a known argument of the wrong type is
 // INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
 // are structured content plus the same JSON as text; failures are tool
 // errors carrying the v1 envelope.
@@ -38,6 +39,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		mcp.WithInputSchema[A](),
 		mcp.WithToolAnnotation(annotations(name)),
 	)
+	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)

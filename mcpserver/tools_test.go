@@ -47,9 +47,9 @@ func TestToolsAndSchemas(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s requires %v, want %v", name, got, want)
 		}
-		if schema.AdditionalProperties != false {
-			t.Errorf("%s does not steer clients away from unknown fields (additionalProperties %v)", name,
-				schema.AdditionalProperties)
+		if schema.AdditionalProperties != true {
+			t.Errorf("%s accepts unknown arguments (with a warning) but its schema says additionalProperties %v",
+				name, schema.AdditionalProperties)
 		}
 		for prop, p := range schema.Properties {
 			if d, _ := p.(map[string]any)["description"].(string); d == "" {
@@ -59,6 +59,41 @@ func TestToolsAndSchemas(t *testing.T) {
 	}
 	if _, isErr := f.call("extend_instance_ttl", map[string]any{"instance_id": "inst_00000000"}); !isErr {
 		t.Error("a missing required field was accepted")
+	}
+	checkDefaults(t, byName)
+}
+
+// Schemas state v1's defaults, so a client (or a model) knows what an
+// omitted argument means.
+func checkDefaults(t *testing.T, byName map[string]mcp.Tool) {
+	t.Helper()
+	want := map[string]map[string]any{
+		"create_instance":   {"auto_bootstrap": true, "wait_for_ready": false},
+		"list_instances":    {"include_expired": false},
+		"destroy_instance":  {"force": false},
+		"prepare_workspace": {"include_services": true, "wait_for_ready": false},
+		"run_command":       {"timeout_seconds": 600.0, "max_output_bytes": 1048576.0},
+		"docker_build":      {"no_cache": false},
+		"docker_run":        {"detach": true, "privileged": false},
+		"docker_exec":       {"timeout_seconds": 600.0},
+		"docker_logs":       {"tail": 500.0, "follow": false},
+		"docker_compose":    {"detach": true, "follow": false},
+		"docker_ps":         {"all": false},
+		"docker_cleanup":    {"mode": "safe"},
+		"get_task_logs":     {"tail": 500.0},
+		"stop_task":         {"force": false},
+	}
+	for tool, props := range want {
+		schema := byName[tool].InputSchema
+		if schema.AdditionalProperties != true {
+			t.Errorf("%s: additionalProperties %v", tool, schema.AdditionalProperties)
+		}
+		for prop, def := range props {
+			p, _ := schema.Properties[prop].(map[string]any)
+			if got, ok := p["default"]; !ok || got != def {
+				t.Errorf("%s.%s: default %v (set: %v), want %v", tool, prop, got, ok, def)
+			}
+		}
 	}
 }
 
@@ -183,9 +218,13 @@ func TestExpiryHappensInTheLoopEvenAfterAList(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	passes := make(chan struct{}, 10)
-	go f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	done := make(chan error, 1)
+	go func() {
+		done <- f.srv.RunLoop(ctx, func(spec.Options, *reconcile.Result, error) { passes <- struct{}{} })
+	}()
 	<-passes
 	cancel()
+	<-done // the loop has stopped writing the world the test's TempDir removes
 	if f.world()[instance] {
 		t.Fatal("the loop did not delete the expired VM")
 	}

@@ -252,7 +252,11 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := e.endTasks(ctx, drv, a); err != nil {
 			return err
 		}
-		if err := remove(ctx, drv, a.Instance); err != nil {
+		halt := drv.Stop
+		if f, ok := drv.(drivers.ForceStopper); ok && a.Kind == plan.Expire {
+			halt = f.ForceStop // v1's sweeper forced it: nothing in it outlives the delete
+		}
+		if err := removeWith(ctx, drv, halt, a.Instance); err != nil {
 			return err
 		}
 		phase := state.Destroyed
@@ -297,7 +301,12 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 
 // remove stops then deletes an instance; one already gone is fine.
 func remove(ctx context.Context, drv Driver, instance string) error {
-	stopErr := drv.Stop(ctx, instance)
+	return removeWith(ctx, drv, drv.Stop, instance)
+}
+
+// removeWith is remove stopping with stop.
+func removeWith(ctx context.Context, drv Driver, stop func(context.Context, string) error, instance string) error {
+	stopErr := stop(ctx, instance)
 	err := drv.Delete(ctx, instance)
 	if err == nil || errors.Is(err, drivers.ErrNotFound) {
 		return nil

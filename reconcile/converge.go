@@ -203,6 +203,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
 		e.adoptions.notify()
 	}
+	applyErr = errors.Join(applyErr, e.pruneIndex(r, res.State))
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
 

@@ -225,6 +225,23 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 	return nil
 }
 
+// pruneIndex drops the host index entries of the workspace's sandboxes
+// that are neither declared nor recorded any more (a forgotten record's).
+func (e *Engine) pruneIndex(r *spec.Resolved, rec *state.File) error {
+	if e.HostDir == "" {
+		return nil
+	}
+	err := state.OpenHostIndex(e.HostDir).Prune(r.WorkspaceID, func(name string) bool {
+		_, declared := r.Config.Sandboxes[name]
+		_, recorded := rec.Sandboxes[name]
+		return declared || recorded
+	})
+	if err != nil {
+		return fmt.Errorf("updating the host instance index: %w", err)
+	}
+	return nil
+}
+
 func (e *Engine) runner(r *spec.Resolved) func(driver, instance string) (guest.Runner, error) {
 	return func(driver, instance string) (guest.Runner, error) {
 		d, err := e.Drivers(driver, r)

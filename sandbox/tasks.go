@@ -77,16 +77,18 @@ func (ts *Tasks) Start(ctx context.Context, sandbox, command, cwd string, env ma
 
 // startScript starts the command under setsid (a new session: its own
 // process group, which stop signals as a whole), detached from sbf's
-// connection, writing its exit code when it ends.
+// connection, writing its exit code when it ends. The cd into cwd and the
+// exports are the task's own first steps, as in v1: a cwd that does not
+// exist is a task that fails (cd's status, its message in the log), not a
+// start that fails.
 func startScript(id, command, cwd string, env map[string]string) (string, error) {
-	prelude, err := withPrelude(drivers.ExecRequest{Command: "true", Workdir: cwd, Env: env})
+	wrapped, err := withPrelude(drivers.ExecRequest{Command: command, Workdir: cwd, Env: env})
 	if err != nil {
 		return "", err
 	}
 	return `d="$HOME/.sbf/tasks"; mkdir -p "$d" || exit 1
-` + prelude.Command + ` || exit 1
-setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(command) + ` "$d/` + id + `.exit" > "$d/` +
-		id + `.log" 2>&1 < /dev/null &
+setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(wrapped.Command) + ` "$d/` + id +
+		`.exit" > "$d/` + id + `.log" 2>&1 < /dev/null &
 echo "$!"; echo "$d"`, nil
 }
 

@@ -22,7 +22,10 @@ PREFIX=${1:?usage: build-lima.sh PREFIX}
 mkdir -p "$PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
 
-LINKS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lima-template-links.txt
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LINKS=$HERE/lima-template-links.txt
+# shellcheck source=heartbeat.sh
+source "$HERE/heartbeat.sh" # the download and the builds are silent for minutes
 t0=$(date +%s)
 log() { echo "build-lima: [$(( $(date +%s) - t0 ))s] $*" >&2; }
 
@@ -85,8 +88,9 @@ trap 'rm -rf "$work"' EXIT
 
 log "downloading github.com/lima-vm/lima@v$LIMA_VERSION"
 # Run outside any module so the project's go.mod is neither read nor changed.
-moddir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "github.com/lima-vm/lima@v$LIMA_VERSION" |
-         sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+with_heartbeat "build-lima: downloading" bash -c 'cd "$1" && GOFLAGS=-mod=mod go mod download -json "$2" >"$1/mod.json"' \
+  _ "$work" "github.com/lima-vm/lima@v$LIMA_VERSION"
+moddir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' "$work/mod.json")
 [[ -d "$moddir" ]] || { echo "build-lima: module download failed" >&2; exit 1; }
 
 log "copying module source to $work/src"
@@ -95,11 +99,12 @@ chmod -R u+w "$work/src"
 
 cd "$work/src"
 log "building limactl"
-go build -buildvcs=false -trimpath \
+with_heartbeat "build-lima: building limactl" go build -buildvcs=false -trimpath \
   -ldflags "-s -w -X github.com/lima-vm/lima/pkg/version.Version=$LIMA_VERSION" \
   -o "$work/out/limactl" ./cmd/limactl
 log "building lima-guestagent (linux/$goarch, static)"
-CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -buildvcs=false -trimpath \
+CGO_ENABLED=0 GOOS=linux GOARCH=$goarch with_heartbeat "build-lima: building lima-guestagent" \
+  go build -buildvcs=false -trimpath \
   -ldflags "-s -w -X github.com/lima-vm/lima/pkg/version.Version=$LIMA_VERSION" \
   -o "$work/out/lima-guestagent" ./cmd/lima-guestagent
 

@@ -10,7 +10,7 @@
 # As root (limactl refuses root) the example runs as the unprivileged user "sbf", made the
 # way the e2e suite makes its own (scripts/vm-user.sh), on a copy of the example in that
 # user's home; QEMU comes from Debian's packages (scripts/host-deps.sh).
-# `run-example.sh down` (make run-down) destroys the example's VM.
+# `run-example.sh down` (make run-down) destroys the example's VM, and does nothing else.
 # Knobs: SBF_EXAMPLE (default examples/hello), SBF_IMAGE_CACHE (image cache folder; CI
 # points it at an empty one with SBF_CI_COLD=1 to prove the cold path), SBF_RUN_OFFLINE_IMAGE=1 (use
 # sbf:debian-12 even where the default image could be downloaded), SBF_VM_USER.
@@ -24,13 +24,16 @@ SBF=$REPO/bin/sbf
 MODE=${1:-up}
 ROOT=0; [[ $(id -u) -eq 0 ]] && ROOT=1
 
+# shellcheck source=heartbeat.sh
+source "$REPO/scripts/heartbeat.sh"
 PHASES=()
 T_ALL=$SECONDS
-# phase LABEL CMD...: run CMD with a banner, record how long it took.
+# phase LABEL CMD...: run CMD with a banner and a line at least every 20 s while it runs
+# (a cold sbf build takes minutes and prints nothing), record how long it took.
 phase() {
   local label=$1 t=$SECONDS; shift
   echo "==> make run: $label" >&2
-  "$@"
+  with_heartbeat "$label" "$@"
   PHASES+=("$(printf '%-34s %5ss' "$label" $((SECONDS - t)))")
 }
 summary() {
@@ -43,7 +46,48 @@ build() {
   go build -buildvcs=auto -o "$SBF" ./cmd/sbf # devel, with the commit Go embeds
   go build -buildvcs=auto -o "$(dirname "$SBF")/sbf-server" ./cmd/sbf-server # sbf mcp, serve, compose files
 }
+
+# make run-down: destroy the example's VM with the sbf and limactl make run left, and
+# nothing else (no build, no doctor, no packages): when they are not there, neither is a VM.
+down() {
+  local limactl p
+  limactl=$(command -v limactl || true)
+  for p in "$REPO/.tools/lima/bin/limactl" /var/cache/sandboxforge/lima-1.2.1/bin/limactl; do
+    [[ -z "$limactl" && -x "$p" ]] && limactl=$p
+  done
+  if [[ -z "$limactl" ]]; then
+    echo "make run-down: no limactl here, so make run made no VM to destroy" >&2
+    return 0
+  fi
+  PATH=$(dirname "$limactl"):$PATH
+  export PATH
+  if ((ROOT)); then
+    # shellcheck source=vm-user.sh
+    source "$REPO/scripts/vm-user.sh"
+    if [[ ! -x "$SBF_VM_HOME/bin/sbf" ]]; then
+      echo "make run-down: no $SBF_VM_HOME/bin/sbf, so make run made no VM to destroy" >&2
+      return 0
+    fi
+    SBF_VM_PATH=$SBF_VM_HOME/bin:$(dirname "$limactl")
+    export SBF_VM_PATH
+    phase "sbf destroy" as_vm_user sbf destroy -C "$SBF_VM_HOME/$EXAMPLE" --auto-approve
+  else
+    [[ -x "$SBF" ]] || phase "build sbf" build # a clone that never ran make run
+    phase "sbf destroy" "$SBF" destroy -C "$EXAMPLE" --auto-approve
+  fi
+}
+if [[ $MODE == down ]]; then
+  down
+  exit 0
+fi
+
 phase "build sbf" build
+# The Lima an earlier make run built goes on PATH before the doctor looks for limactl.
+LIMA_PREFIX=$REPO/.tools/lima
+((ROOT)) && LIMA_PREFIX=/var/cache/sandboxforge/lima-1.2.1 # readable by the VM user
+if ! command -v limactl >/dev/null && [[ -x "$LIMA_PREFIX/bin/limactl" ]]; then
+  PATH=$LIMA_PREFIX/bin:$PATH
+fi
 # What the machine can do, before anything slow (as root the "user" check fails: the
 # example then runs as an unprivileged user).
 phase "sbf doctor" bash -c '"$0" doctor -C "$1" || true' "$SBF" "$EXAMPLE"
@@ -52,11 +96,9 @@ phase "sbf doctor" bash -c '"$0" doctor -C "$1" || true' "$SBF" "$EXAMPLE"
 if ((ROOT)); then
   phase "host packages (QEMU)" scripts/host-deps.sh
 fi
-if ! LIMACTL=$(command -v limactl); then
-  prefix=$REPO/.tools/lima
-  ((ROOT)) && prefix=/var/cache/sandboxforge/lima-1.2.1 # readable by the VM user
-  phase "Lima v1.2.1" scripts/build-lima.sh "$prefix"
-  LIMACTL=$prefix/bin/limactl
+if ! LIMACTL=$(command -v limactl) || [[ $LIMACTL == "$LIMA_PREFIX/bin/limactl" ]]; then
+  phase "Lima v1.2.1" scripts/build-lima.sh "$LIMA_PREFIX" # checks (and repairs) one already there
+  LIMACTL=$LIMA_PREFIX/bin/limactl
 fi
 export PATH=$(dirname "$LIMACTL"):$PATH
 
@@ -64,9 +106,7 @@ export PATH=$(dirname "$LIMACTL"):$PATH
 # internet; without it, boot sbf's offline image instead, through the uncommitted
 # .sandboxforge.local.toml layer so the committed example stays as a user would write it.
 LOCAL_LAYER=""
-if [[ $MODE == down ]]; then
-  :
-elif ! "$SBF" doctor -C "$EXAMPLE" --only image >/dev/null 2>&1 || [[ -n "${SBF_RUN_OFFLINE_IMAGE:-}" ]]; then
+if ! "$SBF" doctor -C "$EXAMPLE" --only image >/dev/null 2>&1 || [[ -n "${SBF_RUN_OFFLINE_IMAGE:-}" ]]; then
   if ! grep -qs 'sbf:debian-12' "$EXAMPLE/.sandboxforge.local.toml"; then
     echo "make run: the example's default image cannot be downloaded here; using sbf:debian-12 (built offline)" >&2
   fi
@@ -104,10 +144,6 @@ else
   run_sbf() { "$SBF" "$@"; }
 fi
 
-if [[ $MODE == down ]]; then
-  phase "sbf destroy" run_sbf destroy -C "$WS" --auto-approve
-  exit 0
-fi
 phase "sbf doctor (the VM's user)" run_sbf doctor -C "$WS"
 phase "sbf apply" run_sbf apply -C "$WS" --auto-approve
 phase "sbf exec $SANDBOX -- uname -a" run_sbf exec -C "$WS" "$SANDBOX" -- uname -a

@@ -28,7 +28,7 @@ type IndexEntry struct {
 	Driver        string    `json:"driver"`
 	WorkspaceRoot string    `json:"workspace_root"`
 	WorkspaceID   string    `json:"workspace_id"`
-	ExpiresAt     time.Time `json:"expires_at"` // zero: no lease (destroyed)
+	ExpiresAt     time.Time `json:"expires_at,omitzero"` // zero (absent): no lease (destroyed, expired)
 }
 
 // OpenHostIndex uses dir (created when first written).
@@ -54,6 +54,26 @@ func (h *HostIndex) Remove(instance string) error {
 	err := os.Remove(filepath.Join(h.dir, instance+".json"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing %s from the host index: %w", instance, err)
+	}
+	return nil
+}
+
+// Prune removes a workspace's entries for sandboxes it neither declares
+// nor records (keep says which it does): a VM deleted and its record gone
+// (after [lease] keep_records), the entry goes too. An ended sandbox whose
+// record is kept keeps its entry, so its id still finds its workspace
+// (INSTANCE_TERMINAL, list_instances' include_expired).
+func (h *HostIndex) Prune(workspaceID string, keep func(sandbox string) bool) error {
+	all, err := h.All()
+	if err != nil {
+		return err
+	}
+	for _, e := range all {
+		if e.WorkspaceID == workspaceID && e.ExpiresAt.IsZero() && !keep(e.Sandbox) {
+			if err := h.Remove(e.Instance); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

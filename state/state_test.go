@@ -260,3 +260,37 @@ func TestHostIndex(t *testing.T) {
 		t.Error("Lookup found an unknown instance")
 	}
 }
+
+// Prune drops a workspace's entries that hold no lease and whose sandbox
+// the workspace neither declares nor records; an ended entry is written
+// without a zero expires_at.
+func TestHostIndexPrune(t *testing.T) {
+	dir := t.TempDir()
+	idx := OpenHostIndex(dir)
+	exp := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, e := range []IndexEntry{
+		{Instance: "sbf-01234567-gone", Sandbox: "gone", WorkspaceID: "ws_a"},                     // forgotten: pruned
+		{Instance: "sbf-01234567-ended", Sandbox: "ended", WorkspaceID: "ws_a"},                   // recorded: kept
+		{Instance: "sbf-01234567-leased", Sandbox: "leased", WorkspaceID: "ws_a", ExpiresAt: exp}, // a lease: kept
+		{Instance: "sbf-89abcdef-gone", Sandbox: "gone", WorkspaceID: "ws_b"},                     // another workspace's
+	} {
+		if err := idx.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := idx.Prune("ws_a", func(name string) bool { return name == "ended" }); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := idx.All()
+	var names []string
+	for _, e := range all {
+		names = append(names, e.Instance)
+	}
+	if strings.Join(names, " ") != "sbf-01234567-ended sbf-01234567-leased sbf-89abcdef-gone" {
+		t.Errorf("after Prune: %v", names)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "instances", "sbf-01234567-ended.json"))
+	if strings.Contains(string(raw), "expires_at") {
+		t.Errorf("an ended entry carries a zero lease end: %s", raw)
+	}
+}

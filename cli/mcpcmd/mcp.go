@@ -132,6 +132,9 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	httpAddr := f.http
 	if !stdio && httpAddr == "" || stdio && httpAddr == "" && settings.EnableHTTP != nil && *settings.EnableHTTP {
 		httpAddr = settings.HTTPAddr()
+		for _, w := range settings.Warnings {
+			fmt.Fprintf(a.Stderr(), "sbf: warning: %s\n", w)
+		}
 	}
 	opts := f.httpOptions(httpAddr, settings)
 	if f.tokenFile != "" {

@@ -3,6 +3,7 @@ package lima
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -151,5 +152,26 @@ func TestParseSSHConfig(t *testing.T) {
 	}
 	if _, err := parseSSHConfig("Host lima-x\n  User u\n  Hostname 127.0.0.1\n  Port 22\n"); err == nil {
 		t.Error("a config without a key was accepted")
+	}
+}
+
+// A copy out of an instance limactl no longer lists (or lists without an
+// ssh.config) says so; no error reads "<nil>".
+func TestCopyOutOfAMissingInstanceSaysWhy(t *testing.T) {
+	for _, tc := range []struct{ list, want string }{
+		{"", "limactl lists no such instance"},
+		{`{"name":"sbf-01234567-api","status":"Running"}` + "\n", "limactl names none for it"},
+	} {
+		f := newFake(t)
+		f.reply("list", tc.list, "", 0)
+		d := f.driver()
+		err := d.GetArchive(context.Background(), instance, "/there", io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("list %q: %v", tc.list, err)
+		}
+		if tc.list == "" && !errors.Is(err, drivers.ErrNotFound) {
+			t.Errorf("a missing instance is not ErrNotFound: %v", err)
+		}
+		d.Close()
 	}
 }

@@ -45,6 +45,13 @@ func (d *Driver) Stop(ctx context.Context, name string) error {
 	return notFound(err, name)
 }
 
+// ForceStop halts an instance without a clean shutdown (an expiry's stop).
+func (d *Driver) ForceStop(ctx context.Context, name string) error {
+	d.dropConn(name)
+	_, _, err := d.run(ctx, nil, "stop", "--force", name)
+	return notFound(err, name)
+}
+
 // Delete removes an instance and its disks.
 func (d *Driver) Delete(ctx context.Context, name string) error {
 	d.dropConn(name)

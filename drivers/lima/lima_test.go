@@ -173,6 +173,7 @@ func TestLifecycleArgv(t *testing.T) {
 	d.Start(ctx, s)
 	d.Reconfigure(ctx, s)
 	d.Stop(ctx, s.Name)
+	d.ForceStop(ctx, s.Name)
 	d.Delete(ctx, s.Name)
 	want := []string{
 		"--version",
@@ -182,6 +183,7 @@ func TestLifecycleArgv(t *testing.T) {
 			`= "reverse-sshfs" | .mounts = [] | .portForwards = [{"guestPort":80,"hostIP":"127.0.0.1",` +
 			`"hostPort":8080},{"guestIP":"0.0.0.0","proto":"any","ignore":true}]`,
 		"--tty=false stop sbf-01234567-api",
+		"--tty=false stop --force sbf-01234567-api",
 		"--tty=false delete --force sbf-01234567-api",
 	}
 	if got := f.argv(); strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
 )
 
@@ -35,11 +36,19 @@ func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target
 		return sshexec.Target{}, err
 	}
 	listed, err := parseList(out)
-	if err != nil || len(listed) != 1 || listed[0].SSHConfigFile == "" {
-		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: %v", instance, err)
-	}
-	if listed[0].Status != "Running" {
+	switch {
+	case err != nil:
+		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: %w", instance, err)
+	case len(listed) == 0:
+		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl lists no such instance: %w",
+			instance, drivers.ErrNotFound)
+	case len(listed) > 1:
+		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl lists %d instances by that name",
+			instance, len(listed))
+	case listed[0].Status != "Running":
 		return sshexec.Target{}, fmt.Errorf("instance %s is %s, not running", instance, listed[0].Status)
+	case listed[0].SSHConfigFile == "":
+		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl names none for it", instance)
 	}
 	data, err := os.ReadFile(listed[0].SSHConfigFile)
 	if err != nil {

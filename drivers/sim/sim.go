@@ -138,6 +138,15 @@ func (d *Driver) Stop(ctx context.Context, name string) error {
 	})
 }
 
+// ForceStop halts an instance without a clean shutdown; the log names it
+// force-stop (and SBF_SIM_LATENCY, SBF_SIM_FAULTS take that name).
+func (d *Driver) ForceStop(ctx context.Context, name string) error {
+	return d.transition(ctx, "force-stop", name, func(r *record) error {
+		r.Status = drivers.Stopped
+		return nil
+	})
+}
+
 // Reconfigure changes a stopped instance's resources.
 func (d *Driver) Reconfigure(ctx context.Context, spec drivers.Spec) error {
 	return d.transition(ctx, "reconfigure", spec.Name, func(r *record) error {
@@ -257,3 +266,7 @@ func (d *Driver) write(r record) error {
 	}
 	return atomicfile.WriteFile(d.path(r.Name), data, 0o644)
 }
+
+// Version names the backend in list_instances' backend_version, as
+// limactl's version names Lima's.
+func (d *Driver) Version() string { return "sbf sim (simulated hypervisor; commands run on this host)" }

@@ -117,6 +117,25 @@ if (phase === "start") {
   assert.match(id, /^inst_[0-9a-f]{8}$/);
   const simName = created.backend_instance_name;
   assert.ok(fs.existsSync(world("instances", simName + ".json")), "the sim holds the instance");
+  // As v1: created_at is the lease start (the TTL before expires_at, however long the boot);
+  // list_instances names the workspace's backend with its version, and last_used_at is set.
+  assert.equal(Date.parse(created.expires_at) - Date.parse(created.created_at), 15 * 60 * 1000,
+    JSON.stringify(created));
+  const listedAfterCreate = await ok("list_instances", {});
+  assert.equal(listedAfterCreate.backend, "sim", JSON.stringify(listedAfterCreate));
+  assert.equal(listedAfterCreate.backend_available, true);
+  assert.equal(typeof listedAfterCreate.backend_version, "string");
+  const row = listedAfterCreate.instances.find((i) => i.instance_id === id);
+  assert.ok(row && row.last_used_at && row.created_at === created.created_at, JSON.stringify(row));
+  // Schemas say what the server does: unknown arguments are accepted (with a warning), defaults stated.
+  const tools = (await client.listTools()).tools;
+  for (const t of tools) {
+    assert.notEqual(t.inputSchema.additionalProperties, false, `${t.name} refuses unknown arguments`);
+  }
+  const runSchema = tools.find((t) => t.name === "run_command").inputSchema;
+  assert.equal(runSchema.properties.timeout_seconds.default, 600);
+  const extra = await ok("run_command", { instance_id: id, command: "true", v1_only_flag: true });
+  assert.ok(extra.warnings.some((w) => w.includes("v1_only_flag")), JSON.stringify(extra));
 
   // 2. A non-zero exit is a result, not a tool error; output is captured.
   const run = await ok("run_command", { instance_id: id, command: "echo to-stdout; echo to-stderr >&2; exit 42" });
@@ -255,7 +274,9 @@ if (phase === "start") {
     { remote_path: "results/logs", local_path: path.join(dest, "logs") },
   ]);
   assert.deepEqual(tree(dest), { "report.txt": "first\n", "1-report.txt": "second\n", [path.join("logs", "run.log")]: "log\n" });
-  await fails("collect_artifacts", { instance_id: id, remote_paths: [], local_dest: "artifacts/run2" }, "INVALID_ARGUMENTS");
+  // v1's code for an empty list
+  await fails("collect_artifacts", { instance_id: id, remote_paths: [], local_dest: "artifacts/run2" },
+    "BACKEND_COMMAND_FAILED");
 
   // 7. destroy_instance: the instance is no longer listed, and the sim's
   // record of it and its guest folder are gone.

@@ -1,0 +1,71 @@
+// Package scripts holds the shell scripts behind make run, make lima and
+// make release; its tests check them without running a VM or a build.
+package scripts
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every script parses.
+func TestScriptsParse(t *testing.T) {
+	files, _ := filepath.Glob("*.sh")
+	if len(files) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, f := range files {
+		if out, err := exec.Command("bash", "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// with_heartbeat writes "LABEL: still running" while its command runs,
+// returns the command's status, and leaves set -e working inside the
+// command's functions.
+func TestWithHeartbeat(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	script := `set -euo pipefail
+source ./heartbeat.sh
+SBF_HEARTBEAT_SECONDS=1
+wait_for_gate() { while [ ! -e "$1" ]; do sleep 0.05; done; }
+with_heartbeat "waiting" wait_for_gate "$GATE"
+echo "after"
+two_steps() { false; echo "set -e was off inside the command"; }
+with_heartbeat "failing" two_steps
+echo "not reached"
+`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "GATE="+gate)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "waiting: still running") {
+			os.WriteFile(gate, nil, 0o644) // the command ends once a heartbeat was seen
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v (want 1, from the failing command)", err)
+	}
+	if stdout.String() != "after\n" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "    ... waiting: still running (") {
+		t.Errorf("stderr %q", lines)
+	}
+}
