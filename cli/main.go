@@ -152,6 +152,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.versionCommand(),
 	)
 	root.AddCommand(a.serverCommands()...)
+	root.AddCommand(a.sandboxToolCommands()...)
 	return root
 }
 

@@ -315,6 +315,8 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 		"docker_logs":               {"instance_id": id, "container": "web"},
 		"validate_image":            {"instance_id": id, "image_name": "app:dev"},
 	}
+	// The read-only tools of issue 24: agenttools_test.go.
+	maps.Copy(args, agentReadOnlyArgs(id, task))
 	newFakeDocker(t) // the Docker tools talk to a fake docker (docker_fake_test.go), never the host's
 	// Polling a running task writes down what it observed, as v1's
 	// _refresh_task_state did: the state file's serial moves, nothing

@@ -75,6 +75,7 @@ func New(cfg Config) *Server {
 	s.registerData()
 	s.registerTasks()
 	s.registerDocker()
+	s.registerAgentTools()
 	return s
 }
 

@@ -1,0 +1,35 @@
+package mcpserver
+
+// The tools of issue 24 in the tests every tool takes part in.
+
+func init() {
+	for name, h := range map[string]hints{
+		"read_file": readOnly, "list_files": readOnly, "stat_path": readOnly,
+		"write_file": {destructive: true, idempotent: true}, "remove_path": {destructive: true, idempotent: true},
+		"make_dir": {idempotent: true},
+	} {
+		wantHints[name] = h
+	}
+}
+
+// agentReadOnlyArgs are arguments for the read-only tools of issue 24,
+// which TestReadOnlyToolsChangeNothing calls on a running instance.
+func agentReadOnlyArgs(id, task string) map[string]map[string]any {
+	log := ".sbf/tasks/" + task + ".log" // the task's output, relative to the guest's home
+	return map[string]map[string]any{
+		"read_file":  {"instance_id": id, "path": log},
+		"list_files": {"instance_id": id, "path": "/", "recursive": true},
+		"stat_path":  {"instance_id": id, "path": log},
+	}
+}
+
+// agentCanaryCalls calls each tool of issue 24 for
+// TestNoToolOutputCarriesASecret.
+func agentCanaryCalls(check func(string, map[string]any) map[string]any, id string) {
+	check("write_file", map[string]any{"instance_id": id, "path": "/w/f.txt", "content": "x"})
+	check("read_file", map[string]any{"instance_id": id, "path": "/w/f.txt"})
+	check("list_files", map[string]any{"instance_id": id, "path": "/", "recursive": true})
+	check("stat_path", map[string]any{"instance_id": id, "path": "/w/f.txt"})
+	check("make_dir", map[string]any{"instance_id": id, "path": "/w/d"})
+	check("remove_path", map[string]any{"instance_id": id, "path": "/w/d"})
+}
