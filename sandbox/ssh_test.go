@@ -18,11 +18,11 @@ import (
 type sshBackend struct{ *sshexec.Pool }
 
 func (sshBackend) List(context.Context) ([]drivers.Instance, error) { return nil, nil }
-func (sshBackend) Create(context.Context, drivers.Spec) error        { return nil }
-func (sshBackend) Start(context.Context, drivers.Spec) error         { return nil }
-func (sshBackend) Stop(context.Context, string) error                { return nil }
-func (sshBackend) Delete(context.Context, string) error              { return nil }
-func (sshBackend) Reconfigure(context.Context, drivers.Spec) error   { return nil }
+func (sshBackend) Create(context.Context, drivers.Spec) error       { return nil }
+func (sshBackend) Start(context.Context, drivers.Spec) error        { return nil }
+func (sshBackend) Stop(context.Context, string) error               { return nil }
+func (sshBackend) Delete(context.Context, string) error             { return nil }
+func (sshBackend) Reconfigure(context.Context, drivers.Spec) error  { return nil }
 
 func sshTarget(t *testing.T) *sandbox.Target {
 	g := sshtest.Start(t)
@@ -41,7 +41,8 @@ func TestFileToolsOverSSH(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	p := filepath.Join(dir, "sub", "f.txt")
-	if _, err := tgt.WriteFile(ctx, sandbox.WriteRequest{Path: p, Data: []byte("over ssh"), MakeParents: true}); err != nil {
+	w := sandbox.WriteRequest{Path: p, Data: []byte("over ssh"), MakeParents: true}
+	if _, err := tgt.WriteFile(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(p); err != nil || string(b) != "over ssh" {
