@@ -6,11 +6,12 @@ import "maps"
 // (issue 24): guest files, ports, history, stats, resources.
 func (s *Server) registerAgentTools() {
 	s.registerFiles()
+	s.registerPorts()
 }
 
 // Their hints join toolHints before any server registers a tool.
 func init() {
-	for _, h := range []map[string]hints{fileHints} {
+	for _, h := range []map[string]hints{fileHints, portHints} {
 		maps.Copy(toolHints, h)
 	}
 }

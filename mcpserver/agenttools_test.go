@@ -6,7 +6,9 @@ func init() {
 	for name, h := range map[string]hints{
 		"read_file": readOnly, "list_files": readOnly, "stat_path": readOnly,
 		"write_file": {destructive: true, idempotent: true}, "remove_path": {destructive: true, idempotent: true},
-		"make_dir": {idempotent: true},
+		"make_dir":    {idempotent: true},
+		"expose_port": {idempotent: true}, "unexpose_port": {destructive: true, idempotent: true},
+		"list_exposed_ports": readOnly,
 	} {
 		wantHints[name] = h
 	}
@@ -17,9 +19,10 @@ func init() {
 func agentReadOnlyArgs(id, task string) map[string]map[string]any {
 	log := ".sbf/tasks/" + task + ".log" // the task's output, relative to the guest's home
 	return map[string]map[string]any{
-		"read_file":  {"instance_id": id, "path": log},
-		"list_files": {"instance_id": id, "path": "/", "recursive": true},
-		"stat_path":  {"instance_id": id, "path": log},
+		"read_file":          {"instance_id": id, "path": log},
+		"list_files":         {"instance_id": id, "path": "/", "recursive": true},
+		"stat_path":          {"instance_id": id, "path": log},
+		"list_exposed_ports": {},
 	}
 }
 
@@ -32,4 +35,7 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("stat_path", map[string]any{"instance_id": id, "path": "/w/f.txt"})
 	check("make_dir", map[string]any{"instance_id": id, "path": "/w/d"})
 	check("remove_path", map[string]any{"instance_id": id, "path": "/w/d"})
+	check("expose_port", map[string]any{"instance_id": id, "port": 1, "host_port": 2})
+	check("list_exposed_ports", map[string]any{"instance_id": id})
+	check("unexpose_port", map[string]any{"instance_id": id, "port": 1})
 }

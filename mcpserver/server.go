@@ -48,6 +48,7 @@ type Server struct {
 	wake     chan struct{}
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
+	ports    portTable // forwards expose_port opened (ports.go)
 }
 
 // New builds the server and registers every tool.

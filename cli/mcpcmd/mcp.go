@@ -159,6 +159,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // the ports it exposed
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var wg sync.WaitGroup
