@@ -196,8 +196,7 @@ func (f *Forward) carry(host net.Conn) {
 	defer f.untrack(guest)
 	finished := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn, count *atomic.Int64) {
-		n, _ := io.Copy(dst, src)
-		count.Add(n)
+		io.Copy(meteredWriter{dst, count}, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite() // pass the end of one direction on, as a half-close
 		}
@@ -212,4 +211,17 @@ func (f *Forward) carry(host net.Conn) {
 // String names the forward as kubectl prints one.
 func (f *Forward) String() string {
 	return fmt.Sprintf("127.0.0.1:%d -> %s:%d", f.HostPort, f.Sandbox, f.GuestPort)
+}
+
+// meteredWriter counts bytes as they pass, so a long-lived connection's
+// traffic shows while it lasts.
+type meteredWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c meteredWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -1,0 +1,144 @@
+// Drives the tools of issue 24 with the official TypeScript SDK:
+//   node agenttools.mjs stdio SBF_BINARY WORKSPACE
+//   node agenttools.mjs http  URL        WORKSPACE
+// files: write_file (text, base64, mode) → read_file (whole, a piece,
+//        base64) → make_dir → list_files (one level, recursive, capped)
+//        → stat_path → remove_path;
+// ports: a web server started in the guest as a background task is
+//        exposed on a loopback port of this host and fetched from here;
+//        list_exposed_ports shows it, unexpose_port ends it.
+// The workspace must use the sim driver, whose guest shares this host's
+// network: the guest's server listens on a port of this host's loopback,
+// and expose_port forwards another one to it. Any failed expectation
+// throws, and node exits non-zero.
+import assert from "node:assert/strict";
+import net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, target, workspace] = process.argv.slice(2);
+assert.ok(["stdio", "http"].includes(mode) && workspace, "usage: node agenttools.mjs stdio|http SBF_BINARY|URL WORKSPACE");
+
+const transport =
+  mode === "stdio"
+    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace], env: process.env, stderr: "inherit" })
+    : new StreamableHTTPClientTransport(new URL(target));
+const client = new Client({ name: "sbf-ts-sdk-agenttools-test", version: "1.0.0" });
+await client.connect(transport);
+
+async function call(name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  return { isError: Boolean(res.isError), body: JSON.parse(res.content?.[0]?.text ?? "null") };
+}
+
+async function ok(name, args) {
+  const res = await call(name, args);
+  assert.equal(res.isError, false, `${name} ${JSON.stringify(args)} failed: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function fails(name, args, code) {
+  const res = await call(name, args);
+  assert.equal(res.isError, true, `${name} ${JSON.stringify(args)} should fail: ${JSON.stringify(res.body)}`);
+  assert.equal(res.body.error_code, code, `${name} error: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function eventually(what, cond, ms = 15000) {
+  for (const end = Date.now() + ms; !(await cond()); await sleep(100)) {
+    assert.ok(Date.now() < end, `timed out waiting for ${what}`);
+  }
+}
+
+// freePort asks this host for a port nothing listens on.
+function freePort() {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function fetchText(url) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    return await res.text();
+  } catch {
+    return null;
+  }
+}
+
+const created = await ok("create_instance", { workspace_root: workspace, ttl_minutes: 15 });
+const id = created.instance_id;
+const summary = { ok: true, mode, instance: id };
+
+// Files.
+const text = "# notes\nhé — ünïcode\n";
+const written = await ok("write_file", { instance_id: id, path: "proj/docs/notes.md", content: text, mode: "0640", make_parents: true });
+assert.equal(written.bytes_written, Buffer.byteLength(text));
+assert.equal(written.mode, "0640");
+const read = await ok("read_file", { instance_id: id, path: "proj/docs/notes.md" });
+assert.deepEqual([read.content, read.encoding, read.truncated, read.size], [text, "utf8", false, Buffer.byteLength(text)]);
+const piece = await ok("read_file", { instance_id: id, path: "proj/docs/notes.md", offset: 2, limit: 5 });
+assert.deepEqual([piece.content, piece.truncated, piece.next_offset], ["notes", true, 7]);
+const bytes = Buffer.from([0, 159, 146, 150, 255, 10]);
+await ok("write_file", { instance_id: id, path: "proj/bin/blob", content: bytes.toString("base64"), encoding: "base64", make_parents: true });
+const blob = await ok("read_file", { instance_id: id, path: "proj/bin/blob", encoding: "base64" });
+assert.deepEqual(Buffer.from(blob.content, "base64"), bytes);
+const seen = await ok("run_command", { instance_id: id, command: "cat proj/docs/notes.md" });
+assert.equal(seen.stdout, text, "a command in the guest sees what write_file wrote");
+assert.equal((await ok("make_dir", { instance_id: id, path: "proj/empty/deep" })).created, true);
+const level = await ok("list_files", { instance_id: id, path: "proj" });
+assert.deepEqual(level.entries.map((e) => [e.path, e.type]), [["bin", "directory"], ["docs", "directory"], ["empty", "directory"]]);
+const all = await ok("list_files", { instance_id: id, path: "proj", recursive: true });
+assert.deepEqual(all.entries.map((e) => e.path), ["bin", "bin/blob", "docs", "docs/notes.md", "empty", "empty/deep"]);
+const file = all.entries.find((e) => e.path === "docs/notes.md");
+assert.deepEqual([file.type, file.size, file.mode], ["file", Buffer.byteLength(text), "0640"]);
+assert.match(file.modified, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+const capped = await ok("list_files", { instance_id: id, path: "proj", recursive: true, limit: 2 });
+assert.deepEqual([capped.count, capped.truncated], [2, true]);
+const st = await ok("stat_path", { instance_id: id, path: "proj/bin/blob" });
+assert.deepEqual([st.exists, st.type, st.size], [true, "file", bytes.length]);
+await fails("remove_path", { instance_id: id, path: "proj/docs" }, "GUEST_DIRECTORY_NOT_EMPTY");
+assert.equal((await ok("remove_path", { instance_id: id, path: "proj/docs", recursive: true })).removed, true);
+assert.equal((await ok("stat_path", { instance_id: id, path: "proj/docs" })).exists, false);
+await fails("read_file", { instance_id: id, path: "proj/docs/notes.md" }, "GUEST_PATH_NOT_FOUND");
+await fails("read_file", { instance_id: id, path: "proj/bin/blob", encoding: "utf8" }, "INVALID_ARGUMENTS");
+
+// Ports: a web server in the guest, exposed and fetched from this host.
+const guestPort = await freePort();
+const server = `node -e "require('http').createServer((q, r) => r.end('served from the guest ' + q.url))` +
+  `.listen(${guestPort}, '127.0.0.1', () => console.log('listening'))"`;
+const task = await ok("start_background_task", { instance_id: id, command: server });
+try {
+  // A connection the guest refuses is closed at once; fetch would retry
+  // it until its timeout, so the test waits for the server first.
+  await eventually("the guest's server to listen", async () =>
+    (await ok("get_task_logs", { task_id: task.task_id })).logs.includes("listening"));
+  const exposed = await ok("expose_port", { instance_id: id, port: guestPort });
+  assert.equal(exposed.host, "127.0.0.1");
+  assert.ok(Number.isInteger(exposed.host_port) && exposed.host_port !== guestPort, JSON.stringify(exposed));
+  assert.equal(exposed.url, `http://127.0.0.1:${exposed.host_port}`);
+  assert.equal(await fetchText(exposed.url + "/hello"), "served from the guest /hello");
+  const listed = await ok("list_exposed_ports", { instance_id: id });
+  assert.equal(listed.count, 1);
+  assert.equal(listed.ports[0].host_port, exposed.host_port);
+  assert.ok(listed.ports[0].connections >= 1 && listed.ports[0].bytes_out > 0, JSON.stringify(listed));
+  const again = await ok("expose_port", { instance_id: id, port: guestPort });
+  assert.equal(again.host_port, exposed.host_port, "exposing twice keeps the forward");
+  const gone = await ok("unexpose_port", { instance_id: id, port: guestPort });
+  assert.equal(gone.status, "unexposed");
+  assert.equal(await fetchText(exposed.url + "/again"), null, "the forward is closed");
+  await fails("unexpose_port", { instance_id: id, port: guestPort }, "PORT_NOT_EXPOSED");
+  await fails("expose_port", { instance_id: id, port: 70000 }, "INVALID_ARGUMENTS");
+  summary.host_port = exposed.host_port;
+} finally {
+  await ok("stop_task", { task_id: task.task_id, force: true });
+}
+
+await ok("destroy_instance", { instance_id: id });
+await client.close();
+console.log(JSON.stringify(summary));
