@@ -38,7 +38,10 @@ func (a *app) catCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.catFile(context.Background(), tgt, p, offset, limit)
+			start := tgt.Clock.Now()
+			n, err := a.catFile(context.Background(), tgt, p, offset, limit)
+			a.note(tgt, sandbox.Event{Tool: "cat", Path: p, Bytes: n}, start, err)
+			return err
 		},
 	}
 	cmd.Flags().Int64Var(&offset, "offset", 0, "byte to start at")
@@ -47,11 +50,12 @@ func (a *app) catCommand() *cobra.Command {
 }
 
 // catFile prints a guest file piece by piece, each piece at most what one
-// read may return.
-func (a *app) catFile(ctx context.Context, tgt *sandbox.Target, p string, offset, limit int64) error {
+// read may return, and says how many bytes it printed.
+func (a *app) catFile(ctx context.Context, tgt *sandbox.Target, p string, offset, limit int64) (int64, error) {
 	if limit < 0 {
-		return usageErrorf("--limit cannot be negative")
+		return 0, usageErrorf("--limit cannot be negative")
 	}
+	var printed int64
 	for left := limit; limit == 0 || left > 0; {
 		chunk := int64(sandbox.MaxReadLimit)
 		if limit > 0 {
@@ -60,17 +64,16 @@ func (a *app) catFile(ctx context.Context, tgt *sandbox.Target, p string, offset
 		}
 		r, err := tgt.ReadFile(ctx, p, offset, int(chunk))
 		if err != nil {
-			return err
+			return printed, err
 		}
-		if _, err := a.stdout.Write(r.Data); err != nil {
-			return err
-		}
-		if !r.Truncated || len(r.Data) == 0 {
-			return nil
+		n, err := a.stdout.Write(r.Data)
+		printed += int64(n)
+		if err != nil || !r.Truncated || len(r.Data) == 0 {
+			return printed, err
 		}
 		offset = r.NextOffset
 	}
-	return nil
+	return printed, nil
 }
 
 type lsFlags struct {
@@ -91,7 +94,10 @@ func (a *app) lsCommand() *cobra.Command {
 			if err != nil {
 				return a.reportError(err, f.asJSON)
 			}
+			start := tgt.Clock.Now()
 			l, err := tgt.ListFiles(context.Background(), p, f.recursive, f.limit)
+			a.note(tgt, sandbox.Event{Tool: "ls", Path: p, Detail: fmt.Sprintf("entries=%d", len(l.Entries))},
+				start, err)
 			if err != nil {
 				return a.reportError(err, f.asJSON)
 			}

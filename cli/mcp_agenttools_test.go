@@ -16,22 +16,27 @@ import (
 
 func TestTypeScriptSDKAgentToolsOverStdio(t *testing.T) {
 	ensureTSClient(t)
-	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	w := newSimWorkspace(t, agentToolsSpec)
 	runAgentTools(t, w, "stdio", sbfBinary)
 }
 
 func TestTypeScriptSDKAgentToolsOverHTTP(t *testing.T) {
 	ensureTSClient(t)
-	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	w := newSimWorkspace(t, agentToolsSpec)
 	url, _ := startStoppableServe(t, w)
 	runAgentTools(t, w, "http", url)
 }
+
+// agentToolsSecret is planted in the spec; the history must not show it.
+const agentToolsSecret = "ts-S3cret-Zq9"
+
+const agentToolsSpec = "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"" + agentToolsSecret + "\"\n"
 
 func runAgentTools(t *testing.T, w *simWorkspace, mode, target string) {
 	t.Helper()
 	c := exec.Command("node", "agenttools.mjs", mode, target, w.root)
 	c.Dir = tsClientDir
-	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir())
+	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir(), "SBF_TS_SECRET="+agentToolsSecret)
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

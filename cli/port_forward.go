@@ -89,6 +89,7 @@ func (a *app) portForward(name string, pairs []portPair) error {
 		if err != nil {
 			return err
 		}
+		defer a.noteForward(tgt, f, eng.Clock.Now())
 		defer f.Close()
 		go func() { <-f.Done(); ended <- struct{}{} }()
 		fmt.Fprintf(a.stdout, "Forwarding from %s -> %d\n", f.Addr(), p.Remote)
@@ -111,4 +112,10 @@ func (a *app) portForward(name string, pairs []portPair) error {
 		}
 		return fmt.Errorf("a forward to sandbox %s stopped; the others are closed", name)
 	}
+}
+
+// noteForward records a forward once it has ended.
+func (a *app) noteForward(tgt *sandbox.Target, f *sandbox.Forward, start time.Time) {
+	a.note(tgt, sandbox.Event{Tool: "port-forward", Detail: fmt.Sprintf("%s connections=%d", f,
+		f.Connections.Load()), Bytes: f.BytesIn.Load() + f.BytesOut.Load()}, start, nil)
 }

@@ -7,11 +7,12 @@ import "maps"
 func (s *Server) registerAgentTools() {
 	s.registerFiles()
 	s.registerPorts()
+	s.registerHistory()
 }
 
 // Their hints join toolHints before any server registers a tool.
 func init() {
-	for _, h := range []map[string]hints{fileHints, portHints} {
+	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly}} {
 		maps.Copy(toolHints, h)
 	}
 }

@@ -1,5 +1,12 @@
 package mcpserver
 
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxforge/sbf/sandbox"
+)
+
 // The tools of issue 24 in the tests every tool takes part in.
 
 func init() {
@@ -8,7 +15,7 @@ func init() {
 		"write_file": {destructive: true, idempotent: true}, "remove_path": {destructive: true, idempotent: true},
 		"make_dir":    {idempotent: true},
 		"expose_port": {idempotent: true}, "unexpose_port": {destructive: true, idempotent: true},
-		"list_exposed_ports": readOnly,
+		"list_exposed_ports": readOnly, "get_history": readOnly,
 	} {
 		wantHints[name] = h
 	}
@@ -23,6 +30,7 @@ func agentReadOnlyArgs(id, task string) map[string]map[string]any {
 		"list_files":         {"instance_id": id, "path": "/", "recursive": true},
 		"stat_path":          {"instance_id": id, "path": log},
 		"list_exposed_ports": {},
+		"get_history":        {"instance_id": id},
 	}
 }
 
@@ -38,4 +46,11 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("expose_port", map[string]any{"instance_id": id, "port": 1, "host_port": 2})
 	check("list_exposed_ports", map[string]any{"instance_id": id})
 	check("unexpose_port", map[string]any{"instance_id": id, "port": 1})
+	check("get_history", map[string]any{"instance_id": id})
+}
+
+// historyFile reports whether path is the history or its lock: the
+// bookkeeping every call writes.
+func historyFile(path string) bool {
+	return strings.HasPrefix(filepath.Base(path), sandbox.HistoryFile)
 }

@@ -375,12 +375,13 @@ func opsSince(t *testing.T, f *fixture, n int) func() []sim.Op {
 }
 
 // snapshot is every file under dirs, with its content; the sim's own
-// operation log is left out (opsSince reads it).
+// operation log is left out (opsSince reads it), and so is the history,
+// where every call is written down.
 func snapshot(t *testing.T, dirs ...string) map[string]string {
 	out := map[string]string{}
 	for _, dir := range dirs {
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Base(path) == "ops.log" {
+			if err != nil || d.IsDir() || filepath.Base(path) == "ops.log" || historyFile(path) {
 				return nil
 			}
 			b, _ := os.ReadFile(path)

@@ -6,7 +6,9 @@
 //        → stat_path → remove_path;
 // ports: a web server started in the guest as a background task is
 //        exposed on a loopback port of this host and fetched from here;
-//        list_exposed_ports shows it, unexpose_port ends it.
+//        list_exposed_ports shows it, unexpose_port ends it;
+// history: get_history lists those calls, the workspace's MySQL password
+//        (SBF_TS_SECRET, planted in the spec) redacted in a command.
 // The workspace must use the sim driver, whose guest shares this host's
 // network: the guest's server listens on a port of this host's loopback,
 // and expose_port forwards another one to it. Any failed expectation
@@ -138,6 +140,22 @@ try {
 } finally {
   await ok("stop_task", { task_id: task.task_id, force: true });
 }
+
+// History: the calls above, oldest first, the secret never shown.
+const secret = process.env.SBF_TS_SECRET;
+assert.ok(secret, "SBF_TS_SECRET names the spec's root_password");
+await ok("run_command", { instance_id: id, command: `echo ${secret} > /dev/null`, env: { API_TOKEN: secret } });
+const history = await ok("get_history", { instance_id: id, limit: 1000 });
+assert.ok(!JSON.stringify(history).includes(secret), "the history shows a secret");
+const tools = history.events.map((e) => e.tool);
+for (const t of ["create_instance", "write_file", "read_file", "list_files", "remove_path", "expose_port", "unexpose_port"]) {
+  assert.ok(tools.includes(t), `${t} is not in the history: ${tools}`);
+}
+const last = history.events.at(-1);
+assert.deepEqual([last.tool, last.door, last.command, last.detail, last.exit_code], ["run_command", "mcp", "echo *** > /dev/null", "env=API_TOKEN", 0]);
+const failed = history.events.find((e) => e.error_code === "GUEST_PATH_NOT_FOUND");
+assert.equal(failed?.tool, "read_file", JSON.stringify(history.events));
+assert.ok(history.events.every((e) => e.instance_id === id && e.time), JSON.stringify(history.events[0]));
 
 await ok("destroy_instance", { instance_id: id });
 await client.close();
