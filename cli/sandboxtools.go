@@ -5,5 +5,6 @@ import "github.com/spf13/cobra"
 // sandboxToolCommands act on a running sandbox besides exec and copies
 // (issue 24): its files, its ports, its history and its stats.
 func (a *app) sandboxToolCommands() []*cobra.Command {
-	return []*cobra.Command{a.catCommand(), a.lsCommand(), a.portForwardCommand(), a.historyCommand()}
+	return []*cobra.Command{a.catCommand(), a.lsCommand(), a.portForwardCommand(), a.historyCommand(),
+		a.statsCommand(), a.healthCommand()}
 }

@@ -8,11 +8,12 @@ func (s *Server) registerAgentTools() {
 	s.registerFiles()
 	s.registerPorts()
 	s.registerHistory()
+	s.registerStats()
 }
 
 // Their hints join toolHints before any server registers a tool.
 func init() {
-	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly}} {
+	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly}, statsHints} {
 		maps.Copy(toolHints, h)
 	}
 }

@@ -15,7 +15,7 @@ func init() {
 		"write_file": {destructive: true, idempotent: true}, "remove_path": {destructive: true, idempotent: true},
 		"make_dir":    {idempotent: true},
 		"expose_port": {idempotent: true}, "unexpose_port": {destructive: true, idempotent: true},
-		"list_exposed_ports": readOnly, "get_history": readOnly,
+		"list_exposed_ports": readOnly, "get_history": readOnly, "get_instance_stats": readOnly, "health": readOnly,
 	} {
 		wantHints[name] = h
 	}
@@ -31,6 +31,8 @@ func agentReadOnlyArgs(id, task string) map[string]map[string]any {
 		"stat_path":          {"instance_id": id, "path": log},
 		"list_exposed_ports": {},
 		"get_history":        {"instance_id": id},
+		"get_instance_stats": {"instance_id": id},
+		"health":             {},
 	}
 }
 
@@ -47,6 +49,8 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("list_exposed_ports", map[string]any{"instance_id": id})
 	check("unexpose_port", map[string]any{"instance_id": id, "port": 1})
 	check("get_history", map[string]any{"instance_id": id})
+	check("get_instance_stats", map[string]any{"instance_id": id})
+	check("health", map[string]any{})
 }
 
 // historyFile reports whether path is the history or its lock: the

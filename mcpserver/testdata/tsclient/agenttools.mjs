@@ -7,6 +7,7 @@
 // ports: a web server started in the guest as a background task is
 //        exposed on a loopback port of this host and fetched from here;
 //        list_exposed_ports shows it, unexpose_port ends it;
+// stats:  get_instance_stats and health;
 // history: get_history lists those calls, the workspace's MySQL password
 //        (SBF_TS_SECRET, planted in the spec) redacted in a command.
 // The workspace must use the sim driver, whose guest shares this host's
@@ -140,6 +141,16 @@ try {
 } finally {
   await ok("stop_task", { task_id: task.task_id, force: true });
 }
+
+// Stats and health: on the sim the figures are this host's, and say so.
+const stats = await ok("get_instance_stats", { instance_id: id });
+assert.equal(stats.shared_with_host, true);
+assert.ok(stats.cpu.count >= 1 && stats.memory.total_bytes > 0 && stats.disk.total_bytes > 0, JSON.stringify(stats));
+assert.ok(stats.lease.seconds_left > 0 && stats.lease.seconds_left <= 900, JSON.stringify(stats.lease));
+assert.equal(stats.last_command?.tool, "start_background_task", JSON.stringify(stats.last_command));
+const health = await ok("health", { workspace_root: workspace });
+assert.equal(health.healthy, true, JSON.stringify(health));
+assert.deepEqual(health.sandboxes.map((s) => [s.instance_id, s.status]), [[id, "ok"]]);
 
 // History: the calls above, oldest first, the secret never shown.
 const secret = process.env.SBF_TS_SECRET;
