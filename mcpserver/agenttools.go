@@ -9,6 +9,7 @@ func (s *Server) registerAgentTools() {
 	s.registerPorts()
 	s.registerHistory()
 	s.registerStats()
+	s.registerResources()
 }
 
 // Their hints join toolHints before any server registers a tool.

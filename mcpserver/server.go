@@ -48,7 +48,10 @@ type Server struct {
 	wake     chan struct{}
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
-	ports    portTable // forwards expose_port opened (ports.go)
+
+	// What the tools of issue 24 keep (agenttools.go).
+	ports     portTable       // forwards expose_port opened
+	announced map[string]bool // workspaces whose resources are listed
 }
 
 // New builds the server and registers every tool.
@@ -65,6 +68,7 @@ func New(cfg Config) *Server {
 	s.mcp = server.NewMCPServer("sbf", cfg.Version,
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
 		server.WithStrictInputSchemaDefault(),
 		server.WithRecovery(),
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
@@ -99,6 +103,7 @@ func (s *Server) touch(root string) {
 	if seen {
 		return
 	}
+	s.announceWorkspace(root)
 	select {
 	case s.wake <- struct{}{}:
 	default:

@@ -8,6 +8,8 @@
 //        exposed on a loopback port of this host and fetched from here;
 //        list_exposed_ports shows it, unexpose_port ends it;
 // stats:  get_instance_stats and health;
+// resources: resources/list and resources/read of the schema and the
+//        workspace's sandboxes and policy;
 // history: get_history lists those calls, the workspace's MySQL password
 //        (SBF_TS_SECRET, planted in the spec) redacted in a command.
 // The workspace must use the sim driver, whose guest shares this host's
@@ -167,6 +169,22 @@ assert.deepEqual([last.tool, last.door, last.command, last.detail, last.exit_cod
 const failed = history.events.find((e) => e.error_code === "GUEST_PATH_NOT_FOUND");
 assert.equal(failed?.tool, "read_file", JSON.stringify(history.events));
 assert.ok(history.events.every((e) => e.instance_id === id && e.time), JSON.stringify(history.events[0]));
+
+// Resources: the schema, and this workspace's sandboxes and policy.
+const listedResources = (await client.listResources()).resources.map((r) => r.uri);
+assert.ok(listedResources.includes("sbf://schema/spec"), JSON.stringify(listedResources));
+const inventoryURI = listedResources.find((u) => /^sbf:\/\/workspaces\/ws_[0-9a-f]{12}\/sandboxes$/.test(u));
+assert.ok(inventoryURI, JSON.stringify(listedResources));
+const templates = (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+assert.deepEqual(templates.sort(), ["sbf://workspaces/{id}/policy", "sbf://workspaces/{id}/sandboxes"]);
+const readJSON = async (uri) => JSON.parse((await client.readResource({ uri })).contents[0].text);
+const schema = await readJSON("sbf://schema/spec");
+assert.ok(schema.properties?.vm, "the schema describes [vm]");
+const inventory = await readJSON(inventoryURI);
+assert.deepEqual(inventory.sandboxes.map((s) => [s.instance_id, s.live_status]), [[id, "running"]]);
+const policy = await readJSON(inventoryURI.replace(/sandboxes$/, "policy"));
+assert.ok(policy.host_paths.allowed_roots.length >= 1 && policy.ports.bind === "127.0.0.1", JSON.stringify(policy));
+await assert.rejects(client.readResource({ uri: "sbf://workspaces/ws_000000000000/policy" }));
 
 await ok("destroy_instance", { instance_id: id });
 await client.close();
