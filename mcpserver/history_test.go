@@ -1,8 +1,16 @@
 package mcpserver
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // Every call on an instance is in its workspace's history, oldest first,
@@ -49,4 +57,26 @@ func TestHistoryRecordsCallsRedacted(t *testing.T) {
 		t.Errorf("the newest two: %v", h)
 	}
 	f.fails("get_history", map[string]any{"limit": 0}, "INVALID_ARGUMENTS")
+}
+
+// A call refused because the server does not serve the instance's
+// workspace writes nothing there, history included.
+func TestHistoryIsNotWrittenWhereTheServerMayNotGo(t *testing.T) {
+	f := newFixture(t, simSpec)
+	other := filepath.Join(t.TempDir(), "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, spec.FileName), []byte(simSpec), 0o644)
+	id := f.ok("create_instance", map[string]any{"workspace_root": other})["instance_id"].(string)
+	history := filepath.Join(other, spec.Dir, sandbox.HistoryFile)
+	before, _ := os.ReadFile(history)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "run_command"
+	req.Params.Arguments = map[string]any{"instance_id": id, "command": "echo hi"}
+	res, err := narrowClient(t, f).CallTool(context.Background(), req)
+	if err != nil || !res.IsError || !strings.Contains(mustJSON(res), "WORKSPACE_NOT_ALLOWED") {
+		t.Fatalf("run_command in a workspace not served: %v %v", mustJSON(res), err)
+	}
+	if after, _ := os.ReadFile(history); string(after) != string(before) {
+		t.Errorf("the refused call was recorded in %s:\n%s", history, after)
+	}
 }

@@ -111,19 +111,27 @@ func TestResources(t *testing.T) {
 	}
 
 	// A server that does not serve the other workspace will not read it.
+	_, err = readResource(t, narrowClient(t, f), "sbf://workspaces/"+otherID+"/policy")
+	if err == nil || !strings.Contains(err.Error(), "WORKSPACE_NOT_ALLOWED") {
+		t.Errorf("reading a workspace the server does not serve: %v", err)
+	}
+}
+
+// narrowClient is a client of a second server over f's host state that
+// serves f's workspace only.
+func narrowClient(t *testing.T, f *fixture) *client.Client {
 	narrow := New(Config{Engine: f.srv.cfg.Engine, Settings: f.srv.cfg.Settings, Host: f.srv.cfg.Host,
 		DefaultRoot: f.root, Policy: policy.Policy{WorkspaceRoots: []string{f.root}}})
 	c, err := client.NewInProcessClient(narrow.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.Start(context.Background())
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	c.Initialize(context.Background(), init)
-	_, err = readResource(t, c, "sbf://workspaces/"+otherID+"/policy")
-	if err == nil || !strings.Contains(err.Error(), "WORKSPACE_NOT_ALLOWED") {
-		t.Errorf("reading a workspace the server does not serve: %v", err)
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
 	}
+	return c
 }
