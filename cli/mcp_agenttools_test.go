@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"net"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,14 +18,15 @@ import (
 func TestTypeScriptSDKAgentToolsOverStdio(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
-	runAgentTools(t, w, "stdio", sbfBinary)
+	runAgentTools(t, w, "stdio", sbfBinary, freeLoopback(t))
 }
 
 func TestTypeScriptSDKAgentToolsOverHTTP(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
-	url, _ := startStoppableServe(t, w)
-	runAgentTools(t, w, "http", url)
+	metrics := freeLoopback(t)
+	url, _ := startStoppableServe(t, w, "--metrics", metrics)
+	runAgentTools(t, w, "http", url, metrics)
 }
 
 // agentToolsSecret is planted in the spec; the history must not show it.
@@ -32,9 +34,11 @@ const agentToolsSecret = "ts-S3cret-Zq9"
 
 const agentToolsSpec = "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"" + agentToolsSecret + "\"\n"
 
-func runAgentTools(t *testing.T, w *simWorkspace, mode, target string) {
+// runAgentTools runs agenttools.mjs; over stdio the server it starts
+// serves metrics at metrics, over HTTP the test's server does.
+func runAgentTools(t *testing.T, w *simWorkspace, mode, target, metrics string) {
 	t.Helper()
-	c := exec.Command("node", "agenttools.mjs", mode, target, w.root)
+	c := exec.Command("node", "agenttools.mjs", mode, target, w.root, metrics)
 	c.Dir = tsClientDir
 	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir(), "SBF_TS_SECRET="+agentToolsSecret)
 	start := time.Now()
@@ -43,4 +47,14 @@ func runAgentTools(t *testing.T, w *simWorkspace, mode, target string) {
 		t.Fatalf("TypeScript SDK agent tools over %s: %v\n%s", mode, err, out)
 	}
 	t.Logf("over %s: %s", mode, time.Since(start).Round(time.Millisecond))
+}
+
+// freeLoopback is a loopback address nothing listens on.
+func freeLoopback(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -52,6 +52,7 @@ type Server struct {
 	// What the tools of issue 24 keep (agenttools.go).
 	ports     portTable       // forwards expose_port opened
 	announced map[string]bool // workspaces whose resources are listed
+	metrics   *metrics        // what sbf serve --metrics serves
 }
 
 // New builds the server and registers every tool.
@@ -118,8 +119,8 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Workspaces: s.loopWorkspaces,
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
-		Report:     report,
-		PoolReport: report, // a pool pass is reported as a pass whose actions are spares'
+		Report:     s.observed("workspace", report), // metrics.go counts each pass first
+		PoolReport: s.observed("pool", report),      // a pool pass is reported as a pass whose actions are spares'
 	})
 }
 

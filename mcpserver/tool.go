@@ -53,7 +53,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		}
 		start := s.cfg.Engine.Clock.Now()
 		out, err := handle(ctx, args)
-		s.recordCall(ctx, name, raw, out, err, start) // history.go
+		s.afterCall(ctx, name, raw, out, err, start) // agenttools.go: metrics, history
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}

@@ -1,6 +1,6 @@
 // Drives the tools of issue 24 with the official TypeScript SDK:
-//   node agenttools.mjs stdio SBF_BINARY WORKSPACE
-//   node agenttools.mjs http  URL        WORKSPACE
+//   node agenttools.mjs stdio SBF_BINARY WORKSPACE METRICS_ADDR
+//   node agenttools.mjs http  URL        WORKSPACE METRICS_ADDR
 // files: write_file (text, base64, mode) → read_file (whole, a piece,
 //        base64) → make_dir → list_files (one level, recursive, capped)
 //        → stat_path → remove_path;
@@ -10,6 +10,9 @@
 // stats:  get_instance_stats and health;
 // resources: resources/list and resources/read of the schema and the
 //        workspace's sandboxes and policy;
+// metrics: the server's /metrics at METRICS_ADDR (over stdio the server
+//        this script starts gets --metrics METRICS_ADDR) is scraped and
+//        parsed, and counts the calls above;
 // history: get_history lists those calls, the workspace's MySQL password
 //        (SBF_TS_SECRET, planted in the spec) redacted in a command.
 // The workspace must use the sim driver, whose guest shares this host's
@@ -23,12 +26,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [mode, target, workspace] = process.argv.slice(2);
-assert.ok(["stdio", "http"].includes(mode) && workspace, "usage: node agenttools.mjs stdio|http SBF_BINARY|URL WORKSPACE");
+const [mode, target, workspace, metricsAddr] = process.argv.slice(2);
+assert.ok(["stdio", "http"].includes(mode) && metricsAddr,
+  "usage: node agenttools.mjs stdio|http SBF_BINARY|URL WORKSPACE METRICS_ADDR");
 
 const transport =
   mode === "stdio"
-    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace], env: process.env, stderr: "inherit" })
+    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace, "--metrics", metricsAddr], env: process.env, stderr: "inherit" })
     : new StreamableHTTPClientTransport(new URL(target));
 const client = new Client({ name: "sbf-ts-sdk-agenttools-test", version: "1.0.0" });
 await client.connect(transport);
@@ -187,5 +191,27 @@ assert.ok(policy.host_paths.allowed_roots.length >= 1 && policy.ports.bind === "
 await assert.rejects(client.readResource({ uri: "sbf://workspaces/ws_000000000000/policy" }));
 
 await ok("destroy_instance", { instance_id: id });
+
+// Metrics: Prometheus's text format, parsed line by line.
+function parseMetrics(text) {
+  const samples = [];
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/);
+    assert.ok(m, `not a sample line: ${line}`);
+    const labels = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    samples.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+const scraped = parseMetrics(await (await fetch(`http://${metricsAddr}/metrics`)).text());
+const sample = (name, labels = {}) =>
+  scraped.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+assert.equal(sample("sbf_tool_calls_total", { tool: "write_file", code: "ok" }), 2, JSON.stringify(scraped.slice(0, 5)));
+assert.equal(sample("sbf_tool_calls_total", { tool: "read_file", code: "GUEST_PATH_NOT_FOUND" }), 1);
+assert.equal(sample("sbf_tool_calls_total", { tool: "destroy_instance", code: "ok" }), 1);
+assert.ok(sample("sbf_tool_call_duration_seconds_count", { tool: "run_command" }) >= 2);
+assert.equal(sample("sbf_exposed_ports"), 0);
+assert.ok(scraped.some((s) => s.name === "sbf_sandboxes" && s.labels.driver === "sim"), "sandboxes by phase and driver");
 await client.close();
 console.log(JSON.stringify(summary));
