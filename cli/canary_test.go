@@ -61,6 +61,8 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"extend", "api", "10m"}, {"extend", "api", "10m", "--json"},
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},
+		{"cat", "api:/tmp/x"}, {"ls", "api:/"}, {"ls", "--json", "api:/"}, {"history"}, {"history", "--json"},
+		{"stats"}, {"stats", "--json"}, {"health"}, {"health", "--json"},
 		{"sync", "api", dir, "/tmp/ws"}, {"sync", "api", dir, "/tmp/ws", "--json"},
 		{"task", "start", "--json", "api", "--", "env"}, {"task", "status", "ID"}, {"task", "status", "ID", "--json"},
 		{"task", "logs", "ID"}, {"task", "logs", "ID", "--json"}, {"task", "list"}, {"task", "list", "--json"},

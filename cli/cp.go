@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/sandbox"
 )
 
 func (a *app) cpCommand() *cobra.Command {
@@ -38,10 +39,14 @@ func (a *app) cpCommand() *cobra.Command {
 				return err
 			}
 			ctx := context.Background()
+			start := tgt.Clock.Now()
 			if dstBox != "" {
-				return tgt.CopyIn(ctx, policy, cwd, src, dst)
+				err := tgt.CopyIn(ctx, policy, cwd, src, dst)
+				a.note(tgt, sandbox.Event{Tool: "cp", Path: dst, Detail: "from " + src}, start, err) // history.go
+				return err
 			}
 			rep, err := tgt.CopyOut(ctx, policy, cwd, src, dst)
+			a.note(tgt, sandbox.Event{Tool: "cp", Path: src, Detail: "to " + dst}, start, err)
 			a.reportSkipped(rep)
 			if err != nil {
 				return err

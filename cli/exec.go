@@ -77,7 +77,9 @@ func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) er
 	if !f.asJSON {
 		req.StdoutTo, req.StderrTo = a.stdout, a.stderr
 	}
+	start := tgt.Clock.Now()
 	res, err := tgt.ExecBrokered(ctx, req, a.brokers())
+	a.noteExec(tgt, command, res, start, err) // history.go
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(a.stderr, "sbf: gave up on the command after three interrupts; it was ended in the sandbox")

@@ -159,6 +159,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.serverCommands()...)
 	root.AddCommand(a.egressCommands()...)
 	root.AddCommand(a.egressCommand())
+	root.AddCommand(a.sandboxToolCommands()...)
 	return root
 }
 

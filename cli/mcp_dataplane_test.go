@@ -126,9 +126,9 @@ func processAlive(pid int) bool {
 
 // startStoppableServe runs `sbf serve` on a free port and returns its MCP
 // URL and a function that stops it (SIGTERM, then waits for the exit).
-func startStoppableServe(t *testing.T, w *simWorkspace) (string, func()) {
+func startStoppableServe(t *testing.T, w *simWorkspace, extra ...string) (string, func()) {
 	t.Helper()
-	c := w.cmd(nil, "serve", "127.0.0.1:0")
+	c := w.cmd(nil, append([]string{"serve", "127.0.0.1:0"}, extra...)...)
 	stderr, _ := c.StderrPipe()
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

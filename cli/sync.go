@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/sandbox"
 )
 
 func (a *app) syncCommand() *cobra.Command {
@@ -30,8 +32,10 @@ func (a *app) syncCommand() *cobra.Command {
 				return err
 			}
 			ctx := context.Background()
+			start := tgt.Clock.Now()
 			if from {
 				rep, err := tgt.CopyOut(ctx, policy, cwd, list[2], list[1])
+				a.note(tgt, sandbox.Event{Tool: "sync", Path: list[2], Detail: "--from to " + list[1]}, start, err)
 				a.reportSkipped(rep)
 				if err != nil {
 					return err
@@ -44,6 +48,8 @@ func (a *app) syncCommand() *cobra.Command {
 				given = exclude
 			}
 			rep, err := tgt.Sync(ctx, policy, cwd, list[1], list[2], tgt.SyncExcludes(given))
+			a.note(tgt, sandbox.Event{Tool: "sync", Path: list[2], Detail: "from " + list[1],
+				Bytes: rep.ArchiveBytes}, start, err) // history.go
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -57,7 +58,10 @@ func (a *app) taskStartCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			start := eng.Clock.Now()
 			t, err := eng.Tasks(ws).Start(context.Background(), list[0], shellJoin(list[1:]), cwd, vars)
+			a.noteTask(eng, ws, list[0], sandbox.Event{Tool: "task start", Command: shellJoin(list[1:])}, start,
+				err) // history.go
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}

@@ -118,8 +118,10 @@ func (a *app) runOnTerminal(tgt *sandbox.Target, command string) error {
 	if err != nil {
 		return &exitError{code: cannotRunStatus, err: fmt.Errorf("putting the terminal in raw mode: %w", err)}
 	}
+	start := tgt.Clock.Now()
 	code, err := tgt.Terminal(ctx, drivers.TerminalRequest{Command: command, Term: a.getenv("TERM"),
 		Size: size, Resize: resize, Stdin: in, Stdout: out})
+	a.noteExec(tgt, command, drivers.ExecResult{ExitCode: code}, start, err) // history.go
 	term.Restore(int(in.Fd()), saved)
 	if err != nil {
 		return &exitError{code: cannotRunStatus, err: err}

@@ -317,6 +317,8 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 		"docker_logs":               {"instance_id": id, "container": "web"},
 		"validate_image":            {"instance_id": id, "image_name": "app:dev"},
 	}
+	// The read-only tools of issue 24: agenttools_test.go.
+	maps.Copy(args, agentReadOnlyArgs(id, task))
 	newFakeDocker(t) // the Docker tools talk to a fake docker (docker_fake_test.go), never the host's
 	// Polling a running task writes down what it observed, as v1's
 	// _refresh_task_state did: the state file's serial moves, nothing
@@ -375,12 +377,13 @@ func opsSince(t *testing.T, f *fixture, n int) func() []sim.Op {
 }
 
 // snapshot is every file under dirs, with its content; the sim's own
-// operation log is left out (opsSince reads it).
+// operation log is left out (opsSince reads it), and so is the history,
+// where every call is written down.
 func snapshot(t *testing.T, dirs ...string) map[string]string {
 	out := map[string]string{}
 	for _, dir := range dirs {
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Base(path) == "ops.log" {
+			if err != nil || d.IsDir() || filepath.Base(path) == "ops.log" || historyFile(path) {
 				return nil
 			}
 			b, _ := os.ReadFile(path)

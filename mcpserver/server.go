@@ -49,6 +49,11 @@ type Server struct {
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
 	used     lastUse
+
+	// What the tools of issue 24 keep (agenttools.go).
+	ports     portTable       // forwards expose_port opened
+	announced map[string]bool // workspaces whose resources are listed
+	metrics   *metrics        // what sbf serve --metrics serves
 }
 
 // New builds the server and registers every tool.
@@ -65,6 +70,7 @@ func New(cfg Config) *Server {
 	s.mcp = server.NewMCPServer("sbf", cfg.Version,
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
 		server.WithRecovery(),
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
 			"every tool edits the desired state and the engine converges it; leases expire on their own."),
@@ -75,6 +81,7 @@ func New(cfg Config) *Server {
 	s.registerData()
 	s.registerTasks()
 	s.registerDocker()
+	s.registerAgentTools()
 	return s
 }
 
@@ -97,6 +104,7 @@ func (s *Server) touch(root string) {
 	if seen {
 		return
 	}
+	s.announceWorkspace(root)
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -111,8 +119,8 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Workspaces: s.loopWorkspaces,
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
-		Report:     report,
-		PoolReport: report, // a pool pass is reported as a pass whose actions are spares'
+		Report:     s.observed("workspace", report), // metrics.go counts each pass first
+		PoolReport: s.observed("pool", report),      // a pool pass is reported as a pass whose actions are spares'
 	})
 }
 

@@ -53,7 +53,9 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 				newToolError(coded.InvalidArguments, clip(fmt.Sprintf("%s: %v", name, err)), map[string]any{"tool": name}),
 				warnings...), nil
 		}
+		start := s.cfg.Engine.Clock.Now()
 		out, err := handle(ctx, args)
+		s.afterCall(ctx, name, raw, out, err, start) // agenttools.go: metrics, history
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}

@@ -31,6 +31,7 @@ type mcpFlags struct {
 	maxSessions      int
 	sessionIdle      time.Duration
 	workspaceRoots   []string
+	metrics          string // metrics.go
 }
 
 func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
@@ -43,6 +44,8 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 	cmd.Flags().
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+	cmd.Flags().StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics "+
+		"(loopback, as the MCP endpoint)")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
 		fmt.Sprintf("largest HTTP request body in bytes (default %d, or "+
 			"MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
@@ -161,6 +164,14 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	srv, err := a.newMCPServer(settings, command)
 	if err != nil {
 		return err
+	}
+	defer srv.Close() // the ports it exposed
+	if f.metrics != "" {
+		stopMetrics, err := a.serveMetrics(srv, f, opts.Token)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -63,6 +63,9 @@ func (a cmds) withLoopOnly(cmd *cobra.Command) *cobra.Command {
 		if len(list) > 0 {
 			return cli.UsageErrorf("--loop-only serves no MCP: drop the address %s", list[0])
 		}
+		if c.Flags().Changed("metrics") {
+			return cli.UsageErrorf("--metrics counts the MCP server's tools and loop: it needs serve without --loop-only")
+		}
 		return a.serveLoop(workspaces)
 	}
 	return cmd

@@ -78,6 +78,10 @@ func (g *Server) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nch := range chans {
+		if nch.ChannelType() == "direct-tcpip" {
+			go directTCPIP(nch)
+			continue
+		}
 		ch, requests, err := nch.Accept()
 		if err != nil {
 			continue

@@ -1,0 +1,36 @@
+package mcpcmd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/mcpserver"
+)
+
+// serveMetrics serves the server's Prometheus metrics at http://ADDR/metrics
+// until stop: on loopback unless --allow-non-loopback, and then only with
+// --token-file's bearer token, as the MCP endpoint.
+func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, token string) (stop func(), err error) {
+	o := mcpserver.HTTPOptions{Addr: f.metrics, AllowNonLoopback: f.allowNonLoopback, Token: token}
+	if err := mcpserver.CheckListen(o); err != nil {
+		return nil, cli.UsageErrorf("--metrics: %v", err)
+	}
+	ln, err := net.Listen("tcp", f.metrics)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s for metrics: %w", f.metrics, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", srv.MetricsHandler(token))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	fmt.Fprintf(a.Stderr(), "sbf: serving metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	}, nil
+}

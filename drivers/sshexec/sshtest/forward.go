@@ -1,0 +1,43 @@
+package sshtest
+
+import (
+	"io"
+	"net"
+	"strconv"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// directTCPIP serves a direct-tcpip channel (what `ssh -L` opens) as
+// sshd does: it connects to the address asked for, refusing the channel
+// when nothing listens there.
+func directTCPIP(nch ssh.NewChannel) {
+	var req struct {
+		Host       string
+		Port       uint32
+		OriginHost string
+		OriginPort uint32
+	}
+	if err := ssh.Unmarshal(nch.ExtraData(), &req); err != nil {
+		nch.Reject(ssh.Prohibited, "bad request")
+		return
+	}
+	c, err := net.Dial("tcp", net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port))))
+	if err != nil {
+		nch.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	ch, reqs, err := nch.Accept()
+	if err != nil {
+		c.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(ch, c); ch.CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(c, ch); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	<-done
+	<-done
+	ch.Close()
+	c.Close()
+}

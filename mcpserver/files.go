@@ -1,0 +1,253 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"io/fs"
+	"unicode/utf8"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+)
+
+// The guest file tools act on guest paths only (the sandbox package runs
+// them in the guest); host paths stay with the copy and sync tools and
+// their host-path policy.
+
+type readFileArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path       string `json:"path" jsonschema:"Guest file; a relative path is relative to the guest user's home."`
+	Encoding   string `json:"encoding,omitempty" jsonschema:"utf8 or base64. Default: utf8 when the bytes are UTF-8, else base64 (the result says which)."`
+	Offset     *int64 `json:"offset,omitempty" jsonschema:"Byte to start at (default 0)."`
+	Limit      *int   `json:"limit,omitempty" jsonschema:"Bytes to read (default 1 MiB, at most 4 MiB); truncated and next_offset say whether more follows."`
+}
+
+type writeFileArgs struct {
+	InstanceID  string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path        string `json:"path" jsonschema:"Guest file to create or replace (atomically: a reader sees the old file or the new one)."`
+	Content     string `json:"content" jsonschema:"The whole new content (at most 8 MiB once decoded)."`
+	Encoding    string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64: how content is encoded."`
+	Mode        string `json:"mode,omitempty" jsonschema:"Octal permissions such as 0644; default: an existing file's, else 0644."`
+	MakeParents bool   `json:"make_parents,omitempty" jsonschema:"Create missing parent folders."`
+}
+
+type listFilesArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path       string `json:"path" jsonschema:"Guest folder."`
+	Recursive  bool   `json:"recursive,omitempty" jsonschema:"List everything below the folder, not only its entries."`
+	Limit      *int   `json:"limit,omitempty" jsonschema:"Entries to return (default 1000, at most 10000); truncated says whether there were more."`
+}
+
+type guestPathArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path       string `json:"path" jsonschema:"Guest path."`
+}
+
+type removePathArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path       string `json:"path" jsonschema:"Guest file, link or folder to remove (a link is removed, not followed)."`
+	Recursive  bool   `json:"recursive,omitempty" jsonschema:"Remove a folder with everything in it (without: only an empty one)."`
+}
+
+type makeDirArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Path       string `json:"path" jsonschema:"Guest folder to create."`
+	Mode       string `json:"mode,omitempty" jsonschema:"Octal permissions such as 0755 (the default)."`
+	Parents    *bool  `json:"parents,omitempty" jsonschema:"Create missing parent folders too (default true)."`
+}
+
+var fileHints = map[string]hints{
+	"read_file":   readOnly,
+	"list_files":  readOnly,
+	"stat_path":   readOnly,
+	"write_file":  {destructive: true, idempotent: true}, // replaces the file
+	"remove_path": {destructive: true, idempotent: true},
+	"make_dir":    {idempotent: true},
+}
+
+func (s *Server) registerFiles() {
+	addTool(s, "read_file", "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64.", s.readFile)
+	addTool(s, "write_file", "Create or replace a guest file atomically, with its mode.", s.writeFile)
+	addTool(s, "list_files", "List a guest folder: its entries, or everything below it with recursive.", s.listFiles)
+	addTool(s, "stat_path", "Describe a guest path (type, size, mode, modified, link target) or say it is absent.",
+		s.statPath)
+	addTool(s, "remove_path", "Remove a guest file, link or folder (recursive for a non-empty folder).", s.removePath)
+	addTool(s, "make_dir", "Create a guest folder (and its parents, by default).", s.makeDir)
+}
+
+func (s *Server) readFile(ctx context.Context, a readFileArgs) (any, error) {
+	if a.Encoding != "" && a.Encoding != "utf8" && a.Encoding != "base64" {
+		return nil, badEncoding(a.Encoding)
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	var offset int64
+	limit := 0
+	if a.Offset != nil {
+		offset = *a.Offset
+	}
+	if a.Limit != nil {
+		if limit = *a.Limit; limit <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "limit must be positive", map[string]any{"field": "limit"})
+		}
+	}
+	r, err := tgt.ReadFile(ctx, a.Path, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	content, encoding, err := encodeContent(&r, a.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "content": content, "encoding": encoding,
+		"size": r.Size, "offset": r.Offset, "bytes_read": len(r.Data), "truncated": r.Truncated,
+		"next_offset": r.NextOffset}, nil
+}
+
+// encodeContent renders what was read as asked; without an encoding,
+// UTF-8 text is text and anything else base64. A UTF-8 character cut by
+// the limit is left for the next read.
+func encodeContent(r *sandbox.ReadResult, encoding string) (string, string, error) {
+	if encoding == "base64" {
+		return base64.StdEncoding.EncodeToString(r.Data), "base64", nil
+	}
+	data := r.Data
+	if r.Truncated && !utf8.Valid(data) {
+		for cut := 1; cut <= 3 && cut <= len(data); cut++ {
+			if utf8.Valid(data[:len(data)-cut]) {
+				data = data[:len(data)-cut]
+				break
+			}
+		}
+	}
+	if utf8.Valid(data) {
+		r.Data, r.NextOffset = data, r.Offset+int64(len(data))
+		return string(data), "utf8", nil
+	}
+	if encoding == "utf8" {
+		return "", "", newToolError(coded.InvalidArguments, "the file is not UTF-8 text; read it with encoding base64",
+			map[string]any{"field": "encoding", "path": r.Path})
+	}
+	return base64.StdEncoding.EncodeToString(r.Data), "base64", nil
+}
+
+func badEncoding(e string) error {
+	return newToolError(coded.InvalidArguments, "encoding must be utf8 or base64, not "+clip(e),
+		map[string]any{"field": "encoding"})
+}
+
+func (s *Server) writeFile(ctx context.Context, a writeFileArgs) (any, error) {
+	data := []byte(a.Content)
+	switch a.Encoding {
+	case "", "utf8":
+	case "base64":
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(a.Content); err != nil {
+			return nil, newToolError(coded.InvalidArguments, "content is not base64: "+clip(err.Error()),
+				map[string]any{"field": "content"})
+		}
+	default:
+		return nil, badEncoding(a.Encoding)
+	}
+	mode, err := optionalMode(a.Mode)
+	if err != nil {
+		return nil, err
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := tgt.WriteFile(ctx, sandbox.WriteRequest{Path: a.Path, Data: data, Mode: mode, MakeParents: a.MakeParents})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "bytes_written": w.Bytes, "mode": w.Mode,
+		"status": "ok"}, nil
+}
+
+func optionalMode(m string) (*fs.FileMode, error) {
+	if m == "" {
+		return nil, nil
+	}
+	mode, err := sandbox.ParseMode("mode", m)
+	return &mode, err
+}
+
+func (s *Server) listFiles(ctx context.Context, a listFilesArgs) (any, error) {
+	limit := 0
+	if a.Limit != nil {
+		if limit = *a.Limit; limit <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "limit must be positive", map[string]any{"field": "limit"})
+		}
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	l, err := tgt.ListFiles(ctx, a.Path, a.Recursive, limit)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]map[string]any, 0, len(l.Entries))
+	for _, e := range l.Entries {
+		entries = append(entries, entryJSON(e))
+	}
+	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "recursive": a.Recursive,
+		"entries": entries, "count": len(entries), "truncated": l.Truncated}, nil
+}
+
+func entryJSON(e sandbox.Entry) map[string]any {
+	out := map[string]any{"path": e.Path, "type": e.Type, "size": e.Size, "mode": e.Mode, "modified": iso(e.Modified)}
+	if e.LinkTarget != "" {
+		out["link_target"] = e.LinkTarget
+	}
+	return out
+}
+
+func (s *Server) statPath(ctx context.Context, a guestPathArgs) (any, error) {
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	e, ok, err := tgt.StatPath(ctx, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"instance_id": a.InstanceID, "path": a.Path, "exists": ok}
+	if ok {
+		for k, v := range entryJSON(e) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) removePath(ctx context.Context, a removePathArgs) (any, error) {
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	existed, err := tgt.RemovePath(ctx, a.Path, a.Recursive)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "removed": existed}, nil
+}
+
+func (s *Server) makeDir(ctx context.Context, a makeDirArgs) (any, error) {
+	mode, err := optionalMode(a.Mode)
+	if err != nil {
+		return nil, err
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	created, err := tgt.MakeDir(ctx, a.Path, mode, a.Parents == nil || *a.Parents)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "created": created}, nil
+}

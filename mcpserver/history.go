@@ -1,0 +1,167 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+)
+
+// Every tool call that names an instance (in its arguments or its result)
+// is recorded in that instance's workspace history (package sandbox),
+// unless the workspace is not one this server serves: a call never writes
+// where it may not read.
+
+// unrecorded are tools whose calls the history leaves out: reading the
+// history is no action on a sandbox.
+var unrecorded = map[string]bool{"get_history": true}
+
+// Arguments the history names: what ran goes to command, what was read or
+// written to path, the rest (sorted) to detail. Contents never do.
+var (
+	commandArgs = []string{"command"}
+	pathArgs    = []string{"path", "remote_path"}
+	detailArgs  = []string{"local_path", "local_dest", "remote_paths", "port", "host_port", "container", "image",
+		"image_tag", "action", "task_id", "recursive", "force"}
+	byteResults = []string{"stdout_bytes", "stderr_bytes", "bytes_read", "bytes_written", "archive_bytes"}
+)
+
+func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out any, err error, start time.Time) {
+	if unrecorded[tool] {
+		return
+	}
+	args, _ := rawArgs.(map[string]any)
+	res := asMap(out)
+	id, _ := args["instance_id"].(string)
+	if id == "" {
+		id, _ = res["instance_id"].(string)
+	}
+	entry, found := s.index.Lookup(id)
+	if id == "" || !found || s.allowed(ctx, entry.WorkspaceRoot) != nil {
+		return
+	}
+	ev := sandbox.Event{Time: start.UTC(), Door: "mcp", Tool: tool, Sandbox: entry.Sandbox, InstanceID: id,
+		Command: firstString(args, commandArgs), Path: firstString(args, pathArgs), Detail: detail(args),
+		DurationMS: s.cfg.Engine.Clock.Now().Sub(start).Milliseconds()}
+	if code, ok := res["exit_code"].(int); ok {
+		ev.ExitCode = &code
+	} else if code, ok := res["exit_code"].(float64); ok {
+		c := int(code)
+		ev.ExitCode = &c
+	}
+	for _, k := range byteResults {
+		ev.Bytes += toInt64(res[k])
+	}
+	if err != nil {
+		c := asToolError(err)
+		ev.ErrorCode, ev.Error = c.Code, c.Message
+	}
+	var redact func(string) string
+	if ws, werr := s.options(entry.WorkspaceRoot, nil); werr == nil {
+		r, _ := s.cfg.Engine.Load(ws)
+		redact = sandbox.Redactor(r, s.cfg.Engine.Env.Getenv)
+	} else {
+		redact = sandbox.Redactor(nil, nil)
+	}
+	// The history must not fail the call it records.
+	_ = sandbox.WorkspaceHistory(entry.WorkspaceRoot).Append(ev, redact)
+}
+
+// asMap is a result as JSON sees it.
+func asMap(out any) map[string]any {
+	if m, ok := out.(map[string]any); ok {
+		return m
+	}
+	var m map[string]any
+	if raw, err := json.Marshal(out); err == nil {
+		json.Unmarshal(raw, &m)
+	}
+	return m
+}
+
+func firstString(args map[string]any, keys []string) string {
+	for _, k := range keys {
+		if v, ok := args[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// detail names the other arguments, and only the names of env variables.
+func detail(args map[string]any) string {
+	var parts []string
+	for _, k := range detailArgs {
+		if v, ok := args[k]; ok && v != nil {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	if env, ok := args["env"].(map[string]any); ok && len(env) > 0 {
+		parts = append(parts, "env="+strings.Join(slices.Sorted(maps.Keys(env)), ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+type historyArgs struct {
+	InstanceID    string `json:"instance_id,omitempty" jsonschema:"Only this instance's calls (default: every sandbox of the workspace)."`
+	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"The workspace whose history to read, when no instance_id names it (default: the server's)."`
+	Limit         *int   `json:"limit,omitempty" jsonschema:"The newest calls to return (default 100, at most 1000)."`
+}
+
+const (
+	defaultHistoryLimit = 100
+	maxHistoryLimit     = 1000
+)
+
+func (s *Server) registerHistory() {
+	addTool(s, "get_history", "The recent commands and tool calls that acted on a workspace's sandboxes, from "+
+		"MCP and the sbf CLI, oldest first (secrets redacted).", s.getHistory)
+}
+
+func (s *Server) getHistory(ctx context.Context, a historyArgs) (any, error) {
+	limit := defaultHistoryLimit
+	if a.Limit != nil {
+		if limit = *a.Limit; limit <= 0 || limit > maxHistoryLimit {
+			return nil, newToolError(coded.InvalidArguments, fmt.Sprintf("limit must be 1 to %d", maxHistoryLimit),
+				map[string]any{"field": "limit"})
+		}
+	}
+	root, sandboxName := a.WorkspaceRoot, ""
+	if a.InstanceID != "" {
+		e, _, err := s.instance(ctx, a.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		root, sandboxName = e.WorkspaceRoot, e.Sandbox
+	}
+	ws, err := s.workspace(ctx, root, nil)
+	if err != nil {
+		return nil, err
+	}
+	events, err := sandbox.WorkspaceHistory(ws.Root).Read(func(ev sandbox.Event) bool {
+		return sandboxName == "" || ev.Sandbox == sandboxName
+	}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspace_root": ws.Root, "instance_id": a.InstanceID, "events": nonNil(events),
+		"count": len(events)}, nil
+}

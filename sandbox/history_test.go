@@ -1,0 +1,98 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/sandbox/sandboxtest"
+)
+
+func history(t *testing.T, max int64) sandbox.History {
+	dir := filepath.Join(t.TempDir(), ".sandboxforge")
+	os.MkdirAll(dir, 0o755)
+	return sandbox.History{Dir: dir, Max: max}
+}
+
+// Appends from many writers at once each land whole.
+func TestHistoryAppendsWholeLines(t *testing.T) {
+	h := history(t, 0)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code := i
+			if err := h.Append(sandbox.Event{Tool: "exec", Sandbox: "api", Command: strings.Repeat("x", 3000),
+				ExitCode: &code}, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	events, err := h.Read(nil, 0)
+	if err != nil || len(events) != 20 {
+		t.Fatalf("%d events, %v", len(events), err)
+	}
+	if c := events[0].Command; !strings.HasSuffix(c, "… (3000 bytes)") || len(c) > 2100 {
+		t.Errorf("a long command is kept as %d bytes: %q", len(c), c[len(c)-20:])
+	}
+	if st, _ := os.Stat(filepath.Join(h.Dir, sandbox.HistoryFile)); st.Mode().Perm() != 0o600 {
+		t.Errorf("history mode %v", st.Mode())
+	}
+}
+
+// Past its bound the history rotates: at most the previous file is kept.
+func TestHistoryRotates(t *testing.T) {
+	h := history(t, 1000)
+	for i := range 60 {
+		h.Append(sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i)}, nil)
+	}
+	cur, _ := os.Stat(filepath.Join(h.Dir, sandbox.HistoryFile))
+	old, _ := os.Stat(filepath.Join(h.Dir, sandbox.HistoryFile+".1"))
+	if cur == nil || old == nil || cur.Size() > 1200 || old.Size() > 1200 {
+		t.Fatalf("files: %v %v", cur, old)
+	}
+	events, _ := h.Read(nil, 0)
+	if last := events[len(events)-1]; last.Sandbox != "s59" || len(events) >= 60 {
+		t.Errorf("%d events kept, last %+v", len(events), last)
+	}
+	if tail, _ := h.Read(func(e sandbox.Event) bool { return e.Sandbox != "s59" }, 2); len(tail) != 2 ||
+		tail[1].Sandbox != "s58" {
+		t.Errorf("filtered tail: %+v", tail)
+	}
+}
+
+// Where sbf keeps nothing, the history keeps nothing either.
+func TestHistoryWritesNothingWithoutTheStateFolder(t *testing.T) {
+	h := sandbox.History{Dir: filepath.Join(t.TempDir(), "absent")}
+	if err := h.Append(sandbox.Event{Tool: "t"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.Dir); !os.IsNotExist(err) {
+		t.Errorf("the history made %s", h.Dir)
+	}
+}
+
+func TestRedactorHidesTheWorkspacesSecrets(t *testing.T) {
+	s := sandboxtest.New(t, `[vm]
+driver = "sim"
+[infra.mysql]
+root_password = "${DB_ROOT}"
+extra_env = { MYSQL_PASSWORD = "hunter22", TZ = "UTC" }
+[infra.redis]
+extra_env = { API_KEY = "k3y-value" }
+[sandboxes.api]
+`, "api")
+	redact := sandbox.Redactor(s.Resolved, func(k string) string { return map[string]string{"DB_ROOT": "r00tpw"}[k] })
+	in := "mysql -p r00tpw -u app -phunter22 UTC k3y-value https://u:pass@host/x ${DB_ROOT} /root/x"
+	want := "mysql -p *** -u app -p*** UTC *** https://u:***@host/x ${DB_ROOT} /root/x"
+	if got := redact(in); got != want {
+		t.Errorf("redacted:\n got %s\nwant %s", got, want)
+	}
+}
