@@ -15,11 +15,12 @@ func (s *Server) registerAgentTools() {
 	s.registerHistory()
 	s.registerStats()
 	s.registerResources()
+	s.registerEgress()
 }
 
 // Their hints join toolHints before any server registers a tool.
 func init() {
-	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly}, statsHints} {
+	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly, "get_egress_log": readOnly}, statsHints} {
 		maps.Copy(toolHints, h)
 	}
 }

@@ -16,6 +16,7 @@ func init() {
 		"make_dir":    {idempotent: true},
 		"expose_port": {idempotent: true}, "unexpose_port": {destructive: true, idempotent: true},
 		"list_exposed_ports": readOnly, "get_history": readOnly, "get_instance_stats": readOnly, "health": readOnly,
+		"get_egress_log": readOnly,
 	} {
 		wantHints[name] = h
 	}
@@ -33,6 +34,7 @@ func agentReadOnlyArgs(id, task string) map[string]map[string]any {
 		"get_history":        {"instance_id": id},
 		"get_instance_stats": {"instance_id": id},
 		"health":             {},
+		"get_egress_log":     {"instance_id": id},
 	}
 }
 
@@ -51,6 +53,7 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("get_history", map[string]any{"instance_id": id})
 	check("get_instance_stats", map[string]any{"instance_id": id})
 	check("health", map[string]any{})
+	check("get_egress_log", map[string]any{"instance_id": id})
 }
 
 // historyFile reports whether path is the history or its lock: the

@@ -193,7 +193,9 @@ func (ts *Tasks) refresh(ctx context.Context, t *state.Task) error {
 	}
 	res, err := tgt.Exec(
 		ctx,
-		drivers.ExecRequest{Command: "cat " + shellquote.Quote(t.ExitPath) + " 2>/dev/null || echo none; " +
+		// An exit file the task is writing this very moment is empty: "none" too.
+		drivers.ExecRequest{Command: "c=$(cat " + shellquote.Quote(t.ExitPath) +
+			" 2>/dev/null); echo \"${c:-none}\"; " +
 			fmt.Sprintf("kill -0 %d 2>/dev/null && echo alive || echo dead", t.PID), Timeout: taskControl},
 	)
 	if err != nil {

@@ -1,0 +1,39 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+)
+
+type egressLogArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Tail       *int   `json:"tail,omitempty" jsonschema:"The newest decisions to return (default 100, at most 1000)."`
+}
+
+func (s *Server) registerEgress() {
+	addTool(s, "get_egress_log", "What the instance's network policy let through or refused: its egress proxy's "+
+		"decisions (allowed or denied, host, port, bytes, reason), oldest first. A driver that enforces no "+
+		"policy answers POLICY_UNSUPPORTED.", s.egressLog)
+}
+
+func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {
+	tail := 100
+	if a.Tail != nil {
+		if tail = *a.Tail; tail <= 0 || tail > 1000 {
+			return nil, newToolError(coded.InvalidArguments, fmt.Sprintf("tail must be 1 to %d", 1000),
+				map[string]any{"field": "tail"})
+		}
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := tgt.EgressLog(tail)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "sandbox": tgt.Sandbox, "entries": entries,
+		"count": len(entries)}, nil
+}
