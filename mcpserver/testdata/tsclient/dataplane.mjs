@@ -243,7 +243,8 @@ if (phase === "start") {
   assert.equal(tail.tail, 2);
   assert.equal(tail.status, "running");
   assert.equal(tail.logs.trimEnd().split("\n").length, 2, JSON.stringify(tail));
-  assert.match(await sh(id, "cat work/ticks.txt"), /^\d+\n$/, "the task runs in its cwd");
+  // The task rewrites ticks.txt ten times a second: a read may catch it empty.
+  await eventually("the task's ticks.txt in its cwd", async () => /^\d+\n$/.test(await sh(id, "cat work/ticks.txt")));
 
   const stopped = await ok("stop_task", { task_id: saved.task_id });
   assert.deepEqual(stopped, { task_id: saved.task_id, instance_id: id, status: "stopped", exit_code: -15 });
