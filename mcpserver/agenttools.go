@@ -20,7 +20,8 @@ func (s *Server) registerAgentTools() {
 
 // Their hints join toolHints before any server registers a tool.
 func init() {
-	for _, h := range []map[string]hints{fileHints, portHints, {"get_history": readOnly, "get_egress_log": readOnly}, statsHints} {
+	observing := map[string]hints{"get_history": readOnly, "get_egress_log": readOnly}
+	for _, h := range []map[string]hints{fileHints, portHints, observing, statsHints} {
 		maps.Copy(toolHints, h)
 	}
 }
