@@ -99,6 +99,11 @@ func TestTheLoopExpiresAndDeletesTheVM(t *testing.T) {
 		vms[0].Labels[driver.LabelSandbox] != "api" {
 		t.Fatalf("after apply: %+v", vms)
 	}
+	// The engine records the lease end on the VM (drivers.LeaseRecorder), for whoever looks at
+	// the cluster.
+	if got, want := vms[0].Annotations[driver.AnnotationLeaseEnd], t0.Add(time.Hour).Format(time.RFC3339); got != want {
+		t.Errorf("lease annotation = %q, want %q", got, want)
+	}
 	var vmi kv.VirtualMachineInstance
 	if err := w.admin.Get(context.Background(), client.ObjectKeyFromObject(&vms[0]), &vmi); err != nil ||
 		vmi.Status.Phase != kv.Running {
