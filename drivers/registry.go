@@ -202,6 +202,9 @@ type Registration struct {
 	PerWorkspace bool
 	// TestOnly backends are never a default and are named apart in docs.
 	TestOnly bool
+	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
+	// memory and disk are not theirs to check.
+	Remote bool
 }
 
 var registry = struct {

@@ -26,6 +26,9 @@ func (e *Engine) admitOnHost(p *plan.Plan, r *spec.Resolved) error {
 		if (a.Kind != plan.Create && a.Kind != plan.Replace) || a.Spec == nil {
 			continue
 		}
+		if reg, ok := drivers.Lookup(a.Driver); ok && reg.Remote {
+			continue // a cluster's VM takes nothing of this host's
+		}
 		if c == nil {
 			measured := probe(r.Root)
 			c = &measured

@@ -26,6 +26,7 @@ func init() {
 		// Per workspace: its VMs are labelled with the workspace's id and, by default,
 		// live in a namespace of the workspace's own.
 		PerWorkspace: true,
+		Remote:       true,
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			return launch(ctx, KubeVirt, env)
 		},

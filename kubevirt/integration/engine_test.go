@@ -57,16 +57,17 @@ func newWorkspace(t *testing.T, s space, kubeconfig string) *workspace {
 	build := factory(t, s.env(t, w.clock, kubeconfig))
 	w.eng = &reconcile.Engine{Clock: w.clock, HostDir: t.TempDir(), Parallelism: 2,
 		Who:   flock.Holder{Command: "test", PID: os.Getpid()},
-		Probe: func(string) hostcap.Capacity { return roomy },
+		Probe: func(string) hostcap.Capacity { return tiny }, // a cluster VM takes nothing of this host's
 		Drivers: func(name string, r *spec.Resolved) (reconcile.Driver, error) {
 			return build(name, r.Root)
 		}}
 	return w
 }
 
-var roomy = func() hostcap.Capacity {
-	mem, disk := 256.0, 4096.0
-	return hostcap.Capacity{CPUs: 64, MemoryAvailableGiB: &mem, DiskFreeGiB: &disk}
+// tiny is a laptop too small for the workspace's VMs, which the cluster runs instead.
+var tiny = func() hostcap.Capacity {
+	mem, disk := 0.25, 1.0
+	return hostcap.Capacity{CPUs: 1, MemoryAvailableGiB: &mem, DiskFreeGiB: &disk}
 }()
 
 func (w *workspace) converge(opts reconcile.Options) (*reconcile.Result, error) {
