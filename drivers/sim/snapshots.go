@@ -21,7 +21,9 @@ import (
 // the source's. Copies never follow a link: links are copied as links.
 
 // snapshotDir holds an instance's snapshots.
-func (d *Driver) snapshotDir(instance string) string { return filepath.Join(d.dir, "snapshots", instance) }
+func (d *Driver) snapshotDir(instance string) string {
+	return filepath.Join(d.dir, "snapshots", instance)
+}
 
 type snapshotMeta struct {
 	CreatedAt time.Time `json:"created_at"`
