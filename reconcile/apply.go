@@ -163,6 +163,9 @@ func chainsOf(actions []plan.Action) [][]int {
 func (e *Executor) applyRefresh(f *state.File, r plan.Refresh) {
 	rec := record(f, r.Sandbox)
 	rec.Phase, rec.Instance, rec.Driver, rec.LastError = r.Phase, r.Instance, r.Driver, ""
+	if r.Phase.Terminal() {
+		f.DropSnapshotsOf(r.Sandbox, "") // no VM, no snapshots
+	}
 	if r.VM != nil {
 		rec.VM = r.VM
 	}
@@ -245,6 +248,9 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := remove(ctx, old, a.Instance); err != nil {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
+		if err := e.noteFile(a, func(f *state.File, _ *state.Sandbox) { f.DropSnapshotsOf(a.Sandbox, "") }); err != nil {
+			return err
+		}
 		return e.create(ctx, drv, a)
 	case plan.Runtime, plan.Services, plan.Env, plan.Compose:
 		return e.performLayer(ctx, drv, a)
@@ -263,11 +269,12 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if a.Kind == plan.Expire {
 			phase = state.Expired
 		}
-		return e.note(a, func(rec *state.Sandbox) {
+		return e.noteFile(a, func(f *state.File, rec *state.Sandbox) {
 			rec.Phase, rec.LastError, rec.SSH = phase, "", ""
 			if a.ExpiresAt != nil {
 				rec.ExpiresAt = a.ExpiresAt
 			}
+			f.DropSnapshotsOf(a.Sandbox, "") // they went with the VM
 		})
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
@@ -332,10 +339,16 @@ func running(a plan.Action) func(*state.Sandbox) {
 
 // note records a change to one sandbox's record.
 func (e *Executor) note(a plan.Action, change func(*state.Sandbox)) error {
+	return e.noteFile(a, func(_ *state.File, rec *state.Sandbox) { change(rec) })
+}
+
+// noteFile is note for a change that reaches beyond the record (the
+// sandbox's snapshot records).
+func (e *Executor) noteFile(a plan.Action, change func(*state.File, *state.Sandbox)) error {
 	return e.Record.Update(func(f *state.File) {
 		rec := record(f, a.Sandbox)
 		rec.Instance, rec.Driver = a.Instance, a.Driver
-		change(rec)
+		change(f, rec)
 		rec.UpdatedAt = e.Clock.Now().UTC()
 	})
 }
