@@ -140,15 +140,20 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 func (e *Executor) Outcome() Outcome { return e.outcome }
 
 // chainsOf groups a plan's actions by sandbox, keeping their order; each
-// spare's action is a chain of its own. A chain holds indexes of actions.
+// spare's action is a chain of its own. A sandbox made from another's
+// disk joins the end of that sandbox's chain, so its copy is taken after
+// the source's steps, never while they change the source. A chain holds
+// indexes of actions.
 func chainsOf(actions []plan.Action) [][]int {
+	joins := map[string]string{}
+	for _, a := range actions {
+		if a.Source != nil && a.Sandbox != "" {
+			joins[a.Sandbox] = a.Source.Sandbox
+		}
+	}
 	var chains [][]int
 	index := map[string]int{}
-	for k, a := range actions {
-		key := a.Sandbox
-		if key == "" {
-			key = "\x00" + a.Instance
-		}
+	add := func(key string, k int) {
 		i, ok := index[key]
 		if !ok {
 			i = len(chains)
@@ -156,6 +161,22 @@ func chainsOf(actions []plan.Action) [][]int {
 			chains = append(chains, nil)
 		}
 		chains[i] = append(chains[i], k)
+	}
+	for k, a := range actions {
+		if a.Sandbox == "" {
+			add("\x00"+a.Instance, k)
+		} else if _, joined := joins[a.Sandbox]; !joined {
+			add(a.Sandbox, k)
+		}
+	}
+	for k, a := range actions {
+		if _, joined := joins[a.Sandbox]; joined && a.Sandbox != "" {
+			key := a.Sandbox
+			for n := 0; joins[key] != "" && n < len(joins); n++ {
+				key = joins[key] // a copy of a copy joins the first source's chain
+			}
+			add(key, k)
+		}
 	}
 	return chains
 }
@@ -293,7 +314,7 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 		}
 		defer release()
 	}
-	if err := drv.Create(ctx, *a.Spec); err != nil {
+	if err := makeVM(ctx, drv, a); err != nil {
 		return err
 	}
 	if err := drv.Start(ctx, *a.Spec); err != nil {
@@ -304,6 +325,19 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 		running(a)(rec)
 		rec.CreatedAt = &now
 	})
+}
+
+// makeVM creates the action's VM, stopped: from its image, or as a copy
+// of its source's disk.
+func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
+	if a.Source == nil {
+		return drv.Create(ctx, *a.Spec)
+	}
+	cl, ok := drv.(drivers.Cloner)
+	if !ok {
+		return noSnapshots(a.Driver)
+	}
+	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)
 }
 
 // remove stops then deletes an instance; one already gone is fine.
