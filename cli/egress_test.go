@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/egress"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // The host side of a network policy, as the Lima driver's QEMU wrapper runs
@@ -25,18 +27,8 @@ import (
 // proxy goes and takes its socket with it.
 func TestEgressQEMURunsTheProxyForAsLongAsQEMU(t *testing.T) {
 	dir := t.TempDir()
-	upstream, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer upstream.Close()
-	go func() {
-		for c, err := upstream.Accept(); err == nil; c, err = upstream.Accept() {
-			io.WriteString(c, "hello from the allowed host\n")
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(upstream.Addr().String())
+	upstream := testutil.ServeTCP(t, func(c net.Conn) { io.WriteString(c, "hello from the allowed host\n") })
+	port := strconv.Itoa(upstream.Port)
 	launch := filepath.Join(dir, "launch.json")
 	if err := egress.WriteLaunchConfig(launch, egress.LaunchConfig{Sandbox: "api", Egress: "allowlist",
 		Allow: []string{"allowed.test:" + port, "127.0.0.1:" + port}, Dir: filepath.Join(dir, "egress"),

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 const tsClientDir = "../mcpserver/testdata/tsclient"
@@ -25,17 +26,7 @@ const tsClientDir = "../mcpserver/testdata/tsclient"
 // committed package-lock.json) into a folder git ignores.
 func ensureTSClient(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is required for the TypeScript SDK client tests (.ci/run installs it)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk")); err == nil {
-		return
-	}
-	c := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	c.Dir = tsClientDir
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
+	testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 }
 
 func runTSClient(t *testing.T, w *simWorkspace, args ...string) {

@@ -1,36 +1,18 @@
 package cli
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestProgressHeartbeatDuringLongActions(t *testing.T) {
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	p := newProgress(&out, 20*time.Millisecond)
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
 	time.Sleep(70 * time.Millisecond)
@@ -50,7 +32,7 @@ func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 // A driver's message (Lima waiting for ssh) is a line of its own and
 // neither restarts nor ends the action.
 func TestProgressPassesDriverMessages(t *testing.T) {
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	p := newProgress(&out, time.Hour)
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create,

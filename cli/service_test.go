@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/service"
 	"github.com/sandboxforge/sbf/internal/service/servicetest"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -64,7 +65,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 	}
 	loop := exec.Command(argv[0], argv[1:]...)
 	loop.Env, loop.Dir = append(env, sim...), home
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	loop.Stdout, loop.Stderr = &logs, &logs
 	if err := loop.Start(); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 
 // waitExpired waits, at most two minutes, until the state file records the
 // sandbox expired and its VM is gone from the sim world.
-func waitExpired(t *testing.T, w *simWorkspace, name string, exited <-chan error, logs *syncBuffer) {
+func waitExpired(t *testing.T, w *simWorkspace, name string, exited <-chan error, logs *testutil.SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

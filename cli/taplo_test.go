@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 const taploDir = "testdata/taplo"
@@ -15,20 +17,11 @@ const taploDir = "testdata/taplo"
 // ignores, and returns the command that runs it.
 func ensureTaplo(t *testing.T) []string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is required for the Taplo tests (.ci/run installs it)")
-	}
 	cli, err := filepath.Abs(filepath.Join(taploDir, "node_modules", "@taplo", "cli", "dist", "cli.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(cli); err != nil {
-		c := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		c.Dir = taploDir
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	testutil.NPMCI(t, taploDir, filepath.Join("node_modules", "@taplo", "cli", "dist", "cli.js"))
 	return []string{"node", cli}
 }
 

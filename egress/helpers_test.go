@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Public-looking addresses the tests resolve names to; routeDialer sends
@@ -179,28 +180,10 @@ func connect(t *testing.T, proxyAddr, target string) (*http.Response, net.Conn) 
 
 // serveTCP runs handle on every connection of a loopback listener.
 func serveTCP(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testutil.ServeTCP(t, handle).String()
 }
 
-func echo(c net.Conn) { io.Copy(c, c) }
+var echo = testutil.Echo
 
 // readAllUntilClosed reads until the peer closes or the read fails.
 func readAllUntilClosed(c net.Conn) ([]byte, error) {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // sbfBinary is the real sbf, built once for the suite.
@@ -185,16 +187,7 @@ const tsClientDir = "../mcpserver/testdata/tsclient"
 // attack runs one phase of escape.mjs with the official TypeScript SDK.
 func (w *world) attack(phase, mode, target string, extra ...string) {
 	w.t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		w.t.Fatal("node is required for the TypeScript SDK attacks (.ci/run installs it)")
-	}
-	if _, err := os.Stat(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		c := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		c.Dir = tsClientDir
-		if out, err := c.CombinedOutput(); err != nil {
-			w.t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	c := exec.Command("node", "escape.mjs")
 	c.Dir = tsClientDir
 	c.Env = append(append([]string{}, w.env...), append(extra, "ESC_PHASE="+phase, "ESC_MODE="+mode,

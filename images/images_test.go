@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // fakeRecipe is a recipe that builds in milliseconds and, like mkfs.ext4,
@@ -172,31 +172,13 @@ func TestDefaultCache(t *testing.T) {
 	}
 }
 
-// syncBuffer is a progress output the test reads while the build writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A recipe silent for longer than HeartbeatEvery still shows progress: a
 // line per HeartbeatEvery with the time so far.
 func TestBuildHeartbeat(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "go")
 	_, r := fakeRecipe(t, `while [ ! -e "`+gate+`" ]; do sleep 0.01; done`)
 	fake := clock.NewFake(time.Unix(0, 0))
-	var progress syncBuffer
+	var progress testutil.SyncBuffer
 	b := Builder{Cache: Cache{Dirs: []string{t.TempDir()}}, Euid: 1000, Progress: &progress, Clock: fake}
 	done := make(chan error, 1)
 	go func() {

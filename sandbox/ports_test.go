@@ -9,28 +9,13 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/sandbox"
 )
 
 // guestEcho stands for a server in the guest: for the sim, on this
 // host's loopback.
-func guestEcho(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func guestEcho(t *testing.T) int { return testutil.ServeTCP(t, testutil.Echo).Port }
 
 func roundTrip(t *testing.T, addr, msg string) string {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -43,20 +44,4 @@ func TestDialGuestUsesTheKeptConnection(t *testing.T) {
 }
 
 // echoServer answers every connection with what it sent, until its end.
-func echoServer(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func echoServer(t *testing.T) int { return testutil.ServeTCP(t, testutil.Echo).Port }

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // paths are the two ways a command runs: the guest shell (no stdin) and a
@@ -143,23 +143,8 @@ func TestAnAbandonedCommandDoesNotKeepRunning(t *testing.T) {
 	}
 }
 
-// syncBuffer is a strings.Builder the command's stream and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the output the command's stream and the test share.
+type syncBuffer struct{ testutil.SyncBuffer }
 
 // A command with stdin ends when it ends, not when its stdin does: a
 // person's terminal may never send its end.

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -31,26 +31,9 @@ const (
 type replica struct {
 	id     string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	exited chan struct{} // closed once it exited, with err set
 	err    error
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startReplica runs a replica whose "loop" appends "start ID PID" to log when it starts
@@ -63,7 +46,7 @@ func startReplica(t *testing.T, s space, id, log string) *replica {
 		"--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
 		"--retry-period", retryPeriod.String(), "--", "sh", "-c", loop)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
-	r := &replica{id: id, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	r := &replica{id: id, cmd: cmd, stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
