@@ -37,7 +37,8 @@ func TestSnapshotAndCloneCommands(t *testing.T) {
 		!strings.Contains(r.stdout, `"error_code": "INVALID_ARGUMENTS"`) {
 		t.Errorf("a path for a name: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := w.run(nil, "snapshot", "restore", "api", "nope"); r.code == 0 || !strings.Contains(r.stderr, "no snapshot nope") {
+	r = w.run(nil, "snapshot", "restore", "api", "nope")
+	if r.code == 0 || !strings.Contains(r.stderr, "no snapshot nope") {
 		t.Errorf("restore of a missing snapshot: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := w.run(nil, "clone", "api", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"sandbox": "api-clone-1"`) {

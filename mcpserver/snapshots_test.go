@@ -11,7 +11,8 @@ import (
 // instance of its own; every refusal is coded.
 func TestSnapshotAndCloneTools(t *testing.T) {
 	f := newFixture(t, simSpec)
-	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})["instance_id"].(string)
+	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})
+	id := created["instance_id"].(string)
 	write := func(id, content string) {
 		f.ok("write_file", map[string]any{"instance_id": id, "path": "/work/a.txt", "content": content})
 	}
