@@ -114,8 +114,8 @@ func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, 
 
 // noSnapshots is a backend without the capability. What each could use:
 // Hyper-V's Checkpoint-VM/Restore-VMCheckpoint, Code-Hex/vz's
-// SaveMachineStateToPath (macOS 14+), KubeVirt's VirtualMachineSnapshot
-// (docs/snapshots.md).
+// SaveMachineStateToPath (macOS 14+), KubeVirt's VirtualMachineSnapshot;
+// none is wired in this build.
 func noSnapshots(driver string) error {
 	return drivers.SnapshotUnsupported(driver, "keeps no snapshots and makes no clones in this build of sbf",
 		`declare the sandbox with driver = "lima" and vm_type = "qemu" to snapshot it (clones: any lima VM)`,
