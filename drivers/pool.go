@@ -178,6 +178,18 @@ func ReadLabelDir(dir string) (*Label, error) {
 	return &l, nil
 }
 
+// RemoveLabels deletes the label files in dir: a copy of an instance's
+// folder (a clone) is neither a spare nor its source's sandbox's.
+func RemoveLabels(dir string) error {
+	var errs []error
+	for _, name := range []string{SpareLabelFile, OwnerLabelFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // WriteSpareLabel records s in dir, replacing what was there, atomically.
 func WriteSpareLabel(dir string, s SpareLabel) error {
 	data, err := json.Marshal(s)

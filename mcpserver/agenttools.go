@@ -7,13 +7,15 @@ import (
 )
 
 // Tools beyond SandboxForge v1's that agents use on a running sandbox
-// (issue 24): guest files, ports, history, stats, resources.
+// (issue 24): guest files, ports, history, stats, snapshots and clones,
+// resources.
 func (s *Server) registerAgentTools() {
 	s.metrics = newMetrics(s)
 	s.registerFiles()
 	s.registerPorts()
 	s.registerHistory()
 	s.registerStats()
+	s.registerSnapshots()
 	s.registerResources()
 	s.registerEgress()
 }
@@ -21,7 +23,7 @@ func (s *Server) registerAgentTools() {
 // Their hints join toolHints before any server registers a tool.
 func init() {
 	observing := map[string]hints{"get_history": readOnly, "get_egress_log": readOnly}
-	for _, h := range []map[string]hints{fileHints, portHints, observing, statsHints} {
+	for _, h := range []map[string]hints{fileHints, portHints, observing, statsHints, snapshotHints} {
 		maps.Copy(toolHints, h)
 	}
 }

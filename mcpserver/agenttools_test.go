@@ -16,7 +16,10 @@ func init() {
 		"make_dir":    {idempotent: true},
 		"expose_port": {idempotent: true}, "unexpose_port": {destructive: true, idempotent: true},
 		"list_exposed_ports": readOnly, "get_history": readOnly, "get_instance_stats": readOnly, "health": readOnly,
-		"get_egress_log": readOnly,
+		"get_egress_log":    readOnly,
+		"snapshot_instance": {}, "list_snapshots": readOnly,
+		"restore_snapshot": {destructive: true, idempotent: true}, "delete_snapshot": {destructive: true, idempotent: true},
+		"clone_instance": {openWorld: true},
 	} {
 		wantHints[name] = h
 	}
@@ -35,6 +38,7 @@ func agentReadOnlyArgs(id, task string) map[string]map[string]any {
 		"get_instance_stats": {"instance_id": id},
 		"health":             {},
 		"get_egress_log":     {"instance_id": id},
+		"list_snapshots":     {"instance_id": id},
 	}
 }
 
@@ -54,6 +58,11 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("get_instance_stats", map[string]any{"instance_id": id})
 	check("health", map[string]any{})
 	check("get_egress_log", map[string]any{"instance_id": id})
+	check("snapshot_instance", map[string]any{"instance_id": id, "name": "s1"})
+	check("list_snapshots", map[string]any{"instance_id": id})
+	check("restore_snapshot", map[string]any{"instance_id": id, "name": "s1"})
+	check("delete_snapshot", map[string]any{"instance_id": id, "name": "s1"})
+	check("clone_instance", map[string]any{"instance_id": id})
 }
 
 // historyFile reports whether path is the history or its lock: the

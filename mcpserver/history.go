@@ -28,7 +28,7 @@ var (
 	commandArgs = []string{"command"}
 	pathArgs    = []string{"path", "remote_path"}
 	detailArgs  = []string{"local_path", "local_dest", "remote_paths", "port", "host_port", "container", "image",
-		"image_tag", "action", "task_id", "recursive", "force"}
+		"image_tag", "action", "task_id", "recursive", "force", "name", "snapshot"}
 	byteResults = []string{"stdout_bytes", "stderr_bytes", "bytes_read", "bytes_written", "archive_bytes"}
 )
 

@@ -140,15 +140,20 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 func (e *Executor) Outcome() Outcome { return e.outcome }
 
 // chainsOf groups a plan's actions by sandbox, keeping their order; each
-// spare's action is a chain of its own. A chain holds indexes of actions.
+// spare's action is a chain of its own. A sandbox made from another's
+// disk joins the end of that sandbox's chain, so its copy is taken after
+// the source's steps, never while they change the source. A chain holds
+// indexes of actions.
 func chainsOf(actions []plan.Action) [][]int {
+	joins := map[string]string{}
+	for _, a := range actions {
+		if a.Source != nil && a.Sandbox != "" {
+			joins[a.Sandbox] = a.Source.Sandbox
+		}
+	}
 	var chains [][]int
 	index := map[string]int{}
-	for k, a := range actions {
-		key := a.Sandbox
-		if key == "" {
-			key = "\x00" + a.Instance
-		}
+	add := func(key string, k int) {
 		i, ok := index[key]
 		if !ok {
 			i = len(chains)
@@ -157,12 +162,31 @@ func chainsOf(actions []plan.Action) [][]int {
 		}
 		chains[i] = append(chains[i], k)
 	}
+	for k, a := range actions {
+		if a.Sandbox == "" {
+			add("\x00"+a.Instance, k)
+		} else if _, joined := joins[a.Sandbox]; !joined {
+			add(a.Sandbox, k)
+		}
+	}
+	for k, a := range actions {
+		if _, joined := joins[a.Sandbox]; joined && a.Sandbox != "" {
+			key := a.Sandbox
+			for n := 0; joins[key] != "" && n < len(joins); n++ {
+				key = joins[key] // a copy of a copy joins the first source's chain
+			}
+			add(key, k)
+		}
+	}
 	return chains
 }
 
 func (e *Executor) applyRefresh(f *state.File, r plan.Refresh) {
 	rec := record(f, r.Sandbox)
 	rec.Phase, rec.Instance, rec.Driver, rec.LastError = r.Phase, r.Instance, r.Driver, ""
+	if r.Phase.Terminal() {
+		f.DropSnapshotsOf(r.Sandbox, "") // no VM, no snapshots
+	}
 	if r.VM != nil {
 		rec.VM = r.VM
 	}
@@ -245,6 +269,9 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := remove(ctx, old, a.Instance); err != nil {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
+		if err := e.noteFile(a, func(f *state.File, _ *state.Sandbox) { f.DropSnapshotsOf(a.Sandbox, "") }); err != nil {
+			return err
+		}
 		return e.create(ctx, drv, a)
 	case plan.Runtime, plan.Services, plan.Env, plan.Compose:
 		return e.performLayer(ctx, drv, a)
@@ -263,11 +290,12 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if a.Kind == plan.Expire {
 			phase = state.Expired
 		}
-		return e.note(a, func(rec *state.Sandbox) {
+		return e.noteFile(a, func(f *state.File, rec *state.Sandbox) {
 			rec.Phase, rec.LastError, rec.SSH = phase, "", ""
 			if a.ExpiresAt != nil {
 				rec.ExpiresAt = a.ExpiresAt
 			}
+			f.DropSnapshotsOf(a.Sandbox, "") // they went with the VM
 		})
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
@@ -286,7 +314,7 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 		}
 		defer release()
 	}
-	if err := drv.Create(ctx, *a.Spec); err != nil {
+	if err := makeVM(ctx, drv, a); err != nil {
 		return err
 	}
 	if err := drv.Start(ctx, *a.Spec); err != nil {
@@ -297,6 +325,19 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 		running(a)(rec)
 		rec.CreatedAt = &now
 	})
+}
+
+// makeVM creates the action's VM, stopped: from its image, or as a copy
+// of its source's disk.
+func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
+	if a.Source == nil {
+		return drv.Create(ctx, *a.Spec)
+	}
+	cl, ok := drv.(drivers.Cloner)
+	if !ok {
+		return noSnapshots(a.Driver)
+	}
+	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)
 }
 
 // remove stops then deletes an instance; one already gone is fine.
@@ -332,10 +373,16 @@ func running(a plan.Action) func(*state.Sandbox) {
 
 // note records a change to one sandbox's record.
 func (e *Executor) note(a plan.Action, change func(*state.Sandbox)) error {
+	return e.noteFile(a, func(_ *state.File, rec *state.Sandbox) { change(rec) })
+}
+
+// noteFile is note for a change that reaches beyond the record (the
+// sandbox's snapshot records).
+func (e *Executor) noteFile(a plan.Action, change func(*state.File, *state.Sandbox)) error {
 	return e.Record.Update(func(f *state.File) {
 		rec := record(f, a.Sandbox)
 		rec.Instance, rec.Driver = a.Instance, a.Driver
-		change(rec)
+		change(f, rec)
 		rec.UpdatedAt = e.Clock.Now().UTC()
 	})
 }

@@ -71,9 +71,13 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		}
 	}
 	if !pools(opts.Request.Op) {
-		names := touched(u.r, u.rec, opts.Targets)
-		if u.locks, err = e.lockSandboxes(ctx, u.dir, names, lockModeOf(opts, planOnly)); err != nil {
+		names := withSources(u.r, u.rec, touched(u.r, u.rec, opts.Targets))
+		mode := lockModeOf(opts, planOnly)
+		if u.locks, err = e.lockSandboxes(ctx, u.dir, names, mode); err != nil {
 			return u, err
+		}
+		if mode == skipBusy {
+			u.locks.yieldCopies(func(name string) string { return sourceOf(u.r, u.rec, name) })
 		}
 	}
 	if planOnly {

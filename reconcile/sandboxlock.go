@@ -122,3 +122,28 @@ func touched(r *spec.Resolved, rec *state.File, targets []string) []string {
 	}
 	return out
 }
+
+// withSources adds to names the sandboxes whose disks theirs are copied
+// from: a run that may make a copy holds its source, so no other run
+// changes (or a backend stops) the source meanwhile.
+func withSources(r *spec.Resolved, rec *state.File, names []string) []string {
+	out := slices.Clone(names)
+	for _, name := range names {
+		if src := sourceOf(r, rec, name); src != "" && !slices.Contains(out, src) {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// yieldCopies lets go of each sandbox whose source another run holds: a
+// pass that leaves the source alone leaves its copies alone too.
+func (h *held) yieldCopies(source func(name string) string) {
+	for name, l := range h.locks {
+		if who := h.busy[source(name)]; who != nil {
+			l.Release()
+			delete(h.locks, name)
+			h.busy[name] = who
+		}
+	}
+}

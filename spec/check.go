@@ -27,6 +27,7 @@ func (r *Resolved) crossCheck() Errors {
 			seen[svc] = true
 		}
 		errs = append(errs, r.checkImage("sandboxes."+name+".image", sb.Image)...)
+		errs = append(errs, r.checkSource(name, sb)...)
 		if sb.TTL > 0 && sb.TTL > c.Lease.MaxTTL {
 			errs = append(errs, r.errorAt("sandboxes."+name+".ttl",
 				fmt.Sprintf("%s is longer than lease.max_ttl (%s)", sb.TTL, c.Lease.MaxTTL)))
@@ -68,6 +69,21 @@ func (r *Resolved) checkImage(path string, im Image) Errors {
 	}
 	if im.KernelCmdline != "" && im.Kernel == "" {
 		errs = append(errs, r.errorAt(path+".kernel_cmdline", "needs "+path+".kernel"))
+	}
+	return errs
+}
+
+// checkSource refuses a sandbox made from itself. Whether the source is
+// there is for the plan to say (a clone outlives its source's VM).
+func (r *Resolved) checkSource(name string, sb Sandbox) Errors {
+	var errs Errors
+	if sb.CloneOf == name || sb.CloneOf != "" && !ValidSandboxName(sb.CloneOf) {
+		errs = append(errs, r.errorAt("sandboxes."+name+".clone_of",
+			fmt.Sprintf("must name another sandbox (got %q)", clip(sb.CloneOf))))
+	}
+	if from, _, _ := ParseSnapshotRef(sb.FromSnapshot); from == name {
+		errs = append(errs, r.errorAt("sandboxes."+name+".from_snapshot",
+			"names a snapshot of this sandbox itself; a sandbox is made from another's"))
 	}
 	return errs
 }

@@ -101,6 +101,9 @@ func stringSchema(f field) map[string]any {
 	if f.has("nonempty") {
 		s["pattern"] = `\S`
 	}
+	if f.has("snapshot_ref") {
+		s["pattern"] = `^(([A-Za-z0-9]+([_-][A-Za-z0-9]+)*)/)?[A-Za-z0-9][A-Za-z0-9._-]{0,63}$|^$`
+	}
 	if strings.Contains(f.doc, "${VAR}") {
 		s["examples"] = []string{"${MYSQL_ROOT_PASSWORD}"}
 	}

@@ -67,6 +67,10 @@ type Sandbox struct {
 	Ports    []string `toml:"ports" json:"ports" check:"port_forward" doc:"Port forwards HOST:GUEST from the host's loopback into the guest."`
 	Network  Network  `toml:"network" json:"network" doc:"This sandbox's network policy; keys it does not set come from [network]."`
 	Adopt    string   `toml:"adopt,omitempty" json:"adopt,omitempty" managed:"true" doc:"Written by sbf in .sandboxforge/overrides.toml when it imports a VM: the existing backend instance this sandbox takes as its VM instead of creating one."`
+	CloneOf  string   `toml:"clone_of,omitempty" json:"clone_of,omitempty" managed:"true" doc:"Written by sbf in .sandboxforge/overrides.toml when it clones a sandbox (sbf clone, clone_instance): the sandbox whose VM's disk this sandbox's VM starts from."`
+	// FromSnapshot makes the sandbox's VM, when created, a copy of a
+	// snapshot sbf took of another sandbox of the workspace.
+	FromSnapshot string `toml:"from_snapshot,omitempty" json:"from_snapshot,omitempty" nullable:"true" check:"snapshot_ref" doc:"Create this sandbox's VM from a snapshot (sbf snapshot create) instead of its image: SANDBOX/NAME, or NAME when only one sandbox has a snapshot of that name. Used when the VM is created; the snapshot's sandbox must still have it then, on the same driver."`
 }
 
 // Docker configures the runtime inside the guest.

@@ -147,6 +147,13 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 			return nil, false
 		}
 	}
+	if f.has("snapshot_ref") && s != "" {
+		if _, _, ok := ParseSnapshotRef(s); !ok {
+			v.fail(path, false, "must be SANDBOX/NAME or NAME, a sandbox's name and a snapshot's "+
+				"(letters, digits, '.', '-' and '_'); got %q", clip(s))
+			return nil, false
+		}
+	}
 	return s, true
 }
 

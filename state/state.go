@@ -26,6 +26,7 @@ type (
 	GuestRecord   = statefile.GuestRecord
 	ServiceRecord = statefile.ServiceRecord
 	Phase         = statefile.Phase
+	Snapshot      = statefile.Snapshot
 )
 
 const (

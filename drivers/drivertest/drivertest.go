@@ -19,7 +19,10 @@
 //   - a backend that labels instances (drivers.Labeler) lists pool spares
 //     with their labels, lets exactly one of concurrent claims win, keeps
 //     a label until the instance is deleted and never after, and lists an
-//     instance it labelled whatever its name.
+//     instance it labelled whatever its name;
+//   - a backend that keeps snapshots (drivers.Snapshotter) or clones
+//     (drivers.Cloner) keeps them apart per instance and name, and a
+//     clone is a stopped instance of its own, as its spec says.
 package drivertest
 
 import (
@@ -88,6 +91,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("instances are independent", func(t *testing.T) { independent(t, h) })
 	t.Run("foreign instances are neither listed nor touched", func(t *testing.T) { foreign(t, h) })
 	t.Run("labels", func(t *testing.T) { labels(t, h) })
+	t.Run("snapshots", func(t *testing.T) { snapshots(t, h) })
+	t.Run("clones", func(t *testing.T) { clones(t, h) })
 }
 
 // Spare names the suite creates for the label rules.

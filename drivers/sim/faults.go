@@ -36,6 +36,12 @@ var ops = map[string]bool{
 	"reconfigure": true,
 	"label":       true,
 	"claim":       true,
+	// snapshots and clones (snapshots.go)
+	"snapshot":        true,
+	"restore":         true,
+	"delete-snapshot": true,
+	"list-snapshots":  true,
+	"clone":           true,
 }
 
 func parseFaults(s string) ([]fault, error) {
@@ -46,7 +52,7 @@ func parseFaults(s string) ([]fault, error) {
 		if !ok || !ok2 || !ops[op] || target == "" {
 			return nil, fmt.Errorf(
 				"SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, "+
-					"label, claim",
+					"label, claim, snapshot, restore, delete-snapshot, list-snapshots, clone",
 				rule,
 			)
 		}

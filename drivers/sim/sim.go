@@ -112,9 +112,10 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 	if _, err := d.read(spec.Name); err == nil {
 		return d.end("create", spec.Name, fmt.Errorf("sim instance %s already exists", spec.Name))
 	}
-	// A label or disk left by a delete cut short belongs to no instance; a
-	// new one of the same name must not inherit it (a pool reuses names).
-	err := errors.Join(os.RemoveAll(d.labelDir(spec.Name)), os.RemoveAll(d.guestDir(spec.Name)))
+	// A label, disk or snapshot left by a delete cut short belongs to no
+	// instance; a new one of the same name must not inherit it (a pool
+	// reuses names).
+	err := d.clearLeftovers(spec.Name)
 	if err == nil {
 		err = d.write(record{Name: spec.Name, Status: drivers.Stopped, Spec: spec, CreatedAt: d.clock.Now().UTC()})
 	}
@@ -163,15 +164,22 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.begin(ctx, "delete", name); err != nil {
 		return err
 	}
-	// Its label and disk go first: a delete cut short leaves an unlabelled
-	// instance (deleted again by the next pass), never a stray label.
-	err := errors.Join(os.RemoveAll(d.labelDir(name)), os.RemoveAll(d.guestDir(name)))
+	// Its label, disk and snapshots go first: a delete cut short leaves an
+	// unlabelled instance (deleted again by the next pass), never a stray
+	// label.
+	err := d.clearLeftovers(name)
 	if rerr := os.Remove(d.path(name)); errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound))
 	} else if rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return d.end("delete", name, err)
+}
+
+// clearLeftovers removes what an instance keeps besides its record.
+func (d *Driver) clearLeftovers(name string) error {
+	return errors.Join(os.RemoveAll(d.labelDir(name)), os.RemoveAll(d.guestDir(name)),
+		os.RemoveAll(d.snapshotDir(name)))
 }
 
 // labelDir holds an instance's label files (drivers.Labeler).

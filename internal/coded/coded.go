@@ -26,6 +26,12 @@ const (
 	StalePlan          = "PLAN_STALE"
 	StateLocked        = "STATE_LOCKED"
 	PolicyUnsupported  = "POLICY_UNSUPPORTED"
+	// SnapshotUnsupported is a backend (or a VM of it) that keeps no
+	// snapshots or makes no clones; the details say what would.
+	SnapshotUnsupported = "SNAPSHOT_UNSUPPORTED"
+	SnapshotNotFound    = "SNAPSHOT_NOT_FOUND"
+	SnapshotExists      = "SNAPSHOT_EXISTS"
+	SnapshotLimit       = "SNAPSHOT_LIMIT_EXCEEDED"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )

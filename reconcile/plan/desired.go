@@ -40,6 +40,14 @@ type DesiredSandbox struct {
 	// Adopt names an existing instance to import as the VM (an adopt
 	// key sbf wrote), instead of creating one.
 	Adopt string
+	// CloneOf and FromSnapshot say what a new VM's disk starts from: the
+	// disk of another sandbox's VM, or a snapshot sbf took of one.
+	// Source is what they resolved to against the records and the world
+	// (resolveSources); nil, with SourceErr saying why, when they did not.
+	CloneOf      string
+	FromSnapshot string
+	Source       *Source
+	SourceErr    error
 }
 
 // DesiredFrom reduces a resolved spec.
@@ -54,7 +62,9 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			VM:       vmSpec(drivers.InstanceName(r.WorkspaceID, name), sb, r.Root, r.Host),
 			TTL:      sb.TTL.Std(),
 			Adopt:    sb.Adopt,
+			CloneOf:  sb.CloneOf,
 		}
+		ds.FromSnapshot = sb.FromSnapshot
 		if ds.Driver == "kubevirt" {
 			ds.VM.Backend = sb.KubeVirt.Settings()
 		}

@@ -53,6 +53,9 @@ type Action struct {
 	// Reconfigure makes an adopt apply the restart-class keys the spare
 	// lacks (mounts, ports): stop, reconfigure, start.
 	Reconfigure bool `json:"reconfigure,omitempty"`
+	// Source, for a create, is what the VM's disk is copied from (a
+	// clone, or from_snapshot) instead of made from its image.
+	Source *Source `json:"source,omitempty"`
 	// Pool names the pool of a spare this action makes or deletes (no
 	// sandbox's); Spare says how a new spare is made.
 	Pool  string     `json:"pool,omitempty"`
@@ -112,6 +115,7 @@ func ComputeFor(d Desired, rec *state.File, obs Observed, now time.Time, targets
 	p := &Plan{}
 	gc := planSpareGC(d, obs, now)
 	p.warm = newWarmSpares(obs, now, gc, targets)
+	d = resolveSources(d, rec, obs)
 	for _, name := range sandboxNames(d, rec, obs) {
 		planSandbox(p, d, rec.Sandboxes[name], obs, name, now)
 	}
@@ -247,6 +251,10 @@ func planWanted(
 		p.Problems = append(p.Problems, Problem{Sandbox: ds.Name, Err: err, Message: err.Error()})
 		return
 	}
+	if err := ds.SourceErr; err != nil && !exists {
+		p.Problems = append(p.Problems, Problem{Sandbox: ds.Name, Err: err, Message: err.Error()})
+		return
+	}
 	vm, adopted := planVM(p, a, ds, r, inst, exists)
 	var applied map[string]string
 	if r != nil {
@@ -277,7 +285,11 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 		// The VM a create would make is the derived one; an adopt
 		// renames the spec to what it claims.
 		want.Name, a.Instance = ds.Instance, ds.Instance
-		planAdopt(p, &a, ds, r)
+		if a.Source = ds.Source; a.Source != nil {
+			a.Cause += "; " + a.Source.String()
+		} else {
+			planAdopt(p, &a, ds, r) // a copy of another disk is never a spare
+		}
 		p.Actions = append(p.Actions, a)
 		return a.Kind, a
 	}

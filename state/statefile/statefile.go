@@ -37,6 +37,21 @@ type File struct {
 	Sandboxes     map[string]*Sandbox `json:"sandboxes"`
 	// Tasks are background commands started in sandboxes, by id.
 	Tasks map[string]*Task `json:"tasks,omitempty"`
+	// Snapshots are the snapshots sbf took of its sandboxes' instances,
+	// sorted by sandbox and name. They go with their sandbox's VM.
+	Snapshots []*Snapshot `json:"snapshots,omitempty"`
+}
+
+// Snapshot records one snapshot of a sandbox's instance.
+type Snapshot struct {
+	Sandbox   string    `json:"sandbox"`
+	Instance  string    `json:"instance"`
+	Name      string    `json:"name"`
+	Driver    string    `json:"driver"`
+	CreatedAt time.Time `json:"created_at"`
+	// SizeBytes is what the backend said the snapshot takes; zero when
+	// it did not say.
+	SizeBytes int64 `json:"size_bytes,omitempty"`
 }
 
 // Phase is where a sandbox is in its life.

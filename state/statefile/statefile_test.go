@@ -153,3 +153,31 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestSnapshotRecordsStaySortedAndGoWithTheirSandbox(t *testing.T) {
+	f := &File{Lineage: "x"}
+	for _, s := range []*Snapshot{{Sandbox: "web", Name: "b", Instance: "i-web"}, {Sandbox: "api", Name: "z",
+		Instance: "i-api"}, {Sandbox: "api", Name: "a", Instance: "i-api"}, {Sandbox: "api", Name: "z",
+		Instance: "i-api", SizeBytes: 7}} {
+		f.PutSnapshot(s)
+	}
+	var got []string
+	for _, s := range f.Snapshots {
+		got = append(got, s.Sandbox+"/"+s.Name)
+	}
+	if strings.Join(got, " ") != "api/a api/z web/b" || f.FindSnapshot("api", "z").SizeBytes != 7 {
+		t.Fatalf("records: %v", got)
+	}
+	if len(f.SnapshotsOf("api")) != 2 || f.FindSnapshot("web", "a") != nil {
+		t.Errorf("lookups: %v", f.SnapshotsOf("api"))
+	}
+	f.DropSnapshotsOf("api", "i-other")
+	f.DropSnapshot("web", "b")
+	if len(f.Snapshots) != 2 {
+		t.Errorf("a replaced instance's drop took another's records: %v", f.Snapshots)
+	}
+	f.DropSnapshotsOf("api", "")
+	if f.Snapshots != nil {
+		t.Errorf("left %v", f.Snapshots)
+	}
+}

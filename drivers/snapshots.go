@@ -1,0 +1,114 @@
+package drivers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+)
+
+// Snapshotter keeps named snapshots of an instance: its disk, and its
+// running state where the backend saves that too (Lima's QEMU savevm).
+// A snapshot lives with its instance and is deleted with it. Names are
+// checked by the engine (ValidSnapshotName) before any backend sees them;
+// a backend that cannot snapshot this particular instance (Lima with
+// vm_type vz) answers an error from SnapshotUnsupported.
+type Snapshotter interface {
+	// Snapshot saves the instance as it is now under name, which no
+	// snapshot of it has yet.
+	Snapshot(ctx context.Context, instance, name string) (SnapshotInfo, error)
+	// RestoreSnapshot brings the instance back to the snapshot: what was
+	// written since is gone. A running instance keeps running (or is
+	// restarted) from it.
+	RestoreSnapshot(ctx context.Context, instance, name string) error
+	// DeleteSnapshot removes one snapshot; a missing one wraps
+	// ErrSnapshotNotFound.
+	DeleteSnapshot(ctx context.Context, instance, name string) error
+	// ListSnapshots reports the instance's snapshots, sorted by name.
+	ListSnapshots(ctx context.Context, instance string) ([]SnapshotInfo, error)
+}
+
+// SnapshotInfo is what a backend knows of one snapshot; zero fields are
+// ones it does not report.
+type SnapshotInfo struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	SizeBytes int64     `json:"size_bytes,omitempty"`
+}
+
+// Cloner makes a new instance whose disk starts as a copy of another's.
+type Cloner interface {
+	// Clone creates dst (stopped, as dst says: its name, resources,
+	// network) from the disk of source as it is now, or as it was in
+	// source's snapshot named snapshot ("": now). Snapshots of source are
+	// not carried over. A backend that can copy only a stopped disk stops
+	// a running source first and starts it again after (source is its
+	// spec, so it starts as it ran).
+	Clone(ctx context.Context, source Spec, snapshot string, dst Spec) error
+}
+
+// ErrSnapshotNotFound is a snapshot the instance does not have.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// MaxSnapshotName bounds a snapshot's name: it becomes a file name or a
+// QEMU tag, and is repeated in every answer about it.
+const MaxSnapshotName = 64
+
+// ValidSnapshotName reports whether name may name a snapshot: 1 to 64
+// letters, digits, '.', '-' and '_', starting with a letter or digit, so
+// it is never a path (no separator, no "..") nor an option ("-x").
+func ValidSnapshotName(name string) bool {
+	if name == "" || len(name) > MaxSnapshotName || !alnum(rune(name[0])) || strings.Contains(name, "..") {
+		return false
+	}
+	for _, c := range name {
+		if !alnum(c) && c != '.' && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// CheckSnapshotName is ValidSnapshotName as the error a caller gets.
+func CheckSnapshotName(field, name string) error {
+	if ValidSnapshotName(name) {
+		return nil
+	}
+	return coded.New(coded.InvalidArguments, map[string]any{"field": field, "value": coded.Clip(name)},
+		"%s %q is not a snapshot name (1-%d letters, digits, '.', '-' and '_', starting with a letter or digit)",
+		field, coded.Clip(name), MaxSnapshotName)
+}
+
+// SnapshotUnsupportedError is a backend that keeps no snapshots or makes
+// no clones (at all, or of this VM): why, and what would.
+type SnapshotUnsupportedError struct {
+	Driver    string
+	Reason    string
+	NextSteps []string
+}
+
+func (e *SnapshotUnsupportedError) Error() string {
+	msg := fmt.Sprintf("the %s driver %s", e.Driver, e.Reason)
+	if len(e.NextSteps) > 0 {
+		msg += " (next: " + strings.Join(e.NextSteps, "; ") + ")"
+	}
+	return msg
+}
+
+// Coded is the error's SNAPSHOT_UNSUPPORTED form.
+func (e *SnapshotUnsupportedError) Coded() *coded.Error {
+	return coded.New(coded.SnapshotUnsupported, map[string]any{"driver": e.Driver, "reason": e.Reason,
+		"next_steps": e.NextSteps}, "%s", e.Error())
+}
+
+// SnapshotUnsupported says a backend cannot snapshot or clone, why (a
+// phrase after "the NAME driver": "keeps no snapshots of vm_type vz"),
+// and what to do instead.
+func SnapshotUnsupported(driver, reason string, steps ...string) error {
+	return &SnapshotUnsupportedError{Driver: driver, Reason: reason, NextSteps: steps}
+}

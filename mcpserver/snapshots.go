@@ -1,0 +1,133 @@
+package mcpserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// Snapshots and clones (issue 24): each tool renames its arguments into
+// an engine request; the engine decides (names, leases, capability,
+// limits) and records.
+
+type snapshotArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Name       string `json:"name" jsonschema:"The snapshot's name: 1-64 letters, digits, '.', '-' and '_', starting with a letter or digit (each instance's own)."`
+}
+
+type listSnapshotsArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+}
+
+type cloneArgs struct {
+	InstanceID string  `json:"instance_id" jsonschema:"The instance to clone."`
+	Name       *string `json:"name,omitempty" jsonschema:"The new instance's id, a sandbox name (letters, digits, '-' and '_'); default: a new inst_ id."`
+	Snapshot   *string `json:"snapshot,omitempty" jsonschema:"Copy this snapshot of the instance instead of its disk as it is now."`
+	TTLMinutes *int    `json:"ttl_minutes,omitempty" jsonschema:"The new instance's lease in minutes; default: the source's lease length. At most [lease] max_ttl."`
+}
+
+var snapshotHints = map[string]hints{
+	"snapshot_instance": {},                                    // a new snapshot each call; a taken name is refused
+	"list_snapshots":    readOnly,                              // asks the backend; writes nothing
+	"restore_snapshot":  {destructive: true, idempotent: true}, // discards what was written since
+	"delete_snapshot":   {destructive: true, idempotent: true},
+	"clone_instance":    {openWorld: true}, // a new VM each call, like create_instance
+}
+
+func (s *Server) registerSnapshots() {
+	addTool(s, "snapshot_instance", "Take a snapshot (name) of an instance's VM: its disk, and its memory where "+
+		"the backend keeps that (Lima QEMU). SNAPSHOT_UNSUPPORTED on backends without snapshots.",
+		s.snapshotOp(reconcile.SnapshotCreate))
+	addTool(s, "list_snapshots", "List an instance's snapshots with when they were taken and their size "+
+		"when known.", s.listSnapshots)
+	addTool(s, "restore_snapshot", "Bring an instance's VM back to a snapshot; what was written since is lost.",
+		s.snapshotOp(reconcile.SnapshotRestore))
+	addTool(s, "delete_snapshot", "Delete one of an instance's snapshots.", s.snapshotOp(reconcile.SnapshotDelete))
+	addTool(s, "clone_instance", "Make a new instance, with its own lease, whose VM starts as a copy of this "+
+		"instance's disk (or of its snapshot). Counts against the instance cap. Returns the new instance_id.",
+		s.cloneInstance)
+}
+
+func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snapshotArgs) (any, error) {
+	return func(ctx context.Context, a snapshotArgs) (any, error) {
+		e, ws, err := s.instance(ctx, a.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.cfg.Engine.Snapshot(ctx, ws, reconcile.SnapshotRequest{Op: op, Sandbox: e.Sandbox, Name: a.Name})
+		if err != nil {
+			return nil, v1Error(err, a.InstanceID)
+		}
+		out := snapshotJSON(a.InstanceID, res.Snapshot)
+		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotCreate: "created",
+			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted"}[op]
+		return out, nil
+	}
+}
+
+func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (any, error) {
+	e, ws, err := s.instance(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Snapshot(ctx, ws, reconcile.SnapshotRequest{Op: reconcile.SnapshotList,
+		Sandbox: e.Sandbox})
+	if err != nil {
+		return nil, v1Error(err, a.InstanceID)
+	}
+	list := []map[string]any{}
+	for _, sn := range res.Snapshots {
+		list = append(list, snapshotJSON(a.InstanceID, sn))
+	}
+	return map[string]any{"instance_id": a.InstanceID, "backend": res.Driver, "snapshots": list,
+		"count": len(list)}, nil
+}
+
+func snapshotJSON(id string, sn *state.Snapshot) map[string]any {
+	out := map[string]any{"instance_id": id, "name": sn.Name, "backend": sn.Driver, "created_at": nil,
+		"size_bytes": nil}
+	if !sn.CreatedAt.IsZero() {
+		out["created_at"] = iso(sn.CreatedAt)
+	}
+	if sn.SizeBytes > 0 {
+		out["size_bytes"] = sn.SizeBytes
+	}
+	return out
+}
+
+func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
+	e, ws, err := s.instance(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	req := reconcile.CloneRequest{Source: e.Sandbox, Name: newInstanceID()}
+	if a.Name != nil {
+		req.Name = *a.Name
+	}
+	if a.Snapshot != nil {
+		req.Snapshot = *a.Snapshot
+	}
+	if a.TTLMinutes != nil {
+		req.TTL = reconcile.TTL(time.Duration(*a.TTLMinutes) * time.Minute)
+	}
+	res, name, err := s.cfg.Engine.Clone(ctx, ws, req)
+	if err != nil {
+		return nil, v1Error(err, a.InstanceID)
+	}
+	s.touch(res.Resolved.Root)
+	out := s.instanceSummary(res, name)
+	out["instance_id"] = s.idOf(res, name)
+	out["source_instance_id"] = a.InstanceID
+	if req.Snapshot != "" {
+		out["snapshot"] = req.Snapshot
+	}
+	return out, nil
+}
+
+// idOf is the id a sandbox of res goes by: the sandbox name made by
+// create_instance or clone_instance (inst_…), else its backend name.
+func (s *Server) idOf(res *reconcile.Result, sandbox string) string {
+	return instanceID(state.IndexEntry{Sandbox: sandbox, Instance: res.InstanceOf(sandbox)})
+}

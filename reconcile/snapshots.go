@@ -1,0 +1,220 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// MaxSnapshots bounds how many snapshots one sandbox keeps: each holds
+// disk (and memory) of the host's, and an agent asks for them.
+const MaxSnapshots = 16
+
+// SnapshotOp is what a snapshot request does.
+type SnapshotOp string
+
+const (
+	SnapshotCreate  SnapshotOp = "create"
+	SnapshotRestore SnapshotOp = "restore"
+	SnapshotDelete  SnapshotOp = "delete"
+	SnapshotList    SnapshotOp = "list"
+)
+
+// SnapshotRequest is a door's snapshot operation on one sandbox.
+type SnapshotRequest struct {
+	Op      SnapshotOp
+	Sandbox string
+	Name    string // the snapshot; not for list
+}
+
+// SnapshotResult is what a snapshot operation did: the snapshot it
+// created, restored or deleted, or (list) every one the sandbox has.
+type SnapshotResult struct {
+	Sandbox   string
+	Instance  string
+	Driver    string
+	Snapshot  *state.Snapshot
+	Snapshots []*state.Snapshot
+}
+
+// Snapshot carries out a snapshot operation. The engine decides what a
+// door never does: the name is one a snapshot may have, the sandbox holds
+// a live lease, its backend keeps snapshots (SNAPSHOT_UNSUPPORTED
+// otherwise), a name is taken once (SNAPSHOT_EXISTS) and within
+// MaxSnapshots (SNAPSHOT_LIMIT_EXCEEDED), and the snapshot exists
+// (SNAPSHOT_NOT_FOUND). The sandbox's lock is held throughout, so no run
+// changes its VM meanwhile; what was taken is recorded in the state file
+// and forgotten with the sandbox's VM.
+func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequest) (*SnapshotResult, error) {
+	if req.Op != SnapshotList {
+		if err := drivers.CheckSnapshotName("name", req.Name); err != nil {
+			return nil, err
+		}
+	}
+	root, _, err := spec.WorkspaceIdentity(ws.Root)
+	if err != nil {
+		return nil, err
+	}
+	if req.Op != SnapshotList {
+		locks, err := e.lockSandboxes(ctx, filepath.Join(root, spec.Dir), []string{req.Sandbox}, waitBusy)
+		if err != nil {
+			return nil, err
+		}
+		defer locks.release()
+	}
+	tgt, sn, err := e.snapshotTarget(ws, req.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	have, err := sn.ListSnapshots(ctx, tgt.Instance)
+	if err != nil {
+		return nil, err
+	}
+	res := &SnapshotResult{Sandbox: tgt.Sandbox, Instance: tgt.Instance, Driver: tgt.DriverName}
+	switch req.Op {
+	case SnapshotList:
+		res.Snapshots, err = e.listed(tgt, have)
+	case SnapshotCreate:
+		res.Snapshot, err = e.takeSnapshot(ctx, tgt, sn, have, req.Name)
+	case SnapshotRestore, SnapshotDelete:
+		res.Snapshot, err = e.changeSnapshot(ctx, tgt, sn, have, req)
+	default:
+		err = coded.New(coded.InvalidArguments, map[string]any{"op": string(req.Op)}, "unknown snapshot operation %q",
+			req.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// snapshotTarget finds a live sandbox whose backend keeps snapshots.
+func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, drivers.Snapshotter, error) {
+	tgt, err := e.Target(ws, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	drv, err := tgt.Driver()
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, ok := drv.(drivers.Snapshotter)
+	if !ok {
+		return nil, nil, noSnapshots(tgt.DriverName)
+	}
+	return tgt, sn, nil
+}
+
+// noSnapshots is a backend without the capability. What each could use:
+// Hyper-V's Checkpoint-VM/Restore-VMCheckpoint, Code-Hex/vz's
+// SaveMachineStateToPath (macOS 14+), KubeVirt's VirtualMachineSnapshot;
+// none is wired in this build.
+func noSnapshots(driver string) error {
+	return drivers.SnapshotUnsupported(driver, "keeps no snapshots and makes no clones in this build of sbf",
+		`declare the sandbox with driver = "lima" and vm_type = "qemu" to snapshot it (clones: any lima VM)`,
+		"or keep what matters outside the VM: sbf cp, collect_artifacts")
+}
+
+// listed is what the backend has, with what the state file recorded of
+// each (when it was taken, by which driver); the backend's word decides
+// which exist.
+func (e *Engine) listed(tgt *sandbox.Target, have []drivers.SnapshotInfo) ([]*state.Snapshot, error) {
+	rec, err := state.Read(filepath.Join(tgt.Resolved.Root, spec.Dir), tgt.Resolved.Root, tgt.Resolved.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	out := []*state.Snapshot{}
+	for _, info := range have {
+		s := snapshotRecord(tgt, info)
+		if r := rec.FindSnapshot(tgt.Sandbox, info.Name); r != nil && r.Instance == tgt.Instance {
+			s.CreatedAt = r.CreatedAt
+			if s.SizeBytes == 0 {
+				s.SizeBytes = r.SizeBytes
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func snapshotRecord(tgt *sandbox.Target, info drivers.SnapshotInfo) *state.Snapshot {
+	return &state.Snapshot{Sandbox: tgt.Sandbox, Instance: tgt.Instance, Name: info.Name, Driver: tgt.DriverName,
+		CreatedAt: info.CreatedAt, SizeBytes: info.SizeBytes}
+}
+
+func (e *Engine) takeSnapshot(
+	ctx context.Context,
+	tgt *sandbox.Target,
+	sn drivers.Snapshotter,
+	have []drivers.SnapshotInfo,
+	name string,
+) (*state.Snapshot, error) {
+	details := map[string]any{"sandbox": tgt.Sandbox, "name": name, "snapshots": names(have)}
+	if slices.ContainsFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == name }) {
+		return nil, coded.New(coded.SnapshotExists, details,
+			"sandbox %s has a snapshot %s already; delete it first or choose another name", tgt.Sandbox, name)
+	}
+	if len(have) >= MaxSnapshots {
+		details["max_snapshots"] = MaxSnapshots
+		return nil, coded.New(coded.SnapshotLimit, details,
+			"sandbox %s keeps %d snapshots, the most a sandbox may; delete one first", tgt.Sandbox, len(have))
+	}
+	info, err := sn.Snapshot(ctx, tgt.Instance, name)
+	if err != nil {
+		return nil, err
+	}
+	s := snapshotRecord(tgt, info)
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = e.Clock.Now().UTC()
+	}
+	return s, e.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
+}
+
+func (e *Engine) changeSnapshot(
+	ctx context.Context,
+	tgt *sandbox.Target,
+	sn drivers.Snapshotter,
+	have []drivers.SnapshotInfo,
+	req SnapshotRequest,
+) (*state.Snapshot, error) {
+	i := slices.IndexFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == req.Name })
+	if i < 0 {
+		return nil, coded.New(coded.SnapshotNotFound, map[string]any{"sandbox": tgt.Sandbox, "name": req.Name,
+			"snapshots": names(have)}, "sandbox %s has no snapshot %s (it has: %v)", tgt.Sandbox, req.Name, names(have))
+	}
+	s := snapshotRecord(tgt, have[i])
+	if req.Op == SnapshotRestore {
+		return s, sn.RestoreSnapshot(ctx, tgt.Instance, req.Name)
+	}
+	err := sn.DeleteSnapshot(ctx, tgt.Instance, req.Name)
+	if err != nil && !errors.Is(err, drivers.ErrSnapshotNotFound) {
+		return nil, err
+	}
+	return s, e.updateState(ctx, tgt, func(f *state.File) { f.DropSnapshot(tgt.Sandbox, req.Name) })
+}
+
+// updateState changes the target's workspace's state file under its lock.
+func (e *Engine) updateState(ctx context.Context, tgt *sandbox.Target, change func(*state.File)) error {
+	r := tgt.Resolved
+	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, e.holder(), e.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.Update(change)
+}
+
+func names(list []drivers.SnapshotInfo) []string {
+	out := []string{}
+	for _, s := range list {
+		out = append(out, s.Name)
+	}
+	return out
+}
