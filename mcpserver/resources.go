@@ -34,7 +34,7 @@ func (s *Server) registerResources() {
 	s.mcp.AddResource(mcp.NewResource(schemaURI, "sbf spec schema",
 		mcp.WithResourceDescription("The JSON Schema of .sandboxforge.toml (what sbf schema prints)."),
 		mcp.WithMIMEType("application/schema+json")), s.readSchema)
-	for _, kind := range []string{"sandboxes", "policy"} {
+	for _, kind := range resourceKinds {
 		s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(workspacePrefix+"{id}/"+kind, "workspace "+kind,
 			mcp.WithTemplateDescription(resourceDescriptions[kind]), mcp.WithTemplateMIMEType(jsonMIME)),
 			s.readWorkspaceResource)
@@ -44,8 +44,12 @@ func (s *Server) registerResources() {
 	}
 }
 
+var resourceKinds = []string{"sandboxes", "snapshots", "policy"}
+
 var resourceDescriptions = map[string]string{
 	"sandboxes": "The workspace's sandboxes: phase, lease end, what the backend reports, drift, last error.",
+	"snapshots": "The snapshots sbf took of the workspace's sandboxes and has not deleted (the state file's " +
+		"index): sandbox, instance, name, driver, created_at, size_bytes.",
 	"policy": "The workspace's effective policy: host folders copies may use, paths guest data may never " +
 		"write, the operator's served roots, host execution, network egress.",
 }
@@ -66,7 +70,7 @@ func (s *Server) announceWorkspace(root string) {
 	if seen {
 		return
 	}
-	for _, kind := range []string{"sandboxes", "policy"} {
+	for _, kind := range resourceKinds {
 		s.mcp.AddResource(mcp.NewResource(workspacePrefix+id+"/"+kind, kind+" of "+abs,
 			mcp.WithResourceDescription(resourceDescriptions[kind]), mcp.WithMIMEType(jsonMIME)),
 			s.readWorkspaceResource)
@@ -100,6 +104,11 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 		doc, err = s.inventory(ctx, ws, id)
 	case "policy":
 		doc, err = s.effectivePolicy(ctx, ws, id)
+	case "snapshots":
+		var r *spec.Resolved
+		if r, err = s.load(ws); err == nil {
+			doc, err = snapshotIndex(r, id)
+		}
 	default:
 		return nil, fmt.Errorf("no resource %s", clip(req.Params.URI))
 	}
@@ -176,8 +185,7 @@ func (s *Server) effectivePolicy(ctx context.Context, ws spec.Options, id string
 		"served_workspace_roots": nonNil(s.cfg.Policy.WorkspaceRoots), "client_roots": client,
 		"host_exec_allowed": s.cfg.Policy.HostExec,
 		"ports":             map[string]any{"bind": "127.0.0.1", "non_loopback": false},
-		"network": map[string]any{"egress_enforced": false,
-			"note": "a guest has the host's outbound network; this sbf declares no egress policy"},
+		"network":           networkPolicy(r),
 	}, nil
 }
 

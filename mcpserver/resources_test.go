@@ -59,13 +59,13 @@ func TestResources(t *testing.T) {
 	})
 	uris := strings.Join(resourceURIs(t, f.c), " ")
 	for _, want := range []string{schemaURI, "sbf://workspaces/" + wsID + "/sandboxes",
-		"sbf://workspaces/" + wsID + "/policy"} {
+		"sbf://workspaces/" + wsID + "/policy", "sbf://workspaces/" + wsID + "/snapshots"} {
 		if !strings.Contains(uris, want) {
 			t.Errorf("resources/list lacks %s: %s", want, uris)
 		}
 	}
 	tmpl, err := f.c.ListResourceTemplates(context.Background(), mcp.ListResourceTemplatesRequest{})
-	if err != nil || len(tmpl.ResourceTemplates) != 2 {
+	if err != nil || len(tmpl.ResourceTemplates) != 3 {
 		t.Fatalf("templates: %v %v", tmpl, err)
 	}
 	schema, err := readResource(t, f.c, schemaURI)
@@ -88,8 +88,13 @@ func TestResources(t *testing.T) {
 	}
 	text := mustJSON(pol)
 	if !strings.Contains(text, `"allowed_roots":["`+f.root+`"]`) || !strings.Contains(text, "secrets/**") ||
-		!strings.Contains(text, `".git"`) {
+		!strings.Contains(text, `".git"`) || !strings.Contains(text, `"default":{"allow":[],"egress":"allow"}`) {
 		t.Errorf("policy: %s", text)
+	}
+	f.ok("snapshot_instance", map[string]any{"instance_id": id, "name": "clean"})
+	snaps, err := readResource(t, f.c, "sbf://workspaces/"+wsID+"/snapshots")
+	if err != nil || snaps["count"] != float64(1) || !strings.Contains(mustJSON(snaps), `"name":"clean"`) {
+		t.Errorf("snapshots: %v %v", snaps, err)
 	}
 	// Another workspace, reached by a tool, joins the list.
 	other := filepath.Join(t.TempDir(), "other")

@@ -165,7 +165,8 @@ await ok("run_command", { instance_id: id, command: `echo ${secret} > /dev/null`
 const history = await ok("get_history", { instance_id: id, limit: 1000 });
 assert.ok(!JSON.stringify(history).includes(secret), "the history shows a secret");
 const tools = history.events.map((e) => e.tool);
-for (const t of ["create_instance", "write_file", "read_file", "list_files", "remove_path", "expose_port", "unexpose_port"]) {
+for (const t of ["create_instance", "write_file", "read_file", "list_files", "remove_path", "expose_port",
+  "unexpose_port"]) {
   assert.ok(tools.includes(t), `${t} is not in the history: ${tools}`);
 }
 const last = history.events.at(-1);
@@ -180,7 +181,8 @@ assert.ok(listedResources.includes("sbf://schema/spec"), JSON.stringify(listedRe
 const inventoryURI = listedResources.find((u) => /^sbf:\/\/workspaces\/ws_[0-9a-f]{12}\/sandboxes$/.test(u));
 assert.ok(inventoryURI, JSON.stringify(listedResources));
 const templates = (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
-assert.deepEqual(templates.sort(), ["sbf://workspaces/{id}/policy", "sbf://workspaces/{id}/sandboxes"]);
+assert.deepEqual(templates.sort(),
+  ["sbf://workspaces/{id}/policy", "sbf://workspaces/{id}/sandboxes", "sbf://workspaces/{id}/snapshots"]);
 const readJSON = async (uri) => JSON.parse((await client.readResource({ uri })).contents[0].text);
 const schema = await readJSON("sbf://schema/spec");
 assert.ok(schema.properties?.vm, "the schema describes [vm]");
@@ -189,6 +191,30 @@ assert.deepEqual(inventory.sandboxes.map((s) => [s.instance_id, s.live_status]),
 const policy = await readJSON(inventoryURI.replace(/sandboxes$/, "policy"));
 assert.ok(policy.host_paths.allowed_roots.length >= 1 && policy.ports.bind === "127.0.0.1", JSON.stringify(policy));
 await assert.rejects(client.readResource({ uri: "sbf://workspaces/ws_000000000000/policy" }));
+
+// Snapshots and clones: snapshot → change a file → restore → the file is
+// back; a clone starts from the source's disk and then goes its own way.
+const marker = "snap/marker.txt";
+const readMarker = async (inst) => (await ok("read_file", { instance_id: inst, path: marker })).content;
+await ok("write_file", { instance_id: id, path: marker, content: "before", make_parents: true });
+const snap = await ok("snapshot_instance", { instance_id: id, name: "clean" });
+assert.deepEqual([snap.status, snap.name, snap.backend], ["created", "clean", "sim"], JSON.stringify(snap));
+await ok("write_file", { instance_id: id, path: marker, content: "after" });
+await ok("restore_snapshot", { instance_id: id, name: "clean" });
+assert.equal(await readMarker(id), "before", "restore_snapshot brings the file back");
+await fails("snapshot_instance", { instance_id: id, name: "clean" }, "SNAPSHOT_EXISTS");
+await fails("snapshot_instance", { instance_id: id, name: "../../etc" }, "INVALID_ARGUMENTS");
+const snapshots = await readJSON(inventoryURI.replace(/sandboxes$/, "snapshots"));
+assert.deepEqual(snapshots.snapshots.map((s) => s.name), ["clean"], JSON.stringify(snapshots));
+const clone = await ok("clone_instance", { instance_id: id, ttl_minutes: 15 });
+assert.ok(clone.instance_id !== id && clone.source_instance_id === id, JSON.stringify(clone));
+assert.equal(await readMarker(clone.instance_id), "before", "the clone starts from the source's disk");
+await ok("write_file", { instance_id: clone.instance_id, path: marker, content: "clone" });
+assert.deepEqual([await readMarker(id), await readMarker(clone.instance_id)], ["before", "clone"],
+  "an instance and its clone share no disk");
+await ok("delete_snapshot", { instance_id: id, name: "clean" });
+assert.equal((await ok("list_snapshots", { instance_id: id })).count, 0);
+await ok("destroy_instance", { instance_id: clone.instance_id });
 
 await ok("destroy_instance", { instance_id: id });
 
@@ -207,9 +233,10 @@ function parseMetrics(text) {
 const scraped = parseMetrics(await (await fetch(`http://${metricsAddr}/metrics`)).text());
 const sample = (name, labels = {}) =>
   scraped.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
-assert.equal(sample("sbf_tool_calls_total", { tool: "write_file", code: "ok" }), 2, JSON.stringify(scraped.slice(0, 5)));
+assert.equal(sample("sbf_tool_calls_total", { tool: "write_file", code: "ok" }), 5, JSON.stringify(scraped.slice(0, 5)));
 assert.equal(sample("sbf_tool_calls_total", { tool: "read_file", code: "GUEST_PATH_NOT_FOUND" }), 1);
-assert.equal(sample("sbf_tool_calls_total", { tool: "destroy_instance", code: "ok" }), 1);
+assert.equal(sample("sbf_tool_calls_total", { tool: "destroy_instance", code: "ok" }), 2);
+assert.equal(sample("sbf_tool_calls_total", { tool: "snapshot_instance", code: "SNAPSHOT_EXISTS" }), 1);
 assert.ok(sample("sbf_tool_call_duration_seconds_count", { tool: "run_command" }) >= 2);
 assert.equal(sample("sbf_exposed_ports"), 0);
 assert.ok(scraped.some((s) => s.name === "sbf_sandboxes" && s.labels.driver === "sim"), "sandboxes by phase and driver");
