@@ -238,6 +238,7 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	if ps := m.call("docker_ps", map[string]any{"instance_id": id, "all": true}); ps["exit_code"] != float64(0) {
 		t.Errorf("docker_ps: %v", ps)
 	}
+	t.Run("clone", func(t *testing.T) { testClone(t, m, id, "sbf-e2e/busybox:1") })
 }
 
 // coldToFirstExec is create_instance → first run_command with a VM boot,

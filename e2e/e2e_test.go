@@ -199,6 +199,7 @@ func TestRealVM(t *testing.T) {
 	t.Run("egress", func(t *testing.T) { testEgressEnforced(t, w, hosts, direct) })
 	w.must("sbf extend api 30m", "extend", "api", "30m")
 	w.write(".sandboxforge.toml", specText(1, true)) // the sandboxes after this one start unrestricted
+	t.Run("snapshots", func(t *testing.T) { testSnapshots(t, w, name) })
 
 	later := []string{"SBF_NOW=" + time.Now().Add(4*time.Hour).UTC().Format(time.RFC3339)}
 	start = time.Now()

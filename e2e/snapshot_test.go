@@ -1,0 +1,92 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+)
+
+// testSnapshots: snapshot_instance, list_snapshots, restore_snapshot and
+// delete_snapshot on the running QEMU VM, through real `limactl snapshot`
+// (savevm/loadvm): its table is parsed, a restore brings the guest's
+// files back and the kept connection reconnects to the restored VM.
+func testSnapshots(t *testing.T, w *ws, instance string) {
+	m := w.mcp()
+	defer m.close()
+	m.t = t // a failed call fails this subtest, from its own goroutine
+	cat := func() any {
+		return m.call("run_command", map[string]any{"instance_id": instance,
+			"command": "cat ~/snap-marker 2>/dev/null || echo none"})["stdout"]
+	}
+	m.call("run_command", map[string]any{"instance_id": instance,
+		"command": "echo before > ~/snap-marker && sync"})
+	start := time.Now()
+	taken := m.call("snapshot_instance", map[string]any{"instance_id": instance, "name": "clean"})
+	record("snapshot_instance (limactl snapshot create, running VM)", start)
+	if taken["name"] != "clean" || taken["created_at"] == nil {
+		t.Errorf("snapshot_instance: %v", taken)
+	}
+	list := m.call("list_snapshots", map[string]any{"instance_id": instance})
+	if list["count"] != float64(1) {
+		t.Fatalf("list_snapshots after one: %v", list)
+	}
+	if s := list["snapshots"].([]any)[0].(map[string]any); s["name"] != "clean" || s["size_bytes"] == nil {
+		t.Errorf("the listed snapshot (limactl's table, parsed): %v", s)
+	}
+	if r, isErr := m.try("snapshot_instance", map[string]any{"instance_id": instance, "name": "clean"}); !isErr ||
+		r["error_code"] != "SNAPSHOT_EXISTS" {
+		t.Errorf("a second snapshot named clean: %v", r)
+	}
+
+	m.call("run_command", map[string]any{"instance_id": instance,
+		"command": "echo after > ~/snap-marker && sync"})
+	start = time.Now()
+	m.call("restore_snapshot", map[string]any{"instance_id": instance, "name": "clean"})
+	record("restore_snapshot (limactl snapshot apply, running VM)", start)
+	if got := cat(); got != "before\n" {
+		t.Errorf("the marker after restoring clean = %q, want the snapshot's", got)
+	}
+	m.call("delete_snapshot", map[string]any{"instance_id": instance, "name": "clean"})
+	if list := m.call("list_snapshots", map[string]any{"instance_id": instance}); list["count"] != float64(0) {
+		t.Errorf("list_snapshots after delete: %v", list)
+	}
+}
+
+// testClone: clone_instance of the running ad-hoc VM through real
+// `limactl clone` (the source is stopped for the copy and started again).
+// The clone has the source's disk (the docker image imported there runs
+// in it without an import) and then its own: a file written in it is not
+// in the source, which runs on.
+func testClone(t *testing.T, parent *mcpSession, source, image string) {
+	m := &mcpSession{t: t, c: parent.c} // a failed call fails this subtest, from its own goroutine
+	m.call("run_command", map[string]any{"instance_id": source, "command": "echo source > ~/clone-marker && sync"})
+	start := time.Now()
+	clone := m.call("clone_instance", map[string]any{"instance_id": source, "ttl_minutes": 30})
+	record("clone_instance (stop source, limactl clone, start both)", start)
+	id, _ := clone["instance_id"].(string)
+	if id == "" || id == source || clone["source_instance_id"] != source || clone["status"] != "running" {
+		t.Fatalf("clone_instance: %v", clone)
+	}
+	defer func() {
+		if out, isErr := m.try("destroy_instance", map[string]any{"instance_id": id}); isErr {
+			t.Errorf("destroy_instance of the clone: %v", out)
+		}
+	}()
+	marker := func(inst string) any {
+		return m.call("run_command", map[string]any{"instance_id": inst,
+			"command": "cat ~/clone-marker"})["stdout"]
+	}
+	if got := marker(id); got != "source\n" {
+		t.Errorf("the clone's marker = %q, want the source's", got)
+	}
+	ran := m.call("docker_run", map[string]any{"instance_id": id, "image": image, "detach": false,
+		"command": "echo from-the-clone"})
+	if out, _ := ran["stdout"].(string); out != "from-the-clone\n" {
+		t.Errorf("docker_run in the clone (the source's image): %v", ran)
+	}
+	m.call("run_command", map[string]any{"instance_id": id, "command": "echo clone > ~/clone-marker && sync"})
+	if a, b := marker(source), marker(id); a != "source\n" || b != "clone\n" {
+		t.Errorf("after writing in the clone: source %q, clone %q", a, b)
+	}
+}
