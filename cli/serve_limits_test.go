@@ -216,7 +216,7 @@ func TestServeMemoryAfter20000Sessions(t *testing.T) {
 // "sbf mcp"), and a concurrent apply says who it waits for.
 func TestServeNamesItselfInTheLockNote(t *testing.T) {
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
-	_, url := serveProcess(t, w, "SBF_SIM_LATENCY=create=3s")
+	_, url := serveProcess(t, w, "SBF_SIM_LATENCY=create=8s")
 	client := &http.Client{Timeout: time.Minute}
 	resp, err := mcpPost(client, url, strings.NewReader(initRequest), int64(len(initRequest)), "")
 	if err != nil {

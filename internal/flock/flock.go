@@ -73,10 +73,22 @@ func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration
 		}
 		wait = min(wait*2, 250*time.Millisecond)
 	}
-	note, _ := json.Marshal(who)
-	// The note is advisory: a failure to write it must not fail the lock.
-	_ = os.WriteFile(path+".info", note, 0o644)
+	writeNote(path+".info", who)
 	return &Lock{f: f, path: path}, nil
+}
+
+// writeNote writes the holder note whole (a temporary file renamed over
+// it), so a waiting process never reads half of one. The note is
+// advisory: a failure to write it must not fail the lock.
+func writeNote(path string, who Holder) {
+	note, _ := json.Marshal(who)
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, note, 0o644); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+	}
 }
 
 // Release drops the lock. The lock file stays (removing it would race with
