@@ -208,7 +208,9 @@ func record(f *state.File, sandbox string) *state.Sandbox {
 
 // run performs one action and records its outcome.
 func (e *Executor) run(ctx context.Context, a plan.Action) error {
-	start := e.Clock.Now()
+	// How long an action took is real time: e.Clock may be pinned (SBF_NOW)
+	// or fake, and a step of minutes would show as "done (0s)".
+	start := clock.Real{}.Now()
 	who := a.Sandbox
 	if who == "" {
 		who = a.Subject() + " " + a.Instance // a spare
@@ -226,7 +228,7 @@ func (e *Executor) run(ctx context.Context, a plan.Action) error {
 			err = errors.Join(err, rerr)
 		}
 	}
-	e.emit(Event{Sandbox: who, Kind: a.Kind, Done: true, Err: err, Elapsed: e.Clock.Now().Sub(start)})
+	e.emit(Event{Sandbox: who, Kind: a.Kind, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(start)})
 	return err
 }
 

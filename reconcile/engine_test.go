@@ -379,3 +379,32 @@ func TestAPanickingActionFailsItsSandboxOnly(t *testing.T) {
 		t.Fatalf("apply: %v", err)
 	}
 }
+
+// slowCreate is a backend whose create takes real time.
+type slowCreate struct{ Driver }
+
+func (s slowCreate) Create(ctx context.Context, spec drivers.Spec) error {
+	time.Sleep(40 * time.Millisecond)
+	return s.Driver.Create(ctx, spec)
+}
+
+// An action's Elapsed is the real time it took, whatever the engine's
+// clock says: with SBF_NOW pinned it said "done (0s)" after minutes.
+func TestProgressTimesAreRealTime(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	real := h.eng.Drivers
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := real(name, r)
+		return slowCreate{d}, err
+	}
+	var created *Event
+	h.eng.Events = func(ev Event) {
+		if ev.Done && ev.Kind == plan.Create {
+			created = &ev
+		}
+	}
+	h.mustApply()
+	if created == nil || created.Elapsed < 40*time.Millisecond {
+		t.Fatalf("the create's done event: %+v (the engine's clock did not move)", created)
+	}
+}
