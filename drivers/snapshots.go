@@ -31,6 +31,21 @@ type Snapshotter interface {
 	ListSnapshots(ctx context.Context, instance string) ([]SnapshotInfo, error)
 }
 
+// SnapshotPorter moves a snapshot out of its instance into a host file
+// and back in, so it outlives the instance (which deletes its snapshots
+// with it). The engine chooses and checks both files: an export's dst is
+// a file it created, empty, in a folder it judged; an import's src is a
+// regular file there. A backend without it answers SnapshotUnsupported.
+type SnapshotPorter interface {
+	// ExportSnapshot writes the instance's snapshot name into the file
+	// dst, standalone (nothing else is needed to import it).
+	ExportSnapshot(ctx context.Context, instance, name, dst string) error
+	// ImportSnapshot makes src, an export by the same backend, the
+	// instance's snapshot name, which it has not yet; the instance's
+	// current disk is left as it is.
+	ImportSnapshot(ctx context.Context, instance, name, src string) error
+}
+
 // SnapshotInfo is what a backend knows of one snapshot; zero fields are
 // ones it does not report.
 type SnapshotInfo struct {
