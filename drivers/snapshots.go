@@ -68,6 +68,11 @@ type Cloner interface {
 // ErrSnapshotNotFound is a snapshot the instance does not have.
 var ErrSnapshotNotFound = errors.New("snapshot not found")
 
+// ErrStopFirst is an operation a backend does only on a stopped
+// instance (Lima's qemu-img on a disk QEMU holds open): the engine stops
+// the instance, asks again, and starts it with its spec after.
+var ErrStopFirst = errors.New("the instance must be stopped for this")
+
 // MaxSnapshotName bounds a snapshot's name: it becomes a file name or a
 // QEMU tag, and is repeated in every answer about it.
 const MaxSnapshotName = 64
