@@ -2,12 +2,17 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 func (h *harness) port(op SnapshotOp, sandbox, name, path string) (*SnapshotResult, error) {
@@ -107,5 +112,64 @@ func TestExportAndImportPathsFollowTheHostPathRules(t *testing.T) {
 	h.eng.Policy.AllowedPaths = []string{outside}
 	if _, err := h.port(SnapshotImport, "web", "in", filepath.Join(outside, "good.snap")); err != nil {
 		t.Errorf("import from an allowed folder: %v", err)
+	}
+}
+
+// coldSim imports only into stopped instances, as Lima does, and notes
+// the lifecycle calls it gets.
+type coldSim struct {
+	*sim.Driver
+	calls *[]string
+}
+
+func (c coldSim) ImportSnapshot(ctx context.Context, instance, name, src string) error {
+	list, err := c.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, in := range list {
+		if in.Name == instance && in.Status == drivers.Running {
+			*c.calls = append(*c.calls, "refused")
+			return fmt.Errorf("importing into %s: %w", instance, drivers.ErrStopFirst)
+		}
+	}
+	*c.calls = append(*c.calls, "import")
+	return c.Driver.ImportSnapshot(ctx, instance, name, src)
+}
+
+func (c coldSim) Stop(ctx context.Context, name string) error {
+	*c.calls = append(*c.calls, "stop")
+	return c.Driver.Stop(ctx, name)
+}
+
+func (c coldSim) Start(ctx context.Context, s drivers.Spec) error {
+	*c.calls = append(*c.calls, "start "+s.Name)
+	return c.Driver.Start(ctx, s)
+}
+
+func TestABackendThatImportsOnlyIntoAStoppedVMGetsItStoppedAndStarted(t *testing.T) {
+	h := newHarness(t, twoSims)
+	h.mustApply()
+	h.mustSnapshot(t, SnapshotCreate, "api", "clean")
+	if _, err := h.port(SnapshotExport, "api", "clean", "clean.snap"); err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := h.driver(name, r)
+		if err != nil {
+			return nil, err
+		}
+		return coldSim{Driver: d.(*sim.Driver), calls: &calls}, nil
+	}
+	if _, err := h.port(SnapshotImport, "web", "moved", "clean.snap"); err != nil {
+		t.Fatal(err)
+	}
+	want := "refused stop import start " + h.instance("web")
+	if got := strings.Join(calls, " "); got != want {
+		t.Errorf("calls: %q, want %q", got, want)
+	}
+	if got := h.guestRun(t, "web", "echo up"); got != "up" {
+		t.Errorf("web after the import: %q", got)
 	}
 }
