@@ -18,10 +18,14 @@ import (
 func (a *app) snapshotCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot",
-		Short: "Take, list, restore and delete snapshots of a sandbox's VM",
+		Short: "Take, list, restore, delete, export and import snapshots of a sandbox's VM",
 		Long: "A snapshot keeps a sandbox's VM as it is (Lima with vm_type qemu: its disk, and its memory while it\n" +
 			"runs; the sim: its guest folder) under a name of the sandbox's, until it is deleted or the sandbox\n" +
-			"ends. Drivers that keep none (hyperv, vz, kubevirt for now) answer SNAPSHOT_UNSUPPORTED.",
+			"ends. Drivers that keep none (hyperv, vz, kubevirt for now) answer SNAPSHOT_UNSUPPORTED.\n" +
+			"export writes one into a new host file (never over an existing one) that outlives the sandbox and\n" +
+			"that sbf never deletes; import makes such a file a new snapshot of a sandbox on the same driver.\n" +
+			"Both paths lie inside the workspace or a folder allowed with --allow-path. A Lima export is the\n" +
+			"disk only (no memory): restoring it restarts the VM.",
 	}
 	for _, op := range []struct {
 		op    reconcile.SnapshotOp
@@ -33,6 +37,8 @@ func (a *app) snapshotCommand() *cobra.Command {
 			"Bring a sandbox's VM back to a snapshot (what was written since is lost)"},
 		{reconcile.SnapshotDelete, "delete NAME SNAPSHOT", "Delete a snapshot"},
 		{reconcile.SnapshotList, "list NAME", "List a sandbox's snapshots"},
+		{reconcile.SnapshotExport, "export NAME SNAPSHOT PATH", "Write a snapshot into a new host file"},
+		{reconcile.SnapshotImport, "import NAME SNAPSHOT PATH", "Make an exported file a new snapshot of a sandbox"},
 	} {
 		cmd.AddCommand(a.snapshotOpCommand(op.op, op.use, op.short))
 	}
@@ -41,9 +47,10 @@ func (a *app) snapshotCommand() *cobra.Command {
 
 func (a *app) snapshotOpCommand(op reconcile.SnapshotOp, use, short string) *cobra.Command {
 	var asJSON bool
-	n := 2
-	if op == reconcile.SnapshotList {
-		n = 1
+	n := map[reconcile.SnapshotOp]int{reconcile.SnapshotList: 1, reconcile.SnapshotExport: 3,
+		reconcile.SnapshotImport: 3}[op]
+	if n == 0 {
+		n = 2
 	}
 	cmd := &cobra.Command{
 		Use:               use,
@@ -52,8 +59,11 @@ func (a *app) snapshotOpCommand(op reconcile.SnapshotOp, use, short string) *cob
 		ValidArgsFunction: a.completeSandbox,
 		RunE: func(_ *cobra.Command, list []string) error {
 			req := reconcile.SnapshotRequest{Op: op, Sandbox: list[0]}
-			if n == 2 {
+			if n >= 2 {
 				req.Name = list[1]
+			}
+			if n == 3 {
+				req.Path = list[2]
 			}
 			res, err := a.snapshot(req)
 			if err != nil {
@@ -80,7 +90,11 @@ func (a *app) snapshot(req reconcile.SnapshotRequest) (*reconcile.SnapshotResult
 	res, err := eng.Snapshot(context.Background(), ws, req)
 	if req.Op != reconcile.SnapshotList {
 		if tgt, terr := eng.Target(ws, req.Sandbox); terr == nil {
-			a.note(tgt, sandbox.Event{Tool: "snapshot " + string(req.Op), Detail: "snapshot=" + req.Name}, start, err)
+			detail := "snapshot=" + req.Name
+			if req.Path != "" {
+				detail += " path=" + req.Path
+			}
+			a.note(tgt, sandbox.Event{Tool: "snapshot " + string(req.Op), Detail: detail}, start, err)
 		}
 	}
 	return res, err
@@ -94,11 +108,16 @@ func (a *app) printSnapshots(op reconcile.SnapshotOp, res *reconcile.SnapshotRes
 		} else {
 			out["snapshot"], out["action"] = res.Snapshot, string(op)
 		}
+		if res.Path != "" {
+			out["path"] = res.Path
+		}
 		return writeJSON(a.stdout, out)
 	}
 	if op != reconcile.SnapshotList {
 		past := map[reconcile.SnapshotOp]string{reconcile.SnapshotCreate: "taken",
-			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted"}[op]
+			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted",
+			reconcile.SnapshotExport: "exported to " + res.Path,
+			reconcile.SnapshotImport: "imported from " + res.Path}[op]
 		fmt.Fprintf(a.stdout, "Snapshot %s of sandbox %s %s.\n", res.Snapshot.Name, res.Sandbox, past)
 		return nil
 	}

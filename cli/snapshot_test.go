@@ -69,3 +69,27 @@ func TestSnapshotAndCloneCommands(t *testing.T) {
 		t.Errorf("history: %s", r.stdout)
 	}
 }
+
+// sbf snapshot export and import: a file in the workspace carries a
+// snapshot to another sandbox; an existing file is never overwritten.
+func TestSnapshotExportImportCommands(t *testing.T) {
+	w := applied(t)
+	w.must("exec", "api", "--", "sh", "-c", "echo exported > a.txt")
+	w.must("snapshot", "create", "api", "clean")
+	if r := w.run(nil, "snapshot", "export", "api", "clean", "out/clean.snap"); r.code != 0 ||
+		!strings.Contains(r.stdout, "Snapshot clean of sandbox api exported to ") {
+		t.Fatalf("export: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := w.run(nil, "snapshot", "export", "api", "clean", "out/clean.snap", "--json"); r.code != 1 ||
+		!strings.Contains(r.stdout, `"error_code": "HOST_PATH_DENIED"`) {
+		t.Errorf("export over an existing file: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := w.run(nil, "snapshot", "import", "web", "moved", "out/clean.snap", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"action": "import"`) || !strings.Contains(r.stdout, "clean.snap") {
+		t.Fatalf("import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	w.must("snapshot", "restore", "web", "moved")
+	if r := w.run(nil, "exec", "web", "--", "cat", "a.txt"); r.stdout != "exported\n" {
+		t.Errorf("web after restoring the import: %q", r.stdout)
+	}
+}

@@ -31,6 +31,21 @@ type Snapshotter interface {
 	ListSnapshots(ctx context.Context, instance string) ([]SnapshotInfo, error)
 }
 
+// SnapshotPorter moves a snapshot out of its instance into a host file
+// and back in, so it outlives the instance (which deletes its snapshots
+// with it). The engine chooses and checks both files: an export's dst is
+// a file it created, empty, in a folder it judged; an import's src is a
+// regular file there. A backend without it answers SnapshotUnsupported.
+type SnapshotPorter interface {
+	// ExportSnapshot writes the instance's snapshot name into the file
+	// dst, standalone (nothing else is needed to import it).
+	ExportSnapshot(ctx context.Context, instance, name, dst string) error
+	// ImportSnapshot makes src, an export by the same backend, the
+	// instance's snapshot name, which it has not yet; the instance's
+	// current disk is left as it is.
+	ImportSnapshot(ctx context.Context, instance, name, src string) error
+}
+
 // SnapshotInfo is what a backend knows of one snapshot; zero fields are
 // ones it does not report.
 type SnapshotInfo struct {
@@ -52,6 +67,11 @@ type Cloner interface {
 
 // ErrSnapshotNotFound is a snapshot the instance does not have.
 var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// ErrStopFirst is an operation a backend does only on a stopped
+// instance (Lima's qemu-img on a disk QEMU holds open): the engine stops
+// the instance, asks again, and starts it with its spec after.
+var ErrStopFirst = errors.New("the instance must be stopped for this")
 
 // MaxSnapshotName bounds a snapshot's name: it becomes a file name or a
 // QEMU tag, and is repeated in every answer about it.

@@ -19,7 +19,7 @@ func init() {
 		"get_egress_log":    readOnly,
 		"snapshot_instance": {}, "list_snapshots": readOnly,
 		"restore_snapshot": {destructive: true, idempotent: true}, "delete_snapshot": {destructive: true, idempotent: true},
-		"clone_instance": {openWorld: true},
+		"clone_instance": {openWorld: true}, "export_snapshot": {}, "import_snapshot": {},
 	} {
 		wantHints[name] = h
 	}
@@ -61,6 +61,8 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("snapshot_instance", map[string]any{"instance_id": id, "name": "s1"})
 	check("list_snapshots", map[string]any{"instance_id": id})
 	check("restore_snapshot", map[string]any{"instance_id": id, "name": "s1"})
+	check("export_snapshot", map[string]any{"instance_id": id, "name": "s1", "local_path": "s1.snap"})
+	check("import_snapshot", map[string]any{"instance_id": id, "name": "s2", "local_path": "s1.snap"})
 	check("delete_snapshot", map[string]any{"instance_id": id, "name": "s1"})
 	check("clone_instance", map[string]any{"instance_id": id})
 }

@@ -17,6 +17,12 @@ type snapshotArgs struct {
 	Name       string `json:"name" jsonschema:"The snapshot's name: 1-64 letters, digits, '.', '-' and '_', starting with a letter or digit (each instance's own)."`
 }
 
+type portArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Name       string `json:"name" jsonschema:"The snapshot's name (export: one the instance has; import: a new one)."`
+	LocalPath  string `json:"local_path" jsonschema:"Host file, inside the workspace (or another allowed folder); relative to the workspace. Export: a new file (never overwritten). Import: a file export_snapshot wrote."`
+}
+
 type listSnapshotsArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 }
@@ -34,6 +40,8 @@ var snapshotHints = map[string]hints{
 	"restore_snapshot":  {destructive: true, idempotent: true}, // discards what was written since
 	"delete_snapshot":   {destructive: true, idempotent: true},
 	"clone_instance":    {openWorld: true}, // a new VM each call, like create_instance
+	"export_snapshot":   {},                // a new host file; an existing one is refused, never replaced
+	"import_snapshot":   {},                // a new snapshot each call; a taken name is refused
 }
 
 func (s *Server) registerSnapshots() {
@@ -45,6 +53,12 @@ func (s *Server) registerSnapshots() {
 	addTool(s, "restore_snapshot", "Bring an instance's VM back to a snapshot; what was written since is lost.",
 		s.snapshotOp(reconcile.SnapshotRestore))
 	addTool(s, "delete_snapshot", "Delete one of an instance's snapshots.", s.snapshotOp(reconcile.SnapshotDelete))
+	addTool(s, "export_snapshot", "Write one of an instance's snapshots into a new host file (local_path), which "+
+		"outlives the instance and which sbf never deletes. Lima: the disk only, not the memory.",
+		s.portOp(reconcile.SnapshotExport))
+	addTool(s, "import_snapshot", "Make a host file written by export_snapshot (same backend) a new snapshot "+
+		"(name) of an instance; restore_snapshot then brings the VM to it. The VM's current disk is kept.",
+		s.portOp(reconcile.SnapshotImport))
 	addTool(s, "clone_instance", "Make a new instance, with its own lease, whose VM starts as a copy of this "+
 		"instance's disk (or of its snapshot). Counts against the instance cap. Returns the new instance_id.",
 		s.cloneInstance)
@@ -63,6 +77,25 @@ func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snaps
 		out := snapshotJSON(a.InstanceID, res.Snapshot)
 		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotCreate: "created",
 			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted"}[op]
+		return out, nil
+	}
+}
+
+func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs) (any, error) {
+	return func(ctx context.Context, a portArgs) (any, error) {
+		e, ws, err := s.instance(ctx, a.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.cfg.Engine.Snapshot(ctx, ws, reconcile.SnapshotRequest{Op: op, Sandbox: e.Sandbox, Name: a.Name,
+			Path: a.LocalPath})
+		if err != nil {
+			return nil, v1Error(err, a.InstanceID)
+		}
+		out := snapshotJSON(a.InstanceID, res.Snapshot)
+		out["local_path"] = res.Path
+		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotExport: "exported",
+			reconcile.SnapshotImport: "imported"}[op]
 		return out, nil
 	}
 }

@@ -1,10 +1,13 @@
 package mcpserver
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 // snapshot → change a file → restore → the file is back; a clone is an
@@ -68,5 +71,49 @@ func TestSnapshotAndCloneTools(t *testing.T) {
 	hist := f.ok("get_history", map[string]any{"instance_id": id})
 	if !strings.Contains(mustJSON(hist), `"detail":"name=clean"`) {
 		t.Errorf("history: %s", mustJSON(hist))
+	}
+}
+
+// export_snapshot → import_snapshot into another instance → restore: the
+// file is back; host paths follow the copy tools' rules.
+func TestExportAndImportSnapshotTools(t *testing.T) {
+	f := newFixture(t, simSpec)
+	ids := []string{}
+	for range 2 {
+		created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})
+		id := created["instance_id"].(string)
+		f.ok("make_dir", map[string]any{"instance_id": id, "path": "/work"})
+		ids = append(ids, id)
+	}
+	a, b := ids[0], ids[1]
+	f.ok("write_file", map[string]any{"instance_id": a, "path": "/work/a.txt", "content": "exported"})
+	f.ok("write_file", map[string]any{"instance_id": b, "path": "/work/a.txt", "content": "b's own"})
+	f.ok("snapshot_instance", map[string]any{"instance_id": a, "name": "clean"})
+	out := f.ok("export_snapshot", map[string]any{"instance_id": a, "name": "clean", "local_path": "snaps/clean.snap"})
+	if out["status"] != "exported" || out["local_path"] != filepath.Join(f.root, "snaps", "clean.snap") {
+		t.Errorf("export_snapshot: %v", out)
+	}
+	f.fails("export_snapshot", map[string]any{"instance_id": a, "name": "clean", "local_path": "snaps/clean.snap"},
+		hostpath.Denied)
+	f.fails("export_snapshot", map[string]any{"instance_id": a, "name": "clean", "local_path": "/tmp/out.snap"},
+		hostpath.Denied)
+	f.fails("export_snapshot", map[string]any{"instance_id": a, "name": "clean",
+		"local_path": ".sandboxforge.local.toml"}, hostpath.Denied)
+	in := f.ok("import_snapshot", map[string]any{"instance_id": b, "name": "moved", "local_path": "snaps/clean.snap"})
+	if in["status"] != "imported" || in["name"] != "moved" || in["instance_id"] != b {
+		t.Errorf("import_snapshot: %v", in)
+	}
+	f.fails("import_snapshot", map[string]any{"instance_id": b, "name": "moved", "local_path": "snaps/clean.snap"},
+		coded.SnapshotExists)
+	f.fails("import_snapshot", map[string]any{"instance_id": b, "name": "x", "local_path": "/etc/passwd"},
+		hostpath.Denied)
+	f.ok("restore_snapshot", map[string]any{"instance_id": b, "name": "moved"})
+	got := f.ok("read_file", map[string]any{"instance_id": b, "path": "/work/a.txt"})["content"]
+	if got != "exported" {
+		t.Errorf("b after restoring the import: %v", got)
+	}
+	f.ok("destroy_instance", map[string]any{"instance_id": a})
+	if _, err := os.Stat(filepath.Join(f.root, "snaps", "clean.snap")); err != nil {
+		t.Errorf("the export went with its instance: %v", err)
 	}
 }

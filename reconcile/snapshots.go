@@ -25,6 +25,10 @@ const (
 	SnapshotRestore SnapshotOp = "restore"
 	SnapshotDelete  SnapshotOp = "delete"
 	SnapshotList    SnapshotOp = "list"
+	// SnapshotExport writes a snapshot into a new host file (Path);
+	// SnapshotImport makes a host file, an export, a new snapshot.
+	SnapshotExport SnapshotOp = "export"
+	SnapshotImport SnapshotOp = "import"
 )
 
 // SnapshotRequest is a door's snapshot operation on one sandbox.
@@ -32,6 +36,9 @@ type SnapshotRequest struct {
 	Op      SnapshotOp
 	Sandbox string
 	Name    string // the snapshot; not for list
+	// Path is the host file of an export or import, untrusted: relative
+	// to the workspace, and only inside its allowed host paths.
+	Path string
 }
 
 // SnapshotResult is what a snapshot operation did: the snapshot it
@@ -42,6 +49,7 @@ type SnapshotResult struct {
 	Driver    string
 	Snapshot  *state.Snapshot
 	Snapshots []*state.Snapshot
+	Path      string // the host file exported to or imported from, resolved
 }
 
 // Snapshot carries out a snapshot operation. The engine decides what a
@@ -50,8 +58,10 @@ type SnapshotResult struct {
 // otherwise), a name is taken once (SNAPSHOT_EXISTS) and within
 // MaxSnapshots (SNAPSHOT_LIMIT_EXCEEDED), and the snapshot exists
 // (SNAPSHOT_NOT_FOUND). The sandbox's lock is held throughout, so no run
-// changes its VM meanwhile; what was taken is recorded in the state file
-// and forgotten with the sandbox's VM.
+// changes its VM meanwhile; what was taken (or imported) is recorded in
+// the state file and forgotten with the sandbox's VM. Export and import
+// move a snapshot to and from a host file under the copy tools' host path
+// rules (snapshotport.go).
 func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequest) (*SnapshotResult, error) {
 	if req.Op != SnapshotList {
 		if err := drivers.CheckSnapshotName("name", req.Name); err != nil {
@@ -85,6 +95,10 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 		res.Snapshot, err = e.takeSnapshot(ctx, tgt, sn, have, req.Name)
 	case SnapshotRestore, SnapshotDelete:
 		res.Snapshot, err = e.changeSnapshot(ctx, tgt, sn, have, req)
+	case SnapshotExport:
+		res.Snapshot, res.Path, err = e.exportSnapshot(ctx, tgt, have, req)
+	case SnapshotImport:
+		res.Snapshot, res.Path, err = e.importSnapshot(ctx, tgt, sn, have, req)
 	default:
 		err = coded.New(coded.InvalidArguments, map[string]any{"op": string(req.Op)}, "unknown snapshot operation %q",
 			req.Op)
@@ -156,15 +170,8 @@ func (e *Engine) takeSnapshot(
 	have []drivers.SnapshotInfo,
 	name string,
 ) (*state.Snapshot, error) {
-	details := map[string]any{"sandbox": tgt.Sandbox, "name": name, "snapshots": names(have)}
-	if slices.ContainsFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == name }) {
-		return nil, coded.New(coded.SnapshotExists, details,
-			"sandbox %s has a snapshot %s already; delete it first or choose another name", tgt.Sandbox, name)
-	}
-	if len(have) >= MaxSnapshots {
-		details["max_snapshots"] = MaxSnapshots
-		return nil, coded.New(coded.SnapshotLimit, details,
-			"sandbox %s keeps %d snapshots, the most a sandbox may; delete one first", tgt.Sandbox, len(have))
+	if err := checkNewSnapshot(tgt, have, name); err != nil {
+		return nil, err
 	}
 	info, err := sn.Snapshot(ctx, tgt.Instance, name)
 	if err != nil {
@@ -177,6 +184,26 @@ func (e *Engine) takeSnapshot(
 	return s, e.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
 }
 
+// checkNewSnapshot refuses a name taken, or one snapshot too many.
+func checkNewSnapshot(tgt *sandbox.Target, have []drivers.SnapshotInfo, name string) error {
+	details := map[string]any{"sandbox": tgt.Sandbox, "name": name, "snapshots": names(have)}
+	if slices.ContainsFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == name }) {
+		return coded.New(coded.SnapshotExists, details,
+			"sandbox %s has a snapshot %s already; delete it first or choose another name", tgt.Sandbox, name)
+	}
+	if len(have) >= MaxSnapshots {
+		details["max_snapshots"] = MaxSnapshots
+		return coded.New(coded.SnapshotLimit, details,
+			"sandbox %s keeps %d snapshots, the most a sandbox may; delete one first", tgt.Sandbox, len(have))
+	}
+	return nil
+}
+
+func notFoundSnapshot(tgt *sandbox.Target, have []drivers.SnapshotInfo, name string) error {
+	return coded.New(coded.SnapshotNotFound, map[string]any{"sandbox": tgt.Sandbox, "name": name,
+		"snapshots": names(have)}, "sandbox %s has no snapshot %s (it has: %v)", tgt.Sandbox, name, names(have))
+}
+
 func (e *Engine) changeSnapshot(
 	ctx context.Context,
 	tgt *sandbox.Target,
@@ -186,12 +213,11 @@ func (e *Engine) changeSnapshot(
 ) (*state.Snapshot, error) {
 	i := slices.IndexFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == req.Name })
 	if i < 0 {
-		return nil, coded.New(coded.SnapshotNotFound, map[string]any{"sandbox": tgt.Sandbox, "name": req.Name,
-			"snapshots": names(have)}, "sandbox %s has no snapshot %s (it has: %v)", tgt.Sandbox, req.Name, names(have))
+		return nil, notFoundSnapshot(tgt, have, req.Name)
 	}
 	s := snapshotRecord(tgt, have[i])
 	if req.Op == SnapshotRestore {
-		return s, sn.RestoreSnapshot(ctx, tgt.Instance, req.Name)
+		return s, e.whileStopped(ctx, tgt, func() error { return sn.RestoreSnapshot(ctx, tgt.Instance, req.Name) })
 	}
 	err := sn.DeleteSnapshot(ctx, tgt.Instance, req.Name)
 	if err != nil && !errors.Is(err, drivers.ErrSnapshotNotFound) {

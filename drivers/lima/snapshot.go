@@ -56,13 +56,21 @@ func (d *Driver) Snapshot(ctx context.Context, instance, name string) (drivers.S
 
 // RestoreSnapshot applies a snapshot with `limactl snapshot apply`. A
 // running VM jumps back to it, memory and all, so the kept connection
-// (whose other end is no longer there) is dropped first.
+// (whose other end is no longer there) is dropped first. A snapshot
+// without memory (VM SIZE 0: taken of a stopped VM, or imported) cannot
+// be loaded into a running QEMU (loadvm needs the saved state): the VM is
+// refused with drivers.ErrStopFirst and the engine stops and restarts it.
 func (d *Driver) RestoreSnapshot(ctx context.Context, instance, name string) error {
-	if err := d.knownSnapshot(ctx, instance, name); err != nil {
+	l, s, err := d.snapshotOf(ctx, instance, name)
+	if err != nil {
 		return err
 	}
+	if l.Status == "Running" && s.SizeBytes == 0 {
+		return fmt.Errorf("restoring the disk-only snapshot %s of lima instance %s: %w", name, instance,
+			drivers.ErrStopFirst)
+	}
 	d.dropConn(instance)
-	_, _, err := d.run(ctx, nil, "snapshot", "apply", "--tag="+name, instance)
+	_, _, err = d.run(ctx, nil, "snapshot", "apply", "--tag="+name, instance)
 	return notFound(err, instance)
 }
 
