@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -39,6 +42,12 @@ func testSnapshots(t *testing.T, w *ws, instance string) {
 		t.Errorf("a second snapshot named clean: %v", r)
 	}
 
+	start = time.Now()
+	exported := m.call("export_snapshot", map[string]any{"instance_id": instance, "name": "clean",
+		"local_path": "clean.qcow2"})
+	record("export_snapshot (qemu-img convert -U of the running VM's snapshot)", start)
+	checkExport(t, fmt.Sprint(exported["local_path"]))
+
 	m.call("run_command", map[string]any{"instance_id": instance,
 		"command": "echo after > ~/snap-marker && sync"})
 	start = time.Now()
@@ -50,6 +59,23 @@ func testSnapshots(t *testing.T, w *ws, instance string) {
 	m.call("delete_snapshot", map[string]any{"instance_id": instance, "name": "clean"})
 	if list := m.call("list_snapshots", map[string]any{"instance_id": instance}); list["count"] != float64(0) {
 		t.Errorf("list_snapshots after delete: %v", list)
+	}
+	checkExport(t, fmt.Sprint(exported["local_path"])) // the user's file outlives its snapshot
+}
+
+// checkExport asks the host's qemu-img what an export is: a standalone
+// qcow2 of the VM's 10 GiB disk.
+func checkExport(t *testing.T, path string) {
+	t.Helper()
+	out, err := exec.Command("qemu-img", "info", "--output=json", path).Output()
+	var info struct {
+		Format  string `json:"format"`
+		Size    int64  `json:"virtual-size"`
+		Backing string `json:"backing-filename"`
+	}
+	if err != nil || json.Unmarshal(out, &info) != nil || info.Format != "qcow2" || info.Size != 10<<30 ||
+		info.Backing != "" {
+		t.Errorf("the export %s: %v %s", path, err, out)
 	}
 }
 
