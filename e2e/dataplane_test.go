@@ -238,6 +238,9 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	if ps := m.call("docker_ps", map[string]any{"instance_id": id, "all": true}); ps["exit_code"] != float64(0) {
 		t.Errorf("docker_ps: %v", ps)
 	}
+	// The ad-hoc VM's spec stays as it is (an MCP server's loop converges
+	// what it reads), and the clone restarts it after the restore.
+	t.Run("snapshots", func(t *testing.T) { testSnapshots(t, m, id) })
 	t.Run("clone", func(t *testing.T) { testClone(t, m, id, "sbf-e2e/busybox:1") })
 }
 

@@ -178,8 +178,6 @@ func TestRealVM(t *testing.T) {
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("mcp-docker", func(t *testing.T) { testMCPDocker(t, w, name) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
-	// Before the spec changes: an MCP server's loop converges what it reads.
-	t.Run("snapshots", func(t *testing.T) { testSnapshots(t, w, name) })
 
 	// One restart changes cpus and locks the network down (docs/egress.md).
 	hosts := startEgressHosts(t)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -14,14 +15,14 @@ import (
 // delete_snapshot on the running QEMU VM, through real `limactl snapshot`
 // (savevm/loadvm): its table is parsed, a restore brings the guest's
 // files back and the kept connection reconnects to the restored VM.
-func testSnapshots(t *testing.T, w *ws, instance string) {
-	m := w.mcp()
-	defer m.close()
-	m.t = t // a failed call fails this subtest, from its own goroutine
+func testSnapshots(t *testing.T, parent *mcpSession, instance string) {
+	m := &mcpSession{t: t, c: parent.c} // a failed call fails this subtest, from its own goroutine
+	reachesHost := hostProbe(t, m, instance)
 	cat := func() any {
 		return m.call("run_command", map[string]any{"instance_id": instance,
 			"command": "cat ~/snap-marker 2>/dev/null || echo none"})["stdout"]
 	}
+	before := reachesHost()
 	m.call("run_command", map[string]any{"instance_id": instance,
 		"command": "echo before > ~/snap-marker && sync"})
 	start := time.Now()
@@ -56,11 +57,40 @@ func testSnapshots(t *testing.T, w *ws, instance string) {
 	if got := cat(); got != "before\n" {
 		t.Errorf("the marker after restoring clean = %q, want the snapshot's", got)
 	}
+	// Logged, not asserted: one run saw the guest's connections to the
+	// host fail after a restore (docs/lima.md).
+	t.Logf("the guest reaches the host through slirp (192.168.5.2): before the snapshot %v, after restoring it %v",
+		before, reachesHost())
 	m.call("delete_snapshot", map[string]any{"instance_id": instance, "name": "clean"})
 	if list := m.call("list_snapshots", map[string]any{"instance_id": instance}); list["count"] != float64(0) {
 		t.Errorf("list_snapshots after delete: %v", list)
 	}
 	checkExport(t, fmt.Sprint(exported["local_path"])) // the user's file outlives its snapshot
+}
+
+// hostProbe says whether the guest opens a TCP connection to a listener on
+// this host's loopback through slirp's alias for it.
+func hostProbe(t *testing.T, m *mcpSession, instance string) func() bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	return func() bool {
+		r := m.call("run_command", map[string]any{"instance_id": instance,
+			"command": fmt.Sprintf("timeout 15 bash -c 'exec 3<>/dev/tcp/192.168.5.2/%d'", port)})
+		return r["exit_code"] == float64(0)
+	}
 }
 
 // checkExport asks the host's qemu-img what an export is: a standalone
