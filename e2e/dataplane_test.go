@@ -291,8 +291,8 @@ func testWarmPool(t *testing.T, w *ws) {
 	}
 	ratio := float64(coldToFirstExec) / float64(warm)
 	timings = append(timings, timing{fmt.Sprintf("warm vs cold create → first command: %.0f×", ratio), 0})
-	if ratio < 50 {
-		t.Errorf("warm %s vs cold %s: %.1f×, want at least 50×", warm, coldToFirstExec, ratio)
+	if ratio < 20 { // issue 15's bar; here 49-89× (the refill boots beside it, so it varies)
+		t.Errorf("warm %s vs cold %s: %.1f×, want at least 20×", warm, coldToFirstExec, ratio)
 	}
 	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false,
 		"wait_for_ready": true})
