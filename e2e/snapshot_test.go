@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // testSnapshots: snapshot_instance, list_snapshots, restore_snapshot and
@@ -71,21 +73,7 @@ func testSnapshots(t *testing.T, parent *mcpSession, instance string) {
 // hostProbe says whether the guest opens a TCP connection to a listener on
 // this host's loopback through slirp's alias for it.
 func hostProbe(t *testing.T, m *mcpSession, instance string) func() bool {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := testutil.ServeTCP(t, func(net.Conn) {}).Port
 	return func() bool {
 		r := m.call("run_command", map[string]any{"instance_id": instance,
 			"command": fmt.Sprintf("timeout 15 bash -c 'exec 3<>/dev/tcp/192.168.5.2/%d'", port)})
