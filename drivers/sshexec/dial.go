@@ -2,9 +2,12 @@ package sshexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -12,8 +15,33 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-// dial opens an SSH client to t and keeps it alive, pinging on c.
+// redialWaits are the pauses between attempts to reach a guest that
+// refused or reset the connection before its SSH banner: a VM whose sshd is
+// (re)starting, or whose QEMU port forward answers before the guest does,
+// does that for a moment (ssh's ConnectionAttempts exists for the same).
+var redialWaits = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+
+// dial opens an SSH client to t and keeps it alive, pinging on c; a
+// connection the guest drops before the handshake is tried again.
 func dial(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error) {
+	for attempt := 0; ; attempt++ {
+		client, err := dialOnce(ctx, t, c)
+		if err == nil || attempt == len(redialWaits) || !droppedEarly(err) {
+			return client, err
+		}
+		if clock.Sleep(ctx, c, redialWaits[attempt]) != nil {
+			return nil, err
+		}
+	}
+}
+
+// droppedEarly reports whether the guest refused or cut the connection
+// before authentication: nothing ran, so trying again is safe.
+func droppedEarly(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)
+}
+
+func dialOnce(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error) {
 	signers := loadKeys(t.IdentityFiles)
 	if len(signers) == 0 {
 		return nil, fmt.Errorf("no usable private key among %v", t.IdentityFiles)

@@ -43,6 +43,9 @@ func (p *Pool) execShell(
 	if req.Stdin != nil {
 		return drivers.ExecResult{}, false, nil
 	}
+	if _, err := p.client(ctx, instance); err != nil {
+		return drivers.ExecResult{}, true, err // a session would need the same connection
+	}
 	sh, err := p.shellFor(ctx, instance)
 	if err != nil {
 		return drivers.ExecResult{}, false, nil

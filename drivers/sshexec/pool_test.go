@@ -128,3 +128,26 @@ func TestWarmOpensWhatTheFirstCommandNeeds(t *testing.T) {
 			g.Connections.Load(), g.Sessions.Load())
 	}
 }
+
+// A guest that resets the first connections (its sshd restarting) is
+// dialled again; one that keeps resetting fails with the reset.
+func TestADialTheGuestResetsIsTriedAgain(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	g.ResetFirst.Store(2)
+	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo up"})
+	if err != nil || res.Stdout != "up\n" || g.Connections.Load() != 3 {
+		t.Fatalf("exec after two resets = %+v, %v (%d connections); want it run on the third",
+			res, err, g.Connections.Load())
+	}
+	p.Close()
+	g.ResetFirst.Store(100)
+	waits := redialWaits
+	redialWaits = []time.Duration{time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { redialWaits = waits })
+	before := g.Connections.Load()
+	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err == nil ||
+		!droppedEarly(err) || g.Connections.Load()-before != 3 {
+		t.Errorf("exec against a guest that keeps resetting: %v after %d connections; want the reset, 3 tries",
+			err, g.Connections.Load()-before)
+	}
+}

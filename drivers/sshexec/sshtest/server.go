@@ -28,6 +28,9 @@ type Server struct {
 	KeyFile     string       // the client's private key, unencrypted
 	Connections atomic.Int32 // TCP connections accepted
 	Sessions    atomic.Int32
+	// ResetFirst connections are reset before the SSH banner, as a guest
+	// whose sshd is restarting (behind QEMU's port forward) does.
+	ResetFirst atomic.Int32
 }
 
 // Start serves until the test ends.
@@ -65,6 +68,11 @@ func Start(t testing.TB) *Server {
 				return
 			}
 			g.Connections.Add(1)
+			if g.ResetFirst.Add(-1) >= 0 {
+				nc.(*net.TCPConn).SetLinger(0) // close with a reset
+				nc.Close()
+				continue
+			}
 			go g.serve(nc, cfg)
 		}
 	}()
