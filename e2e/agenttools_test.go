@@ -25,6 +25,7 @@ import (
 func testAgentTools(t *testing.T, w *ws, instance string) {
 	m := w.mcp()
 	defer m.close()
+	defer limaLogsOnFailure(t)
 	blob := []byte{0, 1, 2, 255}
 	m.call("write_file", map[string]any{"instance_id": instance, "path": "/tmp/at/blob", "make_parents": true,
 		"content": base64.StdEncoding.EncodeToString(blob), "encoding": "base64", "mode": "0600"})
@@ -52,7 +53,13 @@ func testAgentTools(t *testing.T, w *ws, instance string) {
 		"command": "mkdir -p /tmp/www && echo from-the-vm > /tmp/www/index.html && " +
 			"exec python3 -m http.server 8123 --bind 127.0.0.1 --directory /tmp/www"})
 	defer m.call("stop_task", map[string]any{"task_id": task["task_id"], "force": true})
-	time.Sleep(2 * time.Second) // python's start; a refused connection is closed, and a client would retry
+	// A connection to a port nothing listens on yet is closed at once;
+	// python's start on an emulated CPU takes seconds.
+	if r := m.call("run_command", map[string]any{"instance_id": instance, "command": "for i in $(seq 300); do " +
+		"ss -ltn | grep -q '127.0.0.1:8123 ' && exit 0; sleep 0.2; done; exit 1"}); r["exit_code"] != float64(0) {
+		t.Fatalf("python's http.server never listened in the VM: %v; its task: %v", r,
+			m.call("get_task_logs", map[string]any{"task_id": task["task_id"]}))
+	}
 	start := time.Now()
 	e := m.call("expose_port", map[string]any{"instance_id": instance, "port": 8123})
 	if body := httpGet(t, e["url"].(string)+"/index.html"); body != "from-the-vm\n" {
@@ -63,6 +70,8 @@ func testAgentTools(t *testing.T, w *ws, instance string) {
 
 	c := exec.Command(os.Getenv("SBF_BIN"), "-C", w.root, "port-forward", "api", ":8123")
 	c.Env = append(os.Environ(), w.env...)
+	var stderr strings.Builder
+	c.Stderr = &stderr
 	out, _ := c.StdoutPipe()
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -75,6 +84,9 @@ func testAgentTools(t *testing.T, w *ws, instance string) {
 	c.Process.Signal(syscall.SIGINT)
 	if err := c.Wait(); err != nil {
 		t.Errorf("sbf port-forward after Ctrl-C: %v", err)
+	}
+	if t.Failed() {
+		t.Logf("sbf port-forward's stderr:\n%s", stderr.String())
 	}
 
 	h := m.call("get_history", map[string]any{"instance_id": instance})

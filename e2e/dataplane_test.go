@@ -285,6 +285,7 @@ func testWarmPool(t *testing.T, w *ws) {
 	warm := time.Since(start)
 	record("create_instance → first run_command (warm spare)", start)
 	defer m.try("destroy_instance", map[string]any{"instance_id": id})
+	defer limaLogsOnFailure(t)
 	if name, _ := created["backend_instance_name"].(string); !strings.HasPrefix(name, "sbf-pool-") ||
 		r["stdout"] != "warm\n" {
 		t.Fatalf("create_instance did not adopt a spare: %v; run_command: %v", created, r)
