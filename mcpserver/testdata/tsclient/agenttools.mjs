@@ -22,38 +22,14 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { connect } from "./sdk.mjs";
 
 const [mode, target, workspace, metricsAddr] = process.argv.slice(2);
 assert.ok(["stdio", "http"].includes(mode) && metricsAddr,
   "usage: node agenttools.mjs stdio|http SBF_BINARY|URL WORKSPACE METRICS_ADDR");
 
-const transport =
-  mode === "stdio"
-    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace, "--metrics", metricsAddr], env: process.env, stderr: "inherit" })
-    : new StreamableHTTPClientTransport(new URL(target));
-const client = new Client({ name: "sbf-ts-sdk-agenttools-test", version: "1.0.0" });
-await client.connect(transport);
-
-async function call(name, args) {
-  const res = await client.callTool({ name, arguments: args });
-  return { isError: Boolean(res.isError), body: JSON.parse(res.content?.[0]?.text ?? "null") };
-}
-
-async function ok(name, args) {
-  const res = await call(name, args);
-  assert.equal(res.isError, false, `${name} ${JSON.stringify(args)} failed: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
-async function fails(name, args, code) {
-  const res = await call(name, args);
-  assert.equal(res.isError, true, `${name} ${JSON.stringify(args)} should fail: ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.error_code, code, `${name} error: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const { client, call, ok, fails } = await connect({ name: "sbf-ts-sdk-agenttools-test", mode, target,
+  serverArgs: ["mcp", "-C", workspace, "--metrics", metricsAddr] });
 
 async function eventually(what, cond, ms = 15000) {
   for (const end = Date.now() + ms; !(await cond()); await sleep(100)) {

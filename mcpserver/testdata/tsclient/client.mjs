@@ -4,9 +4,7 @@
 // It lists tools, runs create → list → extend → destroy on the workspace
 // (a sim-driver workspace in tests) and one error case, and prints a JSON
 // summary. Any failed expectation exits non-zero.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { connect } from "./sdk.mjs";
 
 const [mode, target, workspace] = process.argv.slice(2);
 
@@ -17,18 +15,8 @@ function check(cond, what, detail) {
   }
 }
 
-async function call(client, name, args) {
-  const res = await client.callTool({ name, arguments: args });
-  const text = res.content?.[0]?.text ?? "";
-  return { isError: Boolean(res.isError), body: JSON.parse(text), structured: res.structuredContent };
-}
-
-const transport =
-  mode === "stdio"
-    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace], env: process.env, stderr: "inherit" })
-    : new StreamableHTTPClientTransport(new URL(target));
-const client = new Client({ name: "sbf-ts-sdk-test", version: "1.0.0" });
-await client.connect(transport);
+const { client, call } = await connect({ name: "sbf-ts-sdk-test", mode, target,
+  serverArgs: ["mcp", "-C", workspace] });
 
 const tools = (await client.listTools()).tools.map((t) => t.name);
 for (const name of ["create_instance", "list_instances", "destroy_instance", "extend_instance_ttl",
@@ -36,29 +24,29 @@ for (const name of ["create_instance", "list_instances", "destroy_instance", "ex
   check(tools.includes(name), `tool ${name} listed`, tools);
 }
 
-const created = await call(client, "create_instance", { workspace_root: workspace, ttl_minutes: 15 });
+const created = await call("create_instance", { workspace_root: workspace, ttl_minutes: 15 });
 check(!created.isError && created.body.status === "running", "create_instance", created);
 const id = created.body.instance_id;
 check(/^inst_[0-9a-f]{8}$/.test(id), "instance id shape", id);
 check(created.structured?.instance_id === id, "structured content mirrors the text", created.structured);
 
-const listed = await call(client, "list_instances", {});
+const listed = await call("list_instances", {});
 const row = listed.body.instances.find((i) => i.instance_id === id);
 check(row && row.status === "running" && row.live_exists === true, "list_instances shows the instance", listed.body);
 
-const extended = await call(client, "extend_instance_ttl", { instance_id: id, ttl_minutes: 10 });
+const extended = await call("extend_instance_ttl", { instance_id: id, ttl_minutes: 10 });
 check(!extended.isError && extended.body.ttl_extended_minutes === 10, "extend_instance_ttl", extended);
 
-const bad = await call(client, "extend_instance_ttl", { instance_id: id, ttl_minutes: 0 });
+const bad = await call("extend_instance_ttl", { instance_id: id, ttl_minutes: 0 });
 check(bad.isError && bad.body.error_code === "TTL_INVALID" && bad.body.details, "TTL_INVALID error", bad);
 
-const missing = await call(client, "destroy_instance", { instance_id: "inst_00000000" });
+const missing = await call("destroy_instance", { instance_id: "inst_00000000" });
 check(missing.isError && missing.body.error_code === "INSTANCE_NOT_FOUND", "INSTANCE_NOT_FOUND error", missing);
 
-const destroyed = await call(client, "destroy_instance", { instance_id: id });
+const destroyed = await call("destroy_instance", { instance_id: id });
 check(!destroyed.isError && destroyed.body.status === "destroyed", "destroy_instance", destroyed);
 
-const after = await call(client, "list_instances", {});
+const after = await call("list_instances", {});
 check(!after.body.instances.some((i) => i.instance_id === id), "destroyed instance no longer listed", after.body);
 
 await client.close();

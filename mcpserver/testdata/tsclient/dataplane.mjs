@@ -20,40 +20,14 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { connect } from "./sdk.mjs";
 
 const [phase, mode, target, workspace, stateFile] = process.argv.slice(2);
 assert.ok(["start", "resume"].includes(phase) && ["stdio", "http"].includes(mode) && stateFile,
   "usage: node dataplane.mjs start|resume stdio|http SBF_BINARY|URL WORKSPACE STATE_FILE");
 
-const transport =
-  mode === "stdio"
-    ? new StdioClientTransport({ command: target, args: ["mcp", "-C", workspace], env: process.env, stderr: "inherit" })
-    : new StreamableHTTPClientTransport(new URL(target));
-const client = new Client({ name: "sbf-ts-sdk-dataplane-test", version: "1.0.0" });
-await client.connect(transport);
-
-async function call(name, args) {
-  const res = await client.callTool({ name, arguments: args });
-  return { isError: Boolean(res.isError), body: JSON.parse(res.content?.[0]?.text ?? "null") };
-}
-
-// ok calls a tool that must succeed and returns its result.
-async function ok(name, args) {
-  const res = await call(name, args);
-  assert.equal(res.isError, false, `${name} ${JSON.stringify(args)} failed: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
-// fails calls a tool that must fail with code.
-async function fails(name, args, code) {
-  const res = await call(name, args);
-  assert.equal(res.isError, true, `${name} ${JSON.stringify(args)} should fail: ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.error_code, code, `${name} error: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const { client, transport, ok, fails } = await connect({ name: "sbf-ts-sdk-dataplane-test", mode, target,
+  serverArgs: ["mcp", "-C", workspace] });
 
 // sh runs a guest command that must exit 0 and returns its stdout.
 async function sh(id, command) {

@@ -14,9 +14,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { connect } from "./sdk.mjs";
 import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const env = process.env;
@@ -25,32 +23,13 @@ const [phase, mode, target, ws, other, canary] =
 assert.ok(phase && mode && target && ws && other && canary, "ESC_* variables are missing");
 
 let roots = [path.join(ws, "a")];
-const client = new Client({ name: "sbf-escape-suite", version: "1.0.0" },
-  phase === "roots" ? { capabilities: { roots: { listChanged: true } } } : {});
-if (phase === "roots") {
-  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((r) => ({ uri: "file://" + r })) }));
-}
-const headers = env.ESC_TOKEN ? { Authorization: "bearer " + env.ESC_TOKEN } : {};
-const transport = mode === "stdio"
-  ? new StdioClientTransport({ command: target, args: ["mcp", "-C", ws], env, stderr: "inherit" })
-  : new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
-await client.connect(transport);
-
-async function call(name, args) {
-  const res = await client.callTool({ name, arguments: args });
-  return { isError: Boolean(res.isError), body: JSON.parse(res.content?.[0]?.text ?? "null") };
-}
-async function ok(name, args) {
-  const res = await call(name, args);
-  assert.equal(res.isError, false, `${name} ${JSON.stringify(args)} failed: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-async function fails(name, args, code) {
-  const res = await call(name, args);
-  assert.equal(res.isError, true, `${name} ${JSON.stringify(args)} should fail: ${JSON.stringify(res.body)}`);
-  assert.equal(res.body.error_code, code, `${name} ${JSON.stringify(args)}: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const { client, ok, fails } = await connect({
+  name: "sbf-escape-suite", mode, target, serverArgs: ["mcp", "-C", ws],
+  headers: env.ESC_TOKEN ? { Authorization: "bearer " + env.ESC_TOKEN } : {},
+  options: phase === "roots" ? { capabilities: { roots: { listChanged: true } } } : {},
+  setup: (c) => phase === "roots" &&
+    c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((r) => ({ uri: "file://" + r })) })),
+});
 const exists = (p) => { try { fs.lstatSync(p); return true; } catch { return false; } };
 
 if (phase === "hostexec") {
