@@ -361,6 +361,18 @@ func (d *Diagnosis) Add(c Check) {
 	d.Checks = append(d.Checks, c)
 }
 
+// Require records the check of one requirement: ok with detail, or failed
+// with err. It reports whether the requirement is met, so the checks that
+// build on it can be skipped.
+func (d *Diagnosis) Require(name, detail string, err error) bool {
+	if err != nil {
+		d.Add(CheckFromError(name, err))
+		return false
+	}
+	d.Add(Check{Name: name, Status: CheckOK, Detail: detail})
+	return true
+}
+
 // Finish sets Usable from the checks.
 func (d *Diagnosis) Finish() {
 	d.Usable = true

@@ -1,6 +1,9 @@
 package drivers
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestInstanceNames(t *testing.T) {
 	name := InstanceName("ws_0123456789ab", "api-1")
@@ -16,5 +19,24 @@ func TestInstanceNames(t *testing.T) {
 		if _, _, ok := ParseInstanceName(foreign); ok {
 			t.Errorf("%q was taken for an sbf instance", foreign)
 		}
+	}
+}
+
+// Require records an ok or a failed check (keeping an UnavailableError's
+// next steps) and says which; Finish makes one failure unusable.
+func TestDiagnosisRequire(t *testing.T) {
+	var d Diagnosis
+	if !d.Require("host", "linux/amd64", nil) {
+		t.Error("a met requirement reported unmet")
+	}
+	missing := &UnavailableError{Reason: "qemu not found", NextSteps: []string{"install QEMU"}}
+	if d.Require("qemu", "unused", missing) {
+		t.Error("an unmet requirement reported met")
+	}
+	d.Finish()
+	want := []Check{{Name: "host", Status: CheckOK, Detail: "linux/amd64"},
+		{Name: "qemu", Status: CheckFail, Detail: "qemu not found", NextSteps: []string{"install QEMU"}}}
+	if fmt.Sprint(d.Checks) != fmt.Sprint(want) || d.Usable {
+		t.Errorf("checks %+v, usable %v; want %+v, unusable", d.Checks, d.Usable, want)
 	}
 }

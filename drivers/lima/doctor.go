@@ -23,14 +23,7 @@ import (
 func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diagnosis {
 	d := newDriver(o)
 	diag := drivers.Diagnosis{Driver: Name}
-	add := func(name, detail string, err error) bool {
-		if err != nil {
-			diag.Add(drivers.CheckFromError(name, err))
-			return false
-		}
-		diag.Add(drivers.Check{Name: name, Status: drivers.CheckOK, Detail: detail})
-		return true
-	}
+	add := diag.Require
 	if !add("host", d.opts.HostOS+"/"+d.opts.HostArch, d.checkHost()) {
 		diag.Finish()
 		return diag
