@@ -38,36 +38,44 @@ func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 		if err != nil {
 			return err
 		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = fs.ReadLink(fsys, p); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = path.Join(top, rel)
+		name := path.Join(top, rel)
 		if info.IsDir() {
-			hdr.Name += "/"
+			name += "/"
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if info.Mode().IsRegular() {
-			f, err := fsys.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			return err
-		}
-		return nil
+		return AddToTar(tw, fsys, p, name, info)
 	})
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", src, err)
 	}
 	return tw.Close()
+}
+
+// AddToTar archives p of fsys, described by info, as name: a symlink as
+// a link (never followed), a regular file with its content.
+func AddToTar(tw *tar.Writer, fsys fs.FS, p, name string, info fs.FileInfo) error {
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = fs.ReadLink(fsys, p); err != nil {
+			return err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return err
+	}
+	hdr.Name = name
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := fsys.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(tw, f)
+	return err
 }
