@@ -29,15 +29,11 @@ func (a *app) cpCommand() *cobra.Command {
 				return usageErrorf("exactly one of SRC and DST must be NAME:PATH")
 			}
 			name := srcBox + dstBox
-			tgt, err := a.target([]string{name})
+			tgt, policy, err := a.copyTarget(name)
 			if err != nil {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			policy, err := a.hostPolicy(tgt.Resolved.Root)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
 			start := tgt.Clock.Now()
 			if dstBox != "" {

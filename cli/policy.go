@@ -6,6 +6,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/sandbox"
 )
 
 // operator is this process's policy, loaded once: the flags a command
@@ -34,14 +35,19 @@ type policyFlags struct {
 	allow []string // --allow-path
 }
 
-// hostPolicy is where a command may read and write on the host: the
-// workspace, then the operator's allowed paths.
-func (a *app) hostPolicy(workspace string) (hostpath.Policy, error) {
+// copyTarget is the sandbox a copy goes to or comes from, and where on
+// the host the copy may read and write: the workspace, then the
+// operator's allowed paths.
+func (a *app) copyTarget(name string) (*sandbox.Target, hostpath.Policy, error) {
+	tgt, err := a.target([]string{name})
+	if err != nil {
+		return nil, hostpath.Policy{}, err
+	}
 	p, err := a.operator()
 	if err != nil {
-		return hostpath.Policy{}, err
+		return nil, hostpath.Policy{}, err
 	}
-	return p.HostPaths(workspace), nil
+	return tgt, p.HostPaths(tgt.Resolved.Root), nil
 }
 
 // servedRoots makes the -C folder the first root an MCP server serves.

@@ -22,15 +22,11 @@ func (a *app) syncCommand() *cobra.Command {
 		Args:              args(cobra.ExactArgs(3)),
 		ValidArgsFunction: a.completeSandbox,
 		RunE: func(cmd *cobra.Command, list []string) error {
-			tgt, err := a.target(list[:1])
+			tgt, policy, err := a.copyTarget(list[0])
 			if err != nil {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			policy, err := a.hostPolicy(tgt.Resolved.Root)
-			if err != nil {
-				return err
-			}
 			ctx := context.Background()
 			start := tgt.Clock.Now()
 			if from {
