@@ -3,18 +3,18 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // The official TypeScript SDK drives the data plane on the sim driver:
@@ -151,24 +151,5 @@ func startStoppableServe(t *testing.T, w *simWorkspace, extra ...string) (string
 		}
 	}
 	t.Cleanup(stop)
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving MCP on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		close(urls)
-	}()
-	select {
-	case u, ok := <-urls:
-		if !ok {
-			t.Fatal("sbf serve exited before listening")
-		}
-		return u, stop
-	case <-time.After(20 * time.Second):
-		t.Fatal("sbf serve did not start")
-	}
-	return "", stop
+	return testutil.ServeURL(t, stderr, 20*time.Second), stop
 }

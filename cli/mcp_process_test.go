@@ -52,26 +52,7 @@ func startServe(t *testing.T, w *simWorkspace, args ...string) string {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving MCP on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		close(urls)
-	}()
-	select {
-	case u, ok := <-urls:
-		if !ok {
-			t.Fatal("sbf serve exited before listening")
-		}
-		return u
-	case <-time.After(20 * time.Second):
-		t.Fatal("sbf serve did not start")
-	}
-	return ""
+	return testutil.ServeURL(t, stderr, 20*time.Second)
 }
 
 func TestTypeScriptSDKOverStdio(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -25,19 +26,13 @@ import (
 var sbfBinary, serverBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sbf-test-bin-")
+	dir, err := testutil.BuildSBF("sbf-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	sbfBinary = filepath.Join(dir, "sbf")
 	serverBinary = filepath.Join(dir, ServerBinary)
-	for bin, pkg := range map[string]string{sbfBinary: "../cmd/sbf", serverBinary: "../cmd/sbf-server"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // serveProcess runs `sbf serve` on a free port and returns it with its
@@ -35,22 +36,7 @@ func serveProcess(t *testing.T, w *simWorkspace, env ...string) (*exec.Cmd, stri
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving MCP on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return c, u
-	case <-time.After(30 * time.Second):
-		t.Fatal("sbf serve did not start")
-	}
-	return nil, ""
+	return c, testutil.ServeURL(t, stderr, 30*time.Second)
 }
 
 // rssMiB is a process's resident memory.

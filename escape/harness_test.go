@@ -1,7 +1,6 @@
 package escape
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,19 +21,12 @@ import (
 var sbfBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sbf-escape-")
+	dir, err := testutil.BuildSBF("sbf-escape-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	sbfBinary = filepath.Join(dir, "sbf")
-	for bin, pkg := range map[string]string{sbfBinary: "../cmd/sbf", filepath.Join(dir,
-		"sbf-server"): "../cmd/sbf-server"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -160,26 +151,7 @@ func (w *world) serve(extra []string, args ...string) string {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving MCP on (\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		close(urls)
-	}()
-	select {
-	case u, ok := <-urls:
-		if !ok {
-			w.t.Fatal("sbf serve exited before listening")
-		}
-		return u
-	case <-time.After(30 * time.Second):
-		w.t.Fatal("sbf serve did not listen within 30s")
-	}
-	return ""
+	return testutil.ServeURL(w.t, stderr, 30*time.Second)
 }
 
 const tsClientDir = "../mcpserver/testdata/tsclient"
