@@ -46,8 +46,10 @@ templates_resolve() {
   home=$(mktemp -d)
   chmod 0777 "$home"
   for t in docker default; do
+    # Into a file, not `| grep -q`: limactl would die of SIGPIPE after the match (pipefail).
     if ! unprivileged env -i HOME="$home" PATH=/usr/bin:/bin "$PREFIX/bin/limactl" --tty=false \
-           template copy --embed-all "template://$t" - 2>"$home/err" | grep -q 'location: .*cloudimg'; then
+           template copy --embed-all "template://$t" - >"$home/out" 2>"$home/err" ||
+       ! grep -q 'location: .*cloudimg' "$home/out"; then
       log "template://$t does not resolve to images: $(head -c 300 "$home/err")"
       rc=1
     fi

@@ -28,8 +28,10 @@ tar -xzf "sbf_${version}_$host.tar.gz" -C "$tmp/$host"
 out=$("$tmp/$host/sbf" version)
 echo "$host: $out"
 [[ $out == "sbf v$version (commit "* ]] || fail "the $host archive's sbf version says: $out"
-# sbf hands MCP to sbf-server, beside it in the archive.
-"$tmp/$host/sbf" mcp --help | grep -q "Streamable HTTP" || fail "the $host archive's sbf mcp does not reach sbf-server"
+# sbf hands MCP to sbf-server, beside it in the archive. (The help is read whole: `| grep -q` would
+# stop reading at the match, and sbf's next write would end it with SIGPIPE, a failure under pipefail.)
+help=$("$tmp/$host/sbf" mcp --help) || fail "the $host archive's sbf mcp --help failed"
+[[ $help == *"Streamable HTTP"* ]] || fail "the $host archive's sbf mcp does not reach sbf-server"
 
 for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
   mkdir -p "$tmp/$target"
@@ -88,7 +90,8 @@ command -v rpm >/dev/null || echo "(rpm is not installed: the .rpm packages' con
 # install.sh against this folder, as a person would run it against a release.
 if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
   SBF_DOWNLOAD_URL="file://$PWD" SBF_INSTALL_DIR="$tmp/bin" sh install.sh >/dev/null
-  "$tmp/bin/sbf" version | grep -qF "sbf v$version " || fail "install.sh installed $("$tmp/bin/sbf" version)"
+  out=$("$tmp/bin/sbf" version)
+  [[ $out == "sbf v$version "* ]] || fail "install.sh installed $out"
   [ -x "$tmp/bin/sbf-server" ] || fail "install.sh did not install sbf-server"
   mkdir "$tmp/tampered"
   cp SHA256SUMS "sbf_${version}_$host.tar.gz" "$tmp/tampered/"
