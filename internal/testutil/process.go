@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // BuildSBF builds sbf and sbf-server into a new temporary folder (for
@@ -54,7 +56,7 @@ func ServeURL(t testing.TB, stderr io.Reader, wait time.Duration) string {
 			t.Fatal("sbf serve exited before listening")
 		}
 		return u
-	case <-time.After(wait):
+	case <-clock.Real{}.After(wait): // a test's deadline is real time
 		t.Fatalf("sbf serve did not listen within %s", wait)
 	}
 	return ""
