@@ -78,7 +78,7 @@ func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) er
 		req.StdoutTo, req.StderrTo = a.stdout, a.stderr
 	}
 	start := tgt.Clock.Now()
-	res, err := tgt.ExecBrokered(ctx, req, a.brokers())
+	res, err := tgt.ExecBrokered(ctx, req)
 	a.noteExec(tgt, command, res, start, err) // history.go
 	if err != nil {
 		if ctx.Err() != nil {
@@ -133,7 +133,11 @@ func (a *app) target(names []string) (*sandbox.Target, error) {
 	default:
 		return nil, usageErrorf("one sandbox at a time, got %v", names)
 	}
-	return eng.Target(ws, name)
+	tgt, err := eng.Target(ws, name)
+	if err == nil {
+		tgt.Brokers = a.brokers()
+	}
+	return tgt, err
 }
 
 // shellJoin quotes argv for sh -c, leaving a single argument as written

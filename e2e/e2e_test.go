@@ -252,6 +252,11 @@ func testExec(t *testing.T, w *ws) {
 			t.Errorf("sbf %v: exit %d, want %d (%s)", c.args, r.code, c.code, r.stderr)
 		}
 	}
+	// sbf cat goes through the exec broker sbf exec started: no new dial.
+	if out := w.must("sbf cat (through the warm broker)", "cat", "api:/etc/os-release").stdout; !strings.Contains(out,
+		"ID=") {
+		t.Errorf("sbf cat /etc/os-release: %q", out)
+	}
 }
 
 func testCopy(t *testing.T, w *ws) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +58,9 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 		}, time.Minute, clock.Real{})
 		return nil
 	}}
+	tgt.Brokers = b
 	for range 2 {
-		res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"}, b)
+		res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"})
 		if err != nil || res.Via != "broker" {
 			t.Fatalf("exec: %+v %v", res, err)
 		}
@@ -67,8 +71,52 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	// A backend that keeps no connection (the sim) is asked directly.
 	h.eng.Drivers = plain
 	tgt, _ = h.eng.Target(h.ws(), "api")
-	if res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"}, b); err != nil || res.Via != "sim" ||
+	tgt.Brokers = b
+	if res, err := tgt.ExecBrokered(ctx, drivers.ExecRequest{Command: "true"}); err != nil || res.Via != "sim" ||
 		started != 1 {
 		t.Errorf("the sim through ExecBrokered: %+v %v (brokers started %d)", res, err, started)
+	}
+}
+
+// The file tools and stats of a target with brokers go through them as
+// sbf exec does (each sbf cat would otherwise dial the VM anew).
+func TestFileToolsGoThroughTheBroker(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.mustApply()
+	plain := h.eng.Drivers
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := plain(name, r)
+		return keeper{Driver: d, via: "direct"}, err
+	}
+	tgt, err := h.eng.Target(h.ws(), "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex // the broker answers on its own goroutine
+	var brokered []string
+	seen := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(brokered) }
+	tgt.Brokers = sandbox.Brokers{Socket: func(string) string { return sock }, Start: func(*sandbox.Target) error {
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			return err
+		}
+		go broker.Serve(ctx, ln, func(_ context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+			mu.Lock()
+			brokered = append(brokered, req.Command)
+			mu.Unlock()
+			return drivers.ExecResult{Via: "broker", Stdout: "5\nhello"}, nil
+		}, time.Minute, clock.Real{})
+		return nil
+	}}
+	r, err := tgt.ReadFile(ctx, "/etc/hostname", 0, 0)
+	if ran := seen(); err != nil || string(r.Data) != "hello" || len(ran) != 1 || !strings.Contains(ran[0], "head -c") {
+		t.Errorf("read_file: %+v %v; the broker ran %q", r, err, ran)
+	}
+	tgt.Stats(ctx) // its answer is no stats; only where it went counts
+	if ran := seen(); len(ran) != 2 || !strings.Contains(ran[1], "@@meminfo") {
+		t.Errorf("stats did not go through the broker: %q", ran)
 	}
 }

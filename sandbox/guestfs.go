@@ -93,7 +93,7 @@ func (t *Target) runFS(ctx context.Context, s fsScript) (drivers.ExecResult, err
 	if s.stdin != nil {
 		req.Stdin = bytes.NewReader(s.stdin)
 	}
-	res, err := t.Exec(ctx, req)
+	res, err := t.ExecBrokered(ctx, req)
 	if err != nil {
 		return res, fmt.Errorf("%s %s in %s: %w", s.tool, coded.Clip(s.path), t.Sandbox, err)
 	}

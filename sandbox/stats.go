@@ -58,7 +58,7 @@ func (t *Target) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	res, err := t.Exec(ctx, drivers.ExecRequest{Command: "d=" + shellquote.Quote(disk) + "\n" + statsScript,
+	res, err := t.ExecBrokered(ctx, drivers.ExecRequest{Command: "d=" + shellquote.Quote(disk) + "\n" + statsScript,
 		Timeout: statsTimeout})
 	if err != nil {
 		return Stats{}, fmt.Errorf("reading the stats of %s: %w", t.Sandbox, err)

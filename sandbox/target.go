@@ -39,8 +39,11 @@ type Target struct {
 	Clock  clock.Clock
 	Getenv func(string) string
 	// Open builds the target's backend.
-	Open   func() (drivers.Driver, error)
-	driver drivers.Driver
+	Open func() (drivers.Driver, error)
+	// Brokers, when the door has them (the CLI, whose processes are short),
+	// carry the file tools' and stats' commands as they carry sbf exec's.
+	Brokers Brokers
+	driver  drivers.Driver
 }
 
 // Driver returns the target's backend, built once.
@@ -110,9 +113,11 @@ type Brokers struct {
 const brokerStartWait = 5 * time.Second
 
 // ExecBrokered runs a command through the sandbox's exec broker when its
-// driver keeps connections open (drivers.Connector), starting a broker
-// when none answers, and directly otherwise or when that fails.
-func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest, b Brokers) (drivers.ExecResult, error) {
+// driver keeps connections open (drivers.Connector) and the target has
+// Brokers, starting a broker when none answers, and directly otherwise or
+// when that fails.
+func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	b := t.Brokers
 	drv, err := t.Driver()
 	if err != nil {
 		return drivers.ExecResult{}, err
