@@ -58,6 +58,11 @@ func (a *app) handOff(name string, list []string) error {
 	}
 	cmd := exec.Command(bin, append([]string{"-C", a.dir, name}, list...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = a.stdin, a.stdout, a.stderr, os.Environ()
+	// The parent-death signal follows the thread that started the child:
+	// it stays this goroutine's until the child ends.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	endWithParent(cmd)
 	stop := forwardSignals(cmd)
 	defer stop()
 	err = cmd.Run()
