@@ -109,10 +109,14 @@ type SpareLabel struct {
 // Owner is the sandbox an instance belongs to. Retired marks a spare
 // claimed for deletion: it belongs to nobody and any run deletes it.
 type Owner struct {
-	WorkspaceID string    `json:"workspace_id,omitempty"`
-	Sandbox     string    `json:"sandbox,omitempty"`
-	Retired     bool      `json:"retired,omitempty"`
-	Since       time.Time `json:"since,omitzero"`
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	Sandbox     string `json:"sandbox,omitempty"`
+	Retired     bool   `json:"retired,omitempty"`
+	// Spare says the claim adopts a pool's ready spare: an instance of that
+	// name that is not one (its replacement, still being made after the
+	// spare the adopter saw was deleted) is ErrNotFound, never a booting VM.
+	Spare bool      `json:"spare,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Same reports whether two owners are the same sandbox (or both retired).
@@ -207,6 +211,9 @@ func WriteSpareLabel(dir string, s SpareLabel) error {
 func ClaimDir(instance, dir string, o Owner) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("claiming %s: %w", instance, ErrNotFound)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SpareLabelFile)); o.Spare && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("claiming %s: not a ready spare: %w", instance, ErrNotFound)
 	}
 	data, err := json.Marshal(o)
 	if err != nil {

@@ -91,3 +91,24 @@ func TestClaimDir(t *testing.T) {
 		t.Errorf("an unlabelled folder reads as %+v, %v", l, err)
 	}
 }
+
+// An adopter's claim takes only a ready spare: a folder of that name with
+// no spare label (its replacement, still booting) is not found.
+func TestClaimDirOfASpareNeedsAReadySpare(t *testing.T) {
+	dir := t.TempDir()
+	adopter := Owner{WorkspaceID: "ws_1", Sandbox: "a", Spare: true}
+	if err := ClaimDir("x", dir, adopter); !errors.Is(err, ErrNotFound) {
+		t.Errorf("claim of an instance that is no ready spare: %v", err)
+	}
+	if l, _ := ReadLabelDir(dir); l != nil {
+		t.Errorf("the refused claim left a label: %+v", l)
+	}
+	if err := ClaimDir("x", dir, Owner{Retired: true}); err != nil {
+		t.Errorf("retiring an unlabelled instance (a fill left it): %v", err)
+	}
+	dir = t.TempDir()
+	WriteSpareLabel(dir, SpareLabel{Pool: "p", Shape: "1a2b3c4d"})
+	if err := ClaimDir("x", dir, adopter); err != nil {
+		t.Errorf("claim of a ready spare: %v", err)
+	}
+}

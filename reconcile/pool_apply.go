@@ -65,7 +65,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	if !ok {
 		return fmt.Errorf("the %s driver keeps no ownership labels, so it cannot adopt %s", a.Driver, a.Instance)
 	}
-	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Since: e.Clock.Now().UTC()}
+	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Spare: !a.Import, Since: e.Clock.Now().UTC()}
 	got := ""
 	for _, cand := range a.Warm {
 		err := claimUnderLock(ctx, e.HostDir, e.Who, lab, cand, owner)

@@ -67,6 +67,9 @@ func (d *Driver) Claim(ctx context.Context, instance string, o drivers.Owner) er
 			}
 			return &drivers.OwnedError{Instance: instance, Owner: *cur.Owner}
 		}
+		if o.Spare && (cur == nil || cur.Spare == nil) {
+			return fmt.Errorf("claiming %s: not a ready spare: %w", instance, drivers.ErrNotFound)
+		}
 		if err := setAnnotation(&vm, AnnotationOwner, o); err != nil {
 			return err
 		}
