@@ -26,6 +26,7 @@ func testAgentTools(t *testing.T, w *ws, instance string) {
 	m := w.mcp()
 	defer m.close()
 	defer limaLogsOnFailure(t)
+	defer m.logOnFailure(t)
 	blob := []byte{0, 1, 2, 255}
 	m.call("write_file", map[string]any{"instance_id": instance, "path": "/tmp/at/blob", "make_parents": true,
 		"content": base64.StdEncoding.EncodeToString(blob), "encoding": "base64", "mode": "0600"})

@@ -4,13 +4,16 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,14 +24,17 @@ import (
 
 // mcpSession is a real `sbf mcp` process driven over stdio.
 type mcpSession struct {
-	t *testing.T
-	c *client.Client
+	t      *testing.T
+	c      *client.Client
+	mu     sync.Mutex
+	stderr bytes.Buffer // the server's progress and debug lines, for a failure's log
 }
 
 func (w *ws) mcp(extraArgs ...string) *mcpSession {
 	w.t.Helper()
 	args := append([]string{"-C", w.root, "mcp"}, extraArgs...)
-	c, err := client.NewStdioMCPClient(os.Getenv("SBF_BIN"), append(os.Environ(), w.env...), args...)
+	env := append(append(os.Environ(), w.env...), "SBF_DEBUG=1")
+	c, err := client.NewStdioMCPClient(os.Getenv("SBF_BIN"), env, args...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -38,10 +44,38 @@ func (w *ws) mcp(extraArgs ...string) *mcpSession {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		w.t.Fatal(err)
 	}
-	return &mcpSession{t: w.t, c: c}
+	m := &mcpSession{t: w.t, c: c}
+	if r, ok := client.GetStderr(c); ok {
+		go m.keepStderr(r)
+	}
+	return m
 }
 
 func (m *mcpSession) close() { m.c.Close() }
+
+func (m *mcpSession) keepStderr(r io.Reader) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		m.mu.Lock()
+		m.stderr.Write(buf[:n])
+		m.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// logOnFailure logs the end of the server's stderr (its reconcile loop's
+// actions, SBF_DEBUG's driver lines) when t failed.
+func (m *mcpSession) logOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.Logf("the MCP server's stderr, its last lines:\n%s", lastLines(m.stderr.String(), 80))
+}
 
 // call runs a tool and decodes its JSON result; a tool error fails the test.
 func (m *mcpSession) call(tool string, args map[string]any) map[string]any {
@@ -273,6 +307,11 @@ func testWarmPool(t *testing.T, w *ws) {
 			}
 		}
 	}()
+	// Earlier subtests' MCP servers have been closed; one still running
+	// would run its loop on this workspace too.
+	if ps, err := exec.Command("pgrep", "-a", "sbf-server").Output(); err == nil {
+		t.Logf("sbf-server processes before the pool fill:\n%s", ps)
+	}
 	w.must("sbf pool fill (boot a spare, runtime ready)", "pool", "fill")
 	t.Logf("sbf pool status:\n%s", w.must("sbf pool status", "pool", "status").stdout)
 	m := w.mcp()
@@ -286,6 +325,7 @@ func testWarmPool(t *testing.T, w *ws) {
 	record("create_instance → first run_command (warm spare)", start)
 	defer m.try("destroy_instance", map[string]any{"instance_id": id})
 	defer limaLogsOnFailure(t)
+	defer m.logOnFailure(t)
 	if name, _ := created["backend_instance_name"].(string); !strings.HasPrefix(name, "sbf-pool-") ||
 		r["stdout"] != "warm\n" {
 		t.Fatalf("create_instance did not adopt a spare: %v; run_command: %v", created, r)

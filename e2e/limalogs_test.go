@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -15,6 +17,9 @@ import (
 func limaLogsOnFailure(t *testing.T) {
 	if !t.Failed() {
 		return
+	}
+	if ps, err := exec.Command("pgrep", "-a", "-u", strconv.Itoa(os.Getuid()), "sbf").Output(); err == nil {
+		t.Logf("sbf processes of this user:\n%s", ps) // a loop left running by an earlier server acts too
 	}
 	home := os.Getenv("LIMA_HOME")
 	dirs, _ := os.ReadDir(home)
