@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,44 +252,5 @@ func TestMCPHTTPAddressAsTwoWords(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("sbf mcp --http ADDR did not start")
-	}
-}
-
-// An MCP client that kills `sbf mcp` (SIGKILL, after its grace period)
-// takes sbf-server with it: no reconcile loop is left running for nobody.
-func TestKilledMCPHandOffTakesTheServerWithIt(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the parent-death signal is Linux's")
-	}
-	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
-	c := w.cmd(nil, "mcp")
-	// Input kept open (Wait would close a StdinPipe): the server must not
-	// end for want of it.
-	in, keep, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer keep.Close()
-	c.Stdin = in
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
-	var server int
-	for deadline := time.Now().Add(10 * time.Second); server == 0 && time.Now().Before(deadline); {
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid))
-		server, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
-		time.Sleep(20 * time.Millisecond)
-	}
-	if server == 0 {
-		t.Fatal("sbf mcp started no sbf-server")
-	}
-	c.Process.Kill()
-	c.Wait()
-	for deadline := time.Now().Add(10 * time.Second); processAlive(server); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			syscall.Kill(server, syscall.SIGKILL)
-			t.Fatalf("sbf-server (pid %d) still runs 10 s after its sbf was killed", server)
-		}
 	}
 }

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// An MCP client that kills `sbf mcp` (SIGKILL, after its grace period)
+// takes sbf-server with it: no reconcile loop is left running for nobody.
+func TestKilledMCPHandOffTakesTheServerWithIt(t *testing.T) {
+	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	c := w.cmd(nil, "mcp")
+	// Input kept open (Wait would close a StdinPipe): the server must not
+	// end for want of it.
+	in, keep, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close()
+	c.Stdin = in
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	var server int
+	for deadline := time.Now().Add(10 * time.Second); server == 0 && time.Now().Before(deadline); {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid))
+		server, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if server == 0 {
+		t.Fatal("sbf mcp started no sbf-server")
+	}
+	c.Process.Kill()
+	c.Wait()
+	for deadline := time.Now().Add(10 * time.Second); processAlive(server); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(server, syscall.SIGKILL)
+			t.Fatalf("sbf-server (pid %d) still runs 10 s after its sbf was killed", server)
+		}
+	}
+}
