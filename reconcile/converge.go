@@ -121,14 +121,26 @@ func (u *run) applyRequest(e *Engine) error {
 }
 
 // targets are what the run may act on: its targets, less the sandboxes
-// another run holds (a loop pass leaves those alone); none says that
-// leaves nothing.
+// another run holds (a loop pass leaves those alone) and those that
+// appeared after it locked (a request added them: they are its run's);
+// none says that leaves nothing.
 func (u *run) targets() (targets []string, none bool) {
-	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 {
+	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 && u.holdsAll() {
 		return u.opts.Targets, false
 	}
 	held := u.locks.names()
 	return held, len(held) == 0
+}
+
+// holdsAll says whether the run holds every sandbox it may act on as the
+// desired state and the state file read after its locks name them.
+func (u *run) holdsAll() bool {
+	for _, name := range touched(u.r, u.rec, u.opts.Targets) {
+		if u.locks.locks[name] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // busy names a run that held a sandbox while this one planned.
