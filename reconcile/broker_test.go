@@ -31,7 +31,9 @@ func (k keeper) Exec(context.Context, string, drivers.ExecRequest) (drivers.Exec
 func (keeper) Alive(string) bool { return true }
 func (keeper) Close() error      { return nil }
 
-func TestExecGoesThroughABrokerItStarts(t *testing.T) {
+// keeperTarget is sandbox api of a sim workspace whose backend keeps
+// connections (so brokers apply); plain is the sim's own factory.
+func keeperTarget(t *testing.T) (*harness, DriverFactory, *sandbox.Target) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	h.mustApply()
 	plain := h.eng.Drivers
@@ -43,6 +45,11 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, plain, tgt
+}
+
+func TestExecGoesThroughABrokerItStarts(t *testing.T) {
+	h, plain, tgt := keeperTarget(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -81,17 +88,7 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 // The file tools and stats of a target with brokers go through them as
 // sbf exec does (each sbf cat would otherwise dial the VM anew).
 func TestFileToolsGoThroughTheBroker(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
-	h.mustApply()
-	plain := h.eng.Drivers
-	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
-		d, err := plain(name, r)
-		return keeper{Driver: d, via: "direct"}, err
-	}
-	tgt, err := h.eng.Target(h.ws(), "api")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, tgt := keeperTarget(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
