@@ -197,6 +197,13 @@ func TestExecTerminalAndShell(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatal("no exit")
 			}
+			// Once sbf has exited the terminal reads what it wrote, then EIO;
+			// closing it before that drops the output's tail.
+			select {
+			case <-copied:
+			case <-time.After(10 * time.Second):
+				t.Error("the terminal's output did not end after sbf exited")
+			}
 			tty.Close()
 			<-copied
 			ee, _ := err.(*exec.ExitError)
