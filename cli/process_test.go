@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers/sim"
+	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
@@ -211,14 +212,14 @@ func TestKilledApplyConvergesOnRerun(t *testing.T) {
 // Two applies at once: one waits or fails clearly; state stays sound.
 func TestConcurrentAppliesNeverCorruptState(t *testing.T) {
 	w := newSimWorkspace(t, simSpec)
-	slow := []string{"SBF_SIM_LATENCY=create=400ms"}
+	slow := []string{"SBF_SIM_LATENCY=create=1500ms"}
 	first := w.cmd(slow, "apply", "--auto-approve")
 	var firstOut bytes.Buffer
 	first.Stdout, first.Stderr = &firstOut, &firstOut
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	waitForHolder(t, w, "sbf apply")
 	r := w.run(nil, "apply", "--auto-approve")
 	if r.code != 1 || !strings.Contains(r.stderr, "is locked by \"sbf apply\"") ||
 		!strings.Contains(r.stderr, "--lock-timeout") {
@@ -251,7 +252,7 @@ func TestPlanAndStatusDuringAnApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Wait()
-	time.Sleep(400 * time.Millisecond)
+	waitForHolder(t, w, "sbf apply")
 	r := w.run(nil, "status", "--json")
 	var st struct {
 		InProgress *struct{ Command string } `json:"in_progress"`
@@ -315,5 +316,22 @@ func TestReconcileWatchJSONIsOneObjectPerLine(t *testing.T) {
 	}
 	if kinds[0] != "2" || kinds[1] != "0" {
 		t.Errorf("changes per pass = %v, want the two expiries, then nothing", kinds)
+	}
+}
+
+// waitForHolder waits until command holds the lock of the sandbox web (a
+// run holds its sandboxes' locks throughout; the state lock only while it
+// writes): a process just started may not have taken it yet on a loaded
+// machine.
+func waitForHolder(t *testing.T, w *simWorkspace, command string) {
+	t.Helper()
+	lock := filepath.Join(w.root, spec.Dir, "locks", "web.lock")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if h := flock.ReadHolder(lock); h != nil && h.Command == command {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never took the sandbox lock %s", command, lock)
+		}
 	}
 }

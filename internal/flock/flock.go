@@ -43,38 +43,59 @@ type Lock struct {
 	path string
 }
 
-// Acquire takes the lock at path, retrying until timeout (zero: try once).
-// The holder note is written to path+".info" once the lock is held.
+// peekGrace is how long Acquire keeps trying past its timeout when the lock
+// is held without a note: Holding takes the lock for a look, and a look
+// must not make a run that tries once fail.
+const peekGrace = 100 * time.Millisecond
+
+// Acquire takes the lock at path, retrying until timeout (zero: try once;
+// a holder without a note is given peekGrace). The holder note is written
+// to path+".info" once the lock is held.
 func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	wait := 5 * time.Millisecond
-	for {
-		err := tryLock(f)
-		if err == nil {
-			break
+	err = lockWithin(ctx, f, timeout)
+	var holder *Holder
+	if errors.Is(err, errWouldBlock) {
+		if holder = ReadHolder(path); holder == nil { // no note: likely a Holding look, over in microseconds
+			err = lockWithin(ctx, f, peekGrace)
+			holder = ReadHolder(path)
 		}
-		if !errors.Is(err, errWouldBlock) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		select {
-		case <-waitCtx.Done():
-			f.Close()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &LockedError{Path: path, Holder: ReadHolder(path)}
-		case <-clock.Real{}.After(wait): // another process lets go in real time, whatever "now" is
-		}
-		wait = min(wait*2, 250*time.Millisecond)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errWouldBlock) && ctx.Err() == nil:
+		f.Close()
+		return nil, &LockedError{Path: path, Holder: holder}
+	case ctx.Err() != nil:
+		f.Close()
+		return nil, ctx.Err()
+	default:
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	writeNote(path+".info", who)
 	return &Lock{f: f, path: path}, nil
+}
+
+// lockWithin tries to lock f until timeout (zero: once); errWouldBlock
+// says another holder kept it.
+func lockWithin(ctx context.Context, f *os.File, timeout time.Duration) error {
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
+		err := tryLock(f)
+		if !errors.Is(err, errWouldBlock) {
+			return err
+		}
+		select {
+		case <-waitCtx.Done():
+			return err
+		case <-clock.Real{}.After(wait): // another process lets go in real time, whatever "now" is
+		}
+	}
 }
 
 // writeNote writes the holder note whole (a temporary file renamed over
