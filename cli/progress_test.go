@@ -15,17 +15,21 @@ func TestProgressHeartbeatDuringLongActions(t *testing.T) {
 	var out testutil.SyncBuffer
 	p := newProgress(&out, 20*time.Millisecond)
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create})
-	time.Sleep(70 * time.Millisecond)
+	beats := func() int { return strings.Count(out.String(), "api: create still running") }
+	for deadline := time.Now().Add(10 * time.Second); beats() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no two heartbeats in 10 s:\n%s", out.String())
+		}
+	}
 	p.event(reconcile.Event{Sandbox: "api", Kind: plan.Create, Done: true, Elapsed: 70 * time.Millisecond})
-	time.Sleep(50 * time.Millisecond)
+	ended := beats()
+	time.Sleep(100 * time.Millisecond) // five intervals
 	text := out.String()
-	beats := strings.Count(text, "api: create still running")
-	if !strings.HasPrefix(text, "api: create...\n") || beats < 2 ||
-		!strings.HasSuffix(text, "api: create done (70ms)\n") {
+	if !strings.HasPrefix(text, "api: create...\n") || !strings.HasSuffix(text, "api: create done (70ms)\n") {
 		t.Errorf("progress output:\n%s", text)
 	}
-	if after := strings.Count(out.String(), "still running"); after != beats {
-		t.Error("heartbeats continued after the action ended")
+	if beats() != ended {
+		t.Errorf("heartbeats continued after the action ended:\n%s", text)
 	}
 }
 
