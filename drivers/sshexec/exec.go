@@ -13,9 +13,9 @@ import (
 	"github.com/sandboxforge/sbf/internal/shellquote"
 )
 
-// Exec runs a command in a running instance: on its guest shell when the
-// command has no stdin and the shell is free ("ssh-shell"), else on a
-// session of its own ("ssh"), else through the driver's fallback. A
+// Exec runs a command in a running instance: on a free guest shell when
+// the command has no stdin ("ssh-shell"), else on a session of its own
+// ("ssh"), else through the driver's fallback. A
 // timeout kills the remote command (the guest's own `timeout` enforces it;
 // the session is torn down shortly after as a backstop).
 func (p *Pool) Exec(ctx context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
@@ -33,8 +33,8 @@ func (p *Pool) Exec(ctx context.Context, instance string, req drivers.ExecReques
 }
 
 // execShell runs a command without stdin on the instance's long-lived
-// guest shell. done is false when the shell is busy with another command
-// or cannot be used; the caller then opens a session.
+// guest shell. done is false when every shell is busy with another command
+// or none can be used; the caller then opens a session.
 func (p *Pool) execShell(
 	ctx context.Context,
 	instance string,
@@ -46,11 +46,8 @@ func (p *Pool) execShell(
 	if _, err := p.client(ctx, instance); err != nil {
 		return drivers.ExecResult{}, true, err // a session would need the same connection
 	}
-	sh, err := p.shellFor(ctx, instance)
-	if err != nil {
-		return drivers.ExecResult{}, false, nil
-	}
-	if !sh.mu.TryLock() {
+	sh, err := p.freeShell(ctx, instance)
+	if err != nil || sh == nil {
 		return drivers.ExecResult{}, false, nil
 	}
 	defer sh.mu.Unlock()

@@ -107,7 +107,42 @@ func TestGuestShellKeepsCommandsApart(t *testing.T) {
 	}
 	wg.Wait()
 	if extra := g.Sessions.Load() - before; extra < 1 || extra > 3 {
-		t.Errorf("4 concurrent commands opened %d sessions; the busy shell should send the others to sessions", extra)
+		t.Errorf("4 concurrent commands opened %d sessions; the busy shell should start others", extra)
+	}
+}
+
+// A long command (a loop pass's docker probe, an agent's build) holds one
+// guest shell; the commands meanwhile share one more, never a session each.
+func TestABusyShellSendsCommandsToAnotherShell(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	ctx := context.Background()
+	if err := p.Warm(ctx, instance); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	long := make(chan error, 1)
+	go func() {
+		_, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "touch " + started + "; sleep 2"})
+		long <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("the long command never started")
+		}
+	}
+	before := g.Sessions.Load()
+	for i := 0; i < 10; i++ {
+		if res, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "true"}); err != nil || res.Via != "ssh-shell" {
+			t.Fatalf("command %d beside the long one: %+v, %v", i, res, err)
+		}
+	}
+	if extra := g.Sessions.Load() - before; extra != 1 {
+		t.Errorf("10 commands beside a long one opened %d sessions; want 1 (a second shell)", extra)
+	}
+	if err := <-long; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -8,6 +8,7 @@ package sshexec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
@@ -41,7 +42,7 @@ type Options struct {
 	Clock     clock.Clock // measures command durations; default the wall clock
 }
 
-// Pool keeps one SSH connection, and one guest shell on it, per instance.
+// Pool keeps one SSH connection, and a few guest shells on it, per instance.
 // Its zero value is not usable; call New.
 type Pool struct {
 	opts  Options
@@ -56,12 +57,19 @@ var (
 	_ drivers.Copier    = (*Pool)(nil)
 )
 
-// conn is one open SSH client to a running instance, and the guest shell
-// that runs commands without stdin on it (nil until first needed).
+// conn is one open SSH client to a running instance, and the guest shells
+// that run commands without stdin on it (started as commands need them).
 type conn struct {
-	client *ssh.Client
-	shell  *shell
+	client   *ssh.Client
+	shells   []*shell
+	starting int // shells being started, counted against maxShells
 }
+
+// maxShells bounds the guest shells kept per instance. A command that finds
+// every shell busy starts another, so a loop pass's slow docker probes or
+// an agent's long command do not send everyone else's commands to a new
+// session each (~10× the cost under software emulation).
+const maxShells = 4
 
 // New returns an empty pool; connections are dialled on first use.
 func New(o Options) *Pool {
@@ -105,8 +113,8 @@ func (p *Pool) Drop(instance string) {
 	delete(p.conns, instance)
 	p.mu.Unlock()
 	if ok {
-		if c.shell != nil {
-			c.shell.close()
+		for _, sh := range c.shells {
+			sh.close()
 		}
 		c.client.Close()
 	}
@@ -136,39 +144,65 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// Warm dials the instance's connection and starts its guest shell now,
-// so its first command needs neither.
+// Warm dials the instance's connection and starts a guest shell now, so
+// its first command needs neither.
 func (p *Pool) Warm(ctx context.Context, instance string) error {
-	_, err := p.shellFor(ctx, instance)
+	sh, err := p.freeShell(ctx, instance)
+	if sh != nil {
+		sh.mu.Unlock()
+	}
 	return err
 }
 
-// shellFor returns the instance's guest shell, starting it on first use.
-func (p *Pool) shellFor(ctx context.Context, instance string) (*shell, error) {
+// freeShell returns a guest shell of the instance that no command uses,
+// locked for the caller: an idle one, else a new one while fewer than
+// maxShells run; nil when every shell is busy.
+func (p *Pool) freeShell(ctx context.Context, instance string) (*shell, error) {
 	client, err := p.client(ctx, instance)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	c, ok := p.conns[instance]
 	if !ok || c.client != client {
+		p.mu.Unlock()
 		return nil, fmt.Errorf("connection to %s closed", instance)
 	}
-	if c.shell == nil {
-		if c.shell, err = startShell(client); err != nil {
-			return nil, fmt.Errorf("starting the guest shell of %s: %w", instance, err)
+	for _, sh := range c.shells {
+		if sh.mu.TryLock() {
+			p.mu.Unlock()
+			return sh, nil
 		}
 	}
-	return c.shell, nil
+	if len(c.shells)+c.starting >= maxShells {
+		p.mu.Unlock()
+		return nil, nil
+	}
+	c.starting++
+	p.mu.Unlock()
+	sh, err := startShell(client) // a round trip: other instances' commands need not wait for it
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.starting--
+	if err != nil {
+		return nil, fmt.Errorf("starting a guest shell of %s: %w", instance, err)
+	}
+	sh.mu.Lock()
+	if p.conns[instance] != c { // dropped meanwhile: the shell went with its connection
+		sh.close()
+		sh.mu.Unlock()
+		return nil, fmt.Errorf("connection to %s closed", instance)
+	}
+	c.shells = append(c.shells, sh)
+	return sh, nil
 }
 
-// dropShell forgets a broken guest shell; the next command starts another.
+// dropShell forgets a broken guest shell; a later command starts another.
 func (p *Pool) dropShell(instance string, sh *shell) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.conns[instance]; ok && c.shell == sh {
-		c.shell = nil
+	if c, ok := p.conns[instance]; ok {
+		c.shells = slices.DeleteFunc(c.shells, func(s *shell) bool { return s == sh })
 	}
 	sh.close()
 }
