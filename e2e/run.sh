@@ -18,7 +18,10 @@ t0=$SECONDS
 vm_user_setup
 BIN=$SBF_E2E_HOME/bin
 install -d -m 0755 "$BIN"
-(cd "$REPO" && go build -o "$BIN/sbf" ./cmd/sbf && go build -o "$BIN/sbf-server" ./cmd/sbf-server &&
+# sbf as released: static (CGO_ENABLED=0; a dynamic binary starts ~1 ms slower) and trimmed.
+(cd "$REPO" && export CGO_ENABLED=0 &&
+ go build -trimpath -o "$BIN/sbf" ./cmd/sbf && go build -trimpath -o "$BIN/sbf-server" ./cmd/sbf-server &&
+ unset CGO_ENABLED &&
  go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
  go test -c -o "$BIN/lima.test" ./drivers/lima)
 chmod 0755 "$BIN/sbf" "$BIN/sbf-server" "$BIN/e2e.test" "$BIN/lima.test"
