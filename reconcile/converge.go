@@ -125,7 +125,7 @@ func (u *run) applyRequest(e *Engine) error {
 // appeared after it locked (a request added them: they are its run's);
 // none says that leaves nothing.
 func (u *run) targets() (targets []string, none bool) {
-	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 && u.holdsAll() {
+	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 && len(u.locks.left) == 0 && u.holdsAll() {
 		return u.opts.Targets, false
 	}
 	held := u.locks.names()
@@ -168,11 +168,9 @@ func lockModeOf(opts Options, planOnly bool) lockMode {
 // plan is asked for, carries the plan out.
 func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*Result, error) {
 	r, rec := u.r, u.rec
-	targets, none := u.targets()
 	desired := plan.DesiredFrom(r)
-	if none {
-		res.Plan, res.Desired, res.Now = &plan.Plan{}, desired, u.now
-		return res, nil // every sandbox is another run's for now; the next pass looks again
+	if _, none := u.targets(); none {
+		return u.nothingHeld(res, desired), nil
 	}
 	layers, err := resolveLayers(ctx, r, leaseLive(desired, u.now), e.Env)
 	if err != nil {
@@ -184,6 +182,14 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		desired.Sandboxes[name] = sb
 	}
 	res.Observed = e.observe(ctx, r, desired, rec)
+	if err := e.lockFound(ctx, u, plan.Found(desired, rec, res.Observed)); err != nil {
+		return nil, err
+	}
+	res.Busy = u.busy()
+	targets, none := u.targets()
+	if none {
+		return u.nothingHeld(res, desired), nil
+	}
 	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable,
 		func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
@@ -221,6 +227,13 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	}
 	applyErr = errors.Join(applyErr, e.pruneIndex(r, res.State))
 	return res, errors.Join(applyErr, problemsError(res.Plan))
+}
+
+// nothingHeld is the result of a run every sandbox of which is another
+// run's for now: the next pass looks again.
+func (u *run) nothingHeld(res *Result, desired plan.Desired) *Result {
+	res.Plan, res.Desired, res.Now = &plan.Plan{}, desired, u.now
+	return res
 }
 
 // confirm shows the plan to the door's confirmation, then writes the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ const locksDir = "locks"
 type held struct {
 	locks map[string]*flock.Lock
 	busy  map[string]*flock.Holder // sandboxes another run holds, that this one leaves alone
+	left  []string                 // sandboxes a run that ended meanwhile made: the next pass's
 }
 
 func (h *held) release() {
@@ -146,4 +148,47 @@ func (h *held) yieldCopies(source func(name string) string) {
 			h.busy[name] = who
 		}
 	}
+}
+
+// lockFound holds, or leaves to their runs, the sandboxes the run found
+// only on the backends (plan.Found). Such an instance was made or claimed
+// by a request's run after this run read the desired state and the state
+// file (that run holds the sandbox from before it plans until it has
+// written both), or is an orphan. Each lock is tried once: a sandbox
+// another run holds is that run's; one the files name by the time its
+// lock is free belonged to a run that ended meanwhile, and the next pass
+// sees it whole. What is left is an orphan, held and this run's to delete.
+func (e *Engine) lockFound(ctx context.Context, u *run, found []string) error {
+	if u.planOnly || u.locks == nil || len(found) == 0 {
+		return nil
+	}
+	h, err := e.lockSandboxes(ctx, u.dir, found, skipBusy)
+	if err != nil {
+		return err
+	}
+	maps.Copy(u.locks.busy, h.busy)
+	if len(h.locks) == 0 {
+		return nil
+	}
+	rec, err := state.Read(u.dir, u.root, u.id)
+	if err != nil {
+		h.release()
+		return err
+	}
+	ws := u.ws
+	ws.Now = u.now
+	r, err := e.Load(ws)
+	if err != nil {
+		h.release()
+		return err
+	}
+	for name, l := range h.locks {
+		if _, declared := r.Config.Sandboxes[name]; declared || rec.Sandboxes[name] != nil {
+			l.Release()
+			u.locks.left = append(u.locks.left, name)
+			continue
+		}
+		u.locks.locks[name] = l
+	}
+	return nil
 }

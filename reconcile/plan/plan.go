@@ -124,6 +124,19 @@ func ComputeFor(d Desired, rec *state.File, obs Observed, now time.Time, targets
 	return p
 }
 
+// Found are the sandboxes only the backends name: instances named or
+// labelled for a sandbox that neither the desired state nor the state file
+// has (a run that read them before another made it, or an orphan).
+func Found(d Desired, rec *state.File, obs Observed) []string {
+	var out []string
+	for _, name := range sandboxNames(d, rec, obs) {
+		if _, ok := d.Sandboxes[name]; !ok && rec.Sandboxes[name] == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
 	seen := map[string]bool{}
 	for name := range d.Sandboxes {
