@@ -194,7 +194,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
 		res.Observed, u.now, targets, e.runner(r))
-	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets)
+	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets).Without(u.locks.leftAlone())
 	res.Desired, res.Now = desired, u.now
 	res.NextExpiry = nextExpiry(desired, u.now)
 	if u.opts.Saved != nil {

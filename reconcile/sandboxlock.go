@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,41 +153,75 @@ func (h *held) yieldCopies(source func(name string) string) {
 // only on the backends (plan.Found). Such an instance was made or claimed
 // by a request's run after this run read the desired state and the state
 // file (that run holds the sandbox from before it plans until it has
-// written both), or is an orphan. Each lock is tried once: a sandbox
-// another run holds is that run's; one the files name by the time its
-// lock is free belonged to a run that ended meanwhile, and the next pass
-// sees it whole. What is left is an orphan, held and this run's to delete.
+// written both), or is an orphan. Each lock is tried once (a plan looks):
+// a sandbox another run holds is that run's; one the files name by the
+// time its lock is free belonged to a run that ended meanwhile, and the
+// next pass sees it whole. What is left is an orphan, held and this run's
+// to delete.
 func (e *Engine) lockFound(ctx context.Context, u *run, found []string) error {
-	if u.planOnly || u.locks == nil || len(found) == 0 {
+	if u.locks == nil || len(found) == 0 {
 		return nil
 	}
-	h, err := e.lockSandboxes(ctx, u.dir, found, skipBusy)
+	mode := skipBusy
+	if u.planOnly {
+		mode = peekBusy
+	}
+	h, err := e.lockSandboxes(ctx, u.dir, found, mode)
 	if err != nil {
 		return err
 	}
-	maps.Copy(u.locks.busy, h.busy)
-	if len(h.locks) == 0 {
+	defer h.release() // of the locks not kept below
+	var free []string
+	for _, name := range found {
+		if who := h.busy[name]; who != nil {
+			u.locks.busy[name] = who
+			u.locks.left = append(u.locks.left, name)
+		} else {
+			free = append(free, name)
+		}
+	}
+	if len(free) == 0 {
 		return nil
 	}
+	named, err := e.namedNow(u)
+	if err != nil {
+		return err
+	}
+	for _, name := range free {
+		if named(name) {
+			u.locks.left = append(u.locks.left, name)
+		} else if l := h.locks[name]; l != nil {
+			u.locks.locks[name] = l
+			delete(h.locks, name)
+		}
+	}
+	return nil
+}
+
+// namedNow says whether the desired state or the state file, read again
+// now, names a sandbox.
+func (e *Engine) namedNow(u *run) (func(name string) bool, error) {
 	rec, err := state.Read(u.dir, u.root, u.id)
 	if err != nil {
-		h.release()
-		return err
+		return nil, err
 	}
 	ws := u.ws
 	ws.Now = u.now
 	r, err := e.Load(ws)
 	if err != nil {
-		h.release()
-		return err
+		return nil, err
 	}
-	for name, l := range h.locks {
-		if _, declared := r.Config.Sandboxes[name]; declared || rec.Sandboxes[name] != nil {
-			l.Release()
-			u.locks.left = append(u.locks.left, name)
-			continue
-		}
-		u.locks.locks[name] = l
+	return func(name string) bool {
+		_, declared := r.Config.Sandboxes[name]
+		return declared || rec.Sandboxes[name] != nil
+	}, nil
+}
+
+// leftAlone are the sandboxes found only on the backends that the run
+// leaves to another run (lockFound).
+func (h *held) leftAlone() []string {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return h.left
 }

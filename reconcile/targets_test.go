@@ -48,8 +48,9 @@ func TestARunActsOnlyOnTheSandboxesItHolds(t *testing.T) {
 // A request's run claims a spare for its new sandbox after the loop pass
 // beside it read the desired state: the pass sees an instance labelled for
 // a sandbox it neither knows nor holds. It leaves it to the run that holds
-// it; once nobody holds it and nothing declares or records it, it is an
-// orphan, and the pass that then holds it deletes it.
+// it (and a plan does not show it as a delete); once nobody holds it and
+// nothing declares or records it, it is an orphan, and the pass that then
+// holds it deletes it.
 func TestAPassLeavesAnInstanceClaimedBesideItToItsRun(t *testing.T) {
 	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
 	h.fill()
@@ -64,6 +65,10 @@ func TestAPassLeavesAnInstanceClaimedBesideItToItsRun(t *testing.T) {
 	owner := drivers.Owner{WorkspaceID: h.workspaceID(), Sandbox: "inst_new", Spare: true, Since: t0}
 	if err := d.Claim(context.Background(), spares[0], owner); err != nil {
 		t.Fatal(err)
+	}
+	if res, err := h.planWith(Options{}); err != nil || strings.Contains(steps(res.Plan), "inst_new") ||
+		res.Busy == nil {
+		t.Errorf("a plan beside the run that holds inst_new: %s (busy %v) %v", steps(res.Plan), res.Busy, err)
 	}
 	res, err := h.reconcile()
 	if err != nil {

@@ -210,28 +210,46 @@ func (p *Plan) Only(names []string) *Plan {
 	if len(names) == 0 {
 		return p
 	}
-	keep := map[string]bool{}
-	for _, n := range names {
-		keep[n] = true
+	keep := setOf(names)
+	return p.filter(func(sandbox string) bool { return keep[sandbox] })
+}
+
+// Without drops the parts of the plan about the named sandboxes.
+func (p *Plan) Without(names []string) *Plan {
+	if len(names) == 0 {
+		return p
 	}
+	drop := setOf(names)
+	return p.filter(func(sandbox string) bool { return !drop[sandbox] })
+}
+
+func setOf(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
+
+func (p *Plan) filter(keep func(sandbox string) bool) *Plan {
 	out := &Plan{}
 	for _, a := range p.Actions {
-		if keep[a.Sandbox] {
+		if keep(a.Sandbox) {
 			out.Actions = append(out.Actions, a)
 		}
 	}
 	for _, r := range p.Refresh {
-		if keep[r.Sandbox] {
+		if keep(r.Sandbox) {
 			out.Refresh = append(out.Refresh, r)
 		}
 	}
 	for _, pr := range p.Problems {
-		if keep[pr.Sandbox] {
+		if keep(pr.Sandbox) {
 			out.Problems = append(out.Problems, pr)
 		}
 	}
 	for _, l := range p.Leases {
-		if keep[l.Sandbox] {
+		if keep(l.Sandbox) {
 			out.Leases = append(out.Leases, l)
 		}
 	}
