@@ -122,8 +122,9 @@ func (u *run) applyRequest(e *Engine) error {
 
 // targets are what the run may act on: its targets, less the sandboxes
 // another run holds (a loop pass leaves those alone) and those that
-// appeared after it locked (a request added them: they are its run's);
-// none says that leaves nothing.
+// appeared after it locked (a request added them: they are its run's), or
+// that it found only on the backends and leaves (lockFound); none says that
+// leaves nothing.
 func (u *run) targets() (targets []string, none bool) {
 	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 && len(u.locks.left) == 0 && u.holdsAll() {
 		return u.opts.Targets, false

@@ -24,7 +24,9 @@ const locksDir = "locks"
 type held struct {
 	locks map[string]*flock.Lock
 	busy  map[string]*flock.Holder // sandboxes another run holds, that this one leaves alone
-	left  []string                 // sandboxes a run that ended meanwhile made: the next pass's
+	// left are sandboxes found only on the backends that the run leaves:
+	// another run's (also in busy), or made by a run that ended meanwhile.
+	left []string
 }
 
 func (h *held) release() {
