@@ -13,7 +13,7 @@ import (
 )
 
 // gitEnv runs the real git with no config but the test's own.
-func gitEnv(t *testing.T) []string {
+func gitEnv(t testing.TB) []string {
 	home := t.TempDir()
 	return append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_OPTIONAL_LOCKS=0", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e",
@@ -21,12 +21,12 @@ func gitEnv(t *testing.T) []string {
 }
 
 type gitRunner struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	env []string
 }
 
-func newGit(t *testing.T, dir string) *gitRunner {
+func newGit(t testing.TB, dir string) *gitRunner {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -72,7 +72,7 @@ func (g *gitRunner) says() State {
 	return st
 }
 
-func write(t *testing.T, ws, name, data string) {
+func write(t testing.TB, ws, name, data string) {
 	t.Helper()
 	testutil.WriteFile(t, filepath.Join(ws, filepath.FromSlash(name)), data)
 }

@@ -23,7 +23,7 @@ import (
 type WorkspaceState struct {
 	GitCommit        *string `json:"git_commit"`
 	GitShort         *string `json:"git_short"`
-	GitBranch        string  `json:"git_branch"` // "detached" when git cannot say
+	GitBranch        string  `json:"git_branch"` // "detached" when HEAD is on no branch or git cannot say
 	GitDirty         bool    `json:"git_dirty"`
 	DependenciesHash *string `json:"dependencies_hash"`
 	DockerfileHash   *string `json:"dockerfile_hash"`
