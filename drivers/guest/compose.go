@@ -191,50 +191,39 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 }
 
 // stageBundle lays out what ships: the resolved compose file, the files it
-// references, and the marker.
+// references (read inside the workspace only, WalkShipped), and the marker.
 func stageBundle(stage string, p *Project) error {
 	if err := os.WriteFile(filepath.Join(stage, "compose.yaml"), p.Resolved, 0o600); err != nil {
 		return err
 	}
 	for _, rel := range p.Extra {
-		if err := copyTree(filepath.Join(p.Dir, rel), filepath.Join(stage, rel)); err != nil {
+		if err := WalkShipped(p.Root, p.Dir, rel, func(e ShippedEntry) error { return stageEntry(stage, e) }); err != nil {
 			return err
 		}
 	}
 	return os.WriteFile(filepath.Join(stage, ".sbf-bundle"), []byte(p.Bundle+"\n"), 0o644)
 }
 
-func copyTree(src, dst string) error {
-	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+func stageEntry(stage string, e ShippedEntry) error {
+	target := filepath.Join(stage, filepath.FromSlash(e.Name))
+	switch {
+	case e.Mode.IsDir():
+		return os.MkdirAll(target, 0o755)
+	case e.Content != nil:
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, e.Mode.Perm())
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		switch {
-		case info.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case info.Mode().IsRegular():
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			in, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, info.Mode().Perm())
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(out, in)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			return err
+		_, err = io.Copy(out, e.Content)
+		if cerr := out.Close(); err == nil {
+			err = cerr
 		}
-		return nil
-	})
+		return err
+	}
+	return nil
 }
 
 // WaitReady polls each service's readiness probe until all answer or the

@@ -18,6 +18,7 @@ import (
 // anything changed.
 type Project struct {
 	Name     string            // compose project name
+	Root     string            // the workspace root: every shipped file is read inside it
 	Dir      string            // host folder relative paths start from
 	Resolved []byte            // the compose file shipped into the guest
 	Extra    []string          // env_file files and build contexts, relative to Dir

@@ -7,12 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/gitstate"
+	"github.com/sandboxforge/sbf/internal/rootfs"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -22,7 +23,7 @@ import (
 type WorkspaceState struct {
 	GitCommit        *string `json:"git_commit"`
 	GitShort         *string `json:"git_short"`
-	GitBranch        string  `json:"git_branch"` // "detached" when git cannot say
+	GitBranch        string  `json:"git_branch"` // "detached" when HEAD is on no branch or git cannot say
 	GitDirty         bool    `json:"git_dirty"`
 	DependenciesHash *string `json:"dependencies_hash"`
 	DockerfileHash   *string `json:"dockerfile_hash"`
@@ -30,40 +31,51 @@ type WorkspaceState struct {
 	BuildTimestamp   string  `json:"build_timestamp"`
 }
 
-// gitTimeout bounds each git command; listing every tracked file gets
-// twice as long.
+// gitTimeout bounds reading the repository; past it git "cannot say"
+// (no commit, clean, nothing tracked), as when the git command failed.
 const gitTimeout = 10 * time.Second
 
 // ReadWorkspaceState reads the workspace's git state and hashes its
 // dependency files ([build.staleness_detection] check_dependencies) and
 // Dockerfile, then derives the content hash the cache strategy asks for.
 // A folder that is not a git repository reads as "nogit", never fails.
+// Git is never run: the workspace may hold what a guest wrote, and a
+// repository's config can make git run commands (internal/gitstate).
 func ReadWorkspaceState(ctx context.Context, root string, b spec.Build, now time.Time) WorkspaceState {
 	st := WorkspaceState{GitBranch: "detached", BuildTimestamp: now.UTC().Truncate(time.Second).Format(time.RFC3339)}
-	if out, ok := git(ctx, root, gitTimeout, "rev-parse", "HEAD"); ok && strings.TrimSpace(out) != "" {
-		commit := strings.TrimSpace(out)
+	g := readGit(ctx, root)
+	if g.Commit != "" {
+		commit := g.Commit
 		st.GitCommit, st.GitShort = &commit, opt(commit[:min(8, len(commit))])
 	}
-	if out, ok := git(ctx, root, gitTimeout, "rev-parse", "--abbrev-ref", "HEAD"); ok && strings.TrimSpace(out) != "" {
-		st.GitBranch = strings.TrimSpace(out)
+	if g.Branch != "" {
+		st.GitBranch = g.Branch
 	}
-	if out, ok := git(ctx, root, gitTimeout, "status", "--porcelain"); ok {
-		st.GitDirty = strings.TrimSpace(out) != ""
-	}
+	st.GitDirty = g.Dirty
 	fsys, closeFS := openWorkspace(root)
 	defer closeFS()
 	st.DependenciesHash = hashPatterns(fsys, b.StalenessDetection.CheckDeps)
 	if b.StalenessDetection.CheckDockerfile {
 		st.DockerfileHash = hashPatterns(fsys, []string{"Dockerfile"})
 	}
-	st.ContentHash = contentHash(ctx, root, fsys, b.ImageCaching.Strategy, st)
+	st.ContentHash = contentHash(fsys, b.ImageCaching.Strategy, st, g.Tracked)
+	return st
+}
+
+// readGit reads what git would say, within gitTimeout. A part it could
+// not read stays empty: no repository, an unreadable index or object, or
+// the time running out all mean git cannot say.
+func readGit(ctx context.Context, root string) gitstate.State {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	st, _ := gitstate.Read(ctx, root)
 	return st
 }
 
 // contentHash is the cache key of a strategy: git_commit is the commit,
 // content_hash also covers every tracked file, smart (the default) is the
 // short commit, dependencies, Dockerfile and dirtiness.
-func contentHash(ctx context.Context, root string, fsys fs.FS, strategy string, st WorkspaceState) string {
+func contentHash(fsys fs.FS, strategy string, st WorkspaceState, tracked []string) string {
 	switch strategy {
 	case "git_commit":
 		return or(st.GitCommit, "nogit")
@@ -73,7 +85,7 @@ func contentHash(ctx context.Context, root string, fsys fs.FS, strategy string, 
 			dirty = "dirty"
 		}
 		return sha256Hex(strings.Join([]string{or(st.GitCommit, "nogit"), dirty, or(st.DependenciesHash, "nodeps"),
-			or(st.DockerfileHash, "nodockerfile"), or(trackedHash(ctx, root, fsys), "notracked")}, "|"))
+			or(st.DockerfileHash, "nodockerfile"), or(hashFiles(fsys, tracked), "notracked")}, "|"))
 	}
 	dirty := "clean"
 	if st.GitDirty {
@@ -83,47 +95,14 @@ func contentHash(ctx context.Context, root string, fsys fs.FS, strategy string, 
 		or(st.DockerfileHash, "nodockerfile"), dirty}, "|"))
 }
 
-// trackedHash hashes every file git tracks.
-func trackedHash(ctx context.Context, root string, fsys fs.FS) *string {
-	out, ok := git(ctx, root, 2*gitTimeout, "ls-files", "-z")
-	if !ok {
-		return nil
-	}
-	var files []string
-	for _, f := range strings.Split(out, "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	slices.Sort(files)
-	return hashFiles(fsys, files)
-}
-
-// git runs a git command in the workspace; ok is false when git is
-// missing or fails (no repository, no commit yet).
-func git(ctx context.Context, root string, timeout time.Duration, args ...string) (string, bool) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
-	// A GIT_DIR inherited from a hook would point git at another
-	// repository; without optional locks, git status leaves the index as
-	// it is (reading the state must write nothing).
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "GIT_DIR=") || strings.HasPrefix(kv, "GIT_WORK_TREE=") ||
-			strings.HasPrefix(kv, "GIT_INDEX_FILE=")
-	}), "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
-	return string(out), err == nil
-}
-
 // openWorkspace reads the workspace through an os.Root, so a symlink
-// cannot lead the hashing out of it.
+// cannot lead the hashing out of it, and a FIFO cannot hold it.
 func openWorkspace(root string) (fs.FS, func()) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return emptyFS{}, func() {}
 	}
-	return r.FS(), func() { r.Close() }
+	return rootfs.ReadFS(r), func() { r.Close() }
 }
 
 type emptyFS struct{}

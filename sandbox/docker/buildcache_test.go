@@ -89,8 +89,8 @@ func TestWorkspaceStateReadsGit(t *testing.T) {
 	b := spec.Defaults(spec.Host{OS: "linux"}).Build
 	ctx := context.Background()
 	st := ReadWorkspaceState(ctx, root, b, sandboxtest.T0)
-	head, _ := git(ctx, root, gitTimeout, "rev-parse", "HEAD")
-	if st.GitCommit == nil || *st.GitCommit != strings.TrimSpace(head) || *st.GitShort != (*st.GitCommit)[:8] ||
+	head, _ := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if st.GitCommit == nil || *st.GitCommit != strings.TrimSpace(string(head)) || *st.GitShort != (*st.GitCommit)[:8] ||
 		st.GitBranch != "main" || st.GitDirty || st.BuildTimestamp != "2026-11-25T12:00:00Z" {
 		t.Fatalf("state: %+v", st)
 	}
@@ -185,5 +185,42 @@ func TestJudgeImage(t *testing.T) {
 	if v := judgeImage("app:x", &imageMeta{Labels: with("git.commit", "beef")}, st, b,
 		checks); v.Recommendation != "fail" {
 		t.Errorf("on_stale = fail: %s", v.Recommendation)
+	}
+}
+
+// The build-cache state never runs git: neither bare-repository files a
+// guest synced to the workspace root nor a .git config whose
+// core.fsmonitor names a command make anything run.
+func TestWorkspaceStateRunsNothingFromTheRepository(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	gitIn := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	plant := func(dir string) {
+		gitIn(dir, "config", "core.bare", "false")
+		gitIn(dir, "config", "core.worktree", ".")
+		gitIn(dir, "config", "core.fsmonitor", "touch '"+marker+"'; echo")
+	}
+	bare := t.TempDir()
+	gitRepo(t) // skips without git
+	gitIn(bare, "init", "-q", "--bare")
+	plant(bare)
+	repo := gitRepo(t)
+	plant(filepath.Join(repo, ".git"))
+	b := spec.Defaults(spec.Host{OS: "linux"}).Build
+	b.ImageCaching.Strategy = "content_hash"
+	if st := ReadWorkspaceState(context.Background(), bare, b, sandboxtest.T0); st.GitCommit != nil {
+		t.Errorf("bare files at the root read as a repository: %+v", st)
+	}
+	if st := ReadWorkspaceState(context.Background(), repo, b, sandboxtest.T0); st.GitCommit == nil || st.GitDirty {
+		t.Errorf("the workspace's own repository: %+v", st)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's core.fsmonitor ran")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -78,7 +79,7 @@ func LoadProject(ctx context.Context, o guest.LoadOptions) (*guest.Project, erro
 		joinNetwork(p, o.Network)
 	}
 	relativize(p, dir)
-	return bundle(p, dir)
+	return bundle(p, root, dir)
 }
 
 // relativize turns the host paths the loader resolved back into paths
@@ -144,12 +145,12 @@ func joinNetwork(p *types.Project, network string) {
 	}
 }
 
-func bundle(p *types.Project, dir string) (*guest.Project, error) {
+func bundle(p *types.Project, root, dir string) (*guest.Project, error) {
 	resolved, err := p.MarshalYAML()
 	if err != nil {
 		return nil, fmt.Errorf("rendering the resolved compose file: %w", err)
 	}
-	out := &guest.Project{Name: p.Name, Dir: dir, Resolved: resolved, Services: map[string]string{}}
+	out := &guest.Project{Name: p.Name, Root: root, Dir: dir, Resolved: resolved, Services: map[string]string{}}
 	for name, svc := range p.Services {
 		j, err := json.Marshal(svc)
 		if err != nil {
@@ -188,7 +189,7 @@ func bundle(p *types.Project, dir string) (*guest.Project, error) {
 	h := sha256.New()
 	h.Write(resolved)
 	for _, e := range out.Extra {
-		if err := hashTree(h, dir, e); err != nil {
+		if err := hashTree(h, root, dir, e); err != nil {
 			return nil, fmt.Errorf("hashing %s: %w", e, err)
 		}
 	}
@@ -196,26 +197,22 @@ func bundle(p *types.Project, dir string) (*guest.Project, error) {
 	return out, nil
 }
 
-// hashTree folds a file or folder (names and contents) into h.
-func hashTree(h interface{ Write([]byte) (int, error) }, dir, relPath string) error {
-	return filepath.WalkDir(filepath.Join(dir, relPath), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
+// hashTree folds a file or folder (names and contents) into h, read as
+// it ships (guest.WalkShipped: inside the workspace only); a path that
+// does not exist adds nothing.
+func hashTree(h io.Writer, root, dir, relPath string) error {
+	err := guest.WalkShipped(root, dir, relPath, func(e guest.ShippedEntry) error {
+		h.Write([]byte(e.Name + "\x00"))
+		if e.Content == nil {
+			return nil
 		}
-		r, _ := filepath.Rel(dir, p)
-		h.Write([]byte(filepath.ToSlash(r) + "\x00"))
-		if d.Type().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h.Write(data)
-		}
-		return nil
+		_, err := io.Copy(h, e.Content)
+		return err
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 func join(root, p string) string {
