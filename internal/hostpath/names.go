@@ -25,6 +25,9 @@ var folder = cases.Fold()
 // element: without the code points HFS+ ignores (git's list), the stream
 // part, trailing dots and spaces; case-folded and in one normal form.
 func nameKey(elem string) string {
+	if plainASCII(elem) {
+		return strings.ToLower(elem) // what folding and normalizing give, without their cost
+	}
 	e := strings.Map(func(r rune) rune {
 		if ignorable(r) {
 			return -1
@@ -38,6 +41,20 @@ func nameKey(elem string) string {
 		e = t
 	}
 	return norm.NFC.String(folder.String(norm.NFD.String(e)))
+}
+
+// plainASCII reports whether a name holds only ASCII, no ':' and does not
+// end in a dot or a space: one whose key is its lower case.
+func plainASCII(s string) bool {
+	if s == "" || s[len(s)-1] == '.' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] == ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // ignorable are the code points HFS+ leaves out of a name when it compares
