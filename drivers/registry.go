@@ -155,6 +155,10 @@ type Env struct {
 	// run on this host (the sim): set only from the process's environment
 	// (SBF_ENABLE_SIM=1), never from a workspace file or a request.
 	HostExec bool
+	// GuestWritable are the folders copies from a sandbox may write (the
+	// served workspace roots and the operator's allowed paths; Workspace is
+	// one too): nothing there is run as a backend's own program.
+	GuestWritable []string
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -97,13 +98,17 @@ func (t *Target) CopyOut(ctx context.Context, policy hostpath.Policy, base, remo
 	done := make(chan extracted, 1)
 	go func() {
 		rep, err := w.Extract(pr, path.Base(path.Clean(remotePath)))
+		if err != nil { // a refusal (the copy ceiling) ends the guest's stream too
+			pr.CloseWithError(err)
+		}
 		io.Copy(io.Discard, pr)
 		done <- extracted{rep, err}
 	}()
 	err = a.GetArchive(ctx, t.Instance, remotePath, pw)
 	pw.CloseWithError(err)
 	x := <-done
-	if err == nil {
+	var refused *coded.Error
+	if err == nil || errors.As(x.err, &refused) { // the guest's side fails too once a refusal ends its stream
 		err = x.err
 	}
 	return x.rep, err

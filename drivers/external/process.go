@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 // Program is how a backend's plugin is found and described to the person when it is not.
@@ -25,8 +26,10 @@ type Program struct {
 
 // Find locates the plugin: the path EnvVar names, else a file named Binary next to
 // sbf's own executable, else on PATH. A missing plugin is an *drivers.UnavailableError
-// saying how to get one.
-func (p Program) Find(getenv func(string) string) (string, error) {
+// saying how to get one. A PATH folder inside one of guestWritable (after links), or a
+// relative one, is passed over, as is a file there leading into one: a copy from a
+// sandbox could have put the program there. The error names what was passed over.
+func (p Program) Find(getenv func(string) string, guestWritable []string) (string, error) {
 	if path := getenv(p.EnvVar); path != "" {
 		if _, err := os.Stat(path); err != nil {
 			return "", p.missing(fmt.Sprintf("%s=%s: %v", p.EnvVar, path, err))
@@ -39,10 +42,72 @@ func (p Program) Find(getenv func(string) string) (string, error) {
 			return beside, nil
 		}
 	}
-	if path, err := exec.LookPath(p.Binary); err == nil {
+	path, skipped := lookPath(p.Binary, getenv("PATH"), realPaths(guestWritable))
+	if path != "" {
 		return path, nil
 	}
-	return "", p.missing(fmt.Sprintf("%s is neither next to sbf nor on PATH", p.Binary))
+	reason := fmt.Sprintf("%s is neither next to sbf nor on PATH", p.Binary)
+	if len(skipped) > 0 {
+		reason += "; passed over " + strings.Join(skipped, "; ")
+	}
+	return "", p.missing(reason)
+}
+
+// lookPath finds binary in the PATH list's folders, passing over (and saying why)
+// one that a guest's copies may have written.
+func lookPath(binary, list string, guestWritable []string) (found string, skipped []string) {
+	for _, dir := range filepath.SplitList(list) {
+		if dir == "" {
+			dir = "."
+		}
+		path, err := exec.LookPath(filepath.Join(dir, binary))
+		if err != nil && !errors.Is(err, exec.ErrDot) {
+			continue
+		}
+		if why := untrusted(dir, path, guestWritable); why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s (the PATH entry %s %s)", path, dir, why))
+			continue
+		}
+		return path, skipped
+	}
+	return "", skipped
+}
+
+// untrusted says why a PATH folder, or the program found there, is not to be run.
+func untrusted(dir, path string, guestWritable []string) string {
+	if !filepath.IsAbs(dir) {
+		return "is relative: it names whatever folder sbf runs in"
+	}
+	for _, p := range []string{dir, path} {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "cannot be resolved: " + err.Error()
+		}
+		for _, w := range guestWritable {
+			if hostpath.Within(real, []string{w}) {
+				return fmt.Sprintf("leads to %s, inside %s, where copies from a sandbox may write", real, w)
+			}
+		}
+	}
+	return ""
+}
+
+// realPaths are the folders' absolute, symlink-free paths (as given when that fails).
+func realPaths(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func (p Program) missing(reason string) *drivers.UnavailableError {

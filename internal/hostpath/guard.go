@@ -34,17 +34,15 @@ type Guard struct {
 }
 
 // Rule returns the rule a slash-separated relative path breaks, if any.
+// Names compare as the hosts' filesystems compare them (names.go): .GIT,
+// .git. and GIT~1 are .git.
 func (g Guard) Rule(rel string) (Rule, bool) {
-	rel = path.Clean("/" + rel)[1:]
+	rel = path.Clean("/" + strings.ReplaceAll(rel, `\`, "/"))[1:]
 	if rel == "" {
 		return Rule{}, false
 	}
-	rules := Protected
-	for _, p := range g.Protect {
-		rules = append(rules[:len(rules):len(rules)], Rule{p, "listed in [sync] protect"})
-	}
 	elems := strings.Split(rel, "/")
-	for _, r := range rules {
+	for _, r := range g.rules() {
 		if strings.Contains(r.Pattern, "/") {
 			if matchPrefix(r.Pattern, elems) {
 				return r, true
@@ -52,7 +50,7 @@ func (g Guard) Rule(rel string) (Rule, bool) {
 			continue
 		}
 		for _, e := range elems {
-			if ok, _ := path.Match(r.Pattern, e); ok {
+			if elemMatch(r.Pattern, e) {
 				return r, true
 			}
 		}
@@ -60,16 +58,46 @@ func (g Guard) Rule(rel string) (Rule, bool) {
 	return Rule{}, false
 }
 
+// Above returns the rule of a pattern holding '/' whose path passes through
+// rel ("deploy" for deploy/secrets): a link there would move what the rule
+// protects to wherever it leads.
+func (g Guard) Above(rel string) (Rule, bool) {
+	rel = path.Clean("/" + strings.ReplaceAll(rel, `\`, "/"))[1:]
+	if rel == "" {
+		return Rule{}, false
+	}
+	elems := strings.Split(rel, "/")
+	for _, r := range g.rules() {
+		pattern := strings.Split(strings.Trim(r.Pattern, "/"), "/")
+		if len(pattern) > len(elems) && elemsMatch(pattern[:len(elems)], elems) {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+func (g Guard) rules() []Rule {
+	rules := Protected
+	for _, p := range g.Protect {
+		rules = append(rules[:len(rules):len(rules)], Rule{p, "listed in [sync] protect"})
+	}
+	return rules
+}
+
 // matchPrefix matches a pattern holding '/' against the path or any of
 // its leading folders, so "build/secrets" protects what lies below it.
 func matchPrefix(pattern string, elems []string) bool {
-	pattern = strings.Trim(pattern, "/")
-	for i := len(elems); i > 0; i-- {
-		if ok, _ := path.Match(pattern, strings.Join(elems[:i], "/")); ok {
-			return true
+	pat := strings.Split(strings.Trim(pattern, "/"), "/")
+	return len(pat) <= len(elems) && elemsMatch(pat, elems[:len(pat)])
+}
+
+func elemsMatch(pattern, elems []string) bool {
+	for i := range pattern {
+		if !elemMatch(pattern[i], elems[i]) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // Check is Rule as an error: HOST_PATH_DENIED naming the rule.

@@ -19,9 +19,16 @@ import (
 // Denied is the code of a path outside every allowed root.
 const Denied = "HOST_PATH_DENIED"
 
-// Policy lists the host folders callers may read and write under.
+// Policy lists the host folders callers may read and write under, and
+// what a write carrying guest data may not touch or exceed there.
 type Policy struct {
 	Roots []string
+	// Reserved are host places no guest data is written to, whatever root
+	// holds them (the operator's environment locates them).
+	Reserved *Places
+	// MaxCopyBytes is the most one copy from a sandbox writes (as its
+	// archive counts it); zero or less is DefaultMaxCopyBytes.
+	MaxCopyBytes int64
 }
 
 // Place is a confined path: Root is open at the allowed root that holds
@@ -38,15 +45,16 @@ func (p Place) Close() error { return p.Root.Close() }
 
 // Confine resolves path (relative paths against base) and opens the
 // allowed root that holds it. A path that does not exist yet is judged by
-// its nearest existing ancestor.
+// its nearest existing ancestor. Links on the way are followed as the
+// kernel follows them: a/.. is where a leads, then up, never lexically ".".
 func (p Policy) Confine(base, path string) (Place, error) {
-	abs := path
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(base, path)
-	}
-	real, err := resolve(filepath.Clean(abs))
+	return p.confine(rawAbs(base, path), path)
+}
+
+func (p Policy) confine(abs, shown string) (Place, error) {
+	real, err := resolveHost(abs)
 	if err != nil {
-		return Place{}, fmt.Errorf("resolving %s: %w", path, err)
+		return Place{}, fmt.Errorf("resolving %s: %w", clipName(shown), err)
 	}
 	for _, root := range p.Roots {
 		rootReal, err := filepath.EvalSymlinks(root)
@@ -63,31 +71,38 @@ func (p Policy) Confine(base, path string) (Place, error) {
 		}
 		return Place{Root: r, Rel: rel, Abs: real, RootAbs: rootReal}, nil
 	}
-	return Place{}, coded.New(Denied, map[string]any{"path": clipName(path), "resolved": clipName(real),
+	return Place{}, coded.New(Denied, map[string]any{"path": clipName(shown), "resolved": clipName(real),
 		"allowed_roots": p.Roots},
 		"%s is outside the folders sbf may use on this host (%s); allow more with --allow-path or SBF_ALLOWED_PATHS",
-		clipName(path), strings.Join(p.Roots, ", "))
+		clipName(shown), strings.Join(p.Roots, ", "))
 }
 
-// resolve follows every symlink of an existing path, or of its nearest
-// existing ancestor plus the rest.
-func resolve(abs string) (string, error) {
-	rest := ""
-	for cur := abs; ; {
-		real, err := filepath.EvalSymlinks(cur)
+// rawAbs is path made absolute against base without cleaning it: cleaning
+// would take a/.. away before anyone looked at what a is.
+func rawAbs(base, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return strings.TrimRight(base, `/\`) + string(filepath.Separator) + path
+}
+
+// resolveHost follows every symlink of an existing absolute path, or of
+// its longest existing leading part, to which the rest (names not there
+// yet: no links among them) is joined.
+func resolveHost(abs string) (string, error) {
+	vol := filepath.VolumeName(abs)
+	elems := split(abs[len(vol):])
+	for i := len(elems); i >= 0; i-- {
+		prefix := vol + string(filepath.Separator) + strings.Join(elems[:i], string(filepath.Separator))
+		real, err := filepath.EvalSymlinks(prefix)
 		if err == nil {
-			return filepath.Join(real, rest), nil
+			return filepath.Join(append([]string{real}, elems[i:]...)...), nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return "", err
 		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", err
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
 	}
+	return "", fmt.Errorf("%s: %w", abs, fs.ErrNotExist)
 }
 
 // Below is p's path relative to src, both slash paths of one fs.FS ("" for

@@ -23,9 +23,16 @@ type UnpackOptions struct {
 	// LinksInside keeps only symlinks whose target resolves inside the
 	// destination and is not protected; the others are skipped.
 	LinksInside bool
-	// RootAbs is the root's absolute, symlink-free path: with it, paths
-	// are judged after following the links already in the root too.
+	// RootAbs is the root's absolute, symlink-free path: with it, a link
+	// already there may name a path below the root absolutely, and
+	// Reserved places are found.
 	RootAbs string
+	// Reserved are host places no entry may land in (or, for a link, above).
+	Reserved []Reserved
+	// MaxBytes, when positive, is how much the unpack may write, counted as
+	// the archive counts it (512 bytes for each entry, plus its content):
+	// it stops before the entry that would pass it, keeping what it wrote.
+	MaxBytes int64
 }
 
 // Report says what an unpack left out, so a caller can show it.
@@ -34,16 +41,20 @@ type Report struct {
 	SkippedPaths []SkippedPath `json:"skipped_paths,omitempty"`
 }
 
-// SkippedLink is a symlink that would have led outside the destination.
+// SkippedLink is a symlink that would have led outside the destination
+// (or into a protected path, or that could not be judged: Reason says).
 type SkippedLink struct {
 	Path   string `json:"path"`
 	Target string `json:"target"`
+	Reason string `json:"reason,omitempty"`
 }
 
-// SkippedPath is an entry a protection rule refused.
+// SkippedPath is an entry a protection rule (or a reserved host place)
+// refused.
 type SkippedPath struct {
-	Path string `json:"path"`
-	Rule string `json:"rule"`
+	Path   string `json:"path"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Empty reports whether nothing was left out.
@@ -53,9 +64,10 @@ func (r Report) Empty() bool { return len(r.SkippedLinks) == 0 && len(r.SkippedP
 // root (top is renamed to dst; with top "", every entry keeps its name
 // under dst). Every write goes through root, so neither an entry name
 // (.., absolute) nor a symlink already there or unpacked earlier leads
-// outside it; symlinks are created last.
+// outside it; symlinks are created last, each judged where it will be
+// among those made before it.
 func Unpack(r io.Reader, root *os.Root, top, dst string, o UnpackOptions) (Report, error) {
-	u := unpacker{root: root, dst: filepath.Clean(dst), o: o}
+	u := newUnpacker(root, dst, o)
 	tr := tar.NewReader(r)
 	type link struct{ path, target string }
 	var links []link
@@ -74,8 +86,11 @@ func Unpack(r io.Reader, root *os.Root, top, dst string, o UnpackOptions) (Repor
 		if hdr.Typeflag != tar.TypeDir && hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeSymlink {
 			continue // devices, fifos, hard links: nothing a copy needs
 		}
-		if u.protected(target) {
+		if u.refused(target, hdr.Typeflag == tar.TypeDir) {
 			continue
+		}
+		if err := u.charge(target, hdr); err != nil {
+			return u.rep, err
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
@@ -84,19 +99,21 @@ func Unpack(r io.Reader, root *os.Root, top, dst string, o UnpackOptions) (Repor
 			err = writeFile(root, target, tr, hdr.FileInfo().Mode().Perm())
 		case tar.TypeSymlink:
 			links = append(links, link{target, hdr.Linkname})
+			continue
 		}
 		if err != nil {
 			return u.rep, fmt.Errorf("extracting %s: %w", clipName(hdr.Name), err)
 		}
+		u.wrote(target, hdr.Size)
 	}
 	for _, l := range links {
 		if !u.linkAllowed(l.path, l.target) {
 			continue
 		}
-		root.Remove(l.path)
-		if err := root.Symlink(l.target, l.path); err != nil {
-			return u.rep, fmt.Errorf("extracting the link %s: %w", l.path, err)
+		if err := makeLink(root, l.path, l.target); err != nil {
+			return u.rep, fmt.Errorf("extracting the link %s: %w", clipName(filepath.ToSlash(l.path)), err)
 		}
+		u.wrote(l.path, 0)
 	}
 	return u.rep, nil
 }
@@ -114,82 +131,22 @@ func entryPath(name, top, dst string) (string, error) {
 	return filepath.Join(dst, filepath.FromSlash(rel)), nil
 }
 
-type unpacker struct {
-	root *os.Root
-	dst  string
-	o    UnpackOptions
-	rep  Report
-	gone []string // protected folders skipped: what lies below them goes unreported
-}
-
-// protected reports (and records) an entry a rule refuses, judged by its
-// path and by where the links already in the root lead it.
-func (u *unpacker) protected(p string) bool {
-	if u.o.Guard == nil {
-		return false
-	}
-	for _, dir := range u.gone {
-		if inside(dir, p) {
-			return true
-		}
-	}
-	for _, candidate := range []string{p, u.real(p)} {
-		if r, ok := u.o.Guard.Rule(filepath.ToSlash(candidate)); ok {
-			u.rep.SkippedPaths = append(u.rep.SkippedPaths, SkippedPath{Path: filepath.ToSlash(p), Rule: r.Pattern})
-			u.gone = append(u.gone, p)
-			return true
-		}
-	}
-	return false
-}
-
-// linkAllowed keeps a symlink only when its target stays inside the
-// destination, lexically and after the links already there, and is not
-// protected: a link may not become a later write's way into .git.
-func (u *unpacker) linkAllowed(p, target string) bool {
-	if !u.o.LinksInside {
-		return true
-	}
-	resolved := filepath.Join(filepath.Dir(p), filepath.FromSlash(target))
-	ok := !filepath.IsAbs(target) && !path.IsAbs(target) && inside(u.dst, resolved) && inside(u.dst, u.real(resolved))
-	if ok && u.o.Guard != nil {
-		_, bad1 := u.o.Guard.Rule(filepath.ToSlash(resolved))
-		_, bad2 := u.o.Guard.Rule(filepath.ToSlash(u.real(resolved)))
-		ok = !bad1 && !bad2
-	}
-	if !ok {
-		u.rep.SkippedLinks = append(u.rep.SkippedLinks, SkippedLink{Path: filepath.ToSlash(p), Target: clipName(target)})
-	}
-	return ok
-}
-
-// real is p (relative to the root) after following the symlinks on the
-// way that already exist; p itself when the root's path is not known or
-// the links lead out of the root (the root's own checks refuse those).
-func (u *unpacker) real(p string) string {
-	if u.o.RootAbs == "" {
-		return p
-	}
-	abs, err := resolve(filepath.Join(u.o.RootAbs, p))
-	if err != nil {
-		return p
-	}
-	rel, err := filepath.Rel(u.o.RootAbs, abs)
-	if err != nil || !inside(".", rel) {
-		return p
-	}
-	return rel
-}
-
 // inside reports whether p (relative, cleaned) is dir or below it.
 func inside(dir, p string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// writeFile writes a file entry; a link where it goes is replaced, not
+// written through (where it leads was not judged).
 func writeFile(root *os.Root, p string, r io.Reader, perm fs.FileMode) error {
 	if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
+	}
+	if info, err := root.Lstat(p); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		if err := root.Remove(p); err != nil {
+			return err
+		}
 	}
 	f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Writer is the one way data that came from a guest reaches this host:
@@ -15,41 +18,65 @@ import (
 // and links that lead out, and never writes through a link it did not
 // judge.
 type Writer struct {
-	place Place
-	guard Guard
+	place    Place
+	guard    Guard
+	reserved []Reserved
+	maxBytes int64
 }
 
 // Writer confines dest (relative paths against base) and refuses it when
-// a protection rule covers it, before anything is written.
+// a protection rule or a reserved host place covers it, as named or where
+// the links on its way lead, before anything is written.
 func (p Policy) Writer(base, dest string, g Guard) (*Writer, error) {
-	place, err := p.confineLeaf(base, dest)
+	place, err := p.confineLeaf(rawAbs(base, dest), dest)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{place: place, guard: g}
-	for _, rel := range []string{place.Rel, w.real(place.Rel)} {
-		if err := g.Check(filepath.ToSlash(rel), clipName(dest)); err != nil {
-			place.Close()
-			return nil, err
-		}
+	w := &Writer{place: place, guard: g, reserved: p.Reserved.List(), maxBytes: maxCopy(p.MaxCopyBytes)}
+	if err := w.check(clipName(dest)); err != nil {
+		place.Close()
+		return nil, err
 	}
 	return w, nil
+}
+
+// check refuses a destination that is protected, as named below the root
+// or after the links there (a link at its end included: a folder copy
+// goes where it leads).
+func (w *Writer) check(shown string) error {
+	rels := []string{filepath.ToSlash(w.place.Rel)}
+	rv := resolver{root: w.place.Root, rootAbs: w.place.RootAbs}
+	if real, err := rv.resolve(rels[0], true); err == nil {
+		rels = append(rels, real)
+	}
+	for _, rel := range rels {
+		if err := w.guard.Check(rel, shown); err != nil {
+			return err
+		}
+		if r, bad := reservedAt(w.reserved, filepath.Join(w.place.RootAbs, filepath.FromSlash(rel))); bad {
+			return coded.New(Denied, map[string]any{"path": shown, "rule": r.Path, "reason": r.Why},
+				"%s is protected from what a sandbox writes (%s: %s)", shown, r.Path, r.Why)
+		}
+	}
+	return nil
 }
 
 // confineLeaf confines dest's folder and keeps its last element as it is,
 // so a link there is judged by the writer (refused for a file, followed
 // inside the root for a folder) rather than resolved away beforehand.
-func (p Policy) confineLeaf(base, dest string) (Place, error) {
-	abs := dest
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(base, dest)
+func (p Policy) confineLeaf(abs, shown string) (Place, error) {
+	vol := filepath.VolumeName(abs)
+	elems := split(abs[len(vol):])
+	if len(elems) == 0 {
+		return p.confine(abs, shown)
 	}
-	abs = filepath.Clean(abs)
-	leaf := filepath.Base(abs)
-	if info, err := os.Lstat(abs); err == nil && info.Mode()&fs.ModeSymlink == 0 || filepath.Dir(abs) == abs {
-		return p.Confine(base, dest)
+	leaf := elems[len(elems)-1]
+	info, err := os.Lstat(abs)
+	if leaf == "." || leaf == ".." || err == nil && info.Mode()&fs.ModeSymlink == 0 {
+		return p.confine(abs, shown)
 	}
-	place, err := p.Confine(filepath.Dir(abs), ".")
+	dir := vol + string(filepath.Separator) + strings.Join(elems[:len(elems)-1], string(filepath.Separator))
+	place, err := p.confine(dir, shown)
 	if err != nil {
 		return Place{}, err
 	}
@@ -76,8 +103,8 @@ func (w *Writer) Extract(r io.Reader, top string) (Report, error) {
 			return Report{}, err
 		}
 	}
-	return Unpack(r, w.place.Root, top, w.place.Rel,
-		UnpackOptions{Guard: &w.guard, LinksInside: true, RootAbs: w.place.RootAbs})
+	return Unpack(r, w.place.Root, top, w.place.Rel, UnpackOptions{Guard: &w.guard, LinksInside: true,
+		RootAbs: w.place.RootAbs, Reserved: w.reserved, MaxBytes: w.maxBytes})
 }
 
 // ErrLink is a destination file that is a symbolic link: sbf neither reads
@@ -102,9 +129,13 @@ func (w *Writer) ReadFile() ([]byte, fs.FileMode, error) {
 }
 
 // WriteFile replaces the destination file atomically: a temporary file in
-// the same folder, synced, renamed over it. A link there is refused.
+// the same folder, synced, renamed over it. A link there is refused, and
+// so is more data than the copy ceiling.
 func (w *Writer) WriteFile(data []byte, perm fs.FileMode) (err error) {
 	root, rel := w.place.Root, w.place.Rel
+	if int64(len(data)) > w.maxBytes {
+		return tooLarge(w.maxBytes, filepath.ToSlash(rel), written{})
+	}
 	if info, err := root.Lstat(rel); err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%s %w", w.place.Abs, ErrLink)
 	}
@@ -142,10 +173,4 @@ func (w *Writer) WriteFile(data []byte, perm fs.FileMode) (err error) {
 		return fmt.Errorf("replacing %s: %w", w.place.Abs, err)
 	}
 	return nil
-}
-
-// real is rel after the links already in the root.
-func (w *Writer) real(rel string) string {
-	u := unpacker{o: UnpackOptions{RootAbs: w.place.RootAbs}}
-	return u.real(rel)
 }

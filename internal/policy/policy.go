@@ -40,6 +40,9 @@ type Policy struct {
 	AllowedPaths []string
 	// HostExec lets a driver that runs guest commands on this host run.
 	HostExec bool
+	// Reserved are the host places guest data never lands in (sbf's config
+	// and state, shell startup files…), located from the environment.
+	Reserved *hostpath.Places
 }
 
 // Sources are where a policy is read from; cmd/ fills them.
@@ -86,6 +89,7 @@ func Load(src Sources) (Policy, error) {
 		return Policy{}, err
 	}
 	p.HostExec = getenv(EnableSimVar) == "1"
+	p.Reserved = hostpath.NewPlaces(getenv)
 	return p, nil
 }
 
@@ -134,7 +138,7 @@ func notAllowed(root string, roots []string, whose, fix string) error {
 // HostPaths is where host-side file tools may read and write for a
 // workspace: the workspace first, then the operator's allowed paths.
 func (p Policy) HostPaths(workspace string) hostpath.Policy {
-	return hostpath.Policy{Roots: append([]string{workspace}, p.AllowedPaths...)}
+	return hostpath.Policy{Roots: append([]string{workspace}, p.AllowedPaths...), Reserved: p.Reserved}
 }
 
 // GlobalFile is the global config, relative to the config home: the one

@@ -1,0 +1,182 @@
+package escape
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
+)
+
+// Issue 29, attacks 5, 6, 7 and 11: what a copy from a sandbox writes is
+// data. Each test fails on 45f7204.
+
+// Attack 5: guest links a -> ., c -> a/.., d -> c/../secret passed a lexical
+// check and, copied back (copy_from_instance, or synced into "."), led out
+// of the workspace: cat read the host's file. Links are now judged where the
+// kernel will walk them, so c and d are left out.
+func TestCopiesBackKeepLinkChainsInside(t *testing.T) {
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
+			w.writerAttack("chain", mode)
+			w.readsNoCanary("ws")
+		})
+	}
+	t.Run("cli", func(t *testing.T) {
+		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
+		leave := []string{"SBF_ENABLE_SIM=1"}
+		if r := w.sbf(leave, "-C", w.ws, "up", "a", "--ttl", "10m"); r.code != 0 {
+			t.Fatalf("up: %s", r.stderr)
+		}
+		c := filepath.Base(w.canary)
+		if r := w.sbf(leave, "-C", w.ws, "exec", "a", "--", "sh", "-c", "mkdir chain && cd chain && ln -s . a && "+
+			"ln -s a/.. c && ln -s c/../"+c+"/secret d"); r.code != 0 {
+			t.Fatalf("exec: %s", r.stderr)
+		}
+		r := w.sbf(leave, "-C", w.ws, "cp", "a:/chain", "back")
+		if r.code != 0 || !contains(r.stderr, "back/c") || !contains(r.stderr, "back/d") || w.exists("ws/back/d") {
+			t.Errorf("cp back: %d %s", r.code, r.stderr)
+		}
+		w.readsNoCanary("ws")
+		w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")
+	})
+}
+
+// Attack 6: on macOS and Windows, the hosts of the vz, Lima and Hyper-V
+// drivers, .SANDBOXFORGE.local.toml, .GIT/hooks, .ENVRC, GIT~1, .git. and an
+// NFD spelling of a protected NFC name are the protected files; they were
+// written. Now names compare as those filesystems compare them.
+func TestCopiesBackRefuseEverySpellingOfAProtectedName(t *testing.T) {
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t, "[vm]\ndriver = \"sim\"\n[sync]\nprotect = [\".envrc\", \"caf\u00e9.env\"]\n")
+			w.writerAttack("case", mode)
+			for _, p := range []string{".SANDBOXFORGE.local.toml", ".GIT", ".ENVRC", "GIT~1", ".git.", ".SandboxForge",
+				"cafe\u0301.env", ".git::$INDEX_ALLOCATION"} {
+				if w.exists("ws/" + p) {
+					t.Errorf("%s was written from the guest", p)
+				}
+			}
+		})
+	}
+}
+
+// Attack 7: with the home folder allowed (--allow-path ~), the guest's file
+// replaced ~/.config/sandboxforge/config.toml, and the next sbf mcp served
+// and allowed /. sbf's config and state, Lima's instances, the shell's
+// startup files and .ssh are now reserved wherever an allowed path reaches.
+func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
+	const config = "home/.config/sandboxforge/config.toml"
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
+			w.homeOfAPerson()
+			w.writerAttack("home", mode, "ESC_HOME="+filepath.Join(w.base, "home"))
+			w.homeUntouched()
+		})
+	}
+	t.Run("cli", func(t *testing.T) {
+		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
+		w.homeOfAPerson()
+		home := filepath.Join(w.base, "home")
+		leave := []string{"SBF_ENABLE_SIM=1"}
+		if r := w.sbf(leave, "-C", w.ws, "up", "a", "--ttl", "10m"); r.code != 0 {
+			t.Fatalf("up: %s", r.stderr)
+		}
+		if r := w.sbf(leave, "-C", w.ws, "exec", "a", "--", "sh", "-c",
+			`printf '[policy]\nallowed_paths = ["/"]\n' > config.toml`); r.code != 0 { // the sim's cwd: its guest folder
+			t.Fatalf("exec: %s", r.stderr)
+		}
+		for _, dest := range []string{config, "home/.bashrc", "home/.ssh/authorized_keys"} {
+			r := w.sbf(leave, "-C", w.ws, "cp", "--allow-path", home, "a:/config.toml", filepath.Join(w.base, dest))
+			if r.code == 0 || !contains(r.stderr, "protected from what a sandbox writes") {
+				t.Errorf("cp to %s: %d %s", dest, r.code, r.stderr)
+			}
+		}
+		w.homeUntouched()
+		w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")
+	})
+}
+
+// Attack 11 (part): a plugin was found on a PATH entry inside the served
+// workspace, where a copy from a sandbox can put an executable; sbf doctor
+// ran it. Now such an entry is passed over, and doctor says so.
+func TestPluginsAreNotRunFromTheWorkspace(t *testing.T) {
+	w := newWorld(t, "[vm]\ndriver = \"kubevirt\"\n")
+	w.write("ws/bin/sbf-kubevirt", "#!/bin/sh\ntouch "+w.canary+"/pwned-by-plugin\n")
+	if err := os.Chmod(filepath.Join(w.ws, "bin", "sbf-kubevirt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := w.sbf([]string{"PATH=" + filepath.Join(w.ws, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")},
+		"-C", w.ws, "doctor")
+	if !contains(r.stdout+r.stderr, "passed over "+filepath.Join(w.ws, "bin", "sbf-kubevirt")) {
+		t.Errorf("doctor does not say it passed over the workspace's plugin: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// homeOfAPerson gives the world's HOME what a person's holds.
+func (w *world) homeOfAPerson() {
+	w.write("home/.config/sandboxforge/config.toml", "# the operator's\n")
+	w.write("home/.bashrc", "# mine\n")
+	w.write("home/.ssh/config", "# mine\n")
+}
+
+func (w *world) homeUntouched() {
+	w.t.Helper()
+	for rel, want := range map[string]string{"home/.config/sandboxforge/config.toml": "# the operator's\n",
+		"home/.bashrc": "# mine\n", "home/.ssh/config": "# mine\n"} {
+		if b, err := os.ReadFile(filepath.Join(w.base, rel)); err != nil || string(b) != want {
+			w.t.Errorf("%s = %q %v", rel, b, err)
+		}
+	}
+	for _, p := range []string{"home/.ssh/authorized_keys", "home/.zshrc", "home/.config/orbitforge-mcp",
+		"home/.lima", "home/.local/state/sandboxforge"} {
+		if w.exists(p) {
+			w.t.Errorf("%s was written from the guest", p)
+		}
+	}
+}
+
+// readsNoCanary fails when any path below rel (links followed) reads the
+// canary's secret.
+func (w *world) readsNoCanary(rel string) {
+	w.t.Helper()
+	filepath.Walk(filepath.Join(w.base, rel), func(p string, _ os.FileInfo, err error) error {
+		if b, rerr := os.ReadFile(p); err == nil && rerr == nil && strings.Contains(string(b), "hunter2") {
+			w.t.Errorf("%s reads the canary's secret", p)
+		}
+		return nil
+	})
+}
+
+// writerAttack runs one phase of writer.mjs with the official TypeScript SDK
+// against the sim (the guest is a host folder, so a command in the sandbox
+// plays the guest), over stdio or a served HTTP endpoint with a token.
+func (w *world) writerAttack(phase, mode string, extra ...string) {
+	w.t.Helper()
+	sim := []string{"SBF_ENABLE_SIM=1"}
+	target := sbfBinary
+	if mode == "http" {
+		w.write("token", "writer-token\n")
+		var args []string
+		for _, e := range extra {
+			if home, ok := strings.CutPrefix(e, "ESC_HOME="); ok {
+				args = append(args, "--allow-path", home)
+			}
+		}
+		target = w.serve(sim, append(args, "--token-file", filepath.Join(w.base, "token"))...)
+		extra = append(extra, "ESC_TOKEN=writer-token")
+	}
+	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	c := exec.Command("node", "writer.mjs")
+	c.Dir = tsClientDir
+	c.Env = append(append(append([]string{}, w.env...), sim...), append(extra, "ESC_PHASE="+phase,
+		"ESC_MODE="+mode, "ESC_TARGET="+target, "ESC_WS="+w.ws, "ESC_CANARY="+w.canary)...)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"ok":true`) {
+		w.t.Fatalf("writer.mjs %s over %s: %v\n%s", phase, mode, err, out)
+	}
+}
