@@ -169,3 +169,16 @@ func (f *File) Clone() *File {
 	}
 	return &out
 }
+
+// CloneSandbox deep-copies one record.
+func CloneSandbox(sb *Sandbox) *Sandbox {
+	data, err := json.Marshal(sb)
+	if err != nil {
+		panic("state: cannot encode a record: " + err.Error())
+	}
+	var out Sandbox
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic("state: cannot decode a record: " + err.Error())
+	}
+	return &out
+}
