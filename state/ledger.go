@@ -35,11 +35,11 @@ type Ledger struct {
 
 // ledgerLine is one line of the ledger file.
 type ledgerLine struct {
-	Version   int      `json:"ledger,omitempty"`
+	Version   int       `json:"ledger,omitempty"`
 	Instances []string  `json:"instances,omitempty"` // the first line: the whole set…
 	CountedAt time.Time `json:"counted_at,omitzero"` // …and when a full count made it
-	Add       string   `json:"add,omitempty"`
-	Remove    string   `json:"remove,omitempty"`
+	Add       string    `json:"add,omitempty"`
+	Remove    string    `json:"remove,omitempty"`
 }
 
 // OpenLedger uses dir/ledger.
