@@ -171,6 +171,9 @@ func (s *Store) readNewLines() (bool, error) {
 func (s *Store) commit(tx *Tx) error {
 	f := s.file
 	entry := tx.entry()
+	if entry == nil {
+		return nil // nothing changed: nothing to write
+	}
 	if f.Lineage == "" {
 		f.Lineage = newLineage()
 	}
