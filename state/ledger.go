@@ -25,7 +25,9 @@ type ledgerMeta struct {
 }
 
 // OpenLedger uses dir/ledger.
-func OpenLedger(dir string) *Ledger { return &Ledger{j: journalMap[bool]{path: filepath.Join(dir, "ledger")}} }
+func OpenLedger(dir string) *Ledger {
+	return &Ledger{j: journalMap[bool]{path: filepath.Join(dir, "ledger")}}
+}
 
 // Instances is the set as the file holds it now (known false: there is no
 // ledger yet, so nothing is known and a full count must seed it).

@@ -11,7 +11,9 @@ import (
 
 // lockRange is where the lock lies: one byte far past the holder note, so
 // that others may read the note (Windows locks are mandatory).
-func lockRange() *windows.Overlapped { return &windows.Overlapped{Offset: 0xFFFFFFFE, OffsetHigh: 0x7FFFFFFF} }
+func lockRange() *windows.Overlapped {
+	return &windows.Overlapped{Offset: 0xFFFFFFFE, OffsetHigh: 0x7FFFFFFF}
+}
 
 func tryLock(f *os.File) error {
 	err := windows.LockFileEx(windows.Handle(f.Fd()),
