@@ -312,12 +312,14 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 	case inst.Status == drivers.Broken:
 		a.Kind, a.Cause, a.OldDriver = Replace, "instance is broken", inst.Driver
 	default:
-		restart, replace := diffSpecs(currentSpec(want, r, inst), want)
+		restart, replace := diffSpecs(currentSpec(want, r, inst), want, ds.Driver)
 		switch {
 		case len(replace) > 0:
-			a.Kind, a.Cause, a.OldDriver = Replace, joinCauses(append(replace, restart...)), inst.Driver
+			a.Kind, a.Cause, a.OldDriver = Replace, joinCauses(append(replace, restart...))+" (replaces the VM)",
+				inst.Driver
 		case len(restart) > 0:
-			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart), inst.Status == drivers.Running
+			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart)+" (restarts the VM)",
+				inst.Status == drivers.Running
 		case inst.Status != drivers.Running:
 			a.Kind, a.Cause = Start, string(inst.Status)
 		}
