@@ -189,7 +189,7 @@ func (e *Executor) applyRefresh(tx *state.Tx, r plan.Refresh) {
 		dropSnapshots(tx, r.Sandbox) // no VM, no snapshots
 	}
 	if r.VM != nil {
-		rec.VM = r.VM
+		rec.VM = state.RecordOf(*r.VM)
 	}
 	if r.Docker != "" {
 		setApplied(rec, "docker_command", r.Docker)

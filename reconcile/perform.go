@@ -174,8 +174,7 @@ func running(a plan.Action) func(*state.Sandbox) {
 	return func(rec *state.Sandbox) {
 		rec.Phase, rec.LastError = state.Running, ""
 		if a.Spec != nil {
-			spec := *a.Spec
-			rec.VM = &spec
+			rec.VM = state.RecordOf(*a.Spec)
 		}
 		if a.ExpiresAt != nil {
 			rec.ExpiresAt = a.ExpiresAt

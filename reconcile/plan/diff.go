@@ -13,7 +13,7 @@ import (
 func currentSpec(want drivers.Spec, r *state.Sandbox, inst drivers.Instance) drivers.Spec {
 	cur := want
 	if r != nil && r.VM != nil {
-		cur = *r.VM
+		cur = state.SpecOf(r.VM)
 	}
 	rep := inst.Reported
 	if rep.CPUs > 0 {

@@ -343,7 +343,7 @@ func recordDrift(r *state.Sandbox, ds DesiredSandbox, instance string) string {
 		return "adopted " + instance + " into state (it was running with no record)"
 	case r.Phase != state.Running:
 		return fmt.Sprintf("recorded %s, but %s is running as desired", r.Phase, instance)
-	case r.Instance != instance || r.Driver != ds.Driver || r.VM == nil || !r.VM.Equal(ds.VM):
+	case r.Instance != instance || r.Driver != ds.Driver || r.VM == nil || !state.SpecOf(r.VM).Equal(ds.VM):
 		return "record brought up to date with " + instance
 	case r.LastError != "":
 		return "last error cleared: " + instance + " is running as desired"
