@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -107,14 +106,6 @@ func (i Image) String() string {
 		return "(template)"
 	}
 	return i.Location
-}
-
-// Equal reports whether two specs describe the same VM.
-func (s Spec) Equal(o Spec) bool {
-	return s.Name == o.Name && s.CPUs == o.CPUs && s.MemoryGiB == o.MemoryGiB && s.DiskGiB == o.DiskGiB &&
-		s.Arch == o.Arch && s.VMType == o.VMType && s.Template == o.Template && s.Image == o.Image &&
-		slices.Equal(s.Mounts, o.Mounts) && slices.Equal(s.Ports, o.Ports) && maps.Equal(s.Backend, o.Backend) &&
-		s.Egress.Equal(o.Egress)
 }
 
 // Status is a backend's view of an instance.

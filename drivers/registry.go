@@ -209,6 +209,9 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
+	// Settings says what changing each of the backend's own settings
+	// (Spec.Backend) does to an instance; a setting not named restarts it.
+	Settings map[string]Effect
 }
 
 var registry = struct {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -34,6 +36,9 @@ type HostAdmission struct {
 	// reports that there is none (false): a sandbox's VM that would pass
 	// the cap takes a spare's place. Spares never evict each other.
 	Evict func(ctx context.Context, listed []drivers.Instance, inFlight func(name string) bool) (bool, error)
+	// Ledger is the host's instance ledger (nil: the one in Dir).
+	Ledger     *state.Ledger
+	ledgerOnce sync.Once
 }
 
 // errInFlight is a reservation another process holds: it is creating
@@ -54,6 +59,10 @@ func limitError(maxInstances, active int, counted []string) *coded.Error {
 }
 
 // Admit reserves a slot for instance or returns INSTANCE_LIMIT_EXCEEDED.
+// The ledger answers while it has room (it holds every instance sbf
+// admitted and has not seen go, so room there is room on the host); at the
+// cap the instances are counted in full, which also rewrites the ledger,
+// unless a full count a moment ago already said there is no room.
 func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), error) {
 	resDir := filepath.Join(h.Dir, "reservations")
 	if err := os.MkdirAll(resDir, 0o755); err != nil {
@@ -64,7 +73,79 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 		return nil, fmt.Errorf("waiting for the host-wide instance count: %w", err)
 	}
 	defer lock.Release()
+	ledger := h.ledger()
+	if set, known, err := ledger.Instances(); err == nil && known {
+		others := maps.Clone(set)
+		delete(others, instance) // replacing an instance does not add one
+		if len(others) < h.Max {
+			if err := ledger.Add(instance); err != nil {
+				return nil, err
+			}
+			return h.reserve(ctx, resDir, instance)
+		}
+		counted := ledger.CountedAt()
+		if !counted.IsZero() && h.Clock.Now().Sub(counted) < recountAfter && !h.mayEvict(instance, others) {
+			return nil, limitError(h.Max, len(others), sortedSet(others))
+		}
+	}
+	active, err := h.count(ctx, resDir, instance)
+	if err != nil {
+		return nil, err
+	}
+	if len(active) >= h.Max {
+		ledger.Reset(active, h.Clock.Now()) // a cache: the next refusal is a lookup
+		return nil, limitError(h.Max, len(active), sortedSet(active))
+	}
+	active[instance] = true
+	if err := ledger.Reset(active, h.Clock.Now()); err != nil {
+		return nil, err
+	}
+	return h.reserve(ctx, resDir, instance)
+}
 
+// mayEvict says whether a full count could make room for instance by
+// deleting a spare: a sandbox's VM at the cap takes a spare's place.
+func (h *HostAdmission) mayEvict(instance string, counted map[string]bool) bool {
+	if _, _, spare := drivers.ParsePoolName(instance); spare || h.Evict == nil {
+		return false
+	}
+	for name := range counted {
+		if _, _, spare := drivers.ParsePoolName(name); spare {
+			return true
+		}
+	}
+	return false
+}
+
+// recountAfter is how long a full count's "no room" stands: a refusal in
+// a burst of creates is a lookup, yet an instance deleted behind sbf's
+// back frees its place within seconds.
+const recountAfter = 10 * time.Second
+
+// ledger is the host's instance ledger, read once per process.
+func (h *HostAdmission) ledger() *state.Ledger {
+	h.ledgerOnce.Do(func() {
+		if h.Ledger == nil {
+			h.Ledger = state.OpenLedger(filepath.Join(h.Dir, "admission"))
+		}
+	})
+	return h.Ledger
+}
+
+// Gone tells the ledger an instance was deleted, so its place is free at
+// once rather than at the next full count.
+func (h *HostAdmission) Gone(ctx context.Context, instance string) error {
+	lock, err := flock.Acquire(ctx, filepath.Join(h.Dir, "admission.lock"), h.Who, 2*time.Minute)
+	if err != nil {
+		return fmt.Errorf("waiting for the host-wide instance count: %w", err)
+	}
+	defer lock.Release()
+	return h.ledger().Remove(instance)
+}
+
+// count is every instance that counts against the cap besides instance,
+// after deleting spares to make room for a sandbox's VM.
+func (h *HostAdmission) count(ctx context.Context, resDir, instance string) (map[string]bool, error) {
 	active, listed, err := h.active(ctx, resDir)
 	if err != nil {
 		return nil, err
@@ -88,9 +169,12 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 		}
 		delete(active, instance)
 	}
-	if len(active) >= h.Max {
-		return nil, limitError(h.Max, len(active), sortedSet(active))
-	}
+	return active, nil
+}
+
+// reserve holds a reservation for instance while it is made: a full count
+// by another process counts it before any backend lists it.
+func (h *HostAdmission) reserve(ctx context.Context, resDir, instance string) (func(), error) {
 	res, err := flock.Acquire(ctx, filepath.Join(resDir, instance+".lock"), h.Who, 0)
 	var locked *flock.LockedError
 	if errors.As(err, &locked) {
@@ -108,6 +192,16 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 // active is every instance that counts against the cap right now, and
 // what the drivers listed.
 func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]bool, []drivers.Instance, error) {
+	// Reservations first: a create that ends (and drops its reservation)
+	// after this look is listed by the backend below.
+	active := map[string]bool{}
+	reservations, _ := filepath.Glob(filepath.Join(resDir, "*.lock"))
+	for _, path := range reservations {
+		name := strings.TrimSuffix(filepath.Base(path), ".lock")
+		if inFlight(ctx, path) {
+			active[name] = true
+		}
+	}
 	listed, err := h.List(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("counting instances for the instance cap: %w", err)
@@ -125,18 +219,10 @@ func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]b
 			}
 		}
 	}
-	active := map[string]bool{}
 	for _, inst := range listed {
 		retired := inst.Label != nil && inst.Label.Owner != nil && inst.Label.Owner.Retired
 		if (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !expired[inst.Name] && !retired {
 			active[inst.Name] = true
-		}
-	}
-	reservations, _ := filepath.Glob(filepath.Join(resDir, "*.lock"))
-	for _, path := range reservations {
-		name := strings.TrimSuffix(filepath.Base(path), ".lock")
-		if inFlight(ctx, path) {
-			active[name] = true
 		}
 	}
 	return active, listed, nil

@@ -22,8 +22,10 @@ type Driver = drivers.Driver
 
 // Recorder persists state changes; state.Store is one.
 type Recorder interface {
-	Update(change func(*state.File)) error
+	Write(change func(*state.Tx)) error
 	Snapshot() *state.File
+	Sandbox(name string) (*state.Sandbox, bool)
+	TasksOf(sandbox string) []*state.Task
 }
 
 // Admitter guards the host-wide instance cap: it reserves a slot for an
@@ -77,13 +79,13 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 	steps := make([]step, len(p.Actions))
 	e.outcome = Outcome{NotAttempted: p.Actions} // until the lease ends are recorded
 	if len(p.Refresh) > 0 || len(p.Leases) > 0 {
-		if err := e.Record.Update(func(f *state.File) {
+		if err := e.Record.Write(func(tx *state.Tx) {
 			for _, r := range p.Refresh {
-				e.applyRefresh(f, r)
+				e.applyRefresh(tx, r)
 			}
 			for _, l := range p.Leases {
 				end := l.New
-				record(f, l.Sandbox).ExpiresAt = &end
+				tx.Sandbox(l.Sandbox).ExpiresAt = &end
 			}
 		}); err != nil {
 			return fmt.Errorf("recording state corrections and lease ends: %w", err)
@@ -180,14 +182,14 @@ func chainsOf(actions []plan.Action) [][]int {
 	return chains
 }
 
-func (e *Executor) applyRefresh(f *state.File, r plan.Refresh) {
-	rec := record(f, r.Sandbox)
+func (e *Executor) applyRefresh(tx *state.Tx, r plan.Refresh) {
+	rec := tx.Sandbox(r.Sandbox)
 	rec.Phase, rec.Instance, rec.Driver, rec.LastError = r.Phase, r.Instance, r.Driver, ""
 	if r.Phase.Terminal() {
-		f.DropSnapshotsOf(r.Sandbox, "") // no VM, no snapshots
+		dropSnapshots(tx, r.Sandbox) // no VM, no snapshots
 	}
 	if r.VM != nil {
-		rec.VM = r.VM
+		rec.VM = state.RecordOf(*r.VM)
 	}
 	if r.Docker != "" {
 		setApplied(rec, "docker_command", r.Docker)
@@ -196,27 +198,25 @@ func (e *Executor) applyRefresh(f *state.File, r plan.Refresh) {
 	rec.UpdatedAt = e.Clock.Now().UTC()
 }
 
-func record(f *state.File, sandbox string) *state.Sandbox {
-	rec, ok := f.Sandboxes[sandbox]
-	if !ok {
-		rec = &state.Sandbox{Phase: state.Pending}
-		f.Sandboxes[sandbox] = rec
+// dropSnapshots forgets a sandbox's snapshot records, if it has any.
+func dropSnapshots(tx *state.Tx, sandbox string) {
+	if len(tx.State().SnapshotsOf(sandbox)) > 0 {
+		tx.Snapshots(func(f *state.File) { f.DropSnapshotsOf(sandbox, "") })
 	}
-	return rec
 }
 
 // note records a change to one sandbox's record.
 func (e *Executor) note(a plan.Action, change func(*state.Sandbox)) error {
-	return e.noteFile(a, func(_ *state.File, rec *state.Sandbox) { change(rec) })
+	return e.noteTx(a, func(_ *state.Tx, rec *state.Sandbox) { change(rec) })
 }
 
-// noteFile is note for a change that reaches beyond the record (the
+// noteTx is note for a change that reaches beyond the record (the
 // sandbox's snapshot records).
-func (e *Executor) noteFile(a plan.Action, change func(*state.File, *state.Sandbox)) error {
-	return e.Record.Update(func(f *state.File) {
-		rec := record(f, a.Sandbox)
+func (e *Executor) noteTx(a plan.Action, change func(*state.Tx, *state.Sandbox)) error {
+	return e.Record.Write(func(tx *state.Tx) {
+		rec := tx.Sandbox(a.Sandbox)
 		rec.Instance, rec.Driver = a.Instance, a.Driver
-		change(f, rec)
+		change(tx, rec)
 		rec.UpdatedAt = e.Clock.Now().UTC()
 	})
 }

@@ -82,7 +82,9 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 	}
 	docker := a.Docker
 	if docker == "" {
-		docker = e.Record.Snapshot().Sandboxes[a.Sandbox].Applied["docker_command"]
+		if rec, ok := e.Record.Sandbox(a.Sandbox); ok {
+			docker = rec.Applied["docker_command"]
+		}
 	}
 	if docker == "" {
 		return fmt.Errorf("the container runtime of %s is not known to be ready", a.Sandbox)

@@ -24,7 +24,7 @@ func convergedWorld(n int) (plan.Desired, *state.File, plan.Observed) {
 		inst := drivers.InstanceName(goldenWorkspaceID, name)
 		vm := drivers.Spec{Name: inst, CPUs: 2, MemoryGiB: 4, DiskGiB: 20, VMType: "qemu", Template: "template:docker"}
 		d.Sandboxes[name] = plan.DesiredSandbox{Name: name, Instance: inst, Driver: "sim", VM: vm, Lease: lease}
-		rec.Sandboxes[name] = &state.Sandbox{Driver: "sim", Instance: inst, Phase: state.Running, VM: &vm}
+		rec.Sandboxes[name] = &state.Sandbox{Driver: "sim", Instance: inst, Phase: state.Running, VM: state.RecordOf(vm)}
 		obs.Instances[inst] = drivers.Instance{Name: inst, Driver: "sim", Status: drivers.Running, Reported: vm}
 	}
 	return d, rec, obs

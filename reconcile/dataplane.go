@@ -44,12 +44,9 @@ func (s taskStore) SaveTask(ctx context.Context, t *state.Task) error {
 		return err
 	}
 	defer store.Close()
-	return store.Update(func(f *state.File) {
-		if f.Tasks == nil {
-			f.Tasks = map[string]*state.Task{}
-		}
+	return store.Write(func(tx *state.Tx) {
 		saved := *t
-		f.Tasks[t.ID] = &saved
+		tx.PutTask(&saved)
 	})
 }
 

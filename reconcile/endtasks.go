@@ -19,8 +19,9 @@ import (
 func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) error {
 	var running []int
 	var tasks []*state.Task
-	for _, t := range e.Record.Snapshot().Tasks {
-		if t.Sandbox != a.Sandbox || t.Instance != "" && t.Instance != a.Instance {
+	all := e.Record.TasksOf(a.Sandbox)
+	for _, t := range all {
+		if t.Instance != "" && t.Instance != a.Instance {
 			continue
 		}
 		tasks = append(tasks, t)
@@ -53,12 +54,16 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) erro
 			}
 		}
 	}
-	return e.Record.Update(func(f *state.File) {
-		for _, t := range f.Tasks {
+	return e.Record.Write(func(tx *state.Tx) {
+		for _, seen := range all {
+			t := tx.Task(seen.ID)
+			if t == nil {
+				continue
+			}
 			if out := saved[t.ID]; out != nil {
 				t.SavedOutput = out
 			}
-			if t.Sandbox == a.Sandbox && !t.Finished() {
+			if !t.Finished() {
 				t.Status, t.FinishedAt, t.ErrorMessage = "stopped", &now, "the sandbox was "+how
 			}
 		}

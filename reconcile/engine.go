@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -43,6 +45,9 @@ type Engine struct {
 	Policy policy.Policy
 
 	adoptions adoptSignal // tells running loops a spare was taken
+	hostIndex *state.HostIndex
+	ledger    *state.Ledger
+	indexOnce sync.Once
 }
 
 // Load resolves a workspace's desired state under the operator's policy.
@@ -192,7 +197,7 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 	if e.HostDir == "" {
 		return nil
 	}
-	idx := state.OpenHostIndex(e.HostDir)
+	idx := e.index()
 	names := map[string]bool{}
 	for n := range r.Config.Sandboxes {
 		names[n] = true
@@ -200,6 +205,7 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 	for n := range rec.Sandboxes {
 		names[n] = true
 	}
+	entries := make([]state.IndexEntry, 0, len(names))
 	for name := range names {
 		entry := state.IndexEntry{Instance: drivers.InstanceName(r.WorkspaceID, name), Sandbox: name,
 			WorkspaceRoot: r.Root, WorkspaceID: r.WorkspaceID}
@@ -218,11 +224,22 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 		if l, ok := r.Config.Leases[name]; ok {
 			entry.ExpiresAt = l.ExpiresAt
 		}
-		if err := idx.Put(entry); err != nil {
-			return fmt.Errorf("updating the host instance index: %w", err)
-		}
+		entries = append(entries, entry)
+	}
+	if err := idx.PutAll(entries); err != nil {
+		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil
+}
+
+// index is the host's instance index, read incrementally for the life of
+// the engine.
+func (e *Engine) index() *state.HostIndex {
+	e.indexOnce.Do(func() {
+		e.hostIndex = state.OpenHostIndex(e.HostDir)
+		e.ledger = state.OpenLedger(filepath.Join(e.HostDir, "admission"))
+	})
+	return e.hostIndex
 }
 
 // pruneIndex drops the host index entries of the workspace's sandboxes
@@ -231,7 +248,7 @@ func (e *Engine) pruneIndex(r *spec.Resolved, rec *state.File) error {
 	if e.HostDir == "" {
 		return nil
 	}
-	err := state.OpenHostIndex(e.HostDir).Prune(r.WorkspaceID, func(name string) bool {
+	err := e.index().Prune(r.WorkspaceID, func(name string) bool {
 		_, declared := r.Config.Sandboxes[name]
 		_, recorded := rec.Sandboxes[name]
 		return declared || recorded
@@ -263,15 +280,17 @@ func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Ad
 		return nil
 	}
 	names := observedDrivers(d, rec)
+	index := e.index() // opens the ledger too
 	return &HostAdmission{
 		Evict: func(ctx context.Context, listed []drivers.Instance, inFlight func(string) bool) (bool, error) {
 			return e.evictSpare(ctx, r, listed, inFlight)
 		},
-		Dir:   e.HostDir,
-		Index: state.OpenHostIndex(e.HostDir),
-		Max:   r.Config.Lease.MaxInstances,
-		Clock: e.Clock,
-		Who:   e.holder(),
+		Dir:    e.HostDir,
+		Index:  index,
+		Ledger: e.ledger,
+		Max:    r.Config.Lease.MaxInstances,
+		Clock:  e.Clock,
+		Who:    e.holder(),
 		List: func(ctx context.Context) ([]drivers.Instance, error) {
 			var all []drivers.Instance
 			for _, n := range names {

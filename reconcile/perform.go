@@ -76,7 +76,7 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := remove(ctx, old, a.Instance); err != nil {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
-		if err := e.noteFile(a, func(f *state.File, _ *state.Sandbox) { f.DropSnapshotsOf(a.Sandbox, "") }); err != nil {
+		if err := e.noteTx(a, func(tx *state.Tx, _ *state.Sandbox) { dropSnapshots(tx, a.Sandbox) }); err != nil {
 			return err
 		}
 		return e.create(ctx, drv, a)
@@ -93,16 +93,21 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := removeWith(ctx, drv, halt, a.Instance); err != nil {
 			return err
 		}
+		if g, ok := e.Admit.(interface {
+			Gone(context.Context, string) error
+		}); ok {
+			g.Gone(ctx, a.Instance) // best effort: a full count at the cap finds it gone anyway
+		}
 		phase := state.Destroyed
 		if a.Kind == plan.Expire {
 			phase = state.Expired
 		}
-		return e.noteFile(a, func(f *state.File, rec *state.Sandbox) {
+		return e.noteTx(a, func(tx *state.Tx, rec *state.Sandbox) {
 			rec.Phase, rec.LastError, rec.SSH = phase, "", ""
 			if a.ExpiresAt != nil {
 				rec.ExpiresAt = a.ExpiresAt
 			}
-			f.DropSnapshotsOf(a.Sandbox, "") // they went with the VM
+			dropSnapshots(tx, a.Sandbox) // they went with the VM
 		})
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
@@ -169,8 +174,7 @@ func running(a plan.Action) func(*state.Sandbox) {
 	return func(rec *state.Sandbox) {
 		rec.Phase, rec.LastError = state.Running, ""
 		if a.Spec != nil {
-			spec := *a.Spec
-			rec.VM = &spec
+			rec.VM = state.RecordOf(*a.Spec)
 		}
 		if a.ExpiresAt != nil {
 			rec.ExpiresAt = a.ExpiresAt

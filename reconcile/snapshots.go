@@ -234,7 +234,7 @@ func (e *Engine) updateState(ctx context.Context, tgt *sandbox.Target, change fu
 		return err
 	}
 	defer store.Close()
-	return store.Update(change)
+	return store.Write(func(tx *state.Tx) { tx.Snapshots(change) })
 }
 
 func names(list []drivers.SnapshotInfo) []string {

@@ -1,25 +1,30 @@
 package state
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/flock"
 )
 
 // HostIndex is the host-wide list of instances sbf has leased, across
 // workspaces: which workspace owns an instance and until when. It lets
 // the instance cap ignore expired leases, and lets MCP instance ids find
-// their workspace after a restart. One small file per instance, so
-// writers of different instances never contend.
-type HostIndex struct{ dir string }
+// their workspace after a restart. One file (instances.index) read
+// incrementally, so a lookup in a long-lived process costs what changed
+// since its last look, and a lease renewal of many sandboxes is one write.
+type HostIndex struct {
+	dir string
+	mu  sync.Mutex
+	j   journalMap[IndexEntry]
+}
 
 // IndexEntry is one instance's line in the host index.
 type IndexEntry struct {
@@ -32,30 +37,43 @@ type IndexEntry struct {
 }
 
 // OpenHostIndex uses dir (created when first written).
-func OpenHostIndex(dir string) *HostIndex { return &HostIndex{dir: filepath.Join(dir, "instances")} }
+func OpenHostIndex(dir string) *HostIndex {
+	return &HostIndex{dir: dir, j: journalMap[IndexEntry]{path: filepath.Join(dir, "instances.index")}}
+}
 
 // Dir is where the index lives.
 func (h *HostIndex) Dir() string { return h.dir }
 
 // Put records or replaces an entry.
-func (h *HostIndex) Put(e IndexEntry) error {
-	if err := os.MkdirAll(h.dir, 0o755); err != nil {
-		return fmt.Errorf("creating host index %s: %w", h.dir, err)
-	}
-	data, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(h.dir, e.Instance+".json"), data, 0o644)
+func (h *HostIndex) Put(e IndexEntry) error { return h.PutAll([]IndexEntry{e}) }
+
+// PutAll records or replaces entries in one write, leaving out those
+// already recorded as they are.
+func (h *HostIndex) PutAll(entries []IndexEntry) error {
+	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+		put := map[string]IndexEntry{}
+		for _, e := range entries {
+			if old, ok := m[e.Instance]; !ok || !sameEntry(old, e) {
+				put[e.Instance] = e
+			}
+		}
+		return put, nil
+	})
+}
+
+func sameEntry(a, b IndexEntry) bool {
+	return a.Sandbox == b.Sandbox && a.Driver == b.Driver && a.WorkspaceRoot == b.WorkspaceRoot &&
+		a.WorkspaceID == b.WorkspaceID && a.ExpiresAt.Equal(b.ExpiresAt)
 }
 
 // Remove drops an instance's entry; a missing one is fine.
 func (h *HostIndex) Remove(instance string) error {
-	err := os.Remove(filepath.Join(h.dir, instance+".json"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %s from the host index: %w", instance, err)
-	}
-	return nil
+	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+		if _, ok := m[instance]; !ok {
+			return nil, nil
+		}
+		return nil, []string{instance}
+	})
 }
 
 // Prune removes a workspace's entries for sandboxes it neither declares
@@ -64,56 +82,125 @@ func (h *HostIndex) Remove(instance string) error {
 // record is kept keeps its entry, so its id still finds its workspace
 // (INSTANCE_TERMINAL, list_instances' include_expired).
 func (h *HostIndex) Prune(workspaceID string, keep func(sandbox string) bool) error {
-	all, err := h.All()
-	if err != nil {
-		return err
-	}
-	for _, e := range all {
-		if e.WorkspaceID == workspaceID && e.ExpiresAt.IsZero() && !keep(e.Sandbox) {
-			if err := h.Remove(e.Instance); err != nil {
-				return err
+	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+		var del []string
+		for name, e := range m {
+			if e.WorkspaceID == workspaceID && e.ExpiresAt.IsZero() && !keep(e.Sandbox) {
+				del = append(del, name)
 			}
 		}
+		slices.Sort(del)
+		return nil, del
+	})
+}
+
+// write changes the index under its host-wide lock, from the file as it
+// is now.
+func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEntry, []string)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return fmt.Errorf("creating host index %s: %w", h.dir, err)
+	}
+	lock, err := flock.Acquire(context.Background(), filepath.Join(h.dir, "instances.lock"),
+		flock.Holder{Command: "sbf (host instance index)", PID: os.Getpid()}, time.Minute)
+	if err != nil {
+		return fmt.Errorf("updating the host instance index: %w", err)
+	}
+	defer lock.Release()
+	if err := h.load(); err != nil {
+		return err
+	}
+	put, del := change(h.j.m)
+	if err := h.j.change(put, del); err != nil {
+		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil
 }
 
-// All lists every entry, sorted by instance name. Unreadable entries are
-// skipped: the index is a cache of facts the workspaces also hold.
-func (h *HostIndex) All() ([]IndexEntry, error) {
-	names, err := os.ReadDir(h.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// load reads the index, making it from what an older sbf kept (one file
+// per instance in instances/) when there is none yet.
+func (h *HostIndex) load() error {
+	if err := h.j.refresh(); err != nil || h.j.m != nil {
+		return err
 	}
+	h.j.m = readOldIndex(filepath.Join(h.dir, "instances"))
+	if err := h.j.rewrite(); err != nil {
+		return fmt.Errorf("writing the host instance index: %w", err)
+	}
+	os.RemoveAll(filepath.Join(h.dir, "instances")) // now in instances.index
+	return nil
+}
+
+// readOldIndex reads the index as earlier builds kept it (a file per instance);
+// unreadable entries are skipped, as they always were.
+func readOldIndex(dir string) map[string]IndexEntry {
+	out := map[string]IndexEntry{}
+	names, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading host index %s: %w", h.dir, err)
+		return out
 	}
-	var out []IndexEntry
 	for _, n := range names {
 		if !strings.HasSuffix(n.Name(), ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(h.dir, n.Name()))
-		if err != nil {
-			continue
-		}
+		data, err := os.ReadFile(filepath.Join(dir, n.Name()))
 		var e IndexEntry
-		if json.Unmarshal(data, &e) == nil && e.Instance != "" {
-			out = append(out, e)
+		if err == nil && json.Unmarshal(data, &e) == nil && e.Instance != "" {
+			out[e.Instance] = e
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
+	return out
+}
+
+// All lists every entry, sorted by instance name.
+func (h *HostIndex) All() ([]IndexEntry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.read(); err != nil {
+		return nil, err
+	}
+	out := make([]IndexEntry, 0, len(h.j.m))
+	for _, e := range h.j.m {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b IndexEntry) int { return strings.Compare(a.Instance, b.Instance) })
 	return out, nil
+}
+
+// read brings the index up to the file without a lock: lines are whole
+// or ignored, and a rewrite replaces the file at once.
+func (h *HostIndex) read() error {
+	if err := h.j.refresh(); err != nil {
+		return fmt.Errorf("reading host index: %w", err)
+	}
+	if h.j.m == nil {
+		h.j.m = readOldIndex(filepath.Join(h.dir, "instances"))
+		h.j.seen = nil // not the file's: the next look reads it whole
+	}
+	return nil
 }
 
 // Lookup finds an entry by instance name or by sandbox name (MCP instance
 // ids are sandbox names, unique on the host).
 func (h *HostIndex) Lookup(key string) (IndexEntry, bool) {
-	all, _ := h.All()
-	for _, e := range all {
-		if e.Instance == key || e.Sandbox == key {
-			return e, true
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.read() != nil {
+		return IndexEntry{}, false
+	}
+	if e, ok := h.j.m[key]; ok {
+		return e, true
+	}
+	var found []IndexEntry
+	for _, e := range h.j.m {
+		if e.Sandbox == key {
+			found = append(found, e)
 		}
 	}
-	return IndexEntry{}, false
+	if len(found) == 0 {
+		return IndexEntry{}, false
+	}
+	slices.SortFunc(found, func(a, b IndexEntry) int { return strings.Compare(a.Instance, b.Instance) })
+	return found[0], true
 }

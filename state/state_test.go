@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,8 +290,51 @@ func TestHostIndexPrune(t *testing.T) {
 	if strings.Join(names, " ") != "sbf-01234567-ended sbf-01234567-leased sbf-89abcdef-gone" {
 		t.Errorf("after Prune: %v", names)
 	}
-	raw, _ := os.ReadFile(filepath.Join(dir, "instances", "sbf-01234567-ended.json"))
-	if strings.Contains(string(raw), "expires_at") {
+	raw, _ := os.ReadFile(filepath.Join(dir, "instances.index"))
+	if strings.Contains(string(raw), `"expires_at":"0001`) {
 		t.Errorf("an ended entry carries a zero lease end: %s", raw)
+	}
+}
+
+// An index kept the old way (a file per instance) is read, and moved into
+// instances.index by the first write.
+func TestHostIndexReadsTheOldLayout(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "instances")
+	os.MkdirAll(old, 0o755)
+	os.WriteFile(filepath.Join(old, "sbf-01234567-api.json"),
+		[]byte(`{"instance":"sbf-01234567-api","sandbox":"api","workspace_id":"ws_a"}`), 0o644)
+	idx := OpenHostIndex(dir)
+	if e, ok := idx.Lookup("api"); !ok || e.WorkspaceID != "ws_a" {
+		t.Fatalf("the old layout's entry was not found: %+v %v", e, ok)
+	}
+	if err := idx.Put(IndexEntry{Instance: "sbf-01234567-web", Sandbox: "web", WorkspaceID: "ws_a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old layout is still there after a write: %v", err)
+	}
+	all, _ := OpenHostIndex(dir).All()
+	if len(all) != 2 {
+		t.Errorf("after moving: %+v", all)
+	}
+}
+
+// Another process's writes are seen by a long-lived index's next look.
+func TestHostIndexSeesOtherWriters(t *testing.T) {
+	dir := t.TempDir()
+	reader, writer := OpenHostIndex(dir), OpenHostIndex(dir)
+	for i := range 200 { // past the point where the file is rewritten whole
+		name := fmt.Sprintf("sb%03d", i)
+		if err := writer.Put(IndexEntry{Instance: "sbf-01234567-" + name, Sandbox: name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := reader.Lookup(name); !ok {
+			t.Fatalf("entry %d was not seen", i)
+		}
+	}
+	writer.Remove("sbf-01234567-sb007")
+	if _, ok := reader.Lookup("sb007"); ok {
+		t.Error("a removed entry is still found")
 	}
 }

@@ -52,42 +52,31 @@ func EnsureDir(dir string) error {
 	return nil
 }
 
-// Read loads the state without locking (plan, status). A missing file is
-// an empty state with a new lineage.
+// Read loads the state without locking (plan, status): state.json and
+// the journal of writes since. A missing file is an empty state with a new
+// lineage.
 func Read(dir, root, workspaceID string) (*File, error) {
-	f, _, err := read(dir, root, workspaceID)
+	f, _, _, err := read(dir, root, workspaceID)
 	return f, err
 }
 
-func read(dir, root, workspaceID string) (*File, []byte, error) {
-	path := filepath.Join(dir, FileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return New(root, workspaceID), nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading state %s: %w", path, err)
-	}
-	f, err := statefile.Read(bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, &CorruptError{Path: path, Err: err}
-	}
-	return f, data, nil
-}
-
-// Store is a workspace's writable state file. Its lock guards edits of
-// the file, never a driver call: each Update takes the lock, reads the
-// file as it is now (other processes may have recorded their sandboxes
-// meanwhile), applies the change and writes it, then lets go.
+// Store is a workspace's writable state. Its lock guards edits of the
+// files, never a driver call: each write takes the lock, reads what other
+// processes wrote since this store last looked (only the journal's new
+// lines, unless state.json was rewritten), applies the change, appends it
+// to the journal, then lets go. When the journal has grown as large as the
+// state itself, a write rewrites state.json whole and starts a new
+// journal, so writes cost what they change, amortised.
 type Store struct {
 	dir, root, workspaceID string
 	who                    flock.Holder
 	wait                   time.Duration
 	mu                     sync.Mutex
-	file                   *File // as this store last read or wrote it
-	// before is state.json as Open found it (nil: there was none). The
-	// run's first write makes it the backup, and later writes leave the
-	// backup alone, so it is always the version a run started from.
+	file                   *File // as this store last read or wrote it; writes change it in place
+	seen                   view  // the files it came from (stale: read everything again)
+	// before is the state as Open found it (nil: there was none), byte
+	// for byte when state.json held all of it. The run's first write makes
+	// it the backup, so the backup is always the version a run started from.
 	before   []byte
 	backedUp bool
 }
@@ -109,8 +98,17 @@ func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, 
 		return nil, err
 	}
 	defer lock.Release()
-	if s.file, s.before, err = read(dir, root, workspaceID); err != nil {
+	var whole []byte
+	if s.file, s.seen, whole, err = read(dir, root, workspaceID); err != nil {
 		return nil, err
+	}
+	s.before = whole
+	if whole != nil && s.seen.entries > 0 {
+		var buf bytes.Buffer
+		if err := statefile.Write(&buf, s.file); err != nil {
+			return nil, err
+		}
+		s.before = buf.Bytes()
 	}
 	return s, nil
 }
@@ -132,13 +130,23 @@ func (s *Store) Snapshot() *File {
 	return s.file.Clone()
 }
 
-// Update changes the state and writes it, recording this sbf as its
-// writer: under the lock, the change applies to the file as it is now;
-// on the run's first write the version the run started from becomes the
-// backup, then the new one replaces state.json atomically. Updates are
-// serialised, so concurrent actions (of this process or others) never
-// lose each other's writes.
+// Update changes the state as a whole and writes it whole: for changes
+// that touch most records. Write is the per-record form.
 func (s *Store) Update(change func(*File)) error {
+	return s.write(func(tx *Tx) {
+		tx.whole = true
+		change(tx.f)
+	})
+}
+
+// Write changes records of the state through tx and records the change:
+// under the lock, it applies to the state as it is now; on the run's first
+// write the version the run started from becomes the backup. Writes are
+// serialised, so concurrent actions (of this process or others) never
+// lose each other's changes.
+func (s *Store) Write(change func(*Tx)) error { return s.write(change) }
+
+func (s *Store) write(change func(*Tx)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lock, err := s.lock(context.Background())
@@ -146,34 +154,22 @@ func (s *Store) Update(change func(*File)) error {
 		return err
 	}
 	defer lock.Release()
-	cur, _, err := read(s.dir, s.root, s.workspaceID)
-	if err != nil {
-		return err
-	}
-	next := cur.Clone()
-	change(next)
-	dropForgotten(next)
-	next.Serial = cur.Serial + 1
-	if next.Lineage == "" {
-		next.Lineage = newLineage()
-	}
-	next.WrittenBy = SbfVersion
-	var data bytes.Buffer
-	if err := statefile.Write(&data, next); err != nil {
+	if err := s.refresh(); err != nil {
 		return err
 	}
 	if err := s.backUp(); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(s.dir, FileName), data.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing state: %w", err)
+	tx := newTx(s.file)
+	change(tx)
+	if err := s.commit(tx); err != nil {
+		s.seen.stale = true // the state in memory may hold the change the files do not
+		return err
 	}
-	s.file = next
 	return nil
 }
 
-// backUp writes the backup once per Store: the file as the run found it,
-// byte for byte (an older format stays an older format).
+// backUp writes the backup once per Store: the state as the run found it.
 func (s *Store) backUp() error {
 	if s.backedUp || s.before == nil {
 		return nil

@@ -27,6 +27,9 @@ func init() {
 		// live in a namespace of the workspace's own.
 		PerWorkspace: true,
 		Remote:       true,
+		// A VirtualMachine is made from these; Reconfigure changes only its size.
+		Settings: map[string]drivers.Effect{"namespace": drivers.Replace, "image": drivers.Replace,
+			"storage_class": drivers.Replace, "instancetype": drivers.Replace, "preference": drivers.Replace},
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			return launch(ctx, KubeVirt, env)
 		},

@@ -89,7 +89,7 @@ func TestMissingLimactlIsSaidFirst(t *testing.T) {
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) || u.ProbableCause != "backend_binary_missing" ||
 		!contains(u.Reason, "limactl not found") || !contains(u.Reason, "root") ||
-		!contains(strings.Join(u.NextSteps, "\n"), "runuser") || contains(err.Error(), "make") {
+		!contains(strings.Join(u.NextSteps, "\n"), "runuser") || contains(err.Error(), " lima'") {
 		t.Errorf("root without limactl: %+v", err)
 	}
 	o.Euid, o.SourceTree = func() int { return 1000 }, "/src/sbf"

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
@@ -48,44 +49,120 @@ type Lock struct {
 // must not make a run that tries once fail.
 const peekGrace = 100 * time.Millisecond
 
-// Acquire takes the lock at path, retrying until timeout (zero: try once;
-// a holder without a note is given peekGrace). The holder note is written
-// to path+".info" once the lock is held.
+// Acquire takes the lock at path, waiting until timeout (zero: try once;
+// a holder without a note is given peekGrace) or until ctx ends. A wait
+// sleeps in the kernel, so a lock let go is taken at once. The holder note
+// is written into the lock file once the lock is held.
 func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
-	err = lockWithin(ctx, f, timeout)
+	err = tryLock(f)
+	if errors.Is(err, errWouldBlock) && timeout > 0 {
+		f.Close()
+		f, err = waitLock(ctx, path, timeout)
+	}
 	var holder *Holder
 	if errors.Is(err, errWouldBlock) {
 		if holder = ReadHolder(path); holder == nil { // no note: likely a Holding look, over in microseconds
-			err = lockWithin(ctx, f, peekGrace)
+			err = nil
+			if f == nil {
+				f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+			}
+			if err == nil {
+				err = pollLock(ctx, f, peekGrace)
+			}
 			holder = ReadHolder(path)
 		}
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, errWouldBlock) && ctx.Err() == nil:
-		f.Close()
+		closeFile(f)
 		return nil, &LockedError{Path: path, Holder: holder}
 	case ctx.Err() != nil:
-		f.Close()
+		closeFile(f)
 		return nil, ctx.Err()
 	default:
-		f.Close()
+		closeFile(f)
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	writeNote(path+".info", who)
+	writeNote(f, who)
 	return &Lock{f: f, path: path}, nil
 }
 
-// lockWithin tries to lock f until timeout (zero: once); errWouldBlock
-// says another holder kept it.
-func lockWithin(ctx context.Context, f *os.File, timeout time.Duration) error {
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// waitLock waits in the kernel for the lock at path, on a file of its own:
+// a wait given up (timeout, ctx) cannot be interrupted, so its goroutine
+// lets the lock go and closes the file whenever it gets it.
+func waitLock(ctx context.Context, path string, timeout time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	got := make(chan error, 1)
+	var mu sync.Mutex
+	abandoned := false
+	go func() {
+		err := lockBlocking(f)
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			if err == nil {
+				unlock(f)
+			}
+			f.Close()
+			return
+		}
+		got <- err
+	}()
+	timer := clock.Real{}.NewTimer(timeout) // another process lets go in real time, whatever "now" is
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		return f, err
+	case <-ctx.Done():
+	case <-timer.C():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case err := <-got: // it arrived as the wait ended: keep it
+		if err == nil && ctx.Err() == nil {
+			return f, nil
+		}
+		if err == nil {
+			unlock(f)
+		}
+		f.Close()
+		return nil, firstErr(ctx.Err(), errWouldBlock)
+	default:
+		abandoned = true
+		return nil, firstErr(ctx.Err(), errWouldBlock)
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollLock tries to lock f until timeout: for the short grace a look at
+// the lock is given, where waiting in the kernel would not be shorter.
+func pollLock(ctx context.Context, f *os.File, timeout time.Duration) error {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
+	for wait := time.Millisecond; ; wait = min(wait*2, 20*time.Millisecond) {
 		err := tryLock(f)
 		if !errors.Is(err, errWouldBlock) {
 			return err
@@ -98,18 +175,13 @@ func lockWithin(ctx context.Context, f *os.File, timeout time.Duration) error {
 	}
 }
 
-// writeNote writes the holder note whole (a temporary file renamed over
-// it), so a waiting process never reads half of one. The note is
-// advisory: a failure to write it must not fail the lock.
-func writeNote(path string, who Holder) {
+// writeNote writes the holder note into the held lock file, whole in one
+// write; a reader catching the instant before it sees no note. The note
+// is advisory: a failure to write it must not fail the lock.
+func writeNote(f *os.File, who Holder) {
 	note, _ := json.Marshal(who)
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, note, 0o644); err != nil {
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt(note, 0)
 }
 
 // Release drops the lock. The lock file stays (removing it would race with
@@ -118,7 +190,7 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	_ = os.Remove(l.path + ".info")
+	_ = l.f.Truncate(0)
 	err := unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
@@ -129,8 +201,8 @@ func (l *Lock) Release() error {
 
 // ReadHolder returns the note of whoever holds path, if any.
 func ReadHolder(path string) *Holder {
-	b, err := os.ReadFile(path + ".info")
-	if err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
 		return nil
 	}
 	var h Holder
@@ -147,23 +219,27 @@ func (e *LockedError) Coded() *coded.Error {
 	return coded.New(coded.StateLocked, map[string]any{"path": e.Path, "holder": e.Holder}, "%s", e.Error())
 }
 
-// Holding reports who holds the lock at path, without taking it for
-// longer than a look and without writing anything: nil when nobody does
-// (or the lock file does not exist).
+// Holding reports who holds the lock at path without writing anything of
+// its own: nil when nobody does (or the lock file does not exist). A lock
+// without a note is free (a holder writes one the moment it has the lock),
+// so a look mostly never touches the lock; a note is checked by taking the
+// lock for an instant, and one a dead holder left is cleared then.
 func Holding(path string) *Holder {
+	h := ReadHolder(path)
+	if h == nil {
+		return nil
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
 	if err := tryLock(f); err == nil {
+		_ = f.Truncate(0) // its holder died holding it
 		unlock(f)
 		return nil
 	}
-	if h := ReadHolder(path); h != nil {
-		return h
-	}
-	return &Holder{Command: "another sbf process"}
+	return h
 }
 
 // WaitFree waits up to timeout until nobody holds the lock at path, without

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // A look at who holds a lock takes it for an instant; a run that tries
@@ -56,5 +57,70 @@ func TestAHeldLockNamesItsHolder(t *testing.T) {
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder == nil || le.Holder.Command != "sbf apply" || le.Holder.PID != 7 {
 		t.Errorf("second Acquire: %v", err)
+	}
+}
+
+// A waiter sleeps in the kernel and takes the lock as soon as it is let go.
+func TestAWaiterTakesTheLockWhenItIsLetGo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.lock")
+	held, err := Acquire(context.Background(), path, Holder{Command: "first"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var second *Lock
+	go func() {
+		var err error
+		second, err = Acquire(context.Background(), path, Holder{Command: "second", PID: 2}, time.Minute)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter got the lock while it was held: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	held.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release()
+	if h := Holding(path); h == nil || h.Command != "second" {
+		t.Errorf("Holding = %+v, want the waiter's note", h)
+	}
+}
+
+// A wait ends with its context; the lock it would have got later is let
+// go again, so nobody is locked out by a wait given up.
+func TestAWaitEndsWithItsContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.lock")
+	held, err := Acquire(context.Background(), path, Holder{Command: "first"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := Acquire(ctx, path, Holder{Command: "gave up"}, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled wait: %v", err)
+	}
+	held.Release()
+	third, err := Acquire(context.Background(), path, Holder{Command: "third"}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("the lock stayed taken by a wait given up: %v", err)
+	}
+	third.Release()
+}
+
+// A wait past its timeout names the holder.
+func TestAWaitPastItsTimeoutNamesTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.lock")
+	held, err := Acquire(context.Background(), path, Holder{Command: "sbf up", PID: 9}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	_, err = Acquire(context.Background(), path, Holder{Command: "second"}, 30*time.Millisecond)
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != 9 {
+		t.Errorf("Acquire past its timeout: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -12,7 +13,7 @@ func TestEmulationAndSbfImagesInTheDesiredSpec(t *testing.T) {
 	cur := drivers.Spec{Name: "x", CPUs: 1, Emulation: "auto", Image: drivers.Image{Location: "sbf:debian-12"}}
 	want := cur
 	want.Emulation = "never"
-	if restart, replace := diffSpecs(cur, want); len(restart)+len(replace) != 0 || !cur.Equal(want) {
+	if restart, replace := diffSpecs(cur, want, "sim"); len(restart)+len(replace) != 0 || !cur.Equal(want) {
 		t.Errorf("emulation change planned %v %v", restart, replace)
 	}
 	if got := absPath("/ws", "sbf:debian-12"); got != "sbf:debian-12" {
@@ -20,5 +21,24 @@ func TestEmulationAndSbfImagesInTheDesiredSpec(t *testing.T) {
 	}
 	if got := absPath("/ws", "img/disk.raw"); got != "/ws/img/disk.raw" {
 		t.Errorf("absPath = %q", got)
+	}
+}
+
+// A backend setting whose change the backend cannot apply in place (a
+// KubeVirt storage class) plans a replace, never nothing.
+func TestABackendSettingPlansWhatItsRegistrationSays(t *testing.T) {
+	if _, ok := drivers.Lookup("plantest"); !ok {
+		drivers.Register(drivers.Registration{Name: "plantest",
+			Settings: map[string]drivers.Effect{"storage_class": drivers.Replace},
+			New: func(context.Context, drivers.Env) (drivers.Driver, error) {
+				return nil, drivers.NotBuiltIn("plantest")
+			}})
+	}
+	cur := drivers.Spec{Name: "x", CPUs: 1, Backend: map[string]string{"storage_class": "fast"}}
+	want := cur
+	want.Backend = map[string]string{"storage_class": "slow"}
+	restart, replace := diffSpecs(cur, want, "plantest")
+	if len(restart) != 0 || len(replace) != 1 || replace[0] != "storage_class fast → slow" {
+		t.Errorf("a storage class change planned restart %v replace %v", restart, replace)
 	}
 }

@@ -312,12 +312,14 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 	case inst.Status == drivers.Broken:
 		a.Kind, a.Cause, a.OldDriver = Replace, "instance is broken", inst.Driver
 	default:
-		restart, replace := diffSpecs(currentSpec(want, r, inst), want)
+		restart, replace := diffSpecs(currentSpec(want, r, inst), want, ds.Driver)
 		switch {
 		case len(replace) > 0:
-			a.Kind, a.Cause, a.OldDriver = Replace, joinCauses(append(replace, restart...)), inst.Driver
+			a.Kind, a.Cause, a.OldDriver = Replace, joinCauses(append(replace, restart...))+" (replaces the VM)",
+				inst.Driver
 		case len(restart) > 0:
-			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart), inst.Status == drivers.Running
+			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart)+" (restarts the VM)",
+				inst.Status == drivers.Running
 		case inst.Status != drivers.Running:
 			a.Kind, a.Cause = Start, string(inst.Status)
 		}
@@ -341,7 +343,7 @@ func recordDrift(r *state.Sandbox, ds DesiredSandbox, instance string) string {
 		return "adopted " + instance + " into state (it was running with no record)"
 	case r.Phase != state.Running:
 		return fmt.Sprintf("recorded %s, but %s is running as desired", r.Phase, instance)
-	case r.Instance != instance || r.Driver != ds.Driver || r.VM == nil || !r.VM.Equal(ds.VM):
+	case r.Instance != instance || r.Driver != ds.Driver || r.VM == nil || !state.SpecOf(r.VM).Equal(ds.VM):
 		return "record brought up to date with " + instance
 	case r.LastError != "":
 		return "last error cleared: " + instance + " is running as desired"

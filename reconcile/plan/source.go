@@ -79,7 +79,7 @@ func resolveSource(d Desired, rec *state.File, obs Observed, ds DesiredSandbox) 
 	if sd, ok := d.Sandboxes[src]; ok {
 		s.Spec = sd.VM
 	} else if r.VM != nil {
-		s.Spec = *r.VM
+		s.Spec = state.SpecOf(r.VM)
 	}
 	s.Spec.Name = r.Instance
 	return s, nil

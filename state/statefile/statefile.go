@@ -15,8 +15,6 @@ package statefile
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/sandboxforge/sbf/drivers"
 )
 
 // Version is the format this build writes. Every file so far is version
@@ -80,7 +78,7 @@ type Sandbox struct {
 	Instance string `json:"instance"`
 	Phase    Phase  `json:"phase"`
 	// VM is the spec last applied successfully; the planner diffs against it.
-	VM *drivers.Spec `json:"vm,omitempty"`
+	VM *VM `json:"vm,omitempty"`
 	// Applied holds a hash per layer converged inside the VM (runtime,
 	// services, compose), so unchanged layers are skipped.
 	Applied   map[string]string `json:"applied,omitempty"`
@@ -92,6 +90,40 @@ type Sandbox struct {
 	// Guest is what the in-guest layers were last converged to: what
 	// prepare_workspace reports. It never holds a secret.
 	Guest *GuestRecord `json:"guest,omitempty"`
+}
+
+// VM is the spec a sandbox's instance was last made or changed to, as the
+// state file keeps it: the format's own type, so a change to the driver
+// layer's types never changes the file.
+type VM struct {
+	Name      string            `json:"name"`
+	CPUs      int               `json:"cpus"`
+	MemoryGiB float64           `json:"memory_gib"`
+	DiskGiB   float64           `json:"disk_gib"`
+	Arch      string            `json:"arch,omitempty"`
+	VMType    string            `json:"vm_type,omitempty"`
+	Template  string            `json:"template,omitempty"`
+	Image     VMImage           `json:"image,omitzero"`
+	Mounts    []string          `json:"mounts,omitempty"`
+	Ports     []string          `json:"ports,omitempty"`
+	Emulation string            `json:"emulation,omitempty"`
+	Backend   map[string]string `json:"backend,omitempty"`
+	Egress    *VMEgress         `json:"egress,omitempty"`
+}
+
+// VMImage is the image a VM was made from.
+type VMImage struct {
+	Location      string `json:"location,omitempty"`
+	Digest        string `json:"digest,omitempty"`
+	Kernel        string `json:"kernel,omitempty"`
+	KernelCmdline string `json:"kernel_cmdline,omitempty"`
+	Initrd        string `json:"initrd,omitempty"`
+}
+
+// VMEgress is a VM's network policy.
+type VMEgress struct {
+	Mode  string   `json:"mode"`
+	Allow []string `json:"allow,omitempty"`
 }
 
 // GuestRecord is what converging a sandbox's in-guest layers did.
@@ -166,6 +198,19 @@ func (f *File) Clone() *File {
 	}
 	if out.Sandboxes == nil {
 		out.Sandboxes = map[string]*Sandbox{}
+	}
+	return &out
+}
+
+// CloneSandbox deep-copies one record.
+func CloneSandbox(sb *Sandbox) *Sandbox {
+	data, err := json.Marshal(sb)
+	if err != nil {
+		panic("state: cannot encode a record: " + err.Error())
+	}
+	var out Sandbox
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic("state: cannot decode a record: " + err.Error())
 	}
 	return &out
 }

@@ -1,0 +1,85 @@
+package state
+
+import (
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Ledger is the host-wide set of instances that hold a place under the
+// instance cap: every instance sbf admitted and has not seen go. It is a
+// superset of what counts (an instance deleted behind sbf's back stays
+// until the next full count replaces the set), so "the ledger has room"
+// is enough to admit without listing every backend. The caller serialises
+// access (the admission lock); a Ledger value remembers what it read, so
+// a long-lived process reads only the lines others added since.
+type Ledger struct {
+	mu sync.Mutex // the admission lock serialises processes; this, goroutines
+	j  journalMap[bool]
+}
+
+type ledgerMeta struct {
+	CountedAt time.Time `json:"counted_at,omitzero"`
+}
+
+// OpenLedger uses dir/ledger.
+func OpenLedger(dir string) *Ledger {
+	return &Ledger{j: journalMap[bool]{path: filepath.Join(dir, "ledger")}}
+}
+
+// Instances is the set as the file holds it now (known false: there is no
+// ledger yet, so nothing is known and a full count must seed it).
+func (l *Ledger) Instances() (set map[string]bool, known bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.j.refresh(); err != nil {
+		return nil, false, err
+	}
+	return maps.Clone(l.j.m), l.j.m != nil, nil
+}
+
+// CountedAt is when the set was last counted in full (zero: never).
+func (l *Ledger) CountedAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var m ledgerMeta
+	json.Unmarshal(l.j.meta, &m)
+	return m.CountedAt
+}
+
+// Add records an admitted instance (nothing, when there is no ledger).
+func (l *Ledger) Add(instance string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.j.refresh(); err != nil {
+		return err
+	}
+	if l.j.m[instance] {
+		return nil
+	}
+	return l.j.change(map[string]bool{instance: true}, nil)
+}
+
+// Remove records an instance that is gone.
+func (l *Ledger) Remove(instance string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.j.refresh(); err != nil || !l.j.m[instance] {
+		return err
+	}
+	return l.j.change(nil, []string{instance})
+}
+
+// Reset replaces the set with a full count's, made at now.
+func (l *Ledger) Reset(instances map[string]bool, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	meta, err := json.Marshal(ledgerMeta{CountedAt: now})
+	if err != nil {
+		return err
+	}
+	l.j.m, l.j.meta = maps.Clone(instances), meta
+	return l.j.rewrite()
+}

@@ -1,0 +1,149 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/sandboxforge/sbf/state/statefile"
+)
+
+// Tx is one write of the state: reads see the state as it is now, and
+// changes go through its methods, which note what the write touched so
+// that only that is recorded.
+type Tx struct {
+	f *File
+	// The records the write touched, as they were before it: a record
+	// that is the same after is not written, so a write that changes
+	// nothing writes nothing.
+	sandboxes map[string][]byte
+	tasks     map[string][]byte
+	snapshots []byte
+	whole     bool // Update: record everything
+}
+
+func newTx(f *File) *Tx { return &Tx{f: f, sandboxes: map[string][]byte{}, tasks: map[string][]byte{}} }
+
+func encode(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic("state: cannot encode a record: " + err.Error())
+	}
+	return data
+}
+
+// State is the state as it is now. Read it freely; change it only
+// through Sandbox, Task, PutTask and Snapshots.
+func (tx *Tx) State() *File { return tx.f }
+
+// Sandbox is a sandbox's record to change, made (pending) when there is
+// none. Setting its phase to Forgotten drops it.
+func (tx *Tx) Sandbox(name string) *Sandbox {
+	if _, seen := tx.sandboxes[name]; !seen {
+		tx.sandboxes[name] = encode(tx.f.Sandboxes[name])
+	}
+	rec, ok := tx.f.Sandboxes[name]
+	if !ok {
+		rec = &Sandbox{Phase: Pending}
+		tx.f.Sandboxes[name] = rec
+	}
+	return rec
+}
+
+// Task is a task's record to change; nil when there is none.
+func (tx *Tx) Task(id string) *Task {
+	t := tx.f.Tasks[id]
+	if _, seen := tx.tasks[id]; !seen && t != nil {
+		tx.tasks[id] = encode(t)
+	}
+	return t
+}
+
+// PutTask records a task, replacing one of the same id.
+func (tx *Tx) PutTask(t *Task) {
+	if _, seen := tx.tasks[t.ID]; !seen {
+		tx.tasks[t.ID] = encode(tx.f.Tasks[t.ID])
+	}
+	if tx.f.Tasks == nil {
+		tx.f.Tasks = map[string]*Task{}
+	}
+	tx.f.Tasks[t.ID] = t
+}
+
+// Snapshots changes the snapshot records (PutSnapshot, DropSnapshotsOf).
+func (tx *Tx) Snapshots(change func(*File)) {
+	if tx.snapshots == nil {
+		tx.snapshots = encode(tx.f.Snapshots)
+	}
+	change(tx.f)
+}
+
+// entry is what the write changed, as a journal line (nil: nothing did);
+// records asked to be forgotten leave the state here.
+func (tx *Tx) entry() *statefile.Entry {
+	e := &statefile.Entry{}
+	if tx.whole {
+		return e
+	}
+	changed := false
+	for name, before := range tx.sandboxes {
+		rec := tx.f.Sandboxes[name]
+		if rec != nil && rec.Phase == Forgotten {
+			delete(tx.f.Sandboxes, name)
+			rec = nil
+		}
+		if bytes.Equal(encode(rec), before) {
+			continue
+		}
+		if e.Sandboxes == nil {
+			e.Sandboxes = map[string]*Sandbox{}
+		}
+		e.Sandboxes[name], changed = rec, true
+	}
+	for id, before := range tx.tasks {
+		t := tx.f.Tasks[id]
+		if bytes.Equal(encode(t), before) {
+			continue
+		}
+		if e.Tasks == nil {
+			e.Tasks = map[string]*Task{}
+		}
+		e.Tasks[id], changed = t, true
+	}
+	if tx.snapshots != nil && !bytes.Equal(encode(tx.f.Snapshots), tx.snapshots) {
+		list := slices.Clone(tx.f.Snapshots)
+		if list == nil {
+			list = []*Snapshot{}
+		}
+		e.Snapshots, changed = &list, true
+	}
+	if !changed {
+		return nil
+	}
+	return e
+}
+
+// Sandbox is a copy of one sandbox's record as the store last saw it.
+func (s *Store) Sandbox(name string) (*Sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.file.Sandboxes[name]
+	if !ok {
+		return nil, false
+	}
+	return statefile.CloneSandbox(rec), true
+}
+
+// TasksOf copies the task records of one sandbox as the store last saw them.
+func (s *Store) TasksOf(sandbox string) []*Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Task
+	for _, t := range s.file.Tasks {
+		if t.Sandbox == sandbox {
+			c := *t
+			out = append(out, &c)
+		}
+	}
+	return out
+}
