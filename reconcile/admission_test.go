@@ -52,7 +52,8 @@ func (w *hostWorld) count() int {
 }
 
 // admitter is one process's admission on a shared host folder.
-func admitter(dir string, c clock.Clock, max int, list func(context.Context) ([]drivers.Instance, error)) *HostAdmission {
+func admitter(dir string, c clock.Clock, max int,
+	list func(context.Context) ([]drivers.Instance, error)) *HostAdmission {
 	return &HostAdmission{Dir: dir, Max: max, Clock: c, List: list, Who: flock.Holder{Command: "test", PID: os.Getpid()}}
 }
 

@@ -134,7 +134,8 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "app"), 0o755)
 	os.WriteFile(filepath.Join(dir, "app", "Dockerfile"), []byte("FROM scratch\n"), 0o644)
-	p := &Project{Name: "sbf-api", Root: dir, Dir: dir, Resolved: []byte("services: {}\n"), Extra: []string{"app"}, Bundle: "b1"}
+	p := &Project{Name: "sbf-api", Root: dir, Dir: dir, Resolved: []byte("services: {}\n"), Extra: []string{"app"},
+		Bundle: "b1"}
 	r := &scripted{}
 	if err := ApplyProject(context.Background(), r, "docker", p); err != nil {
 		t.Fatal(err)

@@ -19,14 +19,18 @@ func TestALookNeverFailsARunThatTriesOnce(t *testing.T) {
 	}
 	first.Release()
 	var stop atomic.Bool
-	looked := make(chan int)
+	looked, looking := make(chan int), make(chan struct{})
 	go func() {
 		n := 0
 		for ; !stop.Load(); n++ {
 			Holding(path)
+			if n == 0 {
+				close(looking)
+			}
 		}
 		looked <- n
 	}()
+	<-looking
 	for i := range 300 {
 		l, err := Acquire(context.Background(), path, Holder{Command: "run"}, 0)
 		if err != nil {
