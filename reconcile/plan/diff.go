@@ -52,5 +52,4 @@ func diffSpecs(cur, want drivers.Spec, driver string) (restart, replace []string
 
 func joinCauses(c []string) string { return strings.Join(c, ", ") }
 
-
 func list(s []string) string { return "[" + strings.Join(s, " ") + "]" }
