@@ -2,12 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/sandboxforge/sbf/spec"
 )
 
 // A failed create is never reported as done: the summary counts what
@@ -95,9 +93,9 @@ func TestLeaseRenewalsAreShownAndRecorded(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "api: lease renewed until 2026-11-26T11:10:00Z (in 1h).") {
 		t.Errorf("apply of a renewal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "state.json")); !strings.Contains(string(data),
-		`"expires_at": "2026-11-26T11:10:00Z"`) {
-		t.Errorf("state.json does not record the renewal:\n%s", data)
+	if rec := readState(t, dir).Sandboxes["api"]; rec == nil || rec.ExpiresAt == nil ||
+		rec.ExpiresAt.Format(time.RFC3339) != "2026-11-26T11:10:00Z" {
+		t.Errorf("the state does not record the renewal: %+v", rec)
 	}
 	if r := sbf(t, env, "plan", "-C", dir); strings.Contains(r.stdout, "renewed") {
 		t.Errorf("the plan right after a renewal renews again:\n%s", r.stdout)

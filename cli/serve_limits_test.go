@@ -224,8 +224,11 @@ func TestServeNamesItselfInTheLockNote(t *testing.T) {
 	// The sandbox's own lock is held while its VM is made.
 	var note []byte
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && len(note) == 0; {
-		if infos, _ := filepath.Glob(w.root + "/.sandboxforge/locks/*.lock.info"); len(infos) > 0 {
-			note, _ = os.ReadFile(infos[0])
+		locks, _ := filepath.Glob(w.root + "/.sandboxforge/locks/*.lock")
+		for _, l := range locks { // the holder's note is in its lock file while it holds it
+			if data, _ := os.ReadFile(l); len(data) > 0 {
+				note = data
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

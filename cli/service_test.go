@@ -119,17 +119,10 @@ func waitExpired(t *testing.T, w *simWorkspace, name string, exited <-chan error
 }
 
 func statePhase(t *testing.T, w *simWorkspace, name string) string {
-	data, err := os.ReadFile(filepath.Join(w.root, spec.Dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
+	if rec := readState(t, w.root).Sandboxes[name]; rec != nil {
+		return string(rec.Phase)
 	}
-	var st struct {
-		Sandboxes map[string]struct{ Phase string }
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Sandboxes[name].Phase
+	return ""
 }
 
 // install, status and uninstall tell systemd what the issue says, in
