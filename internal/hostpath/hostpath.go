@@ -38,21 +38,29 @@ func (p Place) Close() error { return p.Root.Close() }
 
 // Confine resolves path (relative paths against base) and opens the
 // allowed root that holds it. A path that does not exist yet is judged by
-// its nearest existing ancestor.
+// its nearest existing ancestor. A path outside every root is refused
+// before anything there is looked at (Resolve), with an answer that names
+// only the path given: the same whether it exists or not.
 func (p Policy) Confine(base, path string) (Place, error) {
 	abs := path
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(base, path)
 	}
-	real, err := resolve(filepath.Clean(abs))
-	if err != nil {
-		return Place{}, fmt.Errorf("resolving %s: %w", path, err)
-	}
+	var roots []string
 	for _, root := range p.Roots {
-		rootReal, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
+		if rootReal, err := filepath.EvalSymlinks(root); err == nil {
+			roots = append(roots, rootReal)
 		}
+	}
+	real, missing, err := Resolve(abs, roots)
+	switch {
+	case errors.Is(err, ErrOutside):
+		return Place{}, p.denied(path)
+	case err != nil:
+		return Place{}, fmt.Errorf("resolving %s: %w", clipName(path), err)
+	}
+	real = filepath.Join(real, missing)
+	for _, rootReal := range roots {
 		if !Within(real, []string{rootReal}) {
 			continue
 		}
@@ -63,8 +71,11 @@ func (p Policy) Confine(base, path string) (Place, error) {
 		}
 		return Place{Root: r, Rel: rel, Abs: real, RootAbs: rootReal}, nil
 	}
-	return Place{}, coded.New(Denied, map[string]any{"path": clipName(path), "resolved": clipName(real),
-		"allowed_roots": p.Roots},
+	return Place{}, p.denied(path)
+}
+
+func (p Policy) denied(path string) error {
+	return coded.New(Denied, map[string]any{"path": clipName(path), "allowed_roots": p.Roots},
 		"%s is outside the folders sbf may use on this host (%s); allow more with --allow-path or SBF_ALLOWED_PATHS",
 		clipName(path), strings.Join(p.Roots, ", "))
 }

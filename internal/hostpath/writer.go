@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Writer is the one way data that came from a guest reaches this host:
@@ -50,6 +52,9 @@ func (p Policy) confineLeaf(base, dest string) (Place, error) {
 		return p.Confine(base, dest)
 	}
 	place, err := p.Confine(filepath.Dir(abs), ".")
+	if ce := (*coded.Error)(nil); errors.As(err, &ce) && ce.Code == Denied {
+		return Place{}, p.denied(dest) // as the other branch says it: no word on what is there
+	}
 	if err != nil {
 		return Place{}, err
 	}
