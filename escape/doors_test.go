@@ -96,6 +96,9 @@ func TestUnservedPathsAndInstancesAreNoOracle(t *testing.T) {
 	if err := os.Symlink(w.canary, filepath.Join(w.ws, "out")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(w.canary, "secret"), filepath.Join(w.base, "outlink")); err != nil {
+		t.Fatal(err)
+	}
 	w.doors("oracle", []string{"SBF_ENABLE_SIM=1"}, nil)
 	if w.exists("other-missing") || w.exists("canary/nothing") {
 		t.Error("a refused folder was made")

@@ -92,7 +92,11 @@ if (phase === "oracle") {
     assert.equal(refused.error_code, "HOST_PATH_DENIED", JSON.stringify(refused));
     await same("copy_to_instance", "local_path", { instance_id: id, remote_path: "x" }, a, b);
     await same("validate_image", "workspace_root", { instance_id: id, image_name: "x" }, a, b);
+    await same("export_snapshot", "local_path", { instance_id: id, name: "s" }, a, b);
   }
+  // A link outside the allowed folders is not told from nothing there.
+  const link = path.join(path.dirname(canary), "outlink");
+  await same("import_snapshot", "local_path", { instance_id: id, name: "s" }, link, link + "-missing");
   // An instance of a workspace this server does not serve is an unknown id.
   const elsewhere = await serve(other);
   const theirs = (await elsewhere.ok("create_instance", { workspace_root: other, ttl_minutes: 15 })).instance_id;
