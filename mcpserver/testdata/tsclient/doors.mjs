@@ -88,9 +88,14 @@ if (phase === "oracle") {
     if (a === path.join(ws, "out")) {
       continue; // the writer judges a link at the leaf itself, as a link in the workspace: not a host path
     }
-    const refused = await same("copy_from_instance", "local_path", { instance_id: id, remote_path: "x" }, a, b);
-    assert.equal(refused.error_code, "HOST_PATH_DENIED", JSON.stringify(refused));
+    for (const [tool, key, args] of [["copy_from_instance", "local_path", { remote_path: "x" }],
+      ["sync_instance_to_workspace", "local_path", { remote_path: "x" }],
+      ["collect_artifacts", "local_dest", { remote_paths: ["x"] }]]) {
+      const refused = await same(tool, key, { instance_id: id, ...args }, a, b);
+      assert.equal(refused.error_code, "HOST_PATH_DENIED", `${tool}: ${JSON.stringify(refused)}`);
+    }
     await same("copy_to_instance", "local_path", { instance_id: id, remote_path: "x" }, a, b);
+    await same("sync_workspace_to_instance", "local_path", { instance_id: id, remote_path: "y" }, a, b);
     await same("validate_image", "workspace_root", { instance_id: id, image_name: "x" }, a, b);
     await same("export_snapshot", "local_path", { instance_id: id, name: "s" }, a, b);
   }
