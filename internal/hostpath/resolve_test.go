@@ -133,3 +133,24 @@ func replaceAll(s [2]string, old, new string) [2]string {
 	}
 	return s
 }
+
+// Resolve costs what filepath.EvalSymlinks does: one Lstat per element.
+func BenchmarkResolve(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	deep := filepath.Join(ws, "a", "b", "c", "d")
+	os.MkdirAll(deep, 0o755)
+	b.Run("Resolve", func(b *testing.B) {
+		for b.Loop() {
+			Resolve(deep, []string{ws})
+		}
+	})
+	b.Run("EvalSymlinks", func(b *testing.B) {
+		for b.Loop() {
+			filepath.EvalSymlinks(deep)
+		}
+	})
+}

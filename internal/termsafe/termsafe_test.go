@@ -83,3 +83,10 @@ func BenchmarkLinePlain(b *testing.B) {
 		Line(s)
 	}
 }
+
+func BenchmarkLineHostile(b *testing.B) {
+	s := strings.Repeat("echo "+attack+" ", 8)
+	for b.Loop() {
+		Line(s)
+	}
+}
