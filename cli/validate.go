@@ -10,6 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -101,14 +102,14 @@ func (a *app) validate(req *spec.Request, strict bool) (*validateReport, error) 
 func (a *app) printValidation(rep *validateReport, show bool) error {
 	for _, w := range rep.Warnings {
 		w.File = displayPath(rep.WorkspaceRoot, w.File)
-		fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w.Error())
+		fmt.Fprintf(a.stderr, "sbf: warning: %s\n", termsafe.Text(w.Error()))
 	}
 	if !rep.Valid {
 		files := map[string]bool{}
 		for _, e := range rep.Errors {
 			e.File = displayPath(rep.WorkspaceRoot, e.File)
 			files[e.File] = true
-			fmt.Fprintln(a.stderr, e.Error())
+			fmt.Fprintln(a.stderr, termsafe.Text(e.Error()))
 		}
 		fmt.Fprintf(a.stderr, "\nInvalid: %s in %s.\n", plural(len(rep.Errors), "problem"), plural(len(files), "file"))
 		return nil

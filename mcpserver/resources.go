@@ -94,9 +94,12 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.workspace(ctx, root, nil)
+	ws, ok, err := s.recorded(ctx, root)
 	if err != nil {
 		return nil, resourceError(err)
+	}
+	if !ok { // the same words as for a workspace never heard of: where it lives is not said
+		return nil, unknownWorkspace(id)
 	}
 	var doc any
 	switch kind {
@@ -141,7 +144,11 @@ func (s *Server) rootOf(id string) (string, error) {
 			return root, nil
 		}
 	}
-	return "", fmt.Errorf("no workspace %s is known to this server", clip(id))
+	return "", unknownWorkspace(id)
+}
+
+func unknownWorkspace(id string) error {
+	return fmt.Errorf("no workspace %s is known to this server", clip(id))
 }
 
 // inventory is what status shows for each of the workspace's sandboxes.

@@ -117,22 +117,36 @@ func folders(what string, list []string) ([]string, error) {
 // lies in one of the operator's roots and, when the MCP client declared
 // roots of its own (client non-nil), in one of those too.
 func (p Policy) Workspace(root string, client []string) error {
+	return p.WorkspaceAs(root, root, client)
+}
+
+// WorkspaceAs is Workspace whose refusal names the folder as the caller
+// gave it (given), never where it led: a refusal tells nothing about the
+// host that the caller did not already say.
+func (p Policy) WorkspaceAs(root, given string, client []string) error {
 	if len(p.WorkspaceRoots) > 0 && !hostpath.Within(root, p.WorkspaceRoots) {
-		return notAllowed(root, p.WorkspaceRoots, "the folders this server was started for", "--workspace-root DIR")
+		return p.NotServed(given)
 	}
 	if client != nil && !hostpath.Within(root, client) {
-		return notAllowed(root, client, "the roots the MCP client declared", "a client root that holds it")
+		return notAllowed(given, client, "the roots the MCP client declared", "a client root that holds it")
 	}
 	return nil
 }
 
-func notAllowed(root string, roots []string, whose, fix string) error {
+// NotServed is the refusal of a folder that leads outside the operator's
+// roots, naming it as the caller gave it.
+func (p Policy) NotServed(given string) error {
+	return notAllowed(given, p.WorkspaceRoots, "the folders this server was started for", "--workspace-root DIR")
+}
+
+func notAllowed(given string, roots []string, whose, fix string) error {
 	shown := roots
 	if len(shown) == 0 {
 		shown = []string{"none"}
 	}
-	return coded.New(WorkspaceNotAllowed, map[string]any{"workspace_root": root, "allowed_roots": roots},
-		"%s is outside %s (%s); serve it with %s", root, whose, strings.Join(shown, ", "), fix)
+	given = coded.Clip(given)
+	return coded.New(WorkspaceNotAllowed, map[string]any{"workspace_root": given, "allowed_roots": roots},
+		"%s is outside %s (%s); serve it with %s", given, whose, strings.Join(shown, ", "), fix)
 }
 
 // HostPaths is where host-side file tools may read and write for a
