@@ -22,6 +22,9 @@ const Denied = "HOST_PATH_DENIED"
 // Policy lists the host folders callers may read and write under.
 type Policy struct {
 	Roots []string
+	// MaxCopyBytes bounds what one copy back from a guest writes on the
+	// host (the operator's [policy] max_copy_bytes); zero: no bound.
+	MaxCopyBytes int64
 }
 
 // Place is a confined path: Root is open at the allowed root that holds
