@@ -27,9 +27,12 @@ type HostAdmission struct {
 	Dir   string // host state folder
 	Index *state.HostIndex
 	Max   int
-	Clock clock.Clock
-	List  func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
-	Who   flock.Holder
+	// MaxSource names the operator's ceiling when Max is that ceiling
+	// (empty: the workspace's [lease] max_instances).
+	MaxSource string
+	Clock     clock.Clock
+	List      func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
+	Who       flock.Holder
 	// Evict, when set, deletes one of the listed spares to make room, or
 	// reports that there is none (false): a sandbox's VM that would pass
 	// the cap takes a spare's place. Spares never evict each other.
@@ -40,17 +43,18 @@ type HostAdmission struct {
 // that very instance.
 var errInFlight = errors.New("another sbf process is creating it")
 
-// LimitError is INSTANCE_LIMIT_EXCEEDED.
-func limitError(maxInstances, active int, counted []string) *coded.Error {
-	return coded.New(
-		coded.InstanceLimit,
-		map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
-		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] "+
-			"max_instances",
-		active,
-		maxInstances,
-		strings.Join(counted, ", "),
-	)
+// LimitError is INSTANCE_LIMIT_EXCEEDED; source names the operator's
+// ceiling when the cap is that ceiling, which no workspace may raise.
+func limitError(maxInstances, active int, counted []string, source string) *coded.Error {
+	details := map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted}
+	fix := "destroy one or raise [lease] max_instances"
+	if source != "" {
+		details["max_instances_source"] = source
+		fix = "destroy one; the cap is the operator's ceiling (" + source + ")"
+	}
+	return coded.New(coded.InstanceLimit, details,
+		"instance limit reached: %d of %d sbf instances are active on this host (%s); %s",
+		active, maxInstances, strings.Join(counted, ", "), fix)
 }
 
 // Admit reserves a slot for instance or returns INSTANCE_LIMIT_EXCEEDED.
@@ -89,7 +93,7 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 		delete(active, instance)
 	}
 	if len(active) >= h.Max {
-		return nil, limitError(h.Max, len(active), sortedSet(active))
+		return nil, limitError(h.Max, len(active), sortedSet(active), h.MaxSource)
 	}
 	res, err := flock.Acquire(ctx, filepath.Join(resDir, instance+".lock"), h.Who, 0)
 	var locked *flock.LockedError
