@@ -14,10 +14,11 @@ const greedyWorkspace = "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 500\nm
 	"max_lifetime = \"3000h\"\n"
 
 // ceilingWorld is a world whose operator allowed one instance and 1h
-// leases in the global config of its HOME.
-func ceilingWorld(t *testing.T) *world {
+// leases in the global config of its HOME, in its table: "lease" as the
+// issue found it (a value the workspace replaced), or "policy".
+func ceilingWorld(t *testing.T, table string) *world {
 	w := newWorld(t, greedyWorkspace)
-	w.write("home/.config/sandboxforge/config.toml", "[policy]\nmax_instances = 1\nmax_ttl = \"1h\"\n")
+	w.write("home/.config/sandboxforge/config.toml", "["+table+"]\nmax_instances = 1\nmax_ttl = \"1h\"\n")
 	return w
 }
 
@@ -26,7 +27,13 @@ func ceilingWorld(t *testing.T) *world {
 // and 2000h. Now a second sandbox is INSTANCE_LIMIT_EXCEEDED, a 2h lease
 // TTL_INVALID, and validate --show says 1 and 1h and where they came from.
 func TestOperatorCeilingsBindTheCLI(t *testing.T) {
-	w := ceilingWorld(t)
+	for _, table := range []string{"lease", "policy"} {
+		t.Run(table, func(t *testing.T) { ceilingsBindTheCLI(t, table) })
+	}
+}
+
+func ceilingsBindTheCLI(t *testing.T, table string) {
+	w := ceilingWorld(t, table)
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	if r := w.sbf(sim, "-C", w.ws, "up", "first", "--ttl", "30m"); r.code != 0 {
 		t.Fatalf("up first: %d %s", r.code, r.stderr)
@@ -41,8 +48,8 @@ func TestOperatorCeilingsBindTheCLI(t *testing.T) {
 	global := filepath.Join(w.base, "home/.config/sandboxforge/config.toml")
 	r := w.sbf(sim, "-C", w.ws, "validate", "--show")
 	for _, want := range []string{"max_instances = 1\n", "max_ttl = '1h'\n",
-		"# max_instances = 1  (ceiling 1 from global config " + global + " [policy] max_instances",
-		"# max_ttl = 1h  (ceiling 1h from global config " + global + " [policy] max_ttl"} {
+		"# max_instances = 1  (ceiling 1 from global config " + global + " [" + table + "] max_instances",
+		"# max_ttl = 1h  (ceiling 1h from global config " + global + " [" + table + "] max_ttl"} {
 		if r.code != 0 || !contains(r.stdout, want) {
 			t.Errorf("validate --show lacks %q: %d\n%s%s", want, r.code, r.stdout, r.stderr)
 		}
@@ -56,10 +63,12 @@ func TestOperatorCeilingsBindTheCLI(t *testing.T) {
 // ceilings bind create_instance, extend_instance_ttl and a tool's
 // overrides; run_command with max_output_bytes 2e9 on a guest printing
 // 24 MiB per stream keeps 8 MiB of each; the policy resource shows them.
+// Over stdio the ceilings are the global config's [lease] values, over
+// HTTP its [policy] keys.
 func TestOperatorCeilingsBindTheMCPTools(t *testing.T) {
-	for _, mode := range []string{"stdio", "http"} {
+	for mode, table := range map[string]string{"stdio": "lease", "http": "policy"} {
 		t.Run(mode, func(t *testing.T) {
-			w := ceilingWorld(t)
+			w := ceilingWorld(t, table)
 			sim := []string{"SBF_ENABLE_SIM=1"}
 			target, extra := sbfBinary, sim
 			if mode == "http" {

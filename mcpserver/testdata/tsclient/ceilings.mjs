@@ -1,6 +1,7 @@
 // The escape suite's ceiling attacks (issue 29, attacks 8 and 9), made with
 // the official TypeScript SDK against a server whose operator allowed one
-// instance and 1h leases, serving a workspace that says 500 and 2000h:
+// instance and 1h leases (the global config's [lease] or [policy]),
+// serving a workspace that says 500 and 2000h:
 //   CEIL_MODE=stdio|http CEIL_TARGET=SBF_BINARY|URL CEIL_WS=<workspace>
 //   [CEIL_TOKEN=<bearer token>] node ceilings.mjs
 // Any failed expectation throws, and node exits non-zero.
@@ -46,7 +47,7 @@ const uri = resources.map((r) => r.uri).find((u) => u.endsWith("/policy"));
 const policy = JSON.parse((await client.readResource({ uri })).contents[0].text);
 const row = (key) => policy.ceilings.find((c) => c.key === key);
 assert.equal(row("max_instances").value, 1, JSON.stringify(policy.ceilings));
-assert.match(row("max_ttl").source, /\[policy\] max_ttl$/);
+assert.match(row("max_ttl").source, /\[(policy|lease)\] max_ttl$/);
 assert.equal(row("max_output_bytes").value, ceiling);
 
 await ok("destroy_instance", { instance_id: id });
