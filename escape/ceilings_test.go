@@ -15,10 +15,13 @@ const greedyWorkspace = "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 500\nm
 
 // ceilingWorld is a world whose operator allowed one instance and 1h
 // leases in the global config of its HOME, in its table: "lease" as the
-// issue found it (a value the workspace replaced), or "policy".
+// issue found it (a value the workspace replaced), or "policy"; "" writes
+// no global config (the server's own ceilings).
 func ceilingWorld(t *testing.T, table string) *world {
 	w := newWorld(t, greedyWorkspace)
-	w.write("home/.config/sandboxforge/config.toml", "["+table+"]\nmax_instances = 1\nmax_ttl = \"1h\"\n")
+	if table != "" {
+		w.write("home/.config/sandboxforge/config.toml", "["+table+"]\nmax_instances = 1\nmax_ttl = \"1h\"\n")
+	}
 	return w
 }
 
@@ -63,34 +66,41 @@ func ceilingsBindTheCLI(t *testing.T, table string) {
 // ceilings bind create_instance, extend_instance_ttl and a tool's
 // overrides; run_command with max_output_bytes 2e9 on a guest printing
 // 24 MiB per stream keeps 8 MiB of each; the policy resource shows them.
-// Over stdio the ceilings are the global config's [lease] values, over
-// HTTP its [policy] keys.
+// Over stdio the limits are the global config's [lease] values, over
+// HTTP its [policy] keys; the output ceiling is the server's own.
 func TestOperatorCeilingsBindTheMCPTools(t *testing.T) {
 	for mode, table := range map[string]string{"stdio": "lease", "http": "policy"} {
-		t.Run(mode, func(t *testing.T) {
-			w := ceilingWorld(t, table)
-			sim := []string{"SBF_ENABLE_SIM=1"}
-			target, extra := sbfBinary, sim
-			if mode == "http" {
-				w.write("token", "ceiling-token\n")
-				target = w.serve(sim, "--token-file", filepath.Join(w.base, "token"))
-				extra = append(extra, "CEIL_TOKEN=ceiling-token")
-			}
-			w.ceilingAttack(mode, target, extra...)
-		})
+		for _, phase := range []string{"limits", "output"} {
+			t.Run(mode+"/"+phase, func(t *testing.T) {
+				global := table
+				if phase == "output" {
+					global = ""
+				}
+				w := ceilingWorld(t, global)
+				sim := []string{"SBF_ENABLE_SIM=1"}
+				target, extra := sbfBinary, sim
+				if mode == "http" {
+					w.write("token", "ceiling-token\n")
+					target = w.serve(sim, "--token-file", filepath.Join(w.base, "token"))
+					extra = append(extra, "CEIL_TOKEN=ceiling-token")
+				}
+				w.ceilingAttack(phase, mode, target, extra...)
+			})
+		}
 	}
 }
 
-// ceilingAttack runs ceilings.mjs with the official TypeScript SDK.
-func (w *world) ceilingAttack(mode, target string, extra ...string) {
+// ceilingAttack runs one phase of ceilings.mjs with the official
+// TypeScript SDK.
+func (w *world) ceilingAttack(phase, mode, target string, extra ...string) {
 	w.t.Helper()
 	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	c := exec.Command("node", "ceilings.mjs")
 	c.Dir = tsClientDir
-	c.Env = append(append([]string{}, w.env...), append(extra, "CEIL_MODE="+mode, "CEIL_TARGET="+target,
-		"CEIL_WS="+w.ws)...)
+	c.Env = append(append([]string{}, w.env...), append(extra, "CEIL_PHASE="+phase, "CEIL_MODE="+mode,
+		"CEIL_TARGET="+target, "CEIL_WS="+w.ws)...)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {
-		w.t.Fatalf("ceilings.mjs over %s: %v\n%.4000s", mode, err, out)
+		w.t.Fatalf("ceilings.mjs %s over %s: %v\n%.4000s", phase, mode, err, out)
 	}
 }
