@@ -66,7 +66,8 @@ func TestValidateShowsTheOperatorsCeilings(t *testing.T) {
 	env := map[string]string{"MAX_INSTANCES": "2"}
 	r := sbf(t, env, "validate", "-C", dir, "--show")
 	for _, want := range []string{"max_instances = 1\n", "max_ttl = '1h'\n",
-		"# max_instances = 1  (ceiling 1 from global config " + global + " [policy] max_instances; value from the ceiling)",
+		"# max_instances = 1  (ceiling 1 from global config " + global +
+			" [policy] max_instances; value from the ceiling)",
 		"# max_ttl = 1h  (ceiling 1h from global config " + global + " [policy] max_ttl",
 		"# max_lifetime = 125d  (no ceiling: the workspace decides; value from .sandboxforge.toml)",
 		"# max_output_bytes = 8388608 (8.0 MiB)  (ceiling 8388608 (8.0 MiB) from default"} {
@@ -87,7 +88,8 @@ func TestValidateShowsTheOperatorsCeilings(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Ceilings) != 5 {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
-	if c := rep.Ceilings[1]; c.Key != "max_ttl" || c.Ceiling != "30m" || c.Value != "30m" || c.Source != "env MAX_TTL_MINUTES" {
+	if c := rep.Ceilings[1]; c.Key != "max_ttl" || c.Ceiling != "30m" || c.Value != "30m" ||
+		c.Source != "env MAX_TTL_MINUTES" {
 		t.Errorf("max_ttl = %+v", c)
 	}
 }

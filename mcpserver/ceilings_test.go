@@ -22,7 +22,8 @@ func TestToolArgumentsStayUnderTheOperatorsCeilings(t *testing.T) {
 	}.Defaulted()}
 	f.start(Settings{SweepInterval: time.Minute, Session: "local"})
 	ttl := f.fails("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 120}, "TTL_INVALID")
-	if d := ttl["details"].(map[string]any); d["max_ttl_minutes"] != 60.0 || d["max_ttl_source"] != "env MAX_TTL_MINUTES" {
+	if d := ttl["details"].(map[string]any); d["max_ttl_minutes"] != 60.0 ||
+		d["max_ttl_source"] != "env MAX_TTL_MINUTES" {
 		t.Errorf("TTL_INVALID details = %v", d)
 	}
 	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
@@ -57,7 +58,8 @@ func TestToolArgumentsStayUnderTheOperatorsCeilings(t *testing.T) {
 	if r := rows["max_lifetime"]; r["ceiling"] != nil || r["value"] != "125d" {
 		t.Errorf("max_lifetime row = %v", r)
 	}
-	if r := rows["max_copy_bytes"]; r["source"] != policy.SourceDefault || r["value"] != float64(policy.DefaultMaxCopyBytes) {
+	if r := rows["max_copy_bytes"]; r["source"] != policy.SourceDefault ||
+		r["value"] != float64(policy.DefaultMaxCopyBytes) {
 		t.Errorf("max_copy_bytes row = %v", r)
 	}
 }

@@ -98,8 +98,9 @@ func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string, s
 	case l == nil || l.global:
 		*v, row.ValueFrom = ceiling, FromCeiling
 	case *v > ceiling:
-		r.Warnings = append(r.Warnings, r.errorAt(path, fmt.Sprintf("%v is above the operator's ceiling %v (%s): %v applies",
-			show(*v), show(ceiling), source, show(ceiling))))
+		why := fmt.Sprintf("%v is above the operator's ceiling %v (%s): %v applies", show(*v), show(ceiling),
+			source, show(ceiling))
+		r.Warnings = append(r.Warnings, r.errorAt(path, why))
 		*v, row.ValueFrom = ceiling, FromCeiling
 	}
 	row.Value = show(*v)

@@ -36,8 +36,8 @@ func ceilingRow(t *testing.T, r *Resolved, key string) Ceiling {
 	return row
 }
 
-const greedy = "[lease]\nmax_instances = 500\nmax_ttl = \"2000h\"\nmax_lifetime = \"3000h\"\ndefault_ttl = \"1000h\"\n" +
-	"[vm]\nttl = \"1500h\"\n[sandboxes.a]\nttl = \"1999h\"\n[sandboxes.b]\n"
+const greedy = "[lease]\nmax_instances = 500\nmax_ttl = \"2000h\"\nmax_lifetime = \"3000h\"\n" +
+	"default_ttl = \"1000h\"\n[vm]\nttl = \"1500h\"\n[sandboxes.a]\nttl = \"1999h\"\n[sandboxes.b]\n"
 
 // The attack 8: a workspace saying 500 instances and 2000h under
 // an operator who allowed 1 and 1h gets 1 and 1h, each lowered value
@@ -107,7 +107,8 @@ func TestGlobalLeaseValuesAreCeilings(t *testing.T) {
 	}
 	c := policy.Ceilings{MaxInstances: policy.Ceiling[int]{Value: 1, Source: "env MAX_INSTANCES"}}
 	r, err = loadUnder(t, global, nil, c, nil)
-	if err != nil || r.Config.Lease.MaxInstances != 1 || ceilingRow(t, r, "max_instances").Source != "env MAX_INSTANCES" {
+	if err != nil || r.Config.Lease.MaxInstances != 1 ||
+		ceilingRow(t, r, "max_instances").Source != "env MAX_INSTANCES" {
 		t.Errorf("policy 1 under [lease] 2: %+v %v", r.Ceilings, err)
 	}
 }
