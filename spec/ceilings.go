@@ -46,10 +46,9 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 	operatorLease(layers, &c)
 	lease := &r.Config.Lease
 	r.Ceilings = []Ceiling{
-		holdTo(r, "max_instances", &lease.MaxInstances, c.MaxInstances.Value, c.MaxInstances.Source, asIs[int]),
-		holdTo(r, "max_ttl", &lease.MaxTTL, Duration(c.MaxTTL.Value), c.MaxTTL.Source, asIs[Duration]),
-		holdTo(r, "max_lifetime", &lease.MaxLifetime, Duration(c.MaxLifetime.Value), c.MaxLifetime.Source,
-			asIs[Duration]),
+		holdTo(r, "max_instances", &lease.MaxInstances, c.MaxInstances.Value, c.MaxInstances.Source),
+		holdTo(r, "max_ttl", &lease.MaxTTL, Duration(c.MaxTTL.Value), c.MaxTTL.Source),
+		holdTo(r, "max_lifetime", &lease.MaxLifetime, Duration(c.MaxLifetime.Value), c.MaxLifetime.Source),
 		serverCeiling("max_output_bytes", c.MaxOutputBytes),
 		serverCeiling("max_copy_bytes", c.MaxCopyBytes),
 	}
@@ -67,7 +66,11 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 		return true
 	}
 	if lower("lease.max_ttl", &lease.MaxTTL, "max_lifetime", lease.MaxLifetime) {
-		r.Ceilings[1].Value, r.Ceilings[1].ValueFrom = lease.MaxTTL, FromCeiling
+		for i := range r.Ceilings {
+			if r.Ceilings[i].Key == "max_ttl" {
+				r.Ceilings[i].Value, r.Ceilings[i].ValueFrom = lease.MaxTTL, FromCeiling
+			}
+		}
 	}
 	lower("lease.default_ttl", &lease.DefaultTTL, "max_ttl", lease.MaxTTL)
 	lower("vm.ttl", &r.Config.VM.TTL, "max_ttl", lease.MaxTTL)
@@ -83,31 +86,28 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 }
 
 // holdTo keeps *v at or below ceiling (none when ≤ 0) and says how.
-func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string, show func(T) any) Ceiling {
+func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string) Ceiling {
 	path := "lease." + key
 	row := Ceiling{Key: key, Source: source, ValueFrom: SourceDefaults}
 	if l := r.origins[path]; l != nil {
 		row.ValueFrom = l.source
 	}
 	if ceiling <= 0 {
-		row.Source, row.Value = SourceNoCeiling, show(*v)
+		row.Source, row.Value = SourceNoCeiling, *v
 		return row
 	}
-	row.Ceiling = show(ceiling)
+	row.Ceiling = ceiling
 	switch l := r.origins[path]; {
 	case l == nil || l.global:
 		*v, row.ValueFrom = ceiling, FromCeiling
 	case *v > ceiling:
-		why := fmt.Sprintf("%v is above the operator's ceiling %v (%s): %v applies", show(*v), show(ceiling),
-			source, show(ceiling))
+		why := fmt.Sprintf("%v is above the operator's ceiling %v (%s): %v applies", *v, ceiling, source, ceiling)
 		r.Warnings = append(r.Warnings, r.errorAt(path, why))
 		*v, row.ValueFrom = ceiling, FromCeiling
 	}
-	row.Value = show(*v)
+	row.Value = *v
 	return row
 }
-
-func asIs[T any](v T) any { return v }
 
 // serverCeiling is a limit no workspace key sets: the ceiling applies.
 func serverCeiling(key string, c policy.Ceiling[int64]) Ceiling {
