@@ -221,7 +221,9 @@ func TestRuntimeFoundReadyIsRecorded(t *testing.T) {
 
 // The env step never reads or writes through a link: a guest that planted
 // .env -> a host file would otherwise get that file's content copied into
-// the workspace, or the connection variables written over it.
+// the workspace, or the connection variables written over it. The compose
+// load, which reads the project's .env, refuses the link first; with
+// [compose] env_files naming another file, the env step meets it.
 func TestEnvStepNeverFollowsALink(t *testing.T) {
 	h := layeredHarness(t)
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -232,6 +234,13 @@ func TestEnvStepNeverFollowsALink(t *testing.T) {
 	}
 	_, err := h.apply()
 	var ce *coded.Error
+	if ce = coded.Of(err, ""); ce == nil || ce.Code != coded.ConfigInvalid || !strings.Contains(err.Error(), ".env") ||
+		strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("apply, the compose load meeting the link: %v", err)
+	}
+	h.writeSpec(layeredSpec + "[compose]\nenv_files = [\"compose.env\"]\n")
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.env"), "APP_MODE=dev\n")
+	_, err = h.apply()
 	if !errors.As(err, &ce) || ce.Code != "WORKSPACE_ENV_INJECTION_FAILED" {
 		t.Fatalf("apply: %v", err)
 	}

@@ -104,11 +104,17 @@ func envWithPlaceholders(env LayerEnv) LayerEnv {
 }
 
 // layerErrors turns compose and services problems into validation errors
-// naming their file.
+// naming their file (and position, for a path a compose file names outside
+// the workspace).
 func layerErrors(err error) spec.Errors {
 	var out spec.Errors
 	for _, e := range unjoin(err) {
 		var pe *guest.ProjectError
+		var positioned spec.Errors
+		if errors.As(e, &positioned) {
+			out = append(out, positioned...)
+			continue
+		}
 		if errors.As(e, &pe) {
 			out = append(out, spec.Error{File: pe.File, Key: "compose", Message: pe.Err.Error()})
 			continue

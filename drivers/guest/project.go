@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -29,7 +30,7 @@ type Project struct {
 func ProjectName(sandbox string) string { return "sbf-" + strings.ToLower(sandbox) }
 
 // ProjectError is a compose file that does not load, named so it can be
-// shown like any other configuration problem.
+// shown like any other configuration problem (and coded as one).
 type ProjectError struct {
 	File string
 	Err  error
@@ -37,6 +38,13 @@ type ProjectError struct {
 
 func (e *ProjectError) Error() string { return e.File + ": " + e.Err.Error() }
 func (e *ProjectError) Unwrap() error { return e.Err }
+
+// Coded is the error's WORKSPACE_CONFIG_INVALID form: a compose file is
+// part of the workspace's configuration.
+func (e *ProjectError) Coded() *coded.Error {
+	return coded.New(coded.ConfigInvalid, map[string]any{"errors": []string{e.Err.Error()}, "file": e.File},
+		"%s", e.Error())
+}
 
 // LoadOptions say how to read a sandbox's compose files.
 type LoadOptions struct {

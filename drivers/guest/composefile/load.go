@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,63 +21,29 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
 // LoadProject reads and validates a sandbox's compose files on the host,
-// before any VM is touched.
+// before any VM is touched. Every path they name is first held to the
+// workspace (check.go): a path outside is a positioned problem, all of
+// them at once, and compose-go does not run. sbf calls it in a child that
+// has confined itself to the workspace first (Child).
 func LoadProject(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
-	root, err := filepath.Abs(o.Root)
+	l, err := prepare(o)
 	if err != nil {
 		return nil, err
 	}
-	dir := root
-	if o.Compose.ProjectDirectory != "" {
-		dir = join(root, o.Compose.ProjectDirectory)
-	}
-	files := make([]string, len(o.Compose.Files))
-	for i, f := range o.Compose.Files {
-		files[i] = join(root, f)
-		if _, err := os.Stat(files[i]); err != nil {
-			return nil, &guest.ProjectError{
-				File: files[i],
-				Err:  fmt.Errorf("compose file not readable (sandbox %s has compose = true): %w", o.Sandbox, err),
-			}
-		}
-	}
-	env := []string{}
-	if o.Compose.UseProcessEnv {
-		env = append(env, o.Environ...)
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
-		env = append(env, k+"="+o.Env[k])
-	}
-	envFiles := make([]string, len(o.Compose.EnvFiles))
-	for i, f := range o.Compose.EnvFiles {
-		envFiles[i] = join(root, f)
-	}
-	opts, err := cli.NewProjectOptions(files,
-		cli.WithWorkingDirectory(dir),
-		cli.WithName(guest.ProjectName(o.Sandbox)),
-		cli.WithEnv(env),
-		cli.WithEnvFiles(envFiles...),
-		cli.WithDotEnv,
-		cli.WithProfiles(o.Compose.Profiles),
-		cli.WithResolvedPaths(true),
-	)
+	defer l.check.Close()
+	p, err := l.opts.LoadProject(ctx)
 	if err != nil {
-		return nil, &guest.ProjectError{File: files[0], Err: err}
-	}
-	p, err := opts.LoadProject(ctx)
-	if err != nil {
-		return nil, &guest.ProjectError{File: strings.Join(files, ", "), Err: err}
+		return nil, l.loaderError(err)
 	}
 	if o.Network != "" {
 		joinNetwork(p, o.Network)
 	}
-	relativize(p, dir)
-	return bundle(p, dir)
+	relativize(p, l.dir)
+	return bundle(p, l.dir)
 }
 
 // relativize turns the host paths the loader resolved back into paths
