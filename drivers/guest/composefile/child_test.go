@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
@@ -16,10 +17,12 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-// The test binary is also the loader child, as sbf-server is.
+// The test binary is also the loader child, as sbf-server is. It ends
+// with syscall.Exit: under -race, os.Exit waits a second for the race
+// detector's report, and its environment (none) cannot say otherwise.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == composerun.Command {
-		os.Exit(Child(context.Background(), os.Stdin, os.Stdout, os.Stderr))
+		syscall.Exit(Child(context.Background(), os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
@@ -14,12 +15,13 @@ import (
 )
 
 // A stand-in child: it answers with what it was given, so the tests see
-// what crosses to the loader (the real one is composefile.Child's).
+// what crosses to the loader (the real one is composefile.Child's). It
+// ends with syscall.Exit, which skips the race detector's second at exit.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == Command {
 		var req Request
 		if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
-			os.Exit(2)
+			syscall.Exit(2)
 		}
 		ans := Answer{Error: fmt.Sprintf("environment %q, environ %d", os.Environ(), len(req.Options.Environ))}
 		switch req.Options.Sandbox {
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 			ans = AnswerFor(&guest.Project{Name: "sbf-ok"}, nil)
 		}
 		json.NewEncoder(os.Stdout).Encode(ans)
-		os.Exit(0)
+		syscall.Exit(0)
 	}
 	os.Exit(m.Run())
 }
