@@ -24,8 +24,10 @@ import (
 type LayerEnv struct {
 	Getenv  func(string) string // nil: an empty environment
 	Environ []string
-	// Compose loads a sandbox's compose files (drivers/guest/composefile,
-	// in process or in the sbf-server binary); nil: this process cannot.
+	// Compose loads a sandbox's compose files: in sbf and sbf-server, in
+	// sbf-server's confined compose-load child (drivers/guest/composerun);
+	// tests may load in process (composefile.LoadProject). nil: this
+	// process cannot.
 	Compose func(context.Context, guest.LoadOptions) (*guest.Project, error)
 }
 

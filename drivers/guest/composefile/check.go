@@ -15,7 +15,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/paths"
 	"github.com/compose-spec/compose-go/v2/template"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -151,11 +151,9 @@ func (c *checker) read(p string) []byte {
 
 // walk checks one compose file (already judged inside) in scope s.
 func (c *checker) walk(file string, s scope) {
-	key := file + "\x00" + s.base + "\x00" + s.loader
-	if c.walked[key] || len(c.walked) > 256 {
+	if !c.visit(file, file+"\x00"+s.base+"\x00"+s.loader) {
 		return
 	}
-	c.walked[key] = true
 	for _, doc := range documents(c.read(file)) {
 		for i, inc := range items(field(doc, "include")) {
 			c.include(file, fmt.Sprintf("include[%d]", i), inc, s)
@@ -173,6 +171,25 @@ func (c *checker) walk(file string, s scope) {
 			}
 		}
 	}
+}
+
+// maxWalks bounds the files (and extended services) one check reads.
+const maxWalks = 256
+
+// visit reports whether key (a file in a scope) is still to be checked.
+// Past maxWalks it is a problem rather than a file left unchecked, which
+// the loader would then read.
+func (c *checker) visit(file, key string) bool {
+	if c.walked[key] {
+		return false
+	}
+	if len(c.walked) >= maxWalks {
+		c.problems = append(c.problems, spec.Error{File: file, Key: "include",
+			Message: fmt.Sprintf("the compose files bring in more than %d files and services; sbf checks no more", maxWalks)})
+		return false
+	}
+	c.walked[key] = true
+	return true
 }
 
 // path judges one path-valued node resolved against dir.

@@ -3,6 +3,7 @@ package composefile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,10 @@ var escapes = []struct {
 		compose: "services:\n  web:\n    image: x\n    develop:\n      watch:\n        - path: ../canary\n" +
 			"          action: sync\n          target: /app\n",
 		want: []string{"compose.yaml:6:17: services.web.develop.watch[0].path"}},
+	{name: "x-develop watch, which compose-go reads as develop",
+		compose: "services:\n  web:\n    image: x\n    x-develop:\n      watch:\n        - path: ../canary\n" +
+			"          action: sync\n          target: /app\n",
+		want: []string{"compose.yaml:6:17: services.web.x-develop.watch[0].path"}},
 	{name: "interpolated",
 		compose: "services:\n  web:\n    image: x\n    label_file: ${DIR}/secret\n",
 		env:     map[string]string{"DIR": "CANARYDIR"},
@@ -195,6 +200,23 @@ func TestPathsOutsideTheWorkspaceArePositionedProblems(t *testing.T) {
 				t.Errorf("with the canary gone the answer changed:\n%v\n%v", err, again)
 			}
 		})
+	}
+}
+
+// A check that would have to read more files than it allows is a problem,
+// never files left for the loader to read unchecked.
+func TestTooManyFilesToCheckIsAProblem(t *testing.T) {
+	w := newEscapeWorld(t)
+	var b strings.Builder
+	b.WriteString("include:\n")
+	for i := range maxWalks + 4 {
+		fmt.Fprintf(&b, "  - f%d.yaml\n", i)
+	}
+	w.write("ws/compose.yaml", b.String())
+	_, err := w.load(spec.Compose{}, nil)
+	var problems spec.Errors
+	if !errors.As(err, &problems) || !strings.Contains(err.Error(), "sbf checks no more") {
+		t.Errorf("got %v", err)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/format"
 	"github.com/compose-spec/compose-go/v2/types"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // service checks every path a service (or job, or pre_start hook) names
@@ -42,7 +42,7 @@ func (c *checker) service(file, key string, n *yaml.Node, s scope) {
 			c.build(file, k, e.val, s)
 		case "extends":
 			c.extends(file, k, e.val, s)
-		case "develop":
+		case "develop", "x-develop": // compose-go reads x-develop as develop
 			for i, w := range items(field(e.val, "watch")) {
 				c.path(file, fmt.Sprintf("%s.watch[%d].path", k, i), field(w, "path"), s.base, s)
 			}
@@ -169,11 +169,9 @@ func (c *checker) extends(file, key string, n *yaml.Node, s scope) {
 
 // extended checks one service of a file, read as extends reads it.
 func (c *checker) extended(file, name string, s scope) {
-	key := "extends\x00" + file + "\x00" + name + "\x00" + s.base
-	if name == "" || c.walked[key] || len(c.walked) > 256 {
+	if name == "" || !c.visit(file, "extends\x00"+file+"\x00"+name+"\x00"+s.base) {
 		return
 	}
-	c.walked[key] = true
 	for _, doc := range documents(c.read(file)) {
 		if svc := field(field(doc, "services"), name); svc != nil {
 			c.service(file, "services."+name, svc, s)

@@ -1,8 +1,11 @@
 // Package composefile loads a sandbox's compose files on the host with
 // compose-go, validating them against the compose specification before
-// any VM is touched. It is linked only where compose files are read (the
-// sbf-server binary); the sbf CLI asks that binary, so its own start stays
-// free of compose-go's schemas.
+// any VM is touched. A guest may have written them, so every path they
+// name is held to the workspace first (check.go), and sbf loads them only
+// in a child that confined itself to the workspace before reading (Child,
+// run by drivers/guest/composerun). It is linked only into the sbf-server
+// binary, whose compose-load child both sbf and sbf-server run, so sbf's
+// own start stays free of compose-go's schemas.
 package composefile
 
 import (

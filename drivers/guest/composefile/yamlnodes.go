@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // documents parses every YAML document of a file into nodes, which keep
