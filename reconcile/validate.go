@@ -110,9 +110,8 @@ func layerErrors(err error) spec.Errors {
 	var out spec.Errors
 	for _, e := range unjoin(err) {
 		var pe *guest.ProjectError
-		var positioned spec.Errors
-		if errors.As(e, &positioned) {
-			out = append(out, positioned...)
+		if errors.As(e, &pe) && len(pe.Problems) > 0 {
+			out = append(out, pe.Problems...)
 			continue
 		}
 		if errors.As(e, &pe) {

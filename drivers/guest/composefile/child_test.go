@@ -2,7 +2,6 @@ package composefile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,8 +83,8 @@ func TestTheChildRefusesEscapesWithPositions(t *testing.T) {
 		"    env_file: "+w.secret+"\n")
 	_, _, err := loadInChild(t, guest.LoadOptions{Root: w.ws, Sandbox: "a",
 		Compose: spec.Compose{Files: []string{"compose.yaml"}}})
-	var problems spec.Errors
-	if !errors.As(err, &problems) || len(problems) != 2 || problems[0].Line != 4 || problems[1].Line != 5 {
+	problems := problemsOf(err)
+	if len(problems) != 2 || problems[0].Line != 4 || problems[1].Line != 5 {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -75,7 +75,7 @@ func (l *loading) checkAll() error {
 		}
 	}
 	if all := append(l.specProblems, l.check.problems...); len(all) > 0 {
-		return tidy(all)
+		return &guest.ProjectError{File: strings.Join(l.files, ", "), Problems: tidy(all)}
 	}
 	return nil
 }

@@ -48,12 +48,11 @@ type Answer struct {
 // AnswerFor is the answer that carries a load's outcome.
 func AnswerFor(p *guest.Project, err error) Answer {
 	a := Answer{Project: p}
-	var problems spec.Errors
 	var pe *guest.ProjectError
 	switch {
 	case err == nil:
-	case errors.As(err, &problems):
-		a.Problems = problems
+	case errors.As(err, &pe) && len(pe.Problems) > 0:
+		a.File, a.Problems = pe.File, pe.Problems
 	case errors.As(err, &pe):
 		a.File, a.Error = pe.File, pe.Err.Error()
 	default:
@@ -66,7 +65,7 @@ func AnswerFor(p *guest.Project, err error) Answer {
 func (a Answer) Err() error {
 	switch {
 	case len(a.Problems) > 0:
-		return a.Problems
+		return &guest.ProjectError{File: a.File, Problems: a.Problems}
 	case a.Error != "" && a.File != "":
 		return &guest.ProjectError{File: a.File, Err: errors.New(a.Error)}
 	case a.Error != "":

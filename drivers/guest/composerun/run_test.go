@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		ans := Answer{Error: fmt.Sprintf("environment %q, environ %d", os.Environ(), len(req.Options.Environ))}
 		switch req.Options.Sandbox {
 		case "problems":
-			ans = AnswerFor(nil, spec.Errors{{File: "/ws/compose.yaml", Line: 4, Column: 17, Key: "k", Message: "m"}})
+			ans = AnswerFor(nil, &guest.ProjectError{File: "/ws/compose.yaml",
+				Problems: spec.Errors{{File: "/ws/compose.yaml", Line: 4, Column: 17, Key: "k", Message: "m"}}})
 		case "project-error":
 			ans = AnswerFor(nil, &guest.ProjectError{File: "/ws/compose.yaml", Err: errors.New("bad")})
 		case "ok":
@@ -60,12 +61,11 @@ func TestAnswersComeBackAsTheLoadersErrors(t *testing.T) {
 	load := func(sandbox string) (*guest.Project, error) {
 		return Load(context.Background(), os.Args[0], guest.LoadOptions{Sandbox: sandbox}, nil)
 	}
-	var problems spec.Errors
-	if _, err := load("problems"); !errors.As(err, &problems) || problems[0].Line != 4 ||
-		err.Error() != "/ws/compose.yaml:4:17: k: m" {
+	var pe *guest.ProjectError
+	if _, err := load("problems"); !errors.As(err, &pe) || len(pe.Problems) != 1 || pe.Problems[0].Line != 4 ||
+		err.Error() != "/ws/compose.yaml:4:17: k: m" || errors.Is(err, spec.ErrInvalid) {
 		t.Errorf("problems: %v", err)
 	}
-	var pe *guest.ProjectError
 	if _, err := load("project-error"); !errors.As(err, &pe) || pe.File != "/ws/compose.yaml" {
 		t.Errorf("project error: %v", err)
 	}
