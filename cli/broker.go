@@ -129,6 +129,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			defer stop()
 			go watchConnection(ctx, stop, drv, tgt.Instance)
 			return broker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+				req.MaxOutput = tgt.OutputLimit(req.MaxOutput) // the server's ceiling, whoever asks
 				return x.Exec(ctx, tgt.Instance, req)
 			}, brokerIdle, clock.Real{}) // idleness is real time whatever SBF_NOW says
 		},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/spf13/cobra"
@@ -97,7 +98,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	}
 	if res != nil {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w)
+			fmt.Fprintf(a.stderr, "sbf: warning: %s\n", termsafe.Text(w))
 		}
 	}
 	var unavailable *drivers.UnavailableError

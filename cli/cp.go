@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/sandbox"
 )
 
@@ -58,10 +59,12 @@ func (a *app) cpCommand() *cobra.Command {
 // reportSkipped says what a copy from a sandbox left out, on stderr.
 func (a *app) reportSkipped(rep hostpath.Report) {
 	for _, l := range rep.SkippedLinks {
-		fmt.Fprintf(a.stderr, "sbf: skipped the link %s -> %s: it leads outside the destination\n", l.Path, l.Target)
+		fmt.Fprintf(a.stderr, "sbf: skipped the link %s -> %s: it leads outside the destination\n",
+			termsafe.Line(l.Path), termsafe.Line(l.Target))
 	}
 	for _, p := range rep.SkippedPaths {
-		fmt.Fprintf(a.stderr, "sbf: skipped %s: sbf protects it from what a sandbox writes (%s)\n", p.Path, p.Rule)
+		fmt.Fprintf(a.stderr, "sbf: skipped %s: sbf protects it from what a sandbox writes (%s)\n",
+			termsafe.Line(p.Path), termsafe.Line(p.Rule))
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/buildinfo"
+	"github.com/sandboxforge/sbf/internal/confine"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -21,6 +23,26 @@ type doctorReport struct {
 	// Others are the backends the workspace does not use (--all): whether
 	// this host could run them, which does not decide Usable.
 	Others []drivers.Diagnosis `json:"other_drivers,omitempty"`
+	// Host are checks no backend owns: how compose files are confined as
+	// they load. They warn; they do not decide Usable.
+	Host []drivers.Check `json:"host"`
+}
+
+// hostChecks says what confines the compose loader on this host.
+func hostChecks() []drivers.Check {
+	rep := confine.Probe()
+	c := drivers.Check{Name: "compose-confinement", Status: drivers.CheckOK,
+		Detail: "compose files load in a child with no environment, confined by " + rep.String()}
+	if !rep.Full() {
+		c.Status = drivers.CheckWarn
+		c.Detail = "compose files load in a child with no environment, " + rep.String() +
+			"; what is not enforced rests on sbf's check of every path they name (inside the workspace, after links)"
+		if runtime.GOOS == "linux" {
+			c.NextSteps = []string{"run a kernel with Landlock ABI 6 or newer (Linux 6.12+), enabled at boot " +
+				"(landlock in CONFIG_LSM or the lsm= parameter)"}
+		}
+	}
+	return []drivers.Check{c}
 }
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -65,6 +87,11 @@ func (a *app) doctorCommand() *cobra.Command {
 // only keeps the checks named with prefix; usable then depends on them.
 func (rep doctorReport) only(prefix string) doctorReport {
 	out := doctorReport{WorkspaceRoot: rep.WorkspaceRoot, Usable: true}
+	for _, c := range rep.Host {
+		if strings.HasPrefix(c.Name, prefix) {
+			out.Host = append(out.Host, c)
+		}
+	}
 	for _, d := range rep.Drivers {
 		kept := drivers.Diagnosis{Driver: d.Driver}
 		for _, c := range d.Checks {
@@ -94,7 +121,7 @@ func (a *app) doctor(all bool) (doctorReport, error) {
 	if _, err := a.operator(); err != nil {
 		return doctorReport{}, err
 	}
-	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true}
+	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true, Host: hostChecks()}
 	rep.Drivers = reconcile.Diagnose(context.Background(), a.driverEnv(c), r)
 	for _, d := range rep.Drivers {
 		rep.Usable = rep.Usable && d.Usable
@@ -105,17 +132,25 @@ func (a *app) doctor(all bool) (doctorReport, error) {
 	return rep, nil
 }
 
+func (a *app) printChecks(checks []drivers.Check) {
+	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	for _, c := range checks {
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+		for _, step := range c.NextSteps {
+			fmt.Fprintf(w, "\t\tnext: %s\n", step)
+		}
+	}
+	w.Flush()
+}
+
 func (a *app) printDoctor(rep doctorReport) {
 	for _, d := range append(slices.Clone(rep.Drivers), rep.Others...) {
 		fmt.Fprintf(a.stdout, "%s: %s\n", d.Driver, d.Summary)
-		w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-		for _, c := range d.Checks {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Status, c.Name, c.Detail)
-			for _, step := range c.NextSteps {
-				fmt.Fprintf(w, "\t\tnext: %s\n", step)
-			}
-		}
-		w.Flush()
+		a.printChecks(d.Checks)
+	}
+	if len(rep.Host) > 0 {
+		fmt.Fprintln(a.stdout, "host:")
+		a.printChecks(rep.Host)
 	}
 	if !rep.Usable {
 		fmt.Fprintln(

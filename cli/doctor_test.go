@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/confine"
 )
 
 func TestDoctorExitsZeroOnlyWhenEveryBackendCanRun(t *testing.T) {
@@ -29,6 +31,22 @@ func TestDoctorExitsZeroOnlyWhenEveryBackendCanRun(t *testing.T) {
 	r = sbf(t, nil, "doctor", "-C", dir)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "sim: usable") {
 		t.Errorf("exit %d: %s", r.code, r.stdout)
+	}
+}
+
+// doctor says what confines the compose loader here, and warns (without
+// failing) when the kernel enforces less than all of it.
+func TestDoctorSaysHowComposeFilesAreConfined(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n")
+	r := sbf(t, nil, "doctor", "-C", dir)
+	rep := confine.Probe()
+	want := "ok  compose-confinement  compose files load in a child with no environment, confined by Landlock ABI"
+	if !rep.Full() {
+		want = "warn  compose-confinement  compose files load in a child with no environment, " + rep.String()
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "host:\n  "+want) {
+		t.Errorf("exit %d, want %q in:\n%s", r.code, want, r.stdout)
 	}
 }
 

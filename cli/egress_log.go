@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxforge/sbf/egress"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 )
 
 // egressCommand is `sbf egress log NAME`: the sandbox's egress decisions.
@@ -32,15 +35,7 @@ func (a *app) egressCommand() *cobra.Command {
 					tgt.Sandbox)
 			}
 			for _, e := range entries {
-				line := fmt.Sprintf("%s  %-7s  %s %s:%d", e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Decision,
-					e.Method, e.Host, e.Port)
-				if e.Decision == "allowed" {
-					line += fmt.Sprintf("  ↑%d ↓%d", e.BytesUp, e.BytesDown)
-				}
-				if e.Reason != "" {
-					line += "  (" + e.Reason + ")"
-				}
-				fmt.Fprintln(a.stdout, line)
+				fmt.Fprintln(a.stdout, egressLine(e))
 			}
 			return nil
 		},
@@ -49,4 +44,18 @@ func (a *app) egressCommand() *cobra.Command {
 	log.Flags().BoolVar(&asJSON, "json", false, "print the decisions as JSON")
 	parent.AddCommand(log)
 	return parent
+}
+
+// egressLine is one decision on one line, terminal-safe: the method, host
+// and reason are what the guest sent.
+func egressLine(e egress.Entry) string {
+	line := fmt.Sprintf("%s  %-7s  %s %s:%d", e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Decision,
+		e.Method, e.Host, e.Port)
+	if e.Decision == "allowed" {
+		line += fmt.Sprintf("  ↑%d ↓%d", e.BytesUp, e.BytesDown)
+	}
+	if e.Reason != "" {
+		line += "  (" + e.Reason + ")"
+	}
+	return termsafe.Line(line)
 }

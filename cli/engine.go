@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -88,6 +89,6 @@ func (a *app) layerEnv() reconcile.LayerEnv {
 // debugf prints driver diagnostics when SBF_DEBUG is set.
 func (a *app) debugf(format string, args ...any) {
 	if a.getenv("SBF_DEBUG") != "" {
-		fmt.Fprintf(a.stderr, "sbf debug: "+format+"\n", args...)
+		fmt.Fprintf(a.stderr, "sbf debug: %s\n", termsafe.Text(fmt.Sprintf(format, args...)))
 	}
 }

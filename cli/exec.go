@@ -27,10 +27,11 @@ func (a *app) execCommand() *cobra.Command {
 		Use:   "exec [NAME] [-i] [-t] -- COMMAND [ARG]...",
 		Short: "Run a command in a sandbox (over a persistent SSH connection)",
 		Long: "exec runs COMMAND in the sandbox NAME (optional when the workspace declares one sandbox),\n" +
-			"streaming its output and exiting with its exit status. -i passes stdin; -t runs it on a\n" +
-			"terminal (as ssh -t; stdin included). Ctrl-C and other signals are passed on to the command;\n" +
-			"a third Ctrl-C gives up on it and ends it. sbf's own failures exit 125, a --timeout 124, so\n" +
-			"they are never mistaken for the command's. With --json it prints\n" +
+			"streaming its output unchanged (escape sequences included, as ssh does) and exiting with its\n" +
+			"exit status. -i passes stdin; -t runs it on a terminal (as ssh -t; stdin included). Ctrl-C\n" +
+			"and other signals are passed on to the command; a third Ctrl-C gives up on it and ends it.\n" +
+			"sbf's own failures exit 125, a --timeout 124, so they are never mistaken for the command's.\n" +
+			"With --json it prints\n" +
 			"{exit_code, stdout, stderr, duration_ms, ...} instead, and exits with the same status.",
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: a.completeSandbox,

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/sandbox"
 )
 
@@ -122,7 +122,7 @@ func (a *app) printListing(l sandbox.Listing, f lsFlags) error {
 		t = newTable(a.stdout, "TYPE", "MODE", "SIZE", "MODIFIED", "PATH")
 	}
 	for _, e := range l.Entries {
-		name := strings.ReplaceAll(e.Path, "\n", `\n`) // one entry, one line
+		name := termsafe.Line(e.Path) // one entry, one line, and a guest's name drives no terminal
 		if e.Type == "directory" {
 			name += "/"
 		}

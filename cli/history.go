@@ -96,8 +96,7 @@ func (a *app) printHistory(events []sandbox.Event) {
 		if ev.ErrorCode != "" {
 			exit = ev.ErrorCode
 		}
-		what := strings.TrimSpace(strings.Join([]string{ev.Command, ev.Path, ev.Detail}, " "))
-		what = strings.ReplaceAll(what, "\n", `\n`)
+		what := strings.TrimSpace(strings.Join([]string{ev.Command, ev.Path, ev.Detail}, " ")) // escaped by row
 		t.row(ev.Time.Local().Format("2006-01-02 15:04:05"), ev.Door, ev.Tool, ev.Sandbox, exit,
 			fmt.Sprintf("%dms", ev.DurationMS), what)
 	}

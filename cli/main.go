@@ -146,7 +146,6 @@ func (a *app) rootCommand() *cobra.Command {
 		a.cpCommand(),
 		a.syncCommand(),
 		a.taskCommand(),
-		a.composeLoadCommand(),
 		a.initCommand(),
 		a.schemaCommand(),
 		a.imageCommand(),

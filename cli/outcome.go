@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 )
@@ -174,11 +175,13 @@ func leaseVerb(cmdName string, l plan.LeaseRenewal) string {
 	return "renewed"
 }
 
-// printErrors writes each failure of a run on a line of its own.
+// printErrors writes each failure of a run on a line of its own. An error
+// may quote a client or a guest (a command, a guest path, a guest's
+// message): it reaches the terminal escaped (termsafe).
 func printErrors(w io.Writer, err error) {
 	for _, e := range unjoin(err) {
 		msg := strings.TrimRight(e.Error(), "\n")
-		fmt.Fprintf(w, "sbf: %s\n", msg)
+		fmt.Fprintf(w, "sbf: %s\n", termsafe.Text(msg))
 	}
 }
 

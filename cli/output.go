@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/sandboxforge/sbf/internal/termsafe"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -26,6 +28,15 @@ func newTable(w io.Writer, headers ...string) *table {
 	return t
 }
 
-func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
+// row prints one line of cells. A cell may hold what a client or a guest
+// wrote (a command, a file name, an error): each is rendered one line and
+// terminal-safe, so it neither breaks the table nor drives the terminal.
+func (t *table) row(cells ...string) {
+	safe := make([]string, len(cells))
+	for i, c := range cells {
+		safe[i] = termsafe.Line(c)
+	}
+	fmt.Fprintln(t.w, strings.Join(safe, "\t"))
+}
 
 func (t *table) flush() { t.w.Flush() }

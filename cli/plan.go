@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -54,7 +55,7 @@ func (a *app) planCommand() *cobra.Command {
 				res.Plan.Render(a.stdout, a.style())
 				res.Plan.RenderProblems(a.stderr)
 				for _, w := range res.Warnings {
-					fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w)
+					fmt.Fprintf(a.stderr, "sbf: warning: %s\n", termsafe.Text(w))
 				}
 			}
 			switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -34,7 +35,7 @@ func (p *progress) event(ev reconcile.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if ev.Message != "" {
-		fmt.Fprintf(p.w, "%s: %s\n", key, ev.Message)
+		fmt.Fprintf(p.w, "%s: %s\n", key, termsafe.Text(ev.Message))
 		return
 	}
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -67,7 +68,7 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 		Interval:   interval,
 		PoolReport: func(_ spec.Options, res *reconcile.Result, err error) {
 			if err != nil {
-				fmt.Fprintf(a.stderr, "sbf: pool pass: %v\n", err)
+				fmt.Fprintf(a.stderr, "sbf: pool pass: %s\n", termsafe.Text(err.Error()))
 			}
 			if res != nil && res.Applied && !f.asJSON {
 				s := res.Plan.Summary()
@@ -82,7 +83,7 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 				return
 			}
 			if err != nil {
-				fmt.Fprintf(a.stderr, "sbf: reconcile pass: %v\n", err)
+				fmt.Fprintf(a.stderr, "sbf: reconcile pass: %s\n", termsafe.Text(err.Error()))
 			}
 			if res != nil && res.Plan != nil && !res.Plan.Empty() && res.Applied {
 				line := strings.TrimSuffix(outcomeLine(res), ".")

@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,16 +13,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/drivers/guest/composerun"
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Server is what the sbf-server binary adds to the command line: the MCP
-// server's commands (sbf mcp, sbf serve) and compose loading in process.
-// sbf links neither, so its own start stays cheap; it runs sbf-server for
-// them.
+// server's commands (sbf mcp, sbf serve). sbf links them not, so its own
+// start stays cheap; it runs sbf-server for them. Compose files load in
+// sbf-server's compose-load child whichever binary asks (composeLoader).
 type Server struct {
 	Commands func(a *App) []*cobra.Command
-	Compose  func(context.Context, guest.LoadOptions) (*guest.Project, error)
 }
 
 // ServerBinary names the binary that serves MCP and loads compose files.
@@ -106,74 +102,25 @@ func fileExists(p string) bool {
 	return err == nil && !info.IsDir()
 }
 
-// composeLoader is how this process loads compose files: in process in
-// sbf-server, through `sbf-server compose-load` in sbf.
+// composeLoader loads compose files in sbf-server's compose-load child,
+// which confines itself to the workspace before it reads them: this
+// binary's own in sbf-server, the one sbf finds (serverBinary) in sbf.
+// Never in this process, which can read the whole host.
 func (a *app) composeLoader() func(context.Context, guest.LoadOptions) (*guest.Project, error) {
-	if a.server != nil && a.server.Compose != nil {
-		return a.server.Compose
-	}
-	return a.composeThroughServer
-}
-
-// composeAnswer is what `compose-load` prints.
-type composeAnswer struct {
-	Project *guest.Project `json:"project,omitempty"`
-	File    string         `json:"file,omitempty"` // the file a ProjectError names
-	Error   string         `json:"error,omitempty"`
-}
-
-func (a *app) composeThroughServer(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
-	bin, err := a.serverBinary()
-	if err != nil {
-		return nil, err
-	}
-	in, err := json.Marshal(o)
-	if err != nil {
-		return nil, err
-	}
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "compose-load")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("loading compose files with %s: %w: %s", bin, err, errb.String())
-	}
-	var ans composeAnswer
-	if err := json.Unmarshal(out.Bytes(), &ans); err != nil {
-		return nil, fmt.Errorf("loading compose files with %s: %w", bin, err)
-	}
-	if ans.Error != "" {
-		if ans.File != "" {
-			return nil, &guest.ProjectError{File: ans.File, Err: errors.New(ans.Error)}
+	return func(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
+		bin, err := a.loaderBinary()
+		if err != nil {
+			return nil, err
 		}
-		return nil, errors.New(ans.Error)
+		return composerun.Load(ctx, bin, o, a.debugf)
 	}
-	return ans.Project, nil
 }
 
-// composeLoadCommand is `sbf-server compose-load`: LoadOptions as JSON on
-// stdin, the project (or why it does not load) as JSON on stdout.
-func (a *app) composeLoadCommand() *cobra.Command {
-	return &cobra.Command{Use: "compose-load", Hidden: true, Args: args(cobra.NoArgs),
-		Short: "Load a sandbox's compose files (sbf-server's service to sbf)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.server == nil || a.server.Compose == nil {
-				return fmt.Errorf("compose-load is %s's", ServerBinary)
-			}
-			var o guest.LoadOptions
-			if err := json.NewDecoder(io.LimitReader(a.stdin, 16<<20)).Decode(&o); err != nil {
-				return fmt.Errorf("reading the load options: %w", err)
-			}
-			p, err := a.server.Compose(cmd.Context(), o)
-			ans := composeAnswer{Project: p}
-			if err != nil {
-				ans.Error = err.Error()
-				var pe *guest.ProjectError
-				if errors.As(err, &pe) {
-					ans.File, ans.Error = pe.File, pe.Err.Error()
-				}
-			}
-			return json.NewEncoder(a.stdout).Encode(ans)
-		}}
+func (a *app) loaderBinary() (string, error) {
+	if a.server != nil {
+		return os.Executable()
+	}
+	return a.serverBinary()
 }
 
 // DefaultHTTPAddr is where `sbf serve` and `sbf mcp --http` listen unless

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -118,7 +119,8 @@ func (a *app) printSnapshots(op reconcile.SnapshotOp, res *reconcile.SnapshotRes
 			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted",
 			reconcile.SnapshotExport: "exported to " + res.Path,
 			reconcile.SnapshotImport: "imported from " + res.Path}[op]
-		fmt.Fprintf(a.stdout, "Snapshot %s of sandbox %s %s.\n", res.Snapshot.Name, res.Sandbox, past)
+		fmt.Fprintf(a.stdout, "Snapshot %s of sandbox %s %s.\n", termsafe.Line(res.Snapshot.Name), res.Sandbox,
+			termsafe.Line(past))
 		return nil
 	}
 	if len(res.Snapshots) == 0 {

@@ -54,7 +54,7 @@ func (a *app) statusCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "\n%s not shown (sbf status --all lists them).\n", what)
 			}
 			if err != nil {
-				fmt.Fprintf(a.stderr, "sbf: %v\n", err)
+				printErrors(a.stderr, err)
 			}
 			return nil
 		},

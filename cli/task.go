@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -140,9 +141,9 @@ func (a *app) taskLogsCommand() *cobra.Command {
 				return nil, writeJSON(a.stdout, rep)
 			}
 			if note != "" {
-				fmt.Fprintf(a.stderr, "sbf: %s\n", note)
+				fmt.Fprintf(a.stderr, "sbf: %s\n", termsafe.Text(note))
 			}
-			_, err = fmt.Fprint(a.stdout, logs)
+			_, err = fmt.Fprint(a.stdout, logs) // the guest's own output, passed through as sbf exec does
 			return nil, err
 		},
 	)
@@ -219,9 +220,10 @@ func (a *app) printTask(t *state.Task, asJSON bool) error {
 	if t.ExitCode != nil {
 		exit = fmt.Sprintf(" (exit %d)", *t.ExitCode)
 	}
-	fmt.Fprintf(a.stdout, "%s  %s%s  pid %d in %s  log %s\n", t.ID, t.Status, exit, t.PID, t.Sandbox, t.LogPath)
+	fmt.Fprintf(a.stdout, "%s  %s%s  pid %d in %s  log %s\n", t.ID, t.Status, exit, t.PID, t.Sandbox,
+		termsafe.Line(t.LogPath))
 	if t.ErrorMessage != "" {
-		fmt.Fprintf(a.stdout, "  %s\n", t.ErrorMessage)
+		fmt.Fprintf(a.stdout, "  %s\n", termsafe.Text(t.ErrorMessage))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -20,8 +22,11 @@ type validateReport struct {
 	WorkspaceID   string       `json:"workspace_id"`
 	Sources       []string     `json:"sources"`
 	Config        *spec.Config `json:"config"`
-	Errors        spec.Errors  `json:"errors"`
-	Warnings      spec.Errors  `json:"warnings"`
+	// Ceilings are the operator's limits over the workspace: each bound,
+	// where it came from and the value in effect.
+	Ceilings []spec.Ceiling `json:"ceilings"`
+	Errors   spec.Errors    `json:"errors"`
+	Warnings spec.Errors    `json:"warnings"`
 }
 
 func (a *app) validateCommand() *cobra.Command {
@@ -90,7 +95,7 @@ func (a *app) validate(req *spec.Request, strict bool) (*validateReport, error) 
 	if v.Resolved != nil {
 		rep.Sources = v.Resolved.Sources
 		if rep.Valid {
-			rep.Config = &v.Resolved.Config
+			rep.Config, rep.Ceilings = &v.Resolved.Config, v.Resolved.Ceilings
 		}
 	}
 	return rep, nil
@@ -101,14 +106,14 @@ func (a *app) validate(req *spec.Request, strict bool) (*validateReport, error) 
 func (a *app) printValidation(rep *validateReport, show bool) error {
 	for _, w := range rep.Warnings {
 		w.File = displayPath(rep.WorkspaceRoot, w.File)
-		fmt.Fprintf(a.stderr, "sbf: warning: %s\n", w.Error())
+		fmt.Fprintf(a.stderr, "sbf: warning: %s\n", termsafe.Text(w.Error()))
 	}
 	if !rep.Valid {
 		files := map[string]bool{}
 		for _, e := range rep.Errors {
 			e.File = displayPath(rep.WorkspaceRoot, e.File)
 			files[e.File] = true
-			fmt.Fprintln(a.stderr, e.Error())
+			fmt.Fprintln(a.stderr, termsafe.Text(e.Error()))
 		}
 		fmt.Fprintf(a.stderr, "\nInvalid: %s in %s.\n", plural(len(rep.Errors), "problem"), plural(len(files), "file"))
 		return nil
@@ -127,8 +132,42 @@ func (a *app) printValidation(rep *validateReport, show bool) error {
 		return fmt.Errorf("rendering the resolved configuration: %w", err)
 	}
 	fmt.Fprintln(a.stdout)
-	_, err = a.stdout.Write(out)
-	return err
+	if _, err = a.stdout.Write(out); err != nil {
+		return err
+	}
+	return printCeilings(a.stdout, rep.WorkspaceRoot, rep.Ceilings)
+}
+
+// printCeilings shows the operator's limits as TOML comments, so --show
+// stays a TOML document.
+func printCeilings(w io.Writer, root string, ceilings []spec.Ceiling) error {
+	if len(ceilings) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\n# Operator ceilings: a workspace, its overrides or a request may lower these, never raise them.")
+	for _, c := range ceilings {
+		bound := fmt.Sprintf("ceiling %s from %s", shownLimit(c.Key, c.Ceiling), c.Source)
+		if c.Ceiling == nil {
+			bound = "no ceiling: the workspace decides"
+		}
+		from := displayPath(root, c.ValueFrom)
+		if from == spec.FromCeiling {
+			from = "the ceiling"
+		}
+		if _, err := fmt.Fprintf(w, "# %s = %s  (%s; value from %s)\n", c.Key, shownLimit(c.Key, c.Value), bound,
+			from); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shownLimit is a limit's value, sizes also in binary units.
+func shownLimit(key string, v any) string {
+	if n, ok := v.(int64); ok && strings.HasSuffix(key, "_bytes") {
+		return fmt.Sprintf("%d (%s)", n, bytesText(n))
+	}
+	return fmt.Sprint(v)
 }
 
 func sandboxList(c *spec.Config) string {

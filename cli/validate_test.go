@@ -55,3 +55,41 @@ func TestValidateWithoutTheEnvironment(t *testing.T) {
 		t.Errorf("validate of a broken compose file: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// validate --show and --json show the operator's ceilings, the values in
+// effect and where each came from; a workspace value above a ceiling is
+// lowered with a warning at its position (issue 29, attack 8).
+func TestValidateShowsTheOperatorsCeilings(t *testing.T) {
+	dir := simDir(t, simSpec+"[lease]\nmax_instances = 500\nmax_ttl = \"2000h\"\nmax_lifetime = \"3000h\"\n")
+	global := filepath.Join(testHome(t), ".config", "sandboxforge", "config.toml")
+	write(t, global, "[policy]\nmax_instances = 1\nmax_ttl = \"1h\"\n")
+	env := map[string]string{"MAX_INSTANCES": "2"}
+	r := sbf(t, env, "validate", "-C", dir, "--show")
+	for _, want := range []string{"max_instances = 1\n", "max_ttl = '1h'\n",
+		"# max_instances = 1  (ceiling 1 from global config " + global +
+			" [policy] max_instances; value from the ceiling)",
+		"# max_ttl = 1h  (ceiling 1h from global config " + global + " [policy] max_ttl",
+		"# max_lifetime = 125d  (no ceiling: the workspace decides; value from .sandboxforge.toml)",
+		"# max_output_bytes = 8388608 (8.0 MiB)  (ceiling 8388608 (8.0 MiB) from default"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("--show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "lease.max_instances: 500 is above the operator's ceiling 1") {
+		t.Errorf("warnings:\n%s", r.stderr)
+	}
+	var rep struct {
+		Ceilings []struct {
+			Key, Source    string
+			Ceiling, Value any
+		}
+	}
+	r = sbf(t, map[string]string{"MAX_INSTANCES": "1", "MAX_TTL_MINUTES": "30"}, "validate", "-C", dir, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Ceilings) != 5 {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	if c := rep.Ceilings[1]; c.Key != "max_ttl" || c.Ceiling != "30m" || c.Value != "30m" ||
+		c.Source != "env MAX_TTL_MINUTES" {
+		t.Errorf("max_ttl = %+v", c)
+	}
+}

@@ -235,27 +235,34 @@ const DefaultMaxOutput = 1 << 20
 // ExecResult is what a command did. Output beyond MaxOutput is dropped;
 // the *Bytes fields count everything the command wrote.
 type ExecResult struct {
-	ExitCode        int           `json:"exit_code"`
-	Stdout          string        `json:"stdout"`
-	Stderr          string        `json:"stderr"`
-	StdoutBytes     int64         `json:"stdout_bytes"`
-	StderrBytes     int64         `json:"stderr_bytes"`
-	StdoutTruncated bool          `json:"stdout_truncated"`
-	StderrTruncated bool          `json:"stderr_truncated"`
-	TimedOut        bool          `json:"timed_out"`
-	Duration        time.Duration `json:"-"`
-	DurationMS      int64         `json:"duration_ms"`
-	Via             string        `json:"via"` // how it ran: "ssh" or a fallback
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StderrBytes     int64  `json:"stderr_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	TimedOut        bool   `json:"timed_out"`
+	// MaxOutput is how many bytes of each stream were kept at most: what
+	// the request asked, lowered to the server's ceiling (set by the data
+	// plane, not by backends).
+	MaxOutput  int           `json:"max_output_bytes,omitempty"`
+	Duration   time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms"`
+	Via        string        `json:"via"` // how it ran: "ssh" or a fallback
 }
 
 // CappedBuffer keeps the first max bytes written and counts the rest. It
 // is safe for concurrent use: a command abandoned at its deadline may
-// still be writing while its result is read.
+// still be writing while its result is read. What it keeps lives in
+// chunks that grow with it and are never copied, so a stream costs the
+// bytes kept (and their copy in String), whatever the command prints.
 type CappedBuffer struct {
-	mu    sync.Mutex
-	max   int
-	buf   []byte
-	total int64
+	mu     sync.Mutex
+	max    int
+	chunks [][]byte
+	kept   int
+	total  int64
 }
 
 // NewCappedBuffer keeps at most max bytes (DefaultMaxOutput when max ≤ 0).
@@ -266,21 +273,45 @@ func NewCappedBuffer(max int) *CappedBuffer {
 	return &CappedBuffer{max: max}
 }
 
+// Chunk sizes: each new chunk is as large as what is kept so far, within
+// these bounds, so small outputs stay small and large ones need few.
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 1 << 20
+)
+
 func (c *CappedBuffer) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.total += int64(len(p))
-	if room := c.max - len(c.buf); room > 0 {
-		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	n := len(p)
+	c.total += int64(n)
+	p = p[:min(len(p), c.max-c.kept)]
+	for len(p) > 0 {
+		last := len(c.chunks) - 1
+		if last < 0 || len(c.chunks[last]) == cap(c.chunks[last]) {
+			size := min(c.max-c.kept, max(firstChunk, min(c.kept, maxChunk)))
+			c.chunks = append(c.chunks, make([]byte, 0, size))
+			last++
+		}
+		chunk := c.chunks[last]
+		copied := copy(chunk[len(chunk):cap(chunk)], p)
+		c.chunks[last] = chunk[:len(chunk)+copied]
+		c.kept += copied
+		p = p[copied:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // String is what was kept.
 func (c *CappedBuffer) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return string(c.buf)
+	var b strings.Builder
+	b.Grow(c.kept)
+	for _, chunk := range c.chunks {
+		b.Write(chunk)
+	}
+	return b.String()
 }
 
 // Total is how many bytes were written.
@@ -294,7 +325,7 @@ func (c *CappedBuffer) Total() int64 {
 func (c *CappedBuffer) Truncated() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.total > int64(len(c.buf))
+	return c.total > int64(c.kept)
 }
 
 // (x86_64, aarch64), accepting Go's spelling (amd64, arm64) too.

@@ -18,7 +18,7 @@ type runArgs struct {
 	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
-	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB); the rest is counted and dropped."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB, at most the server's ceiling: 8 MiB unless the operator set [policy] max_output_bytes); the rest is counted and dropped."`
 }
 
 type copyArgs struct {
@@ -106,7 +106,8 @@ func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
 	return map[string]any{"instance_id": a.InstanceID, "command": a.Command, "exit_code": res.ExitCode,
 		"stdout": res.Stdout, "stderr": res.Stderr, "duration_ms": res.DurationMS, "timed_out": res.TimedOut,
 		"stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes,
-		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated}, nil
+		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
+		"max_output_bytes": res.MaxOutput}, nil
 }
 
 func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {

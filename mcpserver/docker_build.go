@@ -37,7 +37,7 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.workspace(ctx, tgt.Resolved.Root, nil)
+	ws, err := s.options(tgt.Resolved.Root, nil) // target checked that this server serves it
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // Every tool call that names an instance (in its arguments or its result)
@@ -144,16 +146,16 @@ func (s *Server) getHistory(ctx context.Context, a historyArgs) (any, error) {
 				map[string]any{"field": "limit"})
 		}
 	}
-	root, sandboxName := a.WorkspaceRoot, ""
+	var ws spec.Options
+	var err error
+	sandboxName := ""
 	if a.InstanceID != "" {
-		e, _, err := s.instance(ctx, a.InstanceID)
-		if err != nil {
+		var e state.IndexEntry
+		if e, ws, err = s.instance(ctx, a.InstanceID); err != nil {
 			return nil, err
 		}
-		root, sandboxName = e.WorkspaceRoot, e.Sandbox
-	}
-	ws, err := s.workspace(ctx, root, nil)
-	if err != nil {
+		sandboxName = e.Sandbox
+	} else if ws, err = s.workspace(ctx, a.WorkspaceRoot, nil); err != nil {
 		return nil, err
 	}
 	events, err := sandbox.WorkspaceHistory(ws.Root).Read(func(ev sandbox.Event) bool {

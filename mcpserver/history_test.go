@@ -73,8 +73,16 @@ func TestHistoryIsNotWrittenWhereTheServerMayNotGo(t *testing.T) {
 	req.Params.Name = "run_command"
 	req.Params.Arguments = map[string]any{"instance_id": id, "command": "echo hi"}
 	res, err := narrowClient(t, f).CallTool(context.Background(), req)
-	if err != nil || !res.IsError || !strings.Contains(mustJSON(res), "WORKSPACE_NOT_ALLOWED") {
+	// Answered as an unknown id is (issue 29): neither where it lives nor that it exists.
+	if err != nil || !res.IsError || !strings.Contains(mustJSON(res), "INSTANCE_NOT_FOUND") ||
+		strings.Contains(mustJSON(res), other) {
 		t.Fatalf("run_command in a workspace not served: %v %v", mustJSON(res), err)
+	}
+	req.Params.Arguments = map[string]any{"instance_id": "inst_00000000", "command": "echo hi"}
+	unknown, _ := narrowClient(t, f).CallTool(context.Background(), req)
+	if a, b := mustJSON(res.StructuredContent), strings.ReplaceAll(mustJSON(unknown.StructuredContent),
+		"inst_00000000", id); a != b {
+		t.Errorf("an instance not served and an unknown one are told apart:\n%s\n%s", a, b)
 	}
 	if after, _ := os.ReadFile(history); string(after) != string(before) {
 		t.Errorf("the refused call was recorded in %s:\n%s", history, after)

@@ -74,14 +74,17 @@ func TestReadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.MaxInstances != 5 || s.DefaultTTL != 15*time.Minute || s.MaxTTL != 90*time.Minute ||
+	if s.DefaultTTL != 15*time.Minute ||
 		s.SweepInterval != 30*time.Second ||
 		s.Backend != "lima" || s.HTTPAddr() != "[::1]:9000" || s.EnableHTTP == nil || *s.EnableHTTP ||
 		s.Session != "agent-7" {
 		t.Errorf("settings = %+v", s)
 	}
 	o := s.overrides()
-	if o["lease"].(map[string]any)["max_ttl"] != "1h30m0s" || o["vm"].(map[string]any)["driver"] != "lima" {
+	// MAX_INSTANCES and MAX_TTL_MINUTES are ceilings (package policy), not
+	// request values a tool's overrides could replace.
+	if o["lease"].(map[string]any)["default_ttl"] != "15m0s" || o["lease"].(map[string]any)["max_ttl"] != nil ||
+		o["lease"].(map[string]any)["max_instances"] != nil || o["vm"].(map[string]any)["driver"] != "lima" {
 		t.Errorf("overrides = %v", o)
 	}
 	defaults, _ := ReadSettings(func(string) string { return "" })
@@ -89,7 +92,7 @@ func TestReadSettings(t *testing.T) {
 		len(defaults.overrides()) != 0 {
 		t.Errorf("defaults = %+v", defaults)
 	}
-	for _, bad := range []map[string]string{{"SANDBOX_BACKEND": "docker"}, {"MAX_INSTANCES": "many"},
+	for _, bad := range []map[string]string{{"SANDBOX_BACKEND": "docker"}, {"DEFAULT_TTL_MINUTES": "many"},
 		{"MCP_ENABLE_HTTP": "maybe"}} {
 		if _, err := ReadSettings(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("%v was accepted", bad)

@@ -19,8 +19,8 @@ func (s *Server) workspaceRows(
 	entries []state.IndexEntry,
 	includeExpired bool,
 ) ([]map[string]any, error) {
-	ws, err := s.workspace(ctx, root, nil)
-	if err != nil {
+	ws, ok, err := s.recorded(ctx, root) // as the index has it: a recorded root is never rediscovered
+	if err != nil || !ok {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{})

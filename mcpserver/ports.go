@@ -138,12 +138,9 @@ func (s *Server) unexposePort(ctx context.Context, a unexposeArgs) (any, error) 
 	s.ports.mu.Lock()
 	e, ok := s.ports.byKey[key]
 	s.ports.mu.Unlock()
-	if !ok {
+	if !ok || s.allowed(ctx, e.root) != nil { // another workspace's forward: not this client's to see
 		return nil, newToolError(CodePortNotExposed, fmt.Sprintf("port %d of %s is not exposed", a.Port,
-			clip(a.InstanceID)), map[string]any{"instance_id": a.InstanceID, "port": a.Port})
-	}
-	if err := s.allowed(ctx, e.root); err != nil {
-		return nil, err
+			clip(a.InstanceID)), map[string]any{"instance_id": clip(a.InstanceID), "port": a.Port})
 	}
 	e.fwd.Close()
 	s.ports.mu.Lock()

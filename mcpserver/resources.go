@@ -51,7 +51,8 @@ var resourceDescriptions = map[string]string{
 	"snapshots": "The snapshots sbf took of the workspace's sandboxes and has not deleted (the state file's " +
 		"index): sandbox, instance, name, driver, created_at, size_bytes.",
 	"policy": "The workspace's effective policy: host folders copies may use, paths guest data may never " +
-		"write, the operator's served roots, host execution, network egress.",
+		"write, the operator's served roots, host execution, network egress, and the operator's ceilings " +
+		"(instances, lease lengths, output and copy sizes: each bound, where it came from, the value in effect).",
 }
 
 // announceWorkspace lists a workspace's resources (once).
@@ -94,9 +95,12 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.workspace(ctx, root, nil)
+	ws, ok, err := s.recorded(ctx, root)
 	if err != nil {
 		return nil, resourceError(err)
+	}
+	if !ok { // the same words as for a workspace never heard of: where it lives is not said
+		return nil, unknownWorkspace(id)
 	}
 	var doc any
 	switch kind {
@@ -141,7 +145,11 @@ func (s *Server) rootOf(id string) (string, error) {
 			return root, nil
 		}
 	}
-	return "", fmt.Errorf("no workspace %s is known to this server", clip(id))
+	return "", unknownWorkspace(id)
+}
+
+func unknownWorkspace(id string) error {
+	return fmt.Errorf("no workspace %s is known to this server", clip(id))
 }
 
 // inventory is what status shows for each of the workspace's sandboxes.
@@ -186,6 +194,7 @@ func (s *Server) effectivePolicy(ctx context.Context, ws spec.Options, id string
 		"host_exec_allowed": s.cfg.Policy.HostExec,
 		"ports":             map[string]any{"bind": "127.0.0.1", "non_loopback": false},
 		"network":           networkPolicy(r),
+		"ceilings":          r.Ceilings,
 	}, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/hostcap"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -35,6 +36,7 @@ type fixture struct {
 	srv     *Server
 	c       *client.Client
 	probe   hostcap.Capacity
+	policy  policy.Policy // the operator's, for the next start
 }
 
 func plenty() hostcap.Capacity {
@@ -57,7 +59,7 @@ func newFixture(t testing.TB, specText string) *fixture {
 // would see it.
 func (f *fixture) start(settings Settings) {
 	eng := &reconcile.Engine{
-		Clock: f.clock, HostDir: f.hostDir, Parallelism: 4, LockTimeout: time.Minute,
+		Clock: f.clock, HostDir: f.hostDir, Parallelism: 4, LockTimeout: time.Minute, Policy: f.policy,
 		Who:   flock.Holder{Command: "mcp test", PID: os.Getpid()},
 		Probe: func(string) hostcap.Capacity { return f.probe },
 		Env:   reconcile.LayerEnv{Compose: composefile.LoadProject},
@@ -70,7 +72,7 @@ func (f *fixture) start(settings Settings) {
 		},
 	}
 	f.srv = New(Config{Engine: eng, Settings: settings, Host: spec.Host{OS: "linux", Arch: "amd64"},
-		DefaultRoot: f.root, Version: "test"})
+		DefaultRoot: f.root, Version: "test", Policy: f.policy})
 	c, err := client.NewInProcessClient(f.srv.MCP())
 	if err != nil {
 		f.t.Fatal(err)

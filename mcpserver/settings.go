@@ -14,11 +14,11 @@ import (
 
 // Settings are SandboxForge v1's server environment variables, read with
 // their v1 meaning so an existing client configuration keeps working when
-// only the command changes.
+// only the command changes. MAX_INSTANCES and MAX_TTL_MINUTES are not
+// here: they are operator ceilings, which the policy reads (package
+// policy) for every door.
 type Settings struct {
-	MaxInstances  int           // MAX_INSTANCES → [lease] max_instances
 	DefaultTTL    time.Duration // DEFAULT_TTL_MINUTES → [lease] default_ttl
-	MaxTTL        time.Duration // MAX_TTL_MINUTES → [lease] max_ttl
 	Backend       string        // SANDBOX_BACKEND → [vm] driver
 	SweepInterval time.Duration // SANDBOX_SWEEPER_INTERVAL_SECONDS: the loop's longest sleep
 	Session       string        // MCP_SESSION_ID, reported as owner_session
@@ -51,14 +51,8 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 		}
 		return n, true
 	}
-	if n, ok := num("MAX_INSTANCES", 1); ok {
-		s.MaxInstances = n
-	}
 	if n, ok := num("DEFAULT_TTL_MINUTES", 1); ok {
 		s.DefaultTTL = time.Duration(n) * time.Minute
-	}
-	if n, ok := num("MAX_TTL_MINUTES", 1); ok {
-		s.MaxTTL = time.Duration(n) * time.Minute
 	}
 	if n, ok := num("SANDBOX_SWEEPER_INTERVAL_SECONDS", 1); ok {
 		s.SweepInterval = time.Duration(n) * time.Second
@@ -139,18 +133,8 @@ func (s Settings) HTTPAddr() string { return net.JoinHostPort(s.HTTPHost, strcon
 // workspace the server converges.
 func (s Settings) overrides() map[string]any {
 	out := map[string]any{}
-	lease := map[string]any{}
-	if s.MaxInstances > 0 {
-		lease["max_instances"] = s.MaxInstances
-	}
 	if s.DefaultTTL > 0 {
-		lease["default_ttl"] = s.DefaultTTL.String()
-	}
-	if s.MaxTTL > 0 {
-		lease["max_ttl"] = s.MaxTTL.String()
-	}
-	if len(lease) > 0 {
-		out["lease"] = lease
+		out["lease"] = map[string]any{"default_ttl": s.DefaultTTL.String()}
 	}
 	if s.Backend != "" {
 		out["vm"] = map[string]any{"driver": s.Backend}

@@ -25,6 +25,11 @@ func v1Error(err error, id string) error {
 		for _, k := range []string{"ttl_minutes", "default_ttl_minutes", "max_ttl_minutes", "max_lifetime_minutes"} {
 			d[k] = ce.Details[k]
 		}
+		for _, k := range []string{"max_ttl_source", "max_lifetime_source"} {
+			if src, ok := ce.Details[k]; ok {
+				d[k] = src // the operator's ceiling, which no argument raises
+			}
+		}
 		return newToolError(coded.TTLInvalid, fmt.Sprintf("ttl_minutes must be between 1 and %v (%s)",
 			ce.Details["max_ttl_minutes"], ce.Message), d)
 	}

@@ -9,27 +9,47 @@ import (
 	"strings"
 
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// workspace builds load options for a workspace root a client named,
-// once the operator's policy and the client's roots allow it: nothing is
-// read or created in a folder this server does not serve.
+// workspace builds load options for a workspace root a client named:
+// the engine's rule (reconcile.ServedWorkspace) says which workspace that
+// folder is, once the operator's policy and the client's roots allow it;
+// nothing is read or created in a folder this server does not serve.
 func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessage) (spec.Options, error) {
 	if strings.TrimSpace(root) == "" {
 		root = s.cfg.DefaultRoot
 	}
-	abs, _, err := spec.WorkspaceIdentity(root)
+	client, err := s.declaredRoots(ctx)
 	if err != nil {
-		return spec.Options{}, newToolError(coded.ConfigInvalid, clip(err.Error()),
-			map[string]any{"workspace_root": clip(root), "errors": []string{clip(err.Error())}})
+		return spec.Options{}, err
 	}
-	if err := s.allowed(ctx, abs); err != nil {
+	abs, err := reconcile.ServedWorkspace(s.cfg.Policy, root, client)
+	if err != nil {
 		return spec.Options{}, err
 	}
 	return s.options(abs, extra)
+}
+
+// recorded builds load options for a workspace root sbf recorded (an
+// instance's, a forward's) when this server serves it, before and after
+// links; ok is false when it does not, and the caller answers as if the
+// thing asked for did not exist: a refusal names only what was given.
+func (s *Server) recorded(ctx context.Context, root string) (ws spec.Options, ok bool, err error) {
+	client, err := s.declaredRoots(ctx)
+	if err != nil {
+		return spec.Options{}, false, err
+	}
+	if s.cfg.Policy.Workspace(root, client) != nil {
+		return spec.Options{}, false, nil
+	}
+	if abs, _, err := spec.WorkspaceIdentity(root); err == nil && s.cfg.Policy.Workspace(abs, client) != nil {
+		return spec.Options{}, false, nil
+	}
+	ws, err = s.options(root, nil)
+	return ws, err == nil, err
 }
 
 // options builds load options for a workspace root: the server's v1
@@ -72,8 +92,15 @@ func (s *Server) lookup(id string) (state.IndexEntry, error) {
 	if e, ok := s.index.Lookup(id); ok && id != "" {
 		return e, nil
 	}
-	return state.IndexEntry{}, newToolError(coded.InstanceNotFound, fmt.Sprintf("Instance '%s' was not found", id),
-		map[string]any{"instance_id": id})
+	return state.IndexEntry{}, instanceNotFound(id)
+}
+
+// instanceNotFound is the answer for an id this server has no instance
+// for, and for one of a workspace it does not serve: the same words, so
+// neither where that instance lives nor that it exists is said.
+func instanceNotFound(id string) error {
+	return newToolError(coded.InstanceNotFound, fmt.Sprintf("Instance '%s' was not found among the instances "+
+		"this server serves", clip(id)), map[string]any{"instance_id": clip(id)})
 }
 
 // instance resolves an MCP instance id to its entry and its workspace,
@@ -83,9 +110,9 @@ func (s *Server) instance(ctx context.Context, id string) (state.IndexEntry, spe
 	if err != nil {
 		return e, spec.Options{}, err
 	}
-	ws, err := s.workspace(ctx, e.WorkspaceRoot, nil)
-	if te, ok := err.(*coded.Error); ok && te.Code == policy.WorkspaceNotAllowed {
-		te.Details["instance_id"] = id
+	ws, ok, err := s.recorded(ctx, e.WorkspaceRoot)
+	if err == nil && !ok {
+		return state.IndexEntry{}, spec.Options{}, instanceNotFound(id)
 	}
 	return e, ws, err
 }

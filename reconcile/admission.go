@@ -29,9 +29,12 @@ type HostAdmission struct {
 	Dir   string // host state folder
 	Index *state.HostIndex
 	Max   int
-	Clock clock.Clock
-	List  func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
-	Who   flock.Holder
+	// MaxSource names the operator's ceiling when Max is that ceiling
+	// (empty: the workspace's [lease] max_instances).
+	MaxSource string
+	Clock     clock.Clock
+	List      func(ctx context.Context) ([]drivers.Instance, error) // every sbf instance on the host
+	Who       flock.Holder
 	// Evict, when set, deletes one of the listed spares to make room, or
 	// reports that there is none (false): a sandbox's VM that would pass
 	// the cap takes a spare's place. Spares never evict each other.
@@ -45,17 +48,18 @@ type HostAdmission struct {
 // that very instance.
 var errInFlight = errors.New("another sbf process is creating it")
 
-// LimitError is INSTANCE_LIMIT_EXCEEDED.
-func limitError(maxInstances, active int, counted []string) *coded.Error {
-	return coded.New(
-		coded.InstanceLimit,
-		map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted},
-		"instance limit reached: %d of %d sbf instances are active on this host (%s); destroy one or raise [lease] "+
-			"max_instances",
-		active,
-		maxInstances,
-		strings.Join(counted, ", "),
-	)
+// LimitError is INSTANCE_LIMIT_EXCEEDED; source names the operator's
+// ceiling when the cap is that ceiling, which no workspace may raise.
+func limitError(maxInstances, active int, counted []string, source string) *coded.Error {
+	details := map[string]any{"max_instances": maxInstances, "active_instances": active, "instances": counted}
+	fix := "destroy one or raise [lease] max_instances"
+	if source != "" {
+		details["max_instances_source"] = source
+		fix = "destroy one; the cap is the operator's ceiling (" + source + ")"
+	}
+	return coded.New(coded.InstanceLimit, details,
+		"instance limit reached: %d of %d sbf instances are active on this host (%s); %s",
+		active, maxInstances, strings.Join(counted, ", "), fix)
 }
 
 // Admit reserves a slot for instance or returns INSTANCE_LIMIT_EXCEEDED.
@@ -85,7 +89,7 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 		}
 		counted := ledger.CountedAt()
 		if !counted.IsZero() && h.Clock.Now().Sub(counted) < recountAfter && !h.mayEvict(instance, others) {
-			return nil, limitError(h.Max, len(others), sortedSet(others))
+			return nil, limitError(h.Max, len(others), sortedSet(others), h.MaxSource)
 		}
 	}
 	active, err := h.count(ctx, resDir, instance)
@@ -94,7 +98,7 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 	}
 	if len(active) >= h.Max {
 		ledger.Reset(active, h.Clock.Now()) // a cache: the next refusal is a lookup
-		return nil, limitError(h.Max, len(active), sortedSet(active))
+		return nil, limitError(h.Max, len(active), sortedSet(active), h.MaxSource)
 	}
 	active[instance] = true
 	if err := ledger.Reset(active, h.Clock.Now()); err != nil {

@@ -50,9 +50,10 @@ type Engine struct {
 	indexOnce sync.Once
 }
 
-// Load resolves a workspace's desired state under the operator's policy.
+// Load resolves a workspace's desired state under the operator's policy:
+// its allowed paths and its ceilings.
 func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
-	ws.AllowedPaths = e.Policy.AllowedPaths
+	ws.AllowedPaths, ws.Ceilings = e.Policy.AllowedPaths, e.Policy.Ceilings
 	return spec.Load(ws)
 }
 
@@ -281,7 +282,12 @@ func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Ad
 	}
 	names := observedDrivers(d, rec)
 	index := e.index() // opens the ledger too
+	var source string
+	if c, ok := r.CeilingOf("max_instances"); ok && c.ValueFrom == spec.FromCeiling {
+		source = c.Source
+	}
 	return &HostAdmission{
+		MaxSource: source,
 		Evict: func(ctx context.Context, listed []drivers.Instance, inFlight func(string) bool) (bool, error) {
 			return e.evictSpare(ctx, r, listed, inFlight)
 		},

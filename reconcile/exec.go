@@ -42,7 +42,8 @@ func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
 	}
 	driver := r.Host.ResolveDriver(sb.Driver)
 	return &sandbox.Target{Resolved: r, Sandbox: name, Instance: instance, DriverName: driver, Record: record,
-		Clock: e.Clock, Getenv: e.Env.getenv, Open: func() (drivers.Driver, error) { return e.Drivers(driver, r) }}, nil
+		Clock: e.Clock, Getenv: e.Env.getenv, Open: func() (drivers.Driver, error) { return e.Drivers(driver, r) },
+		MaxOutput: e.Policy.Ceilings.Defaulted().MaxOutputBytes.Value}, nil
 }
 
 // CheckLease says whether a sandbox holds a live lease, or why not:

@@ -94,8 +94,8 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	obs.Guests, obs.EnvOK = guestsFromArchive(t, ar, d), map[string]bool{}
 	for _, sb := range d.Sandboxes {
 		if sb.Layers != nil {
-			for file, vars := range sb.Layers.Env {
-				obs.EnvOK[file] = envUpToDate(file, vars)
+			for file := range sb.Layers.Env {
+				obs.EnvOK[file] = envUpToDate(sb.Layers, file)
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,8 +24,10 @@ import (
 type LayerEnv struct {
 	Getenv  func(string) string // nil: an empty environment
 	Environ []string
-	// Compose loads a sandbox's compose files (drivers/guest/composefile,
-	// in process or in the sbf-server binary); nil: this process cannot.
+	// Compose loads a sandbox's compose files: in sbf and sbf-server, in
+	// sbf-server's confined compose-load child (drivers/guest/composerun);
+	// tests may load in process (composefile.LoadProject). nil: this
+	// process cannot.
 	Compose func(context.Context, guest.LoadOptions) (*guest.Project, error)
 }
 
@@ -181,8 +182,8 @@ func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now t
 			len(targets) > 0 && !slices.Contains(targets, name) {
 			continue
 		}
-		for file, vars := range ds.Layers.Env {
-			envOK[file] = envUpToDate(file, vars)
+		for file := range ds.Layers.Env {
+			envOK[file] = envUpToDate(ds.Layers, file)
 		}
 		inst, ok := obs.Instances[ds.Instance]
 		if !ok || inst.Status != drivers.Running || inst.Driver != ds.Driver {
@@ -216,15 +217,19 @@ func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now t
 	return guests, envOK
 }
 
-// envUpToDate reports whether a host .env file already holds the values;
-// a link there never does (the env step refuses to write through it).
-func envUpToDate(file string, vars map[string]string) bool {
-	if info, err := os.Lstat(file); err != nil || info.Mode()&os.ModeSymlink != 0 {
-		return false
-	}
-	data, err := os.ReadFile(file)
+// envUpToDate reports whether a host .env file already holds the values,
+// read as the env step writes it: through the workspace's writer, so a
+// link there (or a folder link out above it) is never read through and
+// never up to date (the env step refuses it).
+func envUpToDate(l *plan.Layers, file string) bool {
+	w, err := l.EnvWriter.Writer(file, file, l.EnvGuard)
 	if err != nil {
 		return false
 	}
-	return bytes.Equal(guest.UpsertEnv(data, vars), data)
+	defer w.Close()
+	data, _, err := w.ReadFile()
+	if err != nil || data == nil {
+		return false
+	}
+	return bytes.Equal(guest.UpsertEnv(data, l.Env[file]), data)
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
+	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -221,7 +223,9 @@ func TestRuntimeFoundReadyIsRecorded(t *testing.T) {
 
 // The env step never reads or writes through a link: a guest that planted
 // .env -> a host file would otherwise get that file's content copied into
-// the workspace, or the connection variables written over it.
+// the workspace, or the connection variables written over it. The compose
+// load, which reads the project's .env, refuses the link first; with
+// [compose] env_files naming another file, the env step meets it.
 func TestEnvStepNeverFollowsALink(t *testing.T) {
 	h := layeredHarness(t)
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -232,6 +236,13 @@ func TestEnvStepNeverFollowsALink(t *testing.T) {
 	}
 	_, err := h.apply()
 	var ce *coded.Error
+	if ce = coded.Of(err, ""); ce == nil || ce.Code != coded.ConfigInvalid || !strings.Contains(err.Error(), ".env") ||
+		strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("apply, the compose load meeting the link: %v", err)
+	}
+	h.writeSpec(layeredSpec + "[compose]\nenv_files = [\"compose.env\"]\n")
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.env"), "APP_MODE=dev\n")
+	_, err = h.apply()
 	if !errors.As(err, &ce) || ce.Code != "WORKSPACE_ENV_INJECTION_FAILED" {
 		t.Fatalf("apply: %v", err)
 	}
@@ -255,5 +266,25 @@ func TestABrokenComposeFileDoesNotHoldBackDestroy(t *testing.T) {
 	}
 	if w := h.world(); len(w) != 0 {
 		t.Errorf("world after destroy = %+v", w)
+	}
+}
+
+// The plan's look at a .env file reads it as the env step writes it:
+// never through a link, at the file or in a folder above it, so a guest's
+// link to a host file that happens to hold the values tells nothing.
+func TestEnvCheckNeverReadsThroughALink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	vars := map[string]string{"REDIS_HOST": "r"}
+	up := string(guest.UpsertEnv(nil, vars))
+	testutil.WriteFile(t, filepath.Join(outside, "x.env"), up)
+	testutil.WriteFile(t, filepath.Join(root, "real", "x.env"), up)
+	os.Symlink(outside, filepath.Join(root, "envdir"))
+	os.Symlink(filepath.Join(outside, "x.env"), filepath.Join(root, "link.env"))
+	for file, want := range map[string]bool{"real/x.env": true, "envdir/x.env": false, "link.env": false} {
+		abs := filepath.Join(root, file)
+		l := &plan.Layers{EnvWriter: hostpath.Policy{Roots: []string{root}}, Env: map[string]map[string]string{abs: vars}}
+		if got := envUpToDate(l, abs); got != want {
+			t.Errorf("%s: up to date %v, want %v", file, got, want)
+		}
 	}
 }

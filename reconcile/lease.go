@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -174,12 +175,24 @@ func extendEdit(name string, by time.Duration) Edit {
 
 func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *coded.Error {
 	pol := r.Config.Lease
-	return coded.New(coded.TTLInvalid, map[string]any{
+	details := map[string]any{
 		"ttl_minutes":          ttl.Minutes(),
 		"default_ttl_minutes":  pol.DefaultTTL.Std().Minutes(),
 		"max_ttl_minutes":      pol.MaxTTL.Std().Minutes(),
 		"max_lifetime_minutes": pol.MaxLifetime.Std().Minutes(),
-	}, "TTL %s is invalid: %s (max_ttl %s, max_lifetime %s)", spec.Duration(ttl), why, pol.MaxTTL, pol.MaxLifetime)
+	}
+	var ceilings []string
+	for _, key := range []string{"max_ttl", "max_lifetime"} {
+		if c, ok := r.CeilingOf(key); ok && c.ValueFrom == spec.FromCeiling {
+			details[key+"_source"] = c.Source // the operator's ceiling: no workspace can raise it
+			ceilings = append(ceilings, fmt.Sprintf("%s is the operator's ceiling (%s)", key, c.Source))
+		}
+	}
+	if len(ceilings) > 0 {
+		why += "; " + strings.Join(ceilings, "; ")
+	}
+	return coded.New(coded.TTLInvalid, details, "TTL %s is invalid: %s (max_ttl %s, max_lifetime %s)",
+		spec.Duration(ttl), why, pol.MaxTTL, pol.MaxLifetime)
 }
 
 func notDeclared(r *spec.Resolved, name string) *coded.Error {

@@ -146,15 +146,15 @@ func (e *Engine) importSource(tgt *sandbox.Target, path string) (string, error) 
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(base, path)
 	}
-	if info, err := os.Lstat(abs); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-		return "", coded.New(hostpath.Denied, map[string]any{"local_path": coded.Clip(path), "reason": "link"},
-			"%s %v", coded.Clip(path), hostpath.ErrLink)
-	}
-	place, err := e.Policy.HostPaths(base).Confine(base, path)
+	place, err := e.Policy.HostPaths(base).Confine(base, path) // first: nothing outside is looked at
 	if err != nil {
 		return "", err
 	}
 	defer place.Close()
+	if info, err := os.Lstat(abs); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return "", coded.New(hostpath.Denied, map[string]any{"local_path": coded.Clip(path), "reason": "link"},
+			"%s %v", coded.Clip(path), hostpath.ErrLink)
+	}
 	info, err := place.Root.Lstat(place.Rel)
 	if err != nil || !info.Mode().IsRegular() {
 		return "", coded.New(coded.InvalidArguments, map[string]any{"local_path": coded.Clip(path)},

@@ -104,11 +104,16 @@ func envWithPlaceholders(env LayerEnv) LayerEnv {
 }
 
 // layerErrors turns compose and services problems into validation errors
-// naming their file.
+// naming their file (and position, for a path a compose file names outside
+// the workspace).
 func layerErrors(err error) spec.Errors {
 	var out spec.Errors
 	for _, e := range unjoin(err) {
 		var pe *guest.ProjectError
+		if errors.As(e, &pe) && len(pe.Problems) > 0 {
+			out = append(out, pe.Problems...)
+			continue
+		}
 		if errors.As(e, &pe) {
 			out = append(out, spec.Error{File: pe.File, Key: "compose", Message: pe.Err.Error()})
 			continue

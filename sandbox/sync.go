@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -185,16 +187,50 @@ func writeSelected(w io.Writer, fsys fs.FS, src string, rels []string, manifest 
 // none, or it cannot be read: then everything is sent).
 func (t *Target) remoteManifest(ctx context.Context, a drivers.ArchiveCopier, remotePath string) map[string]string {
 	out := map[string]string{}
-	var archive strings.Builder
-	if err := a.GetArchive(ctx, t.Instance, path.Join(remotePath, manifestName), &archive); err != nil {
+	// The guest may have made the manifest as large as it likes: past the
+	// bound the copy stops, and everything is sent.
+	archive := &boundedWriter{max: maxManifest + 64<<10}
+	if err := a.GetArchive(ctx, t.Instance, path.Join(remotePath, manifestName), archive); err != nil {
 		return out
 	}
-	tr := tar.NewReader(strings.NewReader(archive.String()))
+	tr := tar.NewReader(archive.reader())
 	if hdr, err := tr.Next(); err == nil && path.Base(hdr.Name) == manifestName {
-		b, _ := io.ReadAll(io.LimitReader(tr, 64<<20))
+		b, _ := io.ReadAll(io.LimitReader(tr, maxManifest))
 		json.Unmarshal(b, &out)
 	}
 	return out
+}
+
+// maxManifest bounds the sync manifest read back from a guest.
+const maxManifest = 64 << 20
+
+// boundedWriter keeps what is written until it would pass max, then
+// refuses the write, which ends the copy feeding it. It keeps chunks as
+// they come, so it holds what it was given and never copies it.
+type boundedWriter struct {
+	chunks [][]byte
+	size   int
+	max    int
+}
+
+var errTooLarge = errors.New("larger than sbf reads back")
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if w.size+len(p) > w.max {
+		return 0, errTooLarge
+	}
+	w.chunks = append(w.chunks, slices.Clone(p))
+	w.size += len(p)
+	return len(p), nil
+}
+
+// reader reads back what was kept.
+func (w *boundedWriter) reader() io.Reader {
+	readers := make([]io.Reader, len(w.chunks))
+	for i, c := range w.chunks {
+		readers[i] = bytes.NewReader(c)
+	}
+	return io.MultiReader(readers...)
 }
 
 // deleteRemote removes files the host no longer has: through the backend

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/shellquote"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -43,7 +45,12 @@ type Target struct {
 	// Brokers, when the door has them (the CLI, whose processes are short),
 	// carry the file tools' and stats' commands as they carry sbf exec's.
 	Brokers Brokers
-	driver  drivers.Driver
+	// MaxOutput is the server's ceiling on each output stream a command's
+	// result keeps (the operator's [policy] max_output_bytes): a request
+	// asking more, or a guest printing more, gets this much and a count of
+	// the rest. Zero: policy.DefaultMaxOutputBytes.
+	MaxOutput int64
+	driver    drivers.Driver
 }
 
 // Driver returns the target's backend, built once.
@@ -78,7 +85,24 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	if !ok {
 		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
 	}
-	return x.Exec(ctx, t.Instance, req)
+	req.MaxOutput = t.OutputLimit(req.MaxOutput)
+	res, err := x.Exec(ctx, t.Instance, req)
+	res.MaxOutput = req.MaxOutput
+	return res, err
+}
+
+// OutputLimit is how much of each output stream a command asking to keep
+// asked bytes (≤ 0: drivers.DefaultMaxOutput) keeps: never more than the
+// server's ceiling, whoever asks.
+func (t *Target) OutputLimit(asked int) int {
+	ceiling := t.MaxOutput
+	if ceiling <= 0 {
+		ceiling = policy.DefaultMaxOutputBytes
+	}
+	if asked <= 0 {
+		asked = drivers.DefaultMaxOutput
+	}
+	return int(min(int64(asked), ceiling, math.MaxInt32))
 }
 
 // Terminal runs an interactive command (or the login shell, for an empty
@@ -128,9 +152,11 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 	if req, err = withPrelude(req); err != nil {
 		return drivers.ExecResult{}, err
 	}
+	req.MaxOutput = t.OutputLimit(req.MaxOutput)
 	sock := b.Socket(t.Instance)
 	res, err := broker.Exec(ctx, sock, req)
 	if !errors.Is(err, broker.ErrNoBroker) {
+		res.MaxOutput = req.MaxOutput
 		return res, err
 	}
 	if err := b.Start(t); err != nil {
@@ -139,6 +165,7 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 	}
 	for waited := time.Duration(0); waited < brokerStartWait; waited += 100 * time.Millisecond {
 		if res, err = broker.Exec(ctx, sock, req); !errors.Is(err, broker.ErrNoBroker) {
+			res.MaxOutput = req.MaxOutput
 			return res, err
 		}
 		if err := clock.Sleep(ctx, t.Clock, 100*time.Millisecond); err != nil {

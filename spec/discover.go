@@ -18,7 +18,13 @@ func HasSpec(dir string) bool {
 
 // FindWorkspace looks for a workspace spec in start and then in each parent,
 // as git and docker compose do, and returns the folder that holds one.
-func FindWorkspace(start string) (string, bool) {
+func FindWorkspace(start string) (string, bool) { return FindWorkspaceWithin(start, "") }
+
+// FindWorkspaceWithin is FindWorkspace that never looks above top (when
+// not ""), a folder that holds start: the nearest spec at or above a
+// folder is its workspace's, so a folder below a workspace gets that
+// workspace's policy, never defaults of its own.
+func FindWorkspaceWithin(start, top string) (string, bool) {
 	dir, err := filepath.Abs(start)
 	if err != nil {
 		return "", false
@@ -28,7 +34,7 @@ func FindWorkspace(start string) (string, bool) {
 			return dir, true
 		}
 		parent := filepath.Dir(dir)
-		if parent == dir {
+		if parent == dir || dir == top {
 			return "", false
 		}
 		dir = parent

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/policy"
 )
 
 // File names, oldest first: later names win when both exist.
@@ -54,6 +56,9 @@ type Options struct {
 	// AllowedPaths are the host folders besides the workspace that the
 	// operator allows [vm] mounts to share (operator policy).
 	AllowedPaths []string
+	// Ceilings are the operator's limits: every layer may lower them, none
+	// may raise them (see applyCeilings).
+	Ceilings policy.Ceilings
 }
 
 // Resolved is the desired state of one workspace.
@@ -67,8 +72,11 @@ type Resolved struct {
 	// 'sbf up NAME' or create_instance), not by any file a person edits.
 	AdHoc map[string]bool `json:"-"`
 	// Warnings are problems sbf corrected on its own, such as a lease end
-	// edited past the lease policy.
-	Warnings Errors            `json:"warnings,omitempty"`
+	// edited past the lease policy or a limit above the operator's ceiling.
+	Warnings Errors `json:"warnings,omitempty"`
+	// Ceilings are the operator's limits, the values in effect and where
+	// each came from.
+	Ceilings []Ceiling         `json:"ceilings,omitempty"`
 	origins  map[string]*layer // path → the layer that set it last
 	src      *sources          // the file layers it was resolved from
 }
@@ -149,6 +157,7 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM, r.Config.Network)
 	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
+	r.applyCeilings(opts.Ceilings, layers)
 	errs = append(r.crossCheck(), r.checkHostPaths(opts.AllowedPaths)...)
 	if opts.Request != nil {
 		errs = append(errs, src.checkRequestNarrows(r, managed)...)
@@ -197,6 +206,9 @@ func ConfigFiles(root, configHome string) []string {
 // workspace's is an error, since it would widen what sbf may do here.
 func readFileLayer(f layerFile) (*layer, Errors) {
 	l, errs := readLayer(f.path, false)
+	if l != nil {
+		l.global = f.global
+	}
 	if l == nil || l.tree["policy"] == nil {
 		return l, errs
 	}

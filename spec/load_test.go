@@ -339,4 +339,11 @@ func TestFindWorkspaceWalksUp(t *testing.T) {
 	if HasSpec(deep) || !HasSpec(filepath.Join(root, "a")) {
 		t.Error("HasSpec")
 	}
+	// Bounded: nothing above top is looked at, top itself is.
+	if got, ok := FindWorkspaceWithin(deep, filepath.Join(root, "a", "b")); ok {
+		t.Errorf("FindWorkspaceWithin looked above its top: %q", got)
+	}
+	if got, ok := FindWorkspaceWithin(deep, filepath.Join(root, "a")); !ok || got != filepath.Join(root, "a") {
+		t.Errorf("FindWorkspaceWithin(top a) = %q %v", got, ok)
+	}
 }

@@ -24,6 +24,7 @@ type layer struct {
 	tree   map[string]any
 	keys   map[string]Pos // path → position of the key
 	values map[string]Pos // path → position of the value
+	global bool           // a global config file: the operator's
 }
 
 func newLayer(source string) *layer {

@@ -90,9 +90,9 @@ type Compose struct {
 // Lease bounds how long sandboxes live and how many may exist.
 type Lease struct {
 	DefaultTTL   Duration `toml:"default_ttl" json:"default_ttl" check:"positive" doc:"Lease length when neither the sandbox nor the request names one."`
-	MaxTTL       Duration `toml:"max_ttl" json:"max_ttl" check:"positive" doc:"Longest single lease or extension."`
-	MaxLifetime  Duration `toml:"max_lifetime" json:"max_lifetime" check:"positive" doc:"Longest a lease may reach through extensions, from when it was acquired."`
-	MaxInstances int      `toml:"max_instances" json:"max_instances" check:"positive" doc:"Most sbf instances alive on this host at once, across workspaces."`
+	MaxTTL       Duration `toml:"max_ttl" json:"max_ttl" check:"positive" doc:"Longest single lease or extension; at most the operator's ceiling ([policy] max_ttl of the global config, MAX_TTL_MINUTES): a larger value is lowered to it, with a warning."`
+	MaxLifetime  Duration `toml:"max_lifetime" json:"max_lifetime" check:"positive" doc:"Longest a lease may reach through extensions, from when it was acquired; at most the operator's ceiling ([policy] max_lifetime of the global config)."`
+	MaxInstances int      `toml:"max_instances" json:"max_instances" check:"positive" doc:"Most sbf instances alive on this host at once, across workspaces; at most the operator's ceiling ([policy] max_instances of the global config, MAX_INSTANCES)."`
 	KeepRecords  Duration `toml:"keep_records" json:"keep_records" check:"positive" doc:"How long the state file keeps the record of a destroyed or expired sandbox before dropping it."`
 }
 

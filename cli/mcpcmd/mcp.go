@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -244,7 +245,7 @@ func (a cmds) newMCPServer(settings mcpserver.Settings, command string) (*mcpser
 // logPass reports loop passes that changed something or failed.
 func (a cmds) logPass(ws spec.Options, res *reconcile.Result, err error) {
 	if err != nil {
-		fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %v\n", ws.Root, err)
+		fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %s\n", ws.Root, termsafe.Text(err.Error()))
 	}
 	if res != nil && res.Plan != nil && len(res.Plan.Actions) > 0 {
 		for _, act := range res.Plan.Actions {

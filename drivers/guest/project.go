@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -30,14 +31,35 @@ type Project struct {
 func ProjectName(sandbox string) string { return "sbf-" + strings.ToLower(sandbox) }
 
 // ProjectError is a compose file that does not load, named so it can be
-// shown like any other configuration problem.
+// shown like any other configuration problem (and coded as one). Problems
+// are positioned ones (a path a compose file names outside the workspace);
+// Err is the loader's failure otherwise. Unlike spec.Errors it does not
+// match spec.ErrInvalid: the loop retries a workspace whose compose files
+// are wrong, since a fix to them is no configuration file it watches.
 type ProjectError struct {
-	File string
-	Err  error
+	File     string
+	Err      error
+	Problems spec.Errors
 }
 
-func (e *ProjectError) Error() string { return e.File + ": " + e.Err.Error() }
+func (e *ProjectError) Error() string {
+	if len(e.Problems) > 0 {
+		return e.Problems.Error()
+	}
+	return e.File + ": " + e.Err.Error()
+}
+
 func (e *ProjectError) Unwrap() error { return e.Err }
+
+// Coded is the error's WORKSPACE_CONFIG_INVALID form: a compose file is
+// part of the workspace's configuration.
+func (e *ProjectError) Coded() *coded.Error {
+	if len(e.Problems) > 0 {
+		return e.Problems.Coded()
+	}
+	return coded.New(coded.ConfigInvalid, map[string]any{"errors": []string{e.Err.Error()}, "file": e.File},
+		"%s", e.Error())
+}
 
 // LoadOptions say how to read a sandbox's compose files.
 type LoadOptions struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/shellquote"
 	"io"
 	"path"
@@ -75,16 +76,20 @@ func (p *Pool) GetArchive(ctx context.Context, instance, path string, archive io
 	return nil
 }
 
-// copySession opens a session whose stderr is kept for error messages.
-func (p *Pool) copySession(ctx context.Context, instance string) (*ssh.Session, *strings.Builder, error) {
+// copySession opens a session whose stderr is kept for error messages:
+// its first copyStderr bytes, however much the guest writes there.
+func (p *Pool) copySession(ctx context.Context, instance string) (*ssh.Session, *drivers.CappedBuffer, error) {
 	s, err := p.session(ctx, instance)
 	if err != nil {
 		return nil, nil, err
 	}
-	stderr := &strings.Builder{}
+	stderr := drivers.NewCappedBuffer(copyStderr)
 	s.Stderr = stderr
 	return s, stderr, nil
 }
+
+// copyStderr is how much of a copy's stderr an error quotes.
+const copyStderr = 16 << 10
 
 // splitRemote splits a guest path into its folder and last element.
 func splitRemote(p string) (dir, base string) {

@@ -208,6 +208,11 @@ func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
 				m.buf = append(m.buf[:0], rest[j+1:]...)
 				return tail, nil
 			}
+			if len(rest) > maxMarkerRest {
+				// Only an exit status or a pid follows a marker: a guest that
+				// learnt the token must not make the host buffer its output.
+				return "", fmt.Errorf("guest shell: a marker line runs on past %d bytes", maxMarkerRest)
+			}
 		} else if keep := partialMarker(m.buf, needle); keep < len(m.buf) {
 			// Pass on everything that cannot be the start of a marker, so
 			// output streams as it comes.
@@ -221,6 +226,9 @@ func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
 		}
 	}
 }
+
+// maxMarkerRest bounds what may follow a marker on its line.
+const maxMarkerRest = 64
 
 // partialMarker is the length of the longest tail of buf that begins the
 // needle (a marker cut between two reads).

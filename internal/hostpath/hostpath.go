@@ -46,21 +46,30 @@ func (p Place) Close() error { return p.Root.Close() }
 // Confine resolves path (relative paths against base) and opens the
 // allowed root that holds it. A path that does not exist yet is judged by
 // its nearest existing ancestor. Links on the way are followed as the
-// kernel follows them: a/.. is where a leads, then up, never lexically ".".
+// kernel follows them (a/.. is where a leads, then up, never lexically
+// "."), looking only at what lies on the way to a root (Resolve): a path
+// outside every root is refused with an answer that names only the path
+// given, the same whether it exists or not.
 func (p Policy) Confine(base, path string) (Place, error) {
 	return p.confine(rawAbs(base, path), path)
 }
 
 func (p Policy) confine(abs, shown string) (Place, error) {
-	real, err := resolveHost(abs)
-	if err != nil {
+	var roots []string
+	for _, root := range p.Roots {
+		if rootReal, err := filepath.EvalSymlinks(root); err == nil {
+			roots = append(roots, rootReal)
+		}
+	}
+	real, missing, err := Resolve(abs, roots)
+	switch {
+	case errors.Is(err, ErrOutside):
+		return Place{}, p.denied(shown)
+	case err != nil:
 		return Place{}, fmt.Errorf("resolving %s: %w", clipName(shown), err)
 	}
-	for _, root := range p.Roots {
-		rootReal, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
-		}
+	real = filepath.Join(real, missing)
+	for _, rootReal := range roots {
 		if !Within(real, []string{rootReal}) {
 			continue
 		}
@@ -71,8 +80,13 @@ func (p Policy) confine(abs, shown string) (Place, error) {
 		}
 		return Place{Root: r, Rel: rel, Abs: real, RootAbs: rootReal}, nil
 	}
-	return Place{}, coded.New(Denied, map[string]any{"path": clipName(shown), "resolved": clipName(real),
-		"allowed_roots": p.Roots},
+	return Place{}, p.denied(shown)
+}
+
+// denied names only the path as given: never where it led, nor whether
+// anything is there.
+func (p Policy) denied(shown string) error {
+	return coded.New(Denied, map[string]any{"path": clipName(shown), "allowed_roots": p.Roots},
 		"%s is outside the folders sbf may use on this host (%s); allow more with --allow-path or SBF_ALLOWED_PATHS",
 		clipName(shown), strings.Join(p.Roots, ", "))
 }

@@ -4,202 +4,153 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
 
-// links makes symlinks below dir: path → target.
-func links(t *testing.T, dir string, pairs ...string) {
-	t.Helper()
-	for i := 0; i < len(pairs); i += 2 {
-		p := filepath.Join(dir, pairs[i])
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.Symlink(pairs[i+1], p); err != nil {
+// resolveWorld: base/ws is the root; base/outside holds a secret; links in
+// the root lead inside, out, and out through a chain that a lexical clean
+// of the target would keep inside (issue 29, point 5).
+func resolveWorld(t *testing.T) (base, ws string) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = filepath.Join(base, "ws")
+	for _, d := range []string{"ws/src/deep", "outside/sub"} {
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(base, "outside/secret"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(ws, "file"), []byte("x"), 0o644)
+	for link, target := range map[string]string{"in": "src/deep", "abs-in": filepath.Join(ws, "src"),
+		"out": "../outside", "abs-out": filepath.Join(base, "outside"), "dangling-out": "../nothing-here",
+		"a": ".", "c": "a/..", "d": "c/outside/secret", "up-missing": "nope/../../outside"} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
+		}
+	}
+	os.Symlink(ws, filepath.Join(base, "ws-link")) // beside the root: a way in, as /tmp on macOS
+	return base, ws
+}
+
+func TestResolveFollowsLinksOnlyOnTheWay(t *testing.T) {
+	base, ws := resolveWorld(t)
+	roots := []string{ws}
+	for path, want := range map[string][2]string{
+		ws:                                 {ws, ""},
+		filepath.Join(ws, "in"):            {filepath.Join(ws, "src/deep"), ""},
+		filepath.Join(ws, "abs-in/x/y"):    {filepath.Join(ws, "src"), "x/y"},
+		filepath.Join(ws, "a/a/src"):       {filepath.Join(ws, "src"), ""},
+		filepath.Join(ws, "src/new/file"):  {filepath.Join(ws, "src"), "new/file"},
+		filepath.Join(base, "ws-link/src"): {filepath.Join(ws, "src"), ""},
+		filepath.Join(ws, "src/../in"):     {filepath.Join(ws, "src/deep"), ""},
+		"/":                                {"/", ""},
+		filepath.Join(ws, "c"):             {base, ""}, // holds the root: the caller checks Within
+	} {
+		real, missing, err := Resolve(path, roots)
+		if err != nil || real != want[0] || missing != want[1] {
+			t.Errorf("%s: %q %q %v, want %q %q", path, real, missing, err, want[0], want[1])
+		}
+	}
+	for _, rel := range []string{"ws/out", "ws/out/secret", "ws/out/missing", "ws/abs-out/sub", "ws/dangling-out",
+		"ws/dangling-out/x", "ws/d", "ws/c/outside", "outside", "outside/secret", "outside/missing/x",
+		"missing", "ws-other/x", "ws/../outside/secret"} {
+		if real, _, err := Resolve(filepath.Join(base, rel), roots); !errors.Is(err, ErrOutside) {
+			t.Errorf("%s: %q %v, want ErrOutside", rel, real, err)
+		}
+	}
+	if _, _, err := Resolve(filepath.Join(ws, "up-missing"), roots); err == nil || errors.Is(err, ErrOutside) {
+		t.Errorf("a target climbing out of a missing folder inside: %v", err)
+	}
+	if _, _, err := Resolve(filepath.Join(ws, "file/x"), roots); err == nil || errors.Is(err, ErrOutside) {
+		t.Errorf("below a file inside: %v", err)
+	}
+}
+
+// Outside the roots, what is there and what is not get the same answer:
+// the folder is not even looked into.
+func TestResolveIsNoOracleOutside(t *testing.T) {
+	base, ws := resolveWorld(t)
+	locked := filepath.Join(base, "outside", "locked")
+	os.MkdirAll(locked, 0o755)
+	os.Symlink(locked, filepath.Join(locked, "loop"))
+	for _, rel := range []string{"outside/secret", "outside/missing", "outside/secret/below", "outside/sub",
+		"outside/locked/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop/loop"} {
+		real, missing, err := Resolve(filepath.Join(base, rel), []string{ws})
+		if real != "" || missing != "" || err != ErrOutside {
+			t.Errorf("%s: %q %q %v", rel, real, missing, err)
 		}
 	}
 }
 
-// The resolver lands where the kernel lands: a/.. is where a leads, then
-// up. Every path here exists, so filepath.EvalSymlinks (the kernel's walk)
-// is the reference.
-func TestResolverFollowsLinksAsTheKernelDoes(t *testing.T) {
-	base := realTemp(t)
-	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, "back", "sub", "deep"), 0o755)
-	os.MkdirAll(filepath.Join(ws, "other"), 0o755)
-	links(t, ws, "back/a", ".", "back/c", "a/..", "back/s", "sub/deep", "back/t", "s/..", "back/abs", ws+"/other",
-		"back/sub/up", "../../other")
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		t.Fatal(err)
+func TestResolveStopsAtALinkLoopInside(t *testing.T) {
+	_, ws := resolveWorld(t)
+	os.Symlink("loop2", filepath.Join(ws, "loop1"))
+	os.Symlink("loop1", filepath.Join(ws, "loop2"))
+	if _, _, err := Resolve(filepath.Join(ws, "loop1"), []string{ws}); err == nil || errors.Is(err, ErrOutside) {
+		t.Errorf("a loop: %v", err)
 	}
-	defer root.Close()
-	rv := resolver{root: root, rootAbs: ws}
-	for _, rel := range []string{"back/a", "back/c", "back/a/a/c", "back/s", "back/t", "back/abs", "back/sub/up",
-		"back/c/other", "back/s/..", "back/sub/up/..", "back/sub/../a", "back/sub/deep/../../s", "back/sub/deep/../up"} {
-		want, err := filepath.EvalSymlinks(filepath.Join(ws, rel))
-		if err != nil {
-			t.Fatal(err)
+}
+
+// Confine and the writer refuse a host path outside the roots with the
+// same words whether something is there or not (issue 29, point 11).
+func TestRefusalsOutsideAreTheSameWhateverIsThere(t *testing.T) {
+	base, ws := resolveWorld(t)
+	p := Policy{Roots: []string{ws}}
+	refusal := func(path string) [2]string {
+		var out [2]string
+		if _, err := p.Confine(ws, path); err != nil {
+			out[0] = err.Error()
 		}
-		got, err := rv.resolve(rel, true)
-		if got = filepath.Join(ws, filepath.FromSlash(got)); err != nil || got != want {
-			// The resolver may refuse (a .. out of a link) but never land elsewhere.
-			if !errors.Is(err, errClimbs) {
-				t.Errorf("%s: %s %v, the kernel says %s", rel, got, err, want)
+		if w, err := p.Writer(ws, path, Guard{}); err == nil {
+			w.Close()
+		} else {
+			out[1] = err.Error()
+		}
+		return out
+	}
+	for _, pair := range [][2]string{{"outside/secret", "outside/missing"}, {"outside/secret/x", "outside/nope/x"},
+		{"outside/sub", "nothing"}} {
+		// The same spelling for both: one that exists, then the same name made to be missing.
+		there, gone := filepath.Join(base, pair[0]), filepath.Join(base, pair[1])
+		a := refusal(there)
+		b := refusal(gone)
+		for i := range a {
+			if a[i] == "" || b[i] == "" {
+				t.Fatalf("not refused: %q %q", a, b)
 			}
 		}
+		// Only the path given differs; with it swapped the words are equal.
+		if a0 := replaceAll(a, there, gone); a0 != b {
+			t.Errorf("refusals differ:\n%q\n%q", a0, b)
+		}
 	}
 }
 
-// Links are judged where they will be, in the order they will exist, through
-// what is already there: the chain a -> ., c -> a/.., d -> c/../secret is
-// kept out, and so are its relatives; what stays inside arrives.
-func TestWriterExtractJudgesLinksWhereTheyLead(t *testing.T) {
-	base := realTemp(t)
+func replaceAll(s [2]string, old, new string) [2]string {
+	for i := range s {
+		s[i] = strings.ReplaceAll(s[i], old, new)
+	}
+	return s
+}
+
+// Resolve costs what filepath.EvalSymlinks does: one Lstat per element.
+func BenchmarkResolve(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, "back"), 0o755)
-	os.WriteFile(filepath.Join(base, "secret"), []byte("S"), 0o600)
-	links(t, ws, "up", "..") // the person's, leading out
-	w, err := Policy{Roots: []string{ws}}.Writer(ws, "back", Guard{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	rep, err := w.Extract(tarOf(t,
-		entry{name: "top/", dir: true},
-		entry{name: "top/sub/", dir: true},
-		entry{name: "top/a", link: "."},
-		entry{name: "top/c", link: "a/.."},
-		entry{name: "top/d", link: "c/../secret"},
-		entry{name: "top/viaperson", link: "../up/secret"},
-		entry{name: "top/tolink", link: "c"},
-		entry{name: "top/notyet", link: "nothere/../../secret"},
-		entry{name: "top/dangling", link: "nothere/file"},
-		entry{name: "top/loop1", link: "loop2"},
-		entry{name: "top/loop2", link: "loop1"},
-		entry{name: "top/self", link: "self/x"},
-		entry{name: "top/x", link: "sub/.."},
-		entry{name: "top/sub", link: "."},
-		entry{name: "top/sub/in", link: "../a"},
-		entry{name: "top/sub/out", link: "../../../secret"},
-	), "top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := map[string]string{"a": ".", "dangling": "nothere/file", "loop1": "loop2", "x": "sub/..", "sub/in": "../a",
-		"tolink": "c"} // c was not made: tolink dangles inside
-
-	for name, target := range kept {
-		if got, err := os.Readlink(filepath.Join(ws, "back", name)); err != nil || got != target {
-			t.Errorf("%s: %q %v, want a link to %q", name, got, err, target)
+	deep := filepath.Join(ws, "a", "b", "c", "d")
+	os.MkdirAll(deep, 0o755)
+	b.Run("Resolve", func(b *testing.B) {
+		for b.Loop() {
+			Resolve(deep, []string{ws})
 		}
-	}
-	var skipped []string
-	for _, l := range rep.SkippedLinks {
-		skipped = append(skipped, strings.TrimPrefix(l.Path, "back/")+": "+l.Reason)
-		if _, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(l.Path))); err == nil && l.Path != "back/sub" {
-			t.Errorf("%s was written", l.Path)
+	})
+	b.Run("EvalSymlinks", func(b *testing.B) {
+		for b.Loop() {
+			filepath.EvalSymlinks(deep)
 		}
-	}
-	slices.Sort(skipped)
-	want := []string{"c: " + errClimbs.Error(), "d: " + errClimbs.Error(), "loop2: " + errLoop.Error(),
-		"notyet: " + errClimbs.Error(), "self: " + errLoop.Error(), "sub/out: " + errOutside.Error(),
-		"sub: " + errReplaces.Error(), "viaperson: " + errOutside.Error()}
-	if !slices.Equal(skipped, want) {
-		t.Errorf("skipped links:\n%s\nwant\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
-	}
-	for _, p := range []string{"back/d", "back/c", "back/tolink", "back/sub/out"} {
-		if b, err := os.ReadFile(filepath.Join(ws, p)); err == nil {
-			t.Errorf("%s reads %q", p, b)
-		}
-	}
-}
-
-// A later copy cannot bend a link an earlier one made: a .. after a link
-// or after a name not there yet was refused, and a folder is never turned
-// into a link, so replacing a link moves only what lies below it.
-func TestLaterCopiesCannotBendEarlierLinks(t *testing.T) {
-	base := realTemp(t)
-	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, "back", "real"), 0o755)
-	p := Policy{Roots: []string{ws}}
-	extract := func(entries ...entry) Report {
-		w, err := p.Writer(ws, "back", Guard{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		rep, err := w.Extract(tarOf(t, append([]entry{{name: "top/", dir: true}}, entries...)...), "top")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
-	first := extract(entry{name: "top/y", link: "real"}, entry{name: "top/x", link: "y/.."},
-		entry{name: "top/z", link: "real/.."}, entry{name: "top/m", link: "missing/.."})
-	second := extract(entry{name: "top/y", link: "."}, entry{name: "top/real", link: "."},
-		entry{name: "top/missing", link: "."})
-	if len(first.SkippedLinks) != 2 || len(second.SkippedLinks) != 1 {
-		t.Errorf("first %+v\nsecond %+v", first.SkippedLinks, second.SkippedLinks)
-	}
-	if got, _ := filepath.EvalSymlinks(filepath.Join(ws, "back", "z")); got != filepath.Join(ws, "back") {
-		t.Errorf("z leads to %s", got)
-	}
-	for _, gone := range []string{"x", "m"} {
-		if _, err := os.Lstat(filepath.Join(ws, "back", gone)); err == nil {
-			t.Errorf("%s was written", gone)
-		}
-	}
-}
-
-// A single-file destination is resolved as the kernel would: through the
-// chain, c/.. is above the workspace, so it is refused rather than cleaned
-// lexically into back/.
-func TestWriterDestinationThroughALinkChain(t *testing.T) {
-	base := realTemp(t)
-	ws := filepath.Join(base, "ws")
-	os.MkdirAll(filepath.Join(ws, "back"), 0o755)
-	os.WriteFile(filepath.Join(base, "secret"), []byte("S"), 0o600)
-	links(t, ws, "back/a", ".", "back/c", "a/..", "back/d", "c/../secret")
-	p := Policy{Roots: []string{ws}}
-	for _, dest := range []string{"back/c/../secret", "back/c/../new", "back/a/c/../x"} {
-		if w, err := p.Writer(ws, dest, Guard{}); !denied(err) {
-			t.Errorf("%s: %v", dest, err)
-			if err == nil {
-				w.Close()
-			}
-		}
-	}
-	w, err := p.Writer(ws, "back/d", Guard{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WriteFile([]byte("x"), 0o644); !errors.Is(err, ErrLink) {
-		t.Errorf("a write onto the chain's end: %v", err)
-	}
-	if _, err := w.Extract(tarOf(t, entry{name: "f", body: "x"}), "f"); err != nil {
-		t.Errorf("a file copied onto a link replaces the link: %v", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(base, "secret")); string(b) != "S" {
-		t.Errorf("the secret outside changed: %q", b)
-	}
-	if b, _ := os.ReadFile(filepath.Join(ws, "back", "d")); string(b) != "x" {
-		t.Errorf("back/d = %q", b)
-	}
-	// Inside, the same path resolves where the kernel says: a/c is ws.
-	if _, err := p.Confine(ws, "back/a/c/back"); err != nil {
-		t.Errorf("back/a/c/back: %v", err)
-	}
-}
-
-func realTemp(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	})
 }

@@ -1,7 +1,9 @@
 // Package policy is the operator's word on what one sbf process may do on
 // this host: which workspaces it serves, which host folders it may read,
-// write and mount besides a workspace, and whether a driver that runs guest
-// commands on the host may run at all. It is loaded once, when the process
+// write and mount besides a workspace, whether a driver that runs guest
+// commands on the host may run at all, and the ceilings of the limits a
+// workspace or a caller may only lower (instances, lease lengths, output
+// and copy sizes). It is loaded once, when the process
 // starts, from its flags, its environment and the global config — never
 // from a workspace file or a tool argument — so requests and guest output
 // can only narrow it.
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -43,6 +46,9 @@ type Policy struct {
 	// Reserved are the host places guest data never lands in (sbf's config
 	// and state, shell startup files…), located from the environment.
 	Reserved *hostpath.Places
+	// Ceilings are the operator's limits (Defaulted: the output and copy
+	// ones are always set).
+	Ceilings Ceilings
 }
 
 // Sources are where a policy is read from; cmd/ fills them.
@@ -59,8 +65,15 @@ type Sources struct {
 // Global is the [policy] table of ~/.config/sandboxforge/config.toml. It
 // cannot enable a host-executing driver: only the environment can.
 type Global struct {
+	Path           string // the file, named where its ceilings are shown
 	WorkspaceRoots []string
 	AllowedPaths   []string
+	// Ceilings; zero: not set.
+	MaxInstances   int
+	MaxTTL         time.Duration
+	MaxLifetime    time.Duration
+	MaxOutputBytes int64
+	MaxCopyBytes   int64
 }
 
 // Load combines the sources: lists add up, folders become absolute and
@@ -90,6 +103,9 @@ func Load(src Sources) (Policy, error) {
 	}
 	p.HostExec = getenv(EnableSimVar) == "1"
 	p.Reserved = hostpath.NewPlaces(getenv)
+	if p.Ceilings, err = ceilings(src.Global, getenv); err != nil {
+		return Policy{}, err
+	}
 	return p, nil
 }
 
@@ -117,28 +133,43 @@ func folders(what string, list []string) ([]string, error) {
 // lies in one of the operator's roots and, when the MCP client declared
 // roots of its own (client non-nil), in one of those too.
 func (p Policy) Workspace(root string, client []string) error {
+	return p.WorkspaceAs(root, root, client)
+}
+
+// WorkspaceAs is Workspace whose refusal names the folder as the caller
+// gave it (given), never where it led: a refusal tells nothing about the
+// host that the caller did not already say.
+func (p Policy) WorkspaceAs(root, given string, client []string) error {
 	if len(p.WorkspaceRoots) > 0 && !hostpath.Within(root, p.WorkspaceRoots) {
-		return notAllowed(root, p.WorkspaceRoots, "the folders this server was started for", "--workspace-root DIR")
+		return p.NotServed(given)
 	}
 	if client != nil && !hostpath.Within(root, client) {
-		return notAllowed(root, client, "the roots the MCP client declared", "a client root that holds it")
+		return notAllowed(given, client, "the roots the MCP client declared", "a client root that holds it")
 	}
 	return nil
 }
 
-func notAllowed(root string, roots []string, whose, fix string) error {
+// NotServed is the refusal of a folder that leads outside the operator's
+// roots, naming it as the caller gave it.
+func (p Policy) NotServed(given string) error {
+	return notAllowed(given, p.WorkspaceRoots, "the folders this server was started for", "--workspace-root DIR")
+}
+
+func notAllowed(given string, roots []string, whose, fix string) error {
 	shown := roots
 	if len(shown) == 0 {
 		shown = []string{"none"}
 	}
-	return coded.New(WorkspaceNotAllowed, map[string]any{"workspace_root": root, "allowed_roots": roots},
-		"%s is outside %s (%s); serve it with %s", root, whose, strings.Join(shown, ", "), fix)
+	given = coded.Clip(given)
+	return coded.New(WorkspaceNotAllowed, map[string]any{"workspace_root": given, "allowed_roots": roots},
+		"%s is outside %s (%s); serve it with %s", given, whose, strings.Join(shown, ", "), fix)
 }
 
 // HostPaths is where host-side file tools may read and write for a
 // workspace: the workspace first, then the operator's allowed paths.
 func (p Policy) HostPaths(workspace string) hostpath.Policy {
-	return hostpath.Policy{Roots: append([]string{workspace}, p.AllowedPaths...), Reserved: p.Reserved}
+	return hostpath.Policy{Roots: append([]string{workspace}, p.AllowedPaths...), Reserved: p.Reserved,
+		MaxCopyBytes: p.Ceilings.Defaulted().MaxCopyBytes.Value}
 }
 
 // GlobalFile is the global config, relative to the config home: the one
@@ -167,8 +198,14 @@ func ReadGlobal(configHome string) (*Global, error) {
 	if !ok {
 		return nil, nil
 	}
-	g := &Global{}
+	g := &Global{Path: path}
 	for key, val := range table {
+		if slices.Contains(limitKeys, key) {
+			if err := globalLimit(g, key, val); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var into *[]string
 		switch key {
 		case "workspace_roots":
@@ -176,8 +213,9 @@ func ReadGlobal(configHome string) (*Global, error) {
 		case "allowed_paths":
 			into = &g.AllowedPaths
 		default:
-			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, workspace_roots; "+
-				"a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key, EnableSimVar)
+			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, workspace_roots, %s; "+
+				"a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key,
+				strings.Join(limitKeys, ", "), EnableSimVar)
 		}
 		list, _ := val.([]any)
 		for _, item := range list {

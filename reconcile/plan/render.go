@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 )
 
 // Summary counts a plan the way people read plans: a replace both adds
@@ -108,7 +109,7 @@ func (p *Plan) Render(w io.Writer, st Style) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "State corrections (no change to any VM):")
 		for _, r := range p.Refresh {
-			fmt.Fprintf(w, "  %s: %s\n", r.Sandbox, r.Note)
+			fmt.Fprintf(w, "  %s: %s\n", r.Sandbox, termsafe.Line(r.Note))
 		}
 	}
 	p.renderLeases(w)
@@ -150,7 +151,8 @@ func (p *Plan) RenderProblems(w io.Writer) {
 	}
 	fmt.Fprintln(w, "Cannot plan these sandboxes:")
 	for _, pr := range p.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", pr.Sandbox, strings.ReplaceAll(pr.Message, "\n", "\n    "))
+		// A problem may quote what a backend or a guest said: escaped (termsafe).
+		fmt.Fprintf(w, "  %s: %s\n", pr.Sandbox, strings.ReplaceAll(termsafe.Text(pr.Message), "\n", "\n    "))
 	}
 }
 

@@ -1,8 +1,11 @@
 // Package composefile loads a sandbox's compose files on the host with
 // compose-go, validating them against the compose specification before
-// any VM is touched. It is linked only where compose files are read (the
-// sbf-server binary); the sbf CLI asks that binary, so its own start stays
-// free of compose-go's schemas.
+// any VM is touched. A guest may have written them, so every path they
+// name is held to the workspace first (check.go), and sbf loads them only
+// in a child that confined itself to the workspace before reading (Child,
+// run by drivers/guest/composerun). It is linked only into the sbf-server
+// binary, whose compose-load child both sbf and sbf-server run, so sbf's
+// own start stays free of compose-go's schemas.
 package composefile
 
 import (
@@ -14,8 +17,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,63 +24,29 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
 // LoadProject reads and validates a sandbox's compose files on the host,
-// before any VM is touched.
+// before any VM is touched. Every path they name is first held to the
+// workspace (check.go): a path outside is a positioned problem, all of
+// them at once, and compose-go does not run. sbf calls it in a child that
+// has confined itself to the workspace first (Child).
 func LoadProject(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
-	root, err := filepath.Abs(o.Root)
+	l, err := prepare(o)
 	if err != nil {
 		return nil, err
 	}
-	dir := root
-	if o.Compose.ProjectDirectory != "" {
-		dir = join(root, o.Compose.ProjectDirectory)
-	}
-	files := make([]string, len(o.Compose.Files))
-	for i, f := range o.Compose.Files {
-		files[i] = join(root, f)
-		if _, err := os.Stat(files[i]); err != nil {
-			return nil, &guest.ProjectError{
-				File: files[i],
-				Err:  fmt.Errorf("compose file not readable (sandbox %s has compose = true): %w", o.Sandbox, err),
-			}
-		}
-	}
-	env := []string{}
-	if o.Compose.UseProcessEnv {
-		env = append(env, o.Environ...)
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
-		env = append(env, k+"="+o.Env[k])
-	}
-	envFiles := make([]string, len(o.Compose.EnvFiles))
-	for i, f := range o.Compose.EnvFiles {
-		envFiles[i] = join(root, f)
-	}
-	opts, err := cli.NewProjectOptions(files,
-		cli.WithWorkingDirectory(dir),
-		cli.WithName(guest.ProjectName(o.Sandbox)),
-		cli.WithEnv(env),
-		cli.WithEnvFiles(envFiles...),
-		cli.WithDotEnv,
-		cli.WithProfiles(o.Compose.Profiles),
-		cli.WithResolvedPaths(true),
-	)
+	defer l.check.Close()
+	p, err := l.opts.LoadProject(ctx)
 	if err != nil {
-		return nil, &guest.ProjectError{File: files[0], Err: err}
-	}
-	p, err := opts.LoadProject(ctx)
-	if err != nil {
-		return nil, &guest.ProjectError{File: strings.Join(files, ", "), Err: err}
+		return nil, l.loaderError(err)
 	}
 	if o.Network != "" {
 		joinNetwork(p, o.Network)
 	}
-	relativize(p, dir)
-	return bundle(p, root, dir)
+	relativize(p, l.dir)
+	return bundle(p, l.check.rootDir, l.dir)
 }
 
 // relativize turns the host paths the loader resolved back into paths

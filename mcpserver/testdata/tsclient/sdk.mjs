@@ -9,12 +9,14 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 // connect returns the client and its call helpers. setup runs before the
 // connection (to register handlers the server may call at once).
-export async function connect({ name, mode, target, serverArgs, headers = {}, options = {}, setup }) {
+// maxBufferSize, when set, raises the stdio transport's limit on one
+// message (the SDK's default is 10 MiB).
+export async function connect({ name, mode, target, serverArgs, headers = {}, options = {}, setup, maxBufferSize }) {
   assert.ok(["stdio", "http"].includes(mode), `mode ${mode}: want stdio or http`);
   const client = new Client({ name, version: "1.0.0" }, options);
   setup?.(client);
   const transport = mode === "stdio"
-    ? new StdioClientTransport({ command: target, args: serverArgs, env: process.env, stderr: "inherit" })
+    ? new StdioClientTransport({ command: target, args: serverArgs, env: process.env, stderr: "inherit", maxBufferSize })
     : new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers } });
   await client.connect(transport);
 
