@@ -170,7 +170,11 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
 		if r.LastError != "" {
 			note = strings.TrimSpace(note + " " + firstLine(r.LastError))
 		}
-		t.row(r.Name, r.Instance, r.Driver, string(r.Phase), r.Live, exp, note)
+		phase := string(r.Phase)
+		if r.Lease == reconcile.LeaseExpired {
+			phase = "expired" // the engine's verdict: run out, the loop deletes the VM
+		}
+		t.row(r.Name, r.Instance, r.Driver, phase, r.Live, exp, note)
 	}
 	t.flush()
 }

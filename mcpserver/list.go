@@ -85,11 +85,11 @@ func runtimeFields(row map[string]any, rec *state.Sandbox) {
 // VM and records the transition.
 func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 	switch {
-	case st.Phase == state.Destroyed || st.Phase == state.Expired:
+	case st.Lease == reconcile.LeaseEnded:
 		return string(st.Phase)
-	case st.ExpiresAt != nil && !now.Before(*st.ExpiresAt):
+	case st.Lease == reconcile.LeaseExpired:
 		return "expired"
-	case st.ExpiresAt == nil && st.Declared:
+	case st.Lease == reconcile.LeaseNone && st.Declared:
 		return "destroyed"
 	case st.Phase == state.Failed:
 		return "error"

@@ -59,7 +59,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}
-		return mcp.NewToolResultStructuredOnly(withWarnings(out, warnings)), nil
+		return mcp.NewToolResultStructuredOnly(fitResponse(withWarnings(out, warnings))), nil
 	})
 }
 

@@ -111,6 +111,9 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 			}()
 			select {
 			case sem <- struct{}{}:
+			case <-stopChan(ctx):
+				errs[i] = fmt.Errorf("sandbox %s: %w", p.Actions[current].Sandbox, ErrInterrupted)
+				return
 			case <-ctx.Done():
 				errs[i] = fmt.Errorf("sandbox %s: %w", p.Actions[current].Sandbox, ctx.Err())
 				return
@@ -119,6 +122,10 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 			// A sandbox's steps depend on each other (VM, runtime,
 			// services, env, compose): the first failure ends its chain.
 			for _, k := range chain {
+				if stopped(ctx) {
+					errs[i] = fmt.Errorf("sandbox %s: %w", p.Actions[k].Sandbox, ErrInterrupted)
+					return
+				}
 				a := p.Actions[k]
 				if inst, ok := e.adopted.Load(a.Sandbox); ok && a.Sandbox != "" && a.Kind != plan.Adopt {
 					a.Instance = inst.(string) // the steps after an adopt go to what it took

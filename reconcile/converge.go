@@ -33,6 +33,9 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	if u != nil && u.locks != nil {
 		defer u.locks.release()
 	}
+	if u != nil && u.store != nil {
+		defer u.store.Close() // state.json whole again once the run is done
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
@@ -32,6 +33,32 @@ type WatchOptions struct {
 	// the pass's driver calls are cancelled and the workspace is retried
 	// with backoff, so a hung backend command cannot hold a worker forever.
 	PassTimeout time.Duration
+	// ParkedRecheck is how long a workspace parked on a refusal waits for
+	// its files to change before its pass runs anyway (default 15
+	// minutes): a backend installed or a place freed on the host changes
+	// no file of its own.
+	ParkedRecheck time.Duration
+	// StopGrace is how long a workspace pass may go on once the loop is
+	// stopped (default DefaultStopGrace): within a service manager's stop
+	// timeout (sbf's units give 5 minutes), so the pass is cancelled and
+	// records what it did rather than being killed mid-step.
+	StopGrace time.Duration
+	// Jitter spreads a retry's wait: it is given the backoff and returns
+	// the wait (default: a random point in its second half), so workspaces
+	// that failed together do not retry together.
+	Jitter func(time.Duration) time.Duration
+}
+
+// DefaultStopGrace leaves a minute of a 5-minute stop timeout for the
+// state to be saved and the process to exit.
+const DefaultStopGrace = 4 * time.Minute
+
+// equalJitter waits between half the backoff and all of it.
+func equalJitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
 }
 
 // DefaultPassTimeout is long enough for the slowest legitimate pass: a
@@ -73,7 +100,7 @@ func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
 func (e *Engine) watch(ctx context.Context, o WatchOptions, asleep func(until time.Time, running int)) error {
 	adopted, stop := e.adoptions.subscribe()
 	defer stop()
-	c := &controller{e: e, o: o, q: newQueue(), done: make(chan passDone), adopted: adopted, asleep: asleep}
+	c := &controller{e: e, r: e, o: o, q: newQueue(), done: make(chan passDone), adopted: adopted, asleep: asleep}
 	if c.o.Workers <= 0 {
 		c.o.Workers = 4
 	}
@@ -86,11 +113,39 @@ func (e *Engine) watch(ctx context.Context, o WatchOptions, asleep func(until ti
 	if c.o.PassTimeout <= 0 {
 		c.o.PassTimeout = DefaultPassTimeout
 	}
+	if c.o.ParkedRecheck <= 0 {
+		c.o.ParkedRecheck = 15 * time.Minute
+	}
+	if c.o.StopGrace <= 0 {
+		c.o.StopGrace = DefaultStopGrace
+	}
+	if c.o.Jitter == nil {
+		c.o.Jitter = equalJitter
+	}
 	return c.run(ctx)
+}
+
+// Reconciler is what the loop drives: one pass over a workspace (expire
+// what ran out, repair drift, never renew a lease) and one over its pools.
+// The Engine is one.
+type Reconciler interface {
+	Reconcile(ctx context.Context, ws spec.Options) (*Result, error)
+	ReconcilePools(ctx context.Context, ws spec.Options) (*Result, error)
+}
+
+// Reconcile is one loop pass over a workspace.
+func (e *Engine) Reconcile(ctx context.Context, ws spec.Options) (*Result, error) {
+	return e.Apply(ctx, ws, Options{})
+}
+
+// ReconcilePools is one loop pass over a workspace's pools.
+func (e *Engine) ReconcilePools(ctx context.Context, ws spec.Options) (*Result, error) {
+	return e.Apply(ctx, ws, Options{Request: Request{Op: FillPools}})
 }
 
 type controller struct {
 	adopted <-chan struct{}
+	r       Reconciler
 	e       *Engine
 	o       WatchOptions
 	q       *queue
@@ -200,7 +255,9 @@ func (c *controller) dispatch(ctx context.Context) {
 		}
 		c.q.take()
 		if en.parked != "" {
-			if fingerprint(en.ws) == en.parked {
+			// Some refusals end without the files changing (a backend
+			// installed, a place freed on the host): look again now and then.
+			if fingerprint(en.ws) == en.parked && now.Before(en.parkedAt.Add(c.o.ParkedRecheck)) {
 				unchanged = append(unchanged, en)
 				continue
 			}
@@ -260,12 +317,16 @@ func (c *controller) nextPass(en *entry, err error, now time.Time) time.Time {
 		en.failures = 0
 	case terminal(err):
 		// Retrying cannot help until someone edits the files; they are
-		// looked at again every Interval (or at a Wake).
+		// looked at again every Interval (or at a Wake), and the pass runs
+		// anyway once it has been parked for ParkedRecheck.
+		if en.parked == "" {
+			en.parkedAt = now
+		}
 		en.parked = fingerprint(en.ws)
 		return next
 	default:
 		en.failures++
-		next = now.Add(min(c.o.MaxBackoff, firstBackoff<<min(en.failures-1, 16)))
+		next = now.Add(c.o.Jitter(min(c.o.MaxBackoff, firstBackoff<<min(en.failures-1, 16))))
 	}
 	if !en.expiry.IsZero() && en.expiry.After(now) && en.expiry.Before(next) {
 		next = en.expiry

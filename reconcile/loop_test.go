@@ -35,6 +35,9 @@ type loopRun struct {
 func startLoop(t *testing.T, e *Engine, clk *clock.Fake, o WatchOptions) *loopRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &loopRun{t: t, clock: clk, cancel: cancel, done: make(chan error, 1)}
+	if o.Jitter == nil {
+		o.Jitter = func(d time.Duration) time.Duration { return d } // waits these tests can count
+	}
 	go func() { l.done <- e.watch(ctx, o, l.asleep) }()
 	return l
 }
@@ -306,7 +309,9 @@ func TestQueueHandsOutEarliestDueFirst(t *testing.T) {
 }
 
 // Terminal errors are recognised by errors.Is through any wrapping; a
-// configuration spec.Load rejects is terminal, a coded code alone is not.
+// configuration spec.Load rejects is terminal, and so is a refusal
+// (configuration, capacity, backend) unless it is joined with a failure
+// retrying may fix.
 func TestTerminalErrors(t *testing.T) {
 	invalid := spec.Errors{{File: ".sandboxforge.toml", Key: "vm.cpus", Message: "must be positive"}}
 	marked := TerminalError(coded.New(coded.InstanceTerminal, nil, "gone for good"))
@@ -318,7 +323,10 @@ func TestTerminalErrors(t *testing.T) {
 		{fmt.Errorf("applying: %w", marked), true},
 		{fmt.Errorf("loading: %w", invalid), true},
 		{errors.Join(errors.New("timeout"), invalid), true},
-		{coded.New(coded.ConfigInvalid, nil, "a code is not a mark"), false},
+		{coded.New(coded.ConfigInvalid, nil, "a refusal"), true},
+		{fmt.Errorf("sandbox api: %w", coded.New(coded.InstanceLimit, nil, "the host is full")), true},
+		{errors.Join(coded.New(coded.BackendUnavailable, nil, "no limactl"), errors.New("timeout")), false},
+		{coded.New(coded.InstanceTerminal, nil, "another code is not a refusal"), false},
 		{errors.New("network down"), false},
 	} {
 		if got := terminal(c.err); got != c.want {
@@ -366,5 +374,75 @@ func TestFingerprintCoversEveryConfigFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		remember("editing " + f + " in place")
+	}
+}
+
+// A refusal (here the backend is missing) parks the workspace instead of
+// retrying it with backoff; the pass runs again once ParkedRecheck passes,
+// since installing a backend changes no file of the workspace's.
+func TestWatchParksARefusalAndLooksAgainLater(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	var calls atomic.Int32
+	h.eng.Drivers = func(string, *spec.Resolved) (Driver, error) {
+		calls.Add(1)
+		return nil, coded.New(coded.BackendUnavailable, nil, "limactl not found")
+	}
+	loop, errs := h.reportErrors(t, WatchOptions{Interval: time.Minute, ParkedRecheck: 10 * time.Minute})
+	defer loop.stop()
+	if err := nextError(t, errs); !terminal(err) {
+		t.Fatalf("first pass: %v, want a refusal", err)
+	}
+	first := calls.Load()
+	for range 9 {
+		loop.settle()
+		h.clock.Advance(time.Minute)
+	}
+	loop.settle()
+	if calls.Load() != first {
+		t.Fatalf("a parked workspace was retried before ParkedRecheck (%d driver calls, %d before)", calls.Load(), first)
+	}
+	h.clock.Advance(time.Minute)
+	if err := nextError(t, errs); !terminal(err) || calls.Load() == first {
+		t.Fatalf("no pass after ParkedRecheck: %v", err)
+	}
+}
+
+// Stopping the loop gives a hung workspace pass StopGrace, then cancels
+// it (long before a 30-minute pass timeout), so a service manager's stop
+// timeout never kills the process mid-step.
+func TestWatchStopCancelsAPassAfterItsGrace(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	hung := make(chan context.Context, 1)
+	h.onList(func(ctx context.Context, _ lister) ([]drivers.Instance, error) {
+		hung <- ctx
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	loop, errs := h.reportErrors(t, WatchOptions{Interval: time.Hour, PassTimeout: 30 * time.Minute,
+		StopGrace: 2 * time.Minute})
+	ctx := <-hung
+	loop.cancel()
+	for i := 0; ctx.Err() == nil; i++ {
+		if i > 2000 {
+			t.Fatal("the pass was not cancelled after its grace")
+		}
+		h.clock.Advance(100 * time.Millisecond) // the grace timer starts once the stop is seen
+		time.Sleep(time.Millisecond)
+	}
+	if elapsed := h.clock.Now().Sub(t0); elapsed < 2*time.Minute || elapsed >= 30*time.Minute {
+		t.Errorf("the pass was cancelled %s after the stop, want its 2-minute grace", elapsed)
+	}
+	loop.stop()
+	if err := nextError(t, errs); !errors.Is(err, ErrStopGrace) {
+		t.Errorf("the pass cut short by the stop reported %v", err)
+	}
+}
+
+// The default jitter waits between half the backoff and all of it.
+func TestEqualJitterStaysWithinItsBackoff(t *testing.T) {
+	for range 1000 {
+		if got := equalJitter(time.Minute); got < 30*time.Second || got > time.Minute {
+			t.Fatalf("equalJitter(1m) = %s", got)
+		}
 	}
 }

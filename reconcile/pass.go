@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -37,7 +38,38 @@ func (t *terminalError) Error() string        { return t.err.Error() }
 func (t *terminalError) Unwrap() error        { return t.err }
 func (t *terminalError) Is(target error) bool { return target == ErrTerminal }
 
-func terminal(err error) bool { return errors.Is(err, ErrTerminal) || errors.Is(err, spec.ErrInvalid) }
+// refusals are the coded errors retrying does not fix by itself: the
+// configuration, the host's capacity or a backend's presence must change
+// first, so the loop parks the workspace instead of retrying it.
+var refusals = map[string]bool{coded.ConfigInvalid: true, coded.BackendUnavailable: true,
+	coded.InstanceLimit: true, coded.PolicyUnsupported: true, "INSUFFICIENT_HOST_RESOURCES": true}
+
+// terminal says whether retrying err at once cannot help: it is marked
+// so, or every failure it joins is a refusal.
+func terminal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrTerminal) || errors.Is(err, spec.ErrInvalid) {
+		return true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !terminal(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	var ce *coded.Error
+	if errors.As(err, &ce) && refusals[ce.Code] {
+		return true
+	}
+	if next := errors.Unwrap(err); next != nil {
+		return terminal(next)
+	}
+	return false
+}
 
 // ErrPassTimeout matches the error of a pass cancelled at
 // WatchOptions.PassTimeout.
@@ -79,22 +111,55 @@ func (c *controller) pass(ctx context.Context, key string, ws spec.Options, pool
 	}()
 	if !pools {
 		// Stopping the loop lets a workspace's pass finish its actions and
-		// save their outcome; only the pass timeout cuts it short. A refill
+		// save their outcome, for StopGrace (shorter than a service
+		// manager's stop timeout, which would kill it mid-step); then its
+		// driver calls are cancelled and it records what it did. A refill
 		// stops with the loop: a spare cut off mid-boot is deleted (now, or
 		// by the next pass), and nobody waits for a VM nobody asked for yet.
-		ctx = context.WithoutCancel(ctx)
+		var stop context.CancelFunc
+		ctx, stop = withStopGrace(ctx, c.e.Clock, c.o.StopGrace)
+		defer stop()
 	}
 	ctx, cancel := withTimeout(ctx, c.e.Clock, c.o.PassTimeout)
 	defer cancel()
 	if pools {
-		d.pool, d.err = c.e.Apply(ctx, ws, Options{Request: Request{Op: FillPools}})
+		d.pool, d.err = c.r.ReconcilePools(ctx, ws)
 	} else {
-		d.res, d.err = c.e.Apply(ctx, ws, Options{})
+		d.res, d.err = c.r.Reconcile(ctx, ws)
 	}
 	if d.err != nil && errors.Is(context.Cause(ctx), ErrPassTimeout) {
 		d.err = fmt.Errorf("%w (after %s): %w", ErrPassTimeout, c.o.PassTimeout, d.err)
 	}
+	if d.err != nil && errors.Is(context.Cause(ctx), ErrStopGrace) {
+		d.err = fmt.Errorf("%w (after %s): %w", ErrStopGrace, c.o.StopGrace, d.err)
+	}
 	return d
+}
+
+// ErrStopGrace matches the error of a pass cancelled because the loop
+// stopped and its StopGrace ran out.
+var ErrStopGrace = errors.New("the loop stopped and the pass ran past its grace")
+
+// withStopGrace is parent without its cancellation, until StopGrace after
+// parent ends.
+func withStopGrace(parent context.Context, clk clock.Clock, grace time.Duration) (context.Context,
+	context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	go func() {
+		select {
+		case <-parent.Done():
+		case <-ctx.Done():
+			return
+		}
+		t := clk.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel(ErrStopGrace)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // withTimeout is context.WithTimeout on clk, so the clock a test (or

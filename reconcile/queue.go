@@ -20,7 +20,8 @@ type entry struct {
 	expiry   time.Time // the earliest lease end the last pass saw
 	// parked holds the configuration files' fingerprint while the entry
 	// waits for them to change; due is then when to look at them again.
-	parked string
+	parked   string
+	parkedAt time.Time // when it was parked
 }
 
 func (en *entry) running() bool { return en.index < 0 }

@@ -19,6 +19,35 @@ type SandboxStatus struct {
 	Live      string      `json:"live_status"` // running, stopped, broken, absent, unknown
 	Drift     string      `json:"drift"`       // empty when record and world agree
 	LastError string      `json:"last_error"`
+	// Lease is the engine's verdict on the lease at the moment the row was
+	// made, the same for every door: live, expired (it has run out; the
+	// loop deletes the VM), ended (destroyed or expired, recorded) or none.
+	Lease LeaseVerdict `json:"lease"`
+}
+
+// LeaseVerdict says where a sandbox's lease stands.
+type LeaseVerdict string
+
+const (
+	LeaseLive    LeaseVerdict = "live"
+	LeaseExpired LeaseVerdict = "expired"
+	LeaseEnded   LeaseVerdict = "ended"
+	LeaseNone    LeaseVerdict = "none"
+)
+
+// verdict judges a row's lease at now: a lease that has run out reads
+// expired at once, before the loop has deleted anything, so status and
+// exec never disagree about it.
+func verdict(row SandboxStatus, now time.Time) LeaseVerdict {
+	switch {
+	case row.Phase.Terminal():
+		return LeaseEnded
+	case row.ExpiresAt != nil && !now.Before(*row.ExpiresAt):
+		return LeaseExpired
+	case row.ExpiresAt == nil:
+		return LeaseNone
+	}
+	return LeaseLive
 }
 
 // Ended says the sandbox is over: destroyed or expired, with its VM
@@ -49,6 +78,7 @@ func (r *Result) Status() []SandboxStatus {
 			}
 		}
 		row.Live, row.Drift = r.live(row.Instance, row.Driver, rec)
+		row.Lease = verdict(row, r.Now)
 		if r.Busy != nil && row.Drift != "" {
 			// Mid-apply, record and world disagree by design.
 			row.Drift = ""

@@ -152,3 +152,26 @@ func TestAWriteThatChangesNothingWritesNothing(t *testing.T) {
 		t.Errorf("serial %d after an unchanged write, want 1", f.Serial)
 	}
 }
+
+// Between runs state.json alone is the whole state: Close folds the
+// journal in.
+func TestCloseFoldsTheJournalIntoStateJSON(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, 0)
+	for i := range 5 {
+		writeSandbox(t, s, fmt.Sprintf("sb%d", i), Running)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, FileName))
+	for i := range 5 {
+		if !strings.Contains(string(data), fmt.Sprintf(`"sb%d"`, i)) {
+			t.Errorf("state.json lacks sb%d after Close:\n%s", i, data)
+		}
+	}
+	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
+	if strings.Count(string(journal), "\n") != 1 {
+		t.Errorf("the journal holds more than its head after Close:\n%s", journal)
+	}
+}

@@ -79,6 +79,7 @@ type Store struct {
 	// it the backup, so the backup is always the version a run started from.
 	before   []byte
 	backedUp bool
+	wrote    bool // since Close last folded the journal in
 }
 
 // minLockWait is the least a writer waits for the state lock: it is held
@@ -166,6 +167,7 @@ func (s *Store) write(change func(*Tx)) error {
 		s.seen.stale = true // the state in memory may hold the change the files do not
 		return err
 	}
+	s.wrote = true
 	return nil
 }
 
@@ -181,8 +183,30 @@ func (s *Store) backUp() error {
 	return nil
 }
 
-// Close ends the store's run; it holds no lock between updates.
-func (s *Store) Close() error { return nil }
+// Close ends the store's run: the journal's lines are folded into
+// state.json, so between runs state.json alone holds the whole state (the
+// documented file, for people and tools that read it). A run that wrote
+// nothing writes nothing here either.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.wrote {
+		return nil
+	}
+	lock, err := s.lock(context.Background())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	s.wrote = false
+	if s.seen.entries == 0 && !s.seen.stale {
+		return nil
+	}
+	return s.writeWhole()
+}
 
 // ReadConsistent reads the state for a plan, which never writes: when a
 // writer (an apply) holds the lock, it waits up to timeout for it, and
