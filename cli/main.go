@@ -50,6 +50,7 @@ type app struct {
 	runCtx        context.Context
 	interrupts    *interrupts
 	stopListening func()
+	closers       []func() error // the drivers a command built, closed when it ends
 }
 
 // context is what a command runs with: cancelled by an interrupt (see
@@ -107,6 +108,9 @@ func runIn(ctx context.Context, in *interrupts, server *Server, args []string, g
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	for _, close := range a.closers {
+		close()
+	}
 	if a.stopListening != nil {
 		a.stopListening()
 	}
