@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -96,7 +97,7 @@ func (in *interrupts) heard() {
 		}
 		in.cancel()
 		go func() {
-			time.Sleep(interruptGrace)
+			<-clock.Real{}.After(interruptGrace) // a process ends in real time, whatever "now" is
 			in.exit(130)
 		}()
 	default:
