@@ -41,6 +41,7 @@ var noWorkspace = map[string]bool{"sbf version": true, "sbf service status": tru
 // Every command, as text and as --json, and every file sbf writes
 // outside the app's own .env, is free of the planted secrets.
 func TestNoCommandOutputCarriesASecret(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	dir := t.TempDir()
 	host := filepath.Join(t.TempDir(), "host")
 	write(t, filepath.Join(dir, ".sandboxforge.toml"), canarySpec)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +85,10 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	if opts.Confirm == nil && !f.autoApprove {
 		opts.Confirm = a.confirm(f.asJSON)
 	}
-	res, err := eng.Apply(context.Background(), ws, opts)
+	if a.interrupts != nil {
+		defer a.interrupts.applyingPlan()()
+	}
+	res, err := eng.Apply(a.context(), ws, opts)
 	if f.asJSON {
 		if werr := writeJSON(a.stdout, applyReportOf(res, err)); werr != nil {
 			return werr

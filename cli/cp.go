@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -35,7 +34,7 @@ func (a *app) cpCommand() *cobra.Command {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			ctx := context.Background()
+			ctx := a.context()
 			start := tgt.Clock.Now()
 			if dstBox != "" {
 				err := tgt.CopyIn(ctx, policy, cwd, src, dst)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -122,12 +121,12 @@ func (a *app) doctor(all bool) (doctorReport, error) {
 		return doctorReport{}, err
 	}
 	rep := doctorReport{WorkspaceRoot: r.Root, Usable: true, Host: hostChecks()}
-	rep.Drivers = reconcile.Diagnose(context.Background(), a.driverEnv(c), r)
+	rep.Drivers = reconcile.Diagnose(a.context(), a.driverEnv(c), r)
 	for _, d := range rep.Drivers {
 		rep.Usable = rep.Usable && d.Usable
 	}
 	if all {
-		rep.Others = reconcile.DiagnoseHost(context.Background(), a.driverEnv(c), r, rep.Drivers)
+		rep.Others = reconcile.DiagnoseHost(a.context(), a.driverEnv(c), r, rep.Drivers)
 	}
 	return rep, nil
 }

@@ -58,10 +58,12 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	backends := reconcile.OpenBackends(a.driverEnv(c))
+	a.closers = append(a.closers, backends.Close) // closed when the command ends
 	return &reconcile.Engine{
 		Clock:       c,
 		Policy:      pol,
-		Drivers:     reconcile.Backends(a.driverEnv(c)),
+		Drivers:     backends.Get,
 		HostDir:     a.hostDir(),
 		Parallelism: f.parallelism,
 		LockTimeout: f.lockTimeout,

@@ -28,6 +28,7 @@ func applied(t *testing.T) *simWorkspace {
 // The command's status passes through; sbf's own failures exit 125 and
 // a timeout 124, so a script can tell them apart.
 func TestExecExitStatuses(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	w := applied(t)
 	cases := []struct {
 		name   string

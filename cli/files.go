@@ -39,7 +39,7 @@ func (a *app) catCommand() *cobra.Command {
 				return err
 			}
 			start := tgt.Clock.Now()
-			n, err := a.catFile(context.Background(), tgt, p, offset, limit)
+			n, err := a.catFile(a.context(), tgt, p, offset, limit)
 			a.note(tgt, sandbox.Event{Tool: "cat", Path: p, Bytes: n}, start, err)
 			return err
 		},
@@ -95,7 +95,7 @@ func (a *app) lsCommand() *cobra.Command {
 				return a.reportError(err, f.asJSON)
 			}
 			start := tgt.Clock.Now()
-			l, err := tgt.ListFiles(context.Background(), p, f.recursive, f.limit)
+			l, err := tgt.ListFiles(a.context(), p, f.recursive, f.limit)
 			a.note(tgt, sandbox.Event{Tool: "ls", Path: p, Detail: fmt.Sprintf("entries=%d", len(l.Entries))},
 				start, err)
 			if err != nil {

@@ -20,6 +20,7 @@ import (
 // checks it, and the jobs run the sbf it installed. A tampered archive, or
 // a SHA256SUMS that is not the pinned one, fails the job before sbf runs.
 func TestGitopsInstallsPinnedRelease(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	if runtime.GOOS != "linux" {
 		t.Skip("the install script's archive here is a linux one")
 	}
@@ -65,7 +66,7 @@ func TestGitopsInstallScriptIsSbfs(t *testing.T) {
 // tarGz is a release archive of the named files (name → path).
 func tarGz(t *testing.T, files map[string]string) []byte {
 	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
+	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // two test binaries: speed, not size
 	tw := tar.NewWriter(gz)
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		body, err := os.ReadFile(files[name])

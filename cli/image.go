@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -72,7 +71,7 @@ func (a *app) imageBuildCommand() *cobra.Command {
 			}
 			b := images.Builder{Cache: a.imageCache(out), Euid: os.Geteuid(), Progress: a.stderr, Clock: c,
 				Who: flock.Holder{Command: "sbf image build", PID: os.Getpid()}, LockTimeout: time.Hour}
-			im, err := b.Build(context.Background(), r, drivers.CanonicalArch(runtime.GOARCH))
+			im, err := b.Build(a.context(), r, drivers.CanonicalArch(runtime.GOARCH))
 			if err != nil {
 				return err
 			}

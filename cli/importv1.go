@@ -63,7 +63,7 @@ func (a *app) importV1Command() *cobra.Command {
 			"left alone. Rerunning is safe: what sbf keeps already is skipped.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.importV1(context.Background(), f, cmd.Flags().Changed("db"))
+			return a.importV1(a.context(), f, cmd.Flags().Changed("db"))
 		},
 	}
 	cmd.Flags().StringVar(&f.db, "db", "", "v1's lease database `PATH` (default: $LEASE_DB_PATH, else state/leases.db)")

@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,8 @@ func Main(server *Server) int {
 		vz.SetSupervisorStarter(vz.CommandStarter(exe, "vz-run"))
 	}
 	state.SbfVersion = version // every state file records the sbf that wrote it
-	return runWith(server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	ctx, in := interruptible(context.Background(), os.Stderr)
+	return runIn(ctx, in, server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // app is what every subcommand shares: where it reads and writes, and the
@@ -42,9 +44,22 @@ type app struct {
 	stderr io.Writer
 	dir    string // -C
 
-	policyFlags policyFlags
-	policy      *policy.Policy // loaded once, by operator()
-	server      *Server        // nil: sbf, which hands the server's work to sbf-server
+	policyFlags   policyFlags
+	policy        *policy.Policy // loaded once, by operator()
+	server        *Server        // nil: sbf, which hands the server's work to sbf-server
+	runCtx        context.Context
+	interrupts    *interrupts
+	stopListening func()
+	closers       []func() error // the drivers a command built, closed when it ends
+}
+
+// context is what a command runs with: cancelled by an interrupt (see
+// interrupts), and telling a run to stop starting steps at the first.
+func (a *app) context() context.Context {
+	if a.runCtx == nil {
+		return context.Background()
+	}
+	return a.runCtx
 }
 
 // exitError carries an exit code other than 1 (usage errors exit 2, plan
@@ -78,17 +93,34 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 }
 
 func runWith(server *Server, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server}
+	return runIn(context.Background(), nil, server, args, getenv, stdin, stdout, stderr)
+}
+
+// runIn runs one command with ctx; in, when set, hears interrupts for the
+// commands that do not handle signals themselves.
+func runIn(ctx context.Context, in *interrupts, server *Server, args []string, getenv func(string) string,
+	stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server, runCtx: ctx,
+		interrupts: in}
 	root := a.rootCommand()
 	root.SetArgs(terraformSpellings(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteContextC(ctx)
+	for _, close := range a.closers {
+		close()
+	}
+	if a.stopListening != nil {
+		a.stopListening()
+	}
 	if err == nil {
 		return 0
 	}
 	code, hint := 1, false
+	if a.interrupts.interrupted() {
+		code = 130 // as a shell reports a command ended by Ctrl-C
+	}
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -127,6 +159,9 @@ func (a *app) rootCommand() *cobra.Command {
 	// The usage text says what the default is; pflag would add (default ".").
 	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if a.interrupts != nil && !ownSignals[cmd.Name()] {
+			a.stopListening = a.interrupts.listen()
+		}
 		return a.findWorkspace(cmd)
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagError(cmd, err, 2) })

@@ -16,12 +16,14 @@ import (
 // agenttools.mjs holds the calls and their assertions.
 
 func TestTypeScriptSDKAgentToolsOverStdio(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
 	runAgentTools(t, w, "stdio", sbfBinary, freeLoopback(t))
 }
 
 func TestTypeScriptSDKAgentToolsOverHTTP(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
 	metrics := freeLoopback(t)

@@ -25,6 +25,7 @@ import (
 // server between its two phases.
 
 func TestTypeScriptSDKDataPlaneOverStdio(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	stateFile := dataPlaneStateFile(t)
@@ -48,6 +49,7 @@ func TestTypeScriptSDKDataPlaneOverStdio(t *testing.T) {
 }
 
 func TestTypeScriptSDKDataPlaneOverHTTP(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	stateFile := dataPlaneStateFile(t)

@@ -62,6 +62,7 @@ func TestTypeScriptSDKOverStdio(t *testing.T) {
 }
 
 func TestTypeScriptSDKOverHTTP(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	url := startServe(t, w, "127.0.0.1:0")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,7 +33,7 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Plan(context.Background(), ws, reconcile.Options{
+			res, err := eng.Plan(a.context(), ws, reconcile.Options{
 				Targets: targets, Request: reconcile.Request{Op: leaseOp(noRenew), Sandboxes: targets}})
 			if res == nil {
 				return a.reportError(err, f.asJSON)

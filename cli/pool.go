@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -103,7 +102,7 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 	if p.status {
 		run = eng.Plan
 	}
-	res, err := run(context.Background(), ws, opts)
+	res, err := run(a.context(), ws, opts)
 	if res == nil {
 		return a.reportError(err, f.asJSON)
 	}

@@ -31,7 +31,8 @@ func (a *app) reconcileCommand() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if !watch {
 				f.autoApprove = true
-				return a.converge("reconcile", &f, reconcile.Options{Confirm: a.showPlan(f.asJSON)})
+				return a.converge("reconcile", &f, reconcile.Options{Confirm: a.showPlan(f.asJSON),
+					Request: reconcile.Request{Op: reconcile.Reconcile}})
 			}
 			return a.watch(&f, interval)
 		},

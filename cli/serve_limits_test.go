@@ -89,6 +89,7 @@ func settle(t *testing.T, pid int) float64 {
 // without the server reading it: resident memory stays near idle (the
 // adversarial pass saw 18 MB → 2.9 GB).
 func TestServeMemoryAfter100MBBody(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	proc, url := serveProcess(t, w)
 	client := &http.Client{Timeout: 2 * time.Minute}
@@ -143,6 +144,7 @@ func (r repeatReader) Read(p []byte) (int, error) {
 // 20,000 initialize calls leave at most the session cap behind, and idle
 // sessions are reclaimed (the adversarial pass saw 22,000 → 330 MB, kept).
 func TestServeMemoryAfter20000Sessions(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	proc, url := serveProcess(t, w, "MCP_HTTP_SESSION_IDLE_SECONDS=4")
 	pid := proc.Process.Pid
@@ -201,6 +203,7 @@ func TestServeMemoryAfter20000Sessions(t *testing.T) {
 // While `sbf serve` converges, the lock note names `sbf serve` (it said
 // "sbf mcp"), and a concurrent apply says who it waits for.
 func TestServeNamesItselfInTheLockNote(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	_, url := serveProcess(t, w, "SBF_SIM_LATENCY=create=8s")
 	client := &http.Client{Timeout: time.Minute}

@@ -24,6 +24,7 @@ import (
 // driver refuses to run without it), expires sim leases with no other sbf
 // running: one taken before the loop started, one taken while it runs.
 func TestServiceUnitExpiresLeases(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	if runtime.GOOS != "linux" {
 		t.Skip("systemd units are Linux's")
 	}

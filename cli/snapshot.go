@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -88,7 +87,7 @@ func (a *app) snapshot(req reconcile.SnapshotRequest) (*reconcile.SnapshotResult
 		return nil, err
 	}
 	start := eng.Clock.Now()
-	res, err := eng.Snapshot(context.Background(), ws, req)
+	res, err := eng.Snapshot(a.context(), ws, req)
 	if req.Op != reconcile.SnapshotList {
 		if tgt, terr := eng.Target(ws, req.Sandbox); terr == nil {
 			detail := "snapshot=" + req.Name
@@ -194,7 +193,7 @@ func (a *app) clone(f *convergeFlags, req reconcile.CloneRequest) error {
 	if err != nil {
 		return err
 	}
-	res, name, err := eng.Clone(context.Background(), ws, req)
+	res, name, err := eng.Clone(a.context(), ws, req)
 	if f.asJSON {
 		rep := map[string]any{"sandbox": name, "source": req.Source, "result": applyReportOf(res, err)}
 		if werr := writeJSON(a.stdout, rep); werr != nil {

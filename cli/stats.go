@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,7 +80,7 @@ func (a *app) sampleStats(names []string) ([]statsRow, error) {
 		if l, ok := r.Config.Leases[name]; ok {
 			row.LeaseLeft = max(0, int64(l.ExpiresAt.Sub(eng.Clock.Now()).Seconds()))
 		}
-		if row.Stats, err = tgt.Stats(context.Background()); err != nil {
+		if row.Stats, err = tgt.Stats(a.context()); err != nil {
 			row.Error = err.Error()
 		}
 		rows = append(rows, row)
@@ -152,7 +151,7 @@ func (a *app) healthCommand() *cobra.Command {
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}
-			rows, healthy, err := eng.Health(context.Background(), ws)
+			rows, healthy, err := eng.Health(a.context(), ws)
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -29,7 +28,7 @@ func (a *app) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Plan(context.Background(), ws, reconcile.Options{})
+			res, err := eng.Plan(a.context(), ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -27,7 +26,7 @@ func (a *app) syncCommand() *cobra.Command {
 				return err
 			}
 			cwd, _ := os.Getwd()
-			ctx := context.Background()
+			ctx := a.context()
 			start := tgt.Clock.Now()
 			if from {
 				rep, err := tgt.CopyOut(ctx, policy, cwd, list[2], list[1])

@@ -53,6 +53,7 @@ func schemaLine(t *testing.T, path string) string {
 }
 
 func TestExamplesMatchTheSchemaInTaplo(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	repo, _ := filepath.Abs("..")
 	var files []string
 	for _, name := range examples(t) {
@@ -83,6 +84,7 @@ func TestExamplesMatchTheSchemaInTaplo(t *testing.T) {
 // What 'sbf init' writes is checked by Taplo in a fresh clone, where
 // nothing git ignores exists.
 func TestInitSchemaWorksAfterAClone(t *testing.T) {
+	t.Parallel() // subprocesses and waits: it overlaps with the others
 	origin, clone := t.TempDir(), filepath.Join(t.TempDir(), "clone")
 	git(t, origin, "init", "-q")
 	if r := sbf(t, nil, "init", "-C", origin, "--driver", "sim"); r.code != 0 {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +59,7 @@ func (a *app) taskStartCommand() *cobra.Command {
 				return err
 			}
 			start := eng.Clock.Now()
-			t, err := eng.Tasks(ws).Start(context.Background(), list[0], shellJoin(list[1:]), cwd, vars)
+			t, err := eng.Tasks(ws).Start(a.context(), list[0], shellJoin(list[1:]), cwd, vars)
 			a.noteTask(eng, ws, list[0], sandbox.Event{Tool: "task start", Command: shellJoin(list[1:])}, start,
 				err) // history.go
 			if err != nil {
@@ -110,7 +109,7 @@ func (a *app) taskStatusCommand() *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			return eng.Tasks(ws).Get(context.Background(), id)
+			return eng.Tasks(ws).Get(a.context(), id)
 		},
 	)
 	return cmd
@@ -128,7 +127,7 @@ func (a *app) taskLogsCommand() *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			t, logs, err := eng.Tasks(ws).Logs(context.Background(), id, tail)
+			t, logs, err := eng.Tasks(ws).Logs(a.context(), id, tail)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +160,7 @@ func (a *app) taskStopCommand() *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			return eng.Tasks(ws).Stop(context.Background(), id, force)
+			return eng.Tasks(ws).Stop(a.context(), id, force)
 		},
 	)
 	cmd.Flags().BoolVar(&force, "force", false, "KILL instead of TERM")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -77,7 +76,7 @@ func (a *app) validate(req *spec.Request, strict bool) (*validateReport, error) 
 		return nil, err
 	}
 	v, err := eng.ValidateWith(
-		context.Background(),
+		a.context(),
 		spec.Options{Root: a.dir, Host: spec.CurrentHost(), ConfigHome: a.configHome(), Request: req},
 		reconcile.ValidateOptions{EnvOptional: !strict},
 	)

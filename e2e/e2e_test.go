@@ -347,10 +347,13 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		limactl(t, "shell", name, "true")
 		shell = append(shell, time.Since(start))
 		start = time.Now()
-		if r := w.sbf("", nil, "exec", "api", "--", "true"); r.code != 0 {
-			t.Fatalf("sbf exec: %s", r.stderr)
-		}
+		r := w.sbf("", nil, "exec", "--json", "api", "--", "true")
 		cli = append(cli, time.Since(start))
+		var res drivers.ExecResult
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Via != "ssh-shell" {
+			// The structure behind the speed: a kept guest shell, never limactl's fallback.
+			t.Fatalf("sbf exec %d went %q (exit %d): %s%s", i, res.Via, r.code, r.stdout, r.stderr)
+		}
 	}
 	drv, err := lima.New(context.Background(), lima.Options{HostOS: runtime.GOOS, HostArch: runtime.GOARCH})
 	if err != nil {
@@ -367,6 +370,7 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	if _, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil { // dial once
 		t.Fatal(err)
 	}
+	dialled := drv.Dials()
 	for i := 0; i < n; i++ {
 		start := time.Now()
 		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil ||
@@ -385,15 +389,12 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		mm.Seconds()*1000, ms.Seconds()/mm.Seconds())
 	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
 		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
-	if ms < 10*ma {
-		t.Errorf("engine exec %s is not 10x faster than limactl shell %s", ma, ms)
-	}
-	// The goal is 20× (the closing notes report each run: 19.8–20.8× lately, the host's part of
-	// sbf exec being a process start beside two busy emulated vCPUs). The bar catches what would
-	// be a regression (a new session per command is ~5×, limactl's fallback 1×) without failing
-	// on the emulator's noise.
-	if ms < 15*mc {
-		t.Errorf("sbf exec %s is not 15x faster than limactl shell %s", mc, ms)
+	// The ratios are reported, not asserted: a loaded machine changes them. What makes them is
+	// asserted instead: every command above ran in a kept guest shell (Via), and the engine's
+	// commands all used the one connection it dialled (a new connection per command is ~5×
+	// slower under emulation, limactl's fallback no faster than limactl).
+	if n := drv.Dials(); n != dialled {
+		t.Errorf("the engine's %d commands dialled %d more SSH connections; want the one kept", n-dialled, n-dialled)
 	}
 }
 

@@ -99,7 +99,8 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.srv.cfg.Engine.Apply(context.Background(), ws, reconcile.Options{})
+	res, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
+		reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
 	f.srv.observed("workspace", nil)(ws, res, err)
 	m = scrape(t, h, "")
 	if value(m, "sbf_lease_expiries_total") != 1 || value(m, "sbf_reconcile_passes_total", "kind", "workspace",

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,9 +18,39 @@ import (
 // Backends builds drivers from the registry: each once per process, or
 // once per workspace for a backend that keeps its world there (sim). env
 // is completed with the workspace's root.
-func Backends(env drivers.Env) DriverFactory {
-	var mu sync.Mutex
-	cache := map[string]Driver{}
+func Backends(env drivers.Env) DriverFactory { return OpenBackends(env).Get }
+
+// BackendSet is the drivers one process built, closed together when it
+// is done (a plugin's process, kept connections).
+type BackendSet struct {
+	Get   DriverFactory
+	mu    sync.Mutex
+	cache map[string]Driver
+}
+
+// OpenBackends is Backends with a way to close what it built.
+func OpenBackends(env drivers.Env) *BackendSet {
+	set := &BackendSet{cache: map[string]Driver{}}
+	set.Get = set.factory(env)
+	return set
+}
+
+// Close closes every driver built that can be closed.
+func (b *BackendSet) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for key, d := range b.cache {
+		if c, ok := d.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+		delete(b.cache, key)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *BackendSet) factory(env drivers.Env) DriverFactory {
+	mu, cache := &b.mu, b.cache
 	return func(name string, r *spec.Resolved) (Driver, error) {
 		reg, ok := drivers.Lookup(name)
 		if !ok {

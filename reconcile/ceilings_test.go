@@ -51,7 +51,7 @@ func TestTheOperatorsCeilingsBindEveryWorkspace(t *testing.T) {
 	if coded.Of(err, coded.Unknown).Code != coded.TTLInvalid {
 		t.Errorf("a 2h extension: %v", err)
 	}
-	res, err := h.planWith(Options{})
+	res, err := h.planWith(passOptions())
 	if err != nil || res.Resolved.Config.Lease.MaxInstances != 1 || len(res.Resolved.Warnings) != 2 {
 		t.Errorf("resolved: %v %+v", err, res.Resolved.Warnings)
 	}

@@ -50,10 +50,12 @@ func (s taskStore) SaveTask(ctx context.Context, t *state.Task) error {
 	})
 }
 
-// ConvergeSandbox converges one sandbox as `sbf apply --target NAME` does
-// and says what its layers left (docker_compose up of its own stack).
+// ConvergeSandbox converges one sandbox as `sbf apply --target NAME
+// --no-renew` does and says what its layers left (docker_compose up of its
+// own stack): a sandbox another run holds is waited for, never skipped.
 func (e *Engine) ConvergeSandbox(ctx context.Context, ws spec.Options, name string) (sandbox.Converged, error) {
-	res, err := e.Apply(ctx, ws, Options{Targets: []string{name}})
+	res, err := e.Apply(ctx, ws, Options{Targets: []string{name},
+		Request: Request{Op: Keep, Sandboxes: []string{name}}})
 	if err != nil {
 		return sandbox.Converged{}, err
 	}

@@ -312,7 +312,7 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 // .sandboxforge/ owned by root would block the unprivileged retry).
 func TestUnavailableDriverIsAProblemNotAGuess(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"lima\"\n[sandboxes.api]\n")
-	res, err := h.planWith(Options{})
+	res, err := h.planWith(passOptions())
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) || len(res.Plan.Actions) != 0 || len(res.Plan.Problems) != 1 {
 		t.Errorf("plan: err = %v, plan = %+v", err, res.Plan)

@@ -97,7 +97,7 @@ func (h *harness) planWith(opts Options) (*Result, error) {
 func (h *harness) apply() (*Result, error) { return h.converge(Options{Request: Request{Op: Renew}}) }
 
 // reconcile is one pass of the watch loop.
-func (h *harness) reconcile() (*Result, error) { return h.converge(Options{}) }
+func (h *harness) reconcile() (*Result, error) { return h.converge(passOptions()) }
 
 func (h *harness) mustApply() *Result {
 	h.t.Helper()
@@ -207,3 +207,6 @@ func execReq(cmd string) drivers.ExecRequest {
 func fmtPIDGroup(pgid int) string {
 	return fmt.Sprintf("sleep 0.3; ps -e -o pgid=,stat= | awk '$1 == %d && $2 !~ /^Z/' | wc -l", pgid)
 }
+
+// passOptions are a loop pass's: no lease changes.
+func passOptions() Options { return Options{Request: Request{Op: Reconcile}} }

@@ -3,9 +3,14 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -65,5 +70,47 @@ func TestAStoppedRunFinishesTheStepInFlightOnly(t *testing.T) {
 	}
 	if len(g.started) != 0 {
 		t.Errorf("a create started after the stop")
+	}
+}
+
+// A request must say what it asks: the zero Op means nothing.
+func TestARequestWithoutAnOpIsRefused(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	if _, err := h.converge(Options{}); err == nil || !strings.Contains(err.Error(), "asked nothing") {
+		t.Errorf("an Options{} run: %v", err)
+	}
+	if got := h.world(); len(got) != 0 {
+		t.Errorf("it changed the world: %v", got)
+	}
+}
+
+// docker_compose up of the engine's own stack (ConvergeSandbox) waits for
+// a run that holds the sandbox (a loop pass), then converges it: never a
+// success with nothing done because a pass was busy with it.
+func TestConvergeSandboxWaitsForTheRunHoldingIt(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.eng.LockTimeout = 20 * time.Second
+	h.mustApply()
+	h.writeSpec("[vm]\ndriver = \"sim\"\ncpus = 4\n[sandboxes.api]\n") // something to converge
+	lock, err := flock.Acquire(context.Background(), filepath.Join(h.root, spec.Dir, locksDir, "api.lock"),
+		flock.Holder{Command: "sbf serve (a loop pass)"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var conv sandbox.Converged
+	go func() {
+		var err error
+		conv, err = h.eng.ConvergeSandbox(context.Background(), h.ws(), "api")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("ConvergeSandbox returned while a pass held the sandbox: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	lock.Release()
+	if err := <-done; err != nil || conv.Plan == nil || len(conv.Plan.Actions) == 0 {
+		t.Fatalf("after the pass let go: %v, plan %+v", err, conv.Plan)
 	}
 }

@@ -85,7 +85,7 @@ func TestKeepRenewsNothing(t *testing.T) {
 
 func (h *harness) mustPlanState(t *testing.T) *state.File {
 	t.Helper()
-	res, err := h.planWith(Options{})
+	res, err := h.planWith(passOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,11 @@ type Request struct {
 type Op string
 
 const (
-	// Reconcile changes no lease: the loop's pass, `sbf reconcile`.
-	Reconcile Op = ""
+	// Reconcile changes no lease: the loop's pass, `sbf reconcile`, and
+	// what status and health look at. No request means it: a Request with
+	// no Op is refused, so a door that forgot to say what it wants never
+	// gets a loop pass (which leaves busy sandboxes alone).
+	Reconcile Op = "reconcile"
 	// Keep changes no lease either, but is a person's run rather than the
 	// loop's: `sbf plan|apply --no-renew` (drift only). It waits for
 	// sandboxes another run holds instead of skipping them.
@@ -128,6 +131,9 @@ func (e *Engine) edit(req Request, r *spec.Resolved, rec *state.File, now time.T
 			return nil, err
 		}
 		return layersEdit(name, boot), nil
+	}
+	if req.Op == "" {
+		return nil, coded.New(coded.InvalidArguments, nil, "the engine was asked nothing: a request names its Op")
 	}
 	return nil, coded.New(coded.InvalidArguments, map[string]any{"op": string(req.Op)}, "unknown request %q", req.Op)
 }

@@ -31,7 +31,7 @@ func TestAStatusRowJudgesItsLeaseAtOnce(t *testing.T) {
 
 func (h *harness) status(t *testing.T) []SandboxStatus {
 	t.Helper()
-	res, err := h.planWith(Options{})
+	res, err := h.planWith(passOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

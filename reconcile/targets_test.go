@@ -66,7 +66,7 @@ func TestAPassLeavesAnInstanceClaimedBesideItToItsRun(t *testing.T) {
 	if err := d.Claim(context.Background(), spares[0], owner); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := h.planWith(Options{}); err != nil || strings.Contains(steps(res.Plan), "inst_new") ||
+	if res, err := h.planWith(passOptions()); err != nil || strings.Contains(steps(res.Plan), "inst_new") ||
 		res.Busy == nil {
 		t.Errorf("a plan beside the run that holds inst_new: %s (busy %v) %v", steps(res.Plan), res.Busy, err)
 	}
@@ -99,7 +99,7 @@ func TestAPassLeavesASandboxMadeWhileItPlannedToTheNext(t *testing.T) {
 	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
 	h.fill()
 	ctx := context.Background()
-	u, err := h.eng.begin(ctx, h.ws(), Options{}, false)
+	u, err := h.eng.begin(ctx, h.ws(), passOptions(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

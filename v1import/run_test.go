@@ -128,7 +128,7 @@ func (w world) checkDeclared(t *testing.T) {
 		t.Errorf("lease %+v", lease)
 	}
 	for _, root := range []string{w.wsA, w.wsB} {
-		next, err := eng.Plan(context.Background(), w.ws(root), reconcile.Options{})
+		next, err := eng.Plan(context.Background(), w.ws(root), passOptions())
 		if err != nil || !next.Plan.Empty() {
 			t.Errorf("plan of %s: %v %+v", root, err, next.Plan.Actions)
 		}
@@ -162,7 +162,7 @@ func (w world) checkLeasesEnd(t *testing.T) {
 	t.Helper()
 	reconcileAt := func(root, now string) {
 		t.Helper()
-		if _, err := w.engine(t, now).Apply(context.Background(), w.ws(root), reconcile.Options{}); err != nil {
+		if _, err := w.engine(t, now).Apply(context.Background(), w.ws(root), passOptions()); err != nil {
 			t.Fatalf("reconcile %s at %s: %v", root, now, err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestRunMapsIDsAndKeepsOldLeases(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.wsA, spec.FileName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("import wrote %s: %v", spec.FileName, err)
 	}
-	next, err := w.engine(t, v1Now).Plan(context.Background(), w.ws(w.wsA), reconcile.Options{})
+	next, err := w.engine(t, v1Now).Plan(context.Background(), w.ws(w.wsA), passOptions())
 	if err != nil || !next.Plan.Empty() {
 		t.Errorf("plan: %v %+v", err, next)
 	}
@@ -258,4 +258,9 @@ func TestSandboxName(t *testing.T) {
 	if got, _ := sandboxName("inst.0a1b2c3d"); !strings.HasPrefix(got, "inst_0a1b2c3d-") {
 		t.Errorf("inst.0a1b2c3d → %q", got)
 	}
+}
+
+// passOptions are a loop pass's: no lease changes.
+func passOptions() reconcile.Options {
+	return reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/ssh"
 
@@ -48,7 +49,13 @@ type Pool struct {
 	opts  Options
 	mu    sync.Mutex
 	conns map[string]*conn
+	dials atomic.Int64
 }
+
+// Dials counts the SSH connections this pool opened: a kept connection
+// serves every command after the first, which the e2e suite checks rather
+// than a ratio of timings a loaded machine can break.
+func (p *Pool) Dials() int64 { return p.dials.Load() }
 
 // A driver delegates its capabilities to a Pool, so the Pool must keep
 // their exact shape.
@@ -95,6 +102,7 @@ func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error)
 	if err != nil {
 		return nil, err
 	}
+	p.dials.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if existing, ok := p.conns[instance]; ok { // another goroutine won the race

@@ -1,0 +1,37 @@
+package reconcile
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+type closingDriver struct {
+	Driver
+	closed *atomic.Int32
+}
+
+func (c closingDriver) Close() error { c.closed.Add(1); return nil }
+
+// The drivers a process built are closed together when it is done.
+func TestABackendSetClosesWhatItBuilt(t *testing.T) {
+	var closed atomic.Int32
+	if _, ok := drivers.Lookup("closetest"); !ok {
+		drivers.Register(drivers.Registration{Name: "closetest",
+			New: func(context.Context, drivers.Env) (drivers.Driver, error) {
+				return closingDriver{closed: &closed}, nil
+			}})
+	}
+	set := OpenBackends(drivers.Env{})
+	for range 3 {
+		if _, err := set.Get("closetest", &spec.Resolved{Root: "/ws"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set.Close(); err != nil || closed.Load() != 1 {
+		t.Errorf("Close: %v, %d drivers closed, want the one built", err, closed.Load())
+	}
+}

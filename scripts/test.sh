@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# test.sh — `make test`: every check CI runs, in order, each step timed, with a
+# line at least every 20 s while a step is silent (scripts/heartbeat.sh), so a
+# long package is never mistaken for a hang.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=heartbeat.sh
+source scripts/heartbeat.sh
+GO=${GO:-go}
+start=$SECONDS
+
+step() {
+  local label=$1 t0=$SECONDS
+  shift
+  echo "== $label"
+  with_heartbeat "$label" "$@"
+  echo "   $label: $((SECONDS - t0))s"
+}
+
+step "go vet" "$GO" vet ./...
+step "go vet (windows)" env GOOS=windows "$GO" vet ./...
+step "darwin type-check (drivers/vz)" make --no-print-directory check-darwin GO="$GO"
+# Tests that wait on processes and sockets run four at a time (t.Parallel).
+step "go test -race" "$GO" test -race -parallel 4 ./...
+# Fuzz targets run for a bounded number of inputs: counts, not durations, because a
+# -fuzztime duration can fail spuriously at its deadline before Go 1.27 (Go issue 75804).
+fuzz() { "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100x "$3"; }
+step "fuzz FuzzLoad" fuzz FuzzLoad 3000x ./spec
+step "fuzz FuzzLoadWithinLimits" fuzz FuzzLoadWithinLimits 30000x ./spec
+step "fuzz FuzzHTTPHandler" fuzz FuzzHTTPHandler 1000x ./mcpserver
+step "fuzz FuzzUpsertEnv" fuzz FuzzUpsertEnv 20000x ./drivers/guest
+step "fuzz FuzzRenderedTextIsSafe" fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
+if [ -x "$KUBE_BINS/kube-apiserver" ] && [ -x "$KUBE_BINS/etcd" ]; then
+  step "kubevirt (real kube-apiserver)" make --no-print-directory test-kubevirt GO="$GO" KUBE_BINS="$KUBE_BINS"
+else
+  echo "make test: SKIPPING test-kubevirt: no kube-apiserver and etcd in $KUBE_BINS (make kube-test-bins)"
+fi
+echo "make test: passed in $((SECONDS - start))s"
