@@ -35,8 +35,8 @@ const (
 	fdGo       = 5 // launcher → supervisor: closed once it may check the probe
 )
 
-// PIDFileName is the supervisor's PID file in an egress folder.
-const PIDFileName = "guard.pid"
+// LogName is the refusal log in an egress folder.
+const LogName = "guard.log"
 
 func writeConfig(path string, c Config) error {
 	data, err := json.Marshal(c)

@@ -51,6 +51,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+const pidFileName = "guard.pid"
+
 func runLauncher(dir string) {
 	self, _ := os.Executable()
 	var rules Rules
@@ -66,7 +68,7 @@ func runLauncher(dir string) {
 	err := Exec(Launch{Path: self, Argv: []string{self, "probe"}, Env: os.Environ(),
 		Supervisor: []string{self, "supervise"}, ConfigPath: filepath.Join(dir, "guard.json"), Stderr: stderr,
 		Config: Config{Sandbox: "api", Rules: rules, ResolvConf: filepath.Join(dir, "resolv.conf"),
-			LogPath: filepath.Join(dir, "guard.log"), PIDFile: filepath.Join(dir, PIDFileName)}})
+			LogPath: filepath.Join(dir, "guard.log"), PIDFile: filepath.Join(dir, pidFileName)}})
 	fmt.Println("launch failed:", err)
 	os.Exit(1)
 }
@@ -303,7 +305,7 @@ func TestGuardFailsClosedWithoutItsSupervisor(t *testing.T) {
 	if got := g.call(call); got != "ok" {
 		t.Fatalf("with the supervisor: %s", got)
 	}
-	data, err := os.ReadFile(filepath.Join(g.dir, PIDFileName))
+	data, err := os.ReadFile(filepath.Join(g.dir, pidFileName))
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 0 {
 		t.Fatalf("guard.pid: %q %v", data, err)
