@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
-	"net/netip"
 	"path/filepath"
 	"runtime"
 	"syscall"

@@ -194,4 +194,3 @@ func TestRelayCarriesHalfClosesBothWays(t *testing.T) {
 		t.Errorf("Relay: %v", err)
 	}
 }
-
