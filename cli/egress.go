@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -125,7 +127,23 @@ func egressQEMU(config, qemu string, qemuArgs []string) error {
 	}
 	err = hostguard.Exec(hostguard.Launch{Path: path, Argv: argv, Env: os.Environ(),
 		Supervisor: []string{self, "egress-guard"}, ConfigPath: filepath.Join(c.Dir, "guard.json"),
-		Stderr: stderr, Config: hostguard.Config{Sandbox: c.Sandbox, Rules: rules,
+		Stderr: stderr, Config: hostguard.Config{Sandbox: c.Sandbox, Rules: rules, AgentPID: limaHostAgent(),
 			LogPath: filepath.Join(c.Dir, hostguard.LogName), PIDFile: filepath.Join(c.Dir, egress.GuardPIDFile)}})
 	return fmt.Errorf("sbf egress: %w", err)
+}
+
+// limaHostAgent is the PID of the process that started this one (the
+// wrapper execs it) when that is Lima's host agent, else 0.
+func limaHostAgent() int {
+	ppid := os.Getppid()
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/cmdline")
+	if err != nil {
+		return 0
+	}
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if arg == "hostagent" {
+			return ppid
+		}
+	}
+	return 0
 }

@@ -155,6 +155,9 @@ type Env struct {
 	// run on this host (the sim): set only from the process's environment
 	// (SBF_ENABLE_SIM=1), never from a workspace file or a request.
 	HostExec bool
+	// GuestHostPorts are the host ports a guest may reach whatever its
+	// egress mode: the operator's [policy] guest_host_ports.
+	GuestHostPorts []int
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);

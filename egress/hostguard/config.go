@@ -22,7 +22,11 @@ type Config struct {
 	LogPath string `json:"log_path"`
 	// PIDFile, when set, receives the supervisor's PID: a relay reads it to
 	// let the supervisor read its memory where Yama allows only descendants.
-	PIDFile    string `json:"pid_file,omitempty"`
+	PIDFile string `json:"pid_file,omitempty"`
+	// AgentPID is Lima's host agent, which started QEMU: the loopback ports
+	// it listens on (its DNS server, the host ends of port forwards) stay
+	// open. Zero: none.
+	AgentPID   int    `json:"agent_pid,omitempty"`
 	ProbePID   int    `json:"probe_pid"`
 	ProbeAddr  uint64 `json:"probe_addr"`
 	ProbeValue uint64 `json:"probe_value"`

@@ -46,6 +46,14 @@ func TestMain(m *testing.M) {
 		case "probe":
 			runProbe()
 			os.Exit(0)
+		case "listen": // a loopback service of another process than the agent
+			ln, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				os.Exit(1)
+			}
+			fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+			io.Copy(io.Discard, os.Stdin)
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
@@ -57,7 +65,12 @@ func runLauncher(dir string) {
 	self, _ := os.Executable()
 	var rules Rules
 	data, _ := os.ReadFile(filepath.Join(dir, "rules"))
+	agentPID := 0
 	for _, f := range strings.Fields(string(data)) {
+		if f == "agent" { // the test process plays Lima's host agent
+			agentPID = os.Getppid()
+			continue
+		}
 		if p, err := strconv.Atoi(f); err == nil {
 			rules.Ports = append(rules.Ports, p)
 		} else {
@@ -68,7 +81,7 @@ func runLauncher(dir string) {
 	err := Exec(Launch{Path: self, Argv: []string{self, "probe"}, Env: os.Environ(),
 		Supervisor: []string{self, "supervise"}, ConfigPath: filepath.Join(dir, "guard.json"), Stderr: stderr,
 		Config: Config{Sandbox: "api", Rules: rules, ResolvConf: filepath.Join(dir, "resolv.conf"),
-			LogPath: filepath.Join(dir, "guard.log"), PIDFile: filepath.Join(dir, pidFileName)}})
+			LogPath: filepath.Join(dir, "guard.log"), PIDFile: filepath.Join(dir, pidFileName), AgentPID: agentPID}})
 	fmt.Println("launch failed:", err)
 	os.Exit(1)
 }
@@ -336,5 +349,53 @@ func waitDead(t *testing.T, pid int) {
 			t.Fatalf("the supervisor %d did not die", pid)
 		}
 		runtime.Gosched()
+	}
+}
+
+// Lima's host agent started QEMU; its DNS server and the host ends of the
+// VM's port forwards listen on loopback, and stay reachable: TCP where it
+// listens on TCP, UDP where it has a UDP socket, and nothing of any other
+// process.
+func TestGuardLetsTheHostAgentsOwnPortsThrough(t *testing.T) {
+	agentTCP := tcpListener(t, "tcp4", "127.0.0.1:0")
+	agentUDP, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agentUDP.Close()
+	self, _ := os.Executable()
+	other := exec.Command(self, "listen")
+	stdin, _ := other.StdinPipe()
+	out, _ := other.StdoutPipe()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); other.Wait() }()
+	var otherPort int
+	fmt.Fscan(out, &otherPort)
+	g := startGuarded(t, "agent")
+	udpPort := strconv.Itoa(agentUDP.LocalAddr().(*net.UDPAddr).Port)
+	for _, c := range []struct{ call, want string }{
+		{"connect tcp4 127.0.0.1:" + strconv.Itoa(agentTCP), "ok"},
+		{"sendto udp4 127.0.0.1:" + udpPort, "ok"},
+		{"connect tcp4 127.0.0.1:" + strconv.Itoa(otherPort), "ECONNREFUSED"},
+		{"sendto udp4 127.0.0.1:" + strconv.Itoa(agentTCP), "EACCES"}, // its TCP port, by UDP
+	} {
+		if got := g.call(c.call); got != c.want {
+			t.Errorf("%s: %s, want %s", c.call, got, c.want)
+		}
+	}
+}
+
+func TestParseProcAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0100007F:1F90":                         "127.0.0.1:8080",
+		"00000000:0035":                         "0.0.0.0:53",
+		"00000000000000000000000001000000:0016": "[::1]:22",
+		"0000000000000000FFFF00000100007F:0050": "127.0.0.1:80",
+	} {
+		if got, ok := parseProcAddr(in); !ok || got.String() != want {
+			t.Errorf("parseProcAddr(%s) = %v %v, want %s", in, got, ok, want)
+		}
 	}
 }

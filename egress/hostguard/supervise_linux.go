@@ -22,6 +22,7 @@ type Supervisor struct {
 	log   *egress.Log
 	clock clock.Clock
 	hosts hostCache
+	agent agent
 }
 
 // Supervise is `sbf egress-guard CONFIG`: it takes the listener and pipes
@@ -56,7 +57,7 @@ func start(cfg Config, clk clock.Clock) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, log: lg, clock: clk}
+	s := &Supervisor{cfg: cfg, log: lg, clock: clk, agent: openAgent(cfg.AgentPID)}
 	s.hosts.watch()
 	// The launcher closes its end once this process may read its memory
 	// (Yama's PR_SET_PTRACER); the probe proves it before QEMU starts.
@@ -151,7 +152,11 @@ func (s *Supervisor) judge(listener int, n notif) (bool, target, string) {
 				rules.Nameservers = readNameservers(s.cfg.ResolvConf)
 			}
 		}
-		if ok, reason := rules.judgeTarget(t, host); !ok {
+		ok, reason := rules.judgeTarget(t, host)
+		if !ok && t.addr.Addr().Unmap().IsLoopback() && s.agent.listens(uint64(n.Data.Nr) == unix.SYS_CONNECT, t.addr) {
+			ok = true
+		}
+		if !ok {
 			return false, t, reason
 		}
 	}

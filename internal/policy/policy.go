@@ -40,6 +40,9 @@ type Policy struct {
 	AllowedPaths []string
 	// HostExec lets a driver that runs guest commands on this host run.
 	HostExec bool
+	// GuestHostPorts are the ports of this host a guest may reach, whatever
+	// its egress mode (Lima/QEMU's host guard); none by default.
+	GuestHostPorts []int
 }
 
 // Sources are where a policy is read from; cmd/ fills them.
@@ -58,6 +61,7 @@ type Sources struct {
 type Global struct {
 	WorkspaceRoots []string
 	AllowedPaths   []string
+	GuestHostPorts []int
 }
 
 // Load combines the sources: lists add up, folders become absolute and
@@ -86,6 +90,9 @@ func Load(src Sources) (Policy, error) {
 		return Policy{}, err
 	}
 	p.HostExec = getenv(EnableSimVar) == "1"
+	if src.Global != nil {
+		p.GuestHostPorts = src.Global.GuestHostPorts
+	}
 	return p, nil
 }
 
@@ -165,6 +172,12 @@ func ReadGlobal(configHome string) (*Global, error) {
 	}
 	g := &Global{}
 	for key, val := range table {
+		if key == "guest_host_ports" {
+			if g.GuestHostPorts, err = readPorts(path, val); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var into *[]string
 		switch key {
 		case "workspace_roots":
@@ -172,7 +185,8 @@ func ReadGlobal(configHome string) (*Global, error) {
 		case "allowed_paths":
 			into = &g.AllowedPaths
 		default:
-			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, workspace_roots; "+
+			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, guest_host_ports, "+
+				"workspace_roots; "+
 				"a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key, EnableSimVar)
 		}
 		list, _ := val.([]any)
@@ -188,4 +202,21 @@ func ReadGlobal(configHome string) (*Global, error) {
 		}
 	}
 	return g, nil
+}
+
+// readPorts reads guest_host_ports: a list of port numbers.
+func readPorts(path string, val any) ([]int, error) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: policy.guest_host_ports must be a list of ports", path)
+	}
+	ports := []int{}
+	for _, item := range list {
+		n, ok := item.(int64)
+		if !ok || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%s: policy.guest_host_ports: %v is not a port (1-65535)", path, item)
+		}
+		ports = append(ports, int(n))
+	}
+	return ports, nil
 }
