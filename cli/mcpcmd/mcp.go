@@ -1,6 +1,7 @@
 package mcpcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/internal/mcptoken"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -43,9 +44,10 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 			"a client's MCP roots narrow them further")
 	cmd.Flags().
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
-	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the bearer token every HTTP request must carry is "+
+		"`FILE`'s content (default: one sbf generates per address in its state folder)")
 	cmd.Flags().StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics "+
-		"(loopback, as the MCP endpoint)")
+		"(loopback and the bearer token, as the MCP endpoint)")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
 		fmt.Sprintf("largest HTTP request body in bytes (default %d, or "+
 			"MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
@@ -140,18 +142,16 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 	}
 	opts := f.httpOptions(httpAddr, settings)
-	if f.tokenFile != "" {
-		tok, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return fmt.Errorf("reading --token-file: %w", err)
+	var tokenPath string
+	if httpAddr != "" || f.metrics != "" {
+		for _, addr := range []string{httpAddr, f.metrics} {
+			check := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: opts.AllowNonLoopback}
+			if err := mcpserver.CheckListen(check); addr != "" && err != nil {
+				return cli.UsageErrorf("%v", err)
+			}
 		}
-		if opts.Token = strings.TrimSpace(string(tok)); opts.Token == "" {
-			return fmt.Errorf("--token-file %s is empty", f.tokenFile)
-		}
-	}
-	if httpAddr != "" {
-		if err := mcpserver.CheckListen(opts); err != nil {
-			return cli.UsageErrorf("%v", err)
+		if opts.Token, tokenPath, err = a.bearerToken(f.tokenFile, cmp.Or(httpAddr, f.metrics)); err != nil {
+			return err
 		}
 	}
 	command := "serve"
@@ -167,7 +167,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	}
 	defer srv.Close() // the ports it exposed
 	if f.metrics != "" {
-		stopMetrics, err := a.serveMetrics(srv, f, opts.Token)
+		stopMetrics, err := a.serveMetrics(srv, f, opts)
 		if err != nil {
 			return err
 		}
@@ -196,7 +196,8 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		hs = mcpserver.NewHTTPServer(handler)
 		httpErr = make(chan error, 1)
 		go func() { httpErr <- hs.Serve(ln) }()
-		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp\n", ln.Addr())
+		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp (every request needs the bearer token in %s)\n",
+			ln.Addr(), tokenPath)
 	}
 	if stdio {
 		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), a.Stdout())
@@ -251,4 +252,18 @@ func (a cmds) logPass(ws spec.Options, res *reconcile.Result, err error) {
 			fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Subject(), act.Cause)
 		}
 	}
+}
+
+// bearerToken is the token every HTTP request must carry: --token-file's,
+// or the one sbf keeps for addr in its state folder (made on first use).
+// It returns the file it came from, which the server names (never the
+// token) so clients can be pointed at it.
+func (a cmds) bearerToken(file, addr string) (token, path string, err error) {
+	if file != "" {
+		token, err = mcptoken.Read(file)
+		return token, file, err
+	}
+	path = mcptoken.Path(a.HostDir(), addr)
+	token, err = mcptoken.LoadOrCreate(path)
+	return token, path, err
 }
