@@ -128,7 +128,7 @@ func egressQEMU(config, qemu string, qemuArgs []string) error {
 	err = hostguard.Exec(hostguard.Launch{Path: path, Argv: argv, Env: os.Environ(),
 		Supervisor: []string{self, "egress-guard"}, ConfigPath: filepath.Join(c.Dir, "guard.json"),
 		Stderr: stderr, Config: hostguard.Config{Sandbox: c.Sandbox, Rules: rules, AgentPID: limaHostAgent(),
-			LogPath: filepath.Join(c.Dir, hostguard.LogName), PIDFile: filepath.Join(c.Dir, egress.GuardPIDFile)}})
+			LogPath: filepath.Join(c.Dir, egress.GuardLogName), PIDFile: filepath.Join(c.Dir, egress.GuardPIDFile)}})
 	return fmt.Errorf("sbf egress: %w", err)
 }
 

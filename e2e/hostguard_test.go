@@ -58,6 +58,10 @@ func testHostGuard(t *testing.T, w *ws, allowed int) {
 	if !guestReaches(w, "192.168.5.2", allowed) {
 		t.Errorf("the guest cannot reach port %d, which [policy] guest_host_ports names", allowed)
 	}
+	logged := w.must("sbf egress log api --json", "egress", "log", "api", "--json").stdout
+	if !strings.Contains(logged, fmt.Sprintf(`"port": %d`, mcpPort)) || !strings.Contains(logged, "host guard") {
+		t.Errorf("the host guard's refusal of port %d is not in the egress log:\n%s", mcpPort, logged)
+	}
 	out := w.sbf("", nil, "exec", "api", "--", "bash", "-c", "getent hosts localhost; getent ahosts deb.debian.org")
 	t.Logf("the guest's resolver under the host guard (Lima's host agent answers DNS):\n%s%s", out.stdout, out.stderr)
 }

@@ -48,6 +48,8 @@ const (
 	RelaySlotsDir = "relays"
 	// GuardPIDFile is where the host guard's supervisor writes its PID.
 	GuardPIDFile = "guard.pid"
+	// GuardLogName is the host guard's refusals (the egress log's format).
+	GuardLogName = "guard.log"
 )
 
 // LogName is the decision log in a LaunchConfig's Dir.

@@ -53,6 +53,11 @@ func (d *Driver) EgressLog(instance string) string {
 	return filepath.Join(d.egressDir(instance), egress.LogName)
 }
 
+// GuardLog is where the host guard of an instance's QEMU logs refusals.
+func (d *Driver) GuardLog(instance string) string {
+	return filepath.Join(d.egressDir(instance), egress.GuardLogName)
+}
+
 // egressEnv writes the instance's launch config and returns what tells
 // sbf's QEMU wrapper to start QEMU through `sbf egress-qemu`: every QEMU VM
 // on Linux runs under its host guard, and those with a policy behind it.

@@ -44,4 +44,5 @@ var (
 	_ drivers.Warmer         = (*Driver)(nil)
 	_ drivers.EgressEnforcer = (*Driver)(nil)
 	_ drivers.EgressLogger   = (*Driver)(nil)
+	_ drivers.GuardLogger    = (*Driver)(nil)
 )

@@ -39,8 +39,6 @@ const (
 	fdGo       = 5 // launcher → supervisor: closed once it may check the probe
 )
 
-// LogName is the refusal log in an egress folder.
-const LogName = "guard.log"
 
 func writeConfig(path string, c Config) error {
 	data, err := json.Marshal(c)
