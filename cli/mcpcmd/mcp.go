@@ -85,7 +85,9 @@ func (a cmds) mcpCommand() *cobra.Command {
 		Short: "Serve the MCP tools over stdio (and Streamable HTTP with --http)",
 		Long: "mcp serves SandboxForge's MCP tools on stdin/stdout for an MCP client, and runs the reconcile\n" +
 			"loop (expiry, repair) in the background. --http also serves Streamable HTTP at http://ADDR/mcp\n" +
-			"(default 127.0.0.1:8765). SandboxForge v1's environment variables keep their meaning.",
+			"(default 127.0.0.1:8765), where every request must carry a bearer token (--token-file, or one sbf\n" +
+			"generates in its state folder; the server says where). SandboxForge v1's environment variables keep\n" +
+			"their meaning.",
 		// `--http ADDR` as two words: a bare --http takes the default
 		// address, so the address arrives as the one argument.
 		Args: cli.Args(func(cmd *cobra.Command, list []string) error {
@@ -116,7 +118,9 @@ func (a cmds) serveCommand() *cobra.Command {
 		Short: "Run the reconcile loop and serve MCP over Streamable HTTP",
 		Long: "serve runs the reconcile loop for every workspace it has touched (and every workspace holding\n" +
 			"a lease on this host) and serves the MCP tools at http://ADDR/mcp (default MCP_HTTP_HOST:MCP_HTTP_PORT,\n" +
-			"127.0.0.1:8765). SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
+			"127.0.0.1:8765). Every request must carry a bearer token (Authorization: Bearer TOKEN): --token-file's,\n" +
+			"or one sbf generates per address in its state folder and reuses; the server prints where it is.\n" +
+			"SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
 			if len(list) == 1 {
