@@ -42,7 +42,17 @@ func (a agent) listens(tcp bool, to netip.AddrPort) bool {
 	if a.pidfd < 0 || unix.PidfdSendSignal(a.pidfd, 0, nil, 0) != nil {
 		return false // gone: its PID may be another process's now
 	}
-	inodes := socketInodes(a.pid)
+	return processListens(a.pid, tcp, to)
+}
+
+// processListens says whether process pid holds a socket bound to to (or
+// to the wildcard address on its port): listening TCP when tcp, else UDP.
+// For the calling process itself this is libslirp's own socket pair: for
+// each guestfwd command it listens on a loopback (older versions: any)
+// address and connects to it (slirp_socketpair_with_oob), its own
+// business, which the guard lets through.
+func processListens(pid int, tcp bool, to netip.AddrPort) bool {
+	inodes := socketInodes(pid)
 	tables := []string{"/proc/net/udp", "/proc/net/udp6"}
 	if tcp {
 		tables = []string{"/proc/net/tcp", "/proc/net/tcp6"}

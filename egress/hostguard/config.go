@@ -39,7 +39,6 @@ const (
 	fdGo       = 5 // launcher → supervisor: closed once it may check the probe
 )
 
-
 func writeConfig(path string, c Config) error {
 	data, err := json.Marshal(c)
 	if err != nil {

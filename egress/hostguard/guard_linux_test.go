@@ -129,6 +129,8 @@ func probeCall(op, network, address string) string {
 		_, err = unix.SendmsgN(fd, msg, nil, sa, 0)
 	case "sendmmsg":
 		err = sendmmsg(fd, msg, address)
+	case "selfpair": // libslirp's socket pair for a guestfwd command: listen, then connect to it
+		err = selfPair(fd, domain, address)
 	}
 	if err != nil {
 		return unix.ErrnoName(err.(unix.Errno))
@@ -149,6 +151,28 @@ func sockaddrOf(network, address string) (int, int, unix.Sockaddr) {
 		return unix.AF_INET6, typ, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 	}
 	return unix.AF_INET, typ, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+}
+
+// selfPair listens on address (port 0) and connects fd to that listener,
+// as libslirp's slirp_socketpair_with_oob does.
+func selfPair(fd, domain int, address string) error {
+	ln, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ln)
+	ap := netip.MustParseAddrPort(address)
+	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: ap.Addr().As4()}); err != nil {
+		return err
+	}
+	if err := unix.Listen(ln, 1); err != nil {
+		return err
+	}
+	sa, err := unix.Getsockname(ln)
+	if err != nil {
+		return err
+	}
+	return unix.Connect(fd, sa)
 }
 
 // sendmmsg sends one message to an IPv4 address (x/sys has no wrapper).
@@ -265,6 +289,8 @@ func TestGuardedProcessReachesNoHostService(t *testing.T) {
 		{"sendto udp4 127.0.0.2:54", "EACCES"},               // nothing else there
 		{"connect unix " + sock, "ok"},                       // the relays' way to the proxy
 		{"child connect unix " + sock, "ok"},
+		{"selfpair tcp4 0.0.0.0:0", "ok"},   // libslirp 4.7's pair for a guestfwd command
+		{"selfpair tcp4 127.0.0.1:0", "ok"}, // and later versions
 	}
 	if a, ok := hostAddress(); ok {
 		cases = append(cases, struct{ call, want string }{"connect tcp4 " + a + ":" + strconv.Itoa(wild),

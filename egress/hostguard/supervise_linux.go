@@ -153,14 +153,23 @@ func (s *Supervisor) judge(listener int, n notif) (bool, target, string) {
 			}
 		}
 		ok, reason := rules.judgeTarget(t, host)
-		if !ok && t.addr.Addr().Unmap().IsLoopback() && s.agent.listens(uint64(n.Data.Nr) == unix.SYS_CONNECT, t.addr) {
-			ok = true
-		}
-		if !ok {
+		if !ok && !s.ownListener(n, t) {
 			return false, t, reason
 		}
 	}
 	return true, target{}, ""
+}
+
+// ownListener says whether a refused target on this host is a listener of
+// the caller itself (a TCP connect only: libslirp's socket pair) or one of
+// Lima's host agent (its DNS server and port forwards, TCP or UDP).
+func (s *Supervisor) ownListener(n notif, t target) bool {
+	addr := t.addr.Addr().Unmap()
+	if t.family != afInet && t.family != afInet6 || !addr.IsLoopback() && !addr.IsUnspecified() {
+		return false
+	}
+	tcp := uint64(n.Data.Nr) == unix.SYS_CONNECT
+	return tcp && processListens(int(n.PID), true, t.addr) || s.agent.listens(tcp, t.addr)
 }
 
 func (s *Supervisor) refused(n notif, to target, reason string) {
