@@ -221,7 +221,10 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 		if err := json.Unmarshal([]byte(b[2]), &doc); err != nil {
 			t.Fatalf("README snippet is not JSON: %v\n%s", err, b[2])
 		}
-		for _, servers := range doc {
+		for key, servers := range doc {
+			if key != "mcpServers" && key != "servers" {
+				continue // VS Code's "inputs" (where a client asks for the bearer token), and the like
+			}
 			entry := servers.(map[string]any)["sbf"].(map[string]any)
 			if u, ok := entry["url"].(string); ok {
 				urls = append(urls, u)
@@ -232,7 +235,9 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 				argv = append(argv, a.(string))
 			}
 			if argv[0] == "npx" { // the mcp-remote bridge: what sbf must answer is its URL
-				urls = append(urls, argv[len(argv)-1])
+				if i := slices.IndexFunc(argv, func(a string) bool { return strings.HasPrefix(a, "http") }); i > 0 {
+					urls = append(urls, argv[i])
+				}
 				continue
 			}
 			stdio = append(stdio, argv)

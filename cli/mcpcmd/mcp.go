@@ -171,7 +171,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	}
 	defer srv.Close() // the ports it exposed
 	if f.metrics != "" {
-		stopMetrics, err := a.serveMetrics(srv, f, opts)
+		stopMetrics, err := a.serveMetrics(srv, f, opts, tokenPath)
 		if err != nil {
 			return err
 		}
