@@ -147,3 +147,44 @@ func TestDoctorReportsAnUnenforceablePolicy(t *testing.T) {
 		t.Errorf("doctor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Whatever the egress mode, QEMU (here a bash script standing in for it,
+// as slirp would connect for the guest) reaches no service on this host
+// but the ports the operator named: egress-qemu runs it under the host
+// guard, and the refusal is logged.
+func TestEgressQEMUKeepsEvenAnOpenGuestOffTheHost(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("the stand-in QEMU is a bash script")
+	}
+	dir := t.TempDir()
+	mcp := testutil.ServeTCP(t, func(c net.Conn) { io.WriteString(c, "an MCP server on loopback\n") })
+	allowed := testutil.ServeTCP(t, func(c net.Conn) { io.WriteString(c, "the operator's port\n") })
+	launch := filepath.Join(dir, "launch.json")
+	if err := egress.WriteLaunchConfig(launch, egress.LaunchConfig{Sandbox: "api", Egress: "allow",
+		Dir: filepath.Join(dir, "egress"), GuestHostPorts: []int{allowed.Port}}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "egress"), 0o700)
+	qemu := filepath.Join(dir, "qemu")
+	probe := func(port int) string {
+		return fmt.Sprintf("if exec 3<>/dev/tcp/127.0.0.1/%d; then echo \"%d open: $(head -1 <&3)\"; "+
+			"else echo '%d refused'; fi; exec 3<&-\n", port, port, port)
+	}
+	write(t, qemu, "#!/bin/bash\n{\n"+probe(mcp.Port)+probe(allowed.Port)+"} > '"+dir+"/result' 2>/dev/null\n"+
+		"echo done >> '"+dir+"/result'\n")
+	os.Chmod(qemu, 0o755)
+	vm := exec.Command(sbfBinary, "egress-qemu", launch, qemu, "-m", "512", "-netdev",
+		"user,id=net0,net=192.168.5.0/24,hostfwd=tcp:127.0.0.1:40022-:22")
+	if out, err := vm.CombinedOutput(); err != nil {
+		t.Fatalf("egress-qemu: %v\n%s", err, out)
+	}
+	result, _ := os.ReadFile(filepath.Join(dir, "result"))
+	want := fmt.Sprintf("%d refused\n%d open: the operator's port\ndone\n", mcp.Port, allowed.Port)
+	if string(result) != want {
+		t.Errorf("the guarded QEMU saw:\n%s\nwant:\n%s", result, want)
+	}
+	entries, err := egress.ReadLog(filepath.Join(dir, "egress", "guard.log"), 0)
+	if err != nil || len(entries) != 1 || entries[0].Port != mcp.Port || entries[0].Decision != "denied" {
+		t.Errorf("guard.log = %+v, %v", entries, err)
+	}
+}

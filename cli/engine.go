@@ -79,7 +79,8 @@ func (a *app) driverEnv(c clock.Clock) drivers.Env {
 	pol, _ := a.operator() // a policy that cannot load fails the command before any backend runs
 	return drivers.Env{Getenv: a.getenv, Clock: c, StateDir: a.hostDir(), HostOS: runtime.GOOS,
 		HostArch: runtime.GOARCH, Debug: a.debugf, HostExec: pol.HostExec,
-		GuestWritable: append(slices.Clone(pol.WorkspaceRoots), pol.AllowedPaths...)}
+		GuestWritable:  append(slices.Clone(pol.WorkspaceRoots), pol.AllowedPaths...),
+		GuestHostPorts: pol.GuestHostPorts}
 }
 
 // layerEnv is the environment secrets (${VAR}) and, when a workspace asks

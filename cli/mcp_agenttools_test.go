@@ -5,6 +5,7 @@ package cli
 import (
 	"net"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,9 @@ func TestTypeScriptSDKAgentToolsOverStdio(t *testing.T) {
 	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
-	runAgentTools(t, w, "stdio", sbfBinary, freeLoopback(t))
+	token := filepath.Join(t.TempDir(), "token")
+	write(t, token, "agent-tools-token\n")
+	runAgentTools(t, w, "stdio", sbfBinary, freeLoopback(t), token)
 }
 
 func TestTypeScriptSDKAgentToolsOverHTTP(t *testing.T) {
@@ -27,8 +30,8 @@ func TestTypeScriptSDKAgentToolsOverHTTP(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
 	metrics := freeLoopback(t)
-	url, _ := startStoppableServe(t, w, "--metrics", metrics)
-	runAgentTools(t, w, "http", url, metrics)
+	served, _ := startStoppableServe(t, w, "--metrics", metrics)
+	runAgentTools(t, w, "http", served.URL, metrics, served.TokenFile)
 }
 
 // agentToolsSecret is planted in the spec; the history must not show it.
@@ -37,12 +40,14 @@ const agentToolsSecret = "ts-S3cret-Zq9"
 const agentToolsSpec = "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"" + agentToolsSecret + "\"\n"
 
 // runAgentTools runs agenttools.mjs; over stdio the server it starts
-// serves metrics at metrics, over HTTP the test's server does.
-func runAgentTools(t *testing.T, w *simWorkspace, mode, target, metrics string) {
+// serves metrics at metrics, over HTTP the test's server does; either
+// wants the bearer token in tokenFile.
+func runAgentTools(t *testing.T, w *simWorkspace, mode, target, metrics, tokenFile string) {
 	t.Helper()
 	c := exec.Command("node", "agenttools.mjs", mode, target, w.root, metrics)
 	c.Dir = tsClientDir
-	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir(), "SBF_TS_SECRET="+agentToolsSecret)
+	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir(), "SBF_TS_SECRET="+agentToolsSecret,
+		"SBF_TOKEN_FILE="+tokenFile)
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

@@ -53,25 +53,25 @@ func TestTypeScriptSDKDataPlaneOverHTTP(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	stateFile := dataPlaneStateFile(t)
-	url, stop := startStoppableServe(t, w)
-	runDataPlane(t, w, "start", "http", url, stateFile)
+	served, stop := startStoppableServe(t, w)
+	runDataPlane(t, w, "start", "http", served.URL, stateFile, "SBF_TOKEN_FILE="+served.TokenFile)
 	stop()
 	saved := readDataPlaneState(t, stateFile)
 	if !processAlive(saved.TaskPID) {
 		t.Fatalf("the task (pid %d) did not survive sbf serve's exit", saved.TaskPID)
 	}
-	url, _ = startStoppableServe(t, w)
-	runDataPlane(t, w, "resume", "http", url, stateFile)
+	served, _ = startStoppableServe(t, w)
+	runDataPlane(t, w, "resume", "http", served.URL, stateFile, "SBF_TOKEN_FILE="+served.TokenFile)
 	if got := w.world(); len(got) != 0 {
 		t.Errorf("world after destroy = %v", got)
 	}
 }
 
-func runDataPlane(t *testing.T, w *simWorkspace, phase, mode, target, stateFile string) {
+func runDataPlane(t *testing.T, w *simWorkspace, phase, mode, target, stateFile string, env ...string) {
 	t.Helper()
 	c := exec.Command("node", "dataplane.mjs", phase, mode, target, w.root, stateFile)
 	c.Dir = tsClientDir
-	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir())
+	c.Env = append(append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir()), env...)
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {
@@ -127,8 +127,8 @@ func processAlive(pid int) bool {
 }
 
 // startStoppableServe runs `sbf serve` on a free port and returns its MCP
-// URL and a function that stops it (SIGTERM, then waits for the exit).
-func startStoppableServe(t *testing.T, w *simWorkspace, extra ...string) (string, func()) {
+// endpoint and a function that stops it (SIGTERM, then waits for the exit).
+func startStoppableServe(t *testing.T, w *simWorkspace, extra ...string) (testutil.Served, func()) {
 	t.Helper()
 	c := w.cmd(nil, append([]string{"serve", "127.0.0.1:0"}, extra...)...)
 	stderr, _ := c.StderrPipe()
@@ -153,5 +153,5 @@ func startStoppableServe(t *testing.T, w *simWorkspace, extra ...string) (string
 		}
 	}
 	t.Cleanup(stop)
-	return testutil.ServeURL(t, stderr, 20*time.Second), stop
+	return testutil.Serving(t, stderr, 20*time.Second), stop
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,19 +30,19 @@ func ensureTSClient(t *testing.T) {
 	testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 }
 
-func runTSClient(t *testing.T, w *simWorkspace, args ...string) {
+func runTSClient(t *testing.T, w *simWorkspace, env []string, args ...string) {
 	t.Helper()
 	c := exec.Command("node", append([]string{"client.mjs"}, args...)...)
 	c.Dir = tsClientDir
-	c.Env = w.env
+	c.Env = append(slices.Clone(w.env), env...)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {
 		t.Fatalf("TypeScript SDK client (%s): %v\n%s", args[0], err, out)
 	}
 }
 
-// startServe runs `sbf serve` and returns its MCP URL once it listens.
-func startServe(t *testing.T, w *simWorkspace, args ...string) string {
+// startServe runs `sbf serve` and returns its MCP endpoint once it listens.
+func startServe(t *testing.T, w *simWorkspace, args ...string) testutil.Served {
 	t.Helper()
 	c := w.cmd(nil, append([]string{"serve"}, args...)...)
 	stderr, _ := c.StderrPipe()
@@ -52,21 +53,21 @@ func startServe(t *testing.T, w *simWorkspace, args ...string) string {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	return testutil.ServeURL(t, stderr, 20*time.Second)
+	return testutil.Serving(t, stderr, 20*time.Second)
 }
 
 func TestTypeScriptSDKOverStdio(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
-	runTSClient(t, w, "stdio", sbfBinary, w.root)
+	runTSClient(t, w, nil, "stdio", sbfBinary, w.root)
 }
 
 func TestTypeScriptSDKOverHTTP(t *testing.T) {
 	t.Parallel() // subprocesses and waits: it overlaps with the others
 	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
-	url := startServe(t, w, "127.0.0.1:0")
-	runTSClient(t, w, "http", url, w.root)
+	served := startServe(t, w, "127.0.0.1:0")
+	runTSClient(t, w, []string{"SBF_TOKEN_FILE=" + served.TokenFile}, "http", served.URL, w.root)
 }
 
 func initialize(t *testing.T, c *client.Client) {
@@ -160,16 +161,35 @@ func TestReadmeClientSnippets(t *testing.T) {
 		listsTools(t, c, strings.Join(argv, " "))
 		c.Close()
 	}
-	// The README says: run `sbf serve -C /path/to/workspace` first.
-	startServe(t, w, "-C", w.root)
+	// The README says: run `sbf serve -C /path/to/workspace` first, and
+	// where its bearer token goes.
+	served := startServe(t, w, "-C", w.root)
 	for _, u := range urls {
-		c, err := client.NewStreamableHttpClient(u)
+		c, err := client.NewStreamableHttpClient(u, transport.WithHTTPHeaders(served.Header(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		initialize(t, c)
 		listsTools(t, c, u)
 		c.Close()
+		unauthorized(t, u)
+	}
+}
+
+// unauthorized checks that a client without the bearer token is refused.
+func unauthorized(t *testing.T, u string) {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, req); err == nil {
+		t.Errorf("%s: a client without the bearer token was served", u)
 	}
 }
 
@@ -202,7 +222,10 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 		if err := json.Unmarshal([]byte(b[2]), &doc); err != nil {
 			t.Fatalf("README snippet is not JSON: %v\n%s", err, b[2])
 		}
-		for _, servers := range doc {
+		for key, servers := range doc {
+			if key != "mcpServers" && key != "servers" {
+				continue // VS Code's "inputs" (where a client asks for the bearer token), and the like
+			}
 			entry := servers.(map[string]any)["sbf"].(map[string]any)
 			if u, ok := entry["url"].(string); ok {
 				urls = append(urls, u)
@@ -213,7 +236,9 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 				argv = append(argv, a.(string))
 			}
 			if argv[0] == "npx" { // the mcp-remote bridge: what sbf must answer is its URL
-				urls = append(urls, argv[len(argv)-1])
+				if i := slices.IndexFunc(argv, func(a string) bool { return strings.HasPrefix(a, "http") }); i > 0 {
+					urls = append(urls, argv[i])
+				}
 				continue
 			}
 			stdio = append(stdio, argv)

@@ -21,8 +21,8 @@ import (
 )
 
 // serveProcess runs `sbf serve` on a free port and returns it with its
-// MCP URL.
-func serveProcess(t *testing.T, w *simWorkspace, env ...string) (*exec.Cmd, string) {
+// MCP endpoint.
+func serveProcess(t *testing.T, w *simWorkspace, env ...string) (*exec.Cmd, endpoint) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads resident memory from /proc")
@@ -36,8 +36,12 @@ func serveProcess(t *testing.T, w *simWorkspace, env ...string) (*exec.Cmd, stri
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	return c, testutil.ServeURL(t, stderr, 30*time.Second)
+	served := testutil.Serving(t, stderr, 30*time.Second)
+	return c, endpoint{url: served.URL, token: served.Token(t)}
 }
+
+// endpoint is where a test posts MCP requests, and the token they carry.
+type endpoint struct{ url, token string }
 
 // rssMiB is a process's resident memory.
 func rssMiB(t *testing.T, pid int) float64 {
@@ -57,11 +61,12 @@ func rssMiB(t *testing.T, pid int) float64 {
 const initRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
 	`"capabilities":{},"clientInfo":{"name":"rss","version":"1"}}}`
 
-func mcpPost(c *http.Client, url string, body io.Reader, length int64, session string) (*http.Response, error) {
-	req, err := http.NewRequest(http.MethodPost, url, body)
+func mcpPost(c *http.Client, at endpoint, body io.Reader, length int64, session string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, at.url, body)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+at.token)
 	req.ContentLength = length
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/mcptoken"
 	"github.com/sandboxforge/sbf/internal/service"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -53,7 +54,8 @@ func (a *app) serviceInstallCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.http, "http", "",
 		"also serve MCP over Streamable HTTP on `ADDR` (default "+DefaultHTTPAddr+")")
 	cmd.Flags().Lookup("http").NoOptDefVal = DefaultHTTPAddr
-	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "with --http, require `FILE`'s content as a bearer token")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "with --http, the bearer token every request must carry "+
+		"is `FILE`'s content (default: one sbf generates in its state folder, and says where)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the file and the commands; write and run nothing")
 	cmd.Flags().BoolVar(&f.noStart, "no-start", false, "write the file only, and print the commands that would start it")
 	return cmd
@@ -105,6 +107,10 @@ func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
 		return fmt.Errorf("registering %s (the file stays; 'sbf service uninstall' removes it): %w", m.Path(), err)
 	}
 	fmt.Fprintf(a.stdout, "sbf service: %s installed and started (%s); logs: %s\n", service.Name, m.Path(), m.Logs(d))
+	if f.http != "" {
+		fmt.Fprintf(a.stdout, "MCP clients of http://%s/mcp send the bearer token in %s "+
+			"(header Authorization: Bearer TOKEN)\n", f.http, d.Args[3])
+	}
 	if m.Kind() == "systemd" {
 		fmt.Fprintln(a.stdout, "It runs while you are logged in; to keep it running after logout: loginctl enable-linger")
 	}
@@ -125,14 +131,11 @@ func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (
 			"and those its tools touch: name no workspaces with it")
 	case f.http != "":
 		d.Description += ", and MCP over HTTP on " + f.http
-		d.Args = []string{"serve", f.http}
-		if f.tokenFile != "" {
-			abs, err := filepath.Abs(f.tokenFile)
-			if err != nil {
-				return d, err
-			}
-			d.Args = append(d.Args, "--token-file", abs)
+		token, err := a.serviceToken(f)
+		if err != nil {
+			return d, err
 		}
+		d.Args = []string{"serve", f.http, "--token-file", token}
 	case f.tokenFile != "":
 		return d, usageErrorf("--token-file needs --http")
 	default:
@@ -159,6 +162,26 @@ func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (
 	}
 	d.Env = a.serviceEnv()
 	return d, nil
+}
+
+// serviceToken is the bearer token file the service's server uses:
+// --token-file, or the one sbf keeps for the address in its state folder,
+// made now (not on a dry run) so clients can be set up before it starts.
+func (a *app) serviceToken(f serviceFlags) (string, error) {
+	if f.tokenFile != "" {
+		return filepath.Abs(f.tokenFile)
+	}
+	state, err := filepath.Abs(a.hostDir())
+	if err != nil {
+		return "", err
+	}
+	path := mcptoken.Path(state, f.http)
+	if !f.dryRun {
+		if _, err := mcptoken.LoadOrCreate(path); err != nil {
+			return "", err
+		}
+	}
+	return path, nil
 }
 
 // serviceEnv is the installing shell's share of the service's environment,

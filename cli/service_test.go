@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -183,13 +184,21 @@ func TestServiceUsageErrors(t *testing.T) {
 			t.Errorf("sbf %s: exit %d, want 2 (usage)\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
 	}
-	for addr, want := range map[string]string{"": "serve 127.0.0.1:8765\n", "127.0.0.1:9": "serve 127.0.0.1:9\n"} {
+	// --http without --token-file: the server's generated token, named in
+	// the unit so clients can be pointed at it (a dry run makes nothing).
+	for addr, want := range map[string]string{
+		"":            "serve 127.0.0.1:8765 --token-file /",
+		"127.0.0.1:9": "serve 127.0.0.1:9 --token-file /",
+	} {
 		args := []string{"service", "install", "--dry-run", "--http"}
 		if addr != "" {
 			args = append(args, addr)
 		}
-		if r := sbf(t, nil, args...); r.code != 0 || !strings.Contains(r.stdout, want) {
-			t.Errorf("sbf %s: exit %d, want a unit running %q\n%s%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+		r := sbf(t, nil, args...)
+		file := "/mcp/http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token\n"
+		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, file) {
+			t.Errorf("sbf %s: exit %d, want a unit running %q…%q\n%s%s", strings.Join(args, " "), r.code, want, file,
+				r.stdout, r.stderr)
 		}
 	}
 }

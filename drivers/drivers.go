@@ -82,6 +82,13 @@ type EgressLogger interface {
 	EgressLog(instance string) string
 }
 
+// GuardLogger is a backend that keeps its guests off the host's own
+// services and logs each refusal (egress.ReadLog's format) at a path of
+// the host's: part of what `sbf egress log` shows, whatever the mode.
+type GuardLogger interface {
+	GuardLog(instance string) string
+}
+
 // EgressEnforcer is a backend that can enforce a network policy outside
 // the guest. EnforceEgress says whether it can for this spec on this host:
 // nil, or an error saying why not and what to do (the engine reports it as

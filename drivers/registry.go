@@ -159,6 +159,9 @@ type Env struct {
 	// served workspace roots and the operator's allowed paths; Workspace is
 	// one too): nothing there is run as a backend's own program.
 	GuestWritable []string
+	// GuestHostPorts are the host ports a guest may reach whatever its
+	// egress mode: the operator's [policy] guest_host_ports.
+	GuestHostPorts []int
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);

@@ -146,6 +146,8 @@ func TestRealVM(t *testing.T) {
 	}
 	w := &ws{t: t, root: t.TempDir(), env: []string{"SBF_STATE_HOME=" + t.TempDir(), "SBF_LIMA_START_TIMEOUT=20m"}}
 	w.write(".sandboxforge.toml", specText(2, false))
+	hosts := startEgressHosts(t)
+	operatorPolicy(t, w, hosts.allowed) // the egress control's server: the one host port guests may reach
 	t.Cleanup(func() { w.sbf("", nil, "destroy", "--auto-approve") })
 	testDoctor(t, w)
 
@@ -178,9 +180,9 @@ func TestRealVM(t *testing.T) {
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("mcp-docker", func(t *testing.T) { testMCPDocker(t, w, name) })
 	t.Run("exec-speed", func(t *testing.T) { testExecSpeed(t, w, name) })
+	t.Run("host-guard", func(t *testing.T) { testHostGuard(t, w, hosts.allowed) })
 
 	// One restart changes cpus and locks the network down (docs/egress.md).
-	hosts := startEgressHosts(t)
 	var direct time.Duration
 	t.Run("egress-control", func(t *testing.T) { direct = testEgressControl(t, w, hosts) })
 	w.write(".sandboxforge.toml", specText(1, true)+hosts.networkSpec())

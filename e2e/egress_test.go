@@ -82,11 +82,13 @@ func download(t *testing.T, w *ws, addr string, port int, url string) time.Durat
 }
 
 // testEgressControl runs while the guest has the network Lima gives it: it
-// reaches the host's loopback through slirp's alias, which is what the
-// policy must take away (so the later refusals mean something).
+// reaches the host's loopback through slirp's alias on the one port the
+// operator's [policy] guest_host_ports names (operatorPolicy; the host
+// guard refuses every other), which is what the policy must take away (so
+// the later refusals mean something).
 func testEgressControl(t *testing.T, w *ws, h egressHosts) time.Duration {
 	if !guestReaches(w, "192.168.5.2", h.allowed) {
-		t.Fatal("control: the unrestricted guest cannot reach the host through 192.168.5.2; " +
+		t.Fatal("control: the unrestricted guest cannot reach the host's allowed port through 192.168.5.2; " +
 			"the egress checks would prove nothing")
 	}
 	return download(t, w, "192.168.5.2", h.allowed, "/big")

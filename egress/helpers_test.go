@@ -93,6 +93,19 @@ type testProxy struct {
 // dialer; adjust tweaks the config before New.
 func startProxy(t testing.TB, pol Policy, names StaticResolver, adjust func(*Config)) *testProxy {
 	t.Helper()
+	return startProxyAdjusted(t, "tcp", "127.0.0.1:0", pol, names, adjust)
+}
+
+// startProxyOn runs the proxy on a listener of the given network (unix: a
+// socket path), as a VM's proxy process does.
+func startProxyOn(t testing.TB, network, addr string, pol Policy, names StaticResolver) *testProxy {
+	t.Helper()
+	return startProxyAdjusted(t, network, addr, pol, names, nil)
+}
+
+func startProxyAdjusted(t testing.TB, network, addr string, pol Policy, names StaticResolver,
+	adjust func(*Config)) *testProxy {
+	t.Helper()
 	tp := &testProxy{
 		logPath: filepath.Join(t.TempDir(), "egress.log"),
 		dialer:  newRouteDialer(),
@@ -112,7 +125,7 @@ func startProxy(t testing.TB, pol Policy, names StaticResolver, adjust func(*Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,7 +34,23 @@ type LaunchConfig struct {
 	// egress-relay). Both absolute.
 	ProxyCommand []string `json:"proxy_command"`
 	RelayCommand []string `json:"relay_command"`
+	// GuestHostPorts are the operator's [policy] guest_host_ports: the host
+	// ports the VM may reach whatever its mode (the host guard).
+	GuestHostPorts []int `json:"guest_host_ports,omitempty"`
+	// MaxRelays bounds the VM's relays running at once (RelaySlots); zero
+	// is DefaultMaxRelays.
+	MaxRelays int `json:"max_relays,omitempty"`
 }
+
+// Files in a LaunchConfig's Dir besides the log.
+const (
+	// RelaySlotsDir holds the relays' slot lock files.
+	RelaySlotsDir = "relays"
+	// GuardPIDFile is where the host guard's supervisor writes its PID.
+	GuardPIDFile = "guard.pid"
+	// GuardLogName is the host guard's refusals (the egress log's format).
+	GuardLogName = "guard.log"
+)
 
 // LogName is the decision log in a LaunchConfig's Dir.
 const LogName = "egress.log"
@@ -95,32 +110,58 @@ type LaunchDeps struct {
 	ReadyWait time.Duration
 }
 
-// Launch turns the QEMU arguments Lima gives into the restricted ones: for
-// an allowlist it first starts the VM's proxy (watching deps.PID) and waits
-// until it listens; deny needs no proxy. Queries pass through unchanged.
-func Launch(c LaunchConfig, args []string, deps LaunchDeps) ([]string, error) {
+// Launched is what Launch made of QEMU's command line.
+type Launched struct {
+	Argv []string
+	// ProxyAddr is where the VM's proxy listens, "" without one: the host
+	// guard lets the relays reach it when it is a loopback TCP address.
+	ProxyAddr string
+}
+
+// Launch turns the QEMU arguments Lima gives into the ones QEMU runs with:
+// for an allowlist it first starts the VM's proxy (watching deps.PID) and
+// waits until it listens, then restricts the user network with a guestfwd
+// to the relay; deny restricts it with none; allow keeps the network as it
+// is (the host guard still keeps the guest off the host) but, like the
+// others, accepts one user network and no other. Queries pass through.
+func Launch(c LaunchConfig, args []string, deps LaunchDeps) (Launched, error) {
 	if IsQuery(args) {
-		return args, nil
+		return Launched{Argv: args}, nil
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
 	}
 	mode, err := ParseMode(c.Egress)
 	if err != nil {
-		return nil, err
+		return Launched{}, err
 	}
 	var r Restriction
+	var out Launched
 	switch mode {
 	case ModeAllow:
-		return nil, errors.New("egress launch config says allow: nothing to restrict (a driver bug)")
-	case ModeAllowlist:
-		addr, err := startVMProxy(c, deps)
-		if err != nil {
-			return nil, err
+		if _, err := userNetdev(args); err != nil {
+			return Launched{}, err
 		}
-		r.Relay = append(slices.Clone(c.RelayCommand), addr)
+		return Launched{Argv: args}, nil
+	case ModeAllowlist:
+		if out.ProxyAddr, err = startVMProxy(c, deps); err != nil {
+			return Launched{}, err
+		}
+		r.Relay = append(slices.Clone(c.RelayCommand), relayFlags(c)...)
+		r.Relay = append(r.Relay, out.ProxyAddr)
 	}
-	return RestrictNetdev(args, r)
+	out.Argv, err = RestrictNetdev(args, r)
+	return out, err
+}
+
+// relayFlags bound the VM's relays and let its host guard read theirs.
+func relayFlags(c LaunchConfig) []string {
+	max := c.MaxRelays
+	if max <= 0 {
+		max = DefaultMaxRelays
+	}
+	return []string{"--slots", filepath.Join(c.Dir, RelaySlotsDir), "--max", strconv.Itoa(max),
+		"--guard-pid", filepath.Join(c.Dir, GuardPIDFile)}
 }
 
 // startVMProxy writes the proxy's config and starts it, returning the address

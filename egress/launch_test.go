@@ -43,12 +43,16 @@ func TestLaunchStartsTheProxyAndRestrictsTheNetwork(t *testing.T) {
 		"127.0.0.1:" + port}, Dir: dir, Hosts: map[string][]string{"allowed.test": {"127.0.0.1"},
 		"denied.test": {"127.0.0.1"}}, ProxyCommand: []string{"/opt/sbf", "egress-proxy"},
 		RelayCommand: []string{"/opt/sbf", "egress-relay"}}
-	argv, err := Launch(c, limaArgv, LaunchDeps{PID: 4242, Start: inProcess(t)})
+	out, err := Launch(c, limaArgv, LaunchDeps{PID: 4242, Start: inProcess(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	netdev := argv[5]
-	wantRelay := "-cmd:/opt/sbf egress-relay unix:" + filepath.Join(dir, "proxy-4242.sock")
+	netdev := out.Argv[5]
+	wantRelay := "-cmd:/opt/sbf egress-relay --slots " + filepath.Join(dir, "relays") + " --max 64 --guard-pid " +
+		filepath.Join(dir, "guard.pid") + " unix:" + filepath.Join(dir, "proxy-4242.sock")
+	if out.ProxyAddr != "unix:"+filepath.Join(dir, "proxy-4242.sock") {
+		t.Errorf("proxy address = %q", out.ProxyAddr)
+	}
 	if !strings.Contains(netdev, "restrict=on") || !strings.Contains(netdev, "guestfwd=tcp:192.168.5.4:3128") ||
 		!strings.Contains(strings.ReplaceAll(netdev, ",,", ","), wantRelay) {
 		t.Fatalf("netdev = %s, want restrict=on and a guestfwd to %s", netdev, wantRelay)
@@ -72,18 +76,34 @@ func TestLaunchStartsTheProxyAndRestrictsTheNetwork(t *testing.T) {
 func TestDenyStartsNoProxyAndQueriesPassThrough(t *testing.T) {
 	started := false
 	deps := LaunchDeps{PID: 1, Start: func(*exec.Cmd) error { started = true; return nil }}
-	argv, err := Launch(LaunchConfig{Egress: "deny", Dir: t.TempDir()}, limaArgv, deps)
-	if err != nil || started || !strings.Contains(argv[5], "restrict=on") || strings.Contains(argv[5], "guestfwd") {
-		t.Fatalf("deny: %v, %v (proxy started: %v)", argv, err, started)
+	out, err := Launch(LaunchConfig{Egress: "deny", Dir: t.TempDir()}, limaArgv, deps)
+	if err != nil || started || !strings.Contains(out.Argv[5], "restrict=on") ||
+		strings.Contains(out.Argv[5], "guestfwd") {
+		t.Fatalf("deny: %v, %v (proxy started: %v)", out, err, started)
 	}
 	for _, q := range [][]string{{"--version"}, {"-cpu", "help"}, {"-machine", "q35", "-accel", "help"}} {
-		if got, err := Launch(LaunchConfig{Egress: "allowlist"}, q, deps); err != nil || strings.Join(got, " ") !=
-			strings.Join(q, " ") || started {
+		if got, err := Launch(LaunchConfig{Egress: "allowlist"}, q, deps); err != nil ||
+			strings.Join(got.Argv, " ") != strings.Join(q, " ") || started {
 			t.Errorf("query %v = %v, %v", q, got, err)
 		}
 	}
 	if _, err := Launch(LaunchConfig{Egress: "deny"}, []string{"-m", "2048"}, deps); err == nil {
 		t.Error("a boot with no user netdev to restrict was let through")
+	}
+}
+
+// allow keeps Lima's network as it is (the host guard keeps the guest off
+// the host), but only slirp's: another backend would route around it.
+func TestAllowKeepsTheUserNetworkAndNothingElse(t *testing.T) {
+	deps := LaunchDeps{PID: 1, Start: func(*exec.Cmd) error { t.Error("allow started a proxy"); return nil }}
+	out, err := Launch(LaunchConfig{Egress: "allow", Dir: t.TempDir()}, limaArgv, deps)
+	if err != nil || strings.Join(out.Argv, " ") != strings.Join(limaArgv, " ") || out.ProxyAddr != "" {
+		t.Fatalf("allow: %v, %v", out, err)
+	}
+	vmnet := append(append([]string{}, limaArgv...), "-netdev", "socket,id=net1,fd=3")
+	if _, err := Launch(LaunchConfig{Egress: "allow"}, vmnet, deps); err == nil ||
+		!strings.Contains(err.Error(), "cannot restrict") {
+		t.Errorf("allow with a second network: %v", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -193,53 +192,5 @@ func TestRelayCarriesHalfClosesBothWays(t *testing.T) {
 	}
 	if err := <-relayDone; err != nil {
 		t.Errorf("Relay: %v", err)
-	}
-}
-
-// TestRelayStdioAsQEMURunsIt runs the relay as a child process whose stdin,
-// stdout and stderr are one end of a TCP connection, as libslirp does.
-func TestRelayStdioAsQEMURunsIt(t *testing.T) {
-	if addr := os.Getenv("SBF_EGRESS_RELAY_HELPER"); addr != "" {
-		if err := RelayStdio(context.Background(), addr); err != nil {
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		io.WriteString(c, "proxy got "+line)
-		c.Close()
-	}()
-	guest, qemuEnd := tcpPair(t)
-	f, err := qemuEnd.(*net.TCPConn).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRelayStdioAsQEMURunsIt$")
-	cmd.Env = append(os.Environ(), "SBF_EGRESS_RELAY_HELPER=unix:"+sock)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	qemuEnd.Close()
-	io.WriteString(guest, "hello\n")
-	got, _ := io.ReadAll(guest)
-	guest.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("relay process: %v", err)
-	}
-	if string(got) != "proxy got hello\n" {
-		t.Errorf("guest read %q", got)
 	}
 }

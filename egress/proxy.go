@@ -132,7 +132,10 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-p.slots }()
-			p.ServeConn(ctx, c)
+			p.track(c, true)
+			served := p.takeHandoff(c)
+			p.track(c, false)
+			p.ServeConn(ctx, served)
 		}()
 	}
 }

@@ -48,32 +48,9 @@ func RestrictNetdev(argv []string, r Restriction) ([]string, error) {
 		r.GuestAddr = ProxyGuestAddr
 	}
 	out := append([]string(nil), argv...)
-	userAt := -1
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		switch {
-		case a == "-net" || a == "--net" || a == "-nic" || a == "--nic":
-			return nil, fmt.Errorf("QEMU argument %s: only -netdev user can be restricted", a)
-		case strings.HasPrefix(a, "-netdev=") || strings.HasPrefix(a, "--netdev="):
-			return nil, fmt.Errorf("QEMU argument %q: write -netdev and its value as two arguments", a)
-		case a != "-netdev" && a != "--netdev":
-			continue
-		}
-		if i+1 == len(out) {
-			return nil, errors.New("QEMU argument -netdev has no value")
-		}
-		i++
-		kind, _, _ := strings.Cut(out[i], ",")
-		if kind != "user" {
-			return nil, fmt.Errorf("-netdev %q gives the guest a network sbf cannot restrict", out[i])
-		}
-		if userAt >= 0 {
-			return nil, errors.New("more than one -netdev user: sbf restricts exactly one")
-		}
-		userAt = i
-	}
-	if userAt < 0 {
-		return nil, errors.New("no -netdev user,… in the QEMU command line to restrict")
+	userAt, err := userNetdev(out)
+	if err != nil {
+		return nil, err
 	}
 	v, err := restrictUserNetdev(out[userAt], r)
 	if err != nil {
@@ -81,6 +58,40 @@ func RestrictNetdev(argv []string, r Restriction) ([]string, error) {
 	}
 	out[userAt] = v
 	return out, nil
+}
+
+// userNetdev finds the one -netdev user,… value of a QEMU command line,
+// refusing any other network backend (socket, tap, vde, …: a route around
+// slirp), -net/-nic and a second user netdev.
+func userNetdev(out []string) (int, error) {
+	userAt := -1
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "-net" || a == "--net" || a == "-nic" || a == "--nic":
+			return -1, fmt.Errorf("QEMU argument %s: only -netdev user can be restricted", a)
+		case strings.HasPrefix(a, "-netdev=") || strings.HasPrefix(a, "--netdev="):
+			return -1, fmt.Errorf("QEMU argument %q: write -netdev and its value as two arguments", a)
+		case a != "-netdev" && a != "--netdev":
+			continue
+		}
+		if i+1 == len(out) {
+			return -1, errors.New("QEMU argument -netdev has no value")
+		}
+		i++
+		kind, _, _ := strings.Cut(out[i], ",")
+		if kind != "user" {
+			return -1, fmt.Errorf("-netdev %q gives the guest a network sbf cannot restrict", out[i])
+		}
+		if userAt >= 0 {
+			return -1, errors.New("more than one -netdev user: sbf restricts exactly one")
+		}
+		userAt = i
+	}
+	if userAt < 0 {
+		return -1, errors.New("no -netdev user,… in the QEMU command line to restrict")
+	}
+	return userAt, nil
 }
 
 func restrictUserNetdev(value string, r Restriction) (string, error) {

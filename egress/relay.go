@@ -20,19 +20,37 @@ const RelayDialTimeout = 10 * time.Second
 // per guest connection: it must not outlive its use).
 const RelayDrain = time.Minute
 
+// handoffAck is the proxy's one-byte answer once it holds a handed-off
+// guest connection (an HTTP answer starts with a letter).
+const handoffAck = 0x06
+
 // RelayStdio is the guestfwd command's body (`sbf egress-relay ADDR`): QEMU
 // gives it one guest connection as stdin and stdout (and stderr: nothing
-// may be printed, it would reach the guest). It connects that connection to
-// the proxy at addr ("unix:/path" or "127.0.0.1:PORT") and returns when
-// both directions are done.
-func RelayStdio(ctx context.Context, addr string) error {
+// may be printed, it would reach the guest). With a unix socket address it
+// hands the connection itself to the proxy (its descriptor, SCM_RIGHTS)
+// and exits once the proxy holds it: no host process stays per guest
+// connection, and the proxy carries the bytes socket to socket. With a TCP
+// address (a socket path too long), or stdin that is not a socket, it
+// copies both ways until both are done. slots bounds how many relays of
+// one VM run at once: with none free it returns ErrNoRelaySlot at once,
+// and the guest sees its connection closed.
+func RelayStdio(ctx context.Context, addr string, slots RelaySlots) error {
+	release, err := slots.take()
+	if err != nil {
+		return err
+	}
+	defer release()
 	// libslirp hands over one end of a loopback TCP pair; as a net.Conn it
 	// can be half-closed, which os.Stdout cannot.
-	if c, err := net.FileConn(os.Stdin); err == nil {
-		defer c.Close()
-		return Relay(ctx, c, addr)
+	c, err := net.FileConn(os.Stdin)
+	if err != nil {
+		return Relay(ctx, stdio{}, addr)
 	}
-	return Relay(ctx, stdio{}, addr)
+	defer c.Close()
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return handOff(ctx, 0, c, path) // fd 0: stdin, the guest connection
+	}
+	return Relay(ctx, c, addr)
 }
 
 type stdio struct{}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,6 +42,9 @@ type world struct {
 	canary                 string
 	env                    []string
 	before                 map[string]string
+	// token is the bearer token of the last server serve started: every
+	// HTTP caller needs it, and attack sends it.
+	token string
 }
 
 func newWorld(t *testing.T, wsSpec string) *world {
@@ -138,7 +142,8 @@ func (w *world) sbf(extra []string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// serve starts `sbf serve` for the world's workspace and returns its URL.
+// serve starts `sbf serve` for the world's workspace and returns its URL;
+// its bearer token is w.token.
 func (w *world) serve(extra []string, args ...string) string {
 	w.t.Helper()
 	c := exec.Command(sbfBinary, append([]string{"-C", w.ws, "serve", "127.0.0.1:0"}, args...)...)
@@ -151,7 +156,9 @@ func (w *world) serve(extra []string, args ...string) string {
 		c.Process.Signal(syscall.SIGTERM)
 		c.Wait()
 	})
-	return testutil.ServeURL(w.t, stderr, 30*time.Second)
+	served := testutil.Serving(w.t, stderr, 30*time.Second)
+	w.token = served.Token(w.t)
+	return served.URL
 }
 
 const tsClientDir = "../mcpserver/testdata/tsclient"
@@ -162,6 +169,9 @@ func (w *world) attack(phase, mode, target string, extra ...string) {
 	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	c := exec.Command("node", "escape.mjs")
 	c.Dir = tsClientDir
+	if mode == "http" && !slices.ContainsFunc(extra, func(e string) bool { return strings.HasPrefix(e, "ESC_TOKEN=") }) {
+		extra = append(extra, "ESC_TOKEN="+w.token)
+	}
 	c.Env = append(append([]string{}, w.env...), append(extra, "ESC_PHASE="+phase, "ESC_MODE="+mode,
 		"ESC_TARGET="+target, "ESC_WS="+w.ws, "ESC_OTHER="+w.other, "ESC_CANARY="+w.canary)...)
 	out, err := c.CombinedOutput()

@@ -22,7 +22,7 @@ import (
 func FuzzHTTPHandler(f *testing.F) {
 	fx := newFixture(f, simSpec+"[sandboxes.api]\n")
 	const limit, sessions = 16 << 10, 4
-	h := fx.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: limit, MaxSessions: sessions})
+	h := fx.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: limit, MaxSessions: sessions, Token: testToken})
 	f.Cleanup(h.Close)
 	for _, body := range []string{
 		initBody,
@@ -52,6 +52,7 @@ func FuzzHTTPHandler(f *testing.F) {
 		defer cancel()
 		req := httptest.NewRequestWithContext(ctx, []string{http.MethodPost, http.MethodGet, http.MethodDelete,
 			http.MethodPut}[method%4], "/mcp", payload)
+		authorize(req)
 		req.ContentLength = -1
 		if declared {
 			req.ContentLength = size

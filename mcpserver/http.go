@@ -26,7 +26,9 @@ import (
 type HTTPOptions struct {
 	Addr             string // host:port
 	AllowNonLoopback bool   // --allow-non-loopback / MCP_HTTP_ALLOW_NON_LOOPBACK
-	Token            string // bearer token; required off loopback
+	// Token is the bearer token every request must carry, loopback
+	// included (internal/mcptoken); empty refuses every request.
+	Token string
 	// MaxBodyBytes caps a request body (413 beyond it); zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -63,24 +65,28 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	return o
 }
 
-// CheckListen refuses an address off loopback unless explicitly allowed,
-// and then only with a bearer token. localhost and ::1 count as loopback.
+// CheckListen refuses an address off loopback unless explicitly allowed.
+// localhost and ::1 count as loopback. Every request needs the bearer
+// token wherever the server listens.
 func CheckListen(o HTTPOptions) error {
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", o.Addr, err)
 	}
-	if isLoopback(host) {
+	if isLoopback(host) || o.AllowNonLoopback {
 		return nil
 	}
-	if !o.AllowNonLoopback {
-		return fmt.Errorf("refusing to listen on %s: it is not a loopback address; pass --allow-non-loopback "+
-			"(or MCP_HTTP_ALLOW_NON_LOOPBACK=1) together with --token-file to expose sbf on the network", o.Addr)
-	}
-	if o.Token == "" {
-		return fmt.Errorf("listening on non-loopback %s needs a bearer token: pass --token-file FILE", o.Addr)
-	}
-	return nil
+	return fmt.Errorf("refusing to listen on %s: it is not a loopback address; pass --allow-non-loopback "+
+		"(or MCP_HTTP_ALLOW_NON_LOOPBACK=1) to expose sbf on the network (every request needs its bearer token)",
+		o.Addr)
+}
+
+// access is what a request must show: the bearer token, and, on a server
+// listening on loopback, a loopback Host (a web page whose name was made
+// to resolve to 127.0.0.1 sends its own name: DNS rebinding).
+func (o HTTPOptions) access() access {
+	host, _, err := net.SplitHostPort(o.Addr)
+	return access{token: o.Token, loopbackHost: o.Addr == "" || err == nil && isLoopback(host)}
 }
 
 // HTTP is the Streamable HTTP transport at /mcp behind sbf's checks and
@@ -104,7 +110,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) *HTTP {
 	table := newSessionTable(o.MaxSessions, o.SessionIdle, c.Now)
 	mcp := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), server.WithSessionIdManager(table))
 	table.end = func(id string) { endSession(mcp, id) }
-	h := &HTTP{handler: guard(limitBody(mcp, o.MaxBodyBytes), o.Token), sessions: table, stop: make(chan struct{})}
+	h := &HTTP{handler: guard(limitBody(mcp, o.MaxBodyBytes), o.access()), sessions: table, stop: make(chan struct{})}
 	go h.sweep(c.NewTicker(max(o.SessionIdle/4, time.Second)))
 	return h
 }
@@ -202,25 +208,49 @@ func tooLarge(w http.ResponseWriter, max int64) {
 	w.Write(body)
 }
 
-// guard rejects requests from non-loopback origins (DNS rebinding: a web
-// page must not drive a local server through the browser) and, when a
-// token is set, requests without it.
-func guard(next http.Handler, token string) http.Handler {
+type access struct {
+	token        string
+	loopbackHost bool
+}
+
+// guard lets a request through only with a loopback Origin (or none), a
+// loopback Host when the server listens on loopback, and the bearer token.
+// An empty token lets nothing through.
+func guard(next http.Handler, a access) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
-			http.Error(w, "Forbidden: Origin "+origin+" is not a loopback origin", http.StatusForbidden)
+			http.Error(w, "Forbidden: Origin "+clipHeader(origin)+" is not a loopback origin", http.StatusForbidden)
 			return
 		}
-		if token != "" {
-			got, ok := bearer(r.Header.Get("Authorization"))
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="sbf"`)
-				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
-				return
-			}
+		if a.loopbackHost && !loopbackHostHeader(r.Host) {
+			http.Error(w, "Forbidden: Host "+clipHeader(r.Host)+" is not a loopback address", http.StatusForbidden)
+			return
+		}
+		got, ok := bearer(r.Header.Get("Authorization"))
+		if !ok || a.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sbf"`)
+			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHostHeader reads a Host header (a name or address, with or
+// without a port) and says whether it names loopback.
+func loopbackHostHeader(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return host != "" && isLoopback(host)
+}
+
+// clipHeader bounds a header quoted back to the caller.
+func clipHeader(v string) string {
+	if len(v) > 200 {
+		return v[:200] + "…"
+	}
+	return v
 }
 
 // bearer reads an Authorization header's bearer token; the scheme is

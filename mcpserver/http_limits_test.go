@@ -30,8 +30,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// testToken is the bearer token of the test servers.
+const testToken = "test-token-0123456789abcdefghijklmnopqrstuv"
+
+// authorize makes req what a local client sends: its Host is loopback and
+// it carries the token.
+func authorize(req *http.Request) {
+	req.Host = "127.0.0.1:8765"
+	req.Header.Set("Authorization", "Bearer "+testToken)
+}
+
 func post(h http.Handler, body io.Reader, length int64, session string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "/mcp", body)
+	authorize(req)
 	req.ContentLength = length
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -59,7 +70,7 @@ func initialize(t *testing.T, h http.Handler) string {
 // most the limit to refuse: nothing when its length is declared.
 func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 	f := newFixture(t, simSpec)
-	h := f.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: 1 << 20})
+	h := f.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: 1 << 20, Token: testToken})
 	defer h.Close()
 	big := func() io.Reader {
 		return io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call",`+
@@ -99,7 +110,7 @@ func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 // response that stays small however large the argument.
 func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 	f := newFixture(t, simSpec)
-	h := f.srv.HTTPHandler(HTTPOptions{})
+	h := f.srv.HTTPHandler(HTTPOptions{Token: testToken})
 	defer h.Close()
 	id := initialize(t, h)
 	arg := strings.Repeat("A", 3<<19)
@@ -119,7 +130,7 @@ func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 func TestSessionsAreCappedAndExpire(t *testing.T) {
 	f := newFixture(t, simSpec)
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h := f.srv.HTTPHandler(HTTPOptions{MaxSessions: 50, SessionIdle: time.Hour, clock: c})
+	h := f.srv.HTTPHandler(HTTPOptions{MaxSessions: 50, SessionIdle: time.Hour, clock: c, Token: testToken})
 	defer h.Close()
 	base := f.srv.Sessions() // the fixture's in-process client
 	first := initialize(t, h)

@@ -54,9 +54,12 @@ func newMetrics(s *Server) *metrics {
 }
 
 // MetricsHandler serves the metrics in Prometheus's text format, behind
-// the same Origin check and optional bearer token as the MCP endpoint.
-func (s *Server) MetricsHandler(token string) http.Handler {
-	return guard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), token)
+// the same Origin, Host and bearer token checks as the MCP endpoint of a
+// server listening on o.Addr: they name the server's workspaces, pools and
+// tools, which no process that merely reaches the port should read (a
+// Prometheus scrape sends the token with authorization.credentials_file).
+func (s *Server) MetricsHandler(o HTTPOptions) http.Handler {
+	return guard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), o.access())
 }
 
 // toolCall counts one tool call.

@@ -19,6 +19,7 @@ import (
 func scrape(t *testing.T, h http.Handler, token string) map[string]*dto.MetricFamily {
 	t.Helper()
 	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Host = "127.0.0.1:9100"
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -73,8 +74,8 @@ func TestMetrics(t *testing.T) {
 	f.ok("run_command", map[string]any{"instance_id": id, "command": "true"})
 	f.fails("read_file", map[string]any{"instance_id": id, "path": "none"}, "GUEST_PATH_NOT_FOUND")
 	f.ok("expose_port", map[string]any{"instance_id": id, "port": guestHTTP(t, "x")})
-	h := f.srv.MetricsHandler("")
-	m := scrape(t, h, "")
+	h := f.srv.MetricsHandler(HTTPOptions{Addr: "127.0.0.1:9100", Token: testToken})
+	m := scrape(t, h, testToken)
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -102,18 +103,32 @@ func TestMetrics(t *testing.T) {
 	res, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
 		reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
 	f.srv.observed("workspace", nil)(ws, res, err)
-	m = scrape(t, h, "")
+	m = scrape(t, h, testToken)
 	if value(m, "sbf_lease_expiries_total") != 1 || value(m, "sbf_reconcile_passes_total", "kind", "workspace",
 		"result", "ok") != 1 || value(m, "sbf_sandboxes", "phase", "expired") != 1 ||
 		value(m, "sbf_reconcile_pass_duration_seconds", "kind", "workspace") != 1 {
 		t.Errorf("after an expiring pass: %v", m)
 	}
 
-	// With a token, a scrape must carry it.
-	rec := httptest.NewRecorder()
-	f.srv.MetricsHandler("s3cret").ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if rec.Code != http.StatusUnauthorized {
-		t.Errorf("a scrape without the token: %d", rec.Code)
+	// A scrape is checked as an MCP request is: the token, and a loopback
+	// Host and Origin (DNS rebinding).
+	for _, c := range []struct{ host, origin, auth string }{
+		{"127.0.0.1:9100", "", ""},
+		{"127.0.0.1:9100", "", "Bearer wrong"},
+		{"rebind.example:9100", "", "Bearer " + testToken},
+		{"127.0.0.1:9100", "http://rebind.example", "Bearer " + testToken},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Host = c.host
+		for k, v := range map[string]string{"Origin": c.origin, "Authorization": c.auth} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized && rec.Code != http.StatusForbidden {
+			t.Errorf("a scrape with Host %q, Origin %q, %q: %d", c.host, c.origin, c.auth, rec.Code)
+		}
 	}
-	scrape(t, f.srv.MetricsHandler("s3cret"), "s3cret")
 }

@@ -1,6 +1,7 @@
 package mcpcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/internal/mcptoken"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -44,9 +45,10 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 			"a client's MCP roots narrow them further")
 	cmd.Flags().
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
-	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "require `FILE`'s content as a bearer token on HTTP")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the bearer token every HTTP request must carry is "+
+		"`FILE`'s content (default: one sbf generates per address in its state folder)")
 	cmd.Flags().StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics "+
-		"(loopback, as the MCP endpoint)")
+		"(loopback and the bearer token, as the MCP endpoint)")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
 		fmt.Sprintf("largest HTTP request body in bytes (default %d, or "+
 			"MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
@@ -84,7 +86,9 @@ func (a cmds) mcpCommand() *cobra.Command {
 		Short: "Serve the MCP tools over stdio (and Streamable HTTP with --http)",
 		Long: "mcp serves SandboxForge's MCP tools on stdin/stdout for an MCP client, and runs the reconcile\n" +
 			"loop (expiry, repair) in the background. --http also serves Streamable HTTP at http://ADDR/mcp\n" +
-			"(default 127.0.0.1:8765). SandboxForge v1's environment variables keep their meaning.",
+			"(default 127.0.0.1:8765), where every request must carry a bearer token (--token-file, or one sbf\n" +
+			"generates in its state folder; the server says where). SandboxForge v1's environment variables keep\n" +
+			"their meaning.",
 		// `--http ADDR` as two words: a bare --http takes the default
 		// address, so the address arrives as the one argument.
 		Args: cli.Args(func(cmd *cobra.Command, list []string) error {
@@ -115,7 +119,9 @@ func (a cmds) serveCommand() *cobra.Command {
 		Short: "Run the reconcile loop and serve MCP over Streamable HTTP",
 		Long: "serve runs the reconcile loop for every workspace it has touched (and every workspace holding\n" +
 			"a lease on this host) and serves the MCP tools at http://ADDR/mcp (default MCP_HTTP_HOST:MCP_HTTP_PORT,\n" +
-			"127.0.0.1:8765). SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
+			"127.0.0.1:8765). Every request must carry a bearer token (Authorization: Bearer TOKEN): --token-file's,\n" +
+			"or one sbf generates per address in its state folder and reuses; the server prints where it is.\n" +
+			"SIGINT/SIGTERM stop it gracefully: in-flight actions finish and state is saved.",
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
 			if len(list) == 1 {
@@ -141,18 +147,16 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 	}
 	opts := f.httpOptions(httpAddr, settings)
-	if f.tokenFile != "" {
-		tok, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return fmt.Errorf("reading --token-file: %w", err)
+	var tokenPath string
+	if httpAddr != "" || f.metrics != "" {
+		for _, addr := range []string{httpAddr, f.metrics} {
+			check := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: opts.AllowNonLoopback}
+			if err := mcpserver.CheckListen(check); addr != "" && err != nil {
+				return cli.UsageErrorf("%v", err)
+			}
 		}
-		if opts.Token = strings.TrimSpace(string(tok)); opts.Token == "" {
-			return fmt.Errorf("--token-file %s is empty", f.tokenFile)
-		}
-	}
-	if httpAddr != "" {
-		if err := mcpserver.CheckListen(opts); err != nil {
-			return cli.UsageErrorf("%v", err)
+		if opts.Token, tokenPath, err = a.bearerToken(f.tokenFile, cmp.Or(httpAddr, f.metrics)); err != nil {
+			return err
 		}
 	}
 	command := "serve"
@@ -168,7 +172,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	}
 	defer srv.Close() // the ports it exposed
 	if f.metrics != "" {
-		stopMetrics, err := a.serveMetrics(srv, f, opts.Token)
+		stopMetrics, err := a.serveMetrics(srv, f, opts, tokenPath)
 		if err != nil {
 			return err
 		}
@@ -197,7 +201,8 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		hs = mcpserver.NewHTTPServer(handler)
 		httpErr = make(chan error, 1)
 		go func() { httpErr <- hs.Serve(ln) }()
-		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp\n", ln.Addr())
+		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp (every request needs the bearer token in %s)\n",
+			ln.Addr(), tokenPath)
 	}
 	if stdio {
 		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), a.Stdout())
@@ -252,4 +257,18 @@ func (a cmds) logPass(ws spec.Options, res *reconcile.Result, err error) {
 			fmt.Fprintf(a.Stderr(), "sbf: reconcile %s: %s %s (%s)\n", ws.Root, act.Kind, act.Subject(), act.Cause)
 		}
 	}
+}
+
+// bearerToken is the token every HTTP request must carry: --token-file's,
+// or the one sbf keeps for addr in its state folder (made on first use).
+// It returns the file it came from, which the server names (never the
+// token) so clients can be pointed at it.
+func (a cmds) bearerToken(file, addr string) (token, path string, err error) {
+	if file != "" {
+		token, err = mcptoken.Read(file)
+		return token, file, err
+	}
+	path = mcptoken.Path(a.HostDir(), addr)
+	token, err = mcptoken.LoadOrCreate(path)
+	return token, path, err
 }

@@ -12,10 +12,11 @@ import (
 )
 
 // serveMetrics serves the server's Prometheus metrics at http://ADDR/metrics
-// until stop: on loopback unless --allow-non-loopback, and then only with
-// --token-file's bearer token, as the MCP endpoint.
-func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, token string) (stop func(), err error) {
-	o := mcpserver.HTTPOptions{Addr: f.metrics, AllowNonLoopback: f.allowNonLoopback, Token: token}
+// until stop: on loopback unless --allow-non-loopback, and with the MCP
+// endpoint's bearer token and Host and Origin checks.
+func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, mcp mcpserver.HTTPOptions, tokenPath string) (
+	stop func(), err error) {
+	o := mcpserver.HTTPOptions{Addr: f.metrics, AllowNonLoopback: mcp.AllowNonLoopback, Token: mcp.Token}
 	if err := mcpserver.CheckListen(o); err != nil {
 		return nil, cli.UsageErrorf("--metrics: %v", err)
 	}
@@ -24,10 +25,11 @@ func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, token string) (st
 		return nil, fmt.Errorf("listening on %s for metrics: %w", f.metrics, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", srv.MetricsHandler(token))
+	mux.Handle("/metrics", srv.MetricsHandler(o))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	fmt.Fprintf(a.Stderr(), "sbf: serving metrics on http://%s/metrics\n", ln.Addr())
+	fmt.Fprintf(a.Stderr(), "sbf: serving metrics on http://%s/metrics (every scrape needs the bearer token in %s)\n",
+		ln.Addr(), tokenPath)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -53,8 +53,14 @@ func (d *Driver) EgressLog(instance string) string {
 	return filepath.Join(d.egressDir(instance), egress.LogName)
 }
 
+// GuardLog is where the host guard of an instance's QEMU logs refusals.
+func (d *Driver) GuardLog(instance string) string {
+	return filepath.Join(d.egressDir(instance), egress.GuardLogName)
+}
+
 // egressEnv writes the instance's launch config and returns what tells
-// sbf's QEMU wrapper to start QEMU through `sbf egress-qemu`.
+// sbf's QEMU wrapper to start QEMU through `sbf egress-qemu`: every QEMU VM
+// on Linux runs under its host guard, and those with a policy behind it.
 func (d *Driver) egressEnv(s drivers.Spec) ([]string, error) {
 	if err := d.EnforceEgress(s); err != nil {
 		return nil, err
@@ -62,9 +68,12 @@ func (d *Driver) egressEnv(s drivers.Spec) ([]string, error) {
 	self, _ := d.self()
 	dir := d.egressDir(s.Name)
 	_, sandbox, _ := drivers.ParseInstanceName(s.Name)
-	c := egress.LaunchConfig{Sandbox: sandbox, Egress: s.Egress.Mode, Allow: s.Egress.Allow, Dir: dir,
+	c := egress.LaunchConfig{Sandbox: sandbox, Egress: string(egress.ModeAllow), Dir: dir,
 		Hosts: staticHosts(d.opts.Getenv("SBF_EGRESS_HOSTS")), ProxyCommand: []string{self, "egress-proxy"},
-		RelayCommand: []string{self, "egress-relay"}}
+		RelayCommand: []string{self, "egress-relay"}, GuestHostPorts: d.opts.GuestHostPorts}
+	if s.Egress != nil {
+		c.Egress, c.Allow = s.Egress.Mode, s.Egress.Allow
+	}
 	path := filepath.Join(dir, "launch.json")
 	if err := egress.WriteLaunchConfig(path, c); err != nil {
 		return nil, err

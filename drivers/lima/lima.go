@@ -49,6 +49,9 @@ type Options struct {
 	// SourceTree is sbf's source tree when sbf runs from it ("": it does
 	// not): only then does guidance name 'make lima'.
 	SourceTree string
+	// GuestHostPorts are the host ports a guest may reach (the operator's
+	// [policy] guest_host_ports); QEMU's host guard refuses every other.
+	GuestHostPorts []int
 }
 
 // Driver is a Lima backend.

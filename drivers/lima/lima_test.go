@@ -46,7 +46,18 @@ func (f *fake) argv() []string {
 func (f *fake) options() Options {
 	abs, _ := filepath.Abs("testdata/fake-limactl")
 	return Options{Limactl: abs, HostOS: "linux", HostArch: "amd64", Euid: func() int { return 1000 },
-		Getenv: func(k string) string { return f.env[k] }, StateDir: f.state}
+		Getenv: func(k string) string { return f.env[k] }, StateDir: f.state, Self: f.self()}
+}
+
+// self stands in for the sbf binary the QEMU wrapper runs: its egress-qemu
+// execs QEMU as given (`egress-qemu CONFIG QEMU ARG…`).
+func (f *fake) self() string {
+	p := filepath.Join(f.state, "fake-sbf")
+	if _, err := os.Stat(p); err != nil {
+		os.MkdirAll(f.state, 0o755)
+		os.WriteFile(p, []byte("#!/bin/sh\n[ \"$1\" = egress-qemu ] && shift 2 && exec \"$@\"\nexit 64\n"), 0o755)
+	}
+	return p
 }
 
 func (f *fake) driver() *Driver {

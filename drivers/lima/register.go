@@ -29,7 +29,8 @@ func optionsFrom(env drivers.Env) (Options, error) {
 		return Options{}, err
 	}
 	return Options{Limactl: env.Getenv("SBF_LIMACTL"), StartTimeout: timeout, HostOS: env.HostOS, HostArch: env.HostArch,
-		Getenv: env.Getenv, Debug: env.Debug, Clock: env.Clock, StateDir: env.StateDir, SourceTree: sbfSourceTree()}, nil
+		Getenv: env.Getenv, Debug: env.Debug, Clock: env.Clock, StateDir: env.StateDir, SourceTree: sbfSourceTree(),
+		GuestHostPorts: env.GuestHostPorts}, nil
 }
 
 var (
@@ -43,4 +44,5 @@ var (
 	_ drivers.Warmer         = (*Driver)(nil)
 	_ drivers.EgressEnforcer = (*Driver)(nil)
 	_ drivers.EgressLogger   = (*Driver)(nil)
+	_ drivers.GuardLogger    = (*Driver)(nil)
 )

@@ -95,17 +95,21 @@ func (d *Driver) lateGuestAgent(ctx context.Context, stderr, name string) bool {
 // whether it rewrites Lima's KVM request into software emulation.
 type qemuChoice struct {
 	Var, Real string
-	TCG       bool
-	Reason    string // why there is no usable KVM, when TCG
+	// Args are words the user's QEMU_SYSTEM_<ARCH> gave after the binary;
+	// Lima passes them first, the wrapper on to Real.
+	Args   []string
+	TCG    bool
+	Reason string // why there is no usable KVM, when TCG
 }
 
 // startEnv is the environment `limactl start` needs beyond sbf's own: for
-// QEMU guests of the host's arch on Linux without usable KVM, the wrappers
-// that make Lima's QEMU run in software emulation; for a VM with a network
-// policy, the wrapper that starts QEMU through `sbf egress-qemu`.
+// every QEMU guest on Linux, the wrapper that starts QEMU through `sbf
+// egress-qemu` (its host guard, whatever the egress mode, and its network
+// policy); for guests of the host's arch without usable KVM, software
+// emulation too.
 func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error) {
 	q, err := d.chooseQEMU(ctx, s)
-	if err != nil || !q.TCG && s.Egress == nil {
+	if err != nil || q.Var == "" {
 		return nil, err
 	}
 	dir, err := d.installWrappers()
@@ -113,7 +117,7 @@ func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error)
 		return nil, err
 	}
 	env := []string{
-		q.Var + "=" + filepath.Join(dir, "qemu-system"),
+		q.Var + "=" + strings.Join(append([]string{filepath.Join(dir, "qemu-system")}, q.Args...), " "),
 		"SBF_REAL_QEMU=" + q.Real,
 		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
 		// What the ssh wrapper did, for when a slow boot still ends degraded.
@@ -126,19 +130,17 @@ func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error)
 				"about 10x slower; a first boot takes minutes", q.Reason)
 		})
 	}
-	if s.Egress != nil {
-		egressEnv, err := d.egressEnv(s)
-		if err != nil {
-			return nil, err
-		}
-		env = append(env, egressEnv...)
+	egressEnv, err := d.egressEnv(s)
+	if err != nil {
+		return nil, err
 	}
-	return env, nil
+	return append(env, egressEnv...), nil
 }
 
 // chooseQEMU decides how the VM's QEMU runs. A zero Var means Lima's own
 // choice stands (macOS, another vmType); a QEMU the user named with
-// QEMU_SYSTEM_<ARCH> is kept, and wrapped only for a network policy.
+// QEMU_SYSTEM_<ARCH> is kept, and wrapped (for the host guard) but not
+// emulated.
 func (d *Driver) chooseQEMU(ctx context.Context, s drivers.Spec) (qemuChoice, error) {
 	arch := drivers.CanonicalArch(s.Arch)
 	host := drivers.CanonicalArch(d.opts.HostArch)
@@ -150,7 +152,7 @@ func (d *Driver) chooseQEMU(ctx context.Context, s drivers.Spec) (qemuChoice, er
 	}
 	q := qemuChoice{Var: "QEMU_SYSTEM_" + strings.ToUpper(arch)}
 	if v := strings.Fields(d.opts.Getenv(q.Var)); len(v) > 0 {
-		q.Real = v[0] // the user chose a QEMU; leave its accelerator alone
+		q.Real, q.Args = v[0], v[1:] // the user chose a QEMU; leave its accelerator alone
 		return q, nil
 	}
 	real, err := findExecutable("qemu-system-"+arch, d.opts.Getenv("PATH"))

@@ -93,7 +93,8 @@ func TestEmulationNeverFailsWithGuidance(t *testing.T) {
 	}
 }
 
-// A KVM that works is used as is: no wrapper, no note.
+// A KVM that works is used as is: no emulation, no note; the wrapper
+// still starts QEMU, under its host guard.
 func TestUsableKVMNeedsNoWrapper(t *testing.T) {
 	dev := filepath.Join(t.TempDir(), "kvm")
 	os.WriteFile(dev, nil, 0o666)
@@ -101,7 +102,7 @@ func TestUsableKVMNeedsNoWrapper(t *testing.T) {
 	f := newFake(t)
 	qemuDir := t.TempDir()
 	fakeQEMU(t, qemuDir, "exit 85") // the probe guest ran
-	f.env["PATH"] = qemuDir
+	f.env["PATH"] = qemuDir + ":/usr/bin:/bin"
 	d := f.driver()
 	var said []string
 	ctx := drivers.WithProgress(context.Background(), func(m string) { said = append(said, m) })
@@ -109,8 +110,13 @@ func TestUsableKVMNeedsNoWrapper(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
-	if strings.Contains(string(env), "QEMU_SYSTEM") || len(said) != 0 {
+	if !strings.Contains(string(env), "SBF_EGRESS_CONFIG=") || strings.Contains(string(env), "SBF_QEMU_TCG") ||
+		len(said) != 0 {
 		t.Errorf("env %s, progress %q", env, said)
+	}
+	launch, err := egress.ReadLaunchConfig(filepath.Join(f.state, "lima", "egress", qemuSpec.Name, "launch.json"))
+	if err != nil || launch.Egress != "allow" || len(launch.GuestHostPorts) != 0 {
+		t.Errorf("launch config of a VM without a policy: %+v %v", launch, err)
 	}
 	probe, _ := os.ReadFile(filepath.Join(qemuDir, "args.log"))
 	if !strings.Contains(string(probe), "-accel kvm -cpu host") || !strings.Contains(string(probe), "isa-debug-exit") {
@@ -179,6 +185,7 @@ func TestBootFailureNamesTheLogs(t *testing.T) {
 	f.reply("start", "", `time="x" level=fatal msg="exiting, status={Running:false Degraded:false Exiting:true}"`+
 		"\n", 1)
 	f.env["QEMU_SYSTEM_X86_64"] = "/usr/bin/qemu-system-x86_64" // chosen by the user: no probe
+	f.env["PATH"] = "/usr/bin:/bin"
 	err := f.driver().Start(context.Background(), qemuSpec)
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(home, qemuSpec.Name, "serial.log")) ||
 		!strings.Contains(err.Error(), `emulation = "always"`) {
@@ -191,6 +198,7 @@ func TestBootFailureNamesTheLogs(t *testing.T) {
 func TestLateGuestAgentIsAWarning(t *testing.T) {
 	f := newFake(t)
 	f.env["QEMU_SYSTEM_X86_64"] = "/usr/bin/qemu-system-x86_64"
+	f.env["PATH"] = "/usr/bin:/bin"
 	degraded := `time="x" level=info msg="[hostagent] The final requirement 1 of 1 is satisfied"
 time="x" level=error msg="[guest agent does not seem to be running; port forwards will not work]"
 time="x" level=warning msg="DEGRADED. The VM seems running, but file sharing and port forwarding may not work."
@@ -244,6 +252,7 @@ func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
 	os.WriteFile(self, []byte("#!/bin/sh\necho \"$@\" > \""+self+".log\"\n"), 0o755)
 	d := f.driver()
 	d.opts.Self = self
+	d.opts.GuestHostPorts = []int{5432}
 	s := qemuSpec
 	s.Egress = &drivers.Egress{Mode: "allowlist", Allow: []string{"allowed.test"}}
 	if err := d.Start(context.Background(), s); err != nil {
@@ -256,6 +265,7 @@ func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
 	}
 	c, err := egress.ReadLaunchConfig(launch)
 	if err != nil || c.Egress != "allowlist" || c.Sandbox != "api" || c.ProxyCommand[0] != self ||
+		len(c.GuestHostPorts) != 1 || c.GuestHostPorts[0] != 5432 ||
 		strings.Join(c.Hosts["allowed.test"], ",") != "127.0.0.1" || c.Hosts["other.test"][0] != "::1" {
 		t.Fatalf("launch config = %+v, %v", c, err)
 	}
@@ -272,5 +282,22 @@ func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
 	s.VMType = "vz"
 	if err := d.EnforceEgress(s); err == nil || !strings.Contains(err.Error(), "vm_type") {
 		t.Errorf("vz: %v, want a refusal", err)
+	}
+}
+
+// A QEMU the user named, with words of its own, keeps them behind the
+// wrapper every VM now starts through (Lima passes them first).
+func TestTheUsersQEMUKeepsItsArguments(t *testing.T) {
+	f := newFake(t)
+	f.env["PATH"] = "/usr/bin:/bin"
+	f.env["QEMU_SYSTEM_X86_64"] = "/opt/qemu/bin/qemu-system-x86_64 -machine q35,accel=tcg"
+	if err := f.driver().Start(context.Background(), qemuSpec); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
+	wrapper := filepath.Join(f.state, "lima", "wrappers", "qemu-system")
+	if !strings.Contains(string(env), "QEMU_SYSTEM_X86_64="+wrapper+" -machine q35,accel=tcg\n") ||
+		!strings.Contains(string(env), "SBF_REAL_QEMU=/opt/qemu/bin/qemu-system-x86_64\n") {
+		t.Errorf("start env:\n%s", env)
 	}
 }

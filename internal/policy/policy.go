@@ -49,6 +49,9 @@ type Policy struct {
 	// Ceilings are the operator's limits (Defaulted: the output and copy
 	// ones are always set).
 	Ceilings Ceilings
+	// GuestHostPorts are the ports of this host a guest may reach, whatever
+	// its egress mode (Lima/QEMU's host guard); none by default.
+	GuestHostPorts []int
 }
 
 // Sources are where a policy is read from; cmd/ fills them.
@@ -74,6 +77,7 @@ type Global struct {
 	MaxLifetime    time.Duration
 	MaxOutputBytes int64
 	MaxCopyBytes   int64
+	GuestHostPorts []int
 }
 
 // Load combines the sources: lists add up, folders become absolute and
@@ -105,6 +109,9 @@ func Load(src Sources) (Policy, error) {
 	p.Reserved = hostpath.NewPlaces(getenv)
 	if p.Ceilings, err = ceilings(src.Global, getenv); err != nil {
 		return Policy{}, err
+	}
+	if src.Global != nil {
+		p.GuestHostPorts = src.Global.GuestHostPorts
 	}
 	return p, nil
 }
@@ -200,6 +207,12 @@ func ReadGlobal(configHome string) (*Global, error) {
 	}
 	g := &Global{Path: path}
 	for key, val := range table {
+		if key == "guest_host_ports" {
+			if g.GuestHostPorts, err = readPorts(path, val); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if slices.Contains(limitKeys, key) {
 			if err := globalLimit(g, key, val); err != nil {
 				return nil, err
@@ -213,8 +226,8 @@ func ReadGlobal(configHome string) (*Global, error) {
 		case "allowed_paths":
 			into = &g.AllowedPaths
 		default:
-			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, workspace_roots, %s; "+
-				"a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key,
+			return nil, fmt.Errorf("%s: policy.%s is not a policy key (allowed: allowed_paths, guest_host_ports, "+
+				"workspace_roots, %s; a host-executing driver is enabled only by %s=1 in sbf's environment)", path, key,
 				strings.Join(limitKeys, ", "), EnableSimVar)
 		}
 		list, _ := val.([]any)
@@ -230,4 +243,21 @@ func ReadGlobal(configHome string) (*Global, error) {
 		}
 	}
 	return g, nil
+}
+
+// readPorts reads guest_host_ports: a list of port numbers.
+func readPorts(path string, val any) ([]int, error) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: policy.guest_host_ports must be a list of ports", path)
+	}
+	ports := []int{}
+	for _, item := range list {
+		n, ok := item.(int64)
+		if !ok || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%s: policy.guest_host_ports: %v is not a port (1-65535)", path, item)
+		}
+		ports = append(ports, int(n))
+	}
+	return ports, nil
 }

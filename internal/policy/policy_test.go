@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +79,30 @@ func TestReadGlobal(t *testing.T) {
 	write("[policy]\nallowed_paths = \"/data\"\n")
 	if _, err := ReadGlobal(home); err == nil {
 		t.Error("a string instead of a list was accepted")
+	}
+}
+
+// guest_host_ports is the operator's list of host ports a guest may reach;
+// none unless the global config names them.
+func TestGuestHostPorts(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, "sandboxforge"), 0o755)
+	path := filepath.Join(home, GlobalFile)
+	if p, err := Load(Sources{}); err != nil || p.GuestHostPorts != nil {
+		t.Errorf("default: %v %v", p.GuestHostPorts, err)
+	}
+	os.WriteFile(path, []byte("[policy]\nguest_host_ports = [5432, 8080]\n"), 0o644)
+	g, err := ReadGlobal(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Load(Sources{Global: g}); err != nil || !slices.Equal(p.GuestHostPorts, []int{5432, 8080}) {
+		t.Errorf("ports: %v %v", p.GuestHostPorts, err)
+	}
+	for _, bad := range []string{"[0]", "[65536]", `["8080"]`, "8080"} {
+		os.WriteFile(path, []byte("[policy]\nguest_host_ports = "+bad+"\n"), 0o644)
+		if _, err := ReadGlobal(home); err == nil || !strings.Contains(err.Error(), "guest_host_ports") {
+			t.Errorf("guest_host_ports = %s: %v", bad, err)
+		}
 	}
 }

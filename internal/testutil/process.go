@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,33 +32,55 @@ func BuildSBF(pattern string) (string, error) {
 	return dir, nil
 }
 
-var servingMCP = regexp.MustCompile(`serving MCP on (\S+)`)
+var servingMCP = regexp.MustCompile(`serving MCP on (\S+) \(every request needs the bearer token in (.+)\)$`)
 
-// ServeURL reads a starting `sbf serve`'s stderr until it names its MCP
-// URL, failing t when the process ends first or takes longer than wait.
-// The rest of stderr is drained so the process never blocks on it.
-func ServeURL(t testing.TB, stderr io.Reader, wait time.Duration) string {
+// Served is a started `sbf serve`'s MCP endpoint: its URL and the file
+// holding the bearer token every request must carry.
+type Served struct {
+	URL, TokenFile string
+}
+
+// Token reads the bearer token.
+func (s Served) Token(t testing.TB) string {
 	t.Helper()
-	urls := make(chan string, 1)
+	data, err := os.ReadFile(s.TokenFile)
+	if err != nil {
+		t.Fatalf("reading sbf serve's bearer token: %v", err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// Header is the Authorization header a client sends.
+func (s Served) Header(t testing.TB) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + s.Token(t)}
+}
+
+// Serving reads a starting `sbf serve`'s stderr until it names its MCP URL
+// and token file, failing t when the process ends first or takes longer
+// than wait. The rest of stderr is drained so the process never blocks on
+// it.
+func Serving(t testing.TB, stderr io.Reader, wait time.Duration) Served {
+	t.Helper()
+	found := make(chan Served, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
 			if m := servingMCP.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				urls <- m[1]
+				found <- Served{URL: m[1], TokenFile: m[2]}
 				sent = true
 			}
 		}
-		close(urls)
+		close(found)
 	}()
 	select {
-	case u, ok := <-urls:
+	case s, ok := <-found:
 		if !ok {
 			t.Fatal("sbf serve exited before listening")
 		}
-		return u
+		return s
 	case <-clock.Real{}.After(wait): // a test's deadline is real time
 		t.Fatalf("sbf serve did not listen within %s", wait)
 	}
-	return ""
+	return Served{}
 }

@@ -11,8 +11,9 @@
 // resources: resources/list and resources/read of the schema and the
 //        workspace's sandboxes and policy;
 // metrics: the server's /metrics at METRICS_ADDR (over stdio the server
-//        this script starts gets --metrics METRICS_ADDR) is scraped and
-//        parsed, and counts the calls above;
+//        this script starts gets --metrics METRICS_ADDR and --token-file
+//        SBF_TOKEN_FILE) is scraped with the bearer token (a scrape
+//        without it is refused) and parsed, and counts the calls above;
 // history: get_history lists those calls, the workspace's MySQL password
 //        (SBF_TS_SECRET, planted in the spec) redacted in a command.
 // The workspace must use the sim driver, whose guest shares this host's
@@ -22,14 +23,15 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect } from "./sdk.mjs";
+import { bearer, connect } from "./sdk.mjs";
 
 const [mode, target, workspace, metricsAddr] = process.argv.slice(2);
 assert.ok(["stdio", "http"].includes(mode) && metricsAddr,
   "usage: node agenttools.mjs stdio|http SBF_BINARY|URL WORKSPACE METRICS_ADDR");
 
+assert.ok(process.env.SBF_TOKEN_FILE, "SBF_TOKEN_FILE names the bearer token's file");
 const { client, call, ok, fails } = await connect({ name: "sbf-ts-sdk-agenttools-test", mode, target,
-  serverArgs: ["mcp", "-C", workspace, "--metrics", metricsAddr] });
+  serverArgs: ["mcp", "-C", workspace, "--metrics", metricsAddr, "--token-file", process.env.SBF_TOKEN_FILE] });
 
 async function eventually(what, cond, ms = 15000) {
   for (const end = Date.now() + ms; !(await cond()); await sleep(100)) {
@@ -206,7 +208,8 @@ function parseMetrics(text) {
   }
   return samples;
 }
-const scraped = parseMetrics(await (await fetch(`http://${metricsAddr}/metrics`)).text());
+assert.equal((await fetch(`http://${metricsAddr}/metrics`)).status, 401, "a scrape without the token");
+const scraped = parseMetrics(await (await fetch(`http://${metricsAddr}/metrics`, { headers: bearer() })).text());
 const sample = (name, labels = {}) =>
   scraped.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 assert.equal(sample("sbf_tool_calls_total", { tool: "write_file", code: "ok" }), 5, JSON.stringify(scraped.slice(0, 5)));

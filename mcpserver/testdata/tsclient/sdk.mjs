@@ -3,15 +3,25 @@
 // streamable HTTP (to a running `sbf serve` at URL), and tool calls whose
 // result text is JSON. A failed expectation throws.
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
+// bearer is the Authorization header every HTTP request to sbf carries:
+// the token in the file SBF_TOKEN_FILE names (sbf serve prints where its
+// token is), or none.
+export function bearer() {
+  const file = process.env.SBF_TOKEN_FILE;
+  return file ? { Authorization: "Bearer " + fs.readFileSync(file, "utf8").trim() } : {};
+}
+
 // connect returns the client and its call helpers. setup runs before the
-// connection (to register handlers the server may call at once).
-// maxBufferSize, when set, raises the stdio transport's limit on one
-// message (the SDK's default is 10 MiB).
-export async function connect({ name, mode, target, serverArgs, headers = {}, options = {}, setup, maxBufferSize }) {
+// connection (to register handlers the server may call at once). Over
+// HTTP the headers default to bearer(). maxBufferSize, when set, raises
+// the stdio transport's limit on one message (the SDK's default is 10 MiB).
+export async function connect({ name, mode, target, serverArgs, headers = bearer(), options = {}, setup,
+  maxBufferSize }) {
   assert.ok(["stdio", "http"].includes(mode), `mode ${mode}: want stdio or http`);
   const client = new Client({ name, version: "1.0.0" }, options);
   setup?.(client);
