@@ -176,6 +176,7 @@ func TestRealVM(t *testing.T) {
 	t.Run("mcp-data-plane", func(t *testing.T) { testMCPDataPlane(t, w, name) })
 	t.Run("agent-tools", func(t *testing.T) { testAgentTools(t, w, name) })
 	t.Run("guest-writes-back", func(t *testing.T) { testGuestWritesBack(t, w, name) })
+	t.Run("guest-data-is-data", func(t *testing.T) { testGuestDataIsData(t, w, name) })
 	t.Run("no-op-apply", func(t *testing.T) { testNoOpApplyCost(t, w) })
 	t.Run("compose", func(t *testing.T) { testCompose(t, w) })
 	t.Run("mcp-docker", func(t *testing.T) { testMCPDocker(t, w, name) })

@@ -62,3 +62,73 @@ func testGuestWritesBack(t *testing.T, w *ws, instance string) {
 	}
 	os.RemoveAll(filepath.Join(w.root, "back"))
 }
+
+// testGuestDataIsData makes issue 29's git and compose attacks against the
+// real VM: what a Lima guest syncs back is read by sbf on the host only as
+// data. A repository planted under another name, whose config runs a
+// command (core.fsmonitor, core.hooksPath, core.worktree = .), is read by
+// validate_image with that folder as workspace_root and runs nothing; a
+// compose file the guest wrote, naming /proc/self/environ and a host file,
+// is refused by the plan with its position, and neither sbf's environment
+// nor the host file shows anywhere.
+func testGuestDataIsData(t *testing.T, w *ws, instance string) {
+	canary := t.TempDir()
+	marker := filepath.Join(canary, "pwned-by-git")
+	os.WriteFile(filepath.Join(canary, "secret"), []byte("TOKEN=hunter2\n"), 0o600)
+	secret := fmt.Sprintf("sbf-e2e-secret-%d", os.Getpid())
+	t.Setenv("SBF_E2E_SECRET", secret) // in sbf's environment from here on, as an operator's token would be
+	m := w.mcp()
+	defer m.close()
+	defer m.logOnFailure(t)
+	plant := strings.Join([]string{
+		"rm -rf /tmp/gd && mkdir -p /tmp/gd/planted/objects/info /tmp/gd/planted/refs/heads /tmp/gd/planted/hooks",
+		"mkdir -p /tmp/gd/evilws && echo 'ref: refs/heads/main' > /tmp/gd/planted/HEAD",
+		fmt.Sprintf(`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n`+
+			`\tfsmonitor = "touch %s; echo"\n\thooksPath = hooks\n' > /tmp/gd/planted/config`, marker),
+		fmt.Sprintf(`printf '#!/bin/sh\ntouch %s\n' > /tmp/gd/planted/hooks/post-checkout`, marker),
+		"chmod +x /tmp/gd/planted/hooks/post-checkout",
+		fmt.Sprintf(`printf 'services:\n  web:\n    image: busybox\n    label_file: /proc/self/environ\n`+
+			`    env_file: %s/secret\n' > /tmp/gd/evilws/compose.yaml`, canary),
+	}, " && ")
+	made := m.call("run_command", map[string]any{"instance_id": instance, "command": plant})
+	if made["exit_code"] != float64(0) {
+		t.Fatalf("the guest's files: %v", made)
+	}
+	defer os.RemoveAll(filepath.Join(w.root, "planted"))
+	defer os.RemoveAll(filepath.Join(w.root, "evilws"))
+
+	// Git: the planted repository comes back, then the build cache reads the state of "its" workspace.
+	m.call("sync_instance_to_workspace", map[string]any{"instance_id": instance, "remote_path": "/tmp/gd/planted",
+		"local_path": "planted"})
+	if _, err := os.Stat(filepath.Join(w.root, "planted", "config")); err != nil {
+		t.Fatalf("the planted repository did not come back: %v", err)
+	}
+	v, _ := m.try("validate_image", map[string]any{"instance_id": instance, "image_name": "sbf-e2e/built:1",
+		"workspace_root": filepath.Join(w.root, "planted")})
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the planted git config ran a command on the host (validate_image: %v)", v)
+	}
+
+	// Compose: the operator's spec for a workspace whose compose file the guest writes.
+	w.write("evilws/.sandboxforge.toml", "[vm]\ndriver = \"lima\"\n[compose]\nfiles = [\"compose.yaml\"]\n"+
+		"[sandboxes.app]\ncompose = true\n")
+	m.call("copy_from_instance", map[string]any{"instance_id": instance,
+		"remote_path": "/tmp/gd/evilws/compose.yaml", "local_path": "evilws/compose.yaml"})
+	r := w.sbf("", nil, "-C", filepath.Join(w.root, "evilws"), "plan")
+	out := r.stdout + r.stderr
+	if r.code == 0 || !strings.Contains(out, "compose.yaml:4:") || !strings.Contains(out, "compose.yaml:5:") {
+		t.Errorf("sbf plan of the guest's compose file: exit %d\n%s", r.code, out)
+	}
+	planned, bad := m.try("plan", map[string]any{"workspace_root": filepath.Join(w.root, "evilws")})
+	if !bad || planned["error_code"] != "WORKSPACE_CONFIG_INVALID" {
+		t.Errorf("MCP plan of the guest's compose file: %v", planned)
+	}
+	for what, text := range map[string]string{"sbf plan": out, "MCP plan": fmt.Sprint(planned)} {
+		if strings.Contains(text, secret) || strings.Contains(text, "hunter2") {
+			t.Errorf("%s showed sbf's environment or the host file:\n%s", what, text)
+		}
+	}
+	if entries, _ := os.ReadDir(canary); len(entries) != 1 {
+		t.Errorf("the canary changed: %v", entries)
+	}
+}

@@ -78,7 +78,9 @@ func (w *workspace) converge(opts reconcile.Options) (*reconcile.Result, error) 
 func (w *workspace) apply() (*reconcile.Result, error) {
 	return w.converge(reconcile.Options{Request: reconcile.Request{Op: reconcile.Renew}})
 }
-func (w *workspace) reconcile() (*reconcile.Result, error) { return w.converge(reconcile.Options{}) }
+func (w *workspace) reconcile() (*reconcile.Result, error) {
+	return w.converge(reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+}
 
 func (w *workspace) vms(t *testing.T) []kv.VirtualMachine {
 	t.Helper()
