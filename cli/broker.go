@@ -102,7 +102,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 				return err
 			}
 			lock, err := flock.Acquire(
-				context.Background(),
+				a.context(),
 				sock+".lock",
 				flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()},
 				0,
@@ -125,7 +125,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("the %s driver cannot run commands", tgt.DriverName)
 			}
-			ctx, stop := context.WithCancel(context.Background())
+			ctx, stop := context.WithCancel(a.context())
 			defer stop()
 			go watchConnection(ctx, stop, drv, tgt.Instance)
 			return broker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -64,7 +63,7 @@ func (a *app) egressCommands() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(a.context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return egress.RunProcess(ctx, cfg, egress.ProcessDeps{})
 		},
@@ -79,10 +78,10 @@ func relayCommand() *cobra.Command {
 		Short:  "Hand one guest connection (stdin/stdout, from QEMU's guestfwd) to the VM's egress proxy",
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
-		RunE: func(_ *cobra.Command, list []string) error {
+		RunE: func(cmd *cobra.Command, list []string) error {
 			egress.LetGuardRead(guardPID)
 			// Its stderr is the guest's connection: a failure only ends it.
-			if err := egress.RelayStdio(context.Background(), list[0], slots); err != nil {
+			if err := egress.RelayStdio(cmd.Context(), list[0], slots); err != nil {
 				return silentExit(1)
 			}
 			return nil

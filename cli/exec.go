@@ -67,7 +67,7 @@ func (a *app) execCommand() *cobra.Command {
 // execStreaming runs a command with its output passed on as it comes, or
 // collected for --json.
 func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) error {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(a.context())
 	defer cancel()
 	signals, stop := a.forwardSignals(cancel)
 	defer stop()

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -80,7 +79,7 @@ func (a *app) portForward(name string, pairs []portPair) error {
 		return err
 	}
 	// Ctrl-C is ours before the first address is printed.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(a.context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	admit := func() error { _, err := eng.Target(ws, name); return err }
 	ended := make(chan struct{}, len(pairs))

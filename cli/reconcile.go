@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -61,7 +60,7 @@ func (a *app) watch(f *convergeFlags, interval time.Duration) error {
 	if f.asJSON {
 		eng.Events = nil // stdout is the stream; progress would only be noise
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(a.context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(a.stderr, "sbf: reconciling %s every %s (and at each lease end); Ctrl-C stops\n", a.dir, interval)
 	return eng.Watch(ctx, reconcile.WatchOptions{

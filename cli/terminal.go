@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -110,7 +109,7 @@ func (a *app) runOnTerminal(tgt *sandbox.Target, command string) error {
 	if cols, rows, err := term.GetSize(int(out.Fd())); err == nil {
 		size = drivers.WindowSize{Rows: rows, Cols: cols}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(a.context(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	resize, stopResize := watchWindow(out)
 	defer stopResize()

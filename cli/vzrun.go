@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +20,7 @@ func (a *app) vzRunCommand() *cobra.Command {
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(a.context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return vz.RunSupervisor(ctx, list[0])
 		},
