@@ -66,7 +66,7 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 	}
 	var redact func(string) string
 	if ws, werr := s.options(entry.WorkspaceRoot, nil); werr == nil {
-		r, _ := s.cfg.Engine.Load(ws)
+		r, _ := s.cfg.Engine.LoadShared(ws)
 		redact = sandbox.Redactor(r, s.cfg.Engine.Env.Getenv)
 	} else {
 		redact = sandbox.Redactor(nil, nil)

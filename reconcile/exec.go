@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -15,14 +14,14 @@ import (
 // never go to a sandbox whose lease has run out, even before the loop has
 // deleted its VM.
 func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
-	r, err := e.Load(ws)
+	r, err := e.LoadShared(ws)
 	if err != nil {
 		return nil, err
 	}
 	// An adopted spare or an imported VM keeps its own name; the state
 	// file knows it (read without the lock: a command does not wait for
 	// an apply).
-	rec, recErr := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID)
+	rec, recErr := e.readShared(r)
 	if recErr != nil {
 		rec = nil
 	}

@@ -119,3 +119,16 @@ func fromJSON(v any) any {
 	}
 	return v
 }
+
+// Key identifies the request's overrides (the same overrides, the same
+// key), so a desired state resolved with them can be reused.
+func (r *Request) Key() string {
+	if r == nil || r.l == nil {
+		return ""
+	}
+	data, err := json.Marshal(r.l.tree)
+	if err != nil {
+		return fmt.Sprintf("%p", r) // never equal to another's: no reuse
+	}
+	return string(data)
+}
