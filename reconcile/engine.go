@@ -45,7 +45,7 @@ type Engine struct {
 	Policy policy.Policy
 
 	adoptions adoptSignal // tells running loops a spare was taken
-	shared    shared // the data plane's reads, reused while their files are unchanged
+	shared    shared      // the data plane's reads, reused while their files are unchanged
 	hostIndex *state.HostIndex
 	ledger    *state.Ledger
 	indexOnce sync.Once
