@@ -1,9 +1,12 @@
 package reconcile
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
 )
 
 // The data plane's reads are reused only while their files are unchanged:
@@ -29,5 +32,45 @@ func TestSharedReadsSeeEveryChange(t *testing.T) {
 	h.writeSpec("[vm]\ndriver = \"sim\"\ncpus = 3\n[sandboxes.api]\n[sandboxes.web]\n")
 	if r, _ := h.eng.LoadShared(h.ws()); r == first || r.Config.Sandboxes["web"].VM.CPUs != 3 {
 		t.Errorf("an edited spec was not read again")
+	}
+}
+
+// A refused create is in the history, where the engine decided it,
+// whichever door asked.
+func TestARefusedCreateIsInTheHistory(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	h.mustApply()
+	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+		Request: Request{Op: Up, Sandboxes: []string{"web"}}, Audit: &Audit{Door: "mcp", Tool: "create_instance"}})
+	if coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Fatalf("a create past the cap: %v", err)
+	}
+	events, err := sandbox.WorkspaceHistory(h.root).Read(func(sandbox.Event) bool { return true }, 0)
+	if err != nil || len(events) != 1 || events[0].Tool != "create_instance" || events[0].Sandbox != "web" ||
+		events[0].ErrorCode != coded.InstanceLimit {
+		t.Errorf("history after the refusal: %+v %v", events, err)
+	}
+}
+
+// A create refused before anything was made leaves nothing behind: no
+// record kept for days, no host index entry, no declaration.
+func TestARefusedCreateLeavesNoRecord(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	h.mustApply()
+	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+		Request: Request{Op: Up, Sandboxes: []string{"web"}}})
+	if coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Fatalf("a create past the cap: %v", err)
+	}
+	if rec := res.State.Sandboxes["web"]; rec != nil {
+		t.Errorf("the refused sandbox is recorded: %+v", rec)
+	}
+	if e, ok := h.eng.index().Lookup("web"); ok {
+		t.Errorf("the refused sandbox is in the host index: %+v", e)
+	}
+	if r, _ := h.eng.Load(h.ws()); r.AdHoc["web"] {
+		t.Errorf("the refused sandbox is still declared")
 	}
 }
