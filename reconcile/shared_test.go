@@ -3,10 +3,13 @@ package reconcile
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // The data plane's reads are reused only while their files are unchanged:
@@ -72,5 +75,30 @@ func TestARefusedCreateLeavesNoRecord(t *testing.T) {
 	}
 	if r, _ := h.eng.Load(h.ws()); r.AdHoc["web"] {
 		t.Errorf("the refused sandbox is still declared")
+	}
+}
+
+// The loop watches every workspace holding a lease, spec file or not (a
+// create_instance in a folder without one), and none whose folder is gone.
+func TestLeasedWorkspacesAreWhatTheLoopsWatch(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	exp := t0.Add(time.Hour)
+	specless, gone := t.TempDir(), filepath.Join(t.TempDir(), "gone")
+	for _, e := range []state.IndexEntry{
+		{Instance: "sbf-1-a", Sandbox: "a", WorkspaceRoot: h.root, ExpiresAt: exp},
+		{Instance: "sbf-2-b", Sandbox: "b", WorkspaceRoot: specless, ExpiresAt: exp},
+		{Instance: "sbf-3-c", Sandbox: "c", WorkspaceRoot: gone, ExpiresAt: exp},
+		{Instance: "sbf-4-d", Sandbox: "d", WorkspaceRoot: t.TempDir()}, // no lease
+	} {
+		if err := h.eng.index().Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.eng.LeasedWorkspaces()
+	want := []string{h.root, specless}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("LeasedWorkspaces = %v, want %v", got, want)
 	}
 }
