@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +18,28 @@ func BenchmarkConvergedApplyProcess(b *testing.B) {
 		if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
 			b.Fatalf("apply: %s", r.stderr)
 		}
+	}
+}
+
+// BenchmarkStatusProcess is `sbf status --json` as a user runs it, with 1
+// and 1,000 converged sandboxes in the workspace.
+func BenchmarkStatusProcess(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
+			var text strings.Builder
+			fmt.Fprintf(&text, "%s[lease]\nmax_instances = %d\n", simSpec, n+10)
+			for i := range n {
+				fmt.Fprintf(&text, "[sandboxes.sb%04d]\n", i)
+			}
+			w := newSimWorkspace(b, text.String())
+			if r := w.run(nil, "apply", "--auto-approve", "--parallelism", "8"); r.code != 0 {
+				b.Fatalf("setup apply: %s", r.stderr)
+			}
+			for b.Loop() {
+				if r := w.run(nil, "status", "--json"); r.code != 0 {
+					b.Fatalf("status: %s", r.stderr)
+				}
+			}
+		})
 	}
 }

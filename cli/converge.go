@@ -88,6 +88,7 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	if a.interrupts != nil {
 		defer a.interrupts.applyingPlan()()
 	}
+	opts.Audit = &reconcile.Audit{Door: "cli", Tool: cmdName} // the engine records it in the history
 	res, err := eng.Apply(a.context(), ws, opts)
 	if f.asJSON {
 		if werr := writeJSON(a.stdout, applyReportOf(res, err)); werr != nil {

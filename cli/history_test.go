@@ -37,9 +37,12 @@ func TestHistoryOfCLICommands(t *testing.T) {
 	for _, e := range h.Events {
 		got = append(got, e.Door+" "+e.Tool+" "+e.Sandbox)
 	}
-	if strings.Join(got, ", ") != "cli exec api, cli cp api, cli cat api, cli ls web, cli cat api" {
+	// The lifecycle steps too, recorded by the engine (issue 30): the apply of each sandbox first.
+	if strings.Join(got, ", ") != "cli apply api, cli apply web, cli exec api, cli cp api, cli cat api, cli ls web, "+
+		"cli cat api" {
 		t.Fatalf("events: %v", got)
 	}
+	h.Events = h.Events[2:]
 	if e := h.Events[0]; e.Command != "sh -c 'echo ***; exit 3'" || e.ExitCode == nil || *e.ExitCode != 3 ||
 		e.Bytes != 12 {
 		t.Errorf("exec event: %+v", e)
@@ -51,7 +54,8 @@ func TestHistoryOfCLICommands(t *testing.T) {
 		t.Errorf("failed cat: %+v", e)
 	}
 	r = w.run(nil, "history", "web")
-	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "ls") {
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "apply") ||
+		!strings.Contains(lines[2], "ls") {
 		t.Errorf("sbf history web:\n%s", r.stdout)
 	}
 	if st, err := os.Stat(filepath.Join(w.root, ".sandboxforge", "history.jsonl")); err != nil ||

@@ -76,9 +76,9 @@ func (a *app) sampleStats(names []string) ([]statsRow, error) {
 			}
 			return nil, err
 		}
-		row := statsRow{Sandbox: name, LastCommand: lastCommandOf(tgt)}
-		if l, ok := r.Config.Leases[name]; ok {
-			row.LeaseLeft = max(0, int64(l.ExpiresAt.Sub(eng.Clock.Now()).Seconds()))
+		row := statsRow{Sandbox: name, LastCommand: tgt.LastCommand()}
+		if l := tgt.LeaseLeft(eng.Clock.Now()); l != nil {
+			row.LeaseLeft = l.SecondsLeft
 		}
 		if row.Stats, err = tgt.Stats(a.context()); err != nil {
 			row.Error = err.Error()
@@ -86,16 +86,6 @@ func (a *app) sampleStats(names []string) ([]statsRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func lastCommandOf(tgt *sandbox.Target) *sandbox.Event {
-	events, err := sandbox.WorkspaceHistory(tgt.Resolved.Root).Read(func(ev sandbox.Event) bool {
-		return ev.Sandbox == tgt.Sandbox && ev.Command != ""
-	}, 1)
-	if err != nil || len(events) == 0 {
-		return nil
-	}
-	return &events[0]
 }
 
 func (a *app) printStats(rows []statsRow) {

@@ -108,7 +108,8 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 	map[string]any, error) {
 	req := reconcile.Request{Op: reconcile.Prepare, Sandboxes: []string{sandbox},
 		Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req, NoWait: !wait})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req, NoWait: !wait,
+		Audit: audited("prepare_workspace")})
 	if err != nil {
 		return nil, v1Error(err, sandbox)
 	}
@@ -193,7 +194,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
-		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}})
+		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}, Audit: audited("apply")})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved.Root)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -21,8 +22,13 @@ import (
 // where it may not read.
 
 // unrecorded are tools whose calls the history leaves out: reading the
-// history is no action on a sandbox.
-var unrecorded = map[string]bool{"get_history": true}
+// history is no action on a sandbox, and the engine records the lifecycle
+// tools itself (audited), refusals included.
+var unrecorded = map[string]bool{"get_history": true, "create_instance": true, "destroy_instance": true,
+	"extend_instance_ttl": true, "prepare_workspace": true, "apply": true}
+
+// audited names an MCP lifecycle tool for the engine's record of it.
+func audited(tool string) *reconcile.Audit { return &reconcile.Audit{Door: "mcp", Tool: tool} }
 
 // Arguments the history names: what ran goes to command, what was read or
 // written to path, the rest (sorted) to detail. Contents never do.

@@ -82,6 +82,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		req.Bootstrap = &reconcile.Bootstrap{Services: true} // converged by this apply, as desired state
 	}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Request: req, Rollback: true,
+		Audit:  audited("create_instance"),
 		NoWait: !a.WaitForReady})
 	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
 		// The VM runs; what failed is inside it. v1 left the VM running too.
@@ -130,7 +131,8 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 		return nil, err
 	}
 	req := reconcile.Request{Op: reconcile.Destroy, Sandboxes: []string{e.Sandbox}}
-	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req}); err != nil {
+	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req,
+		Audit: audited("destroy_instance")}); err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
 	return map[string]any{"instance_id": a.InstanceID, "backend": e.Driver, "status": "destroyed"}, nil
@@ -143,7 +145,8 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	}
 	req := reconcile.Request{Op: reconcile.Extend, Sandboxes: []string{e.Sandbox},
 		TTL: reconcile.TTL(time.Duration(a.TTLMinutes) * time.Minute)}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req})
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req,
+		Audit: audited("extend_instance_ttl")})
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}

@@ -131,11 +131,8 @@ func (s *Server) loopWorkspaces() []spec.Options {
 		roots[r] = true
 	}
 	s.mu.Unlock()
-	entries, _ := s.index.All()
-	for _, e := range entries {
-		if !e.ExpiresAt.IsZero() {
-			roots[e.WorkspaceRoot] = true
-		}
+	for _, r := range s.cfg.Engine.LeasedWorkspaces() {
+		roots[r] = true
 	}
 	var out []spec.Options
 	for _, r := range slices.Sorted(maps.Keys(roots)) {

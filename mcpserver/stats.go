@@ -68,22 +68,19 @@ func percent(part, whole int64) float64 {
 }
 
 func leaseJSON(tgt *sandbox.Target, now time.Time) map[string]any {
-	l, ok := tgt.Resolved.Config.Leases[tgt.Sandbox]
-	if !ok {
+	l := tgt.LeaseLeft(now)
+	if l == nil {
 		return nil
 	}
-	return map[string]any{"expires_at": iso(l.ExpiresAt), "seconds_left": max(0, int64(l.ExpiresAt.Sub(now).Seconds()))}
+	return map[string]any{"expires_at": iso(l.ExpiresAt), "seconds_left": l.SecondsLeft}
 }
 
 // lastCommand is the newest command the history holds for the sandbox.
 func lastCommand(tgt *sandbox.Target) any {
-	events, err := sandbox.WorkspaceHistory(tgt.Resolved.Root).Read(func(ev sandbox.Event) bool {
-		return ev.Sandbox == tgt.Sandbox && ev.Command != ""
-	}, 1)
-	if err != nil || len(events) == 0 {
-		return nil
+	if ev := tgt.LastCommand(); ev != nil {
+		return *ev
 	}
-	return events[0]
+	return nil
 }
 
 func (s *Server) health(ctx context.Context, a healthArgs) (any, error) {

@@ -75,6 +75,9 @@ type Options struct {
 	// whatever was made of it deleted, so a failed `sbf up` or
 	// create_instance leaves nothing behind. Apply retries instead.
 	Rollback bool
+	// Audit, when set, names the door and command that asked: the run is
+	// recorded in the workspace's history.
+	Audit *Audit
 }
 
 // Result is what a convergence saw and did.
@@ -114,6 +117,12 @@ func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Resu
 // Apply brings one workspace to its desired state: it writes the edit,
 // then executes the plan, recording every outcome.
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+	res, err := e.apply(ctx, ws, opts)
+	e.audit(ws, opts, res, err)
+	return res, err
+}
+
+func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
 	res, err := e.converge(ctx, ws, opts, false)
 	if err == nil || !opts.Rollback || res == nil || !res.Applied {
 		return res, err
@@ -137,6 +146,9 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
 		} else {
 			res.RolledBack = failed
+			if ferr := e.forgetNeverMade(ctx, back, failed); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
 		}
 		if back != nil && back.Applied {
 			// What is left is what the rollback left: status says so.
@@ -144,6 +156,41 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		}
 	}
 	return res, err
+}
+
+// forgetNeverMade drops the records of rolled-back sandboxes that never
+// had a VM (a create refused at the cap): nothing was made, so nothing is
+// kept for keep_records, and their host index entries go too.
+func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []string) error {
+	if back == nil || back.Resolved == nil || back.State == nil {
+		return nil
+	}
+	var never []string
+	for _, name := range names {
+		if rec := back.State.Sandboxes[name]; rec != nil && rec.CreatedAt == nil && rec.VM == nil &&
+			rec.Phase.Terminal() {
+			never = append(never, name)
+		}
+	}
+	if len(never) == 0 {
+		return nil
+	}
+	r := back.Resolved
+	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, e.holder(), e.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	err = store.Write(func(tx *state.Tx) {
+		for _, name := range never {
+			tx.Sandbox(name).Phase = state.Forgotten
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("forgetting %v, never made: %w", never, err)
+	}
+	back.State = store.Snapshot()
+	return e.pruneIndex(r, back.State)
 }
 
 // preflight fails before anything is written when a backend the run

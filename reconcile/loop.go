@@ -135,7 +135,7 @@ type Reconciler interface {
 
 // Reconcile is one loop pass over a workspace.
 func (e *Engine) Reconcile(ctx context.Context, ws spec.Options) (*Result, error) {
-	return e.Apply(ctx, ws, Options{Request: Request{Op: Reconcile}})
+	return e.Apply(ctx, ws, Options{Request: Request{Op: Reconcile}, Audit: &Audit{Door: "loop", Tool: "reconcile"}})
 }
 
 // ReconcilePools is one loop pass over a workspace's pools.

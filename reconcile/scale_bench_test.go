@@ -57,3 +57,21 @@ func BenchmarkNoopApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStatus is `sbf status` of n converged sandboxes: a plan that
+// writes nothing, and the rows.
+func BenchmarkStatus(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
+			h := newHarness(b, scaleSpec(n))
+			h.eng.Parallelism = 8
+			h.mustApply()
+			for b.Loop() {
+				res, err := h.planWith(passOptions())
+				if err != nil || len(res.Status()) != n {
+					b.Fatalf("status: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,4 +107,26 @@ func statFiles(paths []string) string {
 		fmt.Fprintf(&b, "%s:%d:%d:%s;", p, info.Size(), info.ModTime().UnixNano(), fileID(info))
 	}
 	return b.String()
+}
+
+// LeasedWorkspaces are the workspace roots the host index holds a live
+// lease for, sorted: what a loop watches so that leases taken before it
+// started still end. A root whose folder is gone is left out (there is
+// nothing left to read its leases from); one without a spec file is not,
+// since create_instance leases sandboxes in folders that have none.
+func (e *Engine) LeasedWorkspaces() []string {
+	if e.HostDir == "" {
+		return nil
+	}
+	entries, _ := e.index().All()
+	roots := map[string]bool{}
+	for _, en := range entries {
+		if en.ExpiresAt.IsZero() || roots[en.WorkspaceRoot] {
+			continue
+		}
+		if info, err := os.Stat(en.WorkspaceRoot); err == nil && info.IsDir() {
+			roots[en.WorkspaceRoot] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(roots))
 }

@@ -1,9 +1,15 @@
 package reconcile
 
 import (
+	"context"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // The data plane's reads are reused only while their files are unchanged:
@@ -29,5 +35,70 @@ func TestSharedReadsSeeEveryChange(t *testing.T) {
 	h.writeSpec("[vm]\ndriver = \"sim\"\ncpus = 3\n[sandboxes.api]\n[sandboxes.web]\n")
 	if r, _ := h.eng.LoadShared(h.ws()); r == first || r.Config.Sandboxes["web"].VM.CPUs != 3 {
 		t.Errorf("an edited spec was not read again")
+	}
+}
+
+// A refused create is in the history, where the engine decided it,
+// whichever door asked.
+func TestARefusedCreateIsInTheHistory(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	h.mustApply()
+	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+		Request: Request{Op: Up, Sandboxes: []string{"web"}}, Audit: &Audit{Door: "mcp", Tool: "create_instance"}})
+	if coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Fatalf("a create past the cap: %v", err)
+	}
+	events, err := sandbox.WorkspaceHistory(h.root).Read(func(sandbox.Event) bool { return true }, 0)
+	if err != nil || len(events) != 1 || events[0].Tool != "create_instance" || events[0].Sandbox != "web" ||
+		events[0].ErrorCode != coded.InstanceLimit {
+		t.Errorf("history after the refusal: %+v %v", events, err)
+	}
+}
+
+// A create refused before anything was made leaves nothing behind: no
+// record kept for days, no host index entry, no declaration.
+func TestARefusedCreateLeavesNoRecord(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	h.mustApply()
+	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+		Request: Request{Op: Up, Sandboxes: []string{"web"}}})
+	if coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Fatalf("a create past the cap: %v", err)
+	}
+	if rec := res.State.Sandboxes["web"]; rec != nil {
+		t.Errorf("the refused sandbox is recorded: %+v", rec)
+	}
+	if e, ok := h.eng.index().Lookup("web"); ok {
+		t.Errorf("the refused sandbox is in the host index: %+v", e)
+	}
+	if r, _ := h.eng.Load(h.ws()); r.AdHoc["web"] {
+		t.Errorf("the refused sandbox is still declared")
+	}
+}
+
+// The loop watches every workspace holding a lease, spec file or not (a
+// create_instance in a folder without one), and none whose folder is gone.
+func TestLeasedWorkspacesAreWhatTheLoopsWatch(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	exp := t0.Add(time.Hour)
+	specless, gone := t.TempDir(), filepath.Join(t.TempDir(), "gone")
+	for _, e := range []state.IndexEntry{
+		{Instance: "sbf-1-a", Sandbox: "a", WorkspaceRoot: h.root, ExpiresAt: exp},
+		{Instance: "sbf-2-b", Sandbox: "b", WorkspaceRoot: specless, ExpiresAt: exp},
+		{Instance: "sbf-3-c", Sandbox: "c", WorkspaceRoot: gone, ExpiresAt: exp},
+		{Instance: "sbf-4-d", Sandbox: "d", WorkspaceRoot: t.TempDir()}, // no lease
+	} {
+		if err := h.eng.index().Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.eng.LeasedWorkspaces()
+	want := []string{h.root, specless}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("LeasedWorkspaces = %v, want %v", got, want)
 	}
 }

@@ -179,3 +179,31 @@ func (t *Target) Probe(ctx context.Context, timeout time.Duration) (time.Duratio
 	}
 	return took, nil
 }
+
+// LastCommand is the newest command the history holds for the sandbox
+// (nil when none): what both doors show beside its stats.
+func (t *Target) LastCommand() *Event {
+	events, err := WorkspaceHistory(t.Resolved.Root).Read(func(ev Event) bool {
+		return ev.Sandbox == t.Sandbox && ev.Command != ""
+	}, 1)
+	if err != nil || len(events) == 0 {
+		return nil
+	}
+	return &events[0]
+}
+
+// LeaseLeft is a sandbox's lease end and what is left of it at now (nil
+// when it holds no lease), the same for both doors.
+func (t *Target) LeaseLeft(now time.Time) *LeaseLeft {
+	l, ok := t.Resolved.Config.Leases[t.Sandbox]
+	if !ok {
+		return nil
+	}
+	return &LeaseLeft{ExpiresAt: l.ExpiresAt, SecondsLeft: max(0, int64(l.ExpiresAt.Sub(now).Seconds()))}
+}
+
+// LeaseLeft is a lease's end and the seconds left until it.
+type LeaseLeft struct {
+	ExpiresAt   time.Time `json:"expires_at"`
+	SecondsLeft int64     `json:"seconds_left"`
+}

@@ -26,3 +26,14 @@ func (k KubeVirt) Settings() map[string]string {
 	}
 	return out
 }
+
+// BackendSettings are the settings of a sandbox's own backend table for
+// driver ([vm.kubevirt] for kubevirt; nil for a backend without one), as
+// drivers.Spec.Backend carries them: the planner asks here rather than
+// knowing which driver has a table.
+func (s Sandbox) BackendSettings(driver string) map[string]string {
+	if driver == "kubevirt" {
+		return s.KubeVirt.Settings()
+	}
+	return nil
+}

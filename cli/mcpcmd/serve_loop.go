@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -92,7 +90,7 @@ func (a cmds) serveLoop(dirs []string) error {
 	workspaces := func() []spec.Options { return named }
 	what := strings.Join(dirs, ", ")
 	if len(named) == 0 {
-		workspaces = func() []spec.Options { return a.leasedWorkspaces(index) }
+		workspaces = func() []spec.Options { return a.loopWorkspaces(eng.LeasedWorkspaces()) }
 		what = "every workspace holding a lease in " + index.Dir()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -133,19 +131,11 @@ func (a cmds) namedWorkspaces(dirs []string) ([]spec.Options, error) {
 	return out, nil
 }
 
-// leasedWorkspaces are the workspaces the host index holds a lease for, as
-// the MCP server's loop finds them after a restart; a workspace deleted
-// since is skipped.
-func (a cmds) leasedWorkspaces(index *state.HostIndex) []spec.Options {
-	entries, _ := index.All()
-	roots := map[string]bool{}
-	for _, e := range entries {
-		if !e.ExpiresAt.IsZero() && spec.HasSpec(e.WorkspaceRoot) {
-			roots[e.WorkspaceRoot] = true
-		}
-	}
+// loopWorkspaces are the engine's leased workspaces (the same set the MCP
+// server's loop watches), as the loop reads them.
+func (a cmds) loopWorkspaces(roots []string) []spec.Options {
 	var out []spec.Options
-	for _, r := range slices.Sorted(maps.Keys(roots)) {
+	for _, r := range roots {
 		out = append(out, a.loopWorkspace(r))
 	}
 	return out

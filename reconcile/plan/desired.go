@@ -65,9 +65,7 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			CloneOf:  sb.CloneOf,
 		}
 		ds.FromSnapshot = sb.FromSnapshot
-		if ds.Driver == "kubevirt" {
-			ds.VM.Backend = sb.KubeVirt.Settings()
-		}
+		ds.VM.Backend = sb.BackendSettings(ds.Driver)
 		if ds.TTL == 0 {
 			ds.TTL = r.Config.Lease.DefaultTTL.Std()
 		}
