@@ -22,16 +22,7 @@ func TestCtrlCFinishesTheStepsInFlight(t *testing.T) {
 	var stdout bytes.Buffer
 	var stderr testutil.SyncBuffer
 	c.Stdout, c.Stderr = &stdout, &stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), ": create..."); {
-		if time.Now().After(deadline) {
-			c.Process.Kill()
-			t.Fatalf("apply never started creating:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	startCreating(t, c, &stderr)
 	c.Process.Signal(syscall.SIGINT)
 	err := c.Wait()
 	code := 0
@@ -66,16 +57,7 @@ func TestASecondCtrlCStopsAtOnce(t *testing.T) {
 	c := w.cmd([]string{"SBF_SIM_LATENCY=create=60s"}, "apply", "--auto-approve")
 	var stderr testutil.SyncBuffer
 	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), ": create..."); {
-		if time.Now().After(deadline) {
-			c.Process.Kill()
-			t.Fatalf("apply never started creating:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	startCreating(t, c, &stderr)
 	start := time.Now()
 	c.Process.Signal(syscall.SIGINT)
 	for !strings.Contains(stderr.String(), "Interrupt received") && time.Since(start) < 10*time.Second {
@@ -90,5 +72,20 @@ func TestASecondCtrlCStopsAtOnce(t *testing.T) {
 	}
 	if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 || len(w.world()) != 1 {
 		t.Errorf("the next apply: exit %d, world %v\n%s", r.code, w.world(), r.stderr)
+	}
+}
+
+// startCreating starts an apply and waits until its first create runs.
+func startCreating(t *testing.T, c *exec.Cmd, stderr *testutil.SyncBuffer) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), ": create..."); {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			t.Fatalf("apply never started creating:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
