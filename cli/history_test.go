@@ -54,8 +54,8 @@ func TestHistoryOfCLICommands(t *testing.T) {
 		t.Errorf("failed cat: %+v", e)
 	}
 	r = w.run(nil, "history", "web")
-	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "apply") ||
-		!strings.Contains(lines[2], "ls") {
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "apply") || !strings.Contains(lines[2], "ls") {
 		t.Errorf("sbf history web:\n%s", r.stdout)
 	}
 	if st, err := os.Stat(filepath.Join(w.root, ".sandboxforge", "history.jsonl")); err != nil ||
