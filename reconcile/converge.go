@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -212,6 +213,11 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if err := e.admitOnHost(res.Plan, r); err != nil {
 		return res, err
 	}
+	if u.edit != nil && blockedRequest(u.opts.Request, res.Plan) {
+		// Nothing the request asks about can be converged now (its backend
+		// cannot list, a policy it cannot enforce): no lease is taken for it.
+		return res, problemsError(res.Plan)
+	}
 	if ok, err := e.confirm(ctx, u, res); !ok {
 		return res, err
 	}
@@ -268,4 +274,19 @@ func (e *Engine) executor(u *run, desired plan.Desired) *Executor {
 		HostDir:     e.HostDir,
 		Who:         e.holder(),
 	}
+}
+
+// blockedRequest says whether every sandbox a request names has a problem
+// in the plan, so that carrying it out could only record leases for VMs
+// nobody can make.
+func blockedRequest(req Request, p *plan.Plan) bool {
+	if len(req.Sandboxes) == 0 || len(p.Problems) == 0 {
+		return false
+	}
+	for _, name := range req.Sandboxes {
+		if !slices.ContainsFunc(p.Problems, func(pr plan.Problem) bool { return pr.Sandbox == name }) {
+			return false
+		}
+	}
+	return true
 }

@@ -102,3 +102,18 @@ func TestLeasedWorkspacesAreWhatTheLoopsWatch(t *testing.T) {
 		t.Errorf("LeasedWorkspaces = %v, want %v", got, want)
 	}
 }
+
+// A request none of whose sandboxes can be converged now (the backend
+// cannot list its instances) takes no lease: nothing is recorded for VMs
+// nobody can make.
+func TestABlockedRequestTakesNoLease(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n")
+	h.faults = "list:*=fail"
+	_, err := h.converge(Options{Targets: []string{"web"}, Request: Request{Op: Up, Sandboxes: []string{"web"}}})
+	if err == nil {
+		t.Fatal("an up the backend cannot serve succeeded")
+	}
+	if r, _ := h.eng.Load(h.ws()); len(r.Config.Leases) != 0 || r.AdHoc["web"] {
+		t.Errorf("a lease or a declaration was written: leases %v, ad hoc %v", r.Config.Leases, r.AdHoc)
+	}
+}
