@@ -24,6 +24,7 @@ type metrics struct {
 	toolCalls   *prometheus.CounterVec
 	toolSeconds *prometheus.HistogramVec
 	passes      *prometheus.CounterVec
+	loop        *prometheus.GaugeVec
 	passSeconds *prometheus.HistogramVec
 	expiries    prometheus.Counter
 
@@ -45,11 +46,15 @@ func newMetrics(s *Server) *metrics {
 		passSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sbf_reconcile_pass_duration_seconds",
 			Help:    "How long reconcile loop passes took, from planning to their end.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"kind"}),
+		loop: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sbf_reconcile_loop_entries",
+			Help: "The reconcile loop's workspace and pool entries by state (all, running, parked on a refusal, " +
+				"backing off after a failure), after its last pass."}, []string{"state"}),
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "sbf_lease_expiries_total",
 			Help: "Sandboxes the loop deleted because their lease ran out."}),
 		spares: map[[3]string]int{},
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.expiries, &worldCollector{s: s, m: m})
+	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries,
+		&worldCollector{s: s, m: m})
 	return m
 }
 
@@ -60,6 +65,14 @@ func newMetrics(s *Server) *metrics {
 // Prometheus scrape sends the token with authorization.credentials_file).
 func (s *Server) MetricsHandler(o HTTPOptions) http.Handler {
 	return guard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), o.access())
+}
+
+// loopState sets the loop's gauges.
+func (m *metrics) loopState(st reconcile.LoopState) {
+	m.loop.WithLabelValues("all").Set(float64(st.Entries))
+	m.loop.WithLabelValues("running").Set(float64(st.Running))
+	m.loop.WithLabelValues("parked").Set(float64(st.Parked))
+	m.loop.WithLabelValues("backing_off").Set(float64(st.BackingOff))
 }
 
 // toolCall counts one tool call.

@@ -121,6 +121,7 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Wake:       s.wake,
 		Report:     s.observed("workspace", report), // metrics.go counts each pass first
 		PoolReport: s.observed("pool", report),      // a pool pass is reported as a pass whose actions are spares'
+		State:      s.metrics.loopState,
 	})
 }
 

@@ -43,10 +43,36 @@ type WatchOptions struct {
 	// timeout (sbf's units give 5 minutes), so the pass is cancelled and
 	// records what it did rather than being killed mid-step.
 	StopGrace time.Duration
+	// State, when set, hears the loop's own counts after every pass: how
+	// many entries wait, run, are parked on a refusal or backing off (its
+	// metrics).
+	State func(LoopState)
 	// Jitter spreads a retry's wait: it is given the backoff and returns
 	// the wait (default: a random point in its second half), so workspaces
 	// that failed together do not retry together.
 	Jitter func(time.Duration) time.Duration
+}
+
+// LoopState is what the loop holds at a moment.
+type LoopState struct {
+	Entries    int // workspaces and pool passes it watches
+	Running    int // passes running
+	Parked     int // entries waiting for a refusal's input to change
+	BackingOff int // entries whose last pass failed and are retried with backoff
+}
+
+// state counts the loop's entries.
+func (c *controller) state() LoopState {
+	st := LoopState{Entries: len(c.q.byKey), Running: c.running}
+	for _, en := range c.q.byKey {
+		switch {
+		case en.parked != "":
+			st.Parked++
+		case en.failures > 0:
+			st.BackingOff++
+		}
+	}
+	return st
 }
 
 // DefaultStopGrace leaves a minute of a 5-minute stop timeout for the
@@ -299,6 +325,9 @@ func (c *controller) finish(d passDone) {
 		en.dirty, en.parked, due = false, "", now
 	}
 	c.q.requeue(en, due)
+	if c.o.State != nil {
+		c.o.State(c.state())
+	}
 }
 
 // queuePools gives a workspace that declares pools a pool entry of its own.

@@ -446,3 +446,19 @@ func TestEqualJitterStaysWithinItsBackoff(t *testing.T) {
 		}
 	}
 }
+
+// The loop says what it holds after each pass: a refused workspace is
+// counted as parked.
+func TestWatchReportsItsOwnState(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	h.eng.Drivers = func(string, *spec.Resolved) (Driver, error) {
+		return nil, coded.New(coded.BackendUnavailable, nil, "limactl not found")
+	}
+	states := make(chan LoopState, 4)
+	loop, errs := h.reportErrors(t, WatchOptions{Interval: time.Minute, State: func(s LoopState) { states <- s }})
+	defer loop.stop()
+	nextError(t, errs)
+	if st := <-states; st.Entries != 1 || st.Parked != 1 || st.Running != 0 {
+		t.Errorf("after a refused pass: %+v", st)
+	}
+}
