@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -15,14 +16,17 @@ import (
 type App app
 
 func (a *App) Getenv(k string) string { return a.getenv(k) }
-func (a *App) Stdin() io.Reader       { return a.stdin }
-func (a *App) Stdout() io.Writer      { return a.stdout }
-func (a *App) Stderr() io.Writer      { return a.stderr }
-func (a *App) SetStderr(w io.Writer)  { a.stderr = w }
-func (a *App) Dir() string            { return a.dir }
-func (a *App) ConfigHome() string     { return (*app)(a).configHome() }
-func (a *App) HostDir() string        { return (*app)(a).hostDir() }
-func (a *App) AllowPaths() *[]string  { return &a.policyFlags.allow }
+
+// Context is the command's root context (see interrupts).
+func (a *App) Context() context.Context { return (*app)(a).context() }
+func (a *App) Stdin() io.Reader         { return a.stdin }
+func (a *App) Stdout() io.Writer        { return a.stdout }
+func (a *App) Stderr() io.Writer        { return a.stderr }
+func (a *App) SetStderr(w io.Writer)    { a.stderr = w }
+func (a *App) Dir() string              { return a.dir }
+func (a *App) ConfigHome() string       { return (*app)(a).configHome() }
+func (a *App) HostDir() string          { return (*app)(a).hostDir() }
+func (a *App) AllowPaths() *[]string    { return &a.policyFlags.allow }
 func (a *App) ServeRoots(extra []string) error {
 	return (*app)(a).servedRoots(extra)
 }

@@ -178,7 +178,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 		defer stopMetrics()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(a.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var wg sync.WaitGroup
 	loopCtx, stopLoop := context.WithCancel(ctx)
@@ -213,7 +213,8 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 	}
 	if hs != nil {
-		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// The stop has cancelled ctx: the shutdown gets a deadline of its own.
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		hs.Shutdown(shutdown)
 		cancel()
 	}

@@ -31,7 +31,8 @@ func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, mcp mcpserver.HTT
 	fmt.Fprintf(a.Stderr(), "sbf: serving metrics on http://%s/metrics (every scrape needs the bearer token in %s)\n",
 		ln.Addr(), tokenPath)
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Called once the server is stopping: a deadline of its own, not the stopped command's.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.Context()), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(ctx)
 	}, nil

@@ -93,7 +93,7 @@ func (a cmds) serveLoop(dirs []string) error {
 		workspaces = func() []spec.Options { return a.loopWorkspaces(eng.LeasedWorkspaces()) }
 		what = "every workspace holding a lease in " + index.Dir()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(a.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	wake := make(chan struct{}, 1)
 	var wg sync.WaitGroup
