@@ -30,7 +30,7 @@ func (a *app) applyCommand() *cobra.Command {
 				}
 				opts.Saved, opts.Targets, f.autoApprove = saved, saved.Targets, true
 			}
-			opts.Request = reconcile.Request{Op: leaseOp(noRenew), Sandboxes: opts.Targets}
+			opts.Intent = leaseIntent(noRenew, opts.Targets)
 			if f.autoApprove {
 				opts.Confirm = a.showPlan(f.asJSON)
 			}

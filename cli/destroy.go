@@ -15,7 +15,7 @@ func (a *app) destroyCommand() *cobra.Command {
 			"their VMs are stopped and deleted. A later 'sbf apply' or 'sbf up' brings declared sandboxes back.",
 		ValidArgsFunction: a.completeSandboxes,
 		RunE: func(_ *cobra.Command, names []string) error {
-			opts := reconcile.Options{Targets: names, Request: reconcile.Request{Op: reconcile.Destroy, Sandboxes: names}}
+			opts := reconcile.Options{Targets: names, Intent: reconcile.Destroy{Sandboxes: names}}
 			if f.autoApprove {
 				opts.Confirm = a.showPlan(f.asJSON)
 			}

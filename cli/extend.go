@@ -22,7 +22,7 @@ func (a *app) extendCommand() *cobra.Command {
 			f.autoApprove = true
 			return a.converge("extend", &f, reconcile.Options{
 				Targets: list[:1],
-				Request: reconcile.Request{Op: reconcile.Extend, Sandboxes: list[:1], TTL: reconcile.TTL(d.Std())},
+				Intent:  reconcile.Extend{Sandbox: list[0], By: d.Std()},
 				Confirm: a.showPlan(f.asJSON)})
 		},
 	}

@@ -34,7 +34,7 @@ func (a *app) planCommand() *cobra.Command {
 				return err
 			}
 			res, err := eng.Plan(a.context(), ws, reconcile.Options{
-				Targets: targets, Request: reconcile.Request{Op: leaseOp(noRenew), Sandboxes: targets}})
+				Targets: targets, Intent: leaseIntent(noRenew, targets)})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}
@@ -87,11 +87,11 @@ func (a *app) reportError(err error, asJSON bool) error {
 	return silentExit(1)
 }
 
-// leaseOp is the request of plan and apply: renew the leases they keep,
+// leaseIntent is the intent of plan and apply: renew the leases they keep,
 // or (--no-renew) leave every lease as it is.
-func leaseOp(noRenew bool) reconcile.Op {
+func leaseIntent(noRenew bool, targets []string) reconcile.Intent {
 	if noRenew {
-		return reconcile.Keep
+		return reconcile.Keep{Sandboxes: targets}
 	}
-	return reconcile.Renew
+	return reconcile.Renew{Sandboxes: targets}
 }

@@ -35,7 +35,7 @@ func (a *app) poolFillCommand() *cobra.Command {
 		Short: "Make the spares the workspace's pools lack (and delete idle, stray or surplus ones); waits for them to boot",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return a.poolPass("pool fill", &f, poolPass{req: reconcile.Request{Op: reconcile.FillPools}})
+			return a.poolPass("pool fill", &f, poolPass{req: reconcile.FillPools{}})
 		},
 	}
 	f.register(cmd, withParallelism|withSet)
@@ -49,7 +49,7 @@ func (a *app) poolStatusCommand() *cobra.Command {
 		Short: "Show each pool's spares (ready, booting, idle-expired …) and what a fill would do",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return a.poolPass("pool status", &f, poolPass{req: reconcile.Request{Op: reconcile.FillPools}, status: true})
+			return a.poolPass("pool status", &f, poolPass{req: reconcile.FillPools{}, status: true})
 		},
 	}
 	f.register(cmd, withSet)
@@ -64,7 +64,7 @@ func (a *app) poolDrainCommand() *cobra.Command {
 		Short: "Delete the spares of the workspace's pools (--all: every spare on this host); adopted VMs are never touched",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			p := poolPass{req: reconcile.Request{Op: reconcile.DrainPools, All: all}}
+			p := poolPass{req: reconcile.DrainPools{All: all}}
 			if !f.autoApprove {
 				p.confirm = a.confirm(f.asJSON)
 			}
@@ -87,7 +87,7 @@ type poolReport struct {
 // poolPass is what a pool command asks: the pass (fill or drain), and
 // whether only its plan is wanted (status).
 type poolPass struct {
-	req     reconcile.Request
+	req     reconcile.Intent
 	status  bool
 	confirm func(*plan.Plan) (bool, error)
 }
@@ -97,7 +97,7 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 	if err != nil {
 		return err
 	}
-	opts := reconcile.Options{Request: p.req, Confirm: p.confirm}
+	opts := reconcile.Options{Intent: p.req, Confirm: p.confirm}
 	run := eng.Apply
 	if p.status {
 		run = eng.Plan
@@ -121,6 +121,7 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 		}
 		return nil
 	}
+	_, draining := p.req.(reconcile.DrainPools)
 	switch {
 	case p.status && !res.Plan.Empty():
 		fmt.Fprintln(a.stdout, "A pool pass (sbf pool fill, or the loop) would:")
@@ -131,7 +132,7 @@ func (a *app) poolPass(cmdName string, f *convergeFlags, p poolPass) error {
 	case res.Applied:
 		s := res.Plan.Summary()
 		fmt.Fprintf(a.stdout, "Pool pass complete: %d spares made, %d deleted.\n", s.Add, s.Destroy)
-	case !p.status && len(res.Plan.Problems) == 0 && p.req.Op == reconcile.DrainPools:
+	case !p.status && len(res.Plan.Problems) == 0 && draining:
 		fmt.Fprintln(a.stdout, "No changes. No spares to drain.")
 	case !p.status && len(res.Plan.Problems) == 0:
 		fmt.Fprintln(a.stdout, "No changes. Pools are full.")

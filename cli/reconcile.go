@@ -31,7 +31,7 @@ func (a *app) reconcileCommand() *cobra.Command {
 			if !watch {
 				f.autoApprove = true
 				return a.converge("reconcile", &f, reconcile.Options{Confirm: a.showPlan(f.asJSON),
-					Request: reconcile.Request{Op: reconcile.Reconcile}})
+					Intent: reconcile.Reconcile{}})
 			}
 			return a.watch(&f, interval)
 		},

@@ -28,7 +28,7 @@ func (a *app) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Plan(a.context(), ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+			res, err := eng.Plan(a.context(), ws, reconcile.Options{Intent: reconcile.Reconcile{}})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

@@ -22,7 +22,7 @@ func (a *app) upCommand() *cobra.Command {
 			"written for apply.",
 		RunE: func(_ *cobra.Command, names []string) error {
 			f.autoApprove = true
-			req := reconcile.Request{Op: reconcile.Up, Sandboxes: names}
+			req := reconcile.Up{Sandboxes: names}
 			if ttl != "" {
 				d, err := spec.ParseDuration(ttl)
 				if err != nil {
@@ -34,7 +34,7 @@ func (a *app) upCommand() *cobra.Command {
 				req.Bootstrap = &reconcile.Bootstrap{Services: services}
 			}
 			return a.converge("up", &f, reconcile.Options{
-				Targets: names, Request: req, Confirm: a.showPlan(f.asJSON), Rollback: true})
+				Targets: names, Intent: req, Confirm: a.showPlan(f.asJSON), Rollback: true})
 		},
 	}
 	f.register(cmd, withParallelism|withSet)

@@ -106,9 +106,8 @@ func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, erro
 // ad-hoc sandbox gets v1's bootstrap as desired state first.
 func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (
 	map[string]any, error) {
-	req := reconcile.Request{Op: reconcile.Prepare, Sandboxes: []string{sandbox},
-		Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req, NoWait: !wait,
+	req := reconcile.Prepare{Sandbox: sandbox, Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{sandbox}, Intent: req, NoWait: !wait,
 		Audit: audited("prepare_workspace")})
 	if err != nil {
 		return nil, v1Error(err, sandbox)
@@ -178,7 +177,7 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Targets: a.Targets,
-		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}})
+		Intent: reconcile.Renew{Sandboxes: a.Targets}})
 	if res == nil || res.Plan == nil {
 		return nil, err
 	}
@@ -194,7 +193,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
-		Request: reconcile.Request{Op: reconcile.Renew, Sandboxes: a.Targets}, Audit: audited("apply")})
+		Intent: reconcile.Renew{Sandboxes: a.Targets}, Audit: audited("apply")})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved.Root)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/sandbox/docker"
 
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -41,9 +42,18 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	res, err := docker.Compose(ctx, tgt, ws, docker.ComposeRequest{ProjectDir: a.ProjectDir, Action: a.Action,
-		File: a.File, Services: a.Services, Detach: orDefault(a.Detach, true), Command: a.Command, Follow: a.Follow,
-		Since: a.Since, Tail: a.Tail}, s.cfg.Engine)
+	req := docker.ComposeRequest{ProjectDir: a.ProjectDir, Action: a.Action, File: a.File, Services: a.Services,
+		Detach: orDefault(a.Detach, true), Command: a.Command, Follow: a.Follow, Since: a.Since, Tail: a.Tail}
+	var res docker.ComposeResult
+	if docker.EngineOwned(tgt, req) {
+		start := s.cfg.Engine.Clock.Now()
+		var conv sandbox.Converged
+		if conv, err = s.cfg.Engine.ComposeUp(ctx, ws, tgt.Sandbox); err == nil {
+			res, err = docker.AfterEngineUp(ctx, tgt, req, conv, start)
+		}
+	} else {
+		res, err = docker.Compose(ctx, tgt, req)
+	}
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}

@@ -73,7 +73,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		keys["disk_gib"] = *a.DiskGiB
 	}
 	id := newInstanceID()
-	req := reconcile.Request{Op: reconcile.Up, Sandboxes: []string{id}, Keys: keys}
+	req := reconcile.Up{Sandboxes: []string{id}, Keys: keys}
 	if a.TTLMinutes != nil {
 		req.TTL = reconcile.TTL(time.Duration(*a.TTLMinutes) * time.Minute)
 	}
@@ -81,7 +81,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if boot {
 		req.Bootstrap = &reconcile.Bootstrap{Services: true} // converged by this apply, as desired state
 	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Request: req, Rollback: true,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Intent: req, Rollback: true,
 		Audit:  audited("create_instance"),
 		NoWait: !a.WaitForReady})
 	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
@@ -130,8 +130,8 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	req := reconcile.Request{Op: reconcile.Destroy, Sandboxes: []string{e.Sandbox}}
-	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req,
+	req := reconcile.Destroy{Sandboxes: []string{e.Sandbox}}
+	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Intent: req,
 		Audit: audited("destroy_instance")}); err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
@@ -143,9 +143,8 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	req := reconcile.Request{Op: reconcile.Extend, Sandboxes: []string{e.Sandbox},
-		TTL: reconcile.TTL(time.Duration(a.TTLMinutes) * time.Minute)}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Request: req,
+	req := reconcile.Extend{Sandbox: e.Sandbox, By: time.Duration(a.TTLMinutes) * time.Minute}
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{e.Sandbox}, Intent: req,
 		Audit: audited("extend_instance_ttl")})
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)

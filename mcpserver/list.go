@@ -23,7 +23,7 @@ func (s *Server) workspaceRows(
 	if err != nil || !ok {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Intent: reconcile.Reconcile{}})
 	if res == nil {
 		return nil, err
 	}

@@ -101,7 +101,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
-		reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+		reconcile.Options{Intent: reconcile.Reconcile{}})
 	f.srv.observed("workspace", nil)(ws, res, err)
 	m = scrape(t, h, testToken)
 	if value(m, "sbf_lease_expiries_total") != 1 || value(m, "sbf_reconcile_passes_total", "kind", "workspace",

@@ -18,7 +18,7 @@ func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
-		reconcile.Options{Request: reconcile.Request{Op: reconcile.FillPools}}); err != nil {
+		reconcile.Options{Intent: reconcile.FillPools{}}); err != nil {
 		t.Fatalf("filling the pool: %v", err)
 	}
 	var spare string

@@ -154,7 +154,7 @@ func unknownWorkspace(id string) error {
 
 // inventory is what status shows for each of the workspace's sandboxes.
 func (s *Server) inventory(ctx context.Context, ws spec.Options, id string) (any, error) {
-	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Intent: reconcile.Reconcile{}})
 	if res == nil {
 		return nil, err
 	}

@@ -32,7 +32,11 @@ func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error) {
 	} else if abs, _, werr := spec.WorkspaceIdentity(ws.Root); werr == nil {
 		root = abs // refused before anything was resolved (a lease too long): recorded all the same
 	}
-	names := slices.Clone(opts.Request.Sandboxes)
+	var asked []string
+	if opts.Intent != nil {
+		asked = opts.Intent.named()
+	}
+	names := slices.Clone(asked)
 	if len(names) == 0 {
 		names = slices.Clone(opts.Targets)
 	}
@@ -43,7 +47,7 @@ func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error) {
 				continue
 			}
 			done[a.Sandbox] = append(done[a.Sandbox], string(a.Kind))
-			if len(opts.Request.Sandboxes) == 0 && len(opts.Targets) == 0 && !slices.Contains(names, a.Sandbox) {
+			if len(asked) == 0 && len(opts.Targets) == 0 && !slices.Contains(names, a.Sandbox) {
 				names = append(names, a.Sandbox)
 			}
 		}

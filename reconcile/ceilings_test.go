@@ -41,13 +41,13 @@ func TestTheOperatorsCeilingsBindEveryWorkspace(t *testing.T) {
 	if len(h.world()) != 1 {
 		t.Errorf("world = %v, want the one admitted", h.world())
 	}
-	_, err = h.converge(Options{Targets: []string{"a"}, Request: Request{Op: Up, Sandboxes: []string{"a"},
+	_, err = h.converge(Options{Targets: []string{"a"}, Intent: Up{Sandboxes: []string{"a"},
 		TTL: TTL(2 * time.Hour)}})
 	if e := coded.Of(err, coded.Unknown); e.Code != coded.TTLInvalid || e.Details["max_ttl_minutes"] != 60.0 ||
 		e.Details["max_ttl_source"] != "global config C [policy] max_ttl" {
 		t.Errorf("a 2h lease: %v %v", err, e.Details)
 	}
-	_, err = h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"a"}, TTL: TTL(2 * time.Hour)}})
+	_, err = h.converge(Options{Intent: Extend{Sandbox: "a", By: 2 * time.Hour}})
 	if coded.Of(err, coded.Unknown).Code != coded.TTLInvalid {
 		t.Errorf("a 2h extension: %v", err)
 	}

@@ -46,12 +46,13 @@ func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (
 	if err != nil {
 		return nil, name, err
 	}
-	opts := Options{Targets: []string{name}, edit: cloneEdit(req, name), Rollback: true}
+	opts := Options{Targets: []string{name}, Rollback: true,
+		Intent: engineEdit{op: "clone", targets: []string{name}, change: cloneEdit(req, name)}}
 	res, err := e.Apply(ctx, ws, opts)
 	if res != nil && res.Plan != nil && hasProblem(res, name) {
 		// The plan could not make it (its source went meanwhile): the
 		// declaration goes too, or it would stay a problem in every plan.
-		undo := Options{Targets: opts.Targets, Request: Request{Op: Destroy, Sandboxes: opts.Targets}}
+		undo := Options{Targets: opts.Targets, Intent: Destroy{Sandboxes: opts.Targets}}
 		if _, uerr := e.Apply(context.WithoutCancel(ctx), ws, undo); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("dropping the clone %s: %w", name, uerr))
 		}

@@ -51,8 +51,7 @@ func TestACloneRunsApartFromItsSource(t *testing.T) {
 		t.Errorf("after the clone the plan is not empty: %+v", p.Actions)
 	}
 	// The clone outlives its source.
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy,
-		Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Intent: Destroy{Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := h.reconcile(); err != nil || len(res.Plan.Problems) > 0 {

@@ -50,6 +50,25 @@ func recordCommands(h *harness) func(part string) bool {
 	}
 }
 
+// compose is a docker_compose call as the MCP door makes it: up and
+// restart of the engine's stack ask the engine (ComposeUp), then the data
+// plane finishes; every other call is the data plane's alone.
+func (h *harness) compose(ctx context.Context, req docker.ComposeRequest) (docker.ComposeResult, error) {
+	tgt, err := h.eng.Target(h.ws(), "api")
+	if err != nil {
+		return docker.ComposeResult{}, err
+	}
+	if !docker.EngineOwned(tgt, req) {
+		return docker.Compose(ctx, tgt, req)
+	}
+	start := h.eng.Clock.Now()
+	conv, err := h.eng.ComposeUp(ctx, h.ws(), "api")
+	if err != nil {
+		return docker.ComposeResult{}, err
+	}
+	return docker.AfterEngineUp(ctx, tgt, req, conv, start)
+}
+
 // up and restart of the stack the engine converges go through the
 // engine; other actions on it run in its bundle folder.
 func TestComposeOfTheEnginesStack(t *testing.T) {
@@ -60,8 +79,8 @@ func TestComposeOfTheEnginesStack(t *testing.T) {
 	g := h.guests.get(h.instance("api"))
 	ups := len(g.ups)
 	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), appCompose+"  extra:\n    image: busybox\n")
-	res, err := docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: h.root,
-		Action: "up", Services: []string{"web"}, Detach: true}, h.eng)
+	res, err := h.compose(ctx, docker.ComposeRequest{ProjectDir: h.root,
+		Action: "up", Services: []string{"web"}, Detach: true})
 	if err != nil || res.Engine == nil || !res.Engine.Converged || len(g.ups) != ups+1 ||
 		res.Command != "sbf apply --target api" ||
 		!strings.Contains(res.Stdout, "compose") || len(res.Warnings) != 1 ||
@@ -71,19 +90,19 @@ func TestComposeOfTheEnginesStack(t *testing.T) {
 	if res.Bridge["status"] != "ok" || res.Bridge["network"] != "lima-net-api" {
 		t.Errorf("bridge: %v", res.Bridge)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "~/.sbf/sbf-api/",
-		Action: "restart", Services: []string{"web"}}, h.eng)
+	res, err = h.compose(ctx, docker.ComposeRequest{ProjectDir: "~/.sbf/sbf-api/",
+		Action: "restart", Services: []string{"web"}})
 	if err != nil || res.Engine.Converged || !res.Engine.Restarted || len(g.ups) != ups+1 ||
 		!ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml restart -- web") {
 		t.Fatalf("restart of a converged stack: %+v %v", res, err)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: ".sbf/sbf-api",
-		Action: "ps"}, h.eng)
+	res, err = h.compose(ctx, docker.ComposeRequest{ProjectDir: ".sbf/sbf-api",
+		Action: "ps"})
 	if err != nil || res.Engine != nil || !ran("cd '.sbf/sbf-api' && docker compose -p sbf-api -f compose.yaml ps") {
 		t.Errorf("ps of the engine's stack: %+v %v", res, err)
 	}
-	res, err = docker.Compose(ctx, h.target(t, "api"), h.ws(), docker.ComposeRequest{ProjectDir: "/srv/other",
-		Action: "up", Detach: true}, h.eng)
+	res, err = h.compose(ctx, docker.ComposeRequest{ProjectDir: "/srv/other",
+		Action: "up", Detach: true})
 	if err != nil || res.Engine != nil || len(g.ups) != ups+1 || !ran("cd '/srv/other' && docker compose up -d") {
 		t.Errorf("another project: %+v %v", res, err)
 	}

@@ -38,7 +38,7 @@ func BenchmarkConcurrentCreates(b *testing.B) {
 				name := fmt.Sprintf("inst_%08d", i)
 				start := time.Now()
 				_, errs[i] = h.converge(Options{Targets: []string{name}, Rollback: true,
-					Request: Request{Op: Up, Sandboxes: []string{name}}})
+					Intent: Up{Sandboxes: []string{name}}})
 				lat[i] = time.Since(start)
 			}()
 		}

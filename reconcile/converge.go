@@ -41,7 +41,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 		return nil, err
 	}
 	res := &Result{Resolved: u.r, State: u.rec, Warnings: warningsOf(u.before, u.r), Busy: u.busy()}
-	if pools(opts.Request.Op) {
+	if isPools(opts.Intent) {
 		return e.convergePools(ctx, u, res)
 	}
 	return e.convergeSandboxes(ctx, u, res)
@@ -74,7 +74,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 			return nil, err
 		}
 	}
-	if !pools(opts.Request.Op) {
+	if !isPools(opts.Intent) {
 		names := withSources(u.r, u.rec, touched(u.r, u.rec, opts.Targets))
 		mode := lockModeOf(opts, planOnly)
 		if u.locks, err = e.lockSandboxes(ctx, u.dir, names, mode); err != nil {
@@ -103,12 +103,10 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 // applyRequest decides the request's edit on the desired state as read
 // and resolves the desired state after it, in memory only.
 func (u *run) applyRequest(e *Engine) error {
-	u.r, u.edit = u.before, u.opts.edit
-	if u.edit == nil {
-		var err error
-		if u.edit, err = e.edit(u.opts.Request, u.before, u.rec, u.now); err != nil {
-			return err
-		}
+	u.r = u.before
+	var err error
+	if u.edit, err = e.intentEdit(u.opts.Intent, u.before, u.rec, u.now); err != nil {
+		return err
 	}
 	if u.edit == nil {
 		return nil
@@ -163,7 +161,7 @@ func lockModeOf(opts Options, planOnly bool) lockMode {
 	switch {
 	case planOnly:
 		return peekBusy
-	case opts.Request.Op == Reconcile && opts.edit == nil:
+	case isLoopPass(opts.Intent):
 		return skipBusy
 	}
 	return waitBusy
@@ -213,7 +211,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if err := e.admitOnHost(res.Plan, r); err != nil {
 		return res, err
 	}
-	if u.edit != nil && blockedRequest(u.opts.Request, res.Plan) {
+	if u.edit != nil && blockedRequest(u.opts.Intent, res.Plan) {
 		// Nothing the request asks about can be converged now (its backend
 		// cannot list, a policy it cannot enforce): no lease is taken for it.
 		return res, problemsError(res.Plan)
@@ -279,14 +277,21 @@ func (e *Engine) executor(u *run, desired plan.Desired) *Executor {
 // blockedRequest says whether every sandbox a request names has a problem
 // in the plan, so that carrying it out could only record leases for VMs
 // nobody can make.
-func blockedRequest(req Request, p *plan.Plan) bool {
-	if len(req.Sandboxes) == 0 || len(p.Problems) == 0 {
+func blockedRequest(in Intent, p *plan.Plan) bool {
+	if len(in.named()) == 0 || len(p.Problems) == 0 {
 		return false
 	}
-	for _, name := range req.Sandboxes {
+	for _, name := range in.named() {
 		if !slices.ContainsFunc(p.Problems, func(pr plan.Problem) bool { return pr.Sandbox == name }) {
 			return false
 		}
 	}
 	return true
+}
+
+// isLoopPass says whether a run is the loop's: it leaves busy sandboxes
+// alone rather than waiting for them.
+func isLoopPass(in Intent) bool {
+	_, ok := in.(Reconcile)
+	return ok
 }

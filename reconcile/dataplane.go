@@ -50,12 +50,14 @@ func (s taskStore) SaveTask(ctx context.Context, t *state.Task) error {
 	})
 }
 
-// ConvergeSandbox converges one sandbox as `sbf apply --target NAME
-// --no-renew` does and says what its layers left (docker_compose up of its
-// own stack): a sandbox another run holds is waited for, never skipped.
-func (e *Engine) ConvergeSandbox(ctx context.Context, ws spec.Options, name string) (sandbox.Converged, error) {
+// ComposeUp is docker_compose up (or restart) of the stack the engine
+// converges for a sandbox: it converges the sandbox as `sbf apply --target
+// NAME --no-renew` does and says what its layers left. A sandbox another
+// run holds is waited for, never skipped. The door calls it, never the
+// data plane.
+func (e *Engine) ComposeUp(ctx context.Context, ws spec.Options, name string) (sandbox.Converged, error) {
 	res, err := e.Apply(ctx, ws, Options{Targets: []string{name},
-		Request: Request{Op: Keep, Sandboxes: []string{name}}})
+		Intent: Keep{Sandboxes: []string{name}}})
 	if err != nil {
 		return sandbox.Converged{}, err
 	}

@@ -61,10 +61,9 @@ func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 // Options say what one convergence does.
 type Options struct {
 	Targets []string // only these sandboxes (all when empty)
-	// Request is the change a door asks for, written to the desired state
-	// only if the plan runs.
-	Request Request
-	edit    Edit // an edit the engine made itself (an adoption), instead of the request's
+	// Intent is the change a door asks for, written to the desired state
+	// only if the plan runs. Required: a run without one is refused.
+	Intent Intent
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*plan.Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it
@@ -139,7 +138,7 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		back, rerr := e.converge(
 			context.WithoutCancel(ctx),
 			ws,
-			Options{Targets: failed, Request: Request{Op: Destroy, Sandboxes: failed}},
+			Options{Targets: failed, Intent: Destroy{Sandboxes: failed}},
 			false,
 		)
 		if rerr != nil {

@@ -173,7 +173,7 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 	}
 	mark := h.logLen()
 	h.mustApply()
-	h.converge(Options{Request: Request{Op: Destroy}})
+	h.converge(Options{Intent: Destroy{}})
 	h.clock.Advance(48 * time.Hour)
 	h.mustApply()
 	h.reconcile()
@@ -192,8 +192,7 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 
 func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	if _, err := h.converge(Options{Targets: []string{"scratch"}, Request: Request{Op: Up,
-		Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"scratch"}, Intent: Up{Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := spec.ReadManaged(h.root)
@@ -215,14 +214,14 @@ func TestDestroyAndAdHocSandboxes(t *testing.T) {
 		t.Errorf("apply past the ad-hoc lease: %+v", res.Plan.Actions)
 	}
 	// ...and destroy forgets it entirely.
-	if _, err := h.converge(Options{Request: Request{Op: Destroy}}); err != nil {
+	if _, err := h.converge(Options{Intent: Destroy{}}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ = spec.ReadManaged(h.root)
 	if m.Declares("scratch") || len(h.world()) != 0 {
 		t.Errorf("after destroy: declared %v, world %v", m.Declares("scratch"), h.world())
 	}
-	if _, err := h.converge(Options{Request: Request{Op: Destroy, Sandboxes: []string{"nope"}}}); err == nil {
+	if _, err := h.converge(Options{Intent: Destroy{Sandboxes: []string{"nope"}}}); err == nil {
 		t.Error("destroying an unknown sandbox succeeded")
 	}
 }
@@ -231,13 +230,11 @@ func TestExtendBounds(t *testing.T) {
 	h := newHarness(t, twoSandboxes+"[lease]\nmax_ttl = \"1h\"\nmax_lifetime = \"2h\"\n")
 	h.mustApply() // leases end at t0+30m
 	code := func(err error) string { return coded.Of(err, coded.Unknown).Code }
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
-		TTL: TTL(2 * time.Hour)}}); code(err) != coded.TTLInvalid {
+	if _, err := h.converge(Options{Intent: Extend{Sandbox: "api", By: 2 * time.Hour}}); code(err) != coded.TTLInvalid {
 		t.Errorf("extension past max_ttl: %v", err)
 	}
 	for i := 0; i < 1; i++ {
-		if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
-			TTL: TTL(time.Hour)}}); err != nil {
+		if _, err := h.converge(Options{Intent: Extend{Sandbox: "api", By: time.Hour}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,14 +242,13 @@ func TestExtendBounds(t *testing.T) {
 	if l, _ := m.Lease("api"); !l.ExpiresAt.Equal(t0.Add(90 * time.Minute)) {
 		t.Errorf("extended lease = %+v", l)
 	}
-	_, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"}, TTL: TTL(time.Hour)}})
+	_, err := h.converge(Options{Intent: Extend{Sandbox: "api", By: time.Hour}})
 	var e *coded.Error
 	if !errors.As(err, &e) || e.Code != coded.TTLInvalid || e.Details["max_lifetime_minutes"] != 120.0 {
 		t.Errorf("extension past max_lifetime: %#v", err)
 	}
 	h.clock.Advance(31 * time.Minute)
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"web"},
-		TTL: TTL(time.Minute)}}); code(err) != coded.InstanceTerminal {
+	if _, err := h.converge(Options{Intent: Extend{Sandbox: "web", By: time.Minute}}); code(err) != coded.InstanceTerminal {
 		t.Errorf("extending an expired lease: %v", err)
 	}
 }
@@ -271,21 +267,19 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 	// An instance whose lease has expired no longer counts, even before
 	// the loop deletes it.
 	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.web]\nttl = \"10m\"\n[lease]\nmax_instances = 1\n")
-	h.converge(Options{Request: Request{Op: Destroy}})
-	if _, err := h.converge(Options{Targets: []string{"web"}, Request: Request{Op: Renew,
-		Sandboxes: []string{"web"}}}); err != nil {
+	h.converge(Options{Intent: Destroy{}})
+	if _, err := h.converge(Options{Targets: []string{"web"}, Intent: Renew{Sandboxes: []string{"web"}}}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(11 * time.Minute)
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Renew,
-		Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Intent: Renew{Sandboxes: []string{"api"}}}); err != nil {
 		t.Errorf("web's expired lease still counted: %v", err)
 	}
 }
 
 func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	res, err := h.planWith(Options{Request: Request{Op: Renew}})
+	res, err := h.planWith(Options{Intent: Renew{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,10 +291,10 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.converge(Options{Request: Request{Op: Renew}, Saved: saved}); err != nil {
+	if _, err := h.converge(Options{Intent: Renew{}, Saved: saved}); err != nil {
 		t.Fatalf("fresh saved plan: %v", err)
 	}
-	_, err = h.converge(Options{Request: Request{Op: Renew}, Saved: saved})
+	_, err = h.converge(Options{Intent: Renew{}, Saved: saved})
 	if c := coded.Of(err, coded.Unknown).Code; c != coded.StalePlan ||
 		!strings.Contains(err.Error(), "saved plan is stale") {
 		t.Errorf("reused plan: %v", err)

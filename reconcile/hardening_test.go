@@ -35,8 +35,7 @@ func TestHandEditedLeaseEndExpiresAtMaxLifetime(t *testing.T) {
 	if res, err := h.reconcile(); err != nil || !res.Plan.Empty() {
 		t.Fatalf("within max_lifetime: %v %+v", err, res.Plan)
 	}
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
-		TTL: TTL(time.Hour)}}); err == nil {
+	if _, err := h.converge(Options{Intent: Extend{Sandbox: "api", By: time.Hour}}); err == nil {
 		t.Error("an extension past max_lifetime was accepted on top of the edited end")
 	}
 	h.clock.Advance(time.Hour)

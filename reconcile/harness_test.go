@@ -94,7 +94,7 @@ func (h *harness) planWith(opts Options) (*Result, error) {
 }
 
 // apply is `sbf apply --auto-approve`.
-func (h *harness) apply() (*Result, error) { return h.converge(Options{Request: Request{Op: Renew}}) }
+func (h *harness) apply() (*Result, error) { return h.converge(Options{Intent: Renew{}}) }
 
 // reconcile is one pass of the watch loop.
 func (h *harness) reconcile() (*Result, error) { return h.converge(passOptions()) }
@@ -110,7 +110,7 @@ func (h *harness) mustApply() *Result {
 
 func (h *harness) plan() *plan.Plan {
 	h.t.Helper()
-	res, err := h.planWith(Options{Request: Request{Op: Renew}})
+	res, err := h.planWith(Options{Intent: Renew{}})
 	if err != nil {
 		h.t.Fatalf("plan: %v", err)
 	}
@@ -209,4 +209,4 @@ func fmtPIDGroup(pgid int) string {
 }
 
 // passOptions are a loop pass's: no lease changes.
-func passOptions() Options { return Options{Request: Request{Op: Reconcile}} }
+func passOptions() Options { return Options{Intent: Reconcile{}} }

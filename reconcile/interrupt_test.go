@@ -45,7 +45,7 @@ func TestAStoppedRunFinishesTheStepInFlightOnly(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		res, err = h.eng.Apply(WithStop(context.Background(), stop), h.ws(), Options{Request: Request{Op: Renew}})
+		res, err = h.eng.Apply(WithStop(context.Background(), stop), h.ws(), Options{Intent: Renew{}})
 		done <- err
 	}()
 	first := <-g.started
@@ -73,8 +73,8 @@ func TestAStoppedRunFinishesTheStepInFlightOnly(t *testing.T) {
 	}
 }
 
-// A request must say what it asks: the zero Op means nothing.
-func TestARequestWithoutAnOpIsRefused(t *testing.T) {
+// A run must say what it asks: no Intent means nothing (never a loop pass).
+func TestARunWithoutAnIntentIsRefused(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	if _, err := h.converge(Options{}); err == nil || !strings.Contains(err.Error(), "asked nothing") {
 		t.Errorf("an Options{} run: %v", err)
@@ -84,10 +84,10 @@ func TestARequestWithoutAnOpIsRefused(t *testing.T) {
 	}
 }
 
-// docker_compose up of the engine's own stack (ConvergeSandbox) waits for
+// docker_compose up of the engine's own stack (ComposeUp) waits for
 // a run that holds the sandbox (a loop pass), then converges it: never a
 // success with nothing done because a pass was busy with it.
-func TestConvergeSandboxWaitsForTheRunHoldingIt(t *testing.T) {
+func TestComposeUpWaitsForTheRunHoldingIt(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	h.eng.LockTimeout = 20 * time.Second
 	h.mustApply()
@@ -101,12 +101,12 @@ func TestConvergeSandboxWaitsForTheRunHoldingIt(t *testing.T) {
 	var conv sandbox.Converged
 	go func() {
 		var err error
-		conv, err = h.eng.ConvergeSandbox(context.Background(), h.ws(), "api")
+		conv, err = h.eng.ComposeUp(context.Background(), h.ws(), "api")
 		done <- err
 	}()
 	select {
 	case err := <-done:
-		t.Fatalf("ConvergeSandbox returned while a pass held the sandbox: %v", err)
+		t.Fatalf("ComposeUp returned while a pass held the sandbox: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
 	lock.Release()

@@ -44,8 +44,7 @@ func TestLeaseEndsAreRecordedOnInstancesThatKeepThem(t *testing.T) {
 		t.Errorf("a pass that changed nothing recorded %v (%v)", recorded, err)
 	}
 	h.clock.Advance(10 * time.Minute)
-	if _, err := h.converge(Options{Request: Request{Op: Extend, Sandboxes: []string{"api"},
-		TTL: TTL(time.Hour)}}); err != nil {
+	if _, err := h.converge(Options{Intent: Extend{Sandbox: "api", By: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded[h.instance("api")]; !got.Equal(want.Add(time.Hour)) {

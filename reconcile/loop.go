@@ -161,12 +161,12 @@ type Reconciler interface {
 
 // Reconcile is one loop pass over a workspace.
 func (e *Engine) Reconcile(ctx context.Context, ws spec.Options) (*Result, error) {
-	return e.Apply(ctx, ws, Options{Request: Request{Op: Reconcile}, Audit: &Audit{Door: "loop", Tool: "reconcile"}})
+	return e.Apply(ctx, ws, Options{Intent: Reconcile{}, Audit: &Audit{Door: "loop", Tool: "reconcile"}})
 }
 
 // ReconcilePools is one loop pass over a workspace's pools.
 func (e *Engine) ReconcilePools(ctx context.Context, ws spec.Options) (*Result, error) {
-	return e.Apply(ctx, ws, Options{Request: Request{Op: FillPools}})
+	return e.Apply(ctx, ws, Options{Intent: FillPools{}})
 }
 
 type controller struct {

@@ -127,13 +127,13 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	r := u.r
 	d := plan.DesiredFrom(r)
 	res.Desired, res.Now, res.Plan = d, u.now, &plan.Plan{}
-	drain := u.opts.Request.Op == DrainPools
-	if len(d.Pools) == 0 && !drain && !u.planOnly {
+	drain, isDrain := u.opts.Intent.(DrainPools)
+	if len(d.Pools) == 0 && !isDrain && !u.planOnly {
 		return res, nil // no pool: the workspace's own passes collect stray spares
 	}
 	res.Observed = e.observe(ctx, r, d, u.rec)
-	if drain {
-		res.Plan = drainPlan(d, res.Observed, u.opts.Request.All)
+	if isDrain {
+		res.Plan = drainPlan(d, res.Observed, drain.All)
 	} else {
 		res.Plan = plan.ComputePools(d, res.Observed, u.now)
 	}
@@ -360,7 +360,8 @@ func (e *Engine) AdoptInstance(ctx context.Context, ws spec.Options, req AdoptRe
 		)
 		return nil
 	}
-	res, err := e.Apply(ctx, ws, Options{Targets: []string{req.Sandbox}, edit: edit})
+	res, err := e.Apply(ctx, ws, Options{Targets: []string{req.Sandbox},
+		Intent: engineEdit{op: "adopt", targets: []string{req.Sandbox}, change: edit}})
 	if err != nil {
 		return res, fmt.Errorf("adopting %s as sandbox %s: %w", req.Instance, req.Sandbox, err)
 	}

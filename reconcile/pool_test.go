@@ -34,7 +34,7 @@ max_instances = 20
 // fill is one pool pass (`sbf pool fill`).
 func (h *harness) fill() *Result {
 	h.t.Helper()
-	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: FillPools}})
+	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: FillPools{}})
 	if err != nil {
 		h.t.Fatalf("pool pass: %v", err)
 	}
@@ -43,7 +43,7 @@ func (h *harness) fill() *Result {
 
 // up is `sbf up NAME` (create_instance makes the same edit).
 func (h *harness) up(names ...string) (*Result, error) {
-	return h.converge(Options{Targets: names, Request: Request{Op: Up, Sandboxes: names}, Rollback: true})
+	return h.converge(Options{Targets: names, Intent: Up{Sandboxes: names}, Rollback: true})
 }
 
 // spares lists the world's pool instances nobody owns, and the owned ones
@@ -148,8 +148,7 @@ func TestCreateAdoptsAWarmSpare(t *testing.T) {
 	if res := h.fill(); steps(res.Plan) != "pool.small:create" || res.Plan.Actions[0].Instance == spare {
 		t.Fatalf("refill: %+v", res.Plan.Actions)
 	}
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy,
-		Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Intent: Destroy{Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := h.world()[spare]; ok {
@@ -204,7 +203,7 @@ func TestAdoptFallsBackWhenTheSpareIsTaken(t *testing.T) {
 	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
 	h.fill()
 	spares, _ := h.spares()
-	res, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Up, Sandboxes: []string{"api"}},
+	res, err := h.converge(Options{Targets: []string{"api"}, Intent: Up{Sandboxes: []string{"api"}},
 		Confirm: func(p *plan.Plan) (bool, error) {
 			d, _ := sim.New(sim.Options{Dir: h.simDir})
 			return true, d.Claim(context.Background(), spares[0], drivers.Owner{WorkspaceID: "ws_other", Sandbox: "x"})
@@ -244,7 +243,7 @@ func TestAdoptionMatchesShapeAndReconfigures(t *testing.T) {
 func TestInstanceCapEvictsSparesForSandboxes(t *testing.T) {
 	h := newHarness(t,
 		"[vm]\ndriver = \"sim\"\ncpus = 2\n[pool.small]\ncpus = 4\nsize = 3\n[lease]\nmax_instances = 2\n[sandboxes.api]\n")
-	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: FillPools}})
+	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: FillPools{}})
 	if coded.Of(err, coded.Unknown).Code != coded.InstanceLimit {
 		t.Errorf("a fill past the cap: %v", err)
 	}
@@ -288,7 +287,7 @@ func TestRemovedPoolAndDrain(t *testing.T) {
 
 	h.writeSpec(strings.Replace(poolSpec, "size = 1", "size = 2", 1))
 	h.fill()
-	res2, err := h.eng.Apply(context.Background(), h.ws(), Options{Request: Request{Op: DrainPools}})
+	res2, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: DrainPools{}})
 	if err != nil || len(res2.Plan.Actions) != 2 {
 		t.Fatalf("drain: %v %s", err, steps(res2.Plan))
 	}

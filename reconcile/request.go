@@ -9,65 +9,173 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// Request is what a front door asks of the engine, in the engine's terms:
-// the engine turns it into an edit of the desired state, deciding what a
-// door never does — the lease policy's bounds, whether a sandbox holds a
-// live lease, the bootstrap a new ad-hoc sandbox gets — then plans it and,
-// for Apply, carries it out. Its errors are coded and carry the details
-// SandboxForge v1's clients know (sandbox, status, ttl_minutes …), so a
-// door only renames fields.
-type Request struct {
-	Op Op
-	// Sandboxes are the sandboxes asked about; empty means every sandbox
-	// the files declare, where the operation allows it.
+// Intent is what a front door asks of the engine, in the engine's terms:
+// one type per intent (Up, Destroy, Extend …), so a request says what it
+// is by its type and carries only the fields that intent has. The engine
+// turns it into an edit of the desired state, deciding what a door never
+// does — the lease policy's bounds, whether a sandbox holds a live lease,
+// the bootstrap a new ad-hoc sandbox gets — then plans it and, for Apply,
+// carries it out. A nil Intent is refused: no zero value means a loop
+// pass. Its errors are coded and carry the details SandboxForge v1's
+// clients know (sandbox, status, ttl_minutes …), so a door only renames
+// fields.
+type Intent interface {
+	// Op names the intent in errors and the history.
+	Op() string
+	// named are the sandboxes the intent is about; none means every
+	// sandbox the files declare, where the intent allows it.
+	named() []string
+	// edit decides what the intent changes, checked against the desired
+	// state before it (r) at now; nil for one that edits nothing.
+	edit(e *Engine, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error)
+}
+
+// Reconcile changes no lease: the loop's pass, `sbf reconcile`, and what
+// status and health look at. It leaves sandboxes another run holds alone.
+type Reconcile struct{}
+
+// Keep changes no lease either, but is a person's run rather than the
+// loop's: `sbf plan|apply --no-renew` (drift only), docker_compose up of
+// the engine's stack. It waits for sandboxes another run holds instead of
+// skipping them.
+type Keep struct{ Sandboxes []string }
+
+// Renew acquires or renews the leases of the sandboxes it converges:
+// `sbf apply`, MCP apply.
+type Renew struct{ Sandboxes []string }
+
+// Up declares unknown names ad hoc and acquires their leases.
+type Up struct {
 	Sandboxes []string
-	// TTL is, for Up, the lease length (nil: each sandbox's own); for
-	// Extend, how much later the lease ends.
+	// TTL is the lease length; nil gives each sandbox its own.
 	TTL *time.Duration
 	// Keys are [vm] keys of the sandboxes Up declares ad hoc (cpus …).
 	Keys map[string]any
-	// Bootstrap gives the ad-hoc sandboxes of Up and Prepare
-	// SandboxForge v1's bootstrap as desired layers.
+	// Bootstrap gives the ad-hoc sandboxes SandboxForge v1's bootstrap as
+	// desired layers.
 	Bootstrap *Bootstrap
-	// All drains every spare the drivers list, not only the workspace's
-	// pools' (DrainPools).
-	All bool
 }
 
-// Op is what a request does to the desired state.
-type Op string
+// Destroy drops leases (and ad-hoc declarations).
+type Destroy struct{ Sandboxes []string }
 
-const (
-	// Reconcile changes no lease: the loop's pass, `sbf reconcile`, and
-	// what status and health look at. No request means it: a Request with
-	// no Op is refused, so a door that forgot to say what it wants never
-	// gets a loop pass (which leaves busy sandboxes alone).
-	Reconcile Op = "reconcile"
-	// Keep changes no lease either, but is a person's run rather than the
-	// loop's: `sbf plan|apply --no-renew` (drift only). It waits for
-	// sandboxes another run holds instead of skipping them.
-	Keep Op = "keep"
-	// Renew acquires or renews the leases of the sandboxes it converges:
-	// `sbf apply`, MCP apply.
-	Renew Op = "renew"
-	// Up declares unknown names ad hoc and acquires their leases.
-	Up Op = "up"
-	// Destroy drops leases (and ad-hoc declarations).
-	Destroy Op = "destroy"
-	// Extend moves one live lease's end later.
-	Extend Op = "extend"
-	// Prepare converges a live sandbox's layers, never renewing its lease.
-	Prepare Op = "prepare"
-	// FillPools makes the spares the workspace's pools lack and deletes
-	// idle, stray or surplus ones: a plan of it is `sbf pool status`.
-	FillPools Op = "fill-pools"
-	// DrainPools deletes the spares of the workspace's pools (with All,
-	// every spare the drivers list).
-	DrainPools Op = "drain-pools"
-)
+// Extend moves one live lease's end later, By later.
+type Extend struct {
+	Sandbox string
+	By      time.Duration
+}
 
-// pools says whether an operation is a pool pass.
-func pools(op Op) bool { return op == FillPools || op == DrainPools }
+// Prepare converges a live sandbox's layers, never renewing its lease;
+// Bootstrap gives an ad-hoc one v1's bootstrap.
+type Prepare struct {
+	Sandbox   string
+	Bootstrap *Bootstrap
+}
+
+// FillPools makes the spares the workspace's pools lack and deletes idle,
+// stray or surplus ones: a plan of it is `sbf pool status`.
+type FillPools struct{}
+
+// DrainPools deletes the spares of the workspace's pools; with All, every
+// spare the drivers list.
+type DrainPools struct{ All bool }
+
+// engineEdit is an edit the engine made itself (an adoption, a clone).
+type engineEdit struct {
+	op      string
+	targets []string
+	change  Edit
+}
+
+func (Reconcile) Op() string  { return "reconcile" }
+func (Keep) Op() string       { return "keep" }
+func (Renew) Op() string      { return "renew" }
+func (Up) Op() string         { return "up" }
+func (Destroy) Op() string    { return "destroy" }
+func (Extend) Op() string     { return "extend" }
+func (Prepare) Op() string    { return "prepare" }
+func (FillPools) Op() string  { return "fill-pools" }
+func (DrainPools) Op() string { return "drain-pools" }
+func (i engineEdit) Op() string {
+	return i.op
+}
+
+func (Reconcile) named() []string    { return nil }
+func (i Keep) named() []string       { return i.Sandboxes }
+func (i Renew) named() []string      { return i.Sandboxes }
+func (i Up) named() []string         { return i.Sandboxes }
+func (i Destroy) named() []string    { return i.Sandboxes }
+func (i Extend) named() []string     { return []string{i.Sandbox} }
+func (i Prepare) named() []string    { return []string{i.Sandbox} }
+func (FillPools) named() []string    { return nil }
+func (DrainPools) named() []string   { return nil }
+func (i engineEdit) named() []string { return i.targets }
+
+func (Reconcile) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) { return nil, nil }
+func (Keep) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error)      { return nil, nil }
+func (FillPools) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) { return nil, nil }
+func (DrainPools) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) {
+	return nil, nil
+}
+func (i engineEdit) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) {
+	return i.change, nil
+}
+
+func (i Renew) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) {
+	return renewEdit(i.Sandboxes), nil
+}
+
+func (i Destroy) edit(*Engine, *spec.Resolved, *state.File, time.Time) (Edit, error) {
+	return destroyEdit(i.Sandboxes), nil
+}
+
+func (i Up) edit(e *Engine, r *spec.Resolved, _ *state.File, _ time.Time) (Edit, error) {
+	var ttl time.Duration
+	if i.TTL != nil {
+		if ttl = *i.TTL; ttl <= 0 || ttl > r.Config.Lease.MaxTTL.Std() {
+			return nil, ttlInvalid(r, ttl, "a lease lasts longer than zero and at most lease.max_ttl")
+		}
+	}
+	keys := maps.Clone(i.Keys)
+	if i.Bootstrap != nil {
+		boot, err := e.bootstrapKeys(r, keys, i.Bootstrap.Services)
+		if err != nil {
+			return nil, err
+		}
+		keys = mergeKeys(keys, boot)
+	}
+	return upEdit(i.Sandboxes, ttl, keys), nil
+}
+
+func (i Extend) edit(_ *Engine, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
+	if err := live(r, rec, i.Sandbox, now); err != nil {
+		return nil, err
+	}
+	return extendEdit(i.Sandbox, i.By), nil
+}
+
+func (i Prepare) edit(e *Engine, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
+	if err := live(r, rec, i.Sandbox, now); err != nil {
+		return nil, err
+	}
+	if !r.AdHoc[i.Sandbox] || i.Bootstrap == nil {
+		return nil, nil
+	}
+	boot, err := e.bootstrapKeys(r, nil, i.Bootstrap.Services)
+	if err != nil {
+		return nil, err
+	}
+	return layersEdit(i.Sandbox, boot), nil
+}
+
+// isPools says whether an intent is a pool pass.
+func isPools(in Intent) bool {
+	switch in.(type) {
+	case FillPools, DrainPools:
+		return true
+	}
+	return false
+}
 
 // Bootstrap is SandboxForge v1's bootstrap of an ad-hoc sandbox: the
 // container runtime, and the workspace's [infra] services when Services
@@ -76,66 +184,12 @@ type Bootstrap struct {
 	Services bool
 }
 
-// edit decides what a request changes, checked against the desired state
-// before it (r) at now; nil for a request that edits nothing.
-func (e *Engine) edit(req Request, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
-	switch req.Op {
-	case Reconcile, Keep, FillPools, DrainPools:
-		return nil, nil
-	case Renew:
-		return renewEdit(req.Sandboxes), nil
-	case Destroy:
-		return destroyEdit(req.Sandboxes), nil
-	case Up:
-		var ttl time.Duration
-		if req.TTL != nil {
-			if ttl = *req.TTL; ttl <= 0 || ttl > r.Config.Lease.MaxTTL.Std() {
-				return nil, ttlInvalid(r, ttl, "a lease lasts longer than zero and at most lease.max_ttl")
-			}
-		}
-		keys := maps.Clone(req.Keys)
-		if req.Bootstrap != nil {
-			boot, err := e.bootstrapKeys(r, keys, req.Bootstrap.Services)
-			if err != nil {
-				return nil, err
-			}
-			keys = mergeKeys(keys, boot)
-		}
-		return upEdit(req.Sandboxes, ttl, keys), nil
-	case Extend:
-		name, err := one(req)
-		if err != nil {
-			return nil, err
-		}
-		if err := live(r, rec, name, now); err != nil {
-			return nil, err
-		}
-		var by time.Duration
-		if req.TTL != nil {
-			by = *req.TTL
-		}
-		return extendEdit(name, by), nil
-	case Prepare:
-		name, err := one(req)
-		if err != nil {
-			return nil, err
-		}
-		if err := live(r, rec, name, now); err != nil {
-			return nil, err
-		}
-		if !r.AdHoc[name] || req.Bootstrap == nil {
-			return nil, nil
-		}
-		boot, err := e.bootstrapKeys(r, nil, req.Bootstrap.Services)
-		if err != nil {
-			return nil, err
-		}
-		return layersEdit(name, boot), nil
+// intentEdit decides what an intent changes; a nil intent is refused.
+func (e *Engine) intentEdit(in Intent, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {
+	if in == nil {
+		return nil, coded.New(coded.InvalidArguments, nil, "the engine was asked nothing: a run names its Intent")
 	}
-	if req.Op == "" {
-		return nil, coded.New(coded.InvalidArguments, nil, "the engine was asked nothing: a request names its Op")
-	}
-	return nil, coded.New(coded.InvalidArguments, map[string]any{"op": string(req.Op)}, "unknown request %q", req.Op)
+	return in.edit(e, r, rec, now)
 }
 
 // live says whether a sandbox holds a live lease: INSTANCE_NOT_FOUND for
@@ -175,14 +229,5 @@ func mergeKeys(a, b map[string]any) map[string]any {
 	return out
 }
 
-// one is the single sandbox a request about one sandbox names.
-func one(req Request) (string, error) {
-	if len(req.Sandboxes) != 1 {
-		return "", coded.New(coded.InvalidArguments, map[string]any{"sandboxes": req.Sandboxes},
-			"%s takes exactly one sandbox, got %d", req.Op, len(req.Sandboxes))
-	}
-	return req.Sandboxes[0], nil
-}
-
-// TTL is a request's lease length or extension.
+// TTL is an Up's lease length.
 func TTL(d time.Duration) *time.Duration { return &d }

@@ -26,7 +26,7 @@ func TestSharedReadsSeeEveryChange(t *testing.T) {
 		t.Error("an unchanged workspace was read again")
 	}
 	if _, err := h.converge(Options{Targets: []string{"api"},
-		Request: Request{Op: Destroy, Sandboxes: []string{"api"}}}); err != nil {
+		Intent: Destroy{Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.eng.Target(h.ws(), "api"); coded.Of(err, "").Code != coded.InstanceTerminal {
@@ -45,7 +45,7 @@ func TestARefusedCreateIsInTheHistory(t *testing.T) {
 	h.eng.HostDir = filepath.Join(h.root, "host")
 	h.mustApply()
 	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
-		Request: Request{Op: Up, Sandboxes: []string{"web"}}, Audit: &Audit{Door: "mcp", Tool: "create_instance"}})
+		Intent: Up{Sandboxes: []string{"web"}}, Audit: &Audit{Door: "mcp", Tool: "create_instance"}})
 	if coded.Of(err, "").Code != coded.InstanceLimit {
 		t.Fatalf("a create past the cap: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestARefusedCreateLeavesNoRecord(t *testing.T) {
 	h.eng.HostDir = filepath.Join(h.root, "host")
 	h.mustApply()
 	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
-		Request: Request{Op: Up, Sandboxes: []string{"web"}}})
+		Intent: Up{Sandboxes: []string{"web"}}})
 	if coded.Of(err, "").Code != coded.InstanceLimit {
 		t.Fatalf("a create past the cap: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestLeasedWorkspacesAreWhatTheLoopsWatch(t *testing.T) {
 func TestABlockedRequestTakesNoLease(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n")
 	h.faults = "list:*=fail"
-	_, err := h.converge(Options{Targets: []string{"web"}, Request: Request{Op: Up, Sandboxes: []string{"web"}}})
+	_, err := h.converge(Options{Targets: []string{"web"}, Intent: Up{Sandboxes: []string{"web"}}})
 	if err == nil {
 		t.Fatal("an up the backend cannot serve succeeded")
 	}

@@ -115,8 +115,7 @@ func TestSnapshotsGoWithTheirSandbox(t *testing.T) {
 	h.mustApply()
 	h.mustSnapshot(t, SnapshotCreate, "api", "a1")
 	h.mustSnapshot(t, SnapshotCreate, "web", "w1")
-	if _, err := h.converge(Options{Targets: []string{"api"}, Request: Request{Op: Destroy,
-		Sandboxes: []string{"api"}}}); err != nil {
+	if _, err := h.converge(Options{Targets: []string{"api"}, Intent: Destroy{Sandboxes: []string{"api"}}}); err != nil {
 		t.Fatal(err)
 	}
 	recs := h.state(t).Snapshots

@@ -181,7 +181,7 @@ func adopt(ctx context.Context, eng *reconcile.Engine, ad adoption) ([]string, e
 	// What converging the sandbox would still do to the VM: nothing, unless
 	// the backend reports less than sbf compares.
 	if next, err := eng.Plan(ctx, ad.WS, reconcile.Options{Targets: []string{ad.Sandbox},
-		Request: reconcile.Request{Op: reconcile.Reconcile}}); err == nil {
+		Intent: reconcile.Reconcile{}}); err == nil {
 		for _, act := range next.Plan.Actions {
 			if act.Sandbox == ad.Sandbox && (act.Kind == plan.Update || act.Kind == plan.Replace) {
 				notes = append(notes, fmt.Sprintf("the next plan would %s it: %s", act.Kind, act.Cause))

@@ -262,5 +262,5 @@ func TestSandboxName(t *testing.T) {
 
 // passOptions are a loop pass's: no lease changes.
 func passOptions() reconcile.Options {
-	return reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}}
+	return reconcile.Options{Intent: reconcile.Reconcile{}}
 }

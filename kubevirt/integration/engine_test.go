@@ -76,10 +76,10 @@ func (w *workspace) converge(opts reconcile.Options) (*reconcile.Result, error) 
 
 // apply is `sbf apply --auto-approve`; reconcile one pass of the loop.
 func (w *workspace) apply() (*reconcile.Result, error) {
-	return w.converge(reconcile.Options{Request: reconcile.Request{Op: reconcile.Renew}})
+	return w.converge(reconcile.Options{Intent: reconcile.Renew{}})
 }
 func (w *workspace) reconcile() (*reconcile.Result, error) {
-	return w.converge(reconcile.Options{Request: reconcile.Request{Op: reconcile.Reconcile}})
+	return w.converge(reconcile.Options{Intent: reconcile.Reconcile{}})
 }
 
 func (w *workspace) vms(t *testing.T) []kv.VirtualMachine {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sandboxforge/sbf/sandbox"
 
@@ -15,7 +16,6 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/spec"
 )
 
 // ComposeRequest is one docker_compose call, in v1's parameters.
@@ -54,25 +54,32 @@ type EngineCompose struct {
 // composeStack is the engine's compose project of a sandbox in the guest.
 type composeStack struct{ project, dir string }
 
-// Compose runs a docker_compose call. up and restart of the stack the
-// engine converges for the sandbox ([compose], compose = true) go through
-// the engine; every other call runs v1's command line in project_dir
-// (the engine's own bundle folder when project_dir names that stack).
-func Compose(ctx context.Context, t *sandbox.Target, ws spec.Options, req ComposeRequest, eng Converger) (
-	ComposeResult, error) {
-	action := strings.ToLower(strings.TrimSpace(req.Action))
-	stack, owned := engineStack(t, req.ProjectDir, req.File)
-	if owned && (action == "up" || action == "restart") {
-		return composeViaEngine(ctx, t, ws, action, stack, req, eng)
+// Compose runs a docker_compose call the engine does not converge: v1's
+// command line in project_dir (the engine's own bundle folder when
+// project_dir names that stack). Up and restart of the engine's stack
+// (EngineOwned) are the engine's: the door asks it, then AfterEngineUp.
+func Compose(ctx context.Context, t *sandbox.Target, req ComposeRequest) (ComposeResult, error) {
+	if EngineOwned(t, req) {
+		return ComposeResult{}, coded.New(coded.InvalidArguments, map[string]any{"action": req.Action},
+			"%s of sandbox %s's [compose] stack is converged by the engine, not run as a command", req.Action, t.Sandbox)
 	}
 	d, err := For(ctx, t)
 	if err != nil {
 		return ComposeResult{}, err
 	}
-	if owned {
+	if stack, owned := engineStack(t, req.ProjectDir, req.File); owned {
 		return d.compose(ctx, req, ComposeSpec{Project: stack.project, File: "compose.yaml"}, stack.dir)
 	}
 	return d.compose(ctx, req, ComposeSpec{File: req.File}, req.ProjectDir)
+}
+
+// EngineOwned says whether a call is up or restart of the stack the
+// engine converges for the sandbox ([compose], compose = true): the data
+// plane never converges anything itself, so the door asks the engine.
+func EngineOwned(t *sandbox.Target, req ComposeRequest) bool {
+	action := strings.ToLower(strings.TrimSpace(req.Action))
+	_, owned := engineStack(t, req.ProjectDir, req.File)
+	return owned && (action == "up" || action == "restart")
 }
 
 // engineStack says whether project_dir (and file) name the stack the
@@ -210,22 +217,14 @@ func (d *Docker) connectionEnv(ctx context.Context) (map[string]string, []string
 	return env, secrets, nil
 }
 
-// Converger converges one sandbox as `sbf apply --target NAME` does: the
-// engine, which the door passes in (the data plane decides nothing).
-type Converger interface {
-	ConvergeSandbox(ctx context.Context, ws spec.Options, sandbox string) (sandbox.Converged, error)
-}
-
-// composeViaEngine converges the sandbox (its compose step runs `up -d
-// --remove-orphans` when the stack differs from the files); a restart of
-// a stack that was already converged restarts its containers.
-func composeViaEngine(ctx context.Context, t *sandbox.Target, ws spec.Options, action string, st composeStack,
-	req ComposeRequest, eng Converger) (ComposeResult, error) {
-	start := t.Clock.Now()
-	conv, err := eng.ConvergeSandbox(ctx, ws, t.Sandbox)
-	if err != nil {
-		return ComposeResult{}, err
-	}
+// AfterEngineUp is the answer to an EngineOwned call once the engine has
+// converged the sandbox (its compose step ran `up -d --remove-orphans`
+// when the stack differed from the files): a restart of a stack that was
+// already converged restarts its containers. start is when the call began.
+func AfterEngineUp(ctx context.Context, t *sandbox.Target, req ComposeRequest, conv sandbox.Converged,
+	start time.Time) (ComposeResult, error) {
+	action := strings.ToLower(strings.TrimSpace(req.Action))
+	st, _ := engineStack(t, req.ProjectDir, req.File)
 	p := conv.Plan
 	out := ComposeResult{Action: action, ConnectionEnv: conv.ConnectionEnv, Bridge: engineBridge(conv.Network),
 		DockerResult: DockerResult{Command: "sbf apply --target " + t.Sandbox}, Warnings: engineWarnings(action, req),
@@ -236,6 +235,7 @@ func composeViaEngine(ctx context.Context, t *sandbox.Target, ws spec.Options, a
 	var text bytes.Buffer
 	p.Render(&text, plan.Style{})
 	if action == "restart" && !out.Engine.Converged {
+		var err error
 		if out.DockerResult, err = restartStack(ctx, t, st, req.Services); err != nil {
 			return ComposeResult{}, err
 		}
