@@ -193,6 +193,7 @@ func (a *app) clone(f *convergeFlags, req reconcile.CloneRequest) error {
 	if err != nil {
 		return err
 	}
+	req.Audit = &reconcile.Audit{Door: "cli", Tool: "clone"}
 	res, name, err := eng.Clone(a.context(), ws, req)
 	if f.asJSON {
 		rep := map[string]any{"sandbox": name, "source": req.Source, "result": applyReportOf(res, err)}

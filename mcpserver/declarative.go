@@ -156,7 +156,7 @@ func (s *Server) prepared(
 	if rec := res.State.Sandboxes[sandbox]; rec != nil {
 		out["phase"] = rec.Phase
 	}
-	if tgt, err := s.cfg.Engine.Target(spec.Options{Root: r.Root, Host: r.Host}, sandbox); err == nil {
+	if tgt, err := s.cfg.Engine.TargetOf(res, sandbox); err == nil {
 		if preferred, writable, err := tgt.WorkspacePaths(ctx); err == nil {
 			out["workspace_paths"] = map[string]any{"preferred": preferred, "writable": writable}
 		}

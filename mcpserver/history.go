@@ -25,7 +25,7 @@ import (
 // history is no action on a sandbox, and the engine records the lifecycle
 // tools itself (audited), refusals included.
 var unrecorded = map[string]bool{"get_history": true, "create_instance": true, "destroy_instance": true,
-	"extend_instance_ttl": true, "prepare_workspace": true, "apply": true}
+	"extend_instance_ttl": true, "prepare_workspace": true, "apply": true, "clone_instance": true}
 
 // audited names an MCP lifecycle tool for the engine's record of it.
 func audited(tool string) *reconcile.Audit { return &reconcile.Audit{Door: "mcp", Tool: tool} }

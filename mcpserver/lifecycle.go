@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -176,15 +177,19 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 	}
 	instances := []map[string]any{}
 	var problems []workspaceProblem
+	listed := map[string]*spec.Resolved{}
 	for _, root := range slices.Sorted(maps.Keys(byRoot)) {
-		rows, err := s.workspaceRows(ctx, root, byRoot[root], a.IncludeExpired)
+		rows, r, err := s.workspaceRows(ctx, root, byRoot[root], a.IncludeExpired)
+		if r != nil {
+			listed[r.Root] = r
+		}
 		if err != nil {
 			problems = append(problems, workspaceProblem{root, err})
 		}
 		instances = append(instances, rows...)
 	}
 	out := map[string]any{"instances": instances}
-	for k, v := range s.backendInfo() {
+	for k, v := range s.backendInfo(listed) {
 		out[k] = v
 	}
 	if len(problems) > 0 {

@@ -18,14 +18,14 @@ func (s *Server) workspaceRows(
 	root string,
 	entries []state.IndexEntry,
 	includeExpired bool,
-) ([]map[string]any, error) {
+) ([]map[string]any, *spec.Resolved, error) {
 	ws, ok, err := s.recorded(ctx, root) // as the index has it: a recorded root is never rediscovered
 	if err != nil || !ok {
-		return nil, err
+		return nil, nil, err
 	}
 	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Intent: reconcile.Reconcile{}})
 	if res == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	known := map[string]state.IndexEntry{}
 	for _, e := range entries {
@@ -68,7 +68,7 @@ func (s *Server) workspaceRows(
 		b, _ := rows[j]["created_at"].(string)
 		return a > b
 	})
-	return rows, err
+	return rows, res.Resolved, err
 }
 
 // runtimeFields fills v1's runtime columns from what the guest layer
@@ -104,13 +104,19 @@ func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 // it can run here, and its version; when it is unavailable, backend_error
 // is the BACKEND_UNAVAILABLE envelope ({error_code, message, details})
 // create_instance would fail with.
-func (s *Server) backendInfo() map[string]any {
+// listed are the workspaces the call resolved already, by root.
+func (s *Server) backendInfo(listed map[string]*spec.Resolved) map[string]any {
 	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
 	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
-	if ws, err := s.options(s.cfg.DefaultRoot, nil); err == nil {
-		if r, err := s.cfg.Engine.Load(ws); err == nil { // a broken spec leaves the server's own default
-			probe, name = r, r.Host.ResolveDriver(r.Config.VM.Driver)
-		}
+	r := listed[s.cfg.DefaultRoot]
+	if abs, _, err := spec.WorkspaceIdentity(s.cfg.DefaultRoot); err == nil && r == nil {
+		r = listed[abs]
+	}
+	if ws, err := s.options(s.cfg.DefaultRoot, nil); err == nil && r == nil {
+		r, _ = s.cfg.Engine.LoadShared(ws) // a broken spec leaves the server's own default
+	}
+	if r != nil {
+		probe, name = r, r.Host.ResolveDriver(r.Config.VM.Driver)
 	}
 	out := map[string]any{"backend": name, "backend_available": true}
 	drv, err := s.cfg.Engine.Drivers(name, probe)

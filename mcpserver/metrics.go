@@ -53,7 +53,10 @@ func newMetrics(s *Server) *metrics {
 			Help: "Sandboxes the loop deleted because their lease ran out."}),
 		spares: map[[3]string]int{},
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries,
+	loads := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sbf_workspace_loads_total",
+		Help: "Times the engine resolved a workspace's files: at most one per request."},
+		func() float64 { return float64(s.cfg.Engine.Loads()) })
+	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries, loads,
 		&worldCollector{s: s, m: m})
 	return m
 }

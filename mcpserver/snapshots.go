@@ -135,7 +135,7 @@ func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := reconcile.CloneRequest{Source: e.Sandbox, Name: newInstanceID()}
+	req := reconcile.CloneRequest{Source: e.Sandbox, Name: newInstanceID(), Audit: audited("clone_instance")}
 	if a.Name != nil {
 		req.Name = *a.Name
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,6 +24,8 @@ type CloneRequest struct {
 	Snapshot string
 	// TTL is the new lease's length (nil: the source's lease length).
 	TTL *time.Duration
+	// Audit names the door that asked, for the workspace's history.
+	Audit *Audit
 }
 
 // Clone declares a new ad-hoc sandbox like its source (its VM keys,
@@ -34,11 +35,8 @@ type CloneRequest struct {
 // max_instances like any create. A clone that cannot be made leaves
 // nothing behind. It returns the new sandbox's name.
 func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (*Result, string, error) {
-	r, err := e.Load(ws)
-	if err != nil {
-		return nil, "", err
-	}
-	rec, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID)
+	now := e.Clock.Now()
+	rec, r, err := e.read(ws, now)
 	if err != nil {
 		return nil, "", err
 	}
@@ -46,7 +44,7 @@ func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (
 	if err != nil {
 		return nil, name, err
 	}
-	opts := Options{Targets: []string{name}, Rollback: true,
+	opts := Options{Targets: []string{name}, Rollback: true, read: &firstRead{now: now, r: r, rec: rec}, Audit: req.Audit,
 		Intent: engineEdit{op: "clone", targets: []string{name}, change: cloneEdit(req, name)}}
 	res, err := e.Apply(ctx, ws, opts)
 	if res != nil && res.Plan != nil && hasProblem(res, name) {

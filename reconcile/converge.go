@@ -55,17 +55,14 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*run, error) {
 	u := &run{ws: ws, opts: opts, planOnly: planOnly, now: e.Clock.Now()}
 	var err error
-	if u.root, u.id, err = spec.WorkspaceIdentity(ws.Root); err != nil {
+	if h := opts.read; h != nil { // the request read them already: one load per request
+		u.now, u.root, u.id, u.rec, u.before = h.now, h.r.Root, h.r.WorkspaceID, h.rec, h.r
+	} else if u.rec, u.before, err = e.read(ws, u.now); err != nil {
 		return nil, err
+	} else {
+		u.root, u.id = u.before.Root, u.before.WorkspaceID
 	}
 	u.dir = filepath.Join(u.root, spec.Dir)
-	if u.rec, err = state.Read(u.dir, u.root, u.id); err != nil {
-		return nil, err
-	}
-	ws.Now = u.now // a hand-edited lease end is clamped to what max_ttl allows from now
-	if u.before, err = e.Load(ws); err != nil {
-		return nil, err
-	}
 	if err = u.applyRequest(e); err != nil {
 		return nil, err
 	}
@@ -98,6 +95,31 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		return u, err
 	}
 	return u, u.applyRequest(e)
+}
+
+// read is what a request reads first: the state file, then the desired
+// state as of now (a hand-edited lease end is clamped to what max_ttl
+// allows from now).
+func (e *Engine) read(ws spec.Options, now time.Time) (*state.File, *spec.Resolved, error) {
+	root, id, err := spec.WorkspaceIdentity(ws.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := state.Read(filepath.Join(root, spec.Dir), root, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws.Now = now
+	r, err := e.Load(ws)
+	return rec, r, err
+}
+
+// firstRead is a request's first read of its workspace, handed to the
+// run it starts so that run does not read the files again.
+type firstRead struct {
+	now time.Time
+	r   *spec.Resolved
+	rec *state.File
 }
 
 // applyRequest decides the request's edit on the desired state as read

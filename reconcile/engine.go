@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -49,14 +50,21 @@ type Engine struct {
 	hostIndex *state.HostIndex
 	ledger    *state.Ledger
 	indexOnce sync.Once
+	loads     atomic.Int64
 }
 
 // Load resolves a workspace's desired state under the operator's policy:
 // its allowed paths and its ceilings.
 func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 	ws.AllowedPaths, ws.Ceilings = e.Policy.AllowedPaths, e.Policy.Ceilings
+	e.loads.Add(1)
 	return spec.Load(ws)
 }
+
+// Loads counts the workspace resolutions (Load) the engine made: a
+// request's main fixed cost, so each request makes at most one
+// (sbf_workspace_loads_total).
+func (e *Engine) Loads() int64 { return e.loads.Load() }
 
 // Options say what one convergence does.
 type Options struct {
@@ -64,6 +72,7 @@ type Options struct {
 	// Intent is the change a door asks for, written to the desired state
 	// only if the plan runs. Required: a run without one is refused.
 	Intent Intent
+	read   *firstRead // what the request read before the run (Clone's checks)
 	// Confirm sees the plan before anything changes; false stops there.
 	Confirm func(*plan.Plan) (bool, error)
 	Saved   *SavedPlan // refuse to run unless the world still matches it

@@ -25,6 +25,17 @@ func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
 	if recErr != nil {
 		rec = nil
 	}
+	return e.target(r, rec, name)
+}
+
+// TargetOf is Target for a sandbox a run just converged, from what the
+// run resolved and recorded (res): the request's own workspace handle,
+// not a second load of its files.
+func (e *Engine) TargetOf(res *Result, name string) (*sandbox.Target, error) {
+	return e.target(res.Resolved, res.State, name)
+}
+
+func (e *Engine) target(r *spec.Resolved, rec *state.File, name string) (*sandbox.Target, error) {
 	if err := live(r, rec, name, e.Clock.Now()); err != nil {
 		return nil, err
 	}
