@@ -54,6 +54,7 @@ type Server struct {
 	ports     portTable       // forwards expose_port opened
 	announced map[string]bool // workspaces whose resources are listed
 	metrics   *metrics        // what sbf serve --metrics serves
+	tasks     taskTable       // calls running as MCP tasks (calltasks.go)
 }
 
 // New builds the server and registers every tool.
@@ -67,14 +68,14 @@ func New(cfg Config) *Server {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(1) })
 	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(-1) })
-	s.mcp = server.NewMCPServer("sbf", cfg.Version,
+	options := append(s.taskOptions(hooks),
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
 		server.WithRecovery(),
 		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
-			"every tool edits the desired state and the engine converges it; leases expire on their own."),
-	)
+			"every tool edits the desired state and the engine converges it; leases expire on their own."))
+	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
 	s.registerLifecycle()
 	s.registerWorkspace()

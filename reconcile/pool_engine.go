@@ -145,7 +145,7 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	}
 	var err error
 	if len(res.Plan.Actions) > 0 {
-		exec := e.executor(u, d)
+		exec := e.executor(ctx, u, d)
 		err = exec.Apply(ctx, res.Plan)
 		outcome := exec.Outcome()
 		res.Applied, res.Outcome = true, &outcome
