@@ -63,7 +63,8 @@ func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 		}
 		return spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
 	}
-	r, err := load("[vm]\ndriver = \"toy\"\n[vm.toy]\nflavour = \"mint\"\n\n[sandboxes.a]\n[sandboxes.b.toy]\nzone = \"z\"\n")
+	r, err := load("[vm]\ndriver = \"toy\"\n[vm.toy]\nflavour = \"mint\"\n\n" +
+		"[sandboxes.a]\n[sandboxes.b.toy]\nzone = \"z\"\n")
 	if err != nil || len(r.Warnings) != 0 {
 		t.Fatalf("%v %v", err, r.Warnings)
 	}
