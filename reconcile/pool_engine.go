@@ -104,8 +104,8 @@ func (e *Engine) evictSpare(
 		if err != nil {
 			return false, err
 		}
-		lab, ok := drv.(drivers.Labeler)
-		if !ok {
+		lab := drivers.CapabilitiesOf(drv).Labels
+		if lab == nil {
 			continue
 		}
 		drivers.Progressf(ctx, "deleting spare %s to stay within [lease] max_instances", c.Name)
