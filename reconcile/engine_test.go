@@ -192,7 +192,8 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 
 func TestDestroyAndAdHocSandboxes(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	if _, err := h.converge(Options{Targets: []string{"scratch"}, Intent: Up{Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}}); err != nil {
+	up := Up{Sandboxes: []string{"scratch"}, TTL: TTL(10 * time.Minute)}
+	if _, err := h.converge(Options{Targets: []string{"scratch"}, Intent: up}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := spec.ReadManaged(h.root)
@@ -248,7 +249,8 @@ func TestExtendBounds(t *testing.T) {
 		t.Errorf("extension past max_lifetime: %#v", err)
 	}
 	h.clock.Advance(31 * time.Minute)
-	if _, err := h.converge(Options{Intent: Extend{Sandbox: "web", By: time.Minute}}); code(err) != coded.InstanceTerminal {
+	_, err = h.converge(Options{Intent: Extend{Sandbox: "web", By: time.Minute}})
+	if code(err) != coded.InstanceTerminal {
 		t.Errorf("extending an expired lease: %v", err)
 	}
 }
