@@ -49,6 +49,7 @@ type Server struct {
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
 	used     lastUse
+	logs     loopLog // logging.go: who hears what the loop does
 
 	// What the tools of issue 24 keep (agenttools.go).
 	ports     portTable       // forwards expose_port opened
@@ -67,14 +68,14 @@ func New(cfg Config) *Server {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(1) })
 	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(-1) })
-	s.mcp = server.NewMCPServer("sbf", cfg.Version,
+	opts := append([]server.ServerOption{
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
 		server.WithRecovery(),
-		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
-			"every tool edits the desired state and the engine converges it; leases expire on their own."),
-	)
+		server.WithInstructions(instructions(cfg)), // instructions.go
+	}, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
+	s.mcp = server.NewMCPServer("sbf", cfg.Version, opts...)
 	s.watchRoots()
 	s.registerLifecycle()
 	s.registerWorkspace()
@@ -82,6 +83,7 @@ func New(cfg Config) *Server {
 	s.registerTasks()
 	s.registerDocker()
 	s.registerAgentTools()
+	s.registerPrompts()
 	return s
 }
 
@@ -119,8 +121,9 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Workspaces: s.loopWorkspaces,
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
-		Report:     s.observed("workspace", report), // metrics.go counts each pass first
-		PoolReport: s.observed("pool", report),      // a pool pass is reported as a pass whose actions are spares'
+		// metrics.go counts each pass first; logging.go tells the clients what it did
+		Report:     s.observed("workspace", s.logged(report)),
+		PoolReport: s.observed("pool", report), // a pool pass is reported as a pass whose actions are spares'
 		State:      s.metrics.loopState,
 	})
 }
