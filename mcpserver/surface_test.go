@@ -81,6 +81,9 @@ func setLevel(t *testing.T, c *client.Client, level mcp.LoggingLevel) {
 	t.Helper()
 	req := mcp.SetLevelRequest{}
 	req.Params.Level = level
+	// Clients of 2025-11-25 and before (the conformance suite's among them)
+	// still set a level this way; 2026-07-28 deprecates it.
+	//lint:ignore SA1019 the server must keep serving the protocols that have it
 	if err := c.SetLevel(context.Background(), req); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}
@@ -217,7 +220,8 @@ func complete(t *testing.T, f *fixture, ref any, arg, value string, ctxArgs map[
 // complete; an unknown prompt or argument completes to nothing.
 func TestCompletions(t *testing.T) {
 	f := newFixture(t, simSpec)
-	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})["instance_id"].(string)
+	created := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})
+	id := created["instance_id"].(string)
 	f.ok("snapshot_instance", map[string]any{"instance_id": id, "name": "clean"})
 	f.ok("snapshot_instance", map[string]any{"instance_id": id, "name": "built"})
 	prompt := mcp.PromptReference{Type: "ref/prompt", Name: "run_tests"}
