@@ -42,9 +42,11 @@ type loopLog struct {
 
 // surfaceOptions are the capabilities of issue 31's part 2 that mcp-go
 // implements once declared: logging/setLevel, completion/complete and
-// prompts.
+// prompts (resource subscriptions are declared with the resources, and
+// tracked in subscriptions.go).
 func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
 	s.logs.sessions, s.logs.warned = map[string]bool{}, map[string]time.Time{}
+	s.watchSubscriptions(hooks)
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
 		s.logs.sessions[cs.SessionID()] = true
@@ -69,6 +71,7 @@ func (s *Server) logged(report func(spec.Options, *reconcile.Result, error)) fun
 	*reconcile.Result, error) {
 	return func(ws spec.Options, res *reconcile.Result, err error) {
 		s.logPass(ws, res, err)
+		s.resourcesChanged() // subscriptions.go
 		if report != nil {
 			report(ws, res, err)
 		}

@@ -49,7 +49,8 @@ type Server struct {
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
 	used     lastUse
-	logs     loopLog // logging.go: who hears what the loop does
+	logs     loopLog      // logging.go: who hears what the loop does
+	subs     resourceSubs // subscriptions.go: who watches which resource
 
 	// What the tools of issue 24 keep (agenttools.go).
 	ports     portTable       // forwards expose_port opened
@@ -71,7 +72,8 @@ func New(cfg Config) *Server {
 	opts := append([]server.ServerOption{
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
+		// resources.go: the list grows as workspaces are served; subscriptions.go: updates
+		server.WithResourceCapabilities(true, true),
 		server.WithRecovery(),
 		server.WithInstructions(instructions(cfg)), // instructions.go
 	}, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts

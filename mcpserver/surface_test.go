@@ -22,10 +22,10 @@ type logSink struct {
 	msgs []map[string]any
 }
 
-// listen connects a client of the last protocol with logging/setLevel
-// (2025-11-25: from 2026-07-28 on, a level is per request and the loop's
-// notifications go only to sessions that set one the older way).
-func (l *logSink) listen(t *testing.T, f *fixture) *client.Client {
+// legacyClient connects a client of the last protocol with
+// logging/setLevel and resources/subscribe (2025-11-25: 2026-07-28 replaced
+// both), handing it every notification.
+func legacyClient(t *testing.T, f *fixture, note func(mcp.JSONRPCNotification)) *client.Client {
 	t.Helper()
 	c, err := client.NewInProcessClient(f.srv.MCP())
 	if err != nil {
@@ -38,11 +38,17 @@ func (l *logSink) listen(t *testing.T, f *fixture) *client.Client {
 	t.Cleanup(func() { c.Close() })
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "logs", Version: "1"}
+	init.Params.ClientInfo = mcp.Implementation{Name: "legacy", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
+	c.OnNotification(note)
+	return c
+}
+
+// listen connects a client that keeps the log notifications it hears.
+func (l *logSink) listen(t *testing.T, f *fixture) *client.Client {
+	return legacyClient(t, f, func(n mcp.JSONRPCNotification) {
 		if n.Method != "notifications/message" {
 			return
 		}
@@ -52,7 +58,6 @@ func (l *logSink) listen(t *testing.T, f *fixture) *client.Client {
 		l.msgs = append(l.msgs, map[string]any{"level": level, "event": data["event"], "data": data})
 		l.mu.Unlock()
 	})
-	return c
 }
 
 func (l *logSink) events() []string {
@@ -158,6 +163,65 @@ func TestLoopLogsARepair(t *testing.T) {
 	if len(got) == 0 || got[0] != "notice:repaired" {
 		t.Fatalf("after the VM vanished: %v", got)
 	}
+}
+
+// A subscriber to a workspace's sandboxes hears of each change of phase
+// or lease, made by a tool or by the loop, and nothing after it
+// unsubscribed.
+func TestResourceSubscriptions(t *testing.T) {
+	f := newFixture(t, simSpec)
+	_, wsID, _ := spec.WorkspaceIdentity(f.root)
+	uri := workspacePrefix + wsID + "/sandboxes"
+	var mu sync.Mutex
+	updates := 0
+	c := legacyClient(t, f, func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationResourceUpdated) && n.Params.AdditionalFields["uri"] == uri {
+			mu.Lock()
+			updates++
+			mu.Unlock()
+		}
+	})
+	heard := func(want int) {
+		t.Helper()
+		for range 200 {
+			mu.Lock()
+			got := updates
+			mu.Unlock()
+			if got >= want {
+				if got > want {
+					t.Fatalf("%d updates, want %d", got, want)
+				}
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("%d updates, want %d", updates, want)
+	}
+	ctx := context.Background()
+	sub := mcp.SubscribeRequest{}
+	sub.Params.URI = uri
+	//lint:ignore SA1019 the server must keep serving the protocols that have it
+	if err := c.Subscribe(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "ttl_minutes": 10,
+		"auto_bootstrap": false})["instance_id"]
+	heard(1)
+	f.ok("list_instances", nil) // reads: no news
+	f.ok("extend_instance_ttl", map[string]any{"instance_id": id, "ttl_minutes": 5})
+	heard(2)
+	f.clock.Advance(20 * time.Minute)
+	loopPass(t, f) // the loop expires it
+	heard(3)
+	unsub := mcp.UnsubscribeRequest{}
+	unsub.Params.URI = uri
+	//lint:ignore SA1019 the server must keep serving the protocols that have it
+	if err := c.Unsubscribe(ctx, unsub); err != nil {
+		t.Fatal(err)
+	}
+	f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})
+	time.Sleep(50 * time.Millisecond)
+	heard(3)
 }
 
 func TestPrompts(t *testing.T) {

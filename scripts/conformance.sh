@@ -20,7 +20,9 @@ SUITE_VERSION=0.1.16
 NODE_VERSION=22.23.3
 GO=${GO:-go}
 
-# The server scenarios that apply to sbf. The suite's other server scenarios call fixtures an
+# The server scenarios that apply to sbf (resources-subscribe and -unsubscribe subscribe to a
+# fixture URI, test://watched-resource: sbf acknowledges any subscription, as the protocol has it,
+# and sends updates for its workspace resources, mcpserver/subscriptions.go). The suite's other server scenarios call fixtures an
 # MCP server under test must implement for the suite itself (a tool named test_simple_text, a
 # resource test://static-text, a prompt test_simple_prompt …); sbf serves its own tools,
 # resources and prompts, so those do not apply:
@@ -29,8 +31,6 @@ GO=${GO:-go}
 #   tools-call-sampling, tools-call-elicitation, json-schema-2020-12, elicitation-sep1034-defaults,
 #   elicitation-sep1330-enums  — call the suite's fixture tools (test_*), which sbf does not have
 #   resources-read-text, resources-read-binary, resources-templates-read — read test:// fixtures
-#   resources-subscribe, resources-unsubscribe — subscribe to test://watched-resource; sbf does not
-#                          declare resource subscriptions yet (issue 31 part 2, still to do)
 #   prompts-get-simple, prompts-get-with-args, prompts-get-embedded-resource,
 #   prompts-get-with-image — get the suite's fixture prompts (test_*); sbf's prompts are its own
 #                          (prompts-list and the in-process tests in mcpserver cover them)
@@ -44,6 +44,8 @@ APPLICABLE=(
   completion-complete
   tools-list
   resources-list
+  resources-subscribe
+  resources-unsubscribe
   prompts-list
   server-sse-multiple-streams
   dns-rebinding-protection
