@@ -36,7 +36,7 @@ const logLogger = "sbf.reconcile"
 // about (one warning per lease end: an extended lease is warned again).
 type loopLog struct {
 	mu       sync.Mutex
-	sessions map[string]bool
+	sessions map[string]server.ClientSession
 	warned   map[string]time.Time // workspace root + sandbox → the lease end warned about
 }
 
@@ -45,11 +45,11 @@ type loopLog struct {
 // prompts (resource subscriptions are declared with the resources, and
 // tracked in subscriptions.go).
 func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
-	s.logs.sessions, s.logs.warned = map[string]bool{}, map[string]time.Time{}
+	s.logs.sessions, s.logs.warned = map[string]server.ClientSession{}, map[string]time.Time{}
 	s.watchSubscriptions(hooks)
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
-		s.logs.sessions[cs.SessionID()] = true
+		s.logs.sessions[cs.SessionID()] = cs
 		s.logs.mu.Unlock()
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
@@ -80,7 +80,7 @@ func (s *Server) logged(report func(spec.Options, *reconcile.Result, error)) fun
 
 func (s *Server) logPass(ws spec.Options, res *reconcile.Result, err error) {
 	if err != nil {
-		s.notify(mcp.LoggingLevelError, map[string]any{"event": "reconcile_failed", "workspace_root": ws.Root,
+		s.notify(mcp.LoggingLevelError, ws.Root, map[string]any{"event": "reconcile_failed", "workspace_root": ws.Root,
 			"message": clip(err.Error())})
 	}
 	if res == nil {
@@ -115,7 +115,7 @@ func (s *Server) logAction(root string, res *reconcile.Result, a plan.Action, er
 	if err != nil {
 		level, event, msg = mcp.LoggingLevelError, event+"_failed", msg+": "+err.Error()
 	}
-	s.notify(level, map[string]any{"event": event, "action": string(a.Kind), "workspace_root": root,
+	s.notify(level, root, map[string]any{"event": event, "action": string(a.Kind), "workspace_root": root,
 		"sandbox": a.Sandbox, "instance_id": s.idOf(res, a.Sandbox), "cause": a.Cause, "message": clip(msg)})
 }
 
@@ -137,22 +137,43 @@ func (s *Server) warnLeases(root string, res *reconcile.Result) {
 			continue
 		}
 		left := ds.Lease.ExpiresAt.Sub(now).Round(time.Second)
-		s.notify(mcp.LoggingLevelWarning, map[string]any{"event": "lease_expiring", "workspace_root": root,
+		s.notify(mcp.LoggingLevelWarning, root, map[string]any{"event": "lease_expiring", "workspace_root": root,
 			"sandbox": name, "instance_id": s.idOf(res, name), "expires_at": iso(ds.Lease.ExpiresAt),
 			"seconds_left": int(left.Seconds()),
 			"message":      fmt.Sprintf("sandbox %s expires in %s; extend_instance_ttl keeps it", name, left)})
 	}
 }
 
-// notify sends one log notification to every session whose level lets it
-// through; a session that cannot take it (gone, blocked) is skipped: a
-// log line is never worth holding the loop.
-func (s *Server) notify(level mcp.LoggingLevel, data map[string]any) {
+// notify sends one log notification to every session that may use the
+// workspace and whose level lets it through; a session that cannot take
+// it (gone, blocked) is skipped: a log line is never worth holding the
+// loop.
+func (s *Server) notify(level mcp.LoggingLevel, root string, data map[string]any) {
 	s.logs.mu.Lock()
-	ids := slices.Sorted(maps.Keys(s.logs.sessions))
+	sessions := maps.Clone(s.logs.sessions)
 	s.logs.mu.Unlock()
 	n := mcp.NewLoggingMessageNotification(level, logLogger, data)
-	for _, id := range ids {
-		_ = s.mcp.SendLogMessageToSpecificClient(id, n)
+	for _, id := range slices.Sorted(maps.Keys(sessions)) {
+		if s.mayHear(sessions[id], root) {
+			_ = s.mcp.SendLogMessageToSpecificClient(id, n)
+		}
 	}
+}
+
+// mayHear tells whether a session may learn of a workspace: the one a
+// tool of that session could use. A client that declared MCP roots hears
+// of workspaces inside the roots it listed; until it listed them (the
+// first tool call asks; the loop cannot), of none.
+func (s *Server) mayHear(cs server.ClientSession, root string) bool {
+	var folders []string
+	if info, ok := cs.(server.SessionWithClientInfo); ok && info.GetClientCapabilities().Roots != nil {
+		s.roots.mu.Lock()
+		known, listed := s.roots.seen[cs.SessionID()]
+		s.roots.mu.Unlock()
+		if !listed {
+			return false
+		}
+		folders = known
+	}
+	return s.cfg.Policy.Workspace(root, folders) == nil
 }

@@ -358,3 +358,42 @@ func TestInstructionsNameTheWorkspace(t *testing.T) {
 		t.Errorf("instructions: %s", got)
 	}
 }
+
+// rootedSession is a session whose client declared MCP roots.
+type rootedSession struct{ id string }
+
+func (r rootedSession) Initialize()                                         {}
+func (r rootedSession) Initialized() bool                                   { return true }
+func (r rootedSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (r rootedSession) SessionID() string                                   { return r.id }
+func (r rootedSession) GetClientInfo() mcp.Implementation                   { return mcp.Implementation{} }
+func (r rootedSession) SetClientInfo(mcp.Implementation)                    {}
+func (r rootedSession) SetClientCapabilities(mcp.ClientCapabilities)        {}
+func (r rootedSession) GetClientCapabilities() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{Roots: &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}}
+}
+
+// The loop's notifications name workspaces: a client that declared MCP
+// roots hears only of those inside them, and of none before it listed
+// them; one that declared none hears of every workspace the server serves.
+func TestLoopLogsGoOnlyWhereTheClientMayLook(t *testing.T) {
+	f := newFixture(t, simSpec)
+	rooted := rootedSession{id: "rooted"}
+	if f.srv.mayHear(rooted, f.root) {
+		t.Error("a client whose roots are not yet listed hears of a workspace")
+	}
+	f.srv.roots.mu.Lock()
+	f.srv.roots.seen["rooted"] = []string{"/elsewhere"}
+	f.srv.roots.mu.Unlock()
+	if f.srv.mayHear(rooted, f.root) {
+		t.Error("a client hears of a workspace outside its roots")
+	}
+	f.srv.roots.mu.Lock()
+	f.srv.roots.seen["rooted"] = []string{f.root}
+	f.srv.roots.mu.Unlock()
+	if !f.srv.mayHear(rooted, f.root) {
+		t.Error("a client does not hear of a workspace inside its roots")
+	}
+}
