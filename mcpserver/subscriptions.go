@@ -42,7 +42,7 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 			return
 		}
 		uri := req.Params.URI
-		now, _ := s.resourceSummary(uri) // the baseline: what changes after the subscription is news
+		now, _, _ := s.resourceSummary(uri) // the baseline: what changes after the subscription is news
 		s.subs.mu.Lock()
 		defer s.subs.mu.Unlock()
 		if s.subs.bySession[cs.SessionID()] == nil {
@@ -80,7 +80,7 @@ func (s *Server) resourcesChanged() {
 	}
 	s.subs.mu.Unlock()
 	for _, uri := range slices.Sorted(maps.Keys(watched)) {
-		now, ok := s.resourceSummary(uri)
+		now, root, ok := s.resourceSummary(uri)
 		if !ok {
 			continue
 		}
@@ -91,29 +91,35 @@ func (s *Server) resourcesChanged() {
 		if !changed {
 			continue
 		}
+		s.logs.mu.Lock()
+		sessions := maps.Clone(s.logs.sessions)
+		s.logs.mu.Unlock()
 		for _, id := range watched[uri] {
-			_ = s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated),
-				map[string]any{"uri": uri})
+			if cs, ok := sessions[id]; ok && s.mayHear(cs, root) { // logging.go: as the loop's log lines
+				_ = s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated),
+					map[string]any{"uri": uri})
+			}
 		}
 	}
 }
 
 // resourceSummary is what a workspace resource's updates are about, as
 // text: each sandbox's phase, instance and lease end, or each snapshot.
-// ok is false for a URI that is no workspace resource of this server.
-func (s *Server) resourceSummary(uri string) (string, bool) {
+// ok is false for a URI that is no workspace resource of this server;
+// root is the workspace's.
+func (s *Server) resourceSummary(uri string) (summary, root string, ok bool) {
 	rest, found := strings.CutPrefix(uri, workspacePrefix)
 	id, kind, _ := strings.Cut(rest, "/")
 	if !found || kind != "sandboxes" && kind != "snapshots" {
-		return "", false
+		return "", "", false
 	}
 	root, err := s.rootOf(id)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	rec, err := state.Read(filepath.Join(root, spec.Dir), root, id)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	var lines []string
 	if kind == "snapshots" {
@@ -127,5 +133,5 @@ func (s *Server) resourceSummary(uri string) (string, bool) {
 		}
 	}
 	slices.Sort(lines)
-	return strings.Join(lines, "\n"), true
+	return strings.Join(lines, "\n"), root, true
 }
