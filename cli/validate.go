@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/termsafe"
@@ -126,7 +125,7 @@ func (a *app) printValidation(rep *validateReport, show bool) error {
 	if !show {
 		return nil
 	}
-	out, err := toml.Marshal(rep.Config)
+	out, err := rep.Config.TOML() // with the backend tables, which go-toml alone leaves out
 	if err != nil {
 		return fmt.Errorf("rendering the resolved configuration: %w", err)
 	}

@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // Driver is the lifecycle every backend provides; what else it can do is
-// the optional capabilities below, found by type assertion.
+// the optional capabilities below, which its registration declares
+// (Features) and CapabilitiesOf finds.
 type Driver interface {
 	// List reports the instances sbf created (names from InstanceName or
 	// PoolInstanceName) and those a Labeler labelled, and nothing else.
@@ -212,9 +214,44 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
-	// Settings says what changing each of the backend's own settings
-	// (Spec.Backend) does to an instance; a setting not named restarts it.
-	Settings map[string]Effect
+	// Features are what the backend can do beyond the lifecycle;
+	// CheckFeatures holds them to the type New returns.
+	Features Features
+	// Zero is a nil pointer of the type New returns: what the Features are
+	// checked against on a host where New cannot build the backend.
+	Zero Driver
+	// Settings are the backend's own table, [vm.NAME] and
+	// [sandboxes.S.NAME], which a spec validates without linking the
+	// backend (internal/backends): each key with its doc and what changing
+	// it does to an instance (Spec.Backend carries the values).
+	Settings []Setting
+	// SettingsDoc describes the table, for the JSON Schema.
+	SettingsDoc string
+	// V1 says how SandboxForge v1's VMs become this backend's sandboxes.
+	V1 V1Import
+}
+
+// Setting is one key of a backend's settings table. Every value is a
+// string.
+type Setting struct {
+	Key    string
+	Doc    string
+	Effect Effect // NoEffect: the change is only recorded; say Restart or Replace when the instance must follow it
+}
+
+// V1Import is how sbf import-v1 takes over SandboxForge v1's VMs with a
+// backend.
+type V1Import struct {
+	// Backends are v1's backend_name values (its SANDBOX_BACKEND) whose
+	// VMs this backend runs.
+	Backends []string
+	// VMTypes are the vm_type values an imported VM may keep: one
+	// reporting another is not imported, since a sandbox could not be
+	// declared as it is and the next plan would replace it.
+	VMTypes []string
+	// ListsEveryName says List reports every instance under any name (the
+	// sim's whole world), so v1's VMs are seen without Features.ListAll.
+	ListsEveryName bool
 }
 
 var registry = struct {
@@ -230,7 +267,26 @@ func Register(r Registration) {
 	if _, dup := registry.m[r.Name]; dup || r.Name == "" || r.Name == "auto" || r.New == nil {
 		panic("drivers: bad or duplicate registration " + r.Name)
 	}
+	info := backends.Info{Name: r.Name, TestOnly: r.TestOnly, Doc: r.SettingsDoc}
+	for _, s := range r.Settings {
+		info.Settings = append(info.Settings, backends.Setting{Key: s.Key, Doc: s.Doc})
+	}
+	backends.Register(info)
 	registry.m[r.Name] = r
+}
+
+// V1Backends maps SandboxForge v1's backend names to the linked backends
+// that run their VMs (Registration.V1).
+func V1Backends() map[string]string {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := map[string]string{}
+	for name, r := range registry.m {
+		for _, v1 := range r.V1.Backends {
+			out[v1] = name
+		}
+	}
+	return out
 }
 
 // Lookup finds a registered backend.

@@ -119,10 +119,14 @@ func diffBackend(cur, want Spec, driver string) []Change {
 	return out
 }
 
+// settingEffect is what the registration says changing key does; a key
+// it does not declare (the backend is not linked) restarts the VM.
 func settingEffect(driver, key string) Effect {
 	if reg, ok := Lookup(driver); ok {
-		if e, ok := reg.Settings[key]; ok {
-			return e
+		for _, s := range reg.Settings {
+			if s.Key == key {
+				return s.Effect
+			}
 		}
 	}
 	return Restart

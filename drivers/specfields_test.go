@@ -30,7 +30,7 @@ func TestEverySpecFieldIsClassified(t *testing.T) {
 // gives it; a backend setting takes its registration's effect.
 func TestEachFieldsChangeIsSeen(t *testing.T) {
 	if _, ok := Lookup("fieldtest"); !ok {
-		Register(Registration{Name: "fieldtest", Settings: map[string]Effect{"storage_class": Replace},
+		Register(Registration{Name: "fieldtest", Settings: []Setting{{Key: "storage_class", Effect: Replace}},
 			New: func(context.Context, Env) (Driver, error) { return nil, NotBuiltIn("fieldtest") }})
 	}
 	base := Spec{Name: "sbf-1-a", CPUs: 2, MemoryGiB: 4, DiskGiB: 20, Arch: "x86_64", VMType: "qemu",

@@ -56,6 +56,7 @@ type Server struct {
 	ports     portTable       // forwards expose_port opened
 	announced map[string]bool // workspaces whose resources are listed
 	metrics   *metrics        // what sbf serve --metrics serves
+	tasks     taskTable       // calls running as MCP tasks (calltasks.go)
 }
 
 // New builds the server and registers every tool.
@@ -69,15 +70,15 @@ func New(cfg Config) *Server {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(1) })
 	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(-1) })
-	opts := append([]server.ServerOption{
+	options := append(s.taskOptions(hooks),
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		// resources.go: the list grows as workspaces are served; subscriptions.go: updates
 		server.WithResourceCapabilities(true, true),
 		server.WithRecovery(),
-		server.WithInstructions(instructions(cfg)), // instructions.go
-	}, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
-	s.mcp = server.NewMCPServer("sbf", cfg.Version, opts...)
+		server.WithInstructions(instructions(cfg))) // instructions.go
+	options = append(options, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
+	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
 	s.registerLifecycle()
 	s.registerWorkspace()

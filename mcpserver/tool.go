@@ -39,6 +39,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		mcp.WithInputSchema[A](),
 		mcp.WithToolAnnotation(annotations(name)),
 	)
+	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
 	s.describeTool(&tool) // toolschema.go: title, output schema, enums and bounds (advertised only)
@@ -55,6 +56,10 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 				warnings...), nil
 		}
 		start := s.cfg.Engine.Clock.Now()
+		ctx, forget := s.asTask(ctx, req) // calltasks.go
+		defer forget()
+		ctx, stop := s.withProgress(ctx, name, req) // progress.go
+		defer stop()
 		out, err := handle(ctx, args)
 		s.afterCall(ctx, name, raw, out, err, start) // agenttools.go: metrics, history
 		if err != nil {

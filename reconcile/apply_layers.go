@@ -40,13 +40,13 @@ func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
 // runnerFor gives the guest layer a way into an instance, or says why the
 // driver offers none.
 func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
-	if hs, ok := d.(drivers.HostShell); ok && hs.RunsOnHost() {
+	caps := drivers.CapabilitiesOf(d)
+	if caps.HostShell {
 		return nil, fmt.Errorf("the %s driver runs commands on this host, not in a VM, so sbf does not install or run "+
 			"Docker, services or compose with it (use the lima driver)", driverName)
 	}
-	x, ok1 := d.(drivers.Execer)
-	c, ok2 := d.(drivers.Copier)
-	if !ok1 || !ok2 {
+	x, c := caps.Exec, caps.CopyIn
+	if x == nil || c == nil {
 		return nil, fmt.Errorf(
 			"the %s driver cannot run commands in its VMs, so it cannot converge a runtime, services or compose",
 			driverName,

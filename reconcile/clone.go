@@ -91,7 +91,7 @@ func (e *Engine) checkClone(r *spec.Resolved, rec *state.File, req *CloneRequest
 	if err != nil {
 		return "", err
 	}
-	if _, ok := drv.(drivers.Cloner); !ok {
+	if drivers.CapabilitiesOf(drv).Clone == nil {
 		return "", noSnapshots(driver)
 	}
 	name := req.Name

@@ -241,7 +241,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if ok, err := e.confirm(ctx, u, res); !ok {
 		return res, err
 	}
-	exec := e.executor(u, desired)
+	exec := e.executor(ctx, u, desired)
 	exec.Layers, exec.NoWait = layers, u.opts.NoWait
 	applyErr := exec.Apply(ctx, res.Plan)
 	outcome := exec.Outcome()
@@ -281,7 +281,7 @@ func (e *Engine) confirm(ctx context.Context, u *run, res *Result) (bool, error)
 	return true, nil
 }
 
-func (e *Engine) executor(u *run, desired plan.Desired) *Executor {
+func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *Executor {
 	r := u.r
 	return &Executor{
 		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
@@ -289,7 +289,7 @@ func (e *Engine) executor(u *run, desired plan.Desired) *Executor {
 		Clock:       e.Clock,
 		Admit:       e.admission(r, desired, u.rec),
 		Parallelism: e.Parallelism,
-		Events:      e.Events,
+		Events:      e.eventsOf(ctx),
 		WorkspaceID: u.id,
 		HostDir:     e.HostDir,
 		Who:         e.holder(),

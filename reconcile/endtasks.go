@@ -35,7 +35,7 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) erro
 	how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 	now := e.Clock.Now().UTC()
 	saved := map[string]*state.SavedOutput{}
-	if x, ok := drv.(drivers.Execer); ok {
+	if x := drivers.CapabilitiesOf(drv).Exec; x != nil {
 		run := func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 			return x.Exec(ctx, a.Instance, req)
 		}

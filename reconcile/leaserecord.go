@@ -33,8 +33,8 @@ func (e *Engine) recordLeases(ctx context.Context, u *run, res *Result) []string
 		if err != nil {
 			continue
 		}
-		lr, ok := drv.(drivers.LeaseRecorder)
-		if !ok {
+		lr := drivers.CapabilitiesOf(drv).RecordLease
+		if lr == nil {
 			continue
 		}
 		if err := lr.RecordLease(ctx, rec.Instance, ds.Lease.ExpiresAt); err != nil {

@@ -32,7 +32,7 @@ func Observe(
 		}
 		l, err := get(name)
 		if err == nil {
-			_, labels[name] = l.(drivers.Labeler)
+			_, labels[name] = l.(drivers.Labeler) // a Lister, not a Driver: CapabilitiesOf does not apply
 			var list []drivers.Instance
 			if list, err = l.List(ctx); err == nil {
 				listed[name] = append([]drivers.Instance{}, list...)
@@ -60,7 +60,7 @@ func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string
 			out[name] = err
 			continue
 		}
-		if v, ok := drv.(drivers.Validator); ok {
+		if v := drivers.CapabilitiesOf(drv).Validate; v != nil {
 			if err := v.Validate(ds.VM); err != nil {
 				out[name] = err
 			}
@@ -79,8 +79,8 @@ func egressEnforced(drv Driver, ds plan.DesiredSandbox) error {
 	details := map[string]any{"driver": ds.Driver, "egress": e.Mode, "next_steps": []string{
 		"use a driver that enforces it (lima with QEMU on Linux; see docs/egress.md)",
 		fmt.Sprintf("or set [sandboxes.%s.network] egress = \"allow\" (no restriction)", ds.Name)}}
-	enf, ok := drv.(drivers.EgressEnforcer)
-	if !ok {
+	enf := drivers.CapabilitiesOf(drv).EnforceEgress
+	if enf == nil {
 		return coded.New(coded.PolicyUnsupported, details,
 			"egress = %q: the %s driver cannot enforce a network policy outside the guest", e.Mode, ds.Driver)
 	}

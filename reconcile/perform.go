@@ -87,7 +87,7 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 			return err
 		}
 		halt := drv.Stop
-		if f, ok := drv.(drivers.ForceStopper); ok && a.Kind == plan.Expire {
+		if f := drivers.CapabilitiesOf(drv).ForceStop; f != nil && a.Kind == plan.Expire {
 			halt = f.ForceStop // v1's sweeper forced it: nothing in it outlives the delete
 		}
 		if err := removeWith(ctx, drv, halt, a.Instance); err != nil {
@@ -145,8 +145,8 @@ func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
 	if a.Source == nil {
 		return drv.Create(ctx, *a.Spec)
 	}
-	cl, ok := drv.(drivers.Cloner)
-	if !ok {
+	cl := drivers.CapabilitiesOf(drv).Clone
+	if cl == nil {
 		return noSnapshots(a.Driver)
 	}
 	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)

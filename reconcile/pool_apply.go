@@ -61,8 +61,9 @@ func claimUnderLock(
 // the runtime ready when the plan counted on the spare's); an import
 // fails instead.
 func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
-	lab, ok := drv.(drivers.Labeler)
-	if !ok {
+	caps := drivers.CapabilitiesOf(drv)
+	lab := caps.Labels
+	if lab == nil {
 		return fmt.Errorf("the %s driver keeps no ownership labels, so it cannot adopt %s", a.Driver, a.Instance)
 	}
 	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Spare: !a.Import, Since: e.Clock.Now().UTC()}
@@ -105,7 +106,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 			return err
 		}
 	}
-	if w, ok := drv.(drivers.Warmer); ok && !a.Import {
+	if w := caps.Warm; w != nil && !a.Import {
 		// The sandbox's first command would otherwise dial the VM, with
 		// the pool's refill booting beside it by then.
 		if err := w.Warm(ctx, got); err != nil {
@@ -143,8 +144,8 @@ func (e *Executor) coldInstead(ctx context.Context, drv Driver, a plan.Action) e
 
 // performSpare makes or deletes a pool's spare.
 func (e *Executor) performSpare(ctx context.Context, drv Driver, a plan.Action) error {
-	lab, ok := drv.(drivers.Labeler)
-	if !ok {
+	lab := drivers.CapabilitiesOf(drv).Labels
+	if lab == nil {
 		return fmt.Errorf("the %s driver keeps no ownership labels, so it keeps no spares", a.Driver)
 	}
 	switch a.Kind {

@@ -104,8 +104,8 @@ func (e *Engine) evictSpare(
 		if err != nil {
 			return false, err
 		}
-		lab, ok := drv.(drivers.Labeler)
-		if !ok {
+		lab := drivers.CapabilitiesOf(drv).Labels
+		if lab == nil {
 			continue
 		}
 		drivers.Progressf(ctx, "deleting spare %s to stay within [lease] max_instances", c.Name)
@@ -145,7 +145,7 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	}
 	var err error
 	if len(res.Plan.Actions) > 0 {
-		exec := e.executor(u, d)
+		exec := e.executor(ctx, u, d)
 		err = exec.Apply(ctx, res.Plan)
 		outcome := exec.Outcome()
 		res.Applied, res.Outcome = true, &outcome

@@ -16,7 +16,7 @@ import (
 // include_services_by_default both say so. A backend that runs commands
 // on this host (the sim) gets none: sbf installs nothing there.
 func BootstrapKeys(r *spec.Resolved, drv Driver, includeServices bool) map[string]any {
-	if hs, ok := drv.(drivers.HostShell); ok && hs.RunsOnHost() {
+	if drivers.CapabilitiesOf(drv).HostShell {
 		return nil
 	}
 	keys := map[string]any{"runtime": true}

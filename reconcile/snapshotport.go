@@ -33,8 +33,8 @@ func porter(tgt *sandbox.Target) (drivers.SnapshotPorter, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := drv.(drivers.SnapshotPorter)
-	if !ok {
+	p := drivers.CapabilitiesOf(drv).ExportSnapshots
+	if p == nil {
 		return nil, drivers.SnapshotUnsupported(tgt.DriverName, "exports and imports no snapshots in this build of sbf",
 			"keep what matters outside the VM instead: sbf cp, collect_artifacts")
 	}

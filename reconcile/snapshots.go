@@ -119,8 +119,8 @@ func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, 
 	if err != nil {
 		return nil, nil, err
 	}
-	sn, ok := drv.(drivers.Snapshotter)
-	if !ok {
+	sn := drivers.CapabilitiesOf(drv).Snapshots
+	if sn == nil {
 		return nil, nil, noSnapshots(tgt.DriverName)
 	}
 	return tgt, sn, nil

@@ -18,13 +18,14 @@ func (t *Target) EgressLog(tail int) ([]egress.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, ok := drv.(drivers.EgressLogger)
-	if !ok {
+	caps := drivers.CapabilitiesOf(drv)
+	l := caps.EgressLog
+	if l == nil {
 		return nil, coded.New(coded.PolicyUnsupported, map[string]any{"driver": t.DriverName},
 			"the %s driver enforces no network policy, so it keeps no egress log", t.DriverName)
 	}
 	entries, err := egress.ReadLog(l.EgressLog(t.Instance), tail)
-	if g, ok := drv.(drivers.GuardLogger); ok && err == nil {
+	if g := caps.GuardLog; g != nil && err == nil {
 		var refused []egress.Entry
 		if refused, err = egress.ReadLog(g.GuardLog(t.Instance), tail); len(refused) > 0 {
 			entries = append(entries, refused...)

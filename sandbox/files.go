@@ -21,8 +21,8 @@ func (t *Target) archiver() (drivers.ArchiveCopier, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, ok := drv.(drivers.ArchiveCopier)
-	if !ok {
+	a := drivers.CapabilitiesOf(drv).Archive
+	if a == nil {
 		return nil, fmt.Errorf("the %s driver cannot copy files", t.DriverName)
 	}
 	return a, nil

@@ -72,15 +72,16 @@ func (t *Target) Forward(hostPort, guestPort int, admit func() error) (*Forward,
 	if err != nil {
 		return nil, err
 	}
-	pd, ok := drv.(drivers.PortDialer)
-	if !ok {
+	caps := drivers.CapabilitiesOf(drv)
+	pd := caps.DialGuest
+	if pd == nil {
 		return nil, coded.New(CodePortUnsupported, map[string]any{"driver": t.DriverName},
 			"the %s driver of sandbox %s cannot forward ports", t.DriverName, t.Sandbox)
 	}
 	// A guest that shares this host's network (the sim) has its port on
 	// this loopback: forwarding it to itself would loop.
 	onHost := false
-	if hs, ok := drv.(drivers.HostShell); ok && hs.RunsOnHost() {
+	if caps.HostShell {
 		onHost = true
 		if hostPort == guestPort {
 			return nil, coded.New(coded.InvalidArguments, map[string]any{"field": "host_port"},

@@ -69,7 +69,7 @@ func (t *Target) Stats(ctx context.Context) (Stats, error) {
 	}
 	s := parseStats(sections(res.Stdout))
 	s.DiskPath = "/"
-	if hs, ok := drv.(drivers.HostShell); ok && hs.RunsOnHost() {
+	if drivers.CapabilitiesOf(drv).HostShell {
 		s.SharedWithHost = true
 	}
 	return s, nil

@@ -244,7 +244,7 @@ func (t *Target) deleteRemote(ctx context.Context, remotePath string, rels []str
 	if err != nil {
 		return err
 	}
-	if r, ok := drv.(drivers.Remover); ok {
+	if r := drivers.CapabilitiesOf(drv).Remove; r != nil {
 		var paths []string
 		for _, rel := range rels {
 			paths = append(paths, path.Join(remotePath, rel))

@@ -81,8 +81,8 @@ func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
-	x, ok := drv.(drivers.Execer)
-	if !ok {
+	x := drivers.CapabilitiesOf(drv).Exec
+	if x == nil {
 		return drivers.ExecResult{}, fmt.Errorf("the driver of sandbox %s cannot run commands", t.Sandbox)
 	}
 	req.MaxOutput = t.OutputLimit(req.MaxOutput)
@@ -112,8 +112,8 @@ func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int
 	if err != nil {
 		return -1, err
 	}
-	term, ok := drv.(drivers.Terminal)
-	if !ok {
+	term := drivers.CapabilitiesOf(drv).Terminal
+	if term == nil {
 		return -1, fmt.Errorf(
 			"the %s driver of sandbox %s cannot open a terminal; run commands without -t",
 			t.DriverName,
@@ -146,7 +146,7 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
-	if _, keeps := drv.(drivers.Connector); !keeps || b.Socket == nil || b.Start == nil {
+	if drivers.CapabilitiesOf(drv).Connections == nil || b.Socket == nil || b.Start == nil {
 		return t.Exec(ctx, req)
 	}
 	if req, err = withPrelude(req); err != nil {

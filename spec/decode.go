@@ -31,6 +31,7 @@ func assign(tree map[string]any, dst reflect.Value) {
 	for key, val := range tree {
 		f, ok := lookupField(dst.Type(), key)
 		if !ok {
+			assignBackendTable(dst, key, val)
 			continue
 		}
 		target := dst.FieldByIndex(f.index)
@@ -71,6 +72,7 @@ func resolveSandboxes(merged map[string]any, vm VM, network Network) map[string]
 	out := make(map[string]Sandbox, len(tables))
 	for name, t := range tables {
 		sb := Sandbox{VM: vm, Services: []string{}, Ports: []string{}}
+		sb.Backends = vm.Backends.clone() // its own tables are laid over [vm]'s, which stay as they are
 		sb.Mounts = append([]string{}, vm.Mounts...)
 		sb.Network = Network{Egress: network.Egress, Allow: append([]string{}, network.Allow...)}
 		assign(t.(map[string]any), reflect.ValueOf(&sb).Elem())

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/tools/txtar"
 
 	"github.com/sandboxforge/sbf/internal/testutil"
@@ -47,7 +46,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		cfg := r.Config
 		cfg.Leases = nil
-		out, err := toml.Marshal(cfg)
+		out, err := cfg.TOML()
 		if err != nil {
 			t.Fatalf("marshal resolved config: %v", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/tools/txtar"
 
 	"github.com/sandboxforge/sbf/internal/testutil"
@@ -70,7 +69,7 @@ func describe(t *testing.T, r *Resolved, err error) string {
 		t.Fatalf("Load: unexpected error type %T: %v", err, err)
 	}
 	b.WriteString("sources: " + strings.Join(r.Sources, ", ") + "\n")
-	out, err := toml.Marshal(r.Config)
+	out, err := r.Config.TOML()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,9 @@ func objectSchema(t reflect.Type, defaults reflect.Value) map[string]any {
 		}
 		props[f.key] = fieldSchema(f, def)
 	}
+	for _, b := range tableBackends(t) {
+		props[b.Name] = backendSchema(b, defaults.IsValid())
+	}
 	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 }
 
@@ -74,8 +77,8 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 		}
 	case f.typ.Kind() == reflect.Slice:
 		item := map[string]any{"type": "string"}
-		if f.enum != nil {
-			item["enum"] = f.enum
+		if enum := f.values(); enum != nil {
+			item["enum"] = enum
 		}
 		if f.has("port_forward") {
 			item["pattern"] = portForwardRE.String()
@@ -93,10 +96,10 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 
 func stringSchema(f field) map[string]any {
 	s := map[string]any{"type": "string"}
-	if f.enum != nil {
+	if enum := f.values(); enum != nil {
 		// Values are trimmed and lower-cased before the check; editors see
-		// the canonical spellings.
-		s["enum"] = f.enum
+		// the canonical spellings (for a backend, the ones this build links).
+		s["enum"] = enum
 	}
 	if f.has("nonempty") {
 		s["pattern"] = `\S`

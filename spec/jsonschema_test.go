@@ -44,8 +44,15 @@ func TestSchemaMirrorsTheLoader(t *testing.T) {
 		}
 		props := obj["properties"].(map[string]any)
 		fields := fieldsOf(typ)
-		if len(props) != len(fields) {
-			t.Errorf("%s: schema has %d keys, loader %d", path, len(props), len(fields))
+		if len(props) != len(fields)+len(tableBackends(typ)) {
+			t.Errorf("%s: schema has %d keys, loader %d and %d backend tables", path, len(props), len(fields),
+				len(tableBackends(typ)))
+		}
+		for _, b := range tableBackends(typ) {
+			p, ok := props[b.Name].(map[string]any)
+			if !ok || p["additionalProperties"] != false || len(p["properties"].(map[string]any)) != len(b.Settings) {
+				t.Errorf("%s.%s: %v", path, b.Name, p)
+			}
 		}
 		for _, f := range fields {
 			p, ok := props[f.key].(map[string]any)

@@ -315,12 +315,112 @@ func TestSbfImageLocations(t *testing.T) {
 	}
 }
 
-// The driver enum is the registry: a misspelt backend is an error that
-// lists every registered one.
-func TestDriverNamesComeFromTheRegistry(t *testing.T) {
-	_, errs := load(t, map[string]string{".sandboxforge.toml": "[vm]\ndriver = \"lmia\"\n"}, nil)
+// A spec may name a backend this build does not link: it is valid on
+// every host, and this one warns, where the name is written and listing
+// what it links, since a misspelt name looks the same. A name no backend
+// could have is an error, as is a table for an unlinked backend no driver
+// names (a misspelt table); the unlinked backend's own table is kept.
+func TestBackendsThisBuildDoesNotLinkAreValid(t *testing.T) {
+	r, errs := load(t, map[string]string{FileName: "[vm]\ndriver = \"lmia\"\n\n[vm.lmia]\nzone = \"a\"\n" +
+		"[sandboxes.api]\ndriver = \"LIMA\"\n"}, nil)
+	if errs != nil || len(r.Warnings) != 1 || r.Warnings[0].Key != "vm.driver" || r.Warnings[0].Line != 2 ||
+		!strings.Contains(r.Warnings[0].Message, "does not link (it links: hyperv, kubevirt, lima, sim, vz)") ||
+		!strings.Contains(r.Warnings[0].Message, "BACKEND_UNAVAILABLE") {
+		t.Fatalf("errors %v, warnings %v", errs, r.Warnings)
+	}
+	if r.Config.VM.Driver != "lmia" || r.Config.Sandboxes["api"].Driver != "lima" ||
+		r.Config.VM.Backends["lmia"]["zone"] != "a" {
+		t.Errorf("vm = %+v, api = %+v", r.Config.VM, r.Config.Sandboxes["api"])
+	}
+	_, errs = load(t, map[string]string{FileName: "[vm]\ndriver = \"Lima VM\"\n"}, nil)
 	if len(errs) != 1 || !strings.Contains(errs.Error(), "must be one of: auto, hyperv, kubevirt, lima, sim, vz") {
 		t.Errorf("errors: %v", errs)
+	}
+	_, errs = load(t, map[string]string{FileName: "[vm]\ncpus = 2\n[vm.kubvirt]\nnamespace = \"x\"\n"}, nil)
+	if len(errs) != 1 || errs[0].Key != "vm.kubvirt" || errs[0].Line != 3 ||
+		!strings.Contains(errs[0].Message, "is not supported (allowed: arch, cpus, disk_gib, driver, emulation, "+
+			"image, kubevirt, memory_gib") {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+// A linked backend's table holds the keys its registration declares, each
+// a string: anything else is an error where it is written. Tables merge
+// as any table does, and a sandbox's lays over [vm]'s.
+func TestBackendTablesHoldTheirRegistrationsKeys(t *testing.T) {
+	_, errs := load(t, map[string]string{FileName: "[vm.kubevirt]\nnmspace = \"x\"\n[sandboxes.api.kubevirt]\n" +
+		"image = 3\n[vm.lima]\nx = \"y\"\n"}, nil)
+	want := []string{
+		":2:1: vm.kubevirt.nmspace: is not supported (allowed: image, instancetype, namespace, preference, " +
+			"storage_class)",
+		":4:9: sandboxes.api.kubevirt.image: must be a string (got 3)",
+		":5:5: vm.lima: is not supported (allowed: arch, cpus, disk_gib, driver, emulation, image, kubevirt, ",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("errors: %v", errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("error %d = %v, want %s", i, errs[i], w)
+		}
+	}
+	r, errs := load(t, map[string]string{
+		FileName:      "[vm]\ndriver = \"kubevirt\"\n[vm.kubevirt]\nnamespace = \"team\"\nimage = \"reg/a:1\"\n",
+		LocalFileName: "[sandboxes.api.kubevirt]\nimage = \"reg/b:2\"\nstorage_class = \"\"\n[sandboxes.web]\n",
+	}, nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	api, web := r.Config.Sandboxes["api"], r.Config.Sandboxes["web"]
+	if got := api.BackendSettings("kubevirt"); len(got) != 2 || got["namespace"] != "team" || got["image"] != "reg/b:2" {
+		t.Errorf("api's settings = %v", got)
+	}
+	if got := web.BackendSettings("kubevirt"); len(got) != 2 || got["image"] != "reg/a:1" {
+		t.Errorf("web's settings = %v", got)
+	}
+	if r.Config.VM.Backends["kubevirt"]["image"] != "reg/a:1" || api.BackendSettings("lima") != nil {
+		t.Errorf("[vm.kubevirt] = %v", r.Config.VM.Backends)
+	}
+	// --set and MCP overrides reach a backend's table too.
+	req, err := ParseSet([]string{"sandboxes.web.kubevirt.preference=fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, errs = load(t, map[string]string{FileName: "[sandboxes.web]\n"}, req)
+	if errs != nil || r.Config.Sandboxes["web"].BackendSettings("kubevirt")["preference"] != "fast" {
+		t.Errorf("%v %+v", errs, r.Config.Sandboxes["web"])
+	}
+}
+
+// The resolved configuration shows the backend tables as a file says
+// them, in TOML and JSON, and its TOML loads back to the same thing.
+func TestBackendTablesRenderAsTheFileSaysThem(t *testing.T) {
+	r, errs := load(t, map[string]string{FileName: "[vm.kubevirt]\nnamespace = \"team\"\n[sandboxes.api]\n"}, nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	cfg := r.Config
+	cfg.Leases = nil // sbf writes them in its own document only
+	out, err := cfg.TOML()
+	if err != nil || !strings.Contains(string(out), "\n[vm.kubevirt]\nnamespace = 'team'\n") ||
+		!strings.Contains(string(out), "\n[sandboxes.api.kubevirt]\nnamespace = 'team'\n") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	again, errs := load(t, map[string]string{FileName: string(out)}, nil)
+	if errs != nil || again.Config.Sandboxes["api"].BackendSettings("kubevirt")["namespace"] != "team" {
+		t.Fatalf("%v %+v", errs, again.Config.Sandboxes)
+	}
+	raw, err := json.Marshal(r)
+	var doc struct {
+		Config struct {
+			VM        map[string]any            `json:"vm"`
+			Sandboxes map[string]map[string]any `json:"sandboxes"`
+		} `json:"config"`
+	}
+	if err != nil || json.Unmarshal(raw, &doc) != nil || doc.Config.VM["cpus"] == nil ||
+		doc.Config.VM["kubevirt"].(map[string]any)["namespace"] != "team" ||
+		doc.Config.Sandboxes["api"]["kubevirt"] == nil || doc.Config.Sandboxes["api"]["compose"] == nil {
+		t.Errorf("%v %s", err, raw)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/backends"
 )
 
 // field is one key of a table, read from the Config struct tags. The
@@ -22,6 +24,18 @@ type field struct {
 	// document and rejected anywhere else.
 	managedOnly bool
 	doc         string
+	// drivers: the value names a backend (enum:"@drivers"); the linked
+	// ones are read when asked, as a test may link one after fieldsOf ran.
+	drivers bool
+}
+
+// values are what an enum key may be: for a backend, auto and the
+// backends this build links.
+func (f field) values() []string {
+	if f.drivers {
+		return append([]string{"auto"}, backends.Names()...)
+	}
+	return f.enum
 }
 
 func (f field) has(check string) bool {
@@ -71,8 +85,7 @@ func fieldsOf(t reflect.Type) []field {
 			managedOnly: sf.Tag.Get("managed") == "true",
 		}
 		if e := sf.Tag.Get("enum"); e == "@drivers" {
-			// Every backend a spec may name (Drivers), linked or not.
-			f.enum = append([]string{"auto"}, Drivers...)
+			f.drivers = true
 		} else if e != "" {
 			f.enum = strings.Split(e, ",")
 		}
@@ -99,6 +112,9 @@ func allowedKeys(t reflect.Type) string {
 	keys := make([]string, len(fs))
 	for i, f := range fs {
 		keys[i] = f.key
+	}
+	for _, b := range tableBackends(t) {
+		keys = append(keys, b.Name)
 	}
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")

@@ -44,7 +44,9 @@ type VM struct {
 	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
 	Image     Image    `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
 	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when hardware virtualization (KVM) cannot run guests: auto uses it then (about 10x slower), never fails instead, always uses it."`
-	KubeVirt  KubeVirt `toml:"kubevirt" json:"kubevirt" doc:"What the kubevirt driver makes the VirtualMachine from; ignored by other drivers."`
+	// Backends are the backends' own tables ([vm.kubevirt]), which each
+	// backend declares; Config's TOML and MarshalJSON render them.
+	Backends BackendTables `toml:"-" json:"-"`
 }
 
 // Image is what a VM boots: a cloud image (location, optional digest) or,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/images"
+	"github.com/sandboxforge/sbf/internal/backends"
 )
 
 // null is a JSON null from request overrides; TOML has no null. It resets
@@ -45,6 +46,12 @@ func (v *validator) table(t map[string]any, typ reflect.Type, path string) {
 		p := childPath(path, key)
 		f, ok := lookupField(typ, key)
 		if !ok {
+			if norm, good, handled := v.backendTable(typ, key, val, p); handled {
+				if good {
+					t[key] = norm
+				}
+				continue
+			}
 			v.fail(p, true, "is not supported (allowed: %s)", allowedKeys(typ))
 			continue
 		}
@@ -123,17 +130,24 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 		v.fail(path, false, "must be a string%s", got(val))
 		return nil, false
 	}
-	if f.enum != nil {
+	if f.drivers {
+		// A backend this build does not link is valid here (see
+		// checkBackends); only a name no backend could have is not.
+		if norm := strings.ToLower(strings.TrimSpace(s)); norm == "auto" || backends.ValidName(norm) {
+			return norm, true
+		}
+	}
+	if enum := f.values(); enum != nil {
 		norm := strings.ToLower(strings.TrimSpace(s))
 		if norm == "" && f.nullable {
 			return "", true
 		}
-		for _, e := range f.enum {
+		for _, e := range enum {
 			if norm == e {
 				return norm, true
 			}
 		}
-		v.fail(path, false, "must be one of: %s (got %q)", strings.Join(slices.Sorted(slices.Values(f.enum)), ", "), clip(s))
+		v.fail(path, false, "must be one of: %s (got %q)", strings.Join(slices.Sorted(slices.Values(enum)), ", "), clip(s))
 		return nil, false
 	}
 	if f.has("nonempty") && strings.TrimSpace(s) == "" {
@@ -253,7 +267,7 @@ func (v *validator) list(f field, val any, path string) (any, bool) {
 	}
 	out := make([]string, 0, len(items))
 	good := true
-	item := field{typ: reflect.TypeFor[string](), enum: f.enum, checks: f.checks}
+	item := field{typ: reflect.TypeFor[string](), enum: f.enum, drivers: f.drivers, checks: f.checks}
 	for i, it := range items {
 		p := path + "[" + strconv.Itoa(i) + "]"
 		norm, ok := v.str(item, it, p)

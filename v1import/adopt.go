@@ -13,7 +13,6 @@ import (
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/v1import/leases"
@@ -32,23 +31,18 @@ type adoption struct {
 	Lease    leases.Lease // everything else v1 knew (created_at, runtime_ready, docker_command, owner_session)
 }
 
-// listsEveryName is a backend that can list instances under any name, v1's
-// agent-XXXXXXXX included (lima). A Driver's List reports only sbf's
-// instances (named by sbf, or carrying sbf's label once adopted: lima
-// filters by name and label, hyperv by its Notes marker), so the VMs v1
-// left are invisible to it.
-type listsEveryName interface {
-	ListAll(ctx context.Context) ([]drivers.Instance, error)
-}
-
-// listEvery lists every instance of a backend under any name: ListAll,
-// or the sim's List (its whole world). ok is false for a backend that
-// can list only sbf's names.
+// listEvery lists every instance of a backend under any name, v1's
+// agent-XXXXXXXX included: ListAll (lima), or List where the registration
+// says it reports every name (the sim's whole world). A Driver's List
+// otherwise reports only sbf's instances (named by sbf, or carrying sbf's
+// label once adopted: lima filters by name and label, hyperv by its Notes
+// marker), so the VMs v1 left are invisible to it: ok is false.
 func listEvery(ctx context.Context, d reconcile.Driver, name string) (list []drivers.Instance, ok bool, err error) {
-	switch l, every := d.(listsEveryName); {
-	case every:
+	reg, _ := drivers.Lookup(name)
+	switch l := drivers.CapabilitiesOf(d).ListAll; {
+	case l != nil:
 		list, err = l.ListAll(ctx)
-	case name == sim.Name:
+	case reg.V1.ListsEveryName:
 		list, err = d.List(ctx)
 	default:
 		return nil, false, nil
@@ -89,17 +83,14 @@ func sandboxName(id string) (name string, mapped bool) {
 	return base + "-" + tag, true
 }
 
-// vmTypes are the vm_type values a sandbox can be declared with.
-var vmTypes = []string{"qemu", "vz", "wsl2"}
-
 // shapeKeys are the [vm] keys an imported VM is declared with: the
 // shape its backend reports (v1's database records none; v1 made the VM
 // from the workspace's [vm] keys of the time, which may have changed
 // since), so the next plan finds nothing to change. No mounts or ports
 // either: v1's VMs have only what their Lima template gave them, which sbf
-// does not manage. A vm_type sbf cannot declare is refused: the next plan
-// would replace the VM.
-func shapeKeys(inst drivers.Instance) (map[string]any, error) {
+// does not manage. A vm_type the backend's registration does not map
+// (V1Import.VMTypes) is refused: the next plan would replace the VM.
+func shapeKeys(inst drivers.Instance, vmTypes []string) (map[string]any, error) {
 	rep := inst.Reported
 	keys := map[string]any{"mounts": []any{}, "ports": []any{}}
 	if rep.CPUs > 0 {
@@ -119,10 +110,18 @@ func shapeKeys(inst drivers.Instance) (map[string]any, error) {
 	case slices.Contains(vmTypes, rep.VMType):
 		keys["vm_type"] = rep.VMType
 	default:
-		return nil, fmt.Errorf("%s runs as vm_type %q, which a sandbox cannot be declared with (%s); "+
-			"it is not imported, as sbf would replace it", inst.Name, rep.VMType, strings.Join(vmTypes, ", "))
+		return nil, fmt.Errorf("%s runs as vm_type %q, which a sandbox of the %s driver cannot be declared with "+
+			"(%s); it is not imported, as sbf would replace it", inst.Name, rep.VMType, inst.Driver,
+			orNone(strings.Join(vmTypes, ", ")))
 	}
 	return keys, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // adopt adopts one v1 VM through the engine (Engine.AdoptInstance): the
@@ -154,7 +153,8 @@ func adopt(ctx context.Context, eng *reconcile.Engine, ad adoption) ([]string, e
 	if i < 0 {
 		return nil, fmt.Errorf("the %s driver no longer lists %s", ad.Driver, ad.Instance)
 	}
-	keys, err := shapeKeys(list[i])
+	reg, _ := drivers.Lookup(ad.Driver)
+	keys, err := shapeKeys(list[i], reg.V1.VMTypes)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/v1import/leases"
@@ -21,7 +22,8 @@ import (
 // Source is the v1 installation to take over.
 type Source struct {
 	DB string // v1's lease database (its leases.db)
-	// Drivers maps v1's backend names to sbf drivers; nil: leases.Drivers.
+	// Drivers maps v1's backend names to sbf drivers; nil: the linked backends' registrations
+	// (drivers.V1Backends).
 	Drivers map[string]string
 }
 
@@ -107,7 +109,7 @@ func TakeInventory(ctx context.Context, eng *reconcile.Engine, src Source) (*Inv
 	}
 	dm := src.Drivers
 	if dm == nil {
-		dm = leases.Drivers
+		dm = drivers.V1Backends()
 	}
 	now := eng.Clock.Now().UTC()
 	listed := listBackends(ctx, eng.Drivers, db.Leases, dm)

@@ -3,33 +3,137 @@ package all_test
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
 	_ "github.com/sandboxforge/sbf/drivers/all"
+	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/spec"
 )
 
-// Every backend registers itself the same way; the spec's enum, sbf
-// init's comment and SANDBOX_BACKEND all read this list.
-func TestEveryBackendIsRegistered(t *testing.T) {
-	if got := drivers.Names(); !slices.Equal(got, []string{"hyperv", "kubevirt", "lima", "sim", "vz"}) {
-		t.Fatalf("registered: %v", got)
+// testEnv builds backends in throwaway folders with nothing set, the sim
+// allowed: what a backend that needs no host program builds from.
+func testEnv(t *testing.T) drivers.Env {
+	return drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, Workspace: t.TempDir(),
+		StateDir: t.TempDir(), HostOS: "linux", HostArch: "amd64", HostExec: true}
+}
+
+// Every backend package registers itself when imported, and all.go
+// imports every one: a package under drivers/ that calls drivers.Register
+// and is missing here would be a backend no binary links. Nothing lists
+// backends by name: adding one is its package plus its import line.
+func TestEveryBackendIsLinked(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "all.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range drivers.Names() {
-		if !slices.Contains(spec.Drivers, name) {
-			t.Errorf("the linked backend %s is not one a spec may name (spec.Drivers)", name)
+	var imported []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		imported = append(imported, p)
+	}
+	registering, _ := filepath.Glob("../*/*.go")
+	for _, file := range registering {
+		if strings.HasSuffix(file, "_test.go") || strings.Contains(file, "/drivertest/") {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg := "github.com/sandboxforge/sbf/drivers/" + filepath.Base(filepath.Dir(file))
+		if strings.Contains(string(data), "drivers.Register(") && !slices.Contains(imported, pkg) {
+			t.Errorf("%s registers a backend, but all.go does not import %s", file, pkg)
 		}
 	}
-	env := drivers.Env{Getenv: func(string) string { return "" }, Clock: clock.Real{}, Workspace: t.TempDir(),
-		StateDir: t.TempDir(), HostOS: "linux", HostArch: "amd64"}
+	if len(drivers.Names()) < 2 {
+		t.Fatalf("registered: %v", drivers.Names())
+	}
+	// What a spec may name is what is linked: the registrations fed it.
+	if got := backends.Names(); !slices.Equal(got, drivers.Names()) {
+		t.Errorf("a spec knows the backends %v, the registry %v", got, drivers.Names())
+	}
+	if _, ok := drivers.Lookup("lmia"); ok {
+		t.Error("a misspelt backend was found")
+	}
+}
+
+// A backend's declared Features are what its code implements: checked on
+// the backend New builds here (the sim), and on its type (Zero) for one
+// that cannot be built on this host.
+func TestFeaturesMatchTheCode(t *testing.T) {
+	for _, name := range drivers.Names() {
+		reg, _ := drivers.Lookup(name)
+		if reg.Zero == nil {
+			t.Errorf("%s: the registration has no Zero to check its Features against", name)
+		} else if err := drivers.CheckFeatures(reg, reg.Zero); err != nil {
+			t.Error(err)
+		}
+		d, err := reg.New(context.Background(), testEnv(t))
+		var u *drivers.UnavailableError
+		switch {
+		case err == nil:
+			if err := drivers.CheckFeatures(reg, d); err != nil {
+				t.Errorf("as built: %v", err)
+			}
+			if c, ok := d.(io.Closer); ok {
+				c.Close()
+			}
+		case !errors.As(err, &u):
+			t.Errorf("%s: New failed without saying why it cannot run here: %v", name, err)
+		}
+	}
+	if err := drivers.CheckFeatures(drivers.Registration{Name: "liar", Features: drivers.Features{Snapshots: true}},
+		drivers.Driver(nil)); err == nil || !strings.Contains(err.Error(), "snapshots") {
+		t.Errorf("a declared feature without code: %v", err)
+	}
+}
+
+// The v1 import mapping of every registration is one a spec can say: an
+// imported VM is declared with its vm_type, and v1's backend names map to
+// one backend each.
+func TestV1ImportMappingsAreDeclarable(t *testing.T) {
+	seen := map[string]string{}
+	for _, name := range drivers.Names() {
+		reg, _ := drivers.Lookup(name)
+		for _, v1 := range reg.V1.Backends {
+			if other, dup := seen[v1]; dup {
+				t.Errorf("v1's backend %s maps to both %s and %s", v1, other, name)
+			}
+			seen[v1] = name
+		}
+		for _, vt := range reg.V1.VMTypes {
+			ws := t.TempDir()
+			doc := "[vm]\ndriver = \"" + name + "\"\nvm_type = \"" + vt + "\"\n"
+			if err := os.WriteFile(filepath.Join(ws, spec.FileName), []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux"}}); err != nil {
+				t.Errorf("%s imports VMs of vm_type %s, which a spec cannot say: %v", name, vt, err)
+			}
+		}
+	}
+	if got := drivers.V1Backends(); got["lima"] != "lima" || got["hyperv"] != "hyperv" {
+		t.Errorf("v1's backends map to %v", got)
+	}
+}
+
+// The sim runs guest commands on this host: only the operator's
+// SBF_ENABLE_SIM=1 (Env.HostExec) lets it run, whatever a spec says; vz
+// and hyperv say why they cannot run on this host.
+func TestSimNeedsTheOperatorsLeave(t *testing.T) {
+	env := testEnv(t)
+	env.HostExec = false
 	reg, _ := drivers.Lookup("sim")
-	// The sim runs guest commands on this host: only the operator's
-	// SBF_ENABLE_SIM=1 (Env.HostExec) lets it run, whatever a spec says.
 	var u *drivers.UnavailableError
 	if _, err := reg.New(context.Background(), env); !errors.As(err, &u) ||
 		!strings.Contains(u.Error(), "SBF_ENABLE_SIM=1") {
@@ -55,8 +159,5 @@ func TestEveryBackendIsRegistered(t *testing.T) {
 		if _, err := reg.New(context.Background(), env); !errors.As(err, &u) || u.Driver != name {
 			t.Errorf("%s: %v", name, err)
 		}
-	}
-	if _, ok := drivers.Lookup("lmia"); ok {
-		t.Error("a misspelt backend was found")
 	}
 }

@@ -104,8 +104,8 @@ var (
 func labels(t *testing.T, h Harness) {
 	ctx := context.Background()
 	w := h.New(t)
-	lab, ok := w.Driver.(drivers.Labeler)
-	if !ok {
+	lab := drivers.CapabilitiesOf(w.Driver).Labels
+	if lab == nil {
 		t.Skip("this backend keeps no labels, so it keeps no pool spares")
 	}
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)

@@ -14,8 +14,8 @@ import (
 func snapshots(t *testing.T, h Harness) {
 	ctx := context.Background()
 	d := h.New(t).Driver
-	sn, ok := d.(drivers.Snapshotter)
-	if !ok {
+	sn := drivers.CapabilitiesOf(d).Snapshots
+	if sn == nil {
 		t.Skip("this backend keeps no snapshots")
 	}
 	a := h.Spec(Primary)
@@ -62,8 +62,8 @@ func snapshots(t *testing.T, h Harness) {
 func clones(t *testing.T, h Harness) {
 	ctx := context.Background()
 	d := h.New(t).Driver
-	cl, ok := d.(drivers.Cloner)
-	if !ok {
+	cl := drivers.CapabilitiesOf(d).Clone
+	if cl == nil {
 		t.Skip("this backend makes no clones")
 	}
 	a, b := h.Spec(Primary), h.Grow(h.Spec(Secondary))

@@ -20,6 +20,22 @@ var KubeVirt = Program{
 		"SBF_KUBEVIRT_PREFERENCE", "SBF_KUBEVIRT_START_TIMEOUT", "SBF_KUBEVIRT_SSH_USER", "SBF_KUBEVIRT_POLL"},
 }
 
+// kubeVirtSettings are [vm.kubevirt] (and [sandboxes.NAME.kubevirt]): what a sandbox's
+// VirtualMachine is made from. Unset keys fall back to the plugin's own settings
+// (SBF_KUBEVIRT_NAMESPACE, SBF_KUBEVIRT_IMAGE, …). Each replaces the VM: Reconfigure changes
+// only its size.
+var kubeVirtSettings = []drivers.Setting{
+	{Key: "namespace", Effect: drivers.Replace,
+		Doc: "Namespace the workspace's VMs live in; the same for every sandbox. Default sbf-<workspace tag>."},
+	{Key: "image", Effect: drivers.Replace, Doc: "containerDisk the VM boots (REGISTRY/IMAGE:TAG); " +
+		"image.location = \"docker://REF\" says the same per sandbox."},
+	{Key: "storage_class", Effect: drivers.Replace, Doc: "Give the VM a persistent root disk of disk_gib " +
+		"(a DataVolume imported from the image) in this StorageClass instead of an ephemeral containerDisk."},
+	{Key: "instancetype", Effect: drivers.Replace,
+		Doc: "VirtualMachineClusterInstancetype that sizes the VM instead of cpus and memory_gib."},
+	{Key: "preference", Effect: drivers.Replace, Doc: "VirtualMachineClusterPreference applied to the VM."},
+}
+
 func init() {
 	drivers.Register(drivers.Registration{
 		Name: KubeVirt.Driver,
@@ -27,9 +43,13 @@ func init() {
 		// live in a namespace of the workspace's own.
 		PerWorkspace: true,
 		Remote:       true,
-		// A VirtualMachine is made from these; Reconfigure changes only its size.
-		Settings: map[string]drivers.Effect{"namespace": drivers.Replace, "image": drivers.Replace,
-			"storage_class": drivers.Replace, "instancetype": drivers.Replace, "preference": drivers.Replace},
+		Zero:         (*Driver)(nil),
+		// Lifecycle, labels and leases are the plugin's; commands, copies, terminals and port
+		// forwards go over SSH through the embedded sshexec.Pool.
+		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
+			Validate: true, Labels: true, Warm: true, RecordLease: true, DialGuest: true},
+		Settings:    kubeVirtSettings,
+		SettingsDoc: "What the kubevirt driver makes the VirtualMachine from; ignored by other drivers.",
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			return launch(ctx, KubeVirt, env)
 		},

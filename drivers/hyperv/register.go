@@ -12,6 +12,12 @@ import (
 func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
+		Zero: (*Driver)(nil),
+		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
+			Validate: true, Warm: true, DialGuest: true},
+		// v1's Hyper-V VMs; it lists only the VMs its Notes marker names as sbf's, so v1's stay
+		// invisible to it until it can list every name.
+		V1: drivers.V1Import{Backends: []string{"hyperv"}},
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			o, err := optionsFrom(env)
 			if err != nil {
@@ -48,12 +54,3 @@ func optionsFrom(env drivers.Env) (Options, error) {
 	}
 	return o, nil
 }
-
-var (
-	_ drivers.Driver        = (*Driver)(nil)
-	_ drivers.Execer        = (*Driver)(nil)
-	_ drivers.Copier        = (*Driver)(nil)
-	_ drivers.Connector     = (*Driver)(nil)
-	_ drivers.ArchiveCopier = (*Driver)(nil)
-	_ drivers.Terminal      = (*Driver)(nil)
-)

@@ -9,6 +9,12 @@ import (
 func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
+		Zero: (*Driver)(nil),
+		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
+			Validate: true, Labels: true, Warm: true, ForceStop: true, EnforceEgress: true, EgressLog: true,
+			GuardLog: true, DialGuest: true, Snapshots: true, ExportSnapshots: true, Clone: true, ListAll: true},
+		// v1 ran its VMs with limactl too: they are Lima instances under v1's names.
+		V1: drivers.V1Import{Backends: []string{"lima"}, VMTypes: []string{"qemu", "vz", "wsl2"}},
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			o, err := optionsFrom(env)
 			if err != nil {
@@ -32,17 +38,3 @@ func optionsFrom(env drivers.Env) (Options, error) {
 		Getenv: env.Getenv, Debug: env.Debug, Clock: env.Clock, StateDir: env.StateDir, SourceTree: sbfSourceTree(),
 		GuestHostPorts: env.GuestHostPorts}, nil
 }
-
-var (
-	_ drivers.Driver         = (*Driver)(nil)
-	_ drivers.Execer         = (*Driver)(nil)
-	_ drivers.Copier         = (*Driver)(nil)
-	_ drivers.Connector      = (*Driver)(nil)
-	_ drivers.ArchiveCopier  = (*Driver)(nil)
-	_ drivers.Terminal       = (*Driver)(nil)
-	_ drivers.Labeler        = (*Driver)(nil)
-	_ drivers.Warmer         = (*Driver)(nil)
-	_ drivers.EgressEnforcer = (*Driver)(nil)
-	_ drivers.EgressLogger   = (*Driver)(nil)
-	_ drivers.GuardLogger    = (*Driver)(nil)
-)

@@ -13,6 +13,9 @@ import (
 func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
+		Zero: (*Driver)(nil),
+		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
+			Validate: true, Warm: true, DialGuest: true},
 		New: func(_ context.Context, env drivers.Env) (drivers.Driver, error) {
 			o, err := optionsFrom(env)
 			if err != nil {
@@ -65,12 +68,3 @@ func available(o Options) error {
 	}
 	return nil
 }
-
-var (
-	_ drivers.Driver        = (*Driver)(nil)
-	_ drivers.Execer        = (*Driver)(nil)
-	_ drivers.Copier        = (*Driver)(nil)
-	_ drivers.Connector     = (*Driver)(nil)
-	_ drivers.ArchiveCopier = (*Driver)(nil)
-	_ drivers.Terminal      = (*Driver)(nil)
-)

@@ -29,7 +29,7 @@ func TestEmulationAndSbfImagesInTheDesiredSpec(t *testing.T) {
 func TestABackendSettingPlansWhatItsRegistrationSays(t *testing.T) {
 	if _, ok := drivers.Lookup("plantest"); !ok {
 		drivers.Register(drivers.Registration{Name: "plantest",
-			Settings: map[string]drivers.Effect{"storage_class": drivers.Replace},
+			Settings: []drivers.Setting{{Key: "storage_class", Effect: drivers.Replace}},
 			New: func(context.Context, drivers.Env) (drivers.Driver, error) {
 				return nil, drivers.NotBuiltIn("plantest")
 			}})

@@ -48,10 +48,6 @@ const (
 	statusError     = "error"
 )
 
-// Drivers maps v1's backend names (backend_name; v1's SANDBOX_BACKEND
-// takes lima and hyperv) to the sbf drivers that run the same VMs.
-var Drivers = map[string]string{"lima": "lima", "hyperv": "hyperv"}
-
 // Inventory is what the backends list, under any name.
 type Inventory struct {
 	// Listed holds, per sbf driver, the names of every instance it lists.
@@ -68,7 +64,9 @@ type Inventory struct {
 // Options are what classification depends on besides the leases.
 type Options struct {
 	Now time.Time
-	// Drivers maps v1 backend names to sbf drivers; nil: Drivers.
+	// Drivers maps v1's backend names (backend_name; v1's SANDBOX_BACKEND
+	// takes lima and hyperv) to the sbf drivers that run the same VMs: the
+	// backends' registrations say which (drivers.V1Backends).
 	Drivers map[string]string
 	// DirExists says whether a workspace root is a folder on this host;
 	// nil: every root is.
@@ -94,9 +92,6 @@ type Report struct {
 // its arguments (and DirExists).
 func Classify(leases []Lease, inv Inventory, o Options) Report {
 	dm := o.Drivers
-	if dm == nil {
-		dm = Drivers
-	}
 	entries := make([]Entry, 0, len(leases))
 	for _, l := range leases {
 		entries = append(entries, classify(l, inv, dm, o))

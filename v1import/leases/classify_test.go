@@ -162,18 +162,20 @@ func TestClassifyV1Deterministic(t *testing.T) {
 	}
 }
 
-// With no driver map the v1 names are sbf's; a backend the inventory
-// lacks is unseen, not gone.
+// A backend the inventory lacks is unseen, not gone; no DirExists takes
+// every root as there. (Which sbf driver runs v1's backend is the
+// registrations' to say: drivers.V1Backends.)
 func TestClassifyV1Defaults(t *testing.T) {
+	v1 := map[string]string{"hyperv": "hyperv"}
 	l := Lease{InstanceID: "inst_1", Backend: "hyperv", BackendInstance: "agent-1", WorkspaceRoot: "/nowhere",
 		Status: "running", ExpiresAt: classifyNow.Add(1)}
-	rep := Classify([]Lease{l}, Inventory{}, Options{Now: classifyNow})
+	rep := Classify([]Lease{l}, Inventory{}, Options{Now: classifyNow, Drivers: v1})
 	if e := rep.Entries[0]; e.Class != Unseen || e.Driver != "hyperv" ||
 		!strings.Contains(e.Reason, "it was not listed") {
 		t.Errorf("entry = %+v", e)
 	}
 	rep = Classify([]Lease{l}, Inventory{Listed: map[string]map[string]bool{"hyperv": {"agent-1": true}}},
-		Options{Now: classifyNow})
+		Options{Now: classifyNow, Drivers: v1})
 	if e := rep.Entries[0]; e.Class != Import {
 		t.Errorf("nil DirExists: entry = %+v", e)
 	}
