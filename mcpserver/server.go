@@ -49,6 +49,8 @@ type Server struct {
 	sessions atomic.Int64 // registered client sessions (HTTP and stdio)
 	roots    clientRoots
 	used     lastUse
+	logs     loopLog      // logging.go: who hears what the loop does
+	subs     resourceSubs // subscriptions.go: who watches which resource
 
 	// What the tools of issue 24 keep (agenttools.go).
 	ports     portTable       // forwards expose_port opened
@@ -71,10 +73,11 @@ func New(cfg Config) *Server {
 	options := append(s.taskOptions(hooks),
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, true), // resources.go: the list grows as workspaces are served
+		// resources.go: the list grows as workspaces are served; subscriptions.go: updates
+		server.WithResourceCapabilities(true, true),
 		server.WithRecovery(),
-		server.WithInstructions("sbf converges VM-isolated sandboxes. create_instance leases one; "+
-			"every tool edits the desired state and the engine converges it; leases expire on their own."))
+		server.WithInstructions(instructions(cfg))) // instructions.go
+	options = append(options, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
 	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
 	s.registerLifecycle()
@@ -83,6 +86,7 @@ func New(cfg Config) *Server {
 	s.registerTasks()
 	s.registerDocker()
 	s.registerAgentTools()
+	s.registerPrompts()
 	return s
 }
 
@@ -120,8 +124,9 @@ func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconci
 		Workspaces: s.loopWorkspaces,
 		Interval:   s.cfg.Settings.SweepInterval,
 		Wake:       s.wake,
-		Report:     s.observed("workspace", report), // metrics.go counts each pass first
-		PoolReport: s.observed("pool", report),      // a pool pass is reported as a pass whose actions are spares'
+		// metrics.go counts each pass first; logging.go tells the clients what it did
+		Report:     s.observed("workspace", s.logged(report)),
+		PoolReport: s.observed("pool", report), // a pool pass is reported as a pass whose actions are spares'
 		State:      s.metrics.loopState,
 	})
 }

@@ -108,6 +108,7 @@ func (f *fixture) call(name string, args map[string]any) (out map[string]any, is
 		}
 		f.t.Fatalf("%s: result is not JSON: %s", name, text)
 	}
+	f.checkOutput(name, res) // toolschema_test.go: every result matches its tool's output schema
 	return out, res.IsError
 }
 

@@ -29,7 +29,7 @@ type listSnapshotsArgs struct {
 
 type cloneArgs struct {
 	InstanceID string  `json:"instance_id" jsonschema:"The instance to clone."`
-	Name       *string `json:"name,omitempty" jsonschema:"The new instance's id, a sandbox name (letters, digits, '-' and '_'); default: a new inst_ id."`
+	Name       *string `json:"name,omitempty" jsonschema:"The new sandbox's name (letters, digits, '-' and '_'). Give it as inst_LABEL (e.g. inst_c2) to make it the instance_id; any other name is kept as the sandbox name and instance_id is then the backend's instance name (as list_instances shows for declared sandboxes: sandbox names repeat across workspaces). Default: a new inst_ id."`
 	Snapshot   *string `json:"snapshot,omitempty" jsonschema:"Copy this snapshot of the instance instead of its disk as it is now."`
 	TTLMinutes *int    `json:"ttl_minutes,omitempty" jsonschema:"The new instance's lease in minutes; default: the source's lease length. At most [lease] max_ttl."`
 }

@@ -42,6 +42,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
+	s.describeTool(&tool) // toolschema.go: title, output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {

@@ -148,13 +148,28 @@ func cloneEdit(req CloneRequest, name string) Edit {
 			keys["from_snapshot"] = req.Source + "/" + req.Snapshot
 		}
 		m.Declare(name, keys)
-		ttl := leaseTTL(r, req.Source)
+		ttl := cloneTTL(m, r, req.Source, c.Now)
 		if req.TTL != nil {
 			ttl = *req.TTL
 		}
 		m.SetLease(name, renew(spec.LeaseRecord{}, false, ttl, c.Now))
 		return nil
 	}
+}
+
+// cloneTTL is the source's lease length: its declared ttl, else the
+// length of the lease it holds (an ad-hoc sandbox keeps its ttl only
+// there: create_instance's ttl_minutes is never declared), within
+// lease.max_ttl; a clone of a 30-minute instance must not get the
+// workspace's default.
+func cloneTTL(m *spec.Managed, r *spec.Resolved, source string, now time.Time) time.Duration {
+	if r.Config.Sandboxes[source].TTL.Std() > 0 {
+		return leaseTTL(r, source)
+	}
+	if cur, held := heldLease(m, r, source, now); held && cur.ExpiresAt.After(cur.AcquiredAt) {
+		return min(cur.ExpiresAt.Sub(cur.AcquiredAt), r.Config.Lease.MaxTTL.Std())
+	}
+	return leaseTTL(r, source)
 }
 
 // cloneKeys are the keys a clone is declared with: what makes its VM the

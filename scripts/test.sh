@@ -30,6 +30,9 @@ step "fuzz FuzzLoadWithinLimits" fuzz FuzzLoadWithinLimits 30000x ./spec
 step "fuzz FuzzHTTPHandler" fuzz FuzzHTTPHandler 1000x ./mcpserver
 step "fuzz FuzzUpsertEnv" fuzz FuzzUpsertEnv 20000x ./drivers/guest
 step "fuzz FuzzRenderedTextIsSafe" fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
+# The official MCP conformance suite against sbf serve (~20 s once installed; skipped, loudly,
+# only when npm's registry is unreachable).
+step "MCP conformance" env GO="$GO" bash scripts/conformance.sh
 if [ -x "$KUBE_BINS/kube-apiserver" ] && [ -x "$KUBE_BINS/etcd" ]; then
   step "kubevirt (real kube-apiserver)" make --no-print-directory test-kubevirt GO="$GO" KUBE_BINS="$KUBE_BINS"
 else

@@ -163,10 +163,14 @@ func exited(res *drivers.ExecResult, code int, timeout time.Duration) {
 }
 
 // MarkTimedOut records that a command was stopped at its deadline, the
-// same way whichever path ran it, so fallbacks report it alike.
+// same way whichever path ran it, so fallbacks report it alike. The note
+// joins stderr, so stderr_bytes counts it too: a count smaller than the
+// text it describes reads as lost output.
 func MarkTimedOut(res *drivers.ExecResult, timeout time.Duration) {
+	note := "Command timed out after " + seconds(timeout) + "s\n"
 	res.TimedOut, res.ExitCode = true, -1
-	res.Stderr += "Command timed out after " + seconds(timeout) + "s\n"
+	res.Stderr += note
+	res.StderrBytes += int64(len(note))
 }
 
 // Result is a command's output as an ExecResult; via names the path it

@@ -1,0 +1,174 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Output schemas (issue 31): what each tool's structured result holds, so
+// an agent knows the fields before its first call and a validating client
+// can check them. Every result is an object that may carry more fields
+// than listed (additionalProperties: an answer grows, as v1's did, without
+// breaking a client) and a "warnings" list. A field is written
+// "name type: description"; types are s(tring), i(nteger), n(umber),
+// b(oolean), a(rray), o(bject), * (any), and a trailing ? allows null.
+// Nothing is marked required: some fields are left out on some paths
+// (a copy that skipped nothing has no warnings), and a client that checks
+// would refuse an answer the server meant.
+
+var (
+	instanceIDField = "instance_id s: The instance id the other tools take (inst_…, or a backend name for " +
+		"sandboxes a spec declares)."
+	execFields = []string{
+		instanceIDField, "command s: The command as run.", "exit_code i?: Its exit status.",
+		"stdout s: Standard output, cut at the output ceiling.", "stderr s: Standard error, cut likewise.",
+		"duration_ms n", "timed_out b: The command was killed at its timeout.",
+		"stdout_truncated b", "stderr_truncated b",
+	}
+	snapshotFields = []string{instanceIDField, "name s: The snapshot's name.", "backend s",
+		"created_at s?", "size_bytes n?: Bytes on disk when the backend says.", "status s"}
+	summaryFields = []string{
+		instanceIDField, "backend s: The backend (driver) running it.", "status s",
+		"created_at s?: When its VM was made (RFC 3339, UTC).", "expires_at s?: When its lease ends.",
+		"ssh_port i?", "workspace_root s", "workspace_id s", "backend_instance_name s: The backend's name for it.",
+	}
+	portFields = []string{instanceIDField, "port i: The guest port.", "host_port i: The port on 127.0.0.1.",
+		"host s", "url s", "status s", "created_at s?", "connections i", "failed_connections i", "bytes_in n",
+		"bytes_out n"}
+	copyFields = []string{instanceIDField, "local_path s", "remote_path s", "status s",
+		"skipped_links a: Links left out because they led outside the destination.",
+		"skipped_paths a: Protected paths left out."}
+)
+
+var toolOutputs = map[string][]string{
+	// Lifecycle.
+	"create_instance": append(fields(summaryFields), "auto_bootstrap b", "wait_for_ready b",
+		"bootstrap o?: What preparing the workspace did (prepare_workspace's answer)."),
+	"list_instances": {"instances a: One row per instance: instance_id, status, phase, expires_at, workspace_root, " +
+		"live_exists, reconciliation_drift, last_error …", "backend s", "backend_available b", "backend_version s?",
+		"backend_error o?", "reconciliation_error o?"},
+	"destroy_instance":    {instanceIDField, "backend s", "status s"},
+	"extend_instance_ttl": {instanceIDField, "expires_at s: The new lease end.", "ttl_extended_minutes i"},
+	"clone_instance": append(fields(summaryFields), "source_instance_id s: The instance cloned.",
+		"snapshot s: The snapshot copied, when one was named."),
+	// Declarative.
+	"validate_workspace_config": {"valid b", "diagnostics a: What is wrong, each with its key and message.",
+		"config o?: The effective configuration.", "sources a", "workspace_root s", "workspace_id s"},
+	"plan": {"plan o: The actions, each with its sandbox, action and cause.", "text s: The plan as sbf plan " +
+		"prints it.", "workspace_root s"},
+	"apply":             {"applied b", "plan o", "sandboxes a: Each sandbox's state after the run.", "workspace_root s"},
+	"get_desired_state": {"config o", "managed_overrides o", "sources a", "workspace_root s", "workspace_id s"},
+	"prepare_workspace": {instanceIDField, "phase s", "runtime s?", "runtime_ready b", "docker_command s?",
+		"services o", "service_readiness o", "connection_env o: The services' variables, secrets redacted.",
+		"env_injections a", "include_services b", "wait_for_ready b", "network o?", "plan o?",
+		"workspace_paths o?", "workspace_root s", "workspace_id s", "backend_instance_name s"},
+	// Data plane.
+	"run_command": append(fields(execFields), "stdout_bytes i: Bytes the command wrote to stdout, kept or not.",
+		"stderr_bytes i: Bytes it wrote to stderr (and sbf's timeout note), kept or not.",
+		"max_output_bytes i: The bytes of each stream kept."),
+	"copy_to_instance":           {instanceIDField, "local_path s", "remote_path s", "status s"},
+	"copy_from_instance":         copyFields,
+	"sync_instance_to_workspace": copyFields,
+	"sync_workspace_to_instance": {instanceIDField, "local_path s", "remote_path s", "archive_bytes n",
+		"exclude a", "files_sent i", "files_unchanged i", "files_deleted i", "status s"},
+	"collect_artifacts": {instanceIDField, "local_dest s", "artifacts a: Each path collected and where it went.",
+		"skipped_links a", "skipped_paths a"},
+	// Guest files.
+	"read_file": {instanceIDField, "path s", "content s", "encoding s: utf8 or base64.", "size n: The file's size.",
+		"offset n", "bytes_read n", "truncated b: More follows.", "next_offset n: Where to read on."},
+	"write_file": {instanceIDField, "path s", "bytes_written n", "mode s", "status s"},
+	"list_files": {instanceIDField, "path s", "recursive b", "entries a: Each entry's path, type, size, mode and " +
+		"modified.", "count i", "truncated b"},
+	"stat_path":   {instanceIDField, "path s", "exists b", "type s?", "size n?", "mode s?", "modified s?"},
+	"make_dir":    {instanceIDField, "path s", "created b"},
+	"remove_path": {instanceIDField, "path s", "removed b"},
+	// Background tasks.
+	"start_background_task": {instanceIDField, "task_id s: The id get_task_status and get_task_logs take.",
+		"pid i?", "log_path s", "status s"},
+	"get_task_status": {instanceIDField, "task_id s", "status s", "pid i?", "exit_code i?", "log_path s",
+		"created_at s?", "started_at s?", "finished_at s?", "error_message s?"},
+	"get_task_logs": {instanceIDField, "task_id s", "status s", "logs s", "tail i"},
+	"stop_task":     {instanceIDField, "task_id s", "status s", "exit_code i?"},
+	// Docker (v1's shapes).
+	"validate_image": {instanceIDField, "valid b", "recommendation s", "reasons a", "expected_image_tag s?",
+		"image_metadata o?", "workspace_state o?", "ignored_checks a"},
+	"docker_build": append(fields(execFields), "image_tag s", "cache_hit b", "cache_strategy s?",
+		"cached_image_tag s?", "validation o?", "workspace_state o?"),
+	"docker_run":  append(fields(execFields), "container s?"),
+	"docker_exec": append(fields(execFields), "container s"),
+	"docker_logs": append(fields(execFields), "container s"),
+	"docker_compose": append(fields(execFields), "project_dir s", "action s", "compose_follow b",
+		"compose_since s?", "compose_tail i?", "bridge o?", "connection_env o?"),
+	"docker_ps":      append(fields(execFields), "all b"),
+	"docker_images":  execFields,
+	"docker_cleanup": append(fields(execFields), "mode s"),
+	// Snapshots and clones.
+	"snapshot_instance": snapshotFields,
+	"restore_snapshot":  snapshotFields,
+	"delete_snapshot":   snapshotFields,
+	"export_snapshot":   append(fields(snapshotFields), "local_path s: The host file written."),
+	"import_snapshot":   append(fields(snapshotFields), "local_path s"),
+	"list_snapshots": {instanceIDField, "backend s", "snapshots a: Each with name, created_at and size_bytes.",
+		"count i"},
+	// Issue 24's agent tools.
+	"expose_port":        portFields,
+	"unexpose_port":      portFields,
+	"list_exposed_ports": {"ports a: Each forward as expose_port answers it.", "count i"},
+	"get_instance_stats": {instanceIDField, "sandbox s", "driver s", "cpu o", "memory o", "disk o", "load o?",
+		"processes i?", "uptime_seconds n?", "lease o?", "last_command o?", "shared_with_host b",
+		"partial b: Some figures could not be read."},
+	"get_history": {"events a: The newest calls first, each with its tool, time, outcome and detail.", "count i",
+		"workspace_root s", "instance_id s?"},
+	"health": {"healthy b", "sandboxes a: Each sandbox's phase, drift and problems.", "workspace_root s"},
+	"get_egress_log": {instanceIDField, "sandbox s", "entries a: The newest egress decisions: destination, " +
+		"verdict, time.", "count i"},
+}
+
+// fields copies a shared list so an append never writes into another
+// tool's.
+func fields(f []string) []string { return append([]string(nil), f...) }
+
+var outputTypes = map[string][]string{"s": {"string"}, "i": {"integer"}, "n": {"number"}, "b": {"boolean"},
+	"a": {"array"}, "o": {"object"}}
+
+// outputSchema renders a tool's field list; a tool without one is a
+// programming error (a test lists every registered tool).
+func outputSchema(tool string) json.RawMessage {
+	list, ok := toolOutputs[tool]
+	if !ok {
+		return nil
+	}
+	props := map[string]any{"warnings": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+		"description": "What sbf corrected or left out; the call still succeeded."}}
+	for _, f := range list {
+		decl, desc, _ := strings.Cut(f, ": ")
+		name, typ, _ := strings.Cut(decl, " ")
+		prop := map[string]any{}
+		nullable := strings.HasSuffix(typ, "?")
+		typ = strings.TrimSuffix(typ, "?")
+		if typ != "*" {
+			types, ok := outputTypes[typ]
+			if !ok {
+				panic(fmt.Sprintf("tool %s: field %s has no type %q", tool, name, typ))
+			}
+			if nullable {
+				types = append(fields(types), "null")
+			}
+			if len(types) == 1 {
+				prop["type"] = types[0]
+			} else {
+				prop["type"] = types
+			}
+		}
+		if desc != "" {
+			prop["description"] = desc
+		}
+		props[name] = prop
+	}
+	raw, err := json.Marshal(map[string]any{"type": "object", "properties": props, "additionalProperties": true})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: encoding its output schema: %v", tool, err))
+	}
+	return raw
+}

@@ -1,0 +1,178 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/sandbox"
+)
+
+// What a tool's listing says beyond its Go types (issue 31: schemas an LLM
+// can rely on): a title, the output schema (outputs.go), and for each
+// argument with a fixed set of values its enum, for each bounded number
+// its bounds. Each bound is the one the handler (or the operator's
+// ceiling) enforces, never a wider one: a call the schema allows is one
+// the server may accept. The server still checks arguments against the
+// schema without these (args.go), so v1's error codes for out-of-range
+// values (TTL_INVALID …) are kept.
+
+var toolTitles = map[string]string{
+	"create_instance":            "Create a sandbox",
+	"list_instances":             "List sandboxes",
+	"destroy_instance":           "Destroy a sandbox",
+	"extend_instance_ttl":        "Extend a sandbox's lease",
+	"clone_instance":             "Clone a sandbox",
+	"validate_workspace_config":  "Validate the workspace config",
+	"plan":                       "Plan the workspace's sandboxes",
+	"apply":                      "Apply the workspace's sandboxes",
+	"get_desired_state":          "Show the desired state",
+	"prepare_workspace":          "Prepare a sandbox's workspace",
+	"run_command":                "Run a command",
+	"copy_to_instance":           "Copy into a sandbox",
+	"copy_from_instance":         "Copy out of a sandbox",
+	"sync_workspace_to_instance": "Sync the workspace into a sandbox",
+	"sync_instance_to_workspace": "Sync a sandbox folder back",
+	"collect_artifacts":          "Collect artifacts",
+	"read_file":                  "Read a guest file",
+	"write_file":                 "Write a guest file",
+	"list_files":                 "List a guest folder",
+	"stat_path":                  "Inspect a guest path",
+	"make_dir":                   "Make a guest folder",
+	"remove_path":                "Remove a guest path",
+	"start_background_task":      "Start a background task",
+	"get_task_status":            "Get a task's status",
+	"get_task_logs":              "Get a task's logs",
+	"stop_task":                  "Stop a task",
+	"validate_image":             "Validate a Docker image",
+	"docker_build":               "Build a Docker image",
+	"docker_run":                 "Run a container",
+	"docker_exec":                "Exec in a container",
+	"docker_logs":                "Read a container's logs",
+	"docker_compose":             "Run docker compose",
+	"docker_ps":                  "List containers",
+	"docker_images":              "List images",
+	"docker_cleanup":             "Clean up Docker",
+	"snapshot_instance":          "Snapshot a sandbox",
+	"list_snapshots":             "List snapshots",
+	"restore_snapshot":           "Restore a snapshot",
+	"delete_snapshot":            "Delete a snapshot",
+	"export_snapshot":            "Export a snapshot",
+	"import_snapshot":            "Import a snapshot",
+	"expose_port":                "Expose a guest port",
+	"unexpose_port":              "Unexpose a guest port",
+	"list_exposed_ports":         "List exposed ports",
+	"get_instance_stats":         "Get a sandbox's resource use",
+	"get_history":                "Get the call history",
+	"health":                     "Check sandbox health",
+	"get_egress_log":             "Read the egress log",
+}
+
+// argRule is what an argument's schema gains.
+type argRule struct {
+	enum     []string
+	min, max *float64
+	// props are the properties of an object argument whose keys are fixed.
+	props map[string]any
+}
+
+func bounds(lo, hi float64) argRule { return argRule{min: &lo, max: &hi} }
+func atLeast(lo float64) argRule    { return argRule{min: &lo} }
+
+// argRules are the rules of every server; ceilings (serverArgRules) add
+// the operator's.
+var argRules = map[string]map[string]argRule{
+	"docker_compose": {"action": {enum: []string{"build", "down", "exec", "logs", "ps", "pull", "restart", "stop",
+		"up"}}, "tail": atLeast(0)},
+	"docker_cleanup": {"mode": {enum: []string{"safe", "aggressive"}}},
+	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
+		"limit": bounds(1, sandbox.MaxReadLimit)},
+	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}},
+	"list_files": {"limit": bounds(1, sandbox.MaxListLimit)},
+	"validate_image": {"checks": {props: map[string]any{
+		"git_commit":    map[string]any{"type": "boolean"},
+		"dependencies":  map[string]any{"type": "boolean"},
+		"git_dirty":     map[string]any{"type": []string{"string", "boolean"}, "enum": enumOf(dirtyPolicies, true, false)},
+		"max_age_hours": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
+	}}},
+	"run_command":         {"timeout_seconds": atLeast(1)},
+	"docker_exec":         {"timeout_seconds": atLeast(1)},
+	"docker_logs":         {"tail": atLeast(0)},
+	"get_history":         {"limit": bounds(1, maxHistoryLimit)},
+	"get_egress_log":      {"tail": bounds(1, 1000)}, // egress.go's bound
+	"expose_port":         {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
+	"unexpose_port":       {"port": bounds(1, 65535)},
+	"create_instance":     {"ttl_minutes": atLeast(1), "cpus": atLeast(1)},
+	"extend_instance_ttl": {"ttl_minutes": atLeast(1)},
+	"clone_instance":      {"ttl_minutes": atLeast(1)},
+}
+
+func enumOf(strs []string, extra ...any) []any {
+	out := make([]any, 0, len(strs)+len(extra))
+	for _, s := range strs {
+		out = append(out, s)
+	}
+	return append(out, extra...)
+}
+
+// ceilingRules are the bounds the operator's ceilings set: the longest
+// lease when the operator set one (without, each workspace's [lease]
+// max_ttl decides, which no single schema can say), and the most output
+// a command keeps.
+func ceilingRules(c policy.Ceilings) map[string]map[string]argRule {
+	c = c.Defaulted()
+	out := map[string]map[string]argRule{
+		"run_command": {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+	}
+	if c.MaxTTL.Value > 0 {
+		ttl := bounds(1, float64(c.MaxTTL.Value/time.Minute))
+		for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
+			out[tool] = map[string]argRule{"ttl_minutes": ttl}
+		}
+	}
+	return out
+}
+
+// describeTool adds the title, the output schema and the argument rules
+// to a tool about to be registered.
+func (s *Server) describeTool(tool *mcp.Tool) {
+	tool.Annotations.Title = toolTitles[tool.Name]
+	if out := outputSchema(tool.Name); out != nil {
+		tool.RawOutputSchema = out
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
+		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
+	}
+	props, _ := schema["properties"].(map[string]any)
+	apply := func(rules map[string]argRule) {
+		for arg, r := range rules {
+			prop, ok := props[arg].(map[string]any)
+			if !ok {
+				panic(fmt.Sprintf("tool %s: a rule for %s, which is no argument", tool.Name, arg))
+			}
+			if r.enum != nil {
+				prop["enum"] = r.enum
+			}
+			if r.min != nil {
+				prop["minimum"] = *r.min
+			}
+			if r.max != nil {
+				prop["maximum"] = *r.max
+			}
+			if r.props != nil {
+				prop["properties"] = r.props
+			}
+		}
+	}
+	apply(argRules[tool.Name])
+	apply(ceilingRules(s.cfg.Policy.Ceilings)[tool.Name])
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: encoding its input schema: %v", tool.Name, err))
+	}
+	tool.RawInputSchema = raw
+}

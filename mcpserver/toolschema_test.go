@@ -1,0 +1,199 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sandboxforge/sbf/internal/policy"
+)
+
+// enumLike finds a string argument whose description lists its values
+// ("One of a, b", "utf8 or base64", "safe (default): …").
+var enumLike = regexp.MustCompile(`(?i)\bone of\b|^\w+ or \w+[.;,]|^\w+ \(default\)`)
+
+// unbounded are the numeric arguments with no bound to state, and why.
+var unbounded = map[string]string{
+	"get_task_logs.tail":         "0 or less returns every line",
+	"create_instance.memory_gib": "the workspace's [vm] bounds decide",
+	"create_instance.disk_gib":   "the workspace's [vm] bounds decide",
+}
+
+func listedTools(t *testing.T, f *fixture) []map[string]any {
+	t.Helper()
+	res, err := f.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(res.Tools)
+	var tools []map[string]any
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
+
+// Every tool has a title and an output schema (a valid JSON Schema of an
+// object); every argument that lists its values has an enum holding
+// them; every number has a lower bound unless unbounded says why.
+func TestEveryToolIsDescribed(t *testing.T) {
+	f := newFixture(t, simSpec)
+	tools := listedTools(t, f)
+	if len(tools) < 40 {
+		t.Fatalf("%d tools", len(tools))
+	}
+	for _, tool := range tools {
+		name := tool["name"].(string)
+		if ann, _ := tool["annotations"].(map[string]any); ann == nil || ann["title"] == "" || ann["title"] == nil {
+			t.Errorf("%s has no title", name)
+		}
+		out, _ := tool["outputSchema"].(map[string]any)
+		if out == nil || out["type"] != "object" {
+			t.Errorf("%s has no output schema: %v", name, tool["outputSchema"])
+		} else {
+			compileSchema(t, name+".out", out)
+		}
+		props := tool["inputSchema"].(map[string]any)["properties"].(map[string]any)
+		for arg, p := range props {
+			prop := p.(map[string]any)
+			desc, _ := prop["description"].(string)
+			types := strings.Join(typeNames(prop["type"]), ",")
+			switch {
+			case strings.Contains(types, "string") && enumLike.MatchString(desc):
+				enum, _ := prop["enum"].([]any)
+				if len(enum) == 0 {
+					t.Errorf("%s.%s lists its values but has no enum: %q", name, arg, desc)
+				}
+				for _, v := range enum {
+					if s, ok := v.(string); ok && !strings.Contains(desc, s) {
+						t.Errorf("%s.%s: enum value %q is not in its description", name, arg, s)
+					}
+				}
+			case strings.Contains(types, "integer") || strings.Contains(types, "number"):
+				if _, ok := prop["minimum"]; !ok && unbounded[name+"."+arg] == "" {
+					t.Errorf("%s.%s is a number without a minimum", name, arg)
+				}
+			}
+		}
+		compileSchema(t, name+".in", tool["inputSchema"])
+	}
+}
+
+func typeNames(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, t := range x {
+			out = append(out, t.(string))
+		}
+		return out
+	}
+	return nil
+}
+
+func compileSchema(t testing.TB, name string, doc any) *jsonschema.Schema {
+	t.Helper()
+	raw, _ := json.Marshal(doc)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "mem:///" + name + ".json"
+	if err := c.AddResource(url, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return sch
+}
+
+// The bounds the operator sets are the schema's: max_output_bytes at the
+// output ceiling, ttl_minutes at the lease ceiling when there is one.
+func TestSchemaBoundsFollowTheCeilings(t *testing.T) {
+	f := newFixture(t, simSpec)
+	f.policy = policy.Policy{Ceilings: policy.Ceilings{
+		MaxTTL:         policy.Ceiling[time.Duration]{Value: 90 * time.Minute, Source: "test"},
+		MaxOutputBytes: policy.Ceiling[int64]{Value: 1 << 20, Source: "test"},
+	}}
+	f.start(Settings{SweepInterval: time.Minute, Session: "local"})
+	args := map[string]map[string]any{}
+	for _, tool := range listedTools(t, f) {
+		args[tool["name"].(string)] = tool["inputSchema"].(map[string]any)["properties"].(map[string]any)
+	}
+	prop := func(tool, arg string) map[string]any { return args[tool][arg].(map[string]any) }
+	if p := prop("run_command", "max_output_bytes"); p["maximum"] != float64(1<<20) || p["minimum"] != float64(1) {
+		t.Errorf("run_command.max_output_bytes: %v", p)
+	}
+	for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
+		if p := prop(tool, "ttl_minutes"); p["maximum"] != float64(90) || p["minimum"] != float64(1) {
+			t.Errorf("%s.ttl_minutes: %v", tool, p)
+		}
+	}
+	if p := prop("docker_compose", "action"); len(p["enum"].([]any)) != 9 {
+		t.Errorf("docker_compose.action: %v", p)
+	}
+}
+
+// outputSchemas caches each tool's compiled output schema for checkOutput.
+var outputSchemas sync.Map
+
+// checkOutput fails the test when a tool's successful result does not
+// validate against the output schema the tool advertises: every call any
+// test makes through f.call is checked.
+func (f *fixture) checkOutput(name string, res *mcp.CallToolResult) {
+	f.t.Helper()
+	if res.IsError || res.StructuredContent == nil {
+		return
+	}
+	sch, ok := outputSchemas.Load(name)
+	if !ok {
+		raw := outputSchema(name)
+		if raw == nil {
+			f.t.Errorf("%s has no output schema", name)
+			return
+		}
+		var doc any
+		_ = json.Unmarshal(raw, &doc)
+		sch, _ = outputSchemas.LoadOrStore(name, compileSchema(f.t, name, doc))
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		f.t.Fatalf("%s: %v", name, err)
+	}
+	if err := sch.(*jsonschema.Schema).Validate(v); err != nil {
+		f.t.Errorf("%s: the result does not match the output schema: %v\n%s", name, err, clipTo(string(raw), 2000))
+	}
+}
+
+// A command killed at its timeout reports as many stderr bytes as the
+// stderr it returns holds at least (issue 31: the timeout note was
+// returned with stderr_bytes 0).
+func TestTimedOutCommandCountsItsStderr(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root, "auto_bootstrap": false})["instance_id"]
+	out := f.ok("run_command", map[string]any{"instance_id": id, "command": "sleep 5", "timeout_seconds": 1})
+	stderr, _ := out["stderr"].(string)
+	if out["timed_out"] != true || stderr == "" {
+		t.Fatalf("a command past its timeout: %v", out)
+	}
+	if n, _ := out["stderr_bytes"].(float64); int(n) < len(stderr) {
+		t.Errorf("stderr_bytes %v, but stderr holds %d bytes: %q", out["stderr_bytes"], len(stderr), stderr)
+	}
+}
