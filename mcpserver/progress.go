@@ -42,7 +42,11 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 		start: s.cfg.Engine.Clock.Now(), step: "starting"}
 	p.send(tool + ": started")
 	done := make(chan struct{})
-	ticker := s.cfg.Engine.Clock.NewTicker(progressBeat)
+	beat := s.cfg.Settings.ProgressBeat
+	if beat <= 0 {
+		beat = progressBeat
+	}
+	ticker := s.cfg.Engine.Clock.NewTicker(beat)
 	go func() {
 		defer ticker.Stop()
 		for {

@@ -29,6 +29,9 @@ type Settings struct {
 	MaxBodyBytes  int64         // MCP_HTTP_MAX_BODY_BYTES; 0: DefaultMaxBodyBytes
 	MaxSessions   int           // MCP_HTTP_MAX_SESSIONS; 0: DefaultMaxSessions
 	SessionIdle   time.Duration // MCP_HTTP_SESSION_IDLE_SECONDS; 0: DefaultSessionIdle
+	// ProgressBeat is MCP_PROGRESS_INTERVAL_SECONDS: the longest a call with
+	// a progress token goes without a notification; 0: progressBeat.
+	ProgressBeat time.Duration
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -68,6 +71,9 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("MCP_HTTP_SESSION_IDLE_SECONDS", 1); ok {
 		s.SessionIdle = time.Duration(n) * time.Second
+	}
+	if n, ok := num("MCP_PROGRESS_INTERVAL_SECONDS", 1); ok {
+		s.ProgressBeat = time.Duration(n) * time.Second
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {
