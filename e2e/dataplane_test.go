@@ -233,10 +233,13 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	rootfs := os.Getenv("SBF_E2E_ROOTFS")
 	m := w.mcp("--allow-path", filepath.Dir(rootfs))
 	defer m.close()
+	// The cold create goes through the official TypeScript SDK with its
+	// 60 s request timeout: the boot takes longer, and the server's progress
+	// keeps resetting it.
 	start := time.Now()
-	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
-		"ttl_minutes": 60, "cpus": 2})
-	record("create_instance (ad-hoc VM, boot)", start)
+	created := w.agent(t, "create", mcpArgsJSON(t, map[string]any{"workspace_root": w.root,
+		"auto_bootstrap": false, "ttl_minutes": 60, "cpus": 2}))
+	record("create_instance (ad-hoc VM, boot; TypeScript SDK, 60 s timeout reset by progress)", start)
 	id, _ := created["instance_id"].(string)
 	if r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo cold"}); r["stdout"] != "cold\n" {
 		t.Errorf("first run_command: %v", r)
@@ -317,8 +320,9 @@ func testWarmPool(t *testing.T, w *ws) {
 	m := w.mcp()
 	defer m.close()
 	start := time.Now()
-	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
-		"ttl_minutes": 60, "cpus": 2})
+	// As an MCP task through the official TypeScript SDK, polled to its end.
+	created := w.agent(t, "task", mcpArgsJSON(t, map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2}))
 	id, _ := created["instance_id"].(string)
 	r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo warm"})
 	warm := time.Since(start)

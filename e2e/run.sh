@@ -42,6 +42,13 @@ if [[ ! -s $ROOTFS ]]; then
   chmod 0644 "$ROOTFS"
 fi
 
+# The official TypeScript SDK drives some steps as an agent would (mcpserver/testdata/tsclient):
+# installed here as root, copied where the e2e user can read it.
+TSCLIENT=$SBF_E2E_HOME/tsclient
+(cd "$REPO/mcpserver/testdata/tsclient" &&
+ { [[ -f node_modules/@modelcontextprotocol/sdk/package.json ]] || npm ci --no-audit --no-fund >/dev/null; })
+rm -rf "$TSCLIENT" && cp -r "$REPO/mcpserver/testdata/tsclient" "$TSCLIENT" && chmod -R a+rX "$TSCLIENT"
+
 # Leftovers of an interrupted earlier run would skew the suite.
 sbf_e2e_delete_all
 
@@ -49,7 +56,7 @@ status=0
 # sbf's template resolution agrees with the real limactl on Lima's own templates.
 (as_e2e_user env TMPDIR=/tmp SBF_TEST_LIMACTL="$SBF_E2E_LIMA_PREFIX/bin/limactl" \
   "$BIN/lima.test" -test.run 'TestTemplatesMatchRealLimactl' -test.v -test.count 1) || status=$?
-as_e2e_user env TMPDIR=/tmp SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" \
+as_e2e_user env TMPDIR=/tmp SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" SBF_E2E_TSCLIENT="$TSCLIENT" \
   "$BIN/e2e.test" -test.v -test.timeout 60m -test.count 1 ${SBF_E2E_RUN:+-test.run "$SBF_E2E_RUN"} || status=$?
 
 # Exec brokers end once their VM is gone; give them a moment, then look.
