@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -297,17 +296,9 @@ func Lookup(name string) (Registration, bool) {
 	return r, ok
 }
 
-// Names lists the registered backends, sorted.
-func Names() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]string, 0, len(registry.m))
-	for n := range registry.m {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+// Names lists the registered backends, sorted: Register hands each to
+// internal/backends, which keeps the list.
+func Names() []string { return backends.Names() }
 
 // NotBuiltIn is the answer for a backend name this build does not have.
 func NotBuiltIn(name string) *UnavailableError {
