@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -54,6 +55,8 @@ type Server struct {
 	ports     portTable       // forwards expose_port opened
 	announced map[string]bool // workspaces whose resources are listed
 	metrics   *metrics        // what sbf serve --metrics serves
+
+	execSessions *sandbox.Sessions // execsessions.go
 }
 
 // New builds the server and registers every tool.
@@ -82,6 +85,7 @@ func New(cfg Config) *Server {
 	s.registerTasks()
 	s.registerDocker()
 	s.registerAgentTools()
+	s.registerSessions()
 	return s
 }
 

@@ -29,6 +29,11 @@ type Settings struct {
 	MaxBodyBytes  int64         // MCP_HTTP_MAX_BODY_BYTES; 0: DefaultMaxBodyBytes
 	MaxSessions   int           // MCP_HTTP_MAX_SESSIONS; 0: DefaultMaxSessions
 	SessionIdle   time.Duration // MCP_HTTP_SESSION_IDLE_SECONDS; 0: DefaultSessionIdle
+	// ExecSessionIdle ends an exec session nobody called for this long
+	// (SBF_EXEC_SESSION_IDLE_SECONDS; 0: sandbox.DefaultSessionIdle);
+	// MaxExecSessions caps open ones (SBF_MAX_EXEC_SESSIONS; 0: the default).
+	ExecSessionIdle time.Duration
+	MaxExecSessions int
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -68,6 +73,12 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("MCP_HTTP_SESSION_IDLE_SECONDS", 1); ok {
 		s.SessionIdle = time.Duration(n) * time.Second
+	}
+	if n, ok := num("SBF_EXEC_SESSION_IDLE_SECONDS", 1); ok {
+		s.ExecSessionIdle = time.Duration(n) * time.Second
+	}
+	if n, ok := num("SBF_MAX_EXEC_SESSIONS", 1); ok {
+		s.MaxExecSessions = n
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {
