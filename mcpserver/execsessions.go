@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // Exec sessions (issue 31): a command an agent drives over several calls.
@@ -60,7 +61,10 @@ var sessionHints = map[string]hints{
 
 func init() { maps.Copy(toolHints, sessionHints) }
 
-func (s *Server) registerSessions() {
+// registerSessionTools registers issue 31's data-plane tools: exec
+// sessions and the guest file moves (guestcopy.go).
+func (s *Server) registerSessionTools() {
+	s.registerGuestCopies()
 	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
 		Max: s.cfg.Settings.MaxExecSessions}
 	addTool(s, "start_session", "Start a command in an instance as a session that outlives this call: write to its "+
@@ -237,4 +241,34 @@ func (s *Server) sessionView(i sandbox.SessionInfo) map[string]any {
 		out["exit"] = exit
 	}
 	return out
+}
+
+// followTask is get_task_logs with a cursor: the task's output from a
+// byte offset, as read_session reads a session's.
+func (s *Server) followTask(ctx context.Context, ws spec.Options, a taskLogsArgs) (any, error) {
+	limit, wait := 0, time.Duration(0)
+	if a.MaxBytes != nil {
+		if limit = *a.MaxBytes; limit <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "max_bytes must be positive",
+				map[string]any{"field": "max_bytes"})
+		}
+	}
+	if a.WaitMS != nil {
+		wait = time.Duration(max(*a.WaitMS, 0)) * time.Millisecond
+	}
+	t, c, err := s.cfg.Engine.Tasks(ws).LogsFrom(ctx, a.TaskID, *a.Cursor, limit, wait)
+	if err != nil {
+		return nil, err
+	}
+	if cut := cutRune(c.Data); !c.Done && cut > 0 && cut < len(c.Data) {
+		c.Data, c.NextCursor = c.Data[:len(c.Data)-cut], c.NextCursor-int64(cut)
+	}
+	out := map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status,
+		"cursor": c.Cursor, "next_cursor": c.NextCursor, "size": c.Size, "done": c.Done, "saved_output": c.Saved}
+	if utf8.Valid(c.Data) {
+		out["output"] = string(c.Data)
+	} else {
+		out["output_base64"] = base64.StdEncoding.EncodeToString(c.Data)
+	}
+	return out, nil
 }

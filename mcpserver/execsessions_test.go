@@ -222,3 +222,81 @@ func TestExecSessionOutputCeiling(t *testing.T) {
 		t.Fatalf("bounded: %v", out)
 	}
 }
+
+// The tools of issue 31 in the tests every tool takes part in.
+func init() {
+	for name, h := range map[string]hints{
+		"start_session": {destructive: true, openWorld: true}, "read_session": readOnly,
+		"write_session": {destructive: true, openWorld: true}, "signal_session": {destructive: true},
+		"close_session": {destructive: true, idempotent: true},
+		"move_path":     {destructive: true}, "copy_path": {destructive: true}, "path_exists": readOnly,
+	} {
+		wantHints[name] = h
+	}
+}
+
+// sessionCanaryCalls calls issue 31's tools for the canary test: a session
+// printing its environment, and guest file moves.
+func sessionCanaryCalls(check func(string, map[string]any) map[string]any, id string) {
+	sid, _ := check("start_session", map[string]any{"instance_id": id, "command": "env; cat"})["session_id"].(string)
+	check("write_session", map[string]any{"session_id": sid, "data": "x\n"})
+	check("signal_session", map[string]any{"session_id": sid, "signal": "HUP"})
+	for range 100 {
+		if out := check("read_session", map[string]any{"session_id": sid}); out["done"] == true {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	check("close_session", map[string]any{"session_id": sid})
+	check("copy_path", map[string]any{"instance_id": id, "src": "/w/f.txt", "dst": "/w/g.txt"})
+	check("move_path", map[string]any{"instance_id": id, "src": "/w/g.txt", "dst": "/w/h.txt"})
+	check("path_exists", map[string]any{"instance_id": id, "path": "/w/h.txt"})
+}
+
+// sessionReadOnlyArgs are arguments for issue 31's read-only tools, on a
+// session started here (before the test looks at the world).
+func sessionReadOnlyArgs(f *fixture, id, task string) map[string]map[string]any {
+	sid := f.ok("start_session", map[string]any{"instance_id": id, "command": "echo hi"})["session_id"].(string)
+	return map[string]map[string]any{
+		"read_session": {"session_id": sid},
+		"path_exists":  {"instance_id": id, "path": ".sbf/tasks/" + task + ".log"},
+	}
+}
+
+// get_task_logs with a cursor follows a task's output in pieces, each
+// read starting where the last ended, until the task is done; without one
+// it answers as v1 did.
+func TestTaskLogsCursor(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	task := f.ok("start_background_task", map[string]any{"instance_id": id,
+		"command": "echo one; sleep 0.3; echo twé; echo three"})["task_id"].(string)
+	var got string
+	cursor := 0.0
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		out := f.ok("get_task_logs", map[string]any{"task_id": task, "cursor": cursor, "max_bytes": 4})
+		if out["cursor"] != cursor {
+			t.Fatalf("read from %v: %v", cursor, out)
+		}
+		got += out["output"].(string)
+		cursor += float64(len(out["output"].(string)))
+		if out["next_cursor"] != cursor {
+			t.Fatalf("next_cursor: %v after %q", out, got)
+		}
+		if out["done"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done: %v", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got != "one\ntwé\nthree\n" {
+		t.Fatalf("followed %q", got)
+	}
+	if v1 := f.ok("get_task_logs", map[string]any{"task_id": task, "tail": 1}); v1["logs"] != "three\n" ||
+		v1["tail"] != 1.0 {
+		t.Fatalf("v1 shape: %v", v1)
+	}
+	f.fails("get_task_logs", map[string]any{"task_id": task, "cursor": 1000}, "INVALID_ARGUMENTS")
+}

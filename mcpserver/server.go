@@ -85,7 +85,7 @@ func New(cfg Config) *Server {
 	s.registerTasks()
 	s.registerDocker()
 	s.registerAgentTools()
-	s.registerSessions()
+	s.registerSessionTools()
 	return s
 }
 

@@ -543,6 +543,14 @@ func (s *Session) append(name string, p []byte) {
 		s.events[0] = SessionEvent{}
 		s.events = s.events[1:]
 	}
+	if over := s.kept - s.maxKept; over > 0 && len(s.events) == 1 {
+		// One event larger than the ceiling keeps its newest bytes.
+		e := &s.events[0]
+		e.Data = slices.Clone(e.Data[over:])
+		e.Offset += over
+		s.kept -= over
+		s.dropped += over
+	}
 	if len(s.events) > 0 {
 		s.first = s.events[0].Offset
 	}
