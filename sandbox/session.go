@@ -236,7 +236,9 @@ func sessionCommand(req SessionRequest) (string, error) {
 		return "", coded.New(coded.InvalidArguments, map[string]any{"field": "argv"},
 			"give either argv or command, not both")
 	case len(req.Argv) > 0:
-		return shellquote.Join(req.Argv), nil
+		// The shell becomes the command: signals and a terminal's end reach
+		// it, not a shell waiting for it.
+		return "exec " + shellquote.Join(req.Argv), nil
 	case strings.TrimSpace(req.Command) == "":
 		return "", coded.New(coded.InvalidArguments, map[string]any{"field": "command"},
 			"give the command to run: argv (a list of words) or command (a shell command line)")

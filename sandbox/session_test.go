@@ -3,7 +3,9 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,5 +208,63 @@ func TestSessionOutputBound(t *testing.T) {
 	last := out.Events[len(out.Events)-1]
 	if !strings.HasSuffix(string(last.Data), "xEND\n") {
 		t.Fatalf("the newest output is kept: %q", last.Data)
+	}
+}
+
+// On a terminal, input is echoed into the one output stream, and INT is
+// typed as Ctrl-C: the shell survives it and takes the next line.
+func TestSessionTerminal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the sim has no terminal on Windows")
+	}
+	ss, tgt, _ := newSessions(t)
+	s, err := ss.Start(context.Background(), tgt, sandbox.SessionRequest{Argv: []string{"sh"}, TTY: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.Write(s.ID, []byte("echo $((6*7))\n"), false)
+	_, cursor, _ := readUntil(t, ss, s.ID, 0, "42\r\n")
+	ss.Write(s.ID, []byte("echo start-$((2+3)); sleep 300\n"), false)
+	_, cursor, _ = readUntil(t, ss, s.ID, cursor, "start-5\r\n")
+	time.Sleep(200 * time.Millisecond) // the shell starts sleep in the foreground; Ctrl-C before would go to it
+	if _, how, err := ss.Signal(s.ID, "INT"); err != nil || how != "typed" {
+		t.Fatalf("INT on a terminal: %q %v", how, err)
+	}
+	ss.Write(s.ID, []byte("echo after-$((1+1))\n"), false)
+	readUntil(t, ss, s.ID, cursor, "after-2\r\n")
+	if _, how, err := ss.Signal(s.ID, "KILL"); err != nil || how != "ended" {
+		t.Fatalf("KILL on a terminal: %q %v", how, err)
+	}
+	_, _, out := readUntil(t, ss, s.ID, cursor, "\x00")
+	if out.Status != "ended" || out.Exit.Reason != "signal KILL" {
+		t.Fatalf("after KILL: %+v", out.SessionInfo)
+	}
+}
+
+// A session ends when its sandbox does (a lease ended, a VM destroyed
+// from another door): the sweep asks Alive.
+func TestSessionEndsWithItsSandbox(t *testing.T) {
+	ss, tgt, sb := newSessions(t)
+	var gone atomic.Bool
+	s, err := ss.Start(context.Background(), tgt, sandbox.SessionRequest{Argv: []string{"cat"},
+		Alive: func(context.Context) error {
+			if gone.Load() {
+				return errors.New("sandbox dev is expired")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Store(true)
+	for deadline := time.Now().Add(20 * time.Second); len(ss.List()) > 0; time.Sleep(10 * time.Millisecond) {
+		sb.Clock.Advance(16 * time.Second)
+		if time.Now().After(deadline) {
+			t.Fatal("the session outlived its sandbox")
+		}
+	}
+	if _, err := ss.Read(context.Background(), s.ID, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) ||
+		!strings.Contains(err.Error(), "expired") {
+		t.Fatalf("after the sandbox ended: %v", err)
 	}
 }
