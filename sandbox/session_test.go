@@ -188,17 +188,17 @@ func TestSessionOutputBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out sandbox.SessionOutput
-	for deadline := time.Now().Add(20 * time.Second); !out.Done; {
-		out, err = ss.Read(context.Background(), s.ID, 0, sandbox.MaxSessionRead, time.Second)
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("%v %+v", err, out.SessionInfo)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if i := ss.List()[0]; i.Exit != nil {
+			break
 		}
-		if out.OutputBytes < 100004 || out.Exit == nil {
-			out.Done = false
-			continue
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not end")
 		}
-		out, err = ss.Read(context.Background(), s.ID, 0, sandbox.MaxSessionRead, 0)
+	}
+	out, err := ss.Read(context.Background(), s.ID, 0, sandbox.MaxSessionRead, 0)
+	if err != nil || !out.Done {
+		t.Fatalf("%v %+v", err, out.SessionInfo)
 	}
 	held := out.NextCursor - out.Cursor - out.Missed
 	if out.OutputBytes != 100004 || out.Missed == 0 || held > 4096 || out.DroppedBytes != out.Missed ||
