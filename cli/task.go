@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -117,6 +118,7 @@ func (a *app) taskStatusCommand() *cobra.Command {
 
 func (a *app) taskLogsCommand() *cobra.Command {
 	var tail int
+	var follow bool
 	var cmd *cobra.Command
 	var asJSON *bool
 	cmd, asJSON = a.withTask(
@@ -126,6 +128,12 @@ func (a *app) taskLogsCommand() *cobra.Command {
 			ws, eng, err := a.taskEngine("task logs")
 			if err != nil {
 				return nil, err
+			}
+			if follow {
+				if tail != 0 || *asJSON {
+					return nil, usageErrorf("-f prints the whole output as it comes; drop --tail and --json")
+				}
+				return nil, a.followTask(eng.Tasks(ws), eng.Clock, id)
 			}
 			t, logs, err := eng.Tasks(ws).Logs(a.context(), id, tail)
 			if err != nil {
@@ -147,6 +155,7 @@ func (a *app) taskLogsCommand() *cobra.Command {
 		},
 	)
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last `N` lines (0: all)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print the output as it comes until the task ends")
 	return cmd
 }
 
@@ -240,4 +249,36 @@ func savedOutputNote(t *state.Task) string {
 	}
 	return fmt.Sprintf("task %s ended with its sandbox %s (%s at %s); this is %s, saved then", t.ID, t.Sandbox,
 		o.Why, o.SavedAt.UTC().Format(time.RFC3339), what)
+}
+
+// followTask prints a task's output from the start as it comes, reading
+// from a cursor as read_session does, until the task has ended and all of
+// it was printed; Ctrl-C stops following, not the task.
+func (a *app) followTask(tasks *sandbox.Tasks, c clock.Clock, id string) error {
+	ctx := a.context()
+	var cursor int64
+	for {
+		t, chunk, err := tasks.LogsFrom(ctx, id, cursor, sandbox.MaxLogRead, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if _, err := a.stdout.Write(chunk.Data); err != nil { // the guest's own output, as sbf exec passes it
+			return err
+		}
+		cursor = chunk.NextCursor
+		if chunk.Done {
+			if note := savedOutputNote(t); note != "" {
+				fmt.Fprintf(a.stderr, "sbf: %s\n", termsafe.Text(note))
+			}
+			return nil
+		}
+		if len(chunk.Data) == 0 {
+			if clock.Sleep(ctx, c, time.Second) != nil {
+				return nil
+			}
+		}
+	}
 }

@@ -97,7 +97,8 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("docker_cleanup", map[string]any{"instance_id": id})
 	check("docker_build", map[string]any{"instance_id": id, "context_path": ".", "image_tag": "app:dev"})
 	check("validate_image", map[string]any{"instance_id": id, "image_name": "app:dev"})
-	agentCanaryCalls(check, id) // agenttools_test.go
+	agentCanaryCalls(check, id)   // agenttools_test.go
+	sessionCanaryCalls(check, id) // execsessions_test.go
 	check("destroy_instance", map[string]any{"instance_id": id})
 
 	// Errors about secret-bearing keys name the key, never the value.

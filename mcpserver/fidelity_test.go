@@ -319,6 +319,8 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 	}
 	// The read-only tools of issue 24: agenttools_test.go.
 	maps.Copy(args, agentReadOnlyArgs(id, task))
+	// And those of issue 31: execsessions_test.go.
+	maps.Copy(args, sessionReadOnlyArgs(f, id, task))
 	newFakeDocker(t) // the Docker tools talk to a fake docker (docker_fake_test.go), never the host's
 	// Polling a running task writes down what it observed, as v1's
 	// _refresh_task_state did: the state file's serial moves, nothing

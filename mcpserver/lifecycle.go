@@ -136,6 +136,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 		Audit: audited("destroy_instance")}); err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
+	s.execSessions.EndInstance(e.Instance, "its sandbox was destroyed")
 	return map[string]any{"instance_id": a.InstanceID, "backend": e.Driver, "status": "destroyed"}, nil
 }
 

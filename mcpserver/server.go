@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -57,6 +58,8 @@ type Server struct {
 	announced map[string]bool // workspaces whose resources are listed
 	metrics   *metrics        // what sbf serve --metrics serves
 	tasks     taskTable       // calls running as MCP tasks (calltasks.go)
+
+	execSessions *sandbox.Sessions // execsessions.go
 }
 
 // New builds the server and registers every tool.
@@ -87,6 +90,7 @@ func New(cfg Config) *Server {
 	s.registerDocker()
 	s.registerAgentTools()
 	s.registerPrompts()
+	s.registerSessionTools()
 	return s
 }
 

@@ -32,6 +32,11 @@ type Settings struct {
 	// ProgressBeat is MCP_PROGRESS_INTERVAL_SECONDS: the longest a call with
 	// a progress token goes without a notification; 0: progressBeat.
 	ProgressBeat time.Duration
+	// ExecSessionIdle ends an exec session nobody called for this long
+	// (SBF_EXEC_SESSION_IDLE_SECONDS; 0: sandbox.DefaultSessionIdle);
+	// MaxExecSessions caps open ones (SBF_MAX_EXEC_SESSIONS; 0: the default).
+	ExecSessionIdle time.Duration
+	MaxExecSessions int
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -74,6 +79,12 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("MCP_PROGRESS_INTERVAL_SECONDS", 1); ok {
 		s.ProgressBeat = time.Duration(n) * time.Second
+	}
+	if n, ok := num("SBF_EXEC_SESSION_IDLE_SECONDS", 1); ok {
+		s.ExecSessionIdle = time.Duration(n) * time.Second
+	}
+	if n, ok := num("SBF_MAX_EXEC_SESSIONS", 1); ok {
+		s.MaxExecSessions = n
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {

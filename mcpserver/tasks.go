@@ -24,6 +24,10 @@ type taskArgs struct {
 type taskLogsArgs struct {
 	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
 	Tail   *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (default 500; 0 or less: all)."`
+	// Following the output (execsessions.go's cursor reads, for tasks).
+	Cursor   *int64 `json:"cursor,omitempty" jsonschema:"Follow the output: return bytes from this offset (0 for the start, then the last next_cursor) instead of the last lines."`
+	MaxBytes *int   `json:"max_bytes,omitempty" jsonschema:"With cursor: most bytes to return (default 65536, at most 1048576)."`
+	WaitMS   *int   `json:"wait_ms,omitempty" jsonschema:"With cursor: when there is nothing new yet, wait up to this long for more (default 0, at most 30000)."`
 }
 
 type stopTaskArgs struct {
@@ -78,6 +82,9 @@ func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
 	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
+	}
+	if a.Cursor != nil {
+		return s.followTask(ctx, ws, a)
 	}
 	tail := 500
 	if a.Tail != nil {

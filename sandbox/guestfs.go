@@ -48,6 +48,7 @@ const (
 var exitCodes = map[int]string{
 	3: CodeGuestPathNotFound, 4: CodeGuestPathIsDirectory, 5: CodeGuestPathNotDirectory,
 	6: CodeGuestPermission, 7: CodeGuestPathExists, 8: CodeGuestDirNotEmpty, 9: CodeGuestPathNotFile,
+	10: CodeGuestPathExists, // a move or copy's destination (guestfs_move.go words it)
 }
 
 // guestPather is a backend whose commands do not see guest paths as its

@@ -270,3 +270,104 @@ func lastLines(text string, n int) string {
 	}
 	return strings.Join(lines, "")
 }
+
+// Bounds of a task log read from a cursor.
+const (
+	DefaultLogRead = 64 << 10
+	MaxLogRead     = 1 << 20
+	logPoll        = 500 * time.Millisecond
+)
+
+// LogChunk is a piece of a task's output read from a byte offset, as a
+// follower reads it: the next read starts at NextCursor, so nothing is
+// read twice or skipped.
+type LogChunk struct {
+	Data               []byte
+	Cursor, NextCursor int64
+	// Size is how long the output was when read.
+	Size int64
+	// Saved: the sandbox has ended and this is the output saved then;
+	// when that was truncated (Task.SavedOutput.Truncated), offsets count
+	// from the start of what was saved.
+	Saved bool
+	// Done: the task has finished and everything it wrote was read.
+	Done bool
+}
+
+// LogsFrom reads up to limit bytes (zero: DefaultLogRead, at most
+// MaxLogRead) of a task's output from cursor, waiting up to wait (at most
+// MaxSessionWait), polling the guest, while there is nothing new and the
+// task runs.
+func (ts *Tasks) LogsFrom(ctx context.Context, id string, cursor int64, limit int, wait time.Duration) (
+	*state.Task, LogChunk, error) {
+	if cursor < 0 {
+		return nil, LogChunk{}, coded.New(coded.InvalidArguments, map[string]any{"field": "cursor"},
+			"cursor cannot be negative; start from 0")
+	}
+	if limit <= 0 {
+		limit = DefaultLogRead
+	}
+	limit = min(limit, MaxLogRead)
+	wait = min(max(wait, 0), MaxSessionWait)
+	for waited := time.Duration(0); ; waited += logPoll {
+		t, c, err := ts.logsFrom(ctx, id, cursor, limit)
+		if err != nil || len(c.Data) > 0 || c.Done || c.Saved || waited >= wait {
+			return t, c, err
+		}
+		if err := clock.Sleep(ctx, ts.Clock, logPoll); err != nil {
+			return t, c, nil
+		}
+	}
+}
+
+func (ts *Tasks) logsFrom(ctx context.Context, id string, cursor int64, limit int) (*state.Task, LogChunk, error) {
+	// The status first: a task found finished has written all its output
+	// before the read below.
+	t, err := ts.Get(ctx, id)
+	if err != nil {
+		return t, LogChunk{}, err
+	}
+	c := LogChunk{Cursor: cursor}
+	tgt, err := ts.Target(t.Sandbox)
+	if err == nil && tgt.Instance != t.Instance {
+		err = fmt.Errorf("sandbox %s runs another VM (%s) than the task's (%s)", t.Sandbox, tgt.Instance, t.Instance)
+	}
+	switch {
+	case err != nil && t.SavedOutput != nil:
+		text := t.SavedOutput.Text
+		c.Saved, c.Size = true, int64(len(text))
+		if cursor > c.Size {
+			return t, c, pastEnd(cursor, c.Size)
+		}
+		c.Data = []byte(text[cursor:min(c.Size, cursor+int64(limit))])
+		c.NextCursor = cursor + int64(len(c.Data))
+		c.Done = c.NextCursor == c.Size
+		return t, c, nil
+	case err != nil:
+		return t, c, fmt.Errorf("reading the output of task %s: its sandbox has ended and no output was saved: %w",
+			id, err)
+	}
+	res, err := tgt.Exec(ctx, drivers.ExecRequest{Timeout: taskControl, MaxOutput: limit + 64,
+		Command: "f=" + shellquote.Quote(t.LogPath) + `; n=$(wc -c < "$f" 2>/dev/null) || n=0; echo $n; ` +
+			"tail -c +" + strconv.FormatInt(cursor+1, 10) + ` "$f" 2>/dev/null | head -c ` + strconv.Itoa(limit)})
+	if err != nil {
+		return t, c, err
+	}
+	head, data, _ := strings.Cut(res.Stdout, "\n")
+	if c.Size, err = strconv.ParseInt(strings.TrimSpace(head), 10, 64); err != nil {
+		return t, c, fmt.Errorf("reading the output of task %s: the guest answered %q for its size", id,
+			coded.Clip(head))
+	}
+	if cursor > c.Size {
+		return t, c, pastEnd(cursor, c.Size)
+	}
+	c.Data = []byte(data)
+	c.NextCursor = cursor + int64(len(c.Data))
+	c.Done = t.Finished() && c.NextCursor >= c.Size
+	return t, c, nil
+}
+
+func pastEnd(cursor, size int64) error {
+	return coded.New(coded.InvalidArguments, map[string]any{"field": "cursor", "size": size},
+		"cursor %d is past the %d bytes the task wrote; pass the next_cursor of the last read", cursor, size)
+}

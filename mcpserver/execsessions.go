@@ -1,0 +1,274 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// Exec sessions (issue 31): a command an agent drives over several calls.
+// The session engine is the data plane's (sandbox.Sessions); these tools
+// translate its answers into JSON and nothing more.
+
+type startSessionArgs struct {
+	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Argv       []string          `json:"argv,omitempty" jsonschema:"The command as a list of words, each passed as is (give argv or command)."`
+	Command    string            `json:"command,omitempty" jsonschema:"A shell command line, run by sh -c (give argv or command)."`
+	Env        map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
+	Cwd        string            `json:"cwd,omitempty" jsonschema:"Guest folder to run in."`
+	TTY        bool              `json:"tty,omitempty" jsonschema:"Run on a terminal: one output stream, input echoed, INT and QUIT typed as Ctrl-C and Ctrl-\\."`
+	Timeout    *int              `json:"timeout_seconds,omitempty" jsonschema:"End the command after this many seconds (default: no limit; the session still ends when idle)."`
+}
+
+type readSessionArgs struct {
+	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
+	Cursor    *int64 `json:"cursor,omitempty" jsonschema:"Where to read from: 0 (the default) for the start, else the next_cursor of the last read."`
+	MaxBytes  *int   `json:"max_bytes,omitempty" jsonschema:"Most output bytes to return (default 65536, at most 1048576)."`
+	WaitMS    *int   `json:"wait_ms,omitempty" jsonschema:"When there is no new output yet, wait up to this long for some (default 0, at most 30000)."`
+}
+
+type writeSessionArgs struct {
+	SessionID  string  `json:"session_id" jsonschema:"A session id from start_session."`
+	Data       *string `json:"data,omitempty" jsonschema:"UTF-8 text to write to the command's stdin (add \\n to end a line)."`
+	DataBase64 *string `json:"data_base64,omitempty" jsonschema:"Bytes to write to the command's stdin, base64-encoded (instead of data)."`
+	CloseStdin bool    `json:"close_stdin,omitempty" jsonschema:"Close the command's stdin after this input (end of file)."`
+}
+
+type signalSessionArgs struct {
+	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
+	Signal    string `json:"signal" jsonschema:"One of INT, TERM, KILL, HUP, QUIT, USR1, USR2."`
+}
+
+type sessionArgs struct {
+	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
+}
+
+var sessionHints = map[string]hints{
+	"start_session":  {destructive: true, openWorld: true}, // an arbitrary command
+	"read_session":   readOnly,
+	"write_session":  {destructive: true, openWorld: true}, // input to an arbitrary command
+	"signal_session": {destructive: true},
+	"close_session":  {destructive: true, idempotent: true},
+}
+
+func init() { maps.Copy(toolHints, sessionHints) }
+
+// registerSessionTools registers issue 31's data-plane tools: exec
+// sessions and the guest file moves (guestcopy.go).
+func (s *Server) registerSessionTools() {
+	s.registerGuestCopies()
+	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
+		Max: s.cfg.Settings.MaxExecSessions}
+	addTool(s, "start_session", "Start a command in an instance as a session that outlives this call: write to its "+
+		"stdin, read its output after a cursor, signal it, close it. Idle sessions end on their own.", s.startSession)
+	addTool(s, "read_session", "Read a session's output after a cursor (stdout and stderr events in order, each "+
+		"with its seq and offset), waiting up to wait_ms for some; done and exit once the command has ended and "+
+		"everything was read.", s.readSession)
+	addTool(s, "write_session", "Write UTF-8 text or base64 bytes to a session's stdin; close_stdin ends it.",
+		s.writeSession)
+	addTool(s, "signal_session", "Send a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2) to every process of a "+
+		"session's command.", s.signalSession)
+	addTool(s, "close_session", "End a session: its command is killed if it still runs, its output is dropped.",
+		s.closeSession)
+}
+
+func (s *Server) startSession(ctx context.Context, a startSessionArgs) (any, error) {
+	var timeout time.Duration
+	if a.Timeout != nil {
+		if *a.Timeout <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "timeout_seconds must be positive",
+				map[string]any{"field": "timeout_seconds"})
+		}
+		timeout = time.Duration(*a.Timeout) * time.Second
+	}
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.options(tgt.Resolved.Root, nil)
+	if err != nil {
+		return nil, err
+	}
+	name, instance := tgt.Sandbox, tgt.Instance
+	alive := func(context.Context) error {
+		now, err := s.cfg.Engine.Target(ws, name)
+		if err == nil && now.Instance != instance {
+			err = fmt.Errorf("sandbox %s runs another VM now", name)
+		}
+		return err
+	}
+	info, err := s.execSessions.Start(ctx, tgt, sandbox.SessionRequest{Argv: a.Argv, Command: a.Command, Env: a.Env,
+		Cwd: a.Cwd, TTY: a.TTY, Timeout: timeout, Alive: alive})
+	if err != nil {
+		return nil, err
+	}
+	return s.sessionView(info), nil
+}
+
+func (s *Server) readSession(ctx context.Context, a readSessionArgs) (any, error) {
+	var cursor int64
+	maxBytes, wait := 0, time.Duration(0)
+	if a.Cursor != nil {
+		cursor = *a.Cursor
+	}
+	if a.MaxBytes != nil {
+		if maxBytes = *a.MaxBytes; maxBytes <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "max_bytes must be positive",
+				map[string]any{"field": "max_bytes"})
+		}
+	}
+	if a.WaitMS != nil {
+		if *a.WaitMS < 0 {
+			return nil, newToolError(coded.InvalidArguments, "wait_ms cannot be negative",
+				map[string]any{"field": "wait_ms"})
+		}
+		wait = time.Duration(*a.WaitMS) * time.Millisecond
+	}
+	out, err := s.execSessions.Read(ctx, a.SessionID, cursor, maxBytes, wait)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(out.Events); n > 0 && !out.Done {
+		// A character cut at the end of this read is left for the next one,
+		// so text stays text.
+		last := &out.Events[n-1]
+		if cut := cutRune(last.Data); cut > 0 && cut < len(last.Data) {
+			last.Data = last.Data[:len(last.Data)-cut]
+			out.NextCursor -= int64(cut)
+		}
+	}
+	events := make([]map[string]any, 0, len(out.Events))
+	for _, e := range out.Events {
+		ev := map[string]any{"seq": e.Seq, "stream": e.Stream, "offset": e.Offset}
+		if utf8.Valid(e.Data) {
+			ev["text"] = string(e.Data)
+		} else {
+			ev["data_base64"] = base64.StdEncoding.EncodeToString(e.Data)
+		}
+		events = append(events, ev)
+	}
+	view := s.sessionView(out.SessionInfo)
+	view["events"], view["cursor"], view["next_cursor"] = events, out.Cursor, out.NextCursor
+	view["dropped_bytes"], view["done"] = out.Missed, out.Done
+	return view, nil
+}
+
+// cutRune is how many bytes at the end of p begin a UTF-8 character that
+// is not complete there (0 when none).
+func cutRune(p []byte) int {
+	for cut := 1; cut <= 3 && cut <= len(p); cut++ {
+		if utf8.RuneStart(p[len(p)-cut]) {
+			if !utf8.FullRune(p[len(p)-cut:]) {
+				return cut
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+func (s *Server) writeSession(_ context.Context, a writeSessionArgs) (any, error) {
+	var data []byte
+	switch {
+	case a.Data != nil && a.DataBase64 != nil:
+		return nil, newToolError(coded.InvalidArguments, "give data or data_base64, not both",
+			map[string]any{"field": "data_base64"})
+	case a.Data != nil:
+		data = []byte(*a.Data)
+	case a.DataBase64 != nil:
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(*a.DataBase64); err != nil {
+			return nil, newToolError(coded.InvalidArguments, "data_base64 is not base64: "+clip(err.Error()),
+				map[string]any{"field": "data_base64"})
+		}
+	case !a.CloseStdin:
+		return nil, newToolError(coded.InvalidArguments, "give data or data_base64 to write, or close_stdin",
+			map[string]any{"field": "data"})
+	}
+	info, err := s.execSessions.Write(a.SessionID, data, a.CloseStdin)
+	if err != nil {
+		return nil, err
+	}
+	view := s.sessionView(info)
+	view["bytes_written"] = len(data)
+	return view, nil
+}
+
+func (s *Server) signalSession(_ context.Context, a signalSessionArgs) (any, error) {
+	info, how, err := s.execSessions.Signal(a.SessionID, drivers.Signal(a.Signal))
+	if err != nil {
+		return nil, err
+	}
+	view := s.sessionView(info)
+	view["signal"], view["delivered"] = a.Signal, how
+	return view, nil
+}
+
+func (s *Server) closeSession(_ context.Context, a sessionArgs) (any, error) {
+	info, err := s.execSessions.Close(a.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	view := s.sessionView(info)
+	view["closed"] = true
+	return view, nil
+}
+
+// sessionView is a session's fields every session tool answers with.
+func (s *Server) sessionView(i sandbox.SessionInfo) map[string]any {
+	id := i.Sandbox
+	if e, ok := s.index.Lookup(i.Instance); ok {
+		id = instanceID(e)
+	}
+	out := map[string]any{"session_id": i.ID, "instance_id": id, "command": i.Command, "tty": i.TTY,
+		"status": i.Status, "started_at": iso(i.Started), "output_bytes": i.OutputBytes,
+		"buffer_dropped_bytes": i.DroppedBytes, "idle_timeout_seconds": int64(i.Idle / time.Second),
+		"stdin_closed": i.StdinClosed, "exit": nil}
+	if x := i.Exit; x != nil {
+		exit := map[string]any{"exit_code": x.Code, "reason": x.Reason, "timed_out": x.TimedOut,
+			"ended_at": iso(x.At)}
+		if x.Error != "" {
+			exit["error"] = x.Error
+		}
+		out["exit"] = exit
+	}
+	return out
+}
+
+// followTask is get_task_logs with a cursor: the task's output from a
+// byte offset, as read_session reads a session's.
+func (s *Server) followTask(ctx context.Context, ws spec.Options, a taskLogsArgs) (any, error) {
+	limit, wait := 0, time.Duration(0)
+	if a.MaxBytes != nil {
+		if limit = *a.MaxBytes; limit <= 0 {
+			return nil, newToolError(coded.InvalidArguments, "max_bytes must be positive",
+				map[string]any{"field": "max_bytes"})
+		}
+	}
+	if a.WaitMS != nil {
+		wait = time.Duration(max(*a.WaitMS, 0)) * time.Millisecond
+	}
+	t, c, err := s.cfg.Engine.Tasks(ws).LogsFrom(ctx, a.TaskID, *a.Cursor, limit, wait)
+	if err != nil {
+		return nil, err
+	}
+	if cut := cutRune(c.Data); !c.Done && cut > 0 && cut < len(c.Data) {
+		c.Data, c.NextCursor = c.Data[:len(c.Data)-cut], c.NextCursor-int64(cut)
+	}
+	out := map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status,
+		"cursor": c.Cursor, "next_cursor": c.NextCursor, "size": c.Size, "done": c.Done, "saved_output": c.Saved}
+	if utf8.Valid(c.Data) {
+		out["output"] = string(c.Data)
+	} else {
+		out["output_base64"] = base64.StdEncoding.EncodeToString(c.Data)
+	}
+	return out, nil
+}

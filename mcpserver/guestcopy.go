@@ -1,0 +1,103 @@
+package mcpserver
+
+import (
+	"context"
+	"maps"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/sandbox"
+)
+
+// Guest files moved, copied and probed (issue 31): guest paths only, with
+// the same path rules as the file tools (files.go). A copy between two
+// sandboxes goes through the host as a tar stream and stops at the
+// operator's copy ceiling.
+
+type relocateArgs struct {
+	InstanceID  string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	Src         string `json:"src" jsonschema:"Guest file, link or folder; a relative path is relative to the guest user's home."`
+	Dst         string `json:"dst" jsonschema:"Guest path it goes to (the full new path, not a folder to put it in)."`
+	Overwrite   bool   `json:"overwrite,omitempty" jsonschema:"Replace what is at dst (a folder with everything in it); without it an existing dst is refused."`
+	MakeParents bool   `json:"make_parents,omitempty" jsonschema:"Create dst's missing parent folders."`
+}
+
+type copyPathArgs struct {
+	relocateArgs
+	DstInstanceID string `json:"dst_instance_id,omitempty" jsonschema:"Copy into this other instance of the same workspace (default: the same instance)."`
+}
+
+var guestCopyHints = map[string]hints{
+	"move_path":   {destructive: true}, // with overwrite, replaces dst; moving again finds no src
+	"copy_path":   {destructive: true}, // with overwrite, replaces dst
+	"path_exists": readOnly,
+}
+
+func init() { maps.Copy(toolHints, guestCopyHints) }
+
+func (s *Server) registerGuestCopies() {
+	addTool(s, "move_path", "Move or rename a guest file, link or folder inside an instance.", s.movePath)
+	addTool(s, "copy_path", "Copy a guest file, link or folder inside an instance, or into another instance of "+
+		"the same workspace (dst_instance_id), bounded by the operator's copy ceiling.", s.copyPath)
+	addTool(s, "path_exists", "Say whether a guest path exists (a dangling link too) and what it is.", s.pathExists)
+}
+
+func (a relocateArgs) relocation() sandbox.Relocation {
+	return sandbox.Relocation{Src: a.Src, Dst: a.Dst, Overwrite: a.Overwrite, MakeParents: a.MakeParents}
+}
+
+func (s *Server) movePath(ctx context.Context, a relocateArgs) (any, error) {
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := tgt.MovePath(ctx, a.relocation()); err != nil {
+		return nil, err
+	}
+	return map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "moved": true}, nil
+}
+
+func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (any, error) {
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "copied": true}
+	if a.DstInstanceID == "" || a.DstInstanceID == a.InstanceID {
+		if err := tgt.CopyPath(ctx, a.relocation()); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	dst, _, err := s.target(ctx, a.DstInstanceID)
+	if err != nil {
+		return nil, err
+	}
+	if dst.Resolved.WorkspaceID != tgt.Resolved.WorkspaceID {
+		return nil, newToolError(coded.InvalidArguments, "dst_instance_id is an instance of another workspace; "+
+			"copy_path copies between instances of one workspace (copy through the host with copy_from_instance "+
+			"and copy_to_instance instead)", map[string]any{"field": "dst_instance_id"})
+	}
+	ceiling := s.cfg.Engine.Policy.Ceilings.Defaulted().MaxCopyBytes.Value
+	n, err := sandbox.CopyBetween(ctx, tgt, dst, a.relocation(), ceiling)
+	if err != nil {
+		return nil, err
+	}
+	out["dst_instance_id"], out["archive_bytes"] = a.DstInstanceID, n
+	return out, nil
+}
+
+func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (any, error) {
+	tgt, _, err := s.target(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ok, kind, err := tgt.PathExists(ctx, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"instance_id": a.InstanceID, "path": a.Path, "exists": ok, "type": nil}
+	if ok {
+		out["type"] = kind
+	}
+	return out, nil
+}
