@@ -36,6 +36,10 @@ var (
 	portFields = []string{instanceIDField, "port i: The guest port.", "host_port i: The port on 127.0.0.1.",
 		"host s", "url s", "status s", "created_at s?", "connections i", "failed_connections i", "bytes_in n",
 		"bytes_out n"}
+	sessionFields = []string{"session_id s: The id the other session tools take.", instanceIDField,
+		"command s", "tty b", "status s: running or ended.", "started_at s", "output_bytes n: Output so far.",
+		"buffer_dropped_bytes n: Output the bounded buffer let go.", "idle_timeout_seconds i", "stdin_closed b",
+		"exit o?: exit_code, reason, timed_out, ended_at once it ended."}
 	copyFields = []string{instanceIDField, "local_path s", "remote_path s", "status s",
 		"skipped_links a: Links left out because they led outside the destination.",
 		"skipped_paths a: Protected paths left out."}
@@ -83,13 +87,28 @@ var toolOutputs = map[string][]string{
 	"stat_path":   {instanceIDField, "path s", "exists b", "type s?", "size n?", "mode s?", "modified s?"},
 	"make_dir":    {instanceIDField, "path s", "created b"},
 	"remove_path": {instanceIDField, "path s", "removed b"},
+	// Exec sessions: every answer carries the session's view.
+	"start_session": fields(sessionFields),
+	"read_session": append(fields(sessionFields), "events a: Output after the cursor: seq, stream, offset, and text "+
+		"(or data_base64 when it is not UTF-8).", "cursor n", "next_cursor n: The cursor of the next read.",
+		"dropped_bytes n: Output dropped before this reader read it.", "done b: The session ended and all was read."),
+	"write_session":  append(fields(sessionFields), "bytes_written i"),
+	"signal_session": append(fields(sessionFields), "signal s", "delivered s: How the signal was delivered."),
+	"close_session":  append(fields(sessionFields), "closed b"),
+	// Guest paths.
+	"move_path":   {instanceIDField, "src s", "dst s", "moved b"},
+	"copy_path":   {instanceIDField, "src s", "dst s", "dst_instance_id s?", "copied b"},
+	"path_exists": {instanceIDField, "path s", "exists b", "type s?: file, dir, link or other."},
 	// Background tasks.
 	"start_background_task": {instanceIDField, "task_id s: The id get_task_status and get_task_logs take.",
 		"pid i?", "log_path s", "status s"},
 	"get_task_status": {instanceIDField, "task_id s", "status s", "pid i?", "exit_code i?", "log_path s",
 		"created_at s?", "started_at s?", "finished_at s?", "error_message s?"},
-	"get_task_logs": {instanceIDField, "task_id s", "status s", "logs s", "tail i"},
-	"stop_task":     {instanceIDField, "task_id s", "status s", "exit_code i?"},
+	"get_task_logs": {instanceIDField, "task_id s", "status s", "logs s: The last lines (v1's tail form).",
+		"tail i", "output s: With a cursor: the output from cursor on, as text.",
+		"output_base64 s: The same when it is not UTF-8.", "cursor n", "next_cursor n: The cursor to read on from.",
+		"size n: Bytes of output so far.", "done b: The task ended and everything was read.", "saved_output b"},
+	"stop_task": {instanceIDField, "task_id s", "status s", "exit_code i?"},
 	// Docker (v1's shapes).
 	"validate_image": {instanceIDField, "valid b", "recommendation s", "reasons a", "expected_image_tag s?",
 		"image_metadata o?", "workspace_state o?", "ignored_checks a"},

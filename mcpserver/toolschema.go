@@ -22,6 +22,14 @@ import (
 
 var toolTitles = map[string]string{
 	"create_instance":            "Create a sandbox",
+	"start_session":              "Start an exec session",
+	"read_session":               "Read an exec session's output",
+	"write_session":              "Write to an exec session's stdin",
+	"signal_session":             "Signal an exec session",
+	"close_session":              "Close an exec session",
+	"move_path":                  "Move a guest path",
+	"copy_path":                  "Copy a guest path",
+	"path_exists":                "Say whether a guest path exists",
 	"list_instances":             "List sandboxes",
 	"destroy_instance":           "Destroy a sandbox",
 	"extend_instance_ttl":        "Extend a sandbox's lease",
@@ -79,6 +87,16 @@ type argRule struct {
 	props map[string]any
 }
 
+// signalNames are the signals a session may be sent, as signal_session
+// takes them.
+func signalNames() []string {
+	out := make([]string, len(sandbox.SessionSignals))
+	for i, s := range sandbox.SessionSignals {
+		out[i] = string(s)
+	}
+	return out
+}
+
 func bounds(lo, hi float64) argRule { return argRule{min: &lo, max: &hi} }
 func atLeast(lo float64) argRule    { return argRule{min: &lo} }
 
@@ -88,6 +106,12 @@ var argRules = map[string]map[string]argRule{
 	"docker_compose": {"action": {enum: []string{"build", "down", "exec", "logs", "ps", "pull", "restart", "stop",
 		"up"}}, "tail": atLeast(0)},
 	"docker_cleanup": {"mode": {enum: []string{"safe", "aggressive"}}},
+	"signal_session": {"signal": {enum: signalNames()}},
+	"start_session":  {"timeout_seconds": atLeast(1)},
+	"read_session": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxSessionRead),
+		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
+	"get_task_logs": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxLogRead),
+		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
 		"limit": bounds(1, sandbox.MaxReadLimit)},
 	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}},
