@@ -255,6 +255,11 @@ func testAdHocPrepare(t *testing.T, w *ws) {
 	prep := m.call("prepare_workspace", map[string]any{"instance_id": id, "include_services": false,
 		"wait_for_ready": true})
 	record("prepare_workspace (runtime)", start)
+	// An exec session through the official TypeScript SDK: python3 -i,
+	// written to and read from with a cursor, then closed.
+	start = time.Now()
+	w.agent(t, "session", id)
+	record("exec session: python3 -i written, read with a cursor, closed (TypeScript SDK)", start)
 	docker, _ := prep["docker_command"].(string)
 	if prep["runtime_ready"] != true || docker == "" {
 		t.Fatalf("prepare_workspace: %v", prep)

@@ -48,7 +48,7 @@ if (step === "create") {
   async function readUntil(want) {
     for (let i = 0; i < 60 && !want.test(text); i++) {
       const r = await ok("read_session", { session_id: id, cursor, wait_ms: 2000 });
-      for (const e of r.events ?? []) text += e.data ?? "";
+      for (const e of r.events ?? []) text += e.text ?? "";
       assert.ok(r.next_cursor >= cursor, `cursor went back: ${JSON.stringify(r)}`);
       cursor = r.next_cursor;
     }
