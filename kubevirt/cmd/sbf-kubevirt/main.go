@@ -4,6 +4,7 @@
 //
 //	sbf-kubevirt plugin        serve the driver to sbf on stdin/stdout (sbf starts it)
 //	sbf-kubevirt serve-leader  run a command (sbf reconcile --watch) only while holding a Lease
+//	sbf-kubevirt controller    halt and delete every sbf VM past its lease (run under serve-leader)
 //	sbf-kubevirt version
 package main
 
@@ -27,7 +28,7 @@ import (
 
 var version = "dev"
 
-const usage = `usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | version`
+const usage = `usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | controller [flags] | version`
 
 func main() {
 	// The libraries' own logging would only interleave with sbf's output.
@@ -45,6 +46,8 @@ func main() {
 		err = plugin(ctx)
 	case "serve-leader":
 		err = serveLeader(ctx, os.Args[2:])
+	case "controller":
+		err = controller(ctx, os.Args[2:])
 	case "version":
 		fmt.Println("sbf-kubevirt", version, "protocol", external.ProtocolVersion)
 	default:
