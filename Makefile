@@ -65,8 +65,10 @@ test:
 
 # The kubevirt backend is a program of its own, sbf-kubevirt, built from the nested module
 # kubevirt/ (client-go and controller-runtime stay out of sbf and of its go test ./...).
+# Its version: VERSION when given, else what git describes (sbf-kubevirt version prints it).
 sbf-kubevirt:
-	cd kubevirt && $(GO) build -ldflags "-X main.version=$(VERSION)" -o ../bin/sbf-kubevirt ./cmd/sbf-kubevirt
+	cd kubevirt && $(GO) build -ldflags "-X main.version=$(or $(VERSION),$(shell git describe --tags --always --dirty))" \
+	  -o ../bin/sbf-kubevirt ./cmd/sbf-kubevirt
 
 # A real kube-apiserver v1.34.3 (built from the module proxy, ~11 min cold) and Debian's
 # etcd, cached outside the checkout, for the kubevirt tests.
