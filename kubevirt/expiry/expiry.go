@@ -218,7 +218,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 	case err == nil:
 		rep.Expired = append(rep.Expired, key)
 		c.o.Logf("VirtualMachine %s: lease ended %s; halted and deleted", key, raw)
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	case errors.Is(err, errMoved) || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		// Someone wrote it since the list (a renewal, most likely) or deleted it: the watch
 		// brings the next pass, which reads it afresh.
 		c.wake()
@@ -227,22 +227,45 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 	}
 }
 
-// expire halts vm, then deletes it, each write conditional on the version the decision was
-// made on: a renewal written in between makes the write fail, never the VM go.
+// errMoved is a lease annotation that moved (a renewal) or a VM that went while expiring.
+var errMoved = errors.New("the VM changed its lease or went since it was read")
+
+// expire halts vm, then deletes it, each write conditional on the version it read: a
+// renewal written in between makes the write fail, never the VM go. A conflict caused by
+// anything else (KubeVirt writes the VM's status as it halts) is no reason to keep the VM:
+// it is read again and, its lease end unmoved, expired again.
 func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string) error {
-	halted := kv.RunStrategyHalted
-	vm.Spec.RunStrategy = &halted
-	vm.Annotations[AnnotationExpiredAt] = leaseEnd
-	if err := c.o.Client.Update(ctx, vm); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		err := c.haltAndDelete(ctx, vm, leaseEnd)
+		if !apierrors.IsConflict(err) || attempt == 4 {
+			return err
+		}
+		fresh := &kv.VirtualMachine{}
+		if err := c.o.Client.Get(ctx, client.ObjectKeyFromObject(vm), fresh); err != nil {
+			return err
+		}
+		if fresh.UID != vm.UID || fresh.DeletionTimestamp != nil ||
+			fresh.Labels[driver.LabelManagedBy] != driver.ManagedBy ||
+			fresh.Annotations[driver.AnnotationLeaseEnd] != leaseEnd {
+			return errMoved
+		}
+		vm = fresh
+	}
+}
+
+func (c *Controller) haltAndDelete(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string) error {
+	rs := vm.Spec.RunStrategy
+	if rs == nil || *rs != kv.RunStrategyHalted || vm.Annotations[AnnotationExpiredAt] != leaseEnd {
+		halted := kv.RunStrategyHalted
+		vm.Spec.RunStrategy = &halted
+		vm.Annotations[AnnotationExpiredAt] = leaseEnd
+		if err := c.o.Client.Update(ctx, vm); err != nil {
+			return err
+		}
 	}
 	// A renewal that lands between the two writes finds the VM halted, not gone; its sbf
 	// starts it again on its next pass.
-	err := c.o.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID, ResourceVersion: &vm.ResourceVersion})
-	if err != nil {
-		return err
-	}
-	return nil
+	return c.o.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID, ResourceVersion: &vm.ResourceVersion})
 }
 
 func where(namespace string) string {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/testutil"
@@ -31,11 +32,17 @@ type passes struct {
 }
 
 func runExpiry(t *testing.T, namespaces ...string) *passes {
+	return runExpiryWith(t, interceptor.Funcs{}, namespaces...)
+}
+
+// runExpiryWith runs the controller on a client whose calls funcs may intercept.
+func runExpiryWith(t *testing.T, funcs interceptor.Funcs, namespaces ...string) *passes {
 	t.Helper()
-	c, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: driver.Scheme()})
+	real, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: driver.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := interceptor.NewClient(real, funcs)
 	p := &passes{clock: clock.NewFake(t0)}
 	ctrl, err := expiry.New(expiry.Options{Client: c, Namespaces: namespaces, Clock: p.clock, Resync: 10 * time.Minute,
 		Retry: time.Second, Logf: t.Logf, OnPass: func(r expiry.Report) {
@@ -251,5 +258,60 @@ func TestTheControllerCommandExpiresOnTime(t *testing.T) {
 	t.Logf("deleted %s after its lease end (polling every 20ms)\n%s", late.Round(time.Millisecond), out)
 	if late < 0 || late > time.Second {
 		t.Errorf("deleted %s after its lease end; want within a second, never before", late)
+	}
+}
+
+// Someone writes the VM between the controller's read and its halt: a renewal (the lease
+// annotation moved) keeps the VM, not marked expired, not deleted; any other write (KubeVirt
+// writing the VM as it halts it) does not save it, and it goes in that same pass.
+func TestAWriteRacingTheExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		write   func(vm *kv.VirtualMachine)
+		expires bool
+	}{
+		{"a renewal wins", func(vm *kv.VirtualMachine) {
+			vm.Annotations[driver.AnnotationLeaseEnd] = t0.Add(time.Hour).Format(time.RFC3339)
+		}, false},
+		{"another write does not", func(vm *kv.VirtualMachine) { vm.Labels["touched"] = "yes" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSpace(t, quick)
+			s.addSbfVM(t, "racing", t0.Add(-time.Minute).Format(time.RFC3339))
+			s.settled(t, "racing")
+			var once sync.Once
+			p := runExpiryWith(t, interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch,
+				obj client.Object, opts ...client.UpdateOption) error {
+				once.Do(func() {
+					var vm kv.VirtualMachine
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &vm); err != nil {
+						t.Error(err)
+						return
+					}
+					tc.write(&vm)
+					if err := c.Update(ctx, &vm); err != nil {
+						t.Error(err)
+					}
+				})
+				return c.Update(ctx, obj, opts...)
+			}}, s.ns)
+			rep := p.after(t, t0)
+			vm := s.vm(t, "racing")
+			if !tc.expires {
+				if len(rep.Expired) != 0 || vm == nil || vm.DeletionTimestamp != nil ||
+					vm.Annotations[expiry.AnnotationExpiredAt] != "" {
+					t.Fatalf("renewed while being expired: %+v; the VM: %+v", rep, vm)
+				}
+				waitFor(t, "a pass that follows the renewal", func() bool {
+					p.mu.Lock()
+					defer p.mu.Unlock()
+					return p.reports[len(p.reports)-1].Next.Equal(t0.Add(time.Hour))
+				})
+				return
+			}
+			if len(rep.Expired) != 1 || (vm != nil && vm.DeletionTimestamp == nil) {
+				t.Fatalf("expired VM written by someone else in between: %+v; the VM: %+v", rep, vm)
+			}
+		})
 	}
 }
