@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,5 +151,30 @@ func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
 	}
 	if h := holder(t, s); h != "" {
 		t.Errorf("b shut down but the Lease is still held by %q", h)
+	}
+}
+
+// The probes the Deployments use: serve-leader answers /healthz and /readyz, leader or
+// follower alike.
+func TestServeLeaderAnswersProbes(t *testing.T) {
+	s := newSpace(t, quick)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	log := filepath.Join(t.TempDir(), "acting.log")
+	startReplicaWith(t, s, "a", log, s.kubeconfig, append([]string{"--health-addr", addr}, short...))
+	for _, path := range []string{"/healthz", "/readyz"} {
+		var res *http.Response
+		waitFor(t, path, func() bool {
+			res, err = http.Get("http://" + addr + path)
+			return err == nil
+		})
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s", path, res.Status)
+		}
 	}
 }
