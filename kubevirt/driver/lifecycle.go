@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -234,7 +235,7 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 	done func(*kv.VirtualMachineInstance) (bool, string)) error {
 	deadline := d.clock.Now().Add(timeout)
 	last := ""
-	for {
+	for looked := false; ; looked = true {
 		vmi, err := d.vmi(ctx, instance)
 		if err != nil {
 			return err
@@ -245,6 +246,13 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 		}
 		if why == "failed" {
 			return fmt.Errorf("%s: the VirtualMachineInstance failed: %s", instance, failure(vmi))
+		}
+		if !looked {
+			// With KubeVirt down nothing makes, stops or removes a VMI (nor lifts a VM's
+			// finalizer): say so now rather than after the whole timeout.
+			if err := d.kubevirtRunning(); err != nil {
+				return fmt.Errorf("%s is not %s: %w", instance, goal, d.notRunning(err, goal))
+			}
 		}
 		if why != last {
 			drivers.Progressf(ctx, "%s: %s", instance, why)
@@ -296,4 +304,30 @@ func failure(vmi *kv.VirtualMachineInstance) string {
 		}
 	}
 	return string(vmi.Status.Phase)
+}
+
+// kubevirtRunning is nil when virt-api answers (it serves subresources.kubevirt.io/v1
+// while it runs), else why not.
+func (d *Driver) kubevirtRunning() error {
+	disc, err := discovery.NewDiscoveryClientForConfig(d.cfg)
+	if err != nil {
+		return err
+	}
+	_, err = disc.ServerResourcesForGroupVersion("subresources.kubevirt.io/v1")
+	return err
+}
+
+// notRunning is KubeVirt being down, coded, with what to do about it.
+func (d *Driver) notRunning(err error, goal string) *drivers.UnavailableError {
+	then := "start again once KubeVirt runs"
+	if goal == "gone" {
+		then = "the VirtualMachine stays marked for deletion and goes once KubeVirt runs again"
+	}
+	return &drivers.UnavailableError{Driver: Name, ProbableCause: "kubevirt_not_running",
+		Reason: "KubeVirt is not running on " + d.where + " (virt-api does not answer: " + err.Error() +
+			"), so nothing acts on VirtualMachines; not waiting for it",
+		NextSteps: []string{then,
+			"kubectl get kubevirt -A: the KubeVirt resource's Available condition says why",
+			"kubectl -n kubevirt get pods: virt-api, virt-controller and virt-handler should be running",
+			"sbf doctor checks it"}}
 }
