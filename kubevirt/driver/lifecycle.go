@@ -89,6 +89,13 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 		return err
 	}
 	if err := d.c.Create(ctx, vm); err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace sbf made is going with its last VM (dropEmptyNamespace).
+			return &drivers.UnavailableError{Driver: Name, ProbableCause: "namespace_terminating",
+				Reason: "namespace " + d.set.Namespace + " is being deleted: " + err.Error(),
+				NextSteps: []string{"run again once it is gone (kubectl get namespace " + d.set.Namespace +
+					"); sbf makes it anew"}}
+		}
 		return d.apiError("creating VirtualMachine "+d.key(s.Name).String(), err)
 	}
 	return nil
@@ -166,7 +173,30 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.c.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", name, d.apiError("deleting VirtualMachine "+vm.Name, err))
 	}
-	return d.waitGone(ctx, name, true)
+	if err := d.waitGone(ctx, name, true); err != nil {
+		return err
+	}
+	d.dropEmptyNamespace(ctx)
+	return nil
+}
+
+// dropEmptyNamespace deletes the namespace once its last VM is gone, when sbf made it (its
+// label says so): trying sbf on a cluster leaves nothing behind. A namespace sbf was given
+// (SBF_KUBEVIRT_NAMESPACE, the kubeconfig's) is never deleted, nor one holding any VM,
+// sbf's or not. Best effort: one who may not delete namespaces keeps it, harmlessly. Two
+// sbf processes share a generated namespace only when they serve the same workspace, whose
+// lock keeps a create from racing this.
+func (d *Driver) dropEmptyNamespace(ctx context.Context) {
+	var ns corev1.Namespace
+	if err := d.c.Get(ctx, types.NamespacedName{Name: d.set.Namespace}, &ns); err != nil ||
+		ns.Labels[LabelManagedBy] != ManagedBy || ns.DeletionTimestamp != nil {
+		return
+	}
+	var vms kv.VirtualMachineList
+	if err := d.c.List(ctx, &vms, client.InNamespace(ns.Name), client.Limit(1)); err != nil || len(vms.Items) > 0 {
+		return
+	}
+	_ = d.c.Delete(ctx, &ns, client.Preconditions{UID: &ns.UID, ResourceVersion: &ns.ResourceVersion})
 }
 
 // Reconfigure applies CPUs, memory and a larger disk to a stopped VM.
