@@ -88,9 +88,9 @@ func Diagnose(ctx context.Context, env drivers.Env, r *spec.Resolved) []drivers.
 		r = &copied
 	}
 	env.Workspace = r.Root
-	byDriver := map[string][]drivers.Spec{}
+	byDriver := map[string][]plan.DesiredSandbox{}
 	for _, sb := range plan.DesiredFrom(r).Sandboxes {
-		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb.VM)
+		byDriver[sb.Driver] = append(byDriver[sb.Driver], sb)
 	}
 	var out []drivers.Diagnosis
 	for _, name := range slices.Sorted(maps.Keys(byDriver)) {
@@ -120,9 +120,13 @@ func DiagnoseHost(
 	return out
 }
 
-func diagnoseOne(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) drivers.Diagnosis {
+func diagnoseOne(ctx context.Context, env drivers.Env, name string, sandboxes []plan.DesiredSandbox) drivers.Diagnosis {
+	var specs []drivers.Spec
+	for _, sb := range sandboxes {
+		specs = append(specs, sb.VM)
+	}
 	d := diagnoseDriver(ctx, env, name, specs)
-	checks := egressChecks(ctx, env, name, specs)
+	checks := egressChecks(ctx, env, name, sandboxes)
 	if len(checks) == 0 {
 		return d
 	}
@@ -138,21 +142,22 @@ func diagnoseOne(ctx context.Context, env drivers.Env, name string, specs []driv
 
 // egressChecks says, for each sandbox with a network policy, whether its
 // driver enforces it here: the answer apply would give (POLICY_UNSUPPORTED).
-func egressChecks(ctx context.Context, env drivers.Env, name string, specs []drivers.Spec) []drivers.Check {
+// Messages and next steps name the sandbox, as the spec does, not its VM.
+func egressChecks(ctx context.Context, env drivers.Env, name string, sandboxes []plan.DesiredSandbox) []drivers.Check {
 	var out []drivers.Check
-	for _, s := range specs {
-		if s.Egress == nil {
+	for _, sb := range sandboxes {
+		if sb.VM.Egress == nil {
 			continue
 		}
 		c := drivers.Check{Name: "network policy", Status: drivers.CheckOK,
-			Detail: s.Name + ": egress = " + s.Egress.String() + " enforced outside the guest"}
+			Detail: sb.Name + ": egress = " + sb.VM.Egress.String() + " enforced outside the guest"}
 		reg, _ := drivers.Lookup(name)
 		drv, err := reg.New(ctx, env)
 		if err == nil {
-			err = egressEnforced(drv, plan.DesiredSandbox{Name: s.Name, Driver: name, VM: s})
+			err = egressEnforced(drv, plan.DesiredSandbox{Name: sb.Name, Driver: name, VM: sb.VM})
 		}
 		if err != nil {
-			c = drivers.CheckFromError("network policy", fmt.Errorf("%s: %w", s.Name, err))
+			c = drivers.CheckFromError("network policy", fmt.Errorf("%s: %w", sb.Name, err))
 			c.NextSteps, _ = coded.Of(err, coded.Unknown).Details["next_steps"].([]string)
 		}
 		out = append(out, c)

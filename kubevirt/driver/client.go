@@ -53,6 +53,28 @@ func RESTConfig(getenv func(string) string) (*rest.Config, string, error) {
 	return cfg, "kubeconfig context " + raw.CurrentContext, nil
 }
 
+// ContextNamespace is the namespace the kubeconfig's current context names: "" when it
+// names none, or when sbf runs on a pod's service account (whose namespace the Deployment
+// passes as SBF_KUBEVIRT_NAMESPACE).
+func ContextNamespace(getenv func(string) string) string {
+	if getenv("KUBECONFIG") == "" && getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return ""
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kc := getenv("KUBECONFIG"); kc != "" {
+		rules.ExplicitPath = ""
+		rules.Precedence = splitList(kc)
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return ""
+	}
+	if c := raw.Contexts[raw.CurrentContext]; c != nil {
+		return c.Namespace
+	}
+	return ""
+}
+
 // NewClient is a controller-runtime client on cfg with the driver's scheme.
 func NewClient(cfg *rest.Config) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)

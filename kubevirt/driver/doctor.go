@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	kv "kubevirt.io/api/core/v1"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -30,8 +31,8 @@ type Access struct {
 	Verbs           []string
 }
 
-// Diagnose checks, without stopping at the first problem: the API answers, KubeVirt's
-// CRDs are served, the namespace is usable, and RBAC allows every verb sbf uses there.
+// Diagnose checks, without stopping at the first problem: the API answers, KubeVirt is
+// served and running, the namespace is usable, and RBAC allows every verb sbf uses there.
 func (d *Driver) Diagnose(ctx context.Context, _ []drivers.Spec) drivers.Diagnosis {
 	diag := drivers.Diagnosis{Driver: Name}
 	d.check(ctx, &diag)
@@ -53,12 +54,12 @@ func (d *Driver) check(ctx context.Context, diag *drivers.Diagnosis) {
 		return
 	}
 	diag.Add(drivers.Check{Name: "api", Status: drivers.CheckOK, Detail: "the API server answers (" + d.where + ")"})
-	diag.Add(d.checkCRDs(disc))
+	diag.Add(d.checkKubeVirt(ctx, disc))
 	diag.Add(d.checkNamespace(ctx))
 	diag.Add(d.checkRBAC(ctx))
 }
 
-func (d *Driver) checkCRDs(disc discovery.DiscoveryInterface) drivers.Check {
+func (d *Driver) checkKubeVirt(ctx context.Context, disc discovery.DiscoveryInterface) drivers.Check {
 	res, err := disc.ServerResourcesForGroupVersion("kubevirt.io/v1")
 	found := map[string]bool{}
 	if err == nil {
@@ -72,7 +73,43 @@ func (d *Driver) checkCRDs(disc discovery.DiscoveryInterface) drivers.Check {
 			NextSteps: []string{"install KubeVirt (its operator and a KubeVirt resource) on the cluster",
 				"or point KUBECONFIG at a cluster that has it"}}
 	}
-	return drivers.Check{Name: "kubevirt", Status: drivers.CheckOK, Detail: "kubevirt.io/v1 VirtualMachines are served"}
+	// The CRDs outlive KubeVirt (they stay when its operator is gone or its pods are down),
+	// and with no KubeVirt running nothing makes a VM's instance: a start would wait out
+	// its whole timeout. virt-api serves subresources.kubevirt.io/v1 while it runs, and
+	// asking discovery for it needs no RBAC.
+	if _, err := disc.ServerResourcesForGroupVersion("subresources.kubevirt.io/v1"); err != nil {
+		return drivers.Check{Name: "kubevirt", Status: drivers.CheckFail,
+			Detail: "KubeVirt's CRDs are served but KubeVirt is not running: virt-api does not answer " +
+				"(subresources.kubevirt.io/v1: " + err.Error() + "); no VM would start",
+			NextSteps: []string{"kubectl get kubevirt -A: the KubeVirt resource's Available condition says why",
+				"kubectl -n kubevirt get pods: virt-api, virt-controller and virt-handler should be running",
+				"or deploy KubeVirt (its operator and a KubeVirt resource), or point KUBECONFIG at a cluster that runs it"}}
+	}
+	if why := d.kubevirtUnavailable(ctx); why != "" {
+		return drivers.Check{Name: "kubevirt", Status: drivers.CheckFail, Detail: why,
+			NextSteps: []string{"kubectl get kubevirt -A -o yaml: its conditions say what is missing",
+				"kubectl -n kubevirt get pods: virt-api, virt-controller and virt-handler should be running"}}
+	}
+	return drivers.Check{Name: "kubevirt", Status: drivers.CheckOK,
+		Detail: "kubevirt.io/v1 VirtualMachines are served and virt-api answers"}
+}
+
+// kubevirtUnavailable reads the KubeVirt resource, when these credentials may: its
+// Available condition, when false, says why (a deployment half done or degraded). ""
+// when it is available, or cannot be read (most users may not list it cluster-wide).
+func (d *Driver) kubevirtUnavailable(ctx context.Context) string {
+	var list kv.KubeVirtList
+	if err := d.c.List(ctx, &list); err != nil {
+		return ""
+	}
+	for _, k := range list.Items {
+		for _, c := range k.Status.Conditions {
+			if c.Type == kv.KubeVirtConditionAvailable && c.Status != corev1.ConditionTrue {
+				return fmt.Sprintf("KubeVirt %s/%s is not Available: %s %s", k.Namespace, k.Name, c.Reason, c.Message)
+			}
+		}
+	}
+	return ""
 }
 
 func (d *Driver) checkNamespace(ctx context.Context) drivers.Check {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -79,5 +84,54 @@ func TestDoctor(t *testing.T) {
 	gone := doctorAs(t, ns, down)
 	if c := checks(gone)["api"]; gone.Usable || c.Status != drivers.CheckFail || len(c.NextSteps) == 0 {
 		t.Errorf("with no API server: %+v", gone)
+	}
+}
+
+// KubeVirt's CRDs outlive KubeVirt: with them served but no virt-api (the stand-in's
+// group gone), doctor says KubeVirt is not running, rather than "usable".
+func TestDoctorKnowsKubeVirtIsNotRunning(t *testing.T) {
+	kubetest.Need(t, cluster)
+	ns := cluster.Namespace(t)
+	ctx := context.Background()
+	crds := apiextclient.NewForConfigOrDie(cluster.Config).ApiextensionsV1().CustomResourceDefinitions()
+	standin, err := crds.Get(ctx, "standins.subresources.kubevirt.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.NewDiscoveryClientForConfigOrDie(cluster.Config)
+	served := func() bool {
+		_, err := disc.ServerResourcesForGroupVersion("subresources.kubevirt.io/v1")
+		return err == nil
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for i := 0; !cond(); i++ {
+			if i == 600 {
+				t.Fatalf("waited a minute for %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if err := crds.Delete(ctx, standin.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		standin.ResourceVersion = ""
+		until("the stand-in's CRD to go", func() bool {
+			_, err := crds.Get(ctx, standin.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		if _, err := crds.Create(ctx, standin, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		until("virt-api's stand-in to be served again", served)
+	})
+	until("virt-api's stand-in to go", func() bool { return !served() })
+
+	diag := doctorAs(t, ns, cluster.Config)
+	c := checks(diag)["kubevirt"]
+	if diag.Usable || c.Status != drivers.CheckFail || !strings.Contains(c.Detail, "KubeVirt is not running") ||
+		len(c.NextSteps) == 0 {
+		t.Errorf("with KubeVirt's CRDs but no virt-api: usable %v, %+v", diag.Usable, c)
 	}
 }

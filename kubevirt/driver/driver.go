@@ -57,6 +57,17 @@ func New(o Options) (*Driver, error) {
 			return nil, err
 		}
 		d.cfg, d.where = cfg, where
+		// The namespace a user's context names is the one they were given and may use; a
+		// generated sbf-<tag> is one they may not be allowed to create. An explicit
+		// SBF_KUBEVIRT_NAMESPACE still wins, as kubectl's -n wins over the context.
+		if ns := ContextNamespace(o.Getenv); ns != "" && o.Getenv("SBF_KUBEVIRT_NAMESPACE") == "" {
+			d.getenv = func(k string) string {
+				if k == "SBF_KUBEVIRT_NAMESPACE" {
+					return ns
+				}
+				return o.Getenv(k)
+			}
+		}
 	}
 	if d.c == nil {
 		c, err := NewClient(d.cfg)
@@ -65,7 +76,7 @@ func New(o Options) (*Driver, error) {
 		}
 		d.c = c
 	}
-	set, err := SettingsFrom(o.Getenv, "")
+	set, err := SettingsFrom(d.getenv, "")
 	if err != nil {
 		set.Namespace = "" // decided by Hello's workspace
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,13 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 		return err
 	}
 	if err := d.c.Create(ctx, vm); err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace sbf made is going with its last VM (dropEmptyNamespace).
+			return &drivers.UnavailableError{Driver: Name, ProbableCause: "namespace_terminating",
+				Reason: "namespace " + d.set.Namespace + " is being deleted: " + err.Error(),
+				NextSteps: []string{"run again once it is gone (kubectl get namespace " + d.set.Namespace +
+					"); sbf makes it anew"}}
+		}
 		return d.apiError("creating VirtualMachine "+d.key(s.Name).String(), err)
 	}
 	return nil
@@ -165,7 +173,30 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.c.Delete(ctx, vm, client.Preconditions{UID: &vm.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", name, d.apiError("deleting VirtualMachine "+vm.Name, err))
 	}
-	return d.waitGone(ctx, name, true)
+	if err := d.waitGone(ctx, name, true); err != nil {
+		return err
+	}
+	d.dropEmptyNamespace(ctx)
+	return nil
+}
+
+// dropEmptyNamespace deletes the namespace once its last VM is gone, when sbf made it (its
+// label says so): trying sbf on a cluster leaves nothing behind. A namespace sbf was given
+// (SBF_KUBEVIRT_NAMESPACE, the kubeconfig's) is never deleted, nor one holding any VM,
+// sbf's or not. Best effort: one who may not delete namespaces keeps it, harmlessly. Two
+// sbf processes share a generated namespace only when they serve the same workspace, whose
+// lock keeps a create from racing this.
+func (d *Driver) dropEmptyNamespace(ctx context.Context) {
+	var ns corev1.Namespace
+	if err := d.c.Get(ctx, types.NamespacedName{Name: d.set.Namespace}, &ns); err != nil ||
+		ns.Labels[LabelManagedBy] != ManagedBy || ns.DeletionTimestamp != nil {
+		return
+	}
+	var vms kv.VirtualMachineList
+	if err := d.c.List(ctx, &vms, client.InNamespace(ns.Name), client.Limit(1)); err != nil || len(vms.Items) > 0 {
+		return
+	}
+	_ = d.c.Delete(ctx, &ns, client.Preconditions{UID: &ns.UID, ResourceVersion: &ns.ResourceVersion})
 }
 
 // Reconfigure applies CPUs, memory and a larger disk to a stopped VM.
@@ -234,7 +265,7 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 	done func(*kv.VirtualMachineInstance) (bool, string)) error {
 	deadline := d.clock.Now().Add(timeout)
 	last := ""
-	for {
+	for looked := false; ; looked = true {
 		vmi, err := d.vmi(ctx, instance)
 		if err != nil {
 			return err
@@ -245,6 +276,13 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 		}
 		if why == "failed" {
 			return fmt.Errorf("%s: the VirtualMachineInstance failed: %s", instance, failure(vmi))
+		}
+		if !looked {
+			// With KubeVirt down nothing makes, stops or removes a VMI (nor lifts a VM's
+			// finalizer): say so now rather than after the whole timeout.
+			if err := d.kubevirtRunning(); err != nil {
+				return fmt.Errorf("%s is not %s: %w", instance, goal, d.notRunning(err, goal))
+			}
 		}
 		if why != last {
 			drivers.Progressf(ctx, "%s: %s", instance, why)
@@ -296,4 +334,30 @@ func failure(vmi *kv.VirtualMachineInstance) string {
 		}
 	}
 	return string(vmi.Status.Phase)
+}
+
+// kubevirtRunning is nil when virt-api answers (it serves subresources.kubevirt.io/v1
+// while it runs), else why not.
+func (d *Driver) kubevirtRunning() error {
+	disc, err := discovery.NewDiscoveryClientForConfig(d.cfg)
+	if err != nil {
+		return err
+	}
+	_, err = disc.ServerResourcesForGroupVersion("subresources.kubevirt.io/v1")
+	return err
+}
+
+// notRunning is KubeVirt being down, coded, with what to do about it.
+func (d *Driver) notRunning(err error, goal string) *drivers.UnavailableError {
+	then := "start again once KubeVirt runs"
+	if goal == "gone" {
+		then = "the VirtualMachine stays marked for deletion and goes once KubeVirt runs again"
+	}
+	return &drivers.UnavailableError{Driver: Name, ProbableCause: "kubevirt_not_running",
+		Reason: "KubeVirt is not running on " + d.where + " (virt-api does not answer: " + err.Error() +
+			"), so nothing acts on VirtualMachines; not waiting for it",
+		NextSteps: []string{then,
+			"kubectl get kubevirt -A: the KubeVirt resource's Available condition says why",
+			"kubectl -n kubevirt get pods: virt-api, virt-controller and virt-handler should be running",
+			"sbf doctor checks it"}}
 }

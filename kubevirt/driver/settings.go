@@ -10,8 +10,8 @@ import (
 // Settings are the driver's, from the plugin's environment (sbf passes its own values of
 // these; the [vm.kubevirt] keys of a workspace override them per sandbox).
 type Settings struct {
-	// Namespace holds the workspace's VMs: SBF_KUBEVIRT_NAMESPACE, else one per workspace,
-	// sbf-<workspace tag>.
+	// Namespace holds the workspace's VMs: SBF_KUBEVIRT_NAMESPACE, else the kubeconfig
+	// context's namespace (New), else one per workspace, sbf-<workspace tag>.
 	Namespace string
 	// Image is the containerDisk a VM boots when its spec names no image:
 	// SBF_KUBEVIRT_IMAGE.

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,16 +38,23 @@ type replica struct {
 	err    error
 }
 
-// startReplica runs a replica whose "loop" appends "start ID PID" to log when it starts
-// and "stop ID" when it is told to stop.
+var short = []string{"--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
+	"--retry-period", retryPeriod.String()}
+
+// startReplica runs a replica with short timings (startReplicaWith: any) whose "loop"
+// appends "start ID PID TIME" to log when it starts and "stop ID TIME" when it is told to
+// stop (TIME in seconds since the epoch, to the nanosecond).
 func startReplica(t *testing.T, s space, id, log string) *replica {
+	return startReplicaWith(t, s, id, log, s.kubeconfig, short)
+}
+
+func startReplicaWith(t *testing.T, s space, id, log, kubeconfig string, timings []string) *replica {
 	t.Helper()
-	loop := fmt.Sprintf(`echo "start %s $$" >> %s; trap 'echo "stop %s" >> %s; exit 0' TERM; while :; do sleep 0.05; done`,
-		id, log, id, log)
-	cmd := exec.Command(plugin, "serve-leader", "--namespace", s.ns, "--lease", "sbf-loop", "--identity", id,
-		"--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
-		"--retry-period", retryPeriod.String(), "--", "sh", "-c", loop)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	loop := fmt.Sprintf(`echo "start %s $$ $(date +%%s.%%N)" >> %s; `+
+		`trap 'echo "stop %s $(date +%%s.%%N)" >> %s; exit 0' TERM; while :; do sleep 0.05; done`, id, log, id, log)
+	args := append([]string{"serve-leader", "--namespace", s.ns, "--lease", "sbf-loop", "--identity", id}, timings...)
+	cmd := exec.Command(plugin, append(args, "--", "sh", "-c", loop)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	r := &replica{id: id, cmd: cmd, stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
@@ -137,10 +146,35 @@ func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
 	if <-b.exited; b.err != nil {
 		t.Errorf("b's graceful shutdown: %v\n%s", b.err, b.stderr.String())
 	}
-	if got := acting(t, log); len(got) != 3 || got[2] != "stop b" {
+	if got := acting(t, log); len(got) != 3 || !strings.HasPrefix(got[2], "stop b ") {
 		t.Errorf("after b's shutdown the log reads %q; want b's loop stopped", got)
 	}
 	if h := holder(t, s); h != "" {
 		t.Errorf("b shut down but the Lease is still held by %q", h)
+	}
+}
+
+// The probes the Deployments use: serve-leader answers /healthz and /readyz, leader or
+// follower alike.
+func TestServeLeaderAnswersProbes(t *testing.T) {
+	s := newSpace(t, quick)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	log := filepath.Join(t.TempDir(), "acting.log")
+	startReplicaWith(t, s, "a", log, s.kubeconfig, append([]string{"--health-addr", addr}, short...))
+	for _, path := range []string{"/healthz", "/readyz"} {
+		var res *http.Response
+		waitFor(t, path, func() bool {
+			res, err = http.Get("http://" + addr + path)
+			return err == nil
+		})
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s", path, res.Status)
+		}
 	}
 }

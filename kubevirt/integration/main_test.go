@@ -56,15 +56,23 @@ type space struct {
 
 func newSpace(t testing.TB, o fakevirt.Options) space {
 	t.Helper()
+	s := bareSpace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fakevirt.Run(ctx, s.admin, s.ns, o)
+	return s
+}
+
+// bareSpace is a namespace where no stand-in plays KubeVirt: as on a cluster whose
+// KubeVirt is down.
+func bareSpace(t testing.TB) space {
+	t.Helper()
 	kubetest.Need(t, cluster)
 	ns := cluster.Namespace(t)
 	c, err := driver.NewClient(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	fakevirt.Run(ctx, c, ns, o)
 	return space{ns: ns, admin: c, kubeconfig: kubetest.Kubeconfig(t, cluster.Config)}
 }
 

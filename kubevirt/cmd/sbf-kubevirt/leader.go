@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -31,6 +33,7 @@ func serveLeader(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often replicas try to acquire or renew")
 	fs.DurationVar(&o.Grace, "grace", 0,
 		"SIGTERM to SIGKILL of the command (default half of lease-duration - renew-deadline)")
+	health := fs.String("health-addr", "", "answer liveness and readiness probes on this address (e.g. :8081)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,7 +46,27 @@ func serveLeader(ctx context.Context, args []string) error {
 		return err
 	}
 	o.Config = cfg
+	if *health != "" {
+		ln, err := net.Listen("tcp", *health)
+		if err != nil {
+			return fmt.Errorf("--health-addr %s: %w", *health, err)
+		}
+		srv := &http.Server{Handler: probes(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+	}
 	return leader.Run(ctx, o)
+}
+
+// probes answers /healthz and /readyz while the election runs: a follower is as healthy as
+// the leader (it is what takes over), so both are ready; a replica whose election ended
+// exits, and the kubelet restarts it.
+func probes() http.Handler {
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/readyz", ok)
+	return mux
 }
 
 func firstSet(vs ...string) string {

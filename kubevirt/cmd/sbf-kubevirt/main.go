@@ -4,6 +4,7 @@
 //
 //	sbf-kubevirt plugin        serve the driver to sbf on stdin/stdout (sbf starts it)
 //	sbf-kubevirt serve-leader  run a command (sbf reconcile --watch) only while holding a Lease
+//	sbf-kubevirt controller    halt and delete every sbf VM past its lease (run under serve-leader)
 //	sbf-kubevirt version
 package main
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -25,9 +27,44 @@ import (
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 )
 
-var version = "dev"
+// version is set at link time (-X main.version=..., by make sbf-kubevirt, the release and
+// the image); a plain go build falls back to what Go embeds (versionString).
+var version = ""
 
-const usage = `usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | version`
+// versionString is the release's version, else the module version or VCS revision Go
+// recorded, else "devel": never empty, so a report names what ran.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return "devel-" + rev + dirty
+}
+
+const usage = `usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | controller [flags] | version`
 
 func main() {
 	// The libraries' own logging would only interleave with sbf's output.
@@ -45,8 +82,10 @@ func main() {
 		err = plugin(ctx)
 	case "serve-leader":
 		err = serveLeader(ctx, os.Args[2:])
+	case "controller":
+		err = controller(ctx, os.Args[2:])
 	case "version":
-		fmt.Println("sbf-kubevirt", version, "protocol", external.ProtocolVersion)
+		fmt.Println("sbf-kubevirt", versionString(), "protocol", external.ProtocolVersion)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

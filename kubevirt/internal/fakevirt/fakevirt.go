@@ -122,6 +122,8 @@ func (k *Controller) reconcile(ctx context.Context, vm *kv.VirtualMachine) {
 		if k.due(vm, k.o.StartDelay) {
 			k.boot(ctx, vm)
 		}
+	case !deleting && runs(vm) && vmi.DeletionTimestamp == nil && vmi.Status.Phase == "":
+		k.run(ctx, vm, vmi) // a boot cut short: its pod or its status is missing
 	}
 	k.status(ctx, vm, vmi)
 }
@@ -142,8 +144,17 @@ func (k *Controller) boot(ctx context.Context, vm *kv.VirtualMachine) {
 	if err := k.c.Create(ctx, vmi); err != nil {
 		return
 	}
-	vmi.Status.Phase = kv.Running
+	k.run(ctx, vm, vmi)
+}
+
+// run makes the VMI's launcher pod, then marks the VMI running: in that order, as in
+// KubeVirt (the VMI runs in the pod), so that whoever sees the VMI ready finds its pod.
+func (k *Controller) run(ctx context.Context, vm *kv.VirtualMachine, vmi *kv.VirtualMachineInstance) {
 	vmi.Status.NodeName = "stand-in"
+	if err := k.launcher(ctx, vmi); err != nil {
+		return
+	}
+	vmi.Status.Phase = kv.Running
 	vmi.Status.Interfaces = []kv.VirtualMachineInstanceNetworkInterface{
 		{Name: "default", IP: k.o.IP, IPs: []string{k.o.IP}}}
 	cond := kv.VirtualMachineInstanceCondition{Type: kv.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
@@ -156,12 +167,11 @@ func (k *Controller) boot(ctx context.Context, vm *kv.VirtualMachine) {
 	}
 	vmi.Status.Conditions = []kv.VirtualMachineInstanceCondition{cond}
 	k.c.Update(ctx, vmi) // VMIs have no status subresource: the object carries it
-	k.launcher(ctx, vmi)
 }
 
 // launcher makes the VMI's virt-launcher pod, as KubeVirt labels it, bound to a node
 // that does not exist: there is no kubelet behind it to forward ports to.
-func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstance) {
+func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstance) error {
 	yes := true
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: vmi.Namespace,
@@ -171,11 +181,13 @@ func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstanc
 		Spec: corev1.PodSpec{NodeName: vmi.Status.NodeName,
 			Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	}
-	if err := k.c.Create(ctx, pod); err != nil {
-		return
+	if err := k.c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	} else if err != nil {
+		return nil // made by a boot cut short
 	}
 	pod.Status.Phase = corev1.PodRunning
-	k.c.Status().Update(ctx, pod)
+	return k.c.Status().Update(ctx, pod)
 }
 
 // status writes the VM's status as KubeVirt's controller would.

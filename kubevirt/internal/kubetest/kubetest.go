@@ -1,7 +1,8 @@
 // Package kubetest runs a real kube-apiserver and etcd (controller-runtime's envtest) with
 // KubeVirt's CRDs, for the kubevirt driver's tests. The binaries come from
 // scripts/kube-test-bins.sh (envtest's own downloads are not reachable here); without
-// them the tests skip, saying how to get them.
+// them the tests fail, saying how to get them, unless SBF_KUBE_SKIP=1 asks to skip: a
+// suite that passes green having run nothing is how a broken cache goes unnoticed.
 package kubetest
 
 import (
@@ -64,7 +65,11 @@ func Start() (*Cluster, string, error) {
 	return &Cluster{Env: env, Config: cfg}, "", nil
 }
 
-// Main runs a test package's tests against one cluster, started once.
+// SkipEnv, set to 1, lets the tests skip when the binaries are missing.
+const SkipEnv = "SBF_KUBE_SKIP"
+
+// Main runs a test package's tests against one cluster, started once. Without the
+// binaries it fails the package, unless SkipEnv=1.
 func Main(m *testing.M, c **Cluster) {
 	cluster, skip, err := Start()
 	if err != nil {
@@ -72,7 +77,12 @@ func Main(m *testing.M, c **Cluster) {
 		os.Exit(1)
 	}
 	if cluster == nil {
-		fmt.Println("SKIP kubevirt tests against a real API server:", skip)
+		if os.Getenv(SkipEnv) != "1" {
+			fmt.Fprintln(os.Stderr, "FAIL: the kubevirt tests need a real API server:", skip+
+				"; or set "+SkipEnv+"=1 to skip them (they then prove nothing)")
+			os.Exit(1)
+		}
+		fmt.Println("SKIP kubevirt tests against a real API server ("+SkipEnv+"=1):", skip)
 	}
 	*c = cluster
 	code := m.Run()
@@ -86,7 +96,7 @@ func Main(m *testing.M, c **Cluster) {
 func Need(t testing.TB, c *Cluster) {
 	t.Helper()
 	if c == nil {
-		t.Skip("no kube-apiserver: run scripts/kube-test-bins.sh")
+		t.Skip("no kube-apiserver and " + SkipEnv + "=1: run scripts/kube-test-bins.sh")
 	}
 }
 
