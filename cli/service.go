@@ -370,7 +370,7 @@ type serviceStatus struct {
 	Manager   string   `json:"manager"`
 	File      string   `json:"file"`
 	Installed bool     `json:"installed"`
-	Running   bool     `json:"running"` // the manager says it runs (exit 0 of its status command)
+	Running   bool     `json:"running"`           // the manager says it runs (exit 0 of its status command)
 	Command   []string `json:"command,omitempty"` // what the unit runs (systemd)
 	// Report is the service manager's own account, as it printed it.
 	Report string `json:"report,omitempty"`

@@ -77,7 +77,7 @@ for deb in sbf_"${version}"_linux_*.deb; do
   for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/lib/systemd/user/sbf-serve.service \
     ./usr/share/bash-completion/completions/sbf \
     ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish \
-    ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.Debian.gz; do
+    ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz; do
     grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
   done
   copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/sbf/copyright)
@@ -89,7 +89,7 @@ for deb in sbf_"${version}"_linux_*.deb; do
   esac
   if command -v lintian >/dev/null; then
     # Errors fail the release; warnings (a static Go binary, no man page...) are printed.
-    lint=$(lintian --no-tag-display-limit "$deb" 2>&1) || true
+    lint=$(lintian --tag-display-limit 0 "$deb" 2>&1) || true
     [ -z "$lint" ] || echo "$lint"
     ! grep -q '^E: ' <<<"$lint" || fail "lintian finds errors in $deb"
   fi
