@@ -194,6 +194,8 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.egressCommands()...)
 	root.AddCommand(a.egressCommand())
 	root.AddCommand(a.sandboxToolCommands()...)
+	root.AddCommand(a.docsCommand())
+	polishHelp(root) // helptext.go: examples and value words, after every command exists
 	return root
 }
 

@@ -77,7 +77,8 @@ for deb in sbf_"${version}"_linux_*.deb; do
   for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/lib/systemd/user/sbf-serve.service \
     ./usr/share/bash-completion/completions/sbf \
     ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish \
-    ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz; do
+    ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz \
+    ./usr/share/man/man1/sbf.1.gz ./usr/share/man/man1/sbf-apply.1.gz; do
     grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
   done
   copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/sbf/copyright)
