@@ -58,10 +58,8 @@ var commandExamples = map[string]string{
 	"task start":        "  sbf task start api -- make build\n  sbf task start api --cwd /work --env CI=1 -- ./test.sh",
 	"task status":       "  sbf task status 3db25a1c --json",
 	"task stop":         "  sbf task stop 3db25a1c",
-	"up": "  sbf up                         # every declared sandbox\n" +
-		"  sbf up scratch --ttl 20m       # an ad-hoc sandbox, with a lease",
-	"validate": "  sbf validate\n  sbf validate --strict --show\n  sbf validate --set vm.cpus=4 --json",
-	"version":  "  sbf version\n  sbf version --json",
-	"docs":     "  sbf docs man ./man",
-	"docs man": "  sbf docs man ./man\n  sbf docs man /usr/local/share/man/man1",
+	"validate":          "  sbf validate\n  sbf validate --strict --show\n  sbf validate --set vm.cpus=4 --json",
+	"version":           "  sbf version\n  sbf version --json",
+	"docs":              "  sbf docs man ./man",
+	"docs man":          "  sbf docs man ./man\n  sbf docs man /usr/local/share/man/man1",
 }

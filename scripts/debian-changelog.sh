@@ -10,6 +10,6 @@ version=${version/-/\~} # as nfpm writes a prerelease into the package's version
 mkdir -p "$(dirname "$out")"
 {
   printf 'sbf (%s) unstable; urgency=medium\n\n' "$version"
-  printf '  * Release %s; /usr/share/doc/sbf/CHANGELOG.md says what changed.\n\n' "$version"
+  printf '  * Release %s.\n  * /usr/share/doc/sbf/CHANGELOG.md says what changed.\n\n' "$version"
   printf ' -- SandboxForge maintainers <sbf@sandboxforge.invalid>  %s\n' "$(date -u -R -d "$date")"
 } | gzip -9n >"$out"
