@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -43,7 +42,7 @@ func (a *app) cpCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cwd, _ := os.Getwd()
+			cwd := a.hostBase()
 			ctx := a.context()
 			start := tgt.Clock.Now()
 			if dstBox != "" {

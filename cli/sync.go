@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -37,7 +36,7 @@ func (a *app) syncCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cwd, _ := os.Getwd()
+			cwd := a.hostBase()
 			ctx := a.context()
 			start := tgt.Clock.Now()
 			if from {
