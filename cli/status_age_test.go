@@ -69,3 +69,17 @@ func TestStatusAgeAndRelativeExpiry(t *testing.T) {
 		t.Errorf("status -o yaml: exit %d", r.code)
 	}
 }
+
+// A TTL of zero is named in the refusal ("TTL 0m is invalid"), not left
+// out as if no value had been given.
+func TestZeroTTLIsNamed(t *testing.T) {
+	dir := simDir(t, simSpec)
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "-C", dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := sbf(t, env, "-C", dir, "clone", "api", "--ttl", "0m")
+	if r.code == 0 || !strings.Contains(r.stderr, "TTL 0m is invalid") {
+		t.Errorf("clone --ttl 0m: exit %d\n%s", r.code, r.stderr)
+	}
+}
