@@ -26,11 +26,12 @@ func TestDirectoryFlagActsAsGits(t *testing.T) {
 		t.Errorf("cp of a path relative to -C: exit %d\n%s", r.code, r.stderr)
 	}
 	missing := filepath.Join(dir, "nonexistent")
-	if r := sbf(t, env, "-C", missing, "status"); r.code != 2 || !strings.Contains(r.stderr, "-C "+missing+": no such folder") {
+	r := sbf(t, env, "-C", missing, "status")
+	if r.code != 2 || !strings.Contains(r.stderr, "-C "+missing+": no such folder") {
 		t.Errorf("-C a missing folder: exit %d\n%s", r.code, r.stderr)
 	}
 	empty := t.TempDir()
-	r := sbf(t, env, "-C", empty, "status", "--json")
+	r = sbf(t, env, "-C", empty, "status", "--json")
 	var doc struct {
 		Error struct {
 			Code    string `json:"error_code"`

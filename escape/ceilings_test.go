@@ -41,8 +41,9 @@ func ceilingsBindTheCLI(t *testing.T, table string) {
 	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "first", "--ttl", "30m"); r.code != 0 {
 		t.Fatalf("up first: %d %s", r.code, r.stderr)
 	}
-	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "second"); r.code == 0 || !contains(r.stderr, "INSTANCE_LIMIT_EXCEEDED") &&
-		!contains(r.stderr, "instance limit reached") {
+	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "second"); r.code == 0 ||
+		!contains(r.stderr, "INSTANCE_LIMIT_EXCEEDED") &&
+			!contains(r.stderr, "instance limit reached") {
 		t.Errorf("up second: %d %s", r.code, r.stderr)
 	}
 	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "first", "--ttl", "2h"); r.code == 0 || !contains(r.stderr, "TTL") {
