@@ -41,7 +41,7 @@ type cpSide struct {
 //	source folder, destination a folder  the source is copied into it under its own name; a source
 //	                                     ending in /. copies its contents into it instead
 func cpTarget(src, dst cpSide) (string, error) {
-	srcPath, dstPath := strings.TrimSpace(src.typed), dst.typed
+	srcPath, dstPath := src.typed, dst.typed
 	switch {
 	case !src.exists:
 		return "", cpError(src.typed, "%s: no such file or folder", src.typed)
