@@ -157,8 +157,8 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
 	root.PersistentFlags().
-		StringVarP(&a.dir, "directory", "C", ".", "run as if started in `DIR` (as git -C): the workspace is the "+
-			"nearest folder with a .sandboxforge.toml, there or above")
+		StringVarP(&a.dir, "directory", "C", ".", "run as if started in `DIR`, as git -C (default: here): the "+
+			"workspace is the nearest folder with a .sandboxforge.toml, there or above")
 	// The usage text says what the default is; pflag would add (default ".").
 	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
