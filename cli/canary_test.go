@@ -58,7 +58,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"status"}, {"status", "--json"},
 		{"pool", "fill"}, {"pool", "fill", "--json"}, {"pool", "status"}, {"pool", "status", "--json"},
 		{"pool", "drain", "--auto-approve"}, {"pool", "drain", "--auto-approve", "--json"},
-		{"up", "scratch"}, {"up", "scratch2", "--json"},
+		{"up", "--new", "scratch"}, {"up", "--new", "scratch2", "--json"},
 		{"extend", "api", "10m"}, {"extend", "api", "10m", "--json"},
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},

@@ -72,6 +72,38 @@ func (a *app) completeCopyPath(
 	return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
 }
 
+// snapshotNames are the snapshots the state file records of a sandbox.
+func (a *app) snapshotNames(sandbox string) []string {
+	root := a.dir
+	if found, ok := spec.FindWorkspace(root); ok {
+		root = found
+	}
+	var names []string
+	if r, err := a.loadSpecAt(root, nil); err == nil {
+		if f, err := state.Read(filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID); err == nil {
+			for _, s := range f.Snapshots {
+				if s.Sandbox == sandbox {
+					names = append(names, s.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// completeSnapshot completes NAME SNAPSHOT [PATH]: a sandbox, one of its
+// snapshots, then a host file.
+func (a *app) completeSnapshot(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return a.sandboxNames(), cobra.ShellCompDirectiveNoFileComp
+	case 1:
+		return a.snapshotNames(args[0]), cobra.ShellCompDirectiveNoFileComp
+	}
+	return nil, cobra.ShellCompDirectiveDefault
+}
+
 func (a *app) completeTarget(cmd *cobra.Command) {
 	cmd.RegisterFlagCompletionFunc(
 		"target",

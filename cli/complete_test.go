@@ -10,7 +10,7 @@ import (
 func TestCompletionOfSandboxNames(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
-	if r := sbf(t, env, "up", "scratch", "-C", dir); r.code != 0 {
+	if r := sbf(t, env, "up", "--new", "scratch", "-C", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	for _, args := range [][]string{
@@ -40,5 +40,30 @@ func TestCompletionOfSandboxNames(t *testing.T) {
 	}
 	if r := sbf(t, env, "completion", "bash"); r.code != 0 || !strings.Contains(r.stdout, "__start_sbf") {
 		t.Errorf("completion bash: exit %d", r.code)
+	}
+}
+
+// Snapshot commands complete a sandbox, then its recorded snapshots;
+// clone's --snapshot completes those of its source.
+func TestCompletionOfSnapshotNames(t *testing.T) {
+	dir := simDir(t, simSpec)
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := sbf(t, env, "snapshot", "create", "-C", dir, "api", "before"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	for _, args := range [][]string{
+		{"__complete", "-C", dir, "snapshot", "restore", "api", ""},
+		{"__complete", "-C", dir, "snapshot", "delete", "api", ""},
+		{"__complete", "-C", dir, "clone", "api", "--snapshot", ""},
+	} {
+		if r := sbf(t, env, args...); !strings.Contains(r.stdout, "before\n") {
+			t.Errorf("%v: no snapshot 'before' in\n%s", args[3:], r.stdout)
+		}
+	}
+	if r := sbf(t, env, "__complete", "-C", dir, "snapshot", "restore", "web", ""); strings.Contains(r.stdout, "before") {
+		t.Errorf("web's completion offers api's snapshot:\n%s", r.stdout)
 	}
 }

@@ -158,16 +158,27 @@ func isTerminal(v any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
+// printStatusTable is kubectl get's table: AGE and the lease's end
+// relative to now ("in 1h58m"); wide (-o wide) gives both as times too.
+func (a *app) printStatusTable(rows []reconcile.SandboxStatus, now time.Time, wide bool) {
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintln(a.stdout)
-	t := newTable(a.stdout, "SANDBOX", "INSTANCE", "DRIVER", "PHASE", "LIVE", "EXPIRES", "NOTE")
+	headers := []string{"SANDBOX", "INSTANCE", "DRIVER", "PHASE", "LIVE", "AGE", "EXPIRES", "NOTE"}
+	if wide {
+		headers = []string{"SANDBOX", "INSTANCE", "DRIVER", "PHASE", "LIVE", "AGE", "CREATED", "EXPIRES",
+			"EXPIRES AT", "NOTE"}
+	}
+	t := newTable(a.stdout, headers...)
 	for _, r := range rows {
-		exp := "-"
+		age, created := "-", "-"
+		if r.CreatedAt != nil {
+			age, created = humanDuration(now.Sub(*r.CreatedAt)), r.CreatedAt.UTC().Format(time.RFC3339)
+		}
+		exp, expAt := "-", "-"
 		if r.ExpiresAt != nil {
-			exp = r.ExpiresAt.UTC().Format(time.RFC3339)
+			exp, expAt = relativeTime(*r.ExpiresAt, now), r.ExpiresAt.UTC().Format(time.RFC3339)
 		}
 		note := r.Drift
 		if r.LastError != "" {
@@ -177,9 +188,59 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus) {
 		if r.Lease == reconcile.LeaseExpired {
 			phase = "expired" // the engine's verdict: run out, the loop deletes the VM
 		}
-		t.row(r.Name, r.Instance, r.Driver, phase, r.Live, exp, note)
+		if wide {
+			t.row(r.Name, r.Instance, r.Driver, phase, r.Live, age, created, exp, expAt, note)
+		} else {
+			t.row(r.Name, r.Instance, r.Driver, phase, r.Live, age, exp, note)
+		}
 	}
 	t.flush()
+}
+
+// relativeTime is a moment as "in 1h58m" or "3m ago".
+func relativeTime(at, now time.Time) string {
+	if d := at.Sub(now); d >= 0 {
+		return "in " + humanDuration(d)
+	}
+	return humanDuration(now.Sub(at)) + " ago"
+}
+
+// humanDuration writes d as kubectl's AGE column does, precise when short
+// and coarser as it grows (90s, 5m30s, 45m, 3d4h, 45d), except that hours
+// keep their minutes below 8h (1h58m, where kubectl says 118m): a lease's
+// end reads as people say it.
+func humanDuration(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	m, h := s/60, s/3600
+	switch {
+	case s < 0:
+		return "0s"
+	case s < 120:
+		return fmt.Sprintf("%ds", s)
+	case m < 10:
+		return trimZero(fmt.Sprintf("%dm%ds", m, s%60))
+	case m < 60:
+		return fmt.Sprintf("%dm", m)
+	case h < 8:
+		return trimZero(fmt.Sprintf("%dh%dm", h, m%60))
+	case h < 48:
+		return fmt.Sprintf("%dh", h)
+	case h < 24*8:
+		return trimZero(fmt.Sprintf("%dd%dh", h/24, h%24))
+	case h < 24*365*2:
+		return fmt.Sprintf("%dd", h/24)
+	}
+	return fmt.Sprintf("%dy%dd", h/24/365, h/24%365)
+}
+
+// trimZero drops a zero second part: 5m0s → 5m, 2h0m → 2h, 3d0h → 3d.
+func trimZero(s string) string {
+	for _, z := range []string{"0s", "0m", "0h"} {
+		if strings.HasSuffix(s, z) && len(s) > len(z) && s[len(s)-len(z)-1] >= 'a' {
+			return strings.TrimSuffix(s, z)
+		}
+	}
+	return s
 }
 
 func firstLine(s string) string {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
-	"os"
+	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -17,8 +19,15 @@ func (a *app) cpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files or folders between the host and a sandbox (NAME:PATH names the sandbox side)",
-		Long: "cp copies a file or a folder in one stream: sbf cp ./src api:/work/src, or sbf cp api:/work/out ./out.\n" +
-			"Exactly one side names a sandbox.",
+		Long: "cp copies a file or a folder in one stream, by docker cp's rules: a folder copied to a folder that\n" +
+			"exists lands inside it under its own name (SRC/. copies its contents instead); to a path that does not\n" +
+			"exist, it is made with the folder's contents; a destination ending in / must be an existing folder;\n" +
+			"the folder holding a new path must exist. Exactly one side names a sandbox; NAME: alone is the guest's\n" +
+			"home folder.",
+		Example: "  sbf cp ./src api:/work          # makes /work/src when /work exists\n" +
+			"  sbf cp ./src/. api:/work/src    # the contents of ./src into /work/src\n" +
+			"  sbf cp notes.txt api:           # into the guest's home folder\n" +
+			"  sbf cp api:/work/out ./out      # a guest folder back to the host",
 		Args:              args(cobra.ExactArgs(2)),
 		ValidArgsFunction: a.completeCopyPath,
 		RunE: func(_ *cobra.Command, list []string) error {
@@ -33,26 +42,51 @@ func (a *app) cpCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cwd, _ := os.Getwd()
+			cwd := a.hostBase()
 			ctx := a.context()
 			start := tgt.Clock.Now()
 			if dstBox != "" {
-				err := tgt.CopyIn(ctx, policy, cwd, src, dst)
+				to, err := cpPlan(hostSide(cwd, src))(guestSide(ctx, tgt, dst))
+				if err == nil {
+					err = tgt.CopyIn(ctx, policy, cwd, filepath.Clean(src), path.Clean(to))
+				}
 				a.note(tgt, sandbox.Event{Tool: "cp", Path: dst, Detail: "from " + src}, start, err) // history.go
-				return err
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "copied %s to %s:%s\n", src, name, to)
+				return nil
 			}
-			rep, err := tgt.CopyOut(ctx, policy, cwd, src, dst)
+			to, err := cpPlan(guestSide(ctx, tgt, src))(hostSide(cwd, dst))
+			var rep hostpath.Report
+			if err == nil {
+				rep, err = tgt.CopyOut(ctx, policy, cwd, path.Clean(cmp.Or(src, ".")), filepath.Clean(to))
+			}
 			a.note(tgt, sandbox.Event{Tool: "cp", Path: src, Detail: "to " + dst}, start, err)
 			a.reportSkipped(rep)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, dst)
+			fmt.Fprintf(a.stderr, "copied %s:%s to %s\n", name, src, to)
 			return nil
 		},
 	}
 	a.addAllowPath(cmd)
 	return cmd
+}
+
+// cpPlan chains the two sides' descriptions into cpTarget, keeping the
+// first error.
+func cpPlan(src cpSide, err error) func(cpSide, error) (string, error) {
+	return func(dst cpSide, err2 error) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		if err2 != nil {
+			return "", err2
+		}
+		return cpTarget(src, dst)
+	}
 }
 
 // reportSkipped says what a copy from a sandbox left out, on stderr.

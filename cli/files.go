@@ -16,6 +16,9 @@ import (
 // workspace declares one.
 func (a *app) guestPathArg(arg string) (*sandbox.Target, string, error) {
 	name, p := splitRemote(arg, a.declaredSandbox(), runtime.GOOS == "windows")
+	if name != "" && p == "" {
+		p = "." // NAME: is the guest's home, as for sbf cp
+	}
 	var names []string
 	if name != "" {
 		names = []string{name}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -28,9 +29,14 @@ func TestGitopsInstallsPinnedRelease(t *testing.T) {
 		t.Skipf("sbf is on PATH (%s): the install step would not run", p)
 	}
 	wf := loadWorkflow(t, examplesDir+"/gitops/.github/workflows/sandboxes.yml")
-	version := wf.Env["SBF_VERSION"]
+	// Until a release exists the example says "latest"; either way the
+	// release folder stands in for the page, and its archive has a version.
+	version := strings.TrimPrefix(wf.Env["SBF_VERSION"], "v")
+	if version == "latest" {
+		version = "1.2.3"
+	}
 	release := t.TempDir()
-	archive := "sbf_" + version[1:] + "_linux_" + runtime.GOARCH + ".tar.gz"
+	archive := "sbf_" + version + "_linux_" + runtime.GOARCH + ".tar.gz"
 	data := tarGz(t, map[string]string{"sbf": sbfBinary, ServerBinary: serverBinary})
 	write(t, filepath.Join(release, archive), string(data))
 	sums := hexSum(data) + "  " + archive + "\n"

@@ -42,7 +42,10 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	dir    string // -C
+	dir    string // -C, then the workspace root found from it
+	// startDir is where sbf acts as if started (-C DIR, else the working
+	// folder), absolute: relative host paths start here.
+	startDir string
 
 	policyFlags   policyFlags
 	policy        *policy.Policy // loaded once, by operator()
@@ -154,8 +157,8 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine(buildinfo.Read()) + "\n")
 	root.PersistentFlags().
-		StringVarP(&a.dir, "directory", "C", ".", "the workspace root `DIR` (default: the nearest folder, here or above, "+
-			"with a .sandboxforge.toml)")
+		StringVarP(&a.dir, "directory", "C", ".", "run as if started in `DIR`, as git -C (default: here): the "+
+			"workspace is the nearest folder with a .sandboxforge.toml, there or above")
 	// The usage text says what the default is; pflag would add (default ".").
 	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -194,6 +197,8 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.egressCommands()...)
 	root.AddCommand(a.egressCommand())
 	root.AddCommand(a.sandboxToolCommands()...)
+	root.AddCommand(a.docsCommand())
+	polishHelp(root) // helptext.go: examples and value words, after every command exists
 	return root
 }
 

@@ -53,7 +53,7 @@ func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []stri
 	if cmdName == "up" || cmdName == "extend" || cmdName == "destroy" {
 		// Their change is the lease itself, said above.
 		if res.Plan.Empty() && len(res.Plan.Problems) == 0 {
-			a.printStatusTable(touchedRows(res, targets))
+			a.printStatusTable(touchedRows(res, targets), now, false)
 			return
 		}
 	}
@@ -70,7 +70,7 @@ func (a *app) printOutcome(cmdName string, res *reconcile.Result, targets []stri
 	default:
 		fmt.Fprintln(a.stdout, outcomeLine(res))
 	}
-	a.printStatusTable(touchedRows(res, targets))
+	a.printStatusTable(touchedRows(res, targets), now, false)
 }
 
 // touchedRows are the status rows after a run: sandboxes not over, and

@@ -46,7 +46,7 @@ func TestApplyNeverCountsAFailedChangeAsDone(t *testing.T) {
 func TestUpFailureSaysTheLeaseWasDropped(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_SIM_FAULTS": "create:*=fail"}
-	r := sbf(t, env, "up", "scratch", "-C", dir)
+	r := sbf(t, env, "up", "--new", "scratch", "-C", dir)
 	if r.code != 1 || strings.Contains(r.stdout, "lease ends") || strings.Contains(r.stdout, "Apply complete") ||
 		!strings.Contains(r.stdout, "scratch: not created; its lease was dropped") ||
 		!strings.Contains(r.stdout, "Apply failed: 0 of 1 added") {
@@ -102,7 +102,7 @@ func TestLeaseRenewalsAreShownAndRecorded(t *testing.T) {
 	if r := sbf(t, env, "destroy", "-C", dir, "--auto-approve"); r.code != 0 {
 		t.Fatalf("destroy: %s", r.stderr)
 	}
-	if r := sbf(t, env, "status", "-C", dir, "--all"); !strings.Contains(r.stdout, "2026-11-26T11:10:00Z") {
+	if r := sbf(t, env, "status", "-C", dir, "--all", "-o", "wide"); !strings.Contains(r.stdout, "2026-11-26T11:10:00Z") {
 		t.Errorf("status after destroy shows another lease end:\n%s", r.stdout)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,11 +20,14 @@ func writeJSON(w io.Writer, v any) error {
 // table aligns columns for human output.
 type table struct {
 	w    *tabwriter.Writer
+	out  io.Writer
+	buf  bytes.Buffer
 	cols int
 }
 
 func newTable(w io.Writer, headers ...string) *table {
-	t := &table{w: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), cols: len(headers)}
+	t := &table{out: w, cols: len(headers)}
+	t.w = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
 	t.row(headers...)
 	return t
 }
@@ -39,4 +43,17 @@ func (t *table) row(cells ...string) {
 	fmt.Fprintln(t.w, strings.Join(safe, "\t"))
 }
 
-func (t *table) flush() { t.w.Flush() }
+// flush writes the table without the spaces tabwriter pads an empty last
+// cell with: they show in a diff, a copy and paste, and trip grep ' $'.
+func (t *table) flush() {
+	t.w.Flush()
+	lines := strings.SplitAfter(t.buf.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(strings.TrimSuffix(l, "\n"), " ")
+		if strings.HasSuffix(l, "\n") {
+			lines[i] += "\n"
+		}
+	}
+	io.WriteString(t.out, strings.Join(lines, ""))
+	t.buf.Reset()
+}

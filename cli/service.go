@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/mcptoken"
 	"github.com/sandboxforge/sbf/internal/service"
 	"github.com/sandboxforge/sbf/spec"
@@ -104,6 +105,9 @@ func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
 		return nil
 	}
 	if err := a.runSteps(m.Install()); err != nil {
+		if unreachable(m, err) {
+			return managerUnreachable(m, fmt.Sprintf("wrote %s but could not start it", m.Path()), err)
+		}
 		return fmt.Errorf("registering %s (the file stays; 'sbf service uninstall' removes it): %w", m.Path(), err)
 	}
 	fmt.Fprintf(a.stdout, "sbf service: %s installed and started (%s); logs: %s\n", service.Name, m.Path(), m.Logs(d))
@@ -241,12 +245,80 @@ func (a *app) serviceManager() (service.Host, service.Manager, error) {
 // step that must succeed.
 func (a *app) runSteps(steps []service.Step) error {
 	for _, s := range steps {
-		out, err := exec.Command(s.Args[0], s.Args[1:]...).CombinedOutput()
-		if err != nil && !s.MayFail {
-			return fmt.Errorf("%s: %w\n%s", s, err, bytes.TrimSpace(out))
+		if err := runStep(s); err != nil && !s.MayFail {
+			return err
 		}
 	}
 	return nil
+}
+
+// stepError is a service manager command that failed, with what it said.
+type stepError struct {
+	step   service.Step
+	err    error
+	output string
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("%s: %v\n%s", e.step, e.err, e.output) }
+func (e *stepError) Unwrap() error { return e.err }
+
+func runStep(s service.Step) error {
+	_, err := stepOutput(s)
+	return err
+}
+
+// stepOutput runs a step and returns what it printed, trimmed.
+func stepOutput(s service.Step) (string, error) {
+	out, err := exec.Command(s.Args[0], s.Args[1:]...).CombinedOutput()
+	said := string(bytes.TrimSpace(out))
+	if err != nil {
+		return said, &stepError{step: s, err: err, output: said}
+	}
+	return said, nil
+}
+
+// unreachable says whether a failed step failed because there is no
+// manager to talk to, not because of what it was asked: no systemctl or
+// launchctl at all, or a shell outside a login session (su, sudo, a
+// container), where systemctl --user finds no bus.
+func unreachable(m service.Manager, err error) bool {
+	if errors.Is(err, exec.ErrNotFound) {
+		return true
+	}
+	var se *stepError
+	if !errors.As(err, &se) || m.Kind() != "systemd" {
+		return false
+	}
+	for _, sign := range []string{"Failed to connect to bus", "$DBUS_SESSION_BUS_ADDRESS",
+		"No medium found", "System has not been booted with systemd"} {
+		if strings.Contains(se.output, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+// managerUnreachable is the error for a host whose user service manager
+// did not answer, with the ways to get one.
+func managerUnreachable(m service.Manager, what string, err error) error {
+	next := "run 'sbf serve --loop-only' under a supervisor you have instead"
+	if m.Kind() == "systemd" {
+		next = "systemctl --user needs a login session's user manager (log in over ssh or at the console, " +
+			"not su or sudo; 'loginctl enable-linger $USER' keeps one running without a login), then run " +
+			"the command again; or run 'sbf serve --loop-only' under a supervisor you have"
+	}
+	return coded.New(coded.ServiceManagerUnreachable, map[string]any{"manager": m.Kind(), "file": m.Path()},
+		"%s: no %s user service manager answers (%v).\nNext: %s", what, m.Kind(), stepSaid(err), next)
+}
+
+// stepSaid is the first line a failed step printed, or its error.
+func stepSaid(err error) string {
+	var se *stepError
+	if errors.As(err, &se) && se.output != "" {
+		line, _, _ := strings.Cut(se.output, "\n")
+		return line
+	}
+	return err.Error()
 }
 
 func (a *app) serviceUninstallCommand() *cobra.Command {
@@ -259,8 +331,13 @@ func (a *app) serviceUninstallCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := a.runSteps(m.Uninstall()); err != nil {
-				return err
+			// Only a manager that answered can have stopped the service;
+			// one that said no (not loaded) means it was not running.
+			var stopErr error
+			for _, s := range m.Uninstall() {
+				if err := runStep(s); err != nil && stopErr == nil {
+					stopErr = err
+				}
 			}
 			err = os.Remove(m.Path())
 			if errors.Is(err, fs.ErrNotExist) {
@@ -270,8 +347,17 @@ func (a *app) serviceUninstallCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("removing the service file: %w", err)
 			}
+			if stopErr != nil && unreachable(m, stopErr) {
+				return managerUnreachable(m, fmt.Sprintf("removed %s but could not stop %s", m.Path(), service.Name),
+					stopErr)
+			}
 			if m.Kind() == "systemd" {
 				a.runSteps([]service.Step{{Args: []string{"systemctl", "--user", "daemon-reload"}, MayFail: true}})
+			}
+			if stopErr != nil {
+				fmt.Fprintf(a.stdout, "sbf service: %s removed (%s); it was not running (%s)\n", service.Name, m.Path(),
+					stepSaid(stopErr))
+				return nil
 			}
 			fmt.Fprintf(a.stdout, "sbf service: %s stopped and removed (%s)\n", service.Name, m.Path())
 			return nil
@@ -284,6 +370,7 @@ type serviceStatus struct {
 	Manager   string   `json:"manager"`
 	File      string   `json:"file"`
 	Installed bool     `json:"installed"`
+	Running   bool     `json:"running"`           // the manager says it runs (exit 0 of its status command)
 	Command   []string `json:"command,omitempty"` // what the unit runs (systemd)
 	// Report is the service manager's own account, as it printed it.
 	Report string `json:"report,omitempty"`
@@ -294,7 +381,11 @@ func (a *app) serviceStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the loop's service is installed and what its manager reports",
-		Args:  args(cobra.NoArgs),
+		Long: "status prints the service file and its manager's report. As systemctl status, it exits 0 when\n" +
+			"the service runs, 3 when it is not installed or not running, and 1 when the manager could not be\n" +
+			"asked (no user systemd in this shell, say).",
+		Example: "  sbf service status\n  sbf service status --json | jq .running",
+		Args:    args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			_, m, err := a.serviceManager()
 			if err != nil {
@@ -306,22 +397,28 @@ func (a *app) serviceStatusCommand() *cobra.Command {
 				if m.Kind() == "systemd" {
 					st.Command, _, _ = service.ParseUnit(data)
 				}
-				s := m.Status()
-				out, _ := exec.Command(s.Args[0], s.Args[1:]...).CombinedOutput()
-				st.Report = strings.TrimSpace(string(out))
+				report, err := stepOutput(m.Status())
+				if err != nil && unreachable(m, err) {
+					return managerUnreachable(m, "cannot say whether "+service.Name+" runs", err)
+				}
+				st.Running, st.Report = err == nil, report
 			}
 			if asJSON {
-				return writeJSON(a.stdout, st)
-			}
-			if !st.Installed {
+				if err := writeJSON(a.stdout, st); err != nil {
+					return err
+				}
+			} else if !st.Installed {
 				fmt.Fprintf(a.stdout, "sbf service: not installed (no %s); sbf service install adds it\n", st.File)
-				return nil
+			} else {
+				fmt.Fprintf(a.stdout, "sbf service: installed (%s: %s)\n", st.Manager, st.File)
+				if st.Command != nil {
+					fmt.Fprintf(a.stdout, "runs: %s\n", service.Step{Args: st.Command})
+				}
+				fmt.Fprintln(a.stdout, st.Report)
 			}
-			fmt.Fprintf(a.stdout, "sbf service: installed (%s: %s)\n", st.Manager, st.File)
-			if st.Command != nil {
-				fmt.Fprintf(a.stdout, "runs: %s\n", service.Step{Args: st.Command})
+			if !st.Running {
+				return silentExit(3)
 			}
-			fmt.Fprintln(a.stdout, st.Report)
 			return nil
 		},
 	}

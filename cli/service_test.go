@@ -62,7 +62,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 	}
 
 	sim := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.run(sim, "up", "before", "--ttl", "4s"); r.code != 0 {
+	if r := w.run(sim, "up", "--new", "before", "--ttl", "4s"); r.code != 0 {
 		t.Fatalf("up before: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	loop := exec.Command(argv[0], argv[1:]...)
@@ -81,7 +81,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 		}
 	}()
 	waitExpired(t, w, "before", exited, &logs)
-	if r := w.run(sim, "up", "during", "--ttl", "3s"); r.code != 0 {
+	if r := w.run(sim, "up", "--new", "during", "--ttl", "3s"); r.code != 0 {
 		t.Fatalf("up during: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	waitExpired(t, w, "during", exited, &logs)
@@ -164,8 +164,39 @@ func TestServiceInstallTellsSystemctl(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("systemctl was told:\n%s\nwant:\n%s", got, want)
 	}
-	if r = w.run(env, "service", "status"); r.code != 0 || !strings.Contains(r.stdout, "not installed") {
-		t.Errorf("status after uninstall: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r = w.run(env, "service", "status"); r.code != 3 || !strings.Contains(r.stdout, "not installed") {
+		t.Errorf("status after uninstall: exit %d, want 3 (not running)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A shell with no user systemd (su, sudo, a container): install writes the
+// unit but says it could not start it and what to do; status and
+// uninstall do not pretend (exit 1, not 0 or "stopped").
+func TestServiceWithoutUserManager(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("systemd units are Linux's")
+	}
+	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	bin, config := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(bin, "systemctl"), "#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n")
+	os.Chmod(filepath.Join(bin, "systemctl"), 0o755)
+	env := []string{"XDG_CONFIG_HOME=" + config, "PATH=" + bin + ":" + os.Getenv("PATH")}
+	unit := filepath.Join(config, "systemd", "user", "sbf-serve.service")
+
+	r := w.run(env, "service", "install", w.root)
+	if r.code != 1 || !strings.Contains(r.stderr, "no systemd user service manager answers") ||
+		!strings.Contains(r.stderr, "Next: ") || !strings.Contains(r.stderr, "loginctl enable-linger") {
+		t.Errorf("install: exit %d, want 1 and the next step\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(unit); err != nil {
+		t.Errorf("install wrote no unit: %v", err)
+	}
+	if r = w.run(env, "service", "status"); r.code != 1 || !strings.Contains(r.stderr, "cannot say whether") {
+		t.Errorf("status: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = w.run(env, "service", "uninstall")
+	if r.code != 1 || strings.Contains(r.stdout, "stopped") || !strings.Contains(r.stderr, "could not stop") {
+		t.Errorf("uninstall: exit %d, want 1 without 'stopped'\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -52,11 +52,23 @@ func (a *app) snapshotOpCommand(op reconcile.SnapshotOp, use, short string) *cob
 	if n == 0 {
 		n = 2
 	}
+	complete := a.completeSandbox
+	switch op {
+	case reconcile.SnapshotRestore, reconcile.SnapshotDelete, reconcile.SnapshotExport:
+		complete = a.completeSnapshot // an existing snapshot
+	case reconcile.SnapshotImport:
+		complete = func(c *cobra.Command, list []string, s string) ([]string, cobra.ShellCompDirective) {
+			if len(list) == 2 {
+				return nil, cobra.ShellCompDirectiveDefault // the file
+			}
+			return a.completeSandbox(c, list, s)
+		}
+	}
 	cmd := &cobra.Command{
 		Use:               use,
 		Short:             short,
 		Args:              args(cobra.ExactArgs(n)),
-		ValidArgsFunction: a.completeSandbox,
+		ValidArgsFunction: complete,
 		RunE: func(_ *cobra.Command, list []string) error {
 			req := reconcile.SnapshotRequest{Op: op, Sandbox: list[0]}
 			if n >= 2 {
@@ -185,6 +197,13 @@ func (a *app) cloneCommand() *cobra.Command {
 	f.register(cmd, 0)
 	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: SOURCE's lease length")
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "copy this snapshot of SOURCE instead of its disk as it is")
+	cmd.RegisterFlagCompletionFunc("snapshot", func(_ *cobra.Command, list []string, _ string) ([]string,
+		cobra.ShellCompDirective) {
+		if len(list) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return a.snapshotNames(list[0]), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 

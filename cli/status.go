@@ -13,13 +13,19 @@ import (
 func (a *app) statusCommand() *cobra.Command {
 	var f convergeFlags
 	var all bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each sandbox: phase, lease, what the driver reports, drift",
 		Long: "status lists the workspace's sandboxes that are not over: declared, running, stopped, failed, or\n" +
-			"recorded ended while their VM still exists. --all also lists those destroyed or expired.",
+			"recorded ended while their VM still exists. --all also lists those destroyed or expired. AGE and\n" +
+			"EXPIRES are relative to now, as kubectl get shows them; -o wide adds them as times, --json has\n" +
+			"the times (created_at, expires_at).",
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
+			if output != "" && output != "wide" {
+				return usageErrorf("-o %s: the one output format is wide (--json gives JSON)", output)
+			}
 			ws, err := a.workspace(f.sets)
 			if err != nil {
 				return err
@@ -44,7 +50,7 @@ func (a *app) statusCommand() *cobra.Command {
 			if len(rows) == 0 && ended == 0 {
 				fmt.Fprintln(a.stdout, "No sandboxes declared or recorded.")
 			}
-			a.printStatusTable(rows)
+			a.printStatusTable(rows, res.Now, output == "wide")
 			if ended > 0 {
 				what := "1 sandbox destroyed or expired is"
 				if ended > 1 {
@@ -60,6 +66,7 @@ func (a *app) statusCommand() *cobra.Command {
 	}
 	f.register(cmd, withSet)
 	cmd.Flags().BoolVar(&all, "all", false, "also list sandboxes destroyed or expired")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "wide: also the creation and expiry times")
 	return cmd
 }
 

@@ -85,7 +85,7 @@ func TestRenderersEscapeHostileStrings(t *testing.T) {
 	a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	a.printStatusTable([]reconcile.SandboxStatus{{Name: "api", Instance: "i", Driver: "sim",
-		Drift: "drift " + hostile, LastError: "failed: " + hostile + "\nsecond line"}})
+		Drift: "drift " + hostile, LastError: "failed: " + hostile + "\nsecond line"}}, now, false)
 	fmt.Fprintln(a.stdout, egressLine(egress.Entry{Time: now, Decision: "denied", Method: "CONNECT" + hostile,
 		Host: "evil" + hostile + ".example", Port: 443, Reason: hostile}))
 	code := 1

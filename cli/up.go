@@ -10,17 +10,24 @@ import (
 func (a *app) upCommand() *cobra.Command {
 	var f convergeFlags
 	var ttl string
-	var bootstrap, services bool
+	var bootstrap, services, isNew, autoApprove bool
 	cmd := &cobra.Command{
 		Use:   "up [NAME]...",
 		Short: "Acquire leases for sandboxes (declaring unknown names) and converge them",
 		Long: "up acquires or renews the lease of each named sandbox and converges it. A name no file\n" +
 			"declares becomes an ad-hoc sandbox with the [vm] defaults, recorded in .sandboxforge/overrides.toml,\n" +
 			"and gets SandboxForge v1's bootstrap: the container runtime, and the [infra] services (--services).\n" +
-			"Without names, every sandbox the files declare is brought up. up never asks for confirmation\n" +
-			"(it brings up what it is told to, as docker run does); --auto-approve is accepted for scripts\n" +
-			"written for apply.",
+			"Without names, every sandbox the files declare is brought up. A name no file declares and no\n" +
+			"earlier up made is likely a typo: up asks on a terminal (naming the closest declared sandboxes)\n" +
+			"and refuses elsewhere unless --new (or --auto-approve) says to make it. up asks nothing else\n" +
+			"(it brings up what it is told to, as docker run does).",
+		Example: "  sbf up                         # every declared sandbox\n" +
+			"  sbf up api --ttl 2h            # a declared sandbox, with a 2-hour lease\n" +
+			"  sbf up scratch --new --ttl 20m # a new ad-hoc sandbox",
 		RunE: func(_ *cobra.Command, names []string) error {
+			if err := a.confirmNewNames(names, isNew || autoApprove); err != nil {
+				return err
+			}
 			f.autoApprove = true
 			req := reconcile.Up{Sandboxes: names}
 			if ttl != "" {
@@ -38,7 +45,8 @@ func (a *app) upCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd, withParallelism|withSet)
-	cmd.Flags().Bool("auto-approve", false, "accepted for scripts written for apply; up never asks")
+	cmd.Flags().BoolVar(&isNew, "new", false, "make the names no file declares ad-hoc sandboxes without asking")
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "as --new (for scripts written for apply)")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "lease length (30m, 2h, 1d); default: the sandbox's ttl or [lease] default_ttl")
 	cmd.Flags().BoolVar(&bootstrap, "bootstrap", true, "give new ad-hoc sandboxes the container runtime (and services)")
 	cmd.Flags().

@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -19,12 +20,34 @@ var needsWorkspace = map[string]bool{
 	"task start": true, "task status": true, "task logs": true, "task stop": true, "task list": true,
 }
 
-// findWorkspace sets the workspace root: -C pins it; otherwise the nearest
-// folder, from here up, that holds a spec (as git and compose look for
-// theirs). Commands that need a workspace stop here when there is none.
+// findWorkspace sets the workspace root: the nearest folder, from here
+// (or, as git -C does, from -C DIR) up, that holds a spec, as git and
+// compose look for theirs. Commands that need a workspace stop here when
+// there is none, in JSON when --json asked for it.
 func (a *app) findWorkspace(cmd *cobra.Command) error {
+	err := a.findWorkspaceFrom(cmd)
+	if f := cmd.Flags().Lookup("json"); err != nil && f != nil && f.Value.String() == "true" {
+		return a.reportError(err, true)
+	}
+	return err
+}
+
+func (a *app) findWorkspaceFrom(cmd *cobra.Command) error {
 	pinned := cmd.Flags().Changed("directory")
-	if !pinned && cmd.Name() != "init" { // init writes a new workspace here, never above
+	if pinned {
+		fi, err := os.Stat(a.dir)
+		switch {
+		case err != nil:
+			return &exitError{code: 2, err: coded.New(coded.InvalidArguments, map[string]any{"directory": a.dir},
+				"-C %s: no such folder", a.dir)}
+		case !fi.IsDir():
+			return &exitError{code: 2, err: coded.New(coded.InvalidArguments, map[string]any{"directory": a.dir},
+				"-C %s: a file, not a folder", a.dir)}
+		}
+	}
+	start, _ := filepath.Abs(a.dir)
+	a.startDir = start
+	if cmd.Name() != "init" { // init writes a new workspace where it is told, never above
 		if root, ok := spec.FindWorkspace(a.dir); ok {
 			a.dir = root
 		}
@@ -34,8 +57,18 @@ func (a *app) findWorkspace(cmd *cobra.Command) error {
 	}
 	where := "here or in any parent folder"
 	if pinned {
-		abs, _ := filepath.Abs(a.dir)
-		where = "in " + abs
+		where = "in " + start + " or any parent folder"
 	}
-	return fmt.Errorf("no %s %s; run 'sbf init' to write one (or pass -C DIR)", spec.FileName, where)
+	return coded.New(coded.ConfigInvalid, map[string]any{"directory": start},
+		"no %s %s; run 'sbf init' to write one (or pass -C DIR)", spec.FileName, where)
+}
+
+// hostBase is the folder relative host paths start from: the -C folder,
+// as if sbf had been started there (git -C), else the working folder.
+func (a *app) hostBase() string {
+	if a.startDir != "" {
+		return a.startDir
+	}
+	cwd, _ := os.Getwd()
+	return cwd
 }

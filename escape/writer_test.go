@@ -28,7 +28,7 @@ func TestCopiesBackKeepLinkChainsInside(t *testing.T) {
 	t.Run("cli", func(t *testing.T) {
 		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 		leave := []string{"SBF_ENABLE_SIM=1"}
-		if r := w.sbf(leave, "-C", w.ws, "up", "a", "--ttl", "10m"); r.code != 0 {
+		if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
 			t.Fatalf("up: %s", r.stderr)
 		}
 		c := filepath.Base(w.canary)
@@ -83,7 +83,7 @@ func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
 		w.homeOfAPerson()
 		home := filepath.Join(w.base, "home")
 		leave := []string{"SBF_ENABLE_SIM=1"}
-		if r := w.sbf(leave, "-C", w.ws, "up", "a", "--ttl", "10m"); r.code != 0 {
+		if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
 			t.Fatalf("up: %s", r.stderr)
 		}
 		if r := w.sbf(leave, "-C", w.ws, "exec", "a", "--", "sh", "-c",

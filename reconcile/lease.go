@@ -191,8 +191,12 @@ func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *coded.Error {
 	if len(ceilings) > 0 {
 		why += "; " + strings.Join(ceilings, "; ")
 	}
+	shown := spec.Duration(ttl).String()
+	if shown == "" { // a Duration of zero prints as nothing, and "TTL  is invalid" says no value was given
+		shown = "0m"
+	}
 	return coded.New(coded.TTLInvalid, details, "TTL %s is invalid: %s (max_ttl %s, max_lifetime %s)",
-		spec.Duration(ttl), why, pol.MaxTTL, pol.MaxLifetime)
+		shown, why, pol.MaxTTL, pol.MaxLifetime)
 }
 
 func notDeclared(r *spec.Resolved, name string) *coded.Error {

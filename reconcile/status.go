@@ -16,8 +16,9 @@ type SandboxStatus struct {
 	Phase     state.Phase `json:"phase"`
 	Declared  bool        `json:"declared"`
 	ExpiresAt *time.Time  `json:"expires_at"`
-	Live      string      `json:"live_status"` // running, stopped, broken, absent, unknown
-	Drift     string      `json:"drift"`       // empty when record and world agree
+	CreatedAt *time.Time  `json:"created_at,omitempty"` // when its instance was made, as recorded
+	Live      string      `json:"live_status"`          // running, stopped, broken, absent, unknown
+	Drift     string      `json:"drift"`                // empty when record and world agree
 	LastError string      `json:"last_error"`
 	// Lease is the engine's verdict on the lease at the moment the row was
 	// made, the same for every door: live, expired (it has run out; the
@@ -69,7 +70,7 @@ func (r *Result) Status() []SandboxStatus {
 		}
 		rec := r.State.Sandboxes[name]
 		if rec != nil {
-			row.Phase, row.LastError = rec.Phase, rec.LastError
+			row.Phase, row.LastError, row.CreatedAt = rec.Phase, rec.LastError, rec.CreatedAt
 			if row.Driver == "" {
 				row.Driver = rec.Driver
 			}

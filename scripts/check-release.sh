@@ -3,8 +3,10 @@
 # archive and package is there and matches SHA256SUMS; the archive for this
 # machine runs and says its version; the others are executables for their
 # OS and architecture, built without cgo, with the version linked in; the
-# .deb carries the completions and the user unit; install.sh installs from
-# DIR and refuses a tampered archive.
+# archives and packages carry the license and the changelog (lintian finds
+# no errors in the .deb where it is installed; rpm -qip names the license);
+# the packages suggest the QEMU of their architecture; install.sh installs
+# from DIR and refuses a tampered archive; SHA256SUMS lists the formula.
 set -euo pipefail
 dir=${1:-dist}
 version=${2:?usage: check-release.sh DIR VERSION}
@@ -21,6 +23,8 @@ for f in linux_amd64.tar.gz linux_arm64.tar.gz darwin_amd64.tar.gz darwin_arm64.
   linux_amd64.deb linux_arm64.deb linux_amd64.rpm linux_arm64.rpm source.tar.gz; do
   grep -q "  sbf_${version}_$f\$" SHA256SUMS || fail "sbf_${version}_$f is missing or not in SHA256SUMS"
 done
+grep -q '  sbf\.rb$' SHA256SUMS || fail "SHA256SUMS does not list sbf.rb"
+grep -q '[^[:space:]]' release-notes.md || fail "release-notes.md (CHANGELOG.md's section) is empty"
 
 host=linux_$(go env GOARCH)
 mkdir "$tmp/$host"
@@ -42,7 +46,8 @@ for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; d
   else
     tar -xzf "sbf_${version}_$target.tar.gz" -C "$tmp/$target"
   fi
-  for f in README.md completions/sbf.bash completions/_sbf completions/sbf.fish systemd/sbf-serve.service \
+  for f in README.md LICENSE CHANGELOG.md completions/sbf.bash completions/_sbf completions/sbf.fish \
+    systemd/sbf-serve.service \
     sbf.entitlements "${exe/sbf/sbf-server}"; do
     [ -f "$tmp/$target/$f" ] || fail "$target archive has no $f"
   done
@@ -71,9 +76,24 @@ for deb in sbf_"${version}"_linux_*.deb; do
   list=$(dpkg-deb -c "$deb")
   for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/lib/systemd/user/sbf-serve.service \
     ./usr/share/bash-completion/completions/sbf \
-    ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish; do
+    ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish \
+    ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz \
+    ./usr/share/man/man1/sbf.1.gz ./usr/share/man/man1/sbf-apply.1.gz; do
     grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
   done
+  copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/sbf/copyright)
+  grep -qx 'License: Apache-2.0' <<<"$copyright" || fail "$deb: its copyright file names no Apache-2.0 license"
+  suggests=$(dpkg-deb -f "$deb" Suggests)
+  case $deb in
+    *_arm64.deb) [[ $suggests == *qemu-system-arm* && $suggests != *x86* ]] || fail "$deb suggests $suggests" ;;
+    *) [[ $suggests == *qemu-system-x86* ]] || fail "$deb suggests $suggests" ;;
+  esac
+  if command -v lintian >/dev/null; then
+    # Errors fail the release; warnings (a static Go binary, no man page...) are printed.
+    lint=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges') || true
+    [ -z "$lint" ] || echo "$lint"
+    ! grep -q '^E: ' <<<"$lint" || fail "lintian finds errors in $deb"
+  fi
   echo "$deb: $(dpkg-deb -f "$deb" Package Version Architecture | tr '\n' ' ')"
 done
 for rpm in sbf_"${version}"_linux_*.rpm; do
@@ -82,14 +102,23 @@ for rpm in sbf_"${version}"_linux_*.rpm; do
   if command -v rpm >/dev/null; then
     list=$(rpm -qlp "$rpm" 2>/dev/null) # not piped into grep -q: pipefail would see rpm's SIGPIPE
     grep -qx /usr/lib/systemd/user/sbf-serve.service <<<"$list" || fail "$rpm does not carry the user unit"
+    grep -qx /usr/share/licenses/sbf/LICENSE <<<"$list" || fail "$rpm does not carry the license"
+    info=$(rpm -qip "$rpm" 2>/dev/null)
+    grep -Eq '^License *: Apache-2.0' <<<"$info" || fail "rpm -qip $rpm shows no Apache-2.0 license"
+    sugg=$(rpm -qp --suggests "$rpm" 2>/dev/null)
+    case $rpm in
+      *_arm64.rpm) [[ $sugg == *qemu-system-arm* && $sugg != *x86* ]] || fail "$rpm suggests $sugg" ;;
+      *) [[ $sugg == *qemu-system-x86* ]] || fail "$rpm suggests $sugg" ;;
+    esac
   fi
   echo "$rpm: $kind"
 done
-command -v rpm >/dev/null || echo "(rpm is not installed: the .rpm packages' contents were not listed)"
+command -v rpm >/dev/null || echo "(rpm is not installed: the .rpm packages' contents and license were not read)"
+command -v lintian >/dev/null || echo "(lintian is not installed: the .deb packages were not linted)"
 
 # install.sh against this folder, as a person would run it against a release.
 if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
-  SBF_DOWNLOAD_URL="file://$PWD" SBF_INSTALL_DIR="$tmp/bin" sh install.sh >/dev/null
+  SBF_VERSION=$version SBF_DOWNLOAD_URL="file://$PWD" SBF_INSTALL_DIR="$tmp/bin" sh install.sh >/dev/null
   out=$("$tmp/bin/sbf" version)
   [[ $out == "sbf v$version "* ]] || fail "install.sh installed $out"
   [ -x "$tmp/bin/sbf-server" ] || fail "install.sh did not install sbf-server"
@@ -102,4 +131,6 @@ if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
   echo "install.sh: installs from $dir, refuses a tampered archive"
 fi
 [ -s sbf.rb ] && ! grep -q '@[A-Z_0-9]*@' sbf.rb || fail "sbf.rb has fields left to fill"
+grep -q '^  license "Apache-2.0"$' sbf.rb || fail "sbf.rb names no license"
+grep -q 'environment_variables PATH:.*/opt/homebrew/bin' sbf.rb || fail "sbf.rb's service sets no PATH"
 echo "check-release: sbf $version OK"

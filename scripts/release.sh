@@ -14,9 +14,30 @@ if [ "$mode" = auto ]; then
   mode=snapshot
   if git describe --exact-match --tags --match 'v[0-9]*' HEAD >/dev/null 2>&1; then mode=release; fi
 fi
+# The release notes are CHANGELOG.md's section for the tag (## vX.Y.Z ...);
+# a snapshot's are the Unreleased section. GoReleaser cleans dist/, so they
+# wait outside it until it is done.
+notes=$(mktemp)
+trap 'rm -f "$notes"' EXIT
+section() { # HEADING-PREFIX: the lines under the first heading starting so, up to the next
+  awk -v h="## $1" 'index($0, h) == 1 { on = 1; next } on && /^## / { exit } on' CHANGELOG.md |
+    sed -e '/./,$!d' # leading blank lines
+}
 case $mode in
-  snapshot) args=(release --clean --snapshot) ;;
-  release) args=(release --clean --skip=publish,announce,validate) ;;
+  snapshot)
+    args=(release --clean --snapshot)
+    section Unreleased >"$notes"
+    ;;
+  release)
+    tag=$(git describe --exact-match --tags --match 'v[0-9]*' HEAD 2>/dev/null) ||
+      { echo "release: HEAD carries no v* tag" >&2; exit 2; }
+    section "$tag" >"$notes"
+    if ! grep -q '[^[:space:]]' "$notes"; then
+      echo "release: CHANGELOG.md has no '## $tag' section (rename '## Unreleased' to it)" >&2
+      exit 2
+    fi
+    args=(release --clean --skip=publish,announce,validate --release-notes "$notes")
+    ;;
   *) echo "RELEASE_MODE must be snapshot or release, not $mode" >&2; exit 2 ;;
 esac
 
@@ -40,5 +61,8 @@ source_sum=$(grep "  sbf_${version}_source.tar.gz\$" dist/SHA256SUMS | cut -d' '
 sed -e "s|@VERSION@|$version|g" -e "s|@SOURCE_SHA256@|$source_sum|g" \
   -e "s|@COMMIT@|$commit|g" -e "s|@DATE@|$date|g" packaging/homebrew/sbf.rb.tmpl >dist/sbf.rb
 cp scripts/install.sh dist/install.sh
+cp "$notes" dist/release-notes.md
+# The formula is a release file like the others: SHA256SUMS lists it too.
+(cd dist && sha256sum sbf.rb >>SHA256SUMS)
 
 bash scripts/check-release.sh dist "$version"

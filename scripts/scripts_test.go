@@ -69,3 +69,21 @@ echo "not reached"
 		t.Errorf("stderr %q", lines)
 	}
 }
+
+// install.sh takes SBF_VERSION with or without the tag's v: both download
+// from the release tagged v1.2.3.
+func TestInstallVersionSpellings(t *testing.T) {
+	for _, v := range []string{"1.2.3", "v1.2.3"} {
+		bin := t.TempDir()
+		// A curl that says which URL it was asked for, and fails.
+		os.WriteFile(filepath.Join(bin, "curl"), []byte("#!/bin/sh\nfor a; do u=$a; done\necho \"URL $u\" >&2\nexit 22\n"),
+			0o755)
+		cmd := exec.Command("sh", "install.sh")
+		cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin", "SBF_VERSION="+v, "SBF_DOWNLOAD_URL=")
+		out, _ := cmd.CombinedOutput()
+		want := "URL https://github.com/sandboxforge/sbf/releases/download/v1.2.3/SHA256SUMS"
+		if !strings.Contains(string(out), want) {
+			t.Errorf("SBF_VERSION=%s: %s", v, out)
+		}
+	}
+}

@@ -32,6 +32,9 @@ const (
 	SnapshotNotFound    = "SNAPSHOT_NOT_FOUND"
 	SnapshotExists      = "SNAPSHOT_EXISTS"
 	SnapshotLimit       = "SNAPSHOT_LIMIT_EXCEEDED"
+	// ServiceManagerUnreachable is a host whose user service manager (a
+	// systemd user instance, launchd, the task scheduler) could not be asked.
+	ServiceManagerUnreachable = "SERVICE_MANAGER_UNREACHABLE"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )

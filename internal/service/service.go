@@ -175,5 +175,11 @@ func DefaultLogFile(h Host) string {
 // default state folder.
 func PackagedDefinition() Definition {
 	return Definition{Description: Description,
-		Program: "/usr/bin/sbf", Args: []string{"serve", "--loop-only"}}
+		Program: "/usr/bin/sbf", Args: []string{"serve", "--loop-only"},
+		Env: []EnvVar{{Name: "PATH", Value: PackagedPath}}}
 }
+
+// PackagedPath is the packaged unit's PATH. A user manager's own PATH is
+// whatever the distribution compiled in, and the loop runs limactl, which
+// a hand install puts in /usr/local/bin and Homebrew on Linux in its prefix.
+const PackagedPath = "/usr/local/bin:/usr/bin:/bin:/home/linuxbrew/.linuxbrew/bin:/usr/local/sbin:/usr/sbin:/sbin"

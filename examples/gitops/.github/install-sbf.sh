@@ -15,6 +15,12 @@ set -eu
 
 repo=https://github.com/sandboxforge/sbf/releases
 version=${SBF_VERSION:-latest}
+# Release tags carry a v (v1.2.3); the archives' names do not (sbf_1.2.3_...):
+# take either spelling.
+case $version in
+  latest | v*) ;;
+  *) version=v$version ;;
+esac
 if [ -n "${SBF_DOWNLOAD_URL:-}" ]; then
   url=$SBF_DOWNLOAD_URL
 elif [ "$version" = latest ]; then
