@@ -23,11 +23,15 @@ func (w *ws) agent(t *testing.T, step, arg string, mcpArgs ...string) map[string
 	c := exec.Command("node", "agent.mjs", step, os.Getenv("SBF_BIN"), w.root, arg)
 	c.Dir = dir
 	c.Env = append(append(os.Environ(), w.env...), "SBF_MCP_ARGS="+strings.Join(mcpArgs, " "))
-	out, err := c.CombinedOutput()
+	// The summary is the script's last line on stdout; the server it spawned
+	// writes its own progress to stderr, which may come after it.
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var summary map[string]any
 	if err != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &summary) != nil || summary["ok"] != true {
-		t.Fatalf("agent %s through the TypeScript SDK: %v\n%s", step, err, out)
+		t.Fatalf("agent %s through the TypeScript SDK: %v\n%s\nstderr:\n%s", step, err, out, stderr.String())
 	}
 	t.Logf("agent %s: %v", step, summary)
 	return summary
