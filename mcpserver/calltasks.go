@@ -21,7 +21,7 @@ import (
 
 // taskTools can run for minutes.
 var taskTools = map[string]bool{
-	"create_instance": true, "destroy_instance": true, "clone_instance": true, "prepare_workspace": true,
+	"create_instance": true, "run_ephemeral": true, "destroy_instance": true, "clone_instance": true, "prepare_workspace": true,
 	"apply": true, "run_command": true, "docker_build": true, "docker_compose": true, "validate_image": true,
 	"snapshot_instance": true, "restore_snapshot": true, "export_snapshot": true, "import_snapshot": true,
 	"copy_to_instance": true, "copy_from_instance": true, "sync_instance_to_workspace": true,

@@ -63,6 +63,7 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	// The data plane: a command that prints the environment sbf gives it,
 	// copies, sync and artifacts of a folder holding files of the workspace.
 	check("run_command", map[string]any{"instance_id": id, "command": "env; echo done"})
+	check("run_ephemeral", map[string]any{"workspace_root": f.root, "command": "env; echo done"})
 	os.MkdirAll(filepath.Join(f.root, "src"), 0o755)
 	os.WriteFile(filepath.Join(f.root, "src", "a.txt"), []byte("a"), 0o644)
 	check("copy_to_instance", map[string]any{"instance_id": id, "local_path": "src", "remote_path": "/w/src"})

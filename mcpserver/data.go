@@ -84,6 +84,12 @@ func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.execIn(ctx, tgt, a)
+}
+
+// execIn runs a run_command in a sandbox found already and answers as
+// v1's run_command did.
+func (s *Server) execIn(ctx context.Context, tgt *sandbox.Target, a runArgs) (map[string]any, error) {
 	timeout := 600 * time.Second
 	if a.TimeoutSeconds != nil {
 		if *a.TimeoutSeconds <= 0 {

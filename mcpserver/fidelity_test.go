@@ -226,6 +226,7 @@ var wantHints = map[string]hints{
 	"apply":                      {destructive: true, idempotent: true, openWorld: true},
 	"prepare_workspace":          {destructive: true, idempotent: true, openWorld: true},
 	"run_command":                {destructive: true, openWorld: true},
+	"run_ephemeral":              {destructive: true, openWorld: true},
 	"copy_to_instance":           {destructive: true, idempotent: true},
 	"copy_from_instance":         {destructive: true, idempotent: true},
 	"sync_workspace_to_instance": {destructive: true, idempotent: true},

@@ -91,6 +91,7 @@ func New(cfg Config) *Server {
 	s.registerAgentTools()
 	s.registerPrompts()
 	s.registerSessionTools()
+	s.registerEphemeral()
 	return s
 }
 

@@ -22,6 +22,7 @@ import (
 
 var toolTitles = map[string]string{
 	"create_instance":            "Create a sandbox",
+	"run_ephemeral":              "Run a command in a throwaway sandbox",
 	"start_session":              "Start an exec session",
 	"read_session":               "Read an exec session's output",
 	"write_session":              "Write to an exec session's stdin",
@@ -123,6 +124,7 @@ var argRules = map[string]map[string]argRule{
 		"max_age_hours": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
 	}}},
 	"run_command":         {"timeout_seconds": atLeast(1)},
+	"run_ephemeral":       {"timeout_seconds": atLeast(1), "cpus": atLeast(1)},
 	"docker_exec":         {"timeout_seconds": atLeast(1)},
 	"docker_logs":         {"tail": atLeast(0)},
 	"get_history":         {"limit": bounds(1, maxHistoryLimit)},
@@ -149,7 +151,8 @@ func enumOf(strs []string, extra ...any) []any {
 func ceilingRules(c policy.Ceilings) map[string]map[string]argRule {
 	c = c.Defaulted()
 	out := map[string]map[string]argRule{
-		"run_command": {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_command":   {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_ephemeral": {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
 	}
 	if c.MaxTTL.Value > 0 {
 		ttl := bounds(1, float64(c.MaxTTL.Value/time.Minute))

@@ -25,6 +25,7 @@ var unbounded = map[string]string{
 	"get_task_logs.tail":         "0 or less returns every line",
 	"create_instance.memory_gib": "the workspace's [vm] bounds decide",
 	"create_instance.disk_gib":   "the workspace's [vm] bounds decide",
+	"run_ephemeral.memory_gib":   "the workspace's [vm] bounds decide",
 }
 
 func listedTools(t *testing.T, f *fixture) []map[string]any {

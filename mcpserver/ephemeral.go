@@ -1,0 +1,81 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile"
+)
+
+type ephemeralArgs struct {
+	WorkspaceRoot  string            `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
+	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
+	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB, at most the server's ceiling)."`
+	CPUs           *int              `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for the sandbox (a warm spare of that shape is taken when a pool has one)."`
+	MemoryGiB      *float64          `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for the sandbox."`
+}
+
+func (s *Server) registerEphemeral() {
+	addTool(s, "run_ephemeral", "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm "+
+		"spare when the workspace's pool has one), the command runs, the sandbox is destroyed, and the command's "+
+		"result comes back as run_command's. Long boots report progress.", s.runEphemeral)
+}
+
+// runEphemeral is create_instance (no bootstrap), run_command and
+// destroy_instance as one call: the same engine intents, so the cap, the
+// lease bounds and the history hold as they do for the three.
+func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, err error) {
+	if strings.TrimSpace(a.Command) == "" {
+		return nil, newToolError(coded.InvalidArguments, "command is empty", map[string]any{"field": "command"})
+	}
+	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]any{}
+	if a.CPUs != nil {
+		keys["cpus"] = int64(*a.CPUs)
+	}
+	if a.MemoryGiB != nil {
+		keys["memory_gib"] = *a.MemoryGiB
+	}
+	id := newInstanceID()
+	start := s.cfg.Engine.Clock.Now()
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Rollback: true,
+		Intent: reconcile.Up{Sandboxes: []string{id}, Keys: keys}, Audit: audited("run_ephemeral")})
+	if err != nil {
+		return nil, v1Error(err, id)
+	}
+	s.touch(res.Resolved.Root) // should the destroy below fail, the loop ends the lease
+	ready := s.cfg.Engine.Clock.Now().Sub(start)
+	defer func() {
+		_, derr := s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{Targets: []string{id},
+			Intent: reconcile.Destroy{Sandboxes: []string{id}}, Audit: audited("run_ephemeral")})
+		if m, ok := out.(map[string]any); ok {
+			m["destroyed"] = derr == nil
+			if derr != nil {
+				m["warnings"] = []string{"destroying the sandbox failed (its lease still ends on its own): " +
+					clip(derr.Error())}
+			}
+		}
+	}()
+	tgt, err := s.cfg.Engine.TargetOf(res, id)
+	if err != nil {
+		return nil, err
+	}
+	run := runArgs{InstanceID: id, Command: a.Command, TimeoutSeconds: a.TimeoutSeconds, Workdir: a.Workdir,
+		Env: a.Env, MaxOutputBytes: a.MaxOutputBytes}
+	result, err := s.execIn(ctx, tgt, run)
+	if err != nil {
+		return nil, err
+	}
+	result["backend_instance_name"] = res.InstanceOf(id)
+	_, _, result["warm_spare"] = drivers.ParsePoolName(res.InstanceOf(id))
+	result["sandbox_ready_ms"] = ready.Milliseconds()
+	return result, nil
+}
