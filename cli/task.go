@@ -83,11 +83,16 @@ func (a *app) withTask(
 ) (*cobra.Command, *bool) {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  args(cobra.ExactArgs(1)),
+		Use:               use,
+		Short:             short,
+		Args:              args(cobra.ExactArgs(1)),
+		ValidArgsFunction: a.completeTask,
 		RunE: func(cmd *cobra.Command, list []string) error {
-			t, err := run(cmd, list[0])
+			id, err := a.resolveTask(list[0])
+			if err != nil {
+				return a.reportError(err, asJSON)
+			}
+			t, err := run(cmd, id)
 			if err != nil {
 				return a.reportError(err, asJSON)
 			}
@@ -209,6 +214,46 @@ func (a *app) taskListCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// resolveTask is the task id a person gave, or the one task whose id it
+// begins.
+func (a *app) resolveTask(id string) (string, error) {
+	ws, eng, err := a.taskEngine("task")
+	if err != nil {
+		return "", err
+	}
+	return eng.Tasks(ws).Resolve(id)
+}
+
+// completeTask offers the workspace's task ids, each with its sandbox,
+// status and command.
+func (a *app) completeTask(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ws, eng, err := a.taskEngine("task")
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	tasks, err := eng.Tasks(ws).List()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, t := range tasks {
+		out = append(out, t.ID+"\t"+termsafe.Text(t.Sandbox+" "+t.Status+": "+clipWords(t.Command, 40)))
+	}
+	slices.Sort(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// clipWords shortens s to n characters for a completion description.
+func clipWords(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func (a *app) taskEngine(command string) (spec.Options, *reconcile.Engine, error) {

@@ -20,13 +20,17 @@ import (
 // reaches it through a hook, by the task id mcp-go answered with.
 
 // taskTools can run for minutes.
-var taskTools = map[string]bool{
-	"create_instance": true, "run_ephemeral": true, "destroy_instance": true, "clone_instance": true, "prepare_workspace": true,
-	"apply": true, "run_command": true, "docker_build": true, "docker_compose": true, "validate_image": true,
-	"snapshot_instance": true, "restore_snapshot": true, "export_snapshot": true, "import_snapshot": true,
-	"copy_to_instance": true, "copy_from_instance": true, "sync_instance_to_workspace": true,
-	"collect_artifacts": true,
-}
+var taskTools = func() map[string]bool {
+	names := []string{"create_instance", "run_ephemeral", "destroy_instance", "clone_instance", "prepare_workspace",
+		"apply", "run_command", "docker_build", "docker_compose", "validate_image", "snapshot_instance",
+		"restore_snapshot", "export_snapshot", "import_snapshot", "copy_to_instance", "copy_from_instance",
+		"sync_instance_to_workspace", "collect_artifacts"}
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}()
 
 const (
 	// maxTaskTTLMillis bounds how long a finished task's result is kept:

@@ -33,8 +33,9 @@ var toolHints = map[string]hints{
 	}, // a new VM each call; downloads its image, installs Docker
 	"list_instances":      readOnly,                              // observes; an expired lease is left for the loop
 	"destroy_instance":    {destructive: true, idempotent: true}, // deletes the VM; destroying it again is a no-op
-	"extend_instance_ttl": {},
-	"run_ephemeral":       {destructive: true, openWorld: true}, // runs arbitrary code in a VM it makes and deletes                                    // moves the lease end later, by more on every call
+	"extend_instance_ttl": {},                                    // moves the lease end later, by more on every call
+	// run_ephemeral runs arbitrary code in a VM it makes and deletes.
+	"run_ephemeral": {destructive: true, openWorld: true},
 	// Declarative.
 	"validate_workspace_config": readOnly,
 	"plan":                      readOnly,

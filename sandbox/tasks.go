@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,6 +216,37 @@ func (ts *Tasks) refresh(ctx context.Context, t *state.Task) error {
 		t.Status, t.FinishedAt, t.ErrorMessage = "failed", &now, "Task process exited without an exit marker"
 	}
 	return nil
+}
+
+// Resolve is the task a person means by id or by a unique beginning of
+// it (as git takes a short commit id): an exact id wins; a beginning two
+// tasks share is refused with both, and one no task has says where the
+// ids are listed.
+func (ts *Tasks) Resolve(idOrPrefix string) (string, error) {
+	tasks, err := ts.Store.ReadTasks()
+	if err != nil {
+		return "", err
+	}
+	if _, ok := tasks[idOrPrefix]; ok || idOrPrefix == "" {
+		return idOrPrefix, nil
+	}
+	var matches []string
+	for id := range tasks {
+		if strings.HasPrefix(id, idOrPrefix) {
+			matches = append(matches, id)
+		}
+	}
+	slices.Sort(matches)
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", coded.New(CodeTaskNotFound, map[string]any{"task_id": idOrPrefix},
+			"Task '%s' was not found; run 'sbf task list' for this workspace's tasks", idOrPrefix)
+	}
+	return "", coded.New(coded.InvalidArguments, map[string]any{"task_id": idOrPrefix, "matches": matches},
+		"task id %s is the beginning of %d tasks' ids (%s); give more of it", idOrPrefix, len(matches),
+		strings.Join(matches, ", "))
 }
 
 func (ts *Tasks) find(id string) (*state.Task, error) {
