@@ -91,6 +91,16 @@ fi
 # What the machine can do, before anything slow (as root the "user" check fails: the
 # example then runs as an unprivileged user).
 phase "sbf doctor" bash -c '"$0" doctor -C "$1" || true' "$SBF" "$EXAMPLE"
+# What this script does about the checks doctor may have failed, so a failure above reads as a
+# step to come, not as the run's verdict.
+if ((ROOT)); then
+  echo "make run: as root it runs the example as the unprivileged user sbf (doctor's 'user' check)," \
+    "installs QEMU if missing, builds Lima v1.2.1 when limactl is missing, and builds the offline" \
+    "image sbf:debian-12 when the example's image cannot be downloaded ('image'); doctor runs again as that user"
+else
+  echo "make run: it builds Lima v1.2.1 when limactl is missing and the offline image when the" \
+    "example's cannot be downloaded; doctor runs again before the apply"
+fi
 
 # --- what is missing ------------------------------------------------------------------
 if ((ROOT)); then
