@@ -325,9 +325,8 @@ func testWarmPool(t *testing.T, w *ws) {
 	m := w.mcp()
 	defer m.close()
 	start := time.Now()
-	// As an MCP task through the official TypeScript SDK, polled to its end.
-	created := w.agent(t, "task", mcpArgsJSON(t, map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
-		"ttl_minutes": 60, "cpus": 2}))
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2})
 	id, _ := created["instance_id"].(string)
 	r := m.call("run_command", map[string]any{"instance_id": id, "command": "echo warm"})
 	warm := time.Since(start)
@@ -348,5 +347,17 @@ func testWarmPool(t *testing.T, w *ws) {
 		"wait_for_ready": true})
 	if prep["runtime_ready"] != true {
 		t.Errorf("prepare_workspace on the adopted spare: %v", prep)
+	}
+	// The same call as an MCP task through the official TypeScript SDK, polled to its end: it
+	// takes the spare the loop refilled, or boots one (the SDK polls once a second, so this is
+	// not the measure of a warm create above).
+	start = time.Now()
+	task := w.agent(t, "task", mcpArgsJSON(t, map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2}))
+	record("create_instance as an MCP task (TypeScript SDK, polled)", start)
+	tid, _ := task["instance_id"].(string)
+	defer m.try("destroy_instance", map[string]any{"instance_id": tid})
+	if r := m.call("run_command", map[string]any{"instance_id": tid, "command": "echo task"}); r["stdout"] != "task\n" {
+		t.Errorf("run_command in the task's sandbox: %v", r)
 	}
 }
