@@ -5,8 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
