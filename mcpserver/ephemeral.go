@@ -37,13 +37,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string]any{}
-	if a.CPUs != nil {
-		keys["cpus"] = int64(*a.CPUs)
-	}
-	if a.MemoryGiB != nil {
-		keys["memory_gib"] = *a.MemoryGiB
-	}
+	keys := shapeKeys(a.CPUs, a.MemoryGiB, nil)
 	id := newInstanceID()
 	start := s.cfg.Engine.Clock.Now()
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Rollback: true,

@@ -1,25 +1,12 @@
 package mcpserver
 
-import (
-	"context"
-	"testing"
-
-	"github.com/sandboxforge/sbf/reconcile"
-)
+import "testing"
 
 // run_ephemeral makes a sandbox, runs the command and destroys the
 // sandbox in one call, taking a warm spare of its shape when the pool has
 // one; a failing command is a result, and nothing is left either way.
 func TestRunEphemeralLeavesNothing(t *testing.T) {
-	f := newFixture(t, "[vm]\ndriver = \"sim\"\ncpus = 1\n[pool.agents]\ncpus = 2\nsize = 1\n")
-	ws, err := f.srv.workspace(context.Background(), f.root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
-		reconcile.Options{Intent: reconcile.FillPools{}}); err != nil {
-		t.Fatalf("filling the pool: %v", err)
-	}
+	f := pooledFixture(t)
 	spares := len(f.world())
 	cold := f.ok("run_ephemeral", map[string]any{"workspace_root": f.root, "command": "echo cold; exit 3"})
 	if cold["stdout"] != "cold\n" || cold["exit_code"] != 3.0 || cold["destroyed"] != true ||

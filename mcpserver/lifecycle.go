@@ -58,23 +58,28 @@ func (s *Server) registerLifecycle() {
 	addTool(s, "extend_instance_ttl", "Move an instance's lease end later by ttl_minutes.", s.extendInstance)
 }
 
+// shapeKeys are the [vm] keys a tool's shape arguments set.
+func shapeKeys(cpus *int, memoryGiB, diskGiB *float64) map[string]any {
+	keys := map[string]any{}
+	if cpus != nil {
+		keys["cpus"] = int64(*cpus)
+	}
+	if memoryGiB != nil {
+		keys["memory_gib"] = *memoryGiB
+	}
+	if diskGiB != nil {
+		keys["disk_gib"] = *diskGiB
+	}
+	return keys
+}
+
 func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) {
 	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string]any{}
-	if a.CPUs != nil {
-		keys["cpus"] = int64(*a.CPUs)
-	}
-	if a.MemoryGiB != nil {
-		keys["memory_gib"] = *a.MemoryGiB
-	}
-	if a.DiskGiB != nil {
-		keys["disk_gib"] = *a.DiskGiB
-	}
 	id := newInstanceID()
-	req := reconcile.Up{Sandboxes: []string{id}, Keys: keys}
+	req := reconcile.Up{Sandboxes: []string{id}, Keys: shapeKeys(a.CPUs, a.MemoryGiB, a.DiskGiB)}
 	if a.TTLMinutes != nil {
 		req.TTL = reconcile.TTL(time.Duration(*a.TTLMinutes) * time.Minute)
 	}

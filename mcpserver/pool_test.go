@@ -8,10 +8,10 @@ import (
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
-// An agent's create_instance adopts a warm spare of its shape: the
-// result names the spare as the backend instance, list_instances and
-// run_command reach it, and destroy_instance deletes it.
-func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
+// pooledFixture is a sim workspace of 1-CPU sandboxes whose pool keeps
+// one 2-CPU spare, filled.
+func pooledFixture(t *testing.T) *fixture {
+	t.Helper()
 	f := newFixture(t, "[vm]\ndriver = \"sim\"\ncpus = 1\n[pool.agents]\ncpus = 2\nsize = 1\n")
 	ws, err := f.srv.workspace(context.Background(), f.root, nil)
 	if err != nil {
@@ -21,6 +21,14 @@ func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
 		reconcile.Options{Intent: reconcile.FillPools{}}); err != nil {
 		t.Fatalf("filling the pool: %v", err)
 	}
+	return f
+}
+
+// An agent's create_instance adopts a warm spare of its shape: the
+// result names the spare as the backend instance, list_instances and
+// run_command reach it, and destroy_instance deletes it.
+func TestCreateInstanceAdoptsAWarmSpare(t *testing.T) {
+	f := pooledFixture(t)
 	var spare string
 	for name := range f.world() {
 		spare = name
