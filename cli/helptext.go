@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,10 +29,14 @@ var typeWords = map[string]string{
 	"float64": "NUMBER", "stringToString": "KEY=VALUE",
 }
 
+var templateFuncsOnce sync.Once
+
 // polishHelp gives every command of the tree its examples and every flag
 // a value word a person reads, and makes help print those words.
 func polishHelp(root *cobra.Command) {
-	cobra.AddTemplateFunc("flagUsages", flagUsages)
+	// cobra keeps template functions in one map for the process; in-process
+	// runs build command trees concurrently, so it is written once.
+	templateFuncsOnce.Do(func() { cobra.AddTemplateFunc("flagUsages", flagUsages) })
 	t := root.UsageTemplate()
 	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
 	t = strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
