@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/shellquote"
 	"io"
 	"strconv"
 	"sync"
@@ -18,11 +17,11 @@ import (
 )
 
 // shell is a long-lived `sh` in the guest that runs commands one at a
-// time from its stdin. A command then costs one fork in the guest, where a
-// new SSH session costs sshd a fork, a login shell and its session setup:
-// under software emulation, about 20 ms against 120 ms.
+// time from its stdin. A command then costs a process wake-up in the
+// guest, where a new SSH session costs sshd a fork, a login shell and its
+// session setup: under software emulation, about 4–16 ms against 120 ms.
 //
-// Each command runs in a subshell (`( eval '…' ) </dev/null`), so it
+// Each command runs in a subshell forked ahead of it (protocol.go), so it
 // cannot change the next one's directory or variables, and is followed by
 // a marker line on stdout (with the exit status) and on stderr. Markers
 // carry a random token, so a command cannot end its own output early by
@@ -37,6 +36,9 @@ type shell struct {
 	pid    int // leads the POSIX session its commands run in
 	next   int
 	broken bool
+	// owedOut and owedErr are the markers whose shell line is still to
+	// come on each stream (the spare printed first); see protocol.go.
+	owedOut, owedErr string
 }
 
 func startShell(c *ssh.Client) (*shell, error) {
@@ -75,12 +77,10 @@ func newToken() string {
 	return "@@sbf-" + hex.EncodeToString(tok[:])
 }
 
-// greet makes the shell survive the signals forwarded to its commands
-// (they reach its whole session, itself included) and learns its pid,
-// which leads that session.
+// greet sends the shell its greeting and learns its pid.
 func (s *shell) greet() error {
 	marker := s.token + "-pid"
-	if _, err := fmt.Fprintf(s.stdin, "trap : INT TERM HUP QUIT; printf '%s %%d\\n' $$\n", marker); err != nil {
+	if _, err := io.WriteString(s.stdin, greeting(marker, s.token)); err != nil {
 		return err
 	}
 	rest, err := s.stdout.readUntil(marker, io.Discard)
@@ -109,10 +109,8 @@ func firstErr(errs ...error) error {
 // in the guest, ~140 ms per command under software emulation.
 func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) (drivers.ExecResult, error) {
 	s.next++
-	marker := s.token + "-" + strconv.Itoa(s.next)
-	line := fmt.Sprintf("( eval %s ) </dev/null; printf '%s %%d\\n' $?; printf '%s\\n' >&2\n",
-		shellquote.Quote(req.Command), marker, marker)
-	if _, err := io.WriteString(s.stdin, line); err != nil {
+	marker := markerOf(s.token, s.next)
+	if _, err := io.WriteString(s.stdin, commandLine(req.Command)); err != nil {
 		s.broken = true
 		return drivers.ExecResult{}, err
 	}
@@ -125,8 +123,9 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 		err  error
 	}
 	outDone, errDone := make(chan end, 1), make(chan end, 1)
-	go func() { r, err := s.stdout.readUntil(marker, toStdout); outDone <- end{r, err} }()
-	go func() { r, err := s.stderr.readUntil(marker, toStderr); errDone <- end{r, err} }()
+	owedOut, owedErr := s.owedOut, s.owedErr
+	go func() { r, err := s.stdout.readCommand(owedOut, marker, toStdout); outDone <- end{r, err} }()
+	go func() { r, err := s.stderr.readCommand(owedErr, marker, toStderr); errDone <- end{r, err} }()
 	var deadline <-chan time.Time
 	if req.Timeout > 0 {
 		t := f.p.opts.Clock.NewTimer(req.Timeout)
@@ -172,7 +171,9 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 		return drivers.ExecResult{}, err
 	}
 	res := Result(stdout, stderr, "ssh-shell")
-	code, err := strconv.Atoi(out.rest)
+	outEnd, errEnd := parseEnding(out.rest), parseEnding(errOut.rest)
+	s.owedOut, s.owedErr = owed(outEnd, marker), owed(errEnd, marker)
+	code, err := strconv.Atoi(outEnd.status)
 	if err != nil {
 		s.broken = true
 		return res, fmt.Errorf("reading the exit status: %q", out.rest)
@@ -182,6 +183,14 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 }
 
 func (s *shell) close() { s.sess.Close() }
+
+// owed is the marker whose shell line a stream still owes after e.
+func owed(e ending, marker string) string {
+	if e.shellOwing {
+		return marker
+	}
+	return ""
+}
 
 // markedStream splits one output stream into per-command pieces at
 // markers of the form "<marker>[ <rest>]\n". A marker is found anywhere,
@@ -225,6 +234,18 @@ func (m *markedStream) readUntil(marker string, w io.Writer) (string, error) {
 			return "", fmt.Errorf("guest shell ended: %w", err)
 		}
 	}
+}
+
+// readCommand is readUntil for one command's output: what precedes the
+// shell's marker line of the last command (owed, when its spare printed
+// first) is this command's too.
+func (m *markedStream) readCommand(owed, marker string, w io.Writer) (string, error) {
+	if owed != "" {
+		if _, err := m.readUntil(owed, w); err != nil {
+			return "", err
+		}
+	}
+	return m.readUntil(marker, w)
 }
 
 // maxMarkerRest bounds what may follow a marker on its line.

@@ -1,0 +1,87 @@
+package sshexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// Each way a command can end its spare without the spare's trap printing
+// (or with the trap printing elsewhere) still gives the right result, and
+// the shell goes on with the next command.
+func TestCommandsThatEndTheirSpareUnusually(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	file := filepath.Join(t.TempDir(), "out")
+	cases := []struct{ command, stdout string }{
+		{"echo plain; exit 3", "plain\n"},
+		{"exec >" + file + "; echo moved; exit 4", ""},
+		{"exec 2>&1; echo err >&2; exit 5", "err\n"},
+		{"echo replaced; exec sh -c 'exit 6'", "replaced\n"},
+		{"__sbf_n=99; echo renumbered; exit 7", "renumbered\n"},
+		{"trap 'echo own trap' EXIT; exit 8", "own trap\n"},
+		{"sh -c 'kill -TERM $PPID'; echo not reached", ""},
+	}
+	for i, c := range cases {
+		for round := range 2 { // the second round runs after the first left something owed
+			res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: c.command})
+			want := 3 + i
+			if i == len(cases)-1 {
+				want = 128 + int(syscall.SIGTERM)
+			}
+			if err != nil || res.ExitCode != want || res.Stdout != c.stdout || res.Via != "ssh-shell" {
+				t.Errorf("%q (round %d) = %+v, %v; want exit %d and stdout %q", c.command, round, res, err, want,
+					c.stdout)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "moved\n" {
+		t.Errorf("a marker was written into the command's own file: %q", b)
+	}
+	if s := g.Sessions.Load(); s != 1 {
+		t.Errorf("%d sessions; every command should have run in the one guest shell", s)
+	}
+}
+
+// Lines of every length reach the spare byte for byte: short ones on its
+// line, long ones after their length.
+func TestCommandLinesOfEveryLength(t *testing.T) {
+	p, _ := guest(t, Fallbacks{})
+	for _, n := range []int{0, 1, maxSpareLine - 20, maxSpareLine, maxSpareLine + 1, 64 << 10} {
+		body := strings.Repeat("ab'\"$\\\n", n/7+1)[:n]
+		command := "cat <<'EOF'\n" + body + "\nEOF"
+		res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: command})
+		if err != nil || res.ExitCode != 0 || res.Stdout != body+"\n" {
+			t.Errorf("a %d-byte heredoc: exit %d, %d bytes back (%v)", n, res.ExitCode, len(res.Stdout), err)
+		}
+	}
+	if line := commandLine(strings.Repeat("x", maxSpareLine)); !strings.HasPrefix(line, "@") {
+		t.Errorf("a long command went on the spare's line: %.40q", line)
+	}
+}
+
+// When the connection goes, the guest shell ends rather than loop.
+func TestTheGuestShellEndsWithItsClient(t *testing.T) {
+	p, _ := guest(t, Fallbacks{})
+	res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo $$"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("the shell's pid: %q", res.Stdout)
+	}
+	p.Close()
+	for start := time.Now(); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal(fmt.Sprintf("the guest shell %d still runs 10 s after its client closed", pid))
+		}
+	}
+}
