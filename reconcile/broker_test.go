@@ -2,11 +2,13 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,13 +33,27 @@ func (k keeper) Exec(context.Context, string, drivers.ExecRequest) (drivers.Exec
 func (keeper) Alive(string) bool { return true }
 func (keeper) Close() error      { return nil }
 
+// keeperName is a registered backend that declares it keeps connections;
+// keeperTarget's sandbox claims it.
+const keeperName = "keepertest"
+
 // keeperTarget is sandbox api of a sim workspace whose backend keeps
-// connections (so brokers apply); plain is the sim's own factory.
-func keeperTarget(t *testing.T) (*harness, DriverFactory, *sandbox.Target) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+// connections (so brokers apply); plain is the sim's own factory. The
+// backend is built only when asked (builds counts it).
+func keeperTarget(t *testing.T) (h *harness, plain DriverFactory, tgt *sandbox.Target, builds *atomic.Int32) {
+	if _, ok := drivers.Lookup(keeperName); !ok {
+		drivers.Register(drivers.Registration{Name: keeperName, TestOnly: true,
+			Features: drivers.Features{Exec: true, Connections: true},
+			New: func(context.Context, drivers.Env) (drivers.Driver, error) {
+				return nil, errors.New("built through the engine's factory only")
+			}})
+	}
+	h = newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	h.mustApply()
-	plain := h.eng.Drivers
+	plain = h.eng.Drivers
+	builds = new(atomic.Int32)
 	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		builds.Add(1)
 		d, err := plain(name, r)
 		return keeper{Driver: d, via: "direct"}, err
 	}
@@ -45,11 +61,12 @@ func keeperTarget(t *testing.T) (*harness, DriverFactory, *sandbox.Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, plain, tgt
+	tgt.DriverName = keeperName
+	return h, plain, tgt, builds
 }
 
 func TestExecGoesThroughABrokerItStarts(t *testing.T) {
-	h, plain, tgt := keeperTarget(t)
+	h, plain, tgt, builds := keeperTarget(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -75,6 +92,9 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	if started != 1 {
 		t.Errorf("brokers started: %d, want 1 (the second command reuses it)", started)
 	}
+	if n := builds.Load(); n != 0 {
+		t.Errorf("commands a broker served built the backend %d times; its registration says enough", n)
+	}
 	// A backend that keeps no connection (the sim) is asked directly.
 	h.eng.Drivers = plain
 	tgt, _ = h.eng.Target(h.ws(), "api")
@@ -88,7 +108,7 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 // The file tools and stats of a target with brokers go through them as
 // sbf exec does (each sbf cat would otherwise dial the VM anew).
 func TestFileToolsGoThroughTheBroker(t *testing.T) {
-	_, _, tgt := keeperTarget(t)
+	_, _, tgt, _ := keeperTarget(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -142,11 +142,11 @@ const brokerStartWait = 5 * time.Second
 // when that fails.
 func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	b := t.Brokers
-	drv, err := t.Driver()
+	brokered, err := t.keepsConnections()
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
-	if drivers.CapabilitiesOf(drv).Connections == nil || b.Socket == nil || b.Start == nil {
+	if !brokered || b.Socket == nil || b.Start == nil {
 		return t.Exec(ctx, req)
 	}
 	if req, err = withPrelude(req); err != nil {
@@ -174,6 +174,20 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 	}
 	b.debugf("exec broker for %s did not answer; running the command directly", t.Instance)
 	return t.Exec(ctx, req)
+}
+
+// keepsConnections says whether the target's backend keeps connections
+// open (so a broker can hold one), from its registration when it has one:
+// a command that a running broker serves need not build the backend.
+func (t *Target) keepsConnections() (bool, error) {
+	if reg, ok := drivers.Lookup(t.DriverName); ok {
+		return reg.Features.Connections, nil
+	}
+	drv, err := t.Driver()
+	if err != nil {
+		return false, err
+	}
+	return drivers.CapabilitiesOf(drv).Connections != nil, nil
 }
 
 func (b Brokers) debugf(format string, args ...any) {
