@@ -134,9 +134,10 @@ func TestMCPServerRestart(t *testing.T) {
 }
 
 // TestReadmeClientSnippets starts sbf exactly as each client snippet in
-// the README says and checks an MCP client can list its tools.
+// docs/mcp.md (linked from the README) says and checks an MCP client can
+// list its tools.
 func TestReadmeClientSnippets(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestReadmeClientSnippets(t *testing.T) {
 		listsTools(t, c, strings.Join(argv, " "))
 		c.Close()
 	}
-	// The README says: run `sbf serve -C /path/to/workspace` first, and
+	// docs/mcp.md says: run `sbf serve -C /path/to/workspace` first, and
 	// where its bearer token goes.
 	served := startServe(t, w, "-C", w.root)
 	for _, u := range urls {
@@ -202,7 +203,7 @@ func listsTools(t *testing.T, c *client.Client, what string) {
 }
 
 // readmeSnippets extracts the commands (stdio) and URLs (HTTP) of the
-// client snippets between the README's mcp-snippets markers.
+// client snippets between the mcp-snippets markers of docs/mcp.md.
 func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []string) {
 	_, rest, _ := strings.Cut(readme, "<!-- mcp-snippets:start -->")
 	section, _, _ := strings.Cut(rest, "<!-- mcp-snippets:end -->")
@@ -220,7 +221,7 @@ func readmeSnippets(t *testing.T, readme string) (stdio [][]string, urls []strin
 		}
 		var doc map[string]any
 		if err := json.Unmarshal([]byte(b[2]), &doc); err != nil {
-			t.Fatalf("README snippet is not JSON: %v\n%s", err, b[2])
+			t.Fatalf("docs/mcp.md snippet is not JSON: %v\n%s", err, b[2])
 		}
 		for key, servers := range doc {
 			if key != "mcpServers" && key != "servers" {

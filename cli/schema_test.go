@@ -46,16 +46,16 @@ func TestSchemaWriteRefreshes(t *testing.T) {
 	}
 }
 
-// The README tells people what init and the examples do.
+// The docs tell people what init and the examples do (docs/spec.md, linked from the README).
 func TestReadmeAgreesOnTheSchemaFile(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/spec.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"sbf schema --write " + schemaFileName, "#:schema ./" + schemaFileName,
 		"examples/web-mysql-redis", "examples/multi-sandbox", "examples/gitops"} {
 		if !strings.Contains(string(readme), want) {
-			t.Errorf("README.md does not mention %q", want)
+			t.Errorf("docs/spec.md does not mention %q", want)
 		}
 	}
 }
