@@ -46,7 +46,7 @@ for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; d
   else
     tar -xzf "sbf_${version}_$target.tar.gz" -C "$tmp/$target"
   fi
-  for f in README.md LICENSE CHANGELOG.md completions/sbf.bash completions/_sbf completions/sbf.fish \
+  for f in README.md LICENSE CHANGELOG.md docs/cli.md docs/mcp.md completions/sbf.bash completions/_sbf completions/sbf.fish \
     systemd/sbf-serve.service \
     sbf.entitlements "${exe/sbf/sbf-server}"; do
     [ -f "$tmp/$target/$f" ] || fail "$target archive has no $f"
@@ -78,6 +78,7 @@ for deb in sbf_"${version}"_linux_*.deb; do
     ./usr/share/bash-completion/completions/sbf \
     ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish \
     ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz \
+    ./usr/share/doc/sbf/docs/cli.md \
     ./usr/share/man/man1/sbf.1.gz ./usr/share/man/man1/sbf-apply.1.gz; do
     grep -qF " $f" <<<"$list" || fail "$deb does not carry $f"
   done
