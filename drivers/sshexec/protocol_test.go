@@ -2,7 +2,6 @@ package sshexec
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,7 +80,7 @@ func TestTheGuestShellEndsWithItsClient(t *testing.T) {
 	p.Close()
 	for start := time.Now(); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
-			t.Fatal(fmt.Sprintf("the guest shell %d still runs 10 s after its client closed", pid))
+			t.Fatalf("the guest shell %d still runs 10 s after its client closed", pid)
 		}
 	}
 }
