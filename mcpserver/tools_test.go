@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 var v1Tools = []string{"create_instance", "list_instances", "destroy_instance", "extend_instance_ttl",
@@ -179,8 +181,13 @@ func TestV1ErrorCodes(t *testing.T) {
 		t.Errorf("limit details %v, world %v", lim, f.world())
 	}
 	m, _ := spec.ReadManaged(f.root)
-	if r, _ := spec.Load(spec.Options{Root: f.root, Host: spec.Host{OS: "linux"}}); len(r.Config.Sandboxes) != 1 {
+	r, _ := spec.Load(spec.Options{Root: f.root, Host: spec.Host{OS: "linux"}})
+	if len(r.Config.Sandboxes) != 1 {
 		t.Errorf("a refused create left a sandbox declared: %v (managed %v)", r.Config.Sandboxes, m)
+	}
+	if rec, err := state.Read(filepath.Join(f.root, spec.Dir), r.Root, r.WorkspaceID); err != nil ||
+		len(rec.Sandboxes) != 1 {
+		t.Errorf("a refused create left a record: %v %v", slices.Collect(maps.Keys(rec.Sandboxes)), err)
 	}
 	id := first["instance_id"].(string)
 	f.fails("extend_instance_ttl", map[string]any{"instance_id": id, "ttl_minutes": 500}, "TTL_INVALID")
