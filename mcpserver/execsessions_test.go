@@ -300,3 +300,19 @@ func TestTaskLogsCursor(t *testing.T) {
 	}
 	f.fails("get_task_logs", map[string]any{"task_id": task, "cursor": 1000}, "INVALID_ARGUMENTS")
 }
+
+// A server that stops ends its sessions' commands: they live in its
+// memory only, and a command left running would be one no client reaches.
+func TestExecSessionsEndWithTheServer(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	s := f.startSession(map[string]any{"instance_id": id, "argv": []any{"cat"}})
+	f.srv.Close()
+	if n := len(f.srv.execSessions.List()); n != 0 {
+		t.Fatalf("%d sessions after Close", n)
+	}
+	gone := f.fails("read_session", map[string]any{"session_id": s.id}, "SESSION_NOT_FOUND")
+	if !strings.Contains(gone["message"].(string), "server stopped") {
+		t.Fatalf("after Close: %v", gone)
+	}
+}

@@ -213,9 +213,10 @@ func (s *Server) prunePorts() {
 	}
 }
 
-// Close ends everything the server holds open beyond a call: the ports
-// it exposed.
+// Close ends everything the server holds open beyond a call: the exec
+// sessions' commands and the ports it exposed.
 func (s *Server) Close() {
+	s.execSessions.EndAll("the server stopped")
 	s.ports.mu.Lock()
 	defer s.ports.mu.Unlock()
 	for key, e := range s.ports.byKey {

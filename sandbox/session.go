@@ -57,6 +57,7 @@ const (
 	EndClosed       = "closed"
 	EndIdle         = "idle"
 	EndSandbox      = "sandbox_ended"
+	EndServer       = "server_stopped"
 	EndTimedOut     = "timed_out"
 	EndCommandError = "error"
 )
@@ -143,7 +144,7 @@ type SessionExit struct {
 	Code     int
 	TimedOut bool
 	// Reason is "exited" when the command ended by itself, else why sbf
-	// ended it (EndClosed, EndIdle, EndSandbox, EndTimedOut, EndCommandError).
+	// ended it (EndClosed, EndIdle, EndSandbox, EndServer, EndTimedOut, EndCommandError).
 	Reason string
 	Error  string
 	At     time.Time
@@ -368,6 +369,23 @@ func (ss *Sessions) EndInstance(instance, why string) {
 	for _, s := range gone {
 		ss.end(s, EndSandbox, why)
 	}
+}
+
+// EndAll ends every session, all at once (each may wait for its backend),
+// when the server that holds them stops: a session is memory only, so its
+// command must not outlive it.
+func (ss *Sessions) EndAll(why string) {
+	ss.mu.Lock()
+	all := make([]*Session, 0, len(ss.live))
+	for _, s := range ss.live {
+		all = append(all, s)
+	}
+	ss.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { ss.end(s, EndServer, why) })
+	}
+	wg.Wait()
 }
 
 // end stops a session's command, forgets the session and remembers why.

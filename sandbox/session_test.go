@@ -268,3 +268,28 @@ func TestSessionEndsWithItsSandbox(t *testing.T) {
 		t.Fatalf("after the sandbox ended: %v", err)
 	}
 }
+
+// A server that stops ends every session's command with it, all at once:
+// a session lives in the server's memory only.
+func TestEndAllEndsEverySessionsCommand(t *testing.T) {
+	ss, tgt, _ := newSessions(t)
+	var ids []string
+	for range 2 {
+		s, err := ss.Start(context.Background(), tgt, sandbox.SessionRequest{Command: "sleep 60"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	start := time.Now()
+	ss.EndAll("the server stopped")
+	if n := len(ss.List()); n != 0 || time.Since(start) > 20*time.Second {
+		t.Fatalf("%d sessions left after EndAll (took %s)", n, time.Since(start))
+	}
+	for _, id := range ids {
+		if _, err := ss.Read(context.Background(), id, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) ||
+			!strings.Contains(err.Error(), "the server stopped") {
+			t.Errorf("session %s after EndAll: %v", id, err)
+		}
+	}
+}
