@@ -68,7 +68,7 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 		Parallelism: f.parallelism,
 		LockTimeout: f.lockTimeout,
 		Who:         flock.Holder{Command: "sbf " + command, PID: os.Getpid()},
-		Events:      newProgress(a.stderr, 30*time.Second).event,
+		Events:      newProgress(a.stderr, progressEvery).event,
 		Env:         a.layerEnv(),
 	}, nil
 }
@@ -95,3 +95,8 @@ func (a *app) debugf(format string, args ...any) {
 		fmt.Fprintf(a.stderr, "sbf debug: %s\n", termsafe.Text(fmt.Sprintf(format, args...)))
 	}
 }
+
+// progressEvery is how often a long step says it is still running: as
+// often as sbf image build and make run's phases, so a wrapper need not
+// add a heartbeat of its own.
+const progressEvery = 20 * time.Second

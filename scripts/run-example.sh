@@ -36,6 +36,15 @@ phase() {
   with_heartbeat "$label" "$@"
   PHASES+=("$(printf '%-34s %5ss' "$label" $((SECONDS - t)))")
 }
+# reporting LABEL CMD...: a phase whose command says itself, every 20 s, what is still
+# running (sbf apply, sbf image build, build-lima.sh): a second heartbeat would only
+# interleave with its own.
+reporting() {
+  local label=$1 t=$SECONDS; shift
+  echo "==> make run: $label" >&2
+  "$@"
+  PHASES+=("$(printf '%-34s %5ss' "$label" $((SECONDS - t)))")
+}
 summary() {
   echo "==> make run: phases" >&2
   printf '    %s\n' "${PHASES[@]}" "$(printf '%-34s %5ss' total $((SECONDS - T_ALL)))" >&2
@@ -107,7 +116,7 @@ if ((ROOT)); then
   phase "host packages (QEMU)" scripts/host-deps.sh
 fi
 if ! LIMACTL=$(command -v limactl) || [[ $LIMACTL == "$LIMA_PREFIX/bin/limactl" ]]; then
-  phase "Lima v1.2.1" scripts/build-lima.sh "$LIMA_PREFIX" # checks (and repairs) one already there
+  reporting "Lima v1.2.1" scripts/build-lima.sh "$LIMA_PREFIX" # checks (and repairs) one already there
   LIMACTL=$LIMA_PREFIX/bin/limactl
 fi
 export PATH=$(dirname "$LIMACTL"):$PATH
@@ -120,7 +129,7 @@ if ! "$SBF" doctor -C "$EXAMPLE" --only image >/dev/null 2>&1 || [[ -n "${SBF_RU
   if ! grep -qs 'sbf:debian-12' "$EXAMPLE/.sandboxforge.local.toml"; then
     echo "make run: the example's default image cannot be downloaded here; using sbf:debian-12 (built offline)" >&2
   fi
-  phase "image sbf:debian-12" bash -c '"$0" image build debian-12 >/dev/null' "$SBF"
+  reporting "image sbf:debian-12" bash -c '"$0" image build debian-12 >/dev/null' "$SBF"
   LOCAL_LAYER='# Written by make run: this machine cannot download the default image, so the example
 # boots the image sbf builds offline (sbf image build). Delete this file to use the default.
 [vm.image]
@@ -155,7 +164,7 @@ else
 fi
 
 phase "sbf doctor (the VM's user)" run_sbf doctor -C "$WS"
-phase "sbf apply" run_sbf apply -C "$WS" --auto-approve
+reporting "sbf apply" run_sbf apply -C "$WS" --auto-approve
 phase "sbf exec $SANDBOX -- uname -a" run_sbf exec -C "$WS" "$SANDBOX" -- uname -a
 phase "sbf status" run_sbf status -C "$WS"
 echo "make run: the VM keeps running; 'make run-down' destroys it" >&2

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -246,6 +247,15 @@ func (d *Driver) runStreaming(ctx context.Context, env []string, onLine func(str
 
 var logrusMsg = regexp.MustCompile(`level=(\w+) msg=("(?:[^"\\]|\\.)*")`)
 
+// retriedGuestAgentWarnings are what Lima's host agent warns each time it
+// reaches for the guest agent before the guest has started it; it tries
+// again 10 s later (lima v1.2.1, pkg/hostagent/hostagent.go), so during a
+// boot they are not a problem: the boot's own end says whether it worked.
+var retriedGuestAgentWarnings = []string{
+	"guest agent events closed unexpectedly",
+	"connection to the guest agent was closed unexpectedly",
+}
+
 // limaProgress picks the lines of `limactl start` worth showing: what
 // the boot waits for and how it ends, and every warning.
 func limaProgress(line string) (string, bool) {
@@ -258,6 +268,10 @@ func limaProgress(line string) (string, bool) {
 		return "", false
 	}
 	msg = strings.TrimPrefix(msg, "[hostagent] ")
+	if m[1] == "warning" && slices.Contains(retriedGuestAgentWarnings, msg) {
+		return "lima: the guest agent does not answer yet (" + msg + "); Lima asks again every 10 s, " +
+			"which is normal while the guest boots", true
+	}
 	if m[1] != "info" && m[1] != "debug" {
 		return "lima " + m[1] + ": " + msg, true
 	}

@@ -166,6 +166,9 @@ func TestLimaProgressLines(t *testing.T) {
 		`time="2026-11-26T06:00:00Z" level=warning msg="[hostagent] DEGRADED"`:                    "lima warning: DEGRADED",
 		`time="2026-11-26T06:00:00Z" level=info msg="[hostagent] hostagent socket created at /x"`: "",
 		`not a log line`: "",
+		`time="2026-11-26T06:00:00Z" level=warning msg="guest agent events closed unexpectedly" error="EOF"`: "lima: " +
+			"the guest agent does not answer yet (guest agent events closed unexpectedly); Lima asks again every " +
+			"10 s, which is normal while the guest boots",
 	} {
 		got, ok := limaProgress(line)
 		if got != want || ok != (want != "") {
