@@ -61,42 +61,7 @@ func TestApplyOnATerminalAsks(t *testing.T) {
 	for answer, wantCode := range map[string]int{"no": 1, "yes": 0} {
 		t.Run(answer, func(t *testing.T) {
 			w := newSimWorkspace(t, simSpec)
-			c := w.cmd(nil, "apply")
-			tty, err := pty.Start(c)
-			if err != nil {
-				t.Skipf("no pty here: %v", err)
-			}
-			defer tty.Close()
-			seen := make(chan string, 1)
-			go func() {
-				r := bufio.NewReader(tty)
-				var buf strings.Builder
-				for {
-					b, err := r.ReadByte()
-					if err != nil {
-						seen <- buf.String()
-						return
-					}
-					buf.WriteByte(b)
-					if strings.HasSuffix(buf.String(), "Only 'yes' is accepted: ") {
-						tty.Write([]byte(answer + "\n"))
-					}
-				}
-			}()
-			done := make(chan error, 1)
-			go func() { done <- c.Wait() }()
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				c.Process.Kill()
-				t.Fatal("apply on a terminal never finished")
-			}
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			tty.Close()
-			out := <-seen
+			code, out := onTerminal(t, w.cmd(nil, "apply"), "Only 'yes' is accepted: ", answer)
 			if code != wantCode || !strings.Contains(out, "Do you want to perform these actions?") {
 				t.Errorf("answer %q: exit %d, want %d\n%s", answer, code, wantCode, out)
 			}
@@ -105,4 +70,47 @@ func TestApplyOnATerminalAsks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onTerminal runs c on a pseudo-terminal, answers the first prompt that
+// ends the output so far, and returns the exit code and all the output.
+func onTerminal(t *testing.T, c *exec.Cmd, prompt, answer string) (int, string) {
+	t.Helper()
+	tty, err := pty.Start(c)
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	defer tty.Close()
+	seen := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(tty)
+		var buf strings.Builder
+		answered := false
+		for {
+			b, err := r.ReadByte()
+			if err != nil {
+				seen <- buf.String()
+				return
+			}
+			buf.WriteByte(b)
+			if !answered && strings.HasSuffix(buf.String(), prompt) {
+				answered = true
+				tty.Write([]byte(answer + "\n"))
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		t.Fatalf("%v on a terminal never finished", c.Args)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	tty.Close()
+	return code, <-seen
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,23 @@ func TestUpRefusesUndeclaredNames(t *testing.T) {
 	}
 	if got := closestNames("database", []string{"api", "dev"}); got != nil {
 		t.Errorf("closestNames(database) = %q, want none", got)
+	}
+}
+
+// On a terminal, `sbf up dve` asks, naming the declared sandbox it may
+// have meant, and makes the sandbox only for "yes".
+func TestUpOnATerminalAsksBeforeANewName(t *testing.T) {
+	for answer, wantCode := range map[string]int{"y": 1, "yes": 0} {
+		t.Run(answer, func(t *testing.T) {
+			w := newSimWorkspace(t, simSpec)
+			code, out := onTerminal(t, w.cmd(nil, "up", "wbe"), "Only 'yes' is accepted: ", answer)
+			if code != wantCode || !strings.Contains(out, `No file declares a sandbox "wbe" (did you mean web?)`) {
+				t.Errorf("answer %q: exit %d, want %d\n%s", answer, code, wantCode, out)
+			}
+			made := slices.ContainsFunc(w.world(), func(i string) bool { return strings.HasSuffix(i, "-wbe") })
+			if made != (answer == "yes") {
+				t.Errorf("answer %q: instances %v", answer, w.world())
+			}
+		})
 	}
 }
