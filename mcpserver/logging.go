@@ -38,6 +38,9 @@ type loopLog struct {
 	mu       sync.Mutex
 	sessions map[string]server.ClientSession
 	warned   map[string]time.Time // workspace root + sandbox → the lease end warned about
+	// egressSeen is, per workspace root + sandbox, the newest egress log
+	// entry already looked at (egresslog.go).
+	egressSeen map[string]time.Time
 }
 
 // surfaceOptions are the capabilities of issue 31's part 2 that mcp-go
@@ -46,6 +49,7 @@ type loopLog struct {
 // tracked in subscriptions.go).
 func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
 	s.logs.sessions, s.logs.warned = map[string]server.ClientSession{}, map[string]time.Time{}
+	s.logs.egressSeen = map[string]time.Time{}
 	s.watchSubscriptions(hooks)
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
@@ -95,6 +99,7 @@ func (s *Server) logPass(ws spec.Options, res *reconcile.Result, err error) {
 		}
 	}
 	s.warnLeases(ws.Root, res)
+	s.warnEgress(ws.Root, res) // egresslog.go
 }
 
 // logAction: an expiry or a deletion is a warning (the agent loses its

@@ -37,6 +37,9 @@ type fixture struct {
 	c       *client.Client
 	probe   hostcap.Capacity
 	policy  policy.Policy // the operator's, for the next start
+	// wrap, when set, is the backend the next start builds around the sim
+	// (one that adds a capability the sim lacks).
+	wrap func(*sim.Driver) reconcile.Driver
 }
 
 func plenty() hostcap.Capacity {
@@ -68,7 +71,11 @@ func (f *fixture) start(settings Settings) {
 				return nil, &drivers.UnavailableError{Driver: name, Reason: "limactl not found in PATH",
 					ProbableCause: "backend_binary_missing", NextSteps: []string{"install Lima"}}
 			}
-			return sim.New(sim.Options{Dir: f.simDir, Clock: f.clock})
+			d, err := sim.New(sim.Options{Dir: f.simDir, Clock: f.clock})
+			if err != nil || f.wrap == nil {
+				return d, err
+			}
+			return f.wrap(d), nil
 		},
 	}
 	f.srv = New(Config{Engine: eng, Settings: settings, Host: spec.Host{OS: "linux", Arch: "amd64"},
