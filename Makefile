@@ -25,6 +25,7 @@ build:
 # runs with GOPROXY=off after `go mod download`.
 release: $(GORELEASER)
 	$(GO) mod download
+	cd kubevirt && $(GO) mod download
 	GORELEASER=$(GORELEASER) bash scripts/release.sh
 
 $(GORELEASER):

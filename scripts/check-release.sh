@@ -36,6 +36,9 @@ echo "$host: $out"
 # stop reading at the match, and sbf's next write would end it with SIGPIPE, a failure under pipefail.)
 help=$("$tmp/$host/sbf" mcp --help) || fail "the $host archive's sbf mcp --help failed"
 [[ $help == *"Streamable HTTP"* ]] || fail "the $host archive's sbf mcp does not reach sbf-server"
+# The kubevirt backend's program, versioned like sbf.
+out=$("$tmp/$host/sbf-kubevirt" version) || fail "the $host archive's sbf-kubevirt version failed"
+[[ $out == *"v$version"* ]] || fail "the $host archive's sbf-kubevirt version says: $out"
 
 for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
   mkdir -p "$tmp/$target"
@@ -48,7 +51,7 @@ for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; d
   fi
   for f in README.md LICENSE CHANGELOG.md docs/cli.md docs/mcp.md completions/sbf.bash completions/_sbf completions/sbf.fish \
     systemd/sbf-serve.service \
-    sbf.entitlements "${exe/sbf/sbf-server}"; do
+    sbf.entitlements "${exe/sbf/sbf-server}" "${exe/sbf/sbf-kubevirt}"; do
     [ -f "$tmp/$target/$f" ] || fail "$target archive has no $f"
   done
   kind=$(file -b "$tmp/$target/$exe")
@@ -74,7 +77,7 @@ done
 
 for deb in sbf_"${version}"_linux_*.deb; do
   list=$(dpkg-deb -c "$deb")
-  for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/lib/systemd/user/sbf-serve.service \
+  for f in ./usr/bin/sbf ./usr/bin/sbf-server ./usr/bin/sbf-kubevirt ./usr/lib/systemd/user/sbf-serve.service \
     ./usr/share/bash-completion/completions/sbf \
     ./usr/share/zsh/vendor-completions/_sbf ./usr/share/fish/vendor_completions.d/sbf.fish \
     ./usr/share/doc/sbf/copyright ./usr/share/doc/sbf/CHANGELOG.md ./usr/share/doc/sbf/changelog.gz \
@@ -123,6 +126,7 @@ if [ "$host" = linux_amd64 ] || [ "$host" = linux_arm64 ]; then
   out=$("$tmp/bin/sbf" version)
   [[ $out == "sbf v$version "* ]] || fail "install.sh installed $out"
   [ -x "$tmp/bin/sbf-server" ] || fail "install.sh did not install sbf-server"
+  [ -x "$tmp/bin/sbf-kubevirt" ] || fail "install.sh did not install sbf-kubevirt"
   mkdir "$tmp/tampered"
   cp SHA256SUMS "sbf_${version}_$host.tar.gz" "$tmp/tampered/"
   echo tampered >>"$tmp/tampered/sbf_${version}_$host.tar.gz"

@@ -76,15 +76,16 @@ archive=${line##* }
 fetch "$url/$archive" "$tmp/$archive" || die "cannot download $url/$archive"
 [ "$(sha256 "$tmp/$archive")" = "$want" ] || die "$archive does not match its SHA256SUMS line: not installing"
 
-tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server
+tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server sbf-kubevirt
 dir=${SBF_INSTALL_DIR:-}
 if [ -z "$dir" ]; then
   if [ -w /usr/local/bin ]; then dir=/usr/local/bin; else dir=$HOME/.local/bin; fi
 fi
 mkdir -p "$dir"
 # Copy then rename, so a running sbf is never overwritten in place; sbf
-# runs sbf-server, beside it, for sbf mcp, sbf serve and compose files.
-for b in sbf-server sbf; do
+# runs sbf-server, beside it, for sbf mcp, sbf serve and compose files, and
+# sbf-kubevirt for the kubevirt backend.
+for b in sbf-server sbf-kubevirt sbf; do
   cp "$tmp/$b" "$dir/.$b.new"
   chmod 0755 "$dir/.$b.new"
   mv -f "$dir/.$b.new" "$dir/$b"
