@@ -21,14 +21,12 @@ import (
 // spare. Only spares read stdin after the greeting, a byte at a time
 // (`read`), so no command line can end up in the shell's input buffer.
 //
-// The shell's markers are the fallback, printed when the spare could not
-// print both of its own: the command replaced the spare's process (exec),
-// a signal killed it, or it moved the spare's stdout or stderr elsewhere
-// (the trap then prints nothing rather than write into the command's
-// file). A spare that printed both tells the shell so (SIGURG, which a
-// subshell ignores), and the shell prints nothing. When the spare printed
-// on one stream only, the shell's markers follow on both: the next command
-// passes what precedes the one owed on that stream and skips it (owed).
+// The shell's markers are the fallback, read when the spare could not
+// print: the command replaced the spare's process (exec), a signal killed
+// it, or it moved the spare's stdout or stderr elsewhere (the trap then
+// prints nothing rather than write into the command's file). When the
+// spare did print, the shell's markers still follow on the streams; the
+// next command passes what precedes them on and skips them.
 //
 // A long command would cost a system call per byte: its line is instead
 // "@" and its length, followed by the command, which the spare reads with
@@ -46,9 +44,9 @@ const nlVar = "__sbf_nl"
 // leads that session) after pidMarker and starts the loop. Command n's
 // marker is markerOf(token, n).
 func greeting(pidMarker, token string) string {
-	return fmt.Sprintf("trap : INT TERM HUP QUIT; trap __sbf_ok=1 URG; %s='\n'; __sbf_n=0; printf '%s %%d\\n' $$; "+
-		"while :; do __sbf_n=$((__sbf_n+1)); __sbf_ok=; %s; __sbf_s=$?; [ \"$__sbf_ok\" ] || "+
-		"{ printf '%s-%%d: p %%d\\n' \"$__sbf_n\" \"$__sbf_s\"; printf '%s-%%d: p\\n' \"$__sbf_n\" >&2; }; done\n",
+	return fmt.Sprintf("trap : INT TERM HUP QUIT; %s='\n'; __sbf_n=0; printf '%s %%d\\n' $$; "+
+		"while :; do __sbf_n=$((__sbf_n+1)); %s; "+
+		"printf '%s-%%d: p %%d\\n' \"$__sbf_n\" $?; printf '%s-%%d: p\\n' \"$__sbf_n\" >&2; done\n",
 		nlVar, pidMarker, spare(token), token, token)
 }
 
@@ -58,10 +56,9 @@ func greeting(pidMarker, token string) string {
 // compares the files behind the two descriptors). At the end of its input
 // it ends the shell: the client has gone.
 func spare(token string) string {
-	trap := fmt.Sprintf(`__sbf_s=\$?; __sbf_o=; __sbf_e=; `+
-		`[ /proc/self/fd/1 -ef /proc/\$\$/fd/1 ] && printf '%s-$__sbf_n: %%d\n' \$__sbf_s && __sbf_o=1; `+
-		`[ /proc/self/fd/2 -ef /proc/\$\$/fd/2 ] && printf '%s-$__sbf_n:\n' >&2 && __sbf_e=1; `+
-		`[ \"\$__sbf_o\$__sbf_e\" = 11 ] && kill -s URG \$\$`, token, token)
+	trap := fmt.Sprintf(`__sbf_s=\$?; `+
+		`[ /proc/self/fd/1 -ef /proc/\$\$/fd/1 ] && printf '%s-$__sbf_n: %%d\n' \$__sbf_s; `+
+		`[ /proc/self/fd/2 -ef /proc/\$\$/fd/2 ] && printf '%s-$__sbf_n:\n' >&2`, token, token)
 	return `( trap "` + trap + `" EXIT; IFS= read -r __sbf_c || { kill -s KILL $$; exit; }; ` +
 		`case $__sbf_c in @*) __sbf_c=$(head -c "${__sbf_c#@}");; esac; ` +
 		`eval "$__sbf_c" </dev/null )`
@@ -77,10 +74,11 @@ func commandLine(command string) string {
 }
 
 // ending is how a command's marker line ended one stream: the status (on
-// stdout), and whether the spare printed it.
+// stdout), and whether the spare printed it, so the shell's own marker
+// line is still to come.
 type ending struct {
-	status  string
-	bySpare bool
+	status     string
+	shellOwing bool
 }
 
 // parseEnding reads what followed a command's marker on its line.
@@ -91,19 +89,9 @@ func parseEnding(rest string) ending {
 	if s, ok := strings.CutPrefix(rest, "p "); ok {
 		return ending{status: s}
 	}
-	return ending{status: rest, bySpare: true}
+	return ending{status: rest, shellOwing: true}
 }
 
 // markerOf is the marker of command n of the shell with token. The colon
 // ends the number: command 9's marker is not the start of command 99's.
 func markerOf(token string, n int) string { return token + "-" + strconv.Itoa(n) + ":" }
-
-// owed is the marker whose shell line a stream still owes after a command
-// that ended it with e and the other stream with other: the spare printed
-// on this stream but not on both, so the shell printed on both.
-func owed(e, other ending, marker string) string {
-	if e.bySpare && !other.bySpare {
-		return marker
-	}
-	return ""
-}

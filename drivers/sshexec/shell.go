@@ -172,7 +172,7 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 	}
 	res := Result(stdout, stderr, "ssh-shell")
 	outEnd, errEnd := parseEnding(out.rest), parseEnding(errOut.rest)
-	s.owedOut, s.owedErr = owed(outEnd, errEnd, marker), owed(errEnd, outEnd, marker)
+	s.owedOut, s.owedErr = owed(outEnd, marker), owed(errEnd, marker)
 	code, err := strconv.Atoi(outEnd.status)
 	if err != nil {
 		s.broken = true
@@ -183,6 +183,14 @@ func (s *shell) run(ctx context.Context, req drivers.ExecRequest, f *forwarder) 
 }
 
 func (s *shell) close() { s.sess.Close() }
+
+// owed is the marker whose shell line a stream still owes after e.
+func owed(e ending, marker string) string {
+	if e.shellOwing {
+		return marker
+	}
+	return ""
+}
 
 // markedStream splits one output stream into per-command pieces at
 // markers of the form "<marker>[ <rest>]\n". A marker is found anywhere,
