@@ -57,7 +57,7 @@ func TestLoopLogsEgressDenials(t *testing.T) {
 	}
 	log.Write(egress.Entry{Time: f.clock.Now().Add(time.Millisecond), Decision: "allowed", Host: "ok.example"})
 	loopPass(t, f)
-	loopPass(t, f) // nothing new
+	loopPass(t, f)                  // nothing new
 	got := waitEvents(t, &heard, 2) // a second would be a repeat: waited for, briefly
 	if strings.Join(got, " ") != "warning:egress_denied" {
 		t.Fatalf("heard %v", got)
