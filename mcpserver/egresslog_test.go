@@ -64,8 +64,8 @@ func TestLoopLogsEgressDenials(t *testing.T) {
 	}
 	d := heard.msgs[0]["data"].(map[string]any)
 	dests := fmt.Sprint(d["destinations"])
-	if fmt.Sprint(d["denied"]) != "28" || dests != "[h6.example:443 ×7 h5.example:443 ×6 h4.example:443 ×5 h3.example:443 ×4 "+
-		"h2.example:443 ×3 2 more]" || strings.Contains(fmt.Sprint(d), "before.example") {
+	want := "[h6.example:443 ×7 h5.example:443 ×6 h4.example:443 ×5 h3.example:443 ×4 h2.example:443 ×3 2 more]"
+	if fmt.Sprint(d["denied"]) != "28" || dests != want || strings.Contains(fmt.Sprint(d), "before.example") {
 		t.Errorf("the warning: %v", d)
 	}
 }

@@ -76,7 +76,9 @@ archive=${line##* }
 fetch "$url/$archive" "$tmp/$archive" || die "cannot download $url/$archive"
 [ "$(sha256 "$tmp/$archive")" = "$want" ] || die "$archive does not match its SHA256SUMS line: not installing"
 
-tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server sbf-kubevirt
+tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server
+# sbf-kubevirt, the kubevirt backend's program (older releases' archives have none).
+tar -xzf "$tmp/$archive" -C "$tmp" sbf-kubevirt 2>/dev/null || true
 dir=${SBF_INSTALL_DIR:-}
 if [ -z "$dir" ]; then
   if [ -w /usr/local/bin ]; then dir=/usr/local/bin; else dir=$HOME/.local/bin; fi
@@ -86,6 +88,7 @@ mkdir -p "$dir"
 # runs sbf-server, beside it, for sbf mcp, sbf serve and compose files, and
 # sbf-kubevirt for the kubevirt backend.
 for b in sbf-server sbf-kubevirt sbf; do
+  [ -f "$tmp/$b" ] || continue
   cp "$tmp/$b" "$dir/.$b.new"
   chmod 0755 "$dir/.$b.new"
   mv -f "$dir/.$b.new" "$dir/$b"

@@ -77,14 +77,18 @@ fetch "$url/$archive" "$tmp/$archive" || die "cannot download $url/$archive"
 [ "$(sha256 "$tmp/$archive")" = "$want" ] || die "$archive does not match its SHA256SUMS line: not installing"
 
 tar -xzf "$tmp/$archive" -C "$tmp" sbf sbf-server
+# sbf-kubevirt, the kubevirt backend's program (older releases' archives have none).
+tar -xzf "$tmp/$archive" -C "$tmp" sbf-kubevirt 2>/dev/null || true
 dir=${SBF_INSTALL_DIR:-}
 if [ -z "$dir" ]; then
   if [ -w /usr/local/bin ]; then dir=/usr/local/bin; else dir=$HOME/.local/bin; fi
 fi
 mkdir -p "$dir"
 # Copy then rename, so a running sbf is never overwritten in place; sbf
-# runs sbf-server, beside it, for sbf mcp, sbf serve and compose files.
-for b in sbf-server sbf; do
+# runs sbf-server, beside it, for sbf mcp, sbf serve and compose files, and
+# sbf-kubevirt for the kubevirt backend.
+for b in sbf-server sbf-kubevirt sbf; do
+  [ -f "$tmp/$b" ] || continue
   cp "$tmp/$b" "$dir/.$b.new"
   chmod 0755 "$dir/.$b.new"
   mv -f "$dir/.$b.new" "$dir/$b"
