@@ -24,6 +24,7 @@ func (a *app) docsCommand() *cobra.Command {
 			"install them, and MANPATH=DIR man sbf-apply reads one from a checkout.",
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, list []string) error {
+			a.polish()
 			n, err := writeManPages(cmd.Root(), list[0])
 			if err != nil {
 				return err

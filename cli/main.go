@@ -54,6 +54,7 @@ type app struct {
 	interrupts    *interrupts
 	stopListening func()
 	closers       []func() error // the drivers a command built, closed when it ends
+	polish        func()         // gives the help text its final form (polishWhenShown)
 }
 
 // context is what a command runs with: cancelled by an interrupt (see
@@ -107,6 +108,9 @@ func runIn(ctx context.Context, in *interrupts, server *Server, args []string, g
 		interrupts: in}
 	root := a.rootCommand()
 	root.SetArgs(terraformSpellings(args))
+	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) { // descriptions are help text
+		a.polish()
+	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -198,7 +202,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.egressCommand())
 	root.AddCommand(a.sandboxToolCommands()...)
 	root.AddCommand(a.docsCommand())
-	polishHelp(root) // helptext.go: examples and value words, after every command exists
+	a.polish = polishWhenShown(root) // helptext.go: examples and value words, once every command exists
 	return root
 }
 

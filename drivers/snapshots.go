@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // Snapshotter keeps named snapshots of an instance: its disk, and its
@@ -75,24 +76,12 @@ var ErrStopFirst = errors.New("the instance must be stopped for this")
 
 // MaxSnapshotName bounds a snapshot's name: it becomes a file name or a
 // QEMU tag, and is repeated in every answer about it.
-const MaxSnapshotName = 64
+const MaxSnapshotName = names.MaxSnapshot
 
 // ValidSnapshotName reports whether name may name a snapshot: 1 to 64
 // letters, digits, '.', '-' and '_', starting with a letter or digit, so
 // it is never a path (no separator, no "..") nor an option ("-x").
-func ValidSnapshotName(name string) bool {
-	if name == "" || len(name) > MaxSnapshotName || !alnum(rune(name[0])) || strings.Contains(name, "..") {
-		return false
-	}
-	for _, c := range name {
-		if !alnum(c) && c != '.' && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
-}
-
-func alnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func ValidSnapshotName(name string) bool { return names.Snapshot(name) }
 
 // CheckSnapshotName is ValidSnapshotName as the error a caller gets.
 func CheckSnapshotName(field, name string) error {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/names"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/shellquote"
 	"github.com/sandboxforge/sbf/spec"
@@ -196,8 +196,6 @@ func (b Brokers) debugf(format string, args ...any) {
 	}
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // withPrelude turns a request's Workdir and Env into the command's own
 // `cd` and `export`s (SandboxForge v1's wrapping), every value quoted.
 func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
@@ -206,7 +204,7 @@ func withPrelude(req drivers.ExecRequest) (drivers.ExecRequest, error) {
 		pre = append(pre, "cd "+shellquote.Quote(req.Workdir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
-		if !envName.MatchString(k) {
+		if !names.EnvVar(k) {
 			return req, coded.New(coded.InvalidArguments, map[string]any{"field": "env", "key": k},
 				"env: %q is not a variable name", k)
 		}

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 // Duration is a length of time written as "30m", "12h" or "7d" (or any Go
@@ -113,7 +114,7 @@ func tooLong(what string) error {
 	return fmt.Errorf("%s is longer than the longest duration sbf accepts (%s)", what, MaxDuration)
 }
 
-var durationPartRE = regexp.MustCompile(`(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)`)
+var durationPartRE = lazyre.New(`(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)`)
 
 // approxHours sums a Go duration's parts as floats, so a value too long
 // for time.Duration is still recognised (and reported) as a duration.

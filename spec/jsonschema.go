@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // JSONSchema describes the file format for editors (Taplo / Even Better
@@ -72,7 +74,7 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 	case f.typ.Kind() == reflect.Map:
 		return map[string]any{
 			"type":                 "object",
-			"propertyNames":        map[string]any{"pattern": sandboxNameRE.String(), "maxLength": maxSandboxName},
+			"propertyNames":        map[string]any{"pattern": names.WordsPattern, "maxLength": maxSandboxName},
 			"additionalProperties": objectSchema(f.typ.Elem(), reflect.Value{}),
 		}
 	case f.typ.Kind() == reflect.Slice:

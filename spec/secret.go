@@ -3,8 +3,10 @@ package spec
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/lazyre"
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // Redacted is what every output shows in place of a secret.
@@ -28,7 +30,7 @@ func (s Secret) Reveal() string { return s.value }
 func (s Secret) IsZero() bool { return s.value == "" }
 
 func (s Secret) String() string {
-	if s.value == "" || onlyReferences.MatchString(s.value) {
+	if s.value == "" || names.OnlyReferences(s.value) {
 		return s.value
 	}
 	return Redacted
@@ -49,8 +51,6 @@ func (s Secret) Format(f fmt.State, verb rune) {
 
 // MarshalText serves JSON and TOML alike.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-var onlyReferences = regexp.MustCompile(`^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
 
 // EnvValue is one value of an extra_env table. It renders redacted when
 // its key names a secret, and with its password masked when it is a URL
@@ -126,9 +126,12 @@ func LooksSecret(key string) bool {
 
 // credentialsRE finds the password of a URL's user info (scheme://user:password@host),
 // wherever the URL sits in the value.
-var credentialsRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^@\s/]+)@`)
+var credentialsRE = lazyre.New(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^@\s/]+)@`)
 
 // maskCredentials masks every URL password in a value.
 func maskCredentials(v string) string {
+	if !strings.Contains(v, "://") || !strings.Contains(v, "@") { // no URL with user info: nothing to compile
+		return v
+	}
 	return credentialsRE.ReplaceAllString(v, "${1}"+Redacted+"@")
 }

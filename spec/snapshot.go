@@ -1,14 +1,10 @@
 package spec
 
 import (
-	"regexp"
 	"strings"
-)
 
-// snapshotNameRE is drivers.ValidSnapshotName's rule, which the spec
-// checks without linking a backend: 1 to 64 characters, never a path nor
-// an option.
-var snapshotNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	"github.com/sandboxforge/sbf/internal/names"
+)
 
 // ParseSnapshotRef splits a from_snapshot value, SANDBOX/NAME or NAME
 // (sandbox "": whichever sandbox has a snapshot of that name).
@@ -19,7 +15,7 @@ func ParseSnapshotRef(ref string) (sandbox, name string, ok bool) {
 	} else if !ValidSandboxName(sandbox) {
 		return "", "", false
 	}
-	if !snapshotNameRE.MatchString(name) || strings.Contains(name, "..") {
+	if !names.Snapshot(name) { // drivers.ValidSnapshotName's rule: never a path nor an option
 		return "", "", false
 	}
 	return sandbox, name, true

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/backends"
+	"github.com/sandboxforge/sbf/internal/lazyre"
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // null is a JSON null from request overrides; TOML has no null. It resets
@@ -295,7 +296,7 @@ func (v *validator) list(f field, val any, path string) (any, bool) {
 	return out, good
 }
 
-var portForwardRE = regexp.MustCompile(`^(\d{1,5})(?::(\d{1,5}))?$`)
+var portForwardRE = lazyre.New(`^(\d{1,5})(?::(\d{1,5}))?$`)
 
 func (v *validator) portForward(s, path string) bool {
 	m := portForwardRE.FindStringSubmatch(s)
@@ -338,12 +339,10 @@ func (v *validator) mapValue(f field, val any, path string) (any, bool) {
 
 const maxSandboxName = 40
 
-var sandboxNameRE = regexp.MustCompile(`^[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*$`)
-
 // ValidSandboxName reports whether a name can become part of a backend
 // instance name on every driver.
 func ValidSandboxName(name string) bool {
-	return len(name) <= maxSandboxName && sandboxNameRE.MatchString(name)
+	return len(name) <= maxSandboxName && names.Words(name, false)
 }
 
 func toFloat(val any) (float64, bool) {

@@ -7,17 +7,18 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sandboxforge/sbf/internal/lazyre"
+	"github.com/sandboxforge/sbf/internal/names"
 	"github.com/sandboxforge/sbf/spec"
 )
 
 // Names derive from the v1 keys: prefix-sandbox, made safe for Docker.
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var unsafeName = lazyre.New(`[^A-Za-z0-9_-]`)
 
 func sanitize(s string) string {
 	s = strings.Trim(unsafeName.ReplaceAllString(s, "-"), "-_")
@@ -44,7 +45,7 @@ func RedisContainer(infra spec.Infra, sandbox string) string {
 	return sanitize(infra.Redis.ContainerNamePrefix + "-" + sandbox)
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRef = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // Expand replaces ${VAR} with the host's value, so secrets stay out of
 // committed files. An unset variable is an error naming it.
@@ -178,8 +179,6 @@ func normalizedEnv(doc []byte) string {
 	return src + "\n"
 }
 
-var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // CheckEnv refuses what a .env file cannot carry to a container: quoting
 // can represent any other value.
 func CheckEnv(vars map[string]string) error {
@@ -187,7 +186,7 @@ func CheckEnv(vars map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		v := vars[k]
 		switch {
-		case !envKey.MatchString(k):
+		case !names.EnvVar(k):
 			errs = append(errs, fmt.Errorf("%q is not an environment variable name", k))
 		case strings.IndexByte(v, 0) >= 0:
 			errs = append(errs, fmt.Errorf("%s: the value contains a NUL byte, which no environment variable can hold", k))
@@ -267,7 +266,7 @@ type envStatement struct {
 	bare       bool
 }
 
-var exportPrefix = regexp.MustCompile(`^export\s+`)
+var exportPrefix = lazyre.New(`^export\s+`)
 
 // envStatements splits src the way compose-go's dotenv parser does
 // (dotenv/parser.go), step for step, keeping positions instead of values.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 // defaultTemplate is [vm] template's default (v1's). Hyper-V boots the
@@ -56,7 +56,7 @@ func (d *Driver) Validate(s drivers.Spec) error {
 	return errors.Join(errs...)
 }
 
-var absPath = regexp.MustCompile(`^([A-Za-z]:[\\/]|\\\\|/)`)
+var absPath = lazyre.New(`^([A-Za-z]:[\\/]|\\\\|/)`)
 
 // validateImage accepts a local .vhdx (or .vhd) as the parent disk.
 func validateImage(im drivers.Image, bad func(key, format string, args ...any)) {

@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 //go:embed wrappers
@@ -245,7 +245,7 @@ func (d *Driver) runStreaming(ctx context.Context, env []string, onLine func(str
 	return all.String(), nil
 }
 
-var logrusMsg = regexp.MustCompile(`level=(\w+) msg=("(?:[^"\\]|\\.)*")`)
+var logrusMsg = lazyre.New(`level=(\w+) msg=("(?:[^"\\]|\\.)*")`)
 
 // retriedGuestAgentWarnings are what Lima's host agent warns each time it
 // reaches for the guest agent before the guest has started it; it tries

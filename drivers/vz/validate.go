@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/images"
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
-var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-fA-F]{64}$`)
+var sha256Digest = lazyre.New(`^sha256:[0-9a-fA-F]{64}$`)
 
 // Validate says, at plan time, what in a spec vz cannot honour, naming
 // the key, so an apply never fails halfway over it.

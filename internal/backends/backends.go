@@ -8,10 +8,11 @@
 package backends
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // Info is one backend as a spec sees it.
@@ -51,21 +52,18 @@ func (i Info) Keys() []string {
 	return out
 }
 
-var (
-	// nameRE is a backend's name: a bare TOML key, lower case, so a table
-	// header names it unquoted and values are compared lower-cased.
-	nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*$`)
-	// keyRE is a bare TOML key: resolved configurations render it as is.
-	keyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-)
-
 const maxName = 32
 
-// ValidName reports whether name could name a backend, linked or not.
-func ValidName(name string) bool { return len(name) <= maxName && nameRE.MatchString(name) }
+// ValidName reports whether name could name a backend, linked or not: a
+// bare TOML key, lower case and starting with a letter, so a table header
+// names it unquoted and values are compared lower-cased.
+func ValidName(name string) bool {
+	return len(name) <= maxName && names.Words(name, true) && name[0] >= 'a' && name[0] <= 'z'
+}
 
-// ValidKey reports whether key could be a backend setting's key.
-func ValidKey(key string) bool { return len(key) <= 64 && keyRE.MatchString(key) }
+// ValidKey reports whether key could be a backend setting's key: a bare
+// TOML key, which resolved configurations render as is.
+func ValidKey(key string) bool { return len(key) <= 64 && names.Key(key) }
 
 var registry = struct {
 	sync.RWMutex

@@ -6,10 +6,11 @@ package hostcap
 import (
 	"bufio"
 	"bytes"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 // Capacity is a snapshot of the host.
@@ -49,8 +50,8 @@ func parseMeminfo(data []byte) *float64 {
 }
 
 var (
-	pageSizeRE = regexp.MustCompile(`page size of (\d+) bytes`)
-	vmStatRE   = regexp.MustCompile(`^Pages (free|inactive|speculative):\s+(\d+)\.?$`)
+	pageSizeRE = lazyre.New(`page size of (\d+) bytes`)
+	vmStatRE   = lazyre.New(`^Pages (free|inactive|speculative):\s+(\d+)\.?$`)
 )
 
 // parseVMStat reads macOS's vm_stat: (free + inactive + speculative) pages.

@@ -2,8 +2,8 @@ package hostpath
 
 import (
 	"path"
-	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -81,30 +81,51 @@ func elemMatch(pattern, elem string) bool {
 	return shortMatch(pk, ek)
 }
 
-// shortName is an 8.3 name as Windows makes them: up to six characters of
-// the long name (or two and four hex digits of a hash), ~N, and up to
-// three of its extension. Keys are case-folded, hence lower case.
-var shortName = regexp.MustCompile(`^([^~.]{1,6})~[0-9]{1,6}(?:\.([^.]{1,3}))?$`)
+// splitShortName splits an 8.3 name as Windows makes them: up to six
+// characters of the long name (or two and four hex digits of a hash), ~N,
+// and up to three of its extension. Keys are case-folded, hence lower
+// case. By hand, as ^([^~.]{1,6})~[0-9]{1,6}(?:\.([^.]{1,3}))?$ would
+// cost every start its compilation (names_test.go holds them to agree).
+func splitShortName(elem string) (base, ext string, ok bool) {
+	base, rest, found := strings.Cut(elem, "~")
+	if !found || base == "" || utf8.RuneCountInString(base) > 6 || strings.Contains(base, ".") {
+		return "", "", false
+	}
+	digits, ext, dotted := strings.Cut(rest, ".")
+	if digits == "" || len(digits) > 6 || strings.Trim(digits, "0123456789") != "" {
+		return "", "", false
+	}
+	if n := utf8.RuneCountInString(ext); dotted && (n == 0 || n > 3 || strings.Contains(ext, ".")) {
+		return "", "", false
+	}
+	return base, ext, true
+}
 
-// hashedShort is the base of a short name Windows makes once several long
-// names share a start: two of their characters and four hex digits.
-var hashedShort = regexp.MustCompile(`^[ -~]{2}[0-9a-f]{4}$`)
+// hashedShort reports whether base is that of a short name Windows makes
+// once several long names share a start: two of their printable ASCII
+// characters and four hex digits.
+func hashedShort(base string) bool {
+	if len(base) != 6 || base[0] < ' ' || base[0] > '~' || base[1] < ' ' || base[1] > '~' {
+		return false
+	}
+	return strings.Trim(base[2:], "0123456789abcdef") == ""
+}
 
 // shortMatch reports whether elem (a key) has the form of a short name
 // Windows could have given a long name the pattern (a key) matches.
 func shortMatch(pattern, elem string) bool {
-	m := shortName.FindStringSubmatch(elem)
-	if m == nil {
+	sbase, sext, ok := splitShortName(elem)
+	if !ok {
 		return false
 	}
 	base, ext := shortParts(pattern)
-	if ok, _ := path.Match(ext, m[2]); !ok {
+	if ok, _ := path.Match(ext, sext); !ok {
 		return false
 	}
-	if ok, _ := path.Match(base, m[1]); ok {
+	if ok, _ := path.Match(base, sbase); ok {
 		return true
 	}
-	return hashedShort.MatchString(m[1]) && globPrefixMatch(base, m[1][:2])
+	return hashedShort(sbase) && globPrefixMatch(base, sbase[:2])
 }
 
 // shortParts turns a long-name pattern into patterns of its short name's

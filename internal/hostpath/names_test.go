@@ -1,6 +1,8 @@
 package hostpath
 
 import (
+	"math/rand/v2"
+	"regexp"
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
@@ -43,5 +45,35 @@ func TestShortPartsOfPatterns(t *testing.T) {
 		if base != want[0] || ext != want[1] {
 			t.Errorf("%s: %q %q, want %q", pattern, base, ext, want)
 		}
+	}
+}
+
+// The short-name rules written by hand say what the regular expressions
+// they replace say.
+func TestShortNameRulesAgreeWithTheirRegularExpressions(t *testing.T) {
+	shortRE := regexp.MustCompile(`^([^~.]{1,6})~[0-9]{1,6}(?:\.([^.]{1,3}))?$`)
+	hashedRE := regexp.MustCompile(`^[ -~]{2}[0-9a-f]{4}$`)
+	check := func(s string) {
+		m := shortRE.FindStringSubmatch(s)
+		base, ext, ok := splitShortName(s)
+		if ok != (m != nil) || ok && (base != m[1] || ext != m[2]) {
+			t.Errorf("splitShortName(%q) = %q %q %v; the regular expression: %q", s, base, ext, ok, m)
+		}
+		if got := hashedShort(s); got != hashedRE.MatchString(s) {
+			t.Errorf("hashedShort(%q) = %v", s, got)
+		}
+	}
+	for _, s := range []string{"progra~1", "progra~1.txt", "pr~123456", "pr~1234567", "~1", "a.b~1", "abcdefg~1",
+		"ab~1.", "ab~1.tx~", "ab~1.a.b", "ab~x", "ab12ef", "ab12eF", "é12345", "~~0000", "ab12ef~1.txt"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []rune("a1f~.é F")
+	for range 200_000 {
+		b := make([]rune, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		check(string(b))
 	}
 }

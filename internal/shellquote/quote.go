@@ -4,8 +4,9 @@
 package shellquote
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 // Quote single-quotes s for sh, whatever it holds.
@@ -13,7 +14,7 @@ func Quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 
 // unsafeWord is what Python's shlex.quote quotes: anything outside ASCII
 // word characters and @%+=:,./-.
-var unsafeWord = regexp.MustCompile(`[^A-Za-z0-9_@%+=:,./-]`)
+var unsafeWord = lazyre.New(`[^A-Za-z0-9_@%+=:,./-]`)
 
 // Word quotes s only when sh needs it, the way Python's shlex.quote does:
 // SandboxForge v1 showed its command lines so, and sbf's match them.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/lazyre"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -159,7 +159,7 @@ const loaderOutsideMessage = "a file the compose files use is outside the worksp
 	"ships only files inside it, through relative links"
 
 // absolutePath finds the absolute paths an error names (Unix or Windows).
-var absolutePath = regexp.MustCompile(`(?:^|[\s'"(=\x60])((?:[A-Za-z]:)?[/\\][^\s'"\x60,;()\[\]{}<>]*)`)
+var absolutePath = lazyre.New(`(?:^|[\s'"(=\x60])((?:[A-Za-z]:)?[/\\][^\s'"\x60,;()\[\]{}<>]*)`)
 
 // fileWords mark an error about opening or reading a file.
 var fileWords = []string{"no such file", "not found", "permission denied", "not permitted", "couldn't", "could not",
