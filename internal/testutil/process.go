@@ -7,12 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/lazyre"
 )
 
 // BuildSBF builds sbf and sbf-server into a new temporary folder (for
@@ -32,7 +32,7 @@ func BuildSBF(pattern string) (string, error) {
 	return dir, nil
 }
 
-var servingMCP = regexp.MustCompile(`serving MCP on (\S+) \(every request needs the bearer token in (.+)\)$`)
+var servingMCP = lazyre.New(`serving MCP on (\S+) \(every request needs the bearer token in (.+)\)$`)
 
 // Served is a started `sbf serve`'s MCP endpoint: its URL and the file
 // holding the bearer token every request must carry.
