@@ -138,4 +138,5 @@ fi
 [ -s sbf.rb ] && ! grep -q '@[A-Z_0-9]*@' sbf.rb || fail "sbf.rb has fields left to fill"
 grep -q '^  license "Apache-2.0"$' sbf.rb || fail "sbf.rb names no license"
 grep -q 'environment_variables PATH:.*/opt/homebrew/bin' sbf.rb || fail "sbf.rb's service sets no PATH"
+grep -q 'output: bin/"sbf-kubevirt"), "./cmd/sbf-kubevirt"' sbf.rb || fail "sbf.rb builds no sbf-kubevirt"
 echo "check-release: sbf $version OK"
