@@ -177,7 +177,9 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus, now time.Time, wi
 			age, created = humanDuration(now.Sub(*r.CreatedAt)), r.CreatedAt.UTC().Format(time.RFC3339)
 		}
 		exp, expAt := "-", "-"
-		if r.ExpiresAt != nil {
+		// A lease dropped before its end (destroy) has no end to show.
+		dropped := r.Lease == reconcile.LeaseEnded && r.ExpiresAt != nil && r.ExpiresAt.After(now)
+		if r.ExpiresAt != nil && !dropped {
 			exp, expAt = relativeTime(*r.ExpiresAt, now), r.ExpiresAt.UTC().Format(time.RFC3339)
 		}
 		note := r.Drift

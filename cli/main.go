@@ -206,11 +206,13 @@ func (a *app) rootCommand() *cobra.Command {
 	return root
 }
 
-// args wraps a positional-argument rule so its failures are usage errors.
+// args wraps a positional-argument rule so its failures are usage errors
+// that show the arguments wanted (cobra says only "accepts 1 arg(s),
+// received 0").
 func args(rule cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, list []string) error {
 		if err := rule(cmd, list); err != nil {
-			return &exitError{code: 2, err: err}
+			return &exitError{code: 2, err: fmt.Errorf("%w; usage: %s", err, strings.TrimSuffix(cmd.UseLine(), " [flags]"))}
 		}
 		return nil
 	}

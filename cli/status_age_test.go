@@ -68,6 +68,14 @@ func TestStatusAgeAndRelativeExpiry(t *testing.T) {
 	if r := sbf(t, env, "-C", dir, "status", "-o", "yaml"); r.code != 2 {
 		t.Errorf("status -o yaml: exit %d", r.code)
 	}
+	// A lease dropped by destroy shows no end still to come.
+	if r := sbf(t, env, "-C", dir, "destroy", "api", "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r = sbf(t, env, "-C", dir, "status", "--all")
+	if !strings.Contains(r.stdout, "destroyed") || strings.Contains(r.stdout, "in 1h58m") {
+		t.Errorf("status --all after destroy:\n%s%s", r.stdout, r.stderr)
+	}
 }
 
 // A TTL of zero is named in the refusal ("TTL 0m is invalid"), not left

@@ -93,10 +93,13 @@ setsid sh -c 'sh -c "$1"; echo $? > "$2"' sbf-task ` + shellquote.Quote(wrapped.
 echo "$!"; echo "$d"`, nil
 }
 
+// taskIDPrefix starts every task id; a prefix given without it still finds the task (Resolve).
+const taskIDPrefix = "task_"
+
 func newTaskID() string {
 	b := make([]byte, 6)
 	rand.Read(b)
-	return "task_" + hex.EncodeToString(b)
+	return taskIDPrefix + hex.EncodeToString(b)
 }
 
 // Get finds a task in the workspace's state, its status brought up to
@@ -232,7 +235,8 @@ func (ts *Tasks) Resolve(idOrPrefix string) (string, error) {
 	}
 	var matches []string
 	for id := range tasks {
-		if strings.HasPrefix(id, idOrPrefix) {
+		// As docker's ids: the start of the id, with or without its prefix.
+		if strings.HasPrefix(id, idOrPrefix) || strings.HasPrefix(strings.TrimPrefix(id, taskIDPrefix), idOrPrefix) {
 			matches = append(matches, id)
 		}
 	}
