@@ -113,7 +113,7 @@ func holder(t *testing.T, s space) string {
 
 // Two replicas: only the leader's loop runs; killing the leader stops its loop with it,
 // and the other replica takes over once the Lease runs out; a replica shut down
-// gracefully stops its loop and then releases the Lease.
+// gracefully stops its loop and then releases the Lease, which a third takes at once.
 func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
 	s := newSpace(t, quick)
 	log := filepath.Join(t.TempDir(), "acting.log")
@@ -142,16 +142,46 @@ func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
 		t.Errorf("b took over after %s; the Lease lasts %s", takeover, leaseDuration)
 	}
 
+	c := startReplica(t, s, "c", log)
+	waitFor(t, "replica c to see b's Lease", func() bool { return strings.Contains(c.stderr.String(), "held by b") })
 	b.cmd.Process.Signal(syscall.SIGTERM)
 	if <-b.exited; b.err != nil {
 		t.Errorf("b's graceful shutdown: %v\n%s", b.err, b.stderr.String())
 	}
-	if got := acting(t, log); len(got) != 3 || !strings.HasPrefix(got[2], "stop b ") {
-		t.Errorf("after b's shutdown the log reads %q; want b's loop stopped", got)
+	if h := holder(t, s); h == "b" {
+		t.Errorf("b shut down but the Lease is still held by b")
 	}
-	if h := holder(t, s); h != "" {
-		t.Errorf("b shut down but the Lease is still held by %q", h)
+	waitFor(t, "replica c to take over from b", func() bool { return len(acting(t, log)) == 4 })
+	got = acting(t, log)
+	if !strings.HasPrefix(got[2], "stop b ") || !strings.HasPrefix(got[3], "start c ") {
+		t.Fatalf("after b's graceful shutdown the log reads %q; want b's loop stopped, then c's started", got)
 	}
+	// The handover: from b's loop stopping to c's starting, both as the loops wrote them.
+	gap := logTime(t, got[3], 3).Sub(logTime(t, got[2], 2))
+	t.Logf("graceful handover: c's loop started %s after b's stopped (retry period %s)",
+		gap.Round(time.Millisecond), retryPeriod)
+	// Sooner than b's Lease could have run out (b renewed it at most a retry period before):
+	// c took a released Lease, not an expired one.
+	if gap < 0 || gap >= leaseDuration-retryPeriod {
+		t.Errorf("c's loop started %s after b's stopped: b's Lease ran out rather than being released", gap)
+	}
+}
+
+// logTime reads the TIME field (seconds since the epoch, to the nanosecond) of an acting
+// log line.
+func logTime(t *testing.T, line string, field int) time.Time {
+	t.Helper()
+	f := strings.Fields(line)
+	if len(f) <= field {
+		t.Fatalf("no time in %q", line)
+	}
+	sec, frac, _ := strings.Cut(f[field], ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("a bad time in %q", line)
+	}
+	return time.Unix(s, ns)
 }
 
 // The probes the Deployments use: serve-leader answers /healthz and /readyz, leader or
