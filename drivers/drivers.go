@@ -97,6 +97,16 @@ type EgressEnforcer interface {
 	EnforceEgress(s Spec) error
 }
 
+// PolicyError is EnforceEgress's answer when a backend enforces policies but not this
+// one, with what would work instead: the engine puts NextSteps before its own.
+type PolicyError struct {
+	Driver    string
+	Reason    string
+	NextSteps []string
+}
+
+func (e *PolicyError) Error() string { return e.Reason }
+
 // Image is the guest image: a disk (with optional digest) or, for direct
 // kernel boot, a raw root disk with kernel and initrd. Paths are absolute.
 type Image struct {

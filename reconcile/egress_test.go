@@ -1,10 +1,13 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/plan"
 )
 
 // The sim runs guest commands on the host: it can enforce no network
@@ -26,5 +29,25 @@ func TestAPolicyTheDriverCannotEnforceIsRefused(t *testing.T) {
 	}
 	if _, ok := world[h.instance("open")]; !ok {
 		t.Error("the sandbox without a policy was held back")
+	}
+}
+
+// pickyDriver enforces policies, but not this one, and says what would work.
+type pickyDriver struct{ drivers.Driver }
+
+func (pickyDriver) EnforceEgress(drivers.Spec) error {
+	return fmt.Errorf("checking: %w", &drivers.PolicyError{Driver: "picky", Reason: "names need DNS",
+		NextSteps: []string{"list addresses"}})
+}
+
+// A driver's own next steps come before the engine's, under the same code.
+func TestADriversPolicyRefusalKeepsItsNextSteps(t *testing.T) {
+	ds := plan.DesiredSandbox{Name: "api", Driver: "picky",
+		VM: drivers.Spec{Egress: &drivers.Egress{Mode: "allowlist", Allow: []string{"a.org"}}}}
+	e := coded.Of(egressEnforced(pickyDriver{}, ds), coded.Unknown)
+	steps, _ := e.Details["next_steps"].([]string)
+	if e.Code != coded.PolicyUnsupported || !strings.Contains(e.Message, "names need DNS") || len(steps) != 3 ||
+		steps[0] != "list addresses" || !strings.Contains(steps[2], "[sandboxes.api.network]") {
+		t.Errorf("%s: %s, next steps %q", e.Code, e.Message, steps)
 	}
 }

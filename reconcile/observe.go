@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -76,15 +78,20 @@ func egressEnforced(drv Driver, ds plan.DesiredSandbox) error {
 	if e == nil {
 		return nil
 	}
-	details := map[string]any{"driver": ds.Driver, "egress": e.Mode, "next_steps": []string{
-		"use a driver that enforces it (lima with QEMU on Linux; see docs/egress.md)",
-		fmt.Sprintf("or set [sandboxes.%s.network] egress = \"allow\" (no restriction)", ds.Name)}}
+	steps := []string{"use a driver that enforces it (lima with QEMU on Linux; see docs/egress.md)",
+		fmt.Sprintf("or set [sandboxes.%s.network] egress = \"allow\" (no restriction)", ds.Name)}
+	details := map[string]any{"driver": ds.Driver, "egress": e.Mode, "next_steps": steps}
 	enf := drivers.CapabilitiesOf(drv).EnforceEgress
 	if enf == nil {
 		return coded.New(coded.PolicyUnsupported, details,
 			"egress = %q: the %s driver cannot enforce a network policy outside the guest", e.Mode, ds.Driver)
 	}
 	if err := enf.EnforceEgress(ds.VM); err != nil {
+		var pe *drivers.PolicyError
+		if errors.As(err, &pe) {
+			// The driver enforces policies, only not this one: what it says would work comes first.
+			details["next_steps"] = append(slices.Clone(pe.NextSteps), steps...)
+		}
 		return coded.New(coded.PolicyUnsupported, details, "egress = %q: %v", e.Mode, err)
 	}
 	return nil

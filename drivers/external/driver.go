@@ -145,6 +145,19 @@ func (d *Driver) Validate(s drivers.Spec) error {
 	return nil
 }
 
+// EnforceEgress asks the plugin at plan time whether it enforces s's network policy. Unlike
+// Validate, any failure refuses: a policy nobody confirmed is never run open.
+func (d *Driver) EnforceEgress(s drivers.Spec) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := d.conn.call(ctx, MethodEnforceEgress, s, nil)
+	var pe *drivers.PolicyError
+	if err == nil || errors.As(err, &pe) {
+		return err // the plugin's own answer says what it cannot enforce
+	}
+	return fmt.Errorf("asking the %s plugin whether it enforces the policy: %w", d.name, err)
+}
+
 func (d *Driver) MarkSpare(ctx context.Context, name string, l drivers.SpareLabel) error {
 	return d.conn.call(ctx, MethodMarkSpare, Spare{Name: name, Label: l}, nil)
 }

@@ -44,10 +44,11 @@ func init() {
 		PerWorkspace: true,
 		Remote:       true,
 		Zero:         (*Driver)(nil),
-		// Lifecycle, labels and leases are the plugin's; commands, copies, terminals and port
-		// forwards go over SSH through the embedded sshexec.Pool.
+		// Lifecycle, labels, leases and network policies (a NetworkPolicy per VM) are the
+		// plugin's; commands, copies, terminals and port forwards go over SSH through the
+		// embedded sshexec.Pool.
 		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
-			Validate: true, Labels: true, Warm: true, RecordLease: true, DialGuest: true},
+			Validate: true, Labels: true, Warm: true, RecordLease: true, DialGuest: true, EnforceEgress: true},
 		Settings:    kubeVirtSettings,
 		SettingsDoc: "What the kubevirt driver makes the VirtualMachine from; ignored by other drivers.",
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {

@@ -40,6 +40,10 @@ const (
 	MethodSSH         = "ssh"
 	MethodDiagnose    = "diagnose"
 	MethodCancel      = "cancel"
+	// MethodEnforceEgress asks whether the plugin enforces a spec's [network] policy
+	// (drivers.EgressEnforcer). A plugin older than the method answers "unknown method",
+	// which refuses the policy: it is never run open.
+	MethodEnforceEgress = "enforce_egress"
 )
 
 // Request is one call, a line on the plugin's stdin.
@@ -125,6 +129,7 @@ type Error struct {
 	Owned       *drivers.Owner            `json:"owned_by,omitempty"`
 	Unavailable *drivers.UnavailableError `json:"unavailable,omitempty"`
 	Spec        *drivers.SpecError        `json:"spec,omitempty"`
+	Policy      *drivers.PolicyError      `json:"policy,omitempty"`
 }
 
 // EncodeError is err as it crosses the wire.
@@ -141,6 +146,10 @@ func EncodeError(err error) *Error {
 	var s *drivers.SpecError
 	if errors.As(err, &s) {
 		e.Spec = s
+	}
+	var p *drivers.PolicyError
+	if errors.As(err, &p) {
+		e.Policy = p
 	}
 	return e
 }
@@ -170,6 +179,9 @@ func (e *Error) Decode(instance string) error {
 	}
 	if e.Spec != nil {
 		r.kinds = append(r.kinds, e.Spec)
+	}
+	if e.Policy != nil {
+		r.kinds = append(r.kinds, e.Policy)
 	}
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -130,7 +131,7 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 		return p.Hello(ctx, h)
 	case MethodList:
 		return p.List(ctx)
-	case MethodCreate, MethodStart, MethodReconfigure, MethodValidate:
+	case MethodCreate, MethodStart, MethodReconfigure, MethodValidate, MethodEnforceEgress:
 		if err := decode(&sp); err != nil {
 			return nil, err
 		}
@@ -141,6 +142,8 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 			return nil, p.Start(ctx, sp)
 		case MethodReconfigure:
 			return nil, p.Reconfigure(ctx, sp)
+		case MethodEnforceEgress:
+			return nil, enforceEgress(p, sp)
 		}
 		return nil, p.Validate(sp)
 	case MethodStop, MethodDelete, MethodSSH:
@@ -180,4 +183,13 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 		return p.Diagnose(ctx, d.Specs), nil
 	}
 	return nil, fmt.Errorf("unknown method %q", req.Method)
+}
+
+// enforceEgress is the plugin's answer when it enforces network policies; one that does
+// not refuses every policy, as the engine does for a backend without the capability.
+func enforceEgress(p Plugin, s drivers.Spec) error {
+	if e, ok := p.(drivers.EgressEnforcer); ok {
+		return e.EnforceEgress(s)
+	}
+	return errors.New("this plugin cannot enforce a network policy outside the guest")
 }

@@ -143,6 +143,7 @@ func newVM(s drivers.Spec, set Settings, g guest) (*kv.VirtualMachine, error) {
 			},
 		},
 	}
+	labelTemplate(vm)
 	if set.StorageClass != "" || img.HTTP != "" {
 		vm.Spec.DataVolumeTemplates = []kv.DataVolumeTemplateSpec{dataVolume(name, img, set, s.DiskGiB)}
 	}

@@ -6,6 +6,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,10 +17,11 @@ import (
 )
 
 // Scheme holds the types the driver reads and writes: KubeVirt's VMs and VMIs, pods
-// (port-forward), namespaces, PVCs, and access reviews.
+// (port-forward), namespaces, PVCs, NetworkPolicies ([network]) and access reviews.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authzv1.AddToScheme, kv.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authzv1.AddToScheme, kv.AddToScheme,
+		networkingv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // the schemes are fixed at build time
 		}

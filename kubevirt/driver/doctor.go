@@ -23,6 +23,7 @@ var Needed = []Access{
 	{Resource: "pods", Verbs: []string{"list"}},
 	{Resource: "pods/portforward", Verbs: []string{"create"}},
 	{Resource: "persistentvolumeclaims", Verbs: []string{"get", "update"}},
+	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "create", "update", "delete"}},
 }
 
 // Access is verbs on a resource of an API group ("" is the core group).
@@ -33,9 +34,12 @@ type Access struct {
 
 // Diagnose checks, without stopping at the first problem: the API answers, KubeVirt is
 // served and running, the namespace is usable, and RBAC allows every verb sbf uses there.
-func (d *Driver) Diagnose(ctx context.Context, _ []drivers.Spec) drivers.Diagnosis {
+func (d *Driver) Diagnose(ctx context.Context, specs []drivers.Spec) drivers.Diagnosis {
 	diag := drivers.Diagnosis{Driver: Name}
 	d.check(ctx, &diag)
+	if c, ok := checkEnforcement(specs); ok {
+		diag.Add(c)
+	}
 	diag.Finish()
 	diag.Summary = "usable: VirtualMachines in namespace " + d.set.Namespace + " (" + d.where + ")"
 	if !diag.Usable {
@@ -173,4 +177,20 @@ func qualified(a Access) string {
 		return a.Resource
 	}
 	return a.Resource + "." + a.Group
+}
+
+// checkEnforcement says, when a sandbox has a network policy, what sbf cannot check: that
+// the cluster's CNI enforces NetworkPolicies at all (some CNIs accept the objects and
+// ignore them).
+func checkEnforcement(specs []drivers.Spec) (drivers.Check, bool) {
+	for _, s := range specs {
+		if s.Egress != nil {
+			return drivers.Check{Name: "network policy enforcement", Status: drivers.CheckWarn,
+				Detail: "[network] policies become NetworkPolicies on the VMs' pods; whether they hold is up to " +
+					"the cluster's CNI, which sbf cannot see",
+				NextSteps: []string{"check that the cluster's CNI enforces NetworkPolicy egress rules " +
+					"(Calico, Cilium, Antrea, OVN-Kubernetes do; flannel alone does not)"}}, true
+		}
+	}
+	return drivers.Check{}, false
 }

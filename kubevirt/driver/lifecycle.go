@@ -76,7 +76,8 @@ func (d *Driver) Validate(s drivers.Spec) error {
 	return err
 }
 
-// Create makes the VM, halted, and the namespace when there is none yet.
+// Create makes the VM, halted, with its network policy, and the namespace when there is
+// none yet. A policy no NetworkPolicy can hold is refused before anything is made.
 func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.ready(); err != nil {
 		return err
@@ -84,6 +85,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	vm, err := newVM(s, d.set, d.guest)
 	if err != nil {
 		return err
+	}
+	if err := d.EnforceEgress(s); err != nil {
+		return fmt.Errorf("creating %s: %w", s.Name, err)
 	}
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
@@ -97,6 +101,12 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 					"); sbf makes it anew"}}
 		}
 		return d.apiError("creating VirtualMachine "+d.key(s.Name).String(), err)
+	}
+	if s.Egress == nil {
+		return nil
+	}
+	if err := d.applyEgress(ctx, vm, s.Egress); err != nil {
+		return fmt.Errorf("creating %s: its network policy: %w", s.Name, err) // halted: Start tries again
 	}
 	return nil
 }
@@ -125,11 +135,17 @@ func (d *Driver) ensureNamespace(ctx context.Context) error {
 	return nil
 }
 
-// Start sets the VM's runStrategy to Always and waits for its VMI to be running and ready.
+// Start applies the spec's network policy, then sets the VM's runStrategy to Always and
+// waits for its VMI to be running and ready. A policy change is Stop, Reconfigure, Start:
+// the VM runs under the new policy from its first packet.
 func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	err := d.update(ctx, s.Name, func(vm *kv.VirtualMachine) error {
+		if err := d.applyEgress(ctx, vm, s.Egress); err != nil {
+			return fmt.Errorf("applying the network policy: %w", err)
+		}
 		always := kv.RunStrategyAlways
 		vm.Spec.RunStrategy = &always
+		labelTemplate(vm) // a VM made before sbf labelled templates: its pod must be selectable
 		return nil
 	})
 	if err != nil {
@@ -176,6 +192,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if err := d.waitGone(ctx, name, true); err != nil {
 		return err
 	}
+	d.dropEgress(ctx, vm.Name) // only now: the policy held while the VM was stopping
 	d.dropEmptyNamespace(ctx)
 	return nil
 }

@@ -18,6 +18,10 @@ const (
 	LabelWorkspaceTag = "sandboxforge.dev/workspace-tag"
 	LabelSandbox      = "sandboxforge.dev/sandbox"
 	LabelPool         = "sandboxforge.dev/pool"
+	// LabelVM is on the VM template only, so KubeVirt puts it on the VM's virt-launcher
+	// pod: what the VM's NetworkPolicy selects (the object name; the instance's own name
+	// need not be a label value).
+	LabelVM = "sandboxforge.dev/vm"
 
 	AnnotationInstance = "sandboxforge.dev/instance"
 	AnnotationLeaseEnd = "sandboxforge.dev/lease-expires-at"

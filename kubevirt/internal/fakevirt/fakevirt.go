@@ -7,6 +7,7 @@ package fakevirt
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -169,13 +170,18 @@ func (k *Controller) run(ctx context.Context, vm *kv.VirtualMachine, vmi *kv.Vir
 	k.c.Update(ctx, vmi) // VMIs have no status subresource: the object carries it
 }
 
-// launcher makes the VMI's virt-launcher pod, as KubeVirt labels it, bound to a node
-// that does not exist: there is no kubelet behind it to forward ports to.
+// launcher makes the VMI's virt-launcher pod, bound to a node that does not exist: there
+// is no kubelet behind it to forward ports to. Labelled as KubeVirt's podLabels
+// (pkg/virt-controller/services/template.go) labels it: the VMI's labels, then its own.
 func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstance) error {
 	yes := true
+	labels := maps.Clone(vmi.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[kv.AppLabel], labels[kv.CreatedByLabel] = "virt-launcher", string(vmi.UID)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: vmi.Namespace,
-			Labels: map[string]string{kv.CreatedByLabel: string(vmi.UID), kv.AppLabel: "virt-launcher"},
+		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: vmi.Namespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachineInstance",
 				Name: vmi.Name, UID: vmi.UID, Controller: &yes}}},
 		Spec: corev1.PodSpec{NodeName: vmi.Status.NodeName,
