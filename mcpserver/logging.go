@@ -56,6 +56,7 @@ func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
 	s.logs.sessions, s.logs.warned = map[string]server.ClientSession{}, map[string]time.Time{}
 	s.logs.egressSeen = map[string]time.Time{}
 	s.watchSubscriptions(hooks)
+	s.watchListens(hooks)        // listen.go
 	s.watchLoggedRequests(hooks) // requestlog.go
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
