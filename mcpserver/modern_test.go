@@ -26,13 +26,17 @@ var modernTransports = []string{"in-process", "http"}
 // it every notification.
 func modernClient(t *testing.T, f *fixture, over string, note func(mcp.JSONRPCNotification)) *client.Client {
 	t.Helper()
-	c, err := client.NewInProcessClient(f.srv.MCP())
-	if over == "http" {
+	var c *client.Client
+	var err error
+	switch over {
+	case "http":
 		h := f.srv.HTTPHandler(HTTPOptions{Token: testToken})
 		srv := httptest.NewServer(h)
 		t.Cleanup(func() { srv.Close(); h.Close() })
 		c, err = client.NewStreamableHttpClient(srv.URL+"/mcp",
 			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))
+	default:
+		c, err = client.NewInProcessClient(f.srv.MCP())
 	}
 	if err != nil {
 		t.Fatal(err)
