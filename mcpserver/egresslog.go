@@ -96,11 +96,15 @@ func egressWarning(root, name, id string, denied []egress.Entry) map[string]any 
 			name, len(denied), strings.Join(named, ", "), name)}
 }
 
-// anyoneHears says whether some session may hear of the workspace, so a
-// pass nobody listens to reads no log.
+// anyoneHears says whether some session, or some 2026-07-28 request in
+// flight (requestlog.go), may hear of the workspace, so a pass nobody
+// listens to reads no log.
 func (s *Server) anyoneHears(root string) bool {
 	s.logs.mu.Lock()
 	sessions := slices.Collect(maps.Values(s.logs.sessions))
 	s.logs.mu.Unlock()
+	for _, r := range s.requestsInFlight("") {
+		sessions = append(sessions, r.cs)
+	}
 	return slices.ContainsFunc(sessions, func(cs server.ClientSession) bool { return s.mayHear(cs, root) })
 }

@@ -19,9 +19,10 @@ import (
 // Log notifications (issue 31): what the reconcile loop does to sandboxes
 // reaches every client as notifications/message, filtered by the level
 // the client chose with logging/setLevel (mcp-go keeps it per session;
-// "error" until set, so a client that never asks hears only failures).
-// An agent otherwise learns that its sandbox expired only when its next
-// call fails.
+// "error" until set, so a client that never asks hears only failures), or,
+// for a client of 2026-07-28, on its requests that asked for a level
+// (requestlog.go). An agent otherwise learns that its sandbox expired only
+// when its next call fails.
 
 // leaseWarning is how long before a lease ends the loop warns; the loop
 // passes at least every sweep interval (a minute by default), so one pass
@@ -37,10 +38,14 @@ const logLogger = "sbf.reconcile"
 type loopLog struct {
 	mu       sync.Mutex
 	sessions map[string]server.ClientSession
-	warned   map[string]time.Time // workspace root + sandbox → the lease end warned about
+	warned   map[string]time.Time // workspace root + sandbox → the lease end a client heard of
 	// egressSeen is, per workspace root + sandbox, the newest egress log
 	// entry already looked at (egresslog.go).
 	egressSeen map[string]time.Time
+	// requestlog.go: the 2026-07-28 requests in flight that asked for a
+	// level, and the registered sessions that sent 2026-07-28 requests.
+	requests map[*loggedRequest]bool
+	modern   map[string]bool
 }
 
 // surfaceOptions are the capabilities of issue 31's part 2 that mcp-go
@@ -51,6 +56,8 @@ func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
 	s.logs.sessions, s.logs.warned = map[string]server.ClientSession{}, map[string]time.Time{}
 	s.logs.egressSeen = map[string]time.Time{}
 	s.watchSubscriptions(hooks)
+	s.watchListens(hooks)        // listen.go
+	s.watchLoggedRequests(hooks) // requestlog.go
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
 		s.logs.sessions[cs.SessionID()] = cs
@@ -59,6 +66,7 @@ func (s *Server) surfaceOptions(hooks *server.Hooks) []server.ServerOption {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.logs.mu.Lock()
 		delete(s.logs.sessions, cs.SessionID())
+		delete(s.logs.modern, cs.SessionID())
 		s.logs.mu.Unlock()
 	})
 	return []server.ServerOption{
@@ -124,7 +132,10 @@ func (s *Server) logAction(root string, res *reconcile.Result, a plan.Action, er
 		"sandbox": a.Sandbox, "instance_id": s.idOf(res, a.Sandbox), "cause": a.Cause, "message": clip(msg)})
 }
 
-// warnLeases warns once per lease end that falls within leaseWarning.
+// warnLeases warns once per lease end that falls within leaseWarning:
+// once some client heard it, so a lease that enters the warning while no
+// client listens (a 2026-07-28 client between requests) is warned of at
+// the next pass again.
 func (s *Server) warnLeases(root string, res *reconcile.Result) {
 	now := res.Now
 	for _, name := range slices.Sorted(maps.Keys(res.Desired.Sandboxes)) {
@@ -136,33 +147,46 @@ func (s *Server) warnLeases(root string, res *reconcile.Result) {
 		key := root + "\x00" + name
 		s.logs.mu.Lock()
 		seen := s.logs.warned[key].Equal(ds.Lease.ExpiresAt)
-		s.logs.warned[key] = ds.Lease.ExpiresAt
 		s.logs.mu.Unlock()
 		if seen {
 			continue
 		}
 		left := ds.Lease.ExpiresAt.Sub(now).Round(time.Second)
-		s.notify(mcp.LoggingLevelWarning, root, map[string]any{"event": "lease_expiring", "workspace_root": root,
-			"sandbox": name, "instance_id": s.idOf(res, name), "expires_at": iso(ds.Lease.ExpiresAt),
-			"seconds_left": int(left.Seconds()),
-			"message":      fmt.Sprintf("sandbox %s expires in %s; extend_instance_ttl keeps it", name, left)})
+		heard := s.notify(mcp.LoggingLevelWarning, root, map[string]any{"event": "lease_expiring",
+			"workspace_root": root, "sandbox": name, "instance_id": s.idOf(res, name),
+			"expires_at": iso(ds.Lease.ExpiresAt), "seconds_left": int(left.Seconds()),
+			"message": fmt.Sprintf("sandbox %s expires in %s; extend_instance_ttl keeps it", name, left)})
+		if heard {
+			s.logs.mu.Lock()
+			s.logs.warned[key] = ds.Lease.ExpiresAt
+			s.logs.mu.Unlock()
+		}
 	}
 }
 
 // notify sends one log notification to every session that may use the
-// workspace and whose level lets it through; a session that cannot take
-// it (gone, blocked) is skipped: a log line is never worth holding the
-// loop.
-func (s *Server) notify(level mcp.LoggingLevel, root string, data map[string]any) {
+// workspace and whose level lets it through, and to the 2026-07-28
+// requests in flight that asked for it (requestlog.go); heard says whether
+// any took it. A session that cannot take it (gone, blocked) is skipped:
+// a log line is never worth holding the loop. A registered session that
+// spoke 2026-07-28 set no session level and is told only on its requests:
+// the protocol forbids a log line a request did not ask for.
+func (s *Server) notify(level mcp.LoggingLevel, root string, data map[string]any) (heard bool) {
 	s.logs.mu.Lock()
-	sessions := maps.Clone(s.logs.sessions)
+	sessions, modern := maps.Clone(s.logs.sessions), maps.Clone(s.logs.modern)
 	s.logs.mu.Unlock()
 	n := mcp.NewLoggingMessageNotification(level, logLogger, data)
 	for _, id := range slices.Sorted(maps.Keys(sessions)) {
-		if s.mayHear(sessions[id], root) {
-			_ = s.mcp.SendLogMessageToSpecificClient(id, n)
+		cs := sessions[id]
+		if modern[id] || !s.mayHear(cs, root) {
+			continue
+		}
+		if lv, ok := cs.(server.SessionWithLogging); ok && level.ShouldSendTo(lv.GetLogLevel()) &&
+			s.mcp.SendLogMessageToSpecificClient(id, n) == nil {
+			heard = true
 		}
 	}
+	return s.tellRequests(n, root) || heard
 }
 
 // mayHear tells whether a session may learn of a workspace: the one a

@@ -22,8 +22,9 @@ import (
 // (or the snapshot list) changes, whether a tool or the reconcile loop
 // changed it, instead of polling list_instances. mcp-go acknowledges
 // resources/subscribe itself and tracks nothing, so the server keeps who
-// subscribed to what (its hooks) and compares each watched resource's
-// state-file summary after every tool call and loop pass.
+// subscribed to what (its hooks; a 2026-07-28 client's subscriptions/listen
+// streams in listen.go) and compares each watched resource's state-file
+// summary after every tool call and loop pass.
 //
 // Any URI may be subscribed to (the protocol's acknowledgement says no
 // more); only the workspace resources ever change.
@@ -31,6 +32,7 @@ import (
 type resourceSubs struct {
 	mu        sync.Mutex
 	bySession map[string]map[string]bool // session → subscribed URIs
+	streams   map[*listenStream]bool     // listen.go
 	told      map[string]string          // URI → the summary its subscribers last heard of
 }
 
@@ -42,16 +44,13 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 			return
 		}
 		uri := req.Params.URI
-		now, _, _ := s.resourceSummary(uri) // the baseline: what changes after the subscription is news
+		s.watchFrom(uri)
 		s.subs.mu.Lock()
 		defer s.subs.mu.Unlock()
 		if s.subs.bySession[cs.SessionID()] == nil {
 			s.subs.bySession[cs.SessionID()] = map[string]bool{}
 		}
 		s.subs.bySession[cs.SessionID()][uri] = true
-		if _, ok := s.subs.told[uri]; !ok {
-			s.subs.told[uri] = now
-		}
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -68,18 +67,44 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 	hooks.AddAfterCallTool(func(context.Context, any, *mcp.CallToolRequest, any) { s.resourcesChanged() })
 }
 
-// resourcesChanged tells each subscriber of a watched resource whose
-// summary changed since it was last told.
-func (s *Server) resourcesChanged() {
+// watchFrom sets what a new watcher of uri is told changes from: the
+// resource as it is now, unless someone already watches it (then the
+// summary is what they were last told, the resource as it was after the
+// last tool call or pass).
+func (s *Server) watchFrom(uri string) {
+	now, _, _ := s.resourceSummary(uri)
 	s.subs.mu.Lock()
-	watched := map[string][]string{} // URI → sessions
-	for id, uris := range s.subs.bySession {
+	defer s.subs.mu.Unlock()
+	if _, ok := s.subs.told[uri]; !ok || !slices.Contains(s.watchedLocked(), uri) {
+		s.subs.told[uri] = now
+	}
+}
+
+// watchedLocked is every URI someone subscribed to or listens to.
+func (s *Server) watchedLocked() []string {
+	set := map[string]bool{}
+	for _, uris := range s.subs.bySession {
 		for uri := range uris {
-			watched[uri] = append(watched[uri], id)
+			set[uri] = true
 		}
 	}
+	for st := range s.subs.streams {
+		if st.ctx.Err() == nil { // closed, its AfterFunc not yet run
+			for _, uri := range st.uris {
+				set[uri] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// resourcesChanged tells each subscriber or listener of a watched
+// resource whose summary changed since it was last told.
+func (s *Server) resourcesChanged() {
+	s.subs.mu.Lock()
+	watched := s.watchedLocked()
 	s.subs.mu.Unlock()
-	for _, uri := range slices.Sorted(maps.Keys(watched)) {
+	for _, uri := range watched {
 		now, root, ok := s.resourceSummary(uri)
 		if !ok {
 			continue
@@ -88,17 +113,30 @@ func (s *Server) resourcesChanged() {
 		changed := s.subs.told[uri] != now
 		s.subs.told[uri] = now
 		s.subs.mu.Unlock()
-		if !changed {
-			continue
+		if changed {
+			s.tellSubscribers(uri, root)
+			s.tellStreams(uri, root) // listen.go
 		}
-		s.logs.mu.Lock()
-		sessions := maps.Clone(s.logs.sessions)
-		s.logs.mu.Unlock()
-		for _, id := range watched[uri] {
-			if cs, ok := sessions[id]; ok && s.mayHear(cs, root) { // logging.go: as the loop's log lines
-				_ = s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated),
-					map[string]any{"uri": uri})
-			}
+	}
+}
+
+// tellSubscribers tells the sessions that sent resources/subscribe.
+func (s *Server) tellSubscribers(uri, root string) {
+	s.subs.mu.Lock()
+	var ids []string
+	for id, uris := range s.subs.bySession {
+		if uris[uri] {
+			ids = append(ids, id)
+		}
+	}
+	s.subs.mu.Unlock()
+	s.logs.mu.Lock()
+	sessions := maps.Clone(s.logs.sessions)
+	s.logs.mu.Unlock()
+	for _, id := range slices.Sorted(slices.Values(ids)) {
+		if cs, ok := sessions[id]; ok && s.mayHear(cs, root) { // logging.go: as the loop's log lines
+			_ = s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated),
+				map[string]any{"uri": uri})
 		}
 	}
 }

@@ -31,16 +31,24 @@ func legacyClient(t *testing.T, f *fixture, note func(mcp.JSONRPCNotification)) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return connect(t, c, mcp.LATEST_LEGACY_PROTOCOL_VERSION, note)
+}
+
+// connect starts a client at a protocol version (2026-07-28 makes it
+// discover the server instead of initializing) and hands it every
+// notification.
+func connect(t *testing.T, c *client.Client, version string, note func(mcp.JSONRPCNotification)) *client.Client {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "legacy", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
+	init.Params.ProtocolVersion = version
+	init.Params.ClientInfo = mcp.Implementation{Name: "client-" + version, Version: "1"}
+	if res, err := c.Initialize(ctx, init); err != nil || res.ProtocolVersion != version {
+		t.Fatalf("connecting at %s: %v %v", version, res, err)
 	}
 	c.OnNotification(note)
 	return c
@@ -48,16 +56,19 @@ func legacyClient(t *testing.T, f *fixture, note func(mcp.JSONRPCNotification)) 
 
 // listen connects a client that keeps the log notifications it hears.
 func (l *logSink) listen(t *testing.T, f *fixture) *client.Client {
-	return legacyClient(t, f, func(n mcp.JSONRPCNotification) {
-		if n.Method != "notifications/message" {
-			return
-		}
-		data, _ := n.Params.AdditionalFields["data"].(map[string]any)
-		level := fmt.Sprint(n.Params.AdditionalFields["level"])
-		l.mu.Lock()
-		l.msgs = append(l.msgs, map[string]any{"level": level, "event": data["event"], "data": data})
-		l.mu.Unlock()
-	})
+	return legacyClient(t, f, l.note)
+}
+
+// note keeps a notification if it is a log line.
+func (l *logSink) note(n mcp.JSONRPCNotification) {
+	if n.Method != "notifications/message" {
+		return
+	}
+	data, _ := n.Params.AdditionalFields["data"].(map[string]any)
+	level := fmt.Sprint(n.Params.AdditionalFields["level"])
+	l.mu.Lock()
+	l.msgs = append(l.msgs, map[string]any{"level": level, "event": data["event"], "data": data})
+	l.mu.Unlock()
 }
 
 func (l *logSink) events() []string {
