@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,12 +113,24 @@ func TestTheManifestsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 		discovery.NewDiscoveryClientForConfigOrDie(cfg)))
 	dry := []string{metav1.DryRunAll}
 
-	// A pod that breaks the profile is refused here: the namespace does enforce it.
+	// A pod that breaks the profile is refused here: the namespace does enforce it. Pod
+	// Security admission reads namespaces from an informer, which sees the label shortly
+	// after the update (under load, not at once).
 	root := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: s.ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	if _, err := cs.CoreV1().Pods(s.ns).Create(ctx, root, metav1.CreateOptions{DryRun: dry}); err == nil ||
-		!strings.Contains(err.Error(), "violates PodSecurity") {
-		t.Fatalf("a pod with no security context was not refused: %v", err)
+	refused := func() error {
+		_, err := cs.CoreV1().Pods(s.ns).Create(ctx, root, metav1.CreateOptions{DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+			return fmt.Errorf("a pod with no security context was not refused: %v", err)
+		}
+		return nil
+	}
+	err = refused()
+	for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); err = refused() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	pods := 0
