@@ -172,7 +172,10 @@ if command -v skopeo >/dev/null; then
     out=$(env -i PATH=/usr/local/bin "$(command -v chroot)" --userspec=65532:65532 "$tmp/bundle/rootfs" \
       sbf-kubevirt version) || fail "$image's sbf-kubevirt version failed as 65532"
     [[ $out == *"v$version"* ]] || fail "$image's sbf-kubevirt version says: $out"
-    echo "$image: unpacked (umoci), runs sbf-kubevirt as 65532:65532: $out"
+    help=$(env -i PATH=/usr/local/bin "$(command -v chroot)" --userspec=65532:65532 "$tmp/bundle/rootfs" \
+      sbf mcp --help) || fail "$image's sbf mcp --help failed as 65532"
+    [[ $help == *"Streamable HTTP"* ]] || fail "$image's sbf does not reach sbf-server"
+    echo "$image: unpacked (umoci), runs as 65532:65532 ($out; sbf reaches sbf-server)"
   fi
 fi
 echo "$image: sha256:$digest, linux/amd64 and linux/arm64, v$version, $(du -h "$image" | cut -f1)"
