@@ -19,14 +19,15 @@ build:
 	$(GO) build -buildvcs=auto -o bin/sbf-server ./cmd/sbf-server
 
 # Release archives for linux/darwin/windows, SHA256SUMS, .deb and .rpm
-# packages, the Homebrew formula and install.sh in dist/, then checked
+# packages, the Homebrew formula, install.sh and the controller's image
+# (sbf-kubevirt_<version>_oci.tar, linux/amd64 and arm64) in dist/, then checked
 # (scripts/release.sh): a snapshot unless HEAD carries a v* tag
 # (RELEASE_MODE=snapshot|release to choose). Publishes nothing; GoReleaser
 # runs with GOPROXY=off after `go mod download`.
 release: $(GORELEASER)
 	$(GO) mod download
 	cd kubevirt && $(GO) mod download
-	GORELEASER=$(GORELEASER) bash scripts/release.sh
+	GO=$(GO) GORELEASER=$(GORELEASER) bash scripts/release.sh
 
 $(GORELEASER):
 	GOBIN=$(dir $(GORELEASER)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)

@@ -6,7 +6,10 @@
 # archives and packages carry the license and the changelog (lintian finds
 # no errors in the .deb where it is installed; rpm -qip names the license);
 # the packages suggest the QEMU of their architecture; install.sh installs
-# from DIR and refuses a tampered archive; SHA256SUMS lists the formula.
+# from DIR and refuses a tampered archive; SHA256SUMS lists the formula; the
+# controller's image archive names an image index of linux/amd64 and
+# linux/arm64 images of this version (skopeo copies it whole where installed;
+# as root with umoci, this machine's image is unpacked and run as its user).
 set -euo pipefail
 dir=${1:-dist}
 version=${2:?usage: check-release.sh DIR VERSION}
@@ -139,4 +142,43 @@ fi
 grep -q '^  license "Apache-2.0"$' sbf.rb || fail "sbf.rb names no license"
 grep -q 'environment_variables PATH:.*/opt/homebrew/bin' sbf.rb || fail "sbf.rb's service sets no PATH"
 grep -q 'output: bin/"sbf-kubevirt"), "./cmd/sbf-kubevirt"' sbf.rb || fail "sbf.rb builds no sbf-kubevirt"
+
+# The controller's image (scripts/release.sh): index.json names an image index, stored under the
+# digest of its bytes, of one linux image per architecture, of this version.
+image=sbf-kubevirt_${version}_oci.tar
+grep -q "  $image\$" SHA256SUMS || fail "$image is missing or not in SHA256SUMS"
+top=$(tar -xOf "$image" index.json) || fail "$image has no index.json"
+digest=$(sed -n 's/.*"digest":"sha256:\([0-9a-f]\{64\}\)".*/\1/p' <<<"$top")
+[ -n "$digest" ] || fail "$image: index.json names no image index: $top"
+tar -xOf "$image" "blobs/sha256/$digest" >"$tmp/image-index" || fail "$image lacks the image index index.json names"
+[ "$(sha256sum <"$tmp/image-index" | cut -d' ' -f1)" = "$digest" ] ||
+  fail "$image: its image index is not sha256:$digest"
+index=$(cat "$tmp/image-index")
+for arch in amd64 arm64; do
+  [[ $index == *'"platform":{"architecture":"'$arch'","os":"linux"'* ]] || fail "$image has no linux/$arch image"
+done
+[[ $index == *'"org.opencontainers.image.version":"v'$version'"'* ]] || fail "$image is not versioned v$version"
+if command -v skopeo >/dev/null; then
+  # What a person pushing it runs, into a folder instead of a registry: every blob is read and checked.
+  skopeo copy --quiet --all "oci-archive:$image" "oci:$tmp/image:v$version" || fail "skopeo cannot copy $image"
+  if command -v umoci >/dev/null && [ "$(id -u)" = 0 ]; then
+    # This machine's image unpacked as a runtime's bundle, its entry point run as its user: chroot
+    # stands in for the container runtime, which would need a daemon.
+    skopeo copy --quiet "oci-archive:$image" "oci:$tmp/host:v$version" || fail "skopeo cannot copy $image"
+    umoci unpack --image "$tmp/host:v$version" "$tmp/bundle" >/dev/null 2>&1 || fail "umoci cannot unpack $image"
+    run=$(tr -d '[:space:]' <"$tmp/bundle/config.json")
+    [[ $run == *'"user":{"uid":65532,"gid":65532}'* && $run == *'"args":["/usr/local/bin/sbf-kubevirt"]'* ]] ||
+      fail "$image's runtime config: $run"
+    out=$(env -i PATH=/usr/local/bin "$(command -v chroot)" --userspec=65532:65532 "$tmp/bundle/rootfs" \
+      sbf-kubevirt version) || fail "$image's sbf-kubevirt version failed as 65532"
+    [[ $out == *"v$version"* ]] || fail "$image's sbf-kubevirt version says: $out"
+    help=$(env -i PATH=/usr/local/bin "$(command -v chroot)" --userspec=65532:65532 "$tmp/bundle/rootfs" \
+      sbf mcp --help) || fail "$image's sbf mcp --help failed as 65532"
+    [[ $help == *"Streamable HTTP"* ]] || fail "$image's sbf does not reach sbf-server"
+    echo "$image: unpacked (umoci), runs as 65532:65532 ($out; sbf reaches sbf-server)"
+  fi
+fi
+echo "$image: sha256:$digest, linux/amd64 and linux/arm64, v$version, $(du -h "$image" | cut -f1)"
+command -v skopeo >/dev/null || echo "(skopeo is not installed: $image was not copied as a registry client would)"
+command -v umoci >/dev/null || echo "(umoci is not installed: $image was not unpacked and run)"
 echo "check-release: sbf $version OK"

@@ -2,7 +2,8 @@
 # make release: GoReleaser builds the archives, SHA256SUMS and the .deb and
 # .rpm packages into dist/ (a snapshot unless HEAD carries a v* tag, or as
 # RELEASE_MODE=snapshot|release says), this script fills in the Homebrew
-# formula, and scripts/check-release.sh checks what was made. Nothing is
+# formula and builds the controller's image (an OCI archive), and
+# scripts/check-release.sh checks what was made. Nothing is
 # published, and nothing is fetched: the modules come from the module cache
 # (`make release` runs `go mod download` first) with GOPROXY=off.
 set -euo pipefail
@@ -62,7 +63,18 @@ sed -e "s|@VERSION@|$version|g" -e "s|@SOURCE_SHA256@|$source_sum|g" \
   -e "s|@COMMIT@|$commit|g" -e "s|@DATE@|$date|g" packaging/homebrew/sbf.rb.tmpl >dist/sbf.rb
 cp scripts/install.sh dist/install.sh
 cp "$notes" dist/release-notes.md
-# The formula is a release file like the others: SHA256SUMS lists it too.
-(cd dist && sha256sum sbf.rb >>SHA256SUMS)
+
+# The in-cluster controller's image (deploy/kubevirt), linux/amd64 and linux/arm64, from the
+# binaries GoReleaser just built, as an OCI image layout archive: made without a Docker daemon or
+# a base image (internal/tools/ociimage says why). Stamped with SOURCE_DATE_EPOCH, else the
+# commit's time, so the same commit gives the same digest.
+t0=$SECONDS
+image=sbf-kubevirt_${version}_oci.tar
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct HEAD)}
+env "${env[@]}" "${GO:-go}" run ./internal/tools/ociimage -artifacts dist/artifacts.json -version "v$version" \
+  -revision "$commit" -epoch "$epoch" -o "dist/$image"
+echo "release: dist/$image in $((SECONDS - t0))s"
+# The formula and the image are release files like the others: SHA256SUMS lists them too.
+(cd dist && sha256sum sbf.rb "$image" >>SHA256SUMS)
 
 bash scripts/check-release.sh dist "$version"
