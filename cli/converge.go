@@ -177,10 +177,11 @@ func (a *app) printStatusTable(rows []reconcile.SandboxStatus, now time.Time, wi
 			age, created = humanDuration(now.Sub(*r.CreatedAt)), r.CreatedAt.UTC().Format(time.RFC3339)
 		}
 		exp, expAt := "-", "-"
-		// A lease dropped before its end (destroy) has no end to show.
-		dropped := r.Lease == reconcile.LeaseEnded && r.ExpiresAt != nil && r.ExpiresAt.After(now)
-		if r.ExpiresAt != nil && !dropped {
+		if r.ExpiresAt != nil {
 			exp, expAt = relativeTime(*r.ExpiresAt, now), r.ExpiresAt.UTC().Format(time.RFC3339)
+			if r.Lease == reconcile.LeaseEnded && r.ExpiresAt.After(now) {
+				exp = "-" // dropped before its end (destroy): none to come; -o wide keeps the recorded one
+			}
 		}
 		note := r.Drift
 		if r.LastError != "" {
