@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/sandboxforge/sbf/sandbox"
@@ -93,6 +94,14 @@ func (a *app) execBrokerCommand() *cobra.Command {
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
+			if a.getenv("GOMAXPROCS") == "" {
+				// A command's round trip hops across half a dozen goroutines (the client's
+				// connection, the SSH connection's reader, the guest shell's two streams):
+				// on one P they hand over without waking another thread. Measured on a Lima
+				// VM under emulation, 6 brokers each way, 60 commands 4 ms apart: p50 4.34 →
+				// 4.07 ms, p90 6.5 → 5.6 ms. A broker's work is waiting on the guest.
+				runtime.GOMAXPROCS(1)
+			}
 			tgt, err := a.target(list)
 			if err != nil {
 				return err
