@@ -23,12 +23,13 @@ DIR=$(cd "$DIR" && pwd)
 t0=$(date +%s)
 log() { echo "kube-test-bins: [$(( $(date +%s) - t0 ))s] $*" >&2; }
 
+# Each reads the whole --version output first: `cmd | grep -q` under pipefail fails when grep
+# exits at the first line and cmd then dies of SIGPIPE writing the next (etcd prints four).
 apiserver_ok() {
-  [[ -x "$DIR/kube-apiserver" ]] &&
-    "$DIR/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes v$KUBE_VERSION"
+  [[ -x "$DIR/kube-apiserver" ]] && [[ $("$DIR/kube-apiserver" --version 2>/dev/null) == "Kubernetes v$KUBE_VERSION" ]]
 }
 etcd_ok() {
-  [[ -x "$DIR/etcd" ]] && "$DIR/etcd" --version 2>/dev/null | grep -q "^etcd Version: $ETCD_VERSION"
+  [[ -x "$DIR/etcd" ]] && [[ $'\n'$("$DIR/etcd" --version 2>/dev/null) == *$'\n'"etcd Version: $ETCD_VERSION"* ]]
 }
 
 if apiserver_ok && etcd_ok; then
