@@ -24,9 +24,12 @@ func (a *App) Stdout() io.Writer        { return a.stdout }
 func (a *App) Stderr() io.Writer        { return a.stderr }
 func (a *App) SetStderr(w io.Writer)    { a.stderr = w }
 func (a *App) Dir() string              { return a.dir }
-func (a *App) ConfigHome() string       { return (*app)(a).configHome() }
-func (a *App) HostDir() string          { return (*app)(a).hostDir() }
-func (a *App) AllowPaths() *[]string    { return &a.policyFlags.allow }
+
+// DirNamed says -C was given (Dir is then a folder the operator named).
+func (a *App) DirNamed() bool        { return a.dirNamed }
+func (a *App) ConfigHome() string    { return (*app)(a).configHome() }
+func (a *App) HostDir() string       { return (*app)(a).hostDir() }
+func (a *App) AllowPaths() *[]string { return &a.policyFlags.allow }
 func (a *App) ServeRoots(extra []string) error {
 	return (*app)(a).servedRoots(extra)
 }

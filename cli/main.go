@@ -43,6 +43,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	dir    string // -C, then the workspace root found from it
+	// dirNamed says -C was given: only then is dir a folder the operator
+	// named (an MCP server serves it), not merely where sbf started.
+	dirNamed bool
 	// startDir is where sbf acts as if started (-C DIR, else the working
 	// folder), absolute: relative host paths start here.
 	startDir string

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/policy"
@@ -50,8 +51,14 @@ func (a *app) copyTarget(name string) (*sandbox.Target, hostpath.Policy, error) 
 	return tgt, p.HostPaths(tgt.Resolved.Root), nil
 }
 
-// servedRoots makes the -C folder the first root an MCP server serves.
+// servedRoots are the folders an MCP server's command line names: -C's
+// workspace first when -C was given, then --workspace-root's. The folder
+// the server was started in is never one of them unless named.
 func (a *app) servedRoots(extra []string) error {
+	a.policyFlags.roots = slices.Clone(extra)
+	if !a.dirNamed {
+		return nil
+	}
 	dir, err := filepath.Abs(a.dir)
 	if err != nil {
 		return err

@@ -46,13 +46,15 @@ func (a *app) serverCommands() []*cobra.Command {
 }
 
 // handOff runs sbf-server with this command line, on this process's
-// standard streams and environment, and ends with its exit code.
+// standard streams and environment, and ends with its exit code. It adds
+// nothing: a server serves what its command line names (a -C the user
+// typed is in list), never the folder it was started in.
 func (a *app) handOff(name string, list []string) error {
 	bin, err := a.serverBinary()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, append([]string{"-C", a.dir, name}, list...)...)
+	cmd := exec.Command(bin, append([]string{name}, list...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = a.stdin, a.stdout, a.stderr, os.Environ()
 	// The parent-death signal follows the thread that started the child:
 	// it stays this goroutine's until the child ends.

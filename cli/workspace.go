@@ -34,6 +34,7 @@ func (a *app) findWorkspace(cmd *cobra.Command) error {
 
 func (a *app) findWorkspaceFrom(cmd *cobra.Command) error {
 	pinned := cmd.Flags().Changed("directory")
+	a.dirNamed = pinned
 	if pinned {
 		fi, err := os.Stat(a.dir)
 		switch {

@@ -108,12 +108,15 @@ func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 func (s *Server) backendInfo(listed map[string]*spec.Resolved) map[string]any {
 	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
 	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
-	r := listed[s.cfg.DefaultRoot]
-	if abs, _, err := spec.WorkspaceIdentity(s.cfg.DefaultRoot); err == nil && r == nil {
-		r = listed[abs]
-	}
-	if ws, err := s.options(s.cfg.DefaultRoot, nil); err == nil && r == nil {
-		r, _ = s.cfg.Engine.LoadShared(ws) // a broken spec leaves the server's own default
+	var r *spec.Resolved
+	if s.cfg.DefaultRoot != "" { // "" is no folder: never where the server happens to run
+		r = listed[s.cfg.DefaultRoot]
+		if abs, _, err := spec.WorkspaceIdentity(s.cfg.DefaultRoot); err == nil && r == nil {
+			r = listed[abs]
+		}
+		if ws, err := s.options(s.cfg.DefaultRoot, nil); err == nil && r == nil {
+			r, _ = s.cfg.Engine.LoadShared(ws) // a broken spec leaves the server's own default
+		}
 	}
 	if r != nil {
 		probe, name = r, r.Host.ResolveDriver(r.Config.VM.Driver)

@@ -20,7 +20,9 @@ import (
 // nothing is read or created in a folder this server does not serve.
 func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessage) (spec.Options, error) {
 	if strings.TrimSpace(root) == "" {
-		root = s.cfg.DefaultRoot
+		if root = s.cfg.DefaultRoot; root == "" {
+			return spec.Options{}, s.workspaceRequired()
+		}
 	}
 	client, err := s.declaredRoots(ctx)
 	if err != nil {
@@ -31,6 +33,16 @@ func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessa
 		return spec.Options{}, err
 	}
 	return s.options(abs, extra)
+}
+
+// workspaceRequired refuses a call that names no workspace on a server
+// with no default one (it serves several roots): guessing one would pick
+// for the caller.
+func (s *Server) workspaceRequired() error {
+	roots := s.cfg.Policy.WorkspaceRoots
+	return newToolError(coded.InvalidArguments, fmt.Sprintf("workspace_root is required: this server serves "+
+		"several folders (%s); name the workspace as an absolute path in one of them", strings.Join(roots, ", ")),
+		map[string]any{"field": "workspace_root", "served_workspace_roots": roots})
 }
 
 // recorded builds load options for a workspace root sbf recorded (an

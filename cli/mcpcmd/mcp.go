@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/cli"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/mcptoken"
+	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -41,7 +43,7 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 		"host `DIR` that copy, sync and artifact tools may use besides each instance's workspace "+
 			"(repeatable; also SBF_ALLOWED_PATHS)")
 	cmd.Flags().StringArrayVar(&f.workspaceRoots, "workspace-root", nil,
-		"serve workspaces in `DIR` too, besides -C's folder (repeatable; also SBF_WORKSPACE_ROOTS); "+
+		"serve the workspaces in `DIR` and below it, besides -C's (repeatable; also SBF_WORKSPACE_ROOTS); "+
 			"a client's MCP roots narrow them further")
 	cmd.Flags().
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
@@ -234,11 +236,14 @@ func (a cmds) newMCPServer(settings mcpserver.Settings, command string) (*mcpser
 		return nil, err
 	}
 	eng.Events = nil // stdout may be the protocol stream
-	root, err := filepath.Abs(a.Dir())
+	pol, err := a.Operator()
 	if err != nil {
 		return nil, err
 	}
-	pol, err := a.Operator()
+	if len(pol.WorkspaceRoots) == 0 {
+		return nil, errNothingServed(command)
+	}
+	root, err := a.defaultRoot(pol)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +251,28 @@ func (a cmds) newMCPServer(settings mcpserver.Settings, command string) (*mcpser
 		Engine: eng, Settings: settings, Host: spec.CurrentHost(), ConfigHome: a.ConfigHome(),
 		DefaultRoot: root, Version: cli.Version(), Policy: pol,
 	}), nil
+}
+
+// errNothingServed refuses to start a server nobody told what to serve:
+// the folder it happens to start in (a service's $HOME or /) is not a
+// choice the operator made.
+func errNothingServed(command string) error {
+	return coded.New(coded.InvalidArguments, map[string]any{"command": command},
+		"sbf %s serves only the workspaces you name, and none was named: pass -C DIR or --workspace-root DIR "+
+			"(repeatable), or set SBF_WORKSPACE_ROOTS or [policy] workspace_roots in the global config", command)
+}
+
+// defaultRoot is the workspace a tool called without workspace_root uses:
+// -C's when it was given, else the one served root when there is one,
+// else none (such a call must name its workspace).
+func (a cmds) defaultRoot(pol policy.Policy) (string, error) {
+	switch {
+	case a.DirNamed():
+		return filepath.Abs(a.Dir())
+	case len(pol.WorkspaceRoots) == 1:
+		return pol.WorkspaceRoots[0], nil
+	}
+	return "", nil
 }
 
 // logPass reports loop passes that changed something or failed.
