@@ -46,6 +46,8 @@ func (a *app) serviceInstallCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install [WORKSPACE_DIR]...",
 		Short: "Register and start the loop for the named workspaces (default: every workspace holding a lease)",
+		Example: "  sbf service install                      # the loop, for every workspace holding a lease\n" +
+			"  sbf service install --http ~/src         # and MCP over HTTP, serving the workspaces in ~/src",
 		Long: "install writes the service manager's file (shown by --dry-run), registers it and (re)starts it.\n" +
 			"The service gets this shell's PATH and sbf's variables (SBF_*, LIMA_*, MCP_*, XDG_*_HOME, ...) but\n" +
 			"not the secrets a spec reads with ${VAR}; run install again after changing them. On Windows the\n" +
@@ -65,9 +67,9 @@ func (a *app) serviceInstallCommand() *cobra.Command {
 func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
 	// `--http ADDR` as two words: a bare --http takes the default address,
 	// so the address arrives as the one argument (as with sbf mcp --http).
-	if f.http == DefaultHTTPAddr && len(dirs) == 1 && !spec.HasSpec(dirs[0]) {
+	if f.http == DefaultHTTPAddr && len(dirs) > 0 && !pathExists(dirs[0]) {
 		if _, _, err := net.SplitHostPort(dirs[0]); err == nil {
-			f.http, dirs = dirs[0], nil
+			f.http, dirs = dirs[0], dirs[1:]
 		}
 	}
 	h, m, err := a.serviceManager()
@@ -89,7 +91,7 @@ func (a *app) serviceInstall(dirs []string, f serviceFlags) error {
 		}
 		return nil
 	}
-	for _, dir := range []string{filepath.Dir(m.Path()), filepath.Dir(d.LogFile)} {
+	for _, dir := range []string{filepath.Dir(m.Path()), filepath.Dir(d.LogFile), d.WorkDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("creating %s for the service: %w", dir, err)
 		}
@@ -129,10 +131,10 @@ func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (
 	if d.Program, err = a.stableExecutable(); err != nil {
 		return d, err
 	}
+	if d.WorkDir, err = filepath.Abs(a.hostDir()); err != nil {
+		return d, err
+	}
 	switch {
-	case f.http != "" && len(dirs) > 0:
-		return d, usageErrorf("--http serves the MCP server, whose loop watches every workspace holding a lease " +
-			"and those its tools touch: name no workspaces with it")
 	case f.http != "":
 		d.Description += ", and MCP over HTTP on " + f.http
 		token, err := a.serviceToken(f)
@@ -140,6 +142,11 @@ func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (
 			return d, err
 		}
 		d.Args = []string{"serve", f.http, "--token-file", token}
+		roots, err := a.serviceRoots(dirs)
+		if err != nil {
+			return d, err
+		}
+		d.Args = append(d.Args, roots...)
 	case f.tokenFile != "":
 		return d, usageErrorf("--token-file needs --http")
 	default:
@@ -166,6 +173,39 @@ func (a *app) serviceDefinition(h service.Host, dirs []string, f serviceFlags) (
 	}
 	d.Env = a.serviceEnv()
 	return d, nil
+}
+
+func pathExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// serviceRoots are the --workspace-root arguments of a service that serves
+// MCP: the folders named, each of which must exist. With none named the
+// operator's SBF_WORKSPACE_ROOTS (carried into the service) or global
+// [policy] workspace_roots must name them: a server never serves the
+// folder its manager starts it in.
+func (a *app) serviceRoots(dirs []string) ([]string, error) {
+	var args []string
+	for _, dir := range dirs {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, usageErrorf("%s is not a folder: --http serves the workspaces in the folders named", dir)
+		}
+		args = append(args, "--workspace-root", abs)
+	}
+	if len(args) > 0 {
+		return args, nil
+	}
+	if p, err := a.operator(); err != nil || len(p.WorkspaceRoots) > 0 {
+		return nil, err
+	}
+	return nil, usageErrorf("--http serves MCP, and a server serves only the workspaces named: " +
+		"sbf service install --http [ADDR] DIR... (each DIR and the workspaces below it), " +
+		"or set SBF_WORKSPACE_ROOTS or [policy] workspace_roots in the global config")
 }
 
 // serviceToken is the bearer token file the service's server uses:

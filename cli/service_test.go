@@ -208,7 +208,9 @@ func TestServiceUsageErrors(t *testing.T) {
 		{"serve", "--loop-only", "127.0.0.1:9"},
 		{"serve", "--loop-only", "--workspace", t.TempDir()},
 		{"service", "install", "--dry-run", t.TempDir()},
-		{"service", "install", "--dry-run", "--http", "127.0.0.1:9", ws},
+		{"service", "install", "--dry-run", "--http", "127.0.0.1:9"}, // serving nothing named
+		{"service", "install", "--dry-run", "--http"},
+		{"service", "install", "--dry-run", "--http", filepath.Join(ws, "missing")},
 		{"service", "install", "--dry-run", "--token-file", "/x"},
 	} {
 		if r := sbf(t, nil, args...); r.code != 2 {
@@ -216,7 +218,8 @@ func TestServiceUsageErrors(t *testing.T) {
 		}
 	}
 	// --http without --token-file: the server's generated token, named in
-	// the unit so clients can be pointed at it (a dry run makes nothing).
+	// the unit so clients can be pointed at it (a dry run makes nothing);
+	// it serves the folder named, and starts in sbf's state folder.
 	for addr, want := range map[string]string{
 		"":            "serve 127.0.0.1:8765 --token-file /",
 		"127.0.0.1:9": "serve 127.0.0.1:9 --token-file /",
@@ -225,9 +228,11 @@ func TestServiceUsageErrors(t *testing.T) {
 		if addr != "" {
 			args = append(args, addr)
 		}
-		r := sbf(t, nil, args...)
-		file := "/mcp/http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token\n"
-		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, file) {
+		r := sbf(t, nil, append(args, ws)...)
+		file := "/mcp/http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token"
+		served := " --workspace-root " + ws + "\n"
+		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, file+served) ||
+			!strings.Contains(r.stdout, "\nWorkingDirectory=/") {
 			t.Errorf("sbf %s: exit %d, want a unit running %q…%q\n%s%s", strings.Join(args, " "), r.code, want, file,
 				r.stdout, r.stderr)
 		}

@@ -66,6 +66,8 @@ func (launchd) Render(d Definition) ([]byte, error) {
 		str(&b, "\t\t", a)
 	}
 	b.WriteString("\t</array>\n")
+	key(&b, "WorkingDirectory")
+	str(&b, "\t", d.WorkDir)
 	if len(d.Env) > 0 {
 		key(&b, "EnvironmentVariables")
 		b.WriteString("\t<dict>\n")

@@ -84,6 +84,7 @@ const taskTemplate = `<?xml version="1.0" encoding="UTF-16"?>
     <Exec>
       <Command>%s</Command>
       <Arguments>%s</Arguments>
+      <WorkingDirectory>%s</WorkingDirectory>
     </Exec>
   </Actions>
 </Task>
@@ -120,7 +121,7 @@ func taskXML(d Definition) (string, error) {
 		args = append(args, windowsArg(a))
 	}
 	return fmt.Sprintf(taskTemplate, escape(d.Description), escape(TaskName), escape(d.User), escape(d.User),
-		escape(d.Program), escape(strings.Join(args, " "))), nil
+		escape(d.Program), escape(strings.Join(args, " ")), escape(d.WorkDir)), nil
 }
 
 // windowsArg quotes one argument so CommandLineToArgvW (and Go's

@@ -30,6 +30,10 @@ type Definition struct {
 	Program     string   // absolute path of the sbf executable
 	Args        []string // after Program
 	Env         []EnvVar // sorted by name
+	// WorkDir is the folder the service starts in: named, never the
+	// manager's default ($HOME for a systemd user unit, / for launchd),
+	// so no relative path it meets lands somewhere nobody chose.
+	WorkDir string
 	// LogFile is where the loop's messages go on managers without a
 	// journal (launchd, Windows); systemd keeps them in the journal.
 	LogFile string
@@ -45,7 +49,11 @@ func (d Definition) check() error {
 	if !strings.HasPrefix(d.Program, "/") && !isWindowsAbs(d.Program) {
 		return fmt.Errorf("the service's program must be an absolute path, got %q", d.Program)
 	}
-	for _, s := range append(append([]string{d.Program, d.Description, d.LogFile}, d.Args...), envStrings(d.Env)...) {
+	if d.WorkDir == "" || !strings.HasPrefix(d.WorkDir, "/") && !isWindowsAbs(d.WorkDir) {
+		return fmt.Errorf("the service's working folder must be an absolute path, got %q", d.WorkDir)
+	}
+	fields := append([]string{d.Program, d.Description, d.LogFile, d.WorkDir}, d.Args...)
+	for _, s := range append(fields, envStrings(d.Env)...) {
 		if strings.ContainsAny(s, "\x00\n\r") {
 			return fmt.Errorf("a service definition cannot hold a line break or NUL: %q", s)
 		}
@@ -175,7 +183,7 @@ func DefaultLogFile(h Host) string {
 // default state folder.
 func PackagedDefinition() Definition {
 	return Definition{Description: Description,
-		Program: "/usr/bin/sbf", Args: []string{"serve", "--loop-only"},
+		Program: "/usr/bin/sbf", Args: []string{"serve", "--loop-only"}, WorkDir: "/",
 		Env: []EnvVar{{Name: "PATH", Value: PackagedPath}}}
 }
 

@@ -28,12 +28,14 @@ func fixture(h Host) Definition {
 			{"SBF_WEIRD", `a "b" \c %h $d`}},
 		LogFile: DefaultLogFile(h),
 		User:    `EXAMPLE\alice`,
+		WorkDir: "/home/alice/.local/state/sandboxforge/100% here",
 	}
 	if h.OS == "windows" {
 		d.Program = `C:\Program Files\sbf\sbf.exe`
 		d.Args[3], d.Args[5] = `C:\Users\alice\my proj\`, `C:\Users\alice\say "hi" & <b>`
 		d.Args[7] = d.LogFile
 		d.Env = nil
+		d.WorkDir = `C:\Users\alice\AppData\Local\sandboxforge`
 	}
 	return d
 }
@@ -108,6 +110,11 @@ func TestUnitRunsTheDefinition(t *testing.T) {
 	if want := append([]string{d.Program}, d.Args...); !slices.Equal(argv, want) {
 		t.Errorf("ExecStart= runs\n%q\nwant\n%q", argv, want)
 	}
+	// systemd expands specifiers in WorkingDirectory= too: %% is one %.
+	want := "\nWorkingDirectory=" + strings.ReplaceAll(d.WorkDir, "%", "%%") + "\n"
+	if !bytes.Contains(data, []byte(want)) {
+		t.Errorf("the unit does not start in %s:\n%s", d.WorkDir, data)
+	}
 	if !slices.Equal(env, d.Env) {
 		t.Errorf("Environment= sets %q, want %q", env, d.Env)
 	}
@@ -172,7 +179,7 @@ func TestPlistRunsTheDefinition(t *testing.T) {
 	for _, a := range append([]string{d.Program}, d.Args...) {
 		want = append(want, "string:"+a)
 	}
-	want = append(want, "key:EnvironmentVariables")
+	want = append(want, "key:WorkingDirectory", "string:"+d.WorkDir, "key:EnvironmentVariables")
 	for _, e := range d.Env {
 		want = append(want, "key:"+e.Name, "string:"+e.Value)
 	}

@@ -47,6 +47,7 @@ Description=%s
 [Service]
 Type=exec
 ExecStart=%s
+WorkingDirectory=%s
 %sRestart=on-failure
 RestartSec=5
 # The VMs a pass boots (Lima's host agents, vz-run supervisors) belong to
@@ -74,7 +75,8 @@ func (systemd) Render(d Definition) ([]byte, error) {
 	for _, e := range d.Env {
 		fmt.Fprintf(&env, "Environment=%s\n", systemdQuote(specifiers(e.Name+"="+e.Value)))
 	}
-	return fmt.Appendf(nil, unitTemplate, specifiers(d.Description), strings.Join(words, " "), env.String()), nil
+	return fmt.Appendf(nil, unitTemplate, specifiers(d.Description), strings.Join(words, " "),
+		specifiers(d.WorkDir), env.String()), nil
 }
 
 // systemdWord is one word of an ExecStart= line: systemd expands %
