@@ -46,9 +46,9 @@ func TestWorkspaceAsksNothingOutsideIt(t *testing.T) {
 			t.Errorf("validate: missing %q in %d\n%s", want, r.code, out)
 		}
 	}
-	// Allowing / still never shares it writably: it holds the workspace.
+	// Allowing / is refused outright: it holds the home folder (issue 39).
 	r = w.sbf([]string{"SBF_ALLOWED_PATHS=/"}, "-C", w.ws, "validate")
-	if r.code != 1 || !contains(r.stdout+r.stderr, "holds the workspace") {
+	if r.code != 1 || !contains(r.stdout+r.stderr, "allowed path / holds the home folder") {
 		t.Errorf("validate with / allowed: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	if w.exists("escaped.env") {

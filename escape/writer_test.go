@@ -64,56 +64,81 @@ func TestCopiesBackRefuseEverySpellingOfAProtectedName(t *testing.T) {
 	}
 }
 
-// Attack 7: with the home folder allowed (--allow-path ~), the guest's file
-// replaced ~/.config/sandboxforge/config.toml, and the next sbf mcp served
-// and allowed /. sbf's config and state, Lima's instances, the shell's
-// startup files and .ssh are now reserved wherever an allowed path reaches.
+// Attack 7 (issue 29): with the home folder allowed (--allow-path ~), the
+// guest's file replaced ~/.config/sandboxforge/config.toml. Issue 39 point
+// 2: a list of reserved names still let a guest write a .pth file under
+// ~/.local/lib/python*/site-packages, a systemd user unit, ~/.vimrc,
+// ~/.cargo/config.toml, ~/.aws/config, ~/.npmrc. Now the home folder, a
+// folder above it and every folder of configuration cannot be allowed at
+// all, and in a data folder allowed besides the workspace no hidden file
+// or folder is ever made from the guest.
 func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
-	const config = "home/.config/sandboxforge/config.toml"
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 			w.homeOfAPerson()
-			w.writerAttack("home", mode, "ESC_HOME="+filepath.Join(w.base, "home"))
+			w.write("home/data/keep", "mine\n")
+			w.writerAttack("home", mode, "ESC_HOME="+filepath.Join(w.base, "home", "data"))
 			w.homeUntouched()
+			for _, p := range []string{"home/data/.npmrc", "home/data/.aws", "home/data/.local", "home/data/.bashrc"} {
+				if w.exists(p) {
+					t.Errorf("%s was written from the guest", p)
+				}
+			}
 		})
 	}
-	t.Run("cli", func(t *testing.T) {
+	t.Run("home not allowable", func(t *testing.T) {
 		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 		w.homeOfAPerson()
 		home := filepath.Join(w.base, "home")
+		w.write("home/.local/lib/python3.11/site-packages/keep", "")
 		leave := []string{"SBF_ENABLE_SIM=1"}
 		if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
 			t.Fatalf("up: %s", r.stderr)
 		}
-		if r := w.sbf(leave, "-C", w.ws, "exec", "a", "--", "sh", "-c",
-			`printf '[policy]\nallowed_paths = ["/"]\n' > config.toml`); r.code != 0 { // the sim's cwd: its guest folder
-			t.Fatalf("exec: %s", r.stderr)
+		defer w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")
+		for _, allowed := range []string{home, w.base, "/", filepath.Join(home, ".config"),
+			filepath.Join(home, ".local/lib/python3.11/site-packages"), filepath.Join(home, ".local")} {
+			r := w.sbf(leave, "-C", w.ws, "cp", "--allow-path", allowed, "a:/etc", filepath.Join(allowed, "x"))
+			if r.code == 0 || !contains(r.stderr, "allow a folder of data instead") {
+				t.Errorf("cp --allow-path %s: %d %s", allowed, r.code, r.stderr)
+			}
+			for _, args := range [][]string{{"mcp"}, {"serve", "127.0.0.1:0"}} {
+				r := w.sbf(leave, append(append([]string{"-C", w.ws}, args...), "--allow-path", allowed)...)
+				if r.code == 0 || !contains(r.stderr, "allow a folder of data instead") {
+					t.Errorf("%s --allow-path %s: %d %s", args[0], allowed, r.code, r.stderr)
+				}
+			}
 		}
-		for _, dest := range []string{config, "home/.bashrc", "home/.ssh/authorized_keys"} {
-			r := w.sbf(leave, "-C", w.ws, "cp", "--allow-path", home, "a:/config.toml", filepath.Join(w.base, dest))
-			if r.code == 0 || !contains(r.stderr, "protected from what a sandbox writes") {
-				t.Errorf("cp to %s: %d %s", dest, r.code, r.stderr)
+		for _, args := range [][]string{{"-C", home, "mcp"}, {"mcp", "--workspace-root", w.base}} {
+			if r := w.sbf(leave, args...); r.code == 0 || !contains(r.stderr, "home folder") {
+				t.Errorf("%v: %d %s", args, r.code, r.stderr)
 			}
 		}
 		w.homeUntouched()
-		w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")
 	})
 }
 
 // Attack 11 (part): a plugin was found on a PATH entry inside the served
 // workspace, where a copy from a sandbox can put an executable; sbf doctor
-// ran it. Now such an entry is passed over, and doctor says so.
+// ran it. Issue 39: one inside another workspace (served by another sbf,
+// or by none now) was still run. Now such an entry is passed over, and
+// doctor says so.
 func TestPluginsAreNotRunFromTheWorkspace(t *testing.T) {
-	w := newWorld(t, "[vm]\ndriver = \"kubevirt\"\n")
-	w.write("ws/bin/sbf-kubevirt", "#!/bin/sh\ntouch "+w.canary+"/pwned-by-plugin\n")
-	if err := os.Chmod(filepath.Join(w.ws, "bin", "sbf-kubevirt"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := w.sbf([]string{"PATH=" + filepath.Join(w.ws, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")},
-		"-C", w.ws, "doctor")
-	if !contains(r.stdout+r.stderr, "passed over "+filepath.Join(w.ws, "bin", "sbf-kubevirt")) {
-		t.Errorf("doctor does not say it passed over the workspace's plugin: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	for _, where := range []string{"ws", "other", "other/deep/er"} {
+		t.Run(where, func(t *testing.T) {
+			w := newWorld(t, "[vm]\ndriver = \"kubevirt\"\n")
+			plugin := filepath.Join(w.base, where, "bin", "sbf-kubevirt")
+			w.write(filepath.Join(where, "bin", "sbf-kubevirt"), "#!/bin/sh\ntouch "+w.canary+"/pwned-by-plugin\n")
+			if err := os.Chmod(plugin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := "PATH=" + filepath.Dir(plugin) + string(os.PathListSeparator) + os.Getenv("PATH")
+			r := w.sbf([]string{path}, "-C", w.ws, "doctor")
+			if !contains(r.stdout+r.stderr, "passed over "+plugin) {
+				t.Errorf("doctor does not say it passed over %s: %d\n%s\n%s", plugin, r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }
 

@@ -31,7 +31,16 @@ var DefaultProtect = []string{".envrc"}
 // Guard refuses guest-originated writes to protected paths.
 type Guard struct {
 	Protect []string // the workspace's [sync] protect patterns
+	// OutsideWorkspace refuses every hidden name: set by the writer for a
+	// root that is not the workspace (a folder the operator allowed), where
+	// a dot-file is some tool's configuration (~/.aws, ~/.npmrc), never a
+	// project's.
+	OutsideWorkspace bool
 }
+
+// hiddenOutside is the rule OutsideWorkspace adds.
+var hiddenOutside = Rule{".*", "a hidden name outside the workspace (tools read dot-files as configuration); " +
+	"copy into the workspace instead"}
 
 // Rule returns the rule a slash-separated relative path breaks, if any.
 // Names compare as the hosts' filesystems compare them (names.go): .GIT,
@@ -80,6 +89,9 @@ func (g Guard) rules() []Rule {
 	rules := Protected
 	for _, p := range g.Protect {
 		rules = append(rules[:len(rules):len(rules)], Rule{p, "listed in [sync] protect"})
+	}
+	if g.OutsideWorkspace {
+		rules = append(rules[:len(rules):len(rules)], hiddenOutside)
 	}
 	return rules
 }

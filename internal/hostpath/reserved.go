@@ -1,49 +1,82 @@
 package hostpath
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // A Reserved place is a host file or folder outside any workspace that
 // something reads as the user's own instructions: sbf's configuration and
-// state, Lima's instances, the shell's and git's startup files, ssh's keys,
-// the folders on PATH. An operator who allows a folder holding one (~,
-// often) allows copies there, not a guest rewriting how the host behaves:
-// no write carrying guest data lands in one, whatever root it goes through.
+// state, Lima's instances, the home folder's hidden files and folders
+// (shells', git's, ssh's, every tool's), the XDG homes, the folders on
+// PATH. No write carrying guest data lands in one, whatever root it goes
+// through: defence in depth behind AllowedFolder, which refuses to allow
+// such a place (or the home folder) at all.
 type Reserved struct {
 	Path string `json:"path"` // absolute; the place and everything below it
 	Why  string `json:"why"`
+	// Hidden makes the place the hidden entries directly below Path (the
+	// home folder's dot-files and dot-folders) and what lies below them,
+	// not Path itself: a list of such names cannot be complete.
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 const (
-	whyConfig = "sbf's global configuration (it says what sbf may do)"
-	whyState  = "sbf's state and caches"
-	whyLima   = "Lima's instances and caches (their configuration runs on this host)"
-	whyShell  = "read by a shell or a session as it starts (it runs commands)"
-	whyTool   = "configuration a tool on this host runs commands from"
-	whySSH    = "ssh's keys and configuration"
-	whyPath   = "a folder on PATH (what is there runs in place of a command)"
+	whyConfig = "where this user's programs keep their configuration, data and state (an XDG home, ~/Library, " +
+		"%APPDATA%)"
+	whyHidden = "a hidden file or folder of the home folder (shells, git, ssh and other tools read them as " +
+		"configuration)"
+	whyState = "sbf's state and caches"
+	whyLima  = "Lima's instances and caches (their configuration runs on this host)"
+	whyShell = "read by a shell or a session as it starts (it runs commands)"
+	whyTool  = "configuration a tool on this host runs commands from"
+	whyPath  = "a folder on PATH (what is there runs in place of a command)"
 )
 
-// configNames are the folders under a config home sbf reads its global
-// configuration from, older names included (spec reads them all).
-var configNames = []string{"sandboxforge", "sandboxforge-mcp", "orbitforge-mcp", "lima-mcp"}
-
-// homeFiles are below the home folder: what a login, a shell, a desktop
-// session, git, ssh or a cluster client reads as the user's instructions.
-var homeFiles = map[string][]string{
-	whyShell: {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
-		".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc", ".mkshrc",
-		".inputrc", ".pam_environment", ".xprofile", ".xinitrc", ".xsession", ".xsessionrc",
-		".config/fish", ".config/nushell", ".config/powershell", ".config/environment.d", ".config/autostart",
-		".config/systemd/user", "Library/LaunchAgents", "Documents/PowerShell", "Documents/WindowsPowerShell"},
-	whyTool: {".gitconfig", ".config/git", ".docker", ".kube"},
-	whySSH:  {".ssh"},
-	whyPath: {".local/bin", "bin"},
+// userPlaces is the one description of where a user's configuration lives,
+// as the operator's environment (getenv) locates it: the home folder, and
+// the places below or beside it that programs read as instructions.
+// Reserved places are these (HostReserved); allowed folders are judged
+// against them (AllowedFolder).
+func userPlaces(getenv func(string) string) (home string, out []Reserved) {
+	home = getenv("HOME")
+	if home == "" {
+		home = getenv("USERPROFILE")
+	}
+	add := func(why string, paths ...string) {
+		for _, p := range paths {
+			if p != "" && filepath.IsAbs(p) {
+				out = append(out, Reserved{Path: filepath.Clean(p), Why: why})
+			}
+		}
+	}
+	for _, base := range [][2]string{{"XDG_CONFIG_HOME", ".config"}, {"XDG_DATA_HOME", ".local/share"},
+		{"XDG_STATE_HOME", ".local/state"}, {"XDG_CACHE_HOME", ".cache"}} {
+		add(whyConfig, homes(getenv(base[0]), home, base[1])...)
+	}
+	add(whyConfig, getenv("APPDATA"), getenv("LOCALAPPDATA"))
+	add(whyState, getenv("SBF_STATE_HOME"), getenv("SBF_SIM_DIR"), "/var/cache/sandboxforge")
+	if home == "" {
+		add(whyState, filepath.Join(os.TempDir(), "sandboxforge"))
+	} else {
+		out = append(out, Reserved{Path: filepath.Clean(home), Why: whyHidden, Hidden: true})
+		add(whyConfig, filepath.Join(home, "Library"))
+		add(whyPath, filepath.Join(home, "bin"))
+		add(whyShell, filepath.Join(home, "Documents", "PowerShell"), filepath.Join(home, "Documents",
+			"WindowsPowerShell"))
+	}
+	add(whyLima, getenv("LIMA_HOME"))
+	add(whyShell, getenv("ZDOTDIR"))
+	add(whyTool, getenv("GIT_CONFIG_GLOBAL"))
+	add(whyTool, filepath.SplitList(getenv("KUBECONFIG"))...)
+	add(whyPath, filepath.SplitList(getenv("PATH"))...)
+	return home, out
 }
 
 // Places are the reserved places of one environment, located when a write
@@ -72,48 +105,8 @@ func (p *Places) List() []Reserved {
 // environment (getenv) locates them, each also as its real path when links
 // lead there (~/.config may be a link into a dotfiles repository).
 func HostReserved(getenv func(string) string) []Reserved {
-	home := getenv("HOME")
-	if home == "" {
-		home = getenv("USERPROFILE")
-	}
-	var out []Reserved
-	add := func(why string, paths ...string) {
-		for _, p := range paths {
-			if p != "" && filepath.IsAbs(p) {
-				out = append(out, Reserved{Path: filepath.Clean(p), Why: why})
-			}
-		}
-	}
-	for _, configHome := range homes(getenv("XDG_CONFIG_HOME"), home, ".config") {
-		for _, name := range configNames {
-			add(whyConfig, filepath.Join(configHome, name))
-		}
-		add(whyTool, filepath.Join(configHome, "git"))
-	}
-	add(whyState, getenv("SBF_STATE_HOME"), getenv("SBF_SIM_DIR"), "/var/cache/sandboxforge")
-	for _, stateHome := range homes(getenv("XDG_STATE_HOME"), home, ".local/state") {
-		add(whyState, filepath.Join(stateHome, "sandboxforge"))
-	}
-	for _, cacheHome := range homes(getenv("XDG_CACHE_HOME"), home, ".cache") {
-		add(whyState, filepath.Join(cacheHome, "sandboxforge"))
-		add(whyLima, filepath.Join(cacheHome, "lima"))
-	}
-	if home == "" {
-		add(whyState, filepath.Join(os.TempDir(), "sandboxforge"))
-	} else {
-		add(whyLima, filepath.Join(home, ".lima"), filepath.Join(home, "Library", "Caches", "lima"))
-		for why, files := range homeFiles {
-			for _, f := range files {
-				add(why, filepath.Join(home, filepath.FromSlash(f)))
-			}
-		}
-	}
-	add(whyLima, getenv("LIMA_HOME"))
-	add(whyShell, getenv("ZDOTDIR"))
-	add(whyTool, getenv("GIT_CONFIG_GLOBAL"))
-	add(whyTool, filepath.SplitList(getenv("KUBECONFIG"))...)
-	add(whyPath, filepath.SplitList(getenv("PATH"))...)
-	return withRealPaths(out)
+	_, places := userPlaces(getenv)
+	return withRealPaths(places)
 }
 
 // homes are a base folder's candidates: the variable's value when set, and
@@ -138,7 +131,7 @@ func withRealPaths(places []Reserved) []Reserved {
 		for _, p := range []string{r.Path, realOr(r.Path)} {
 			if key := placeKey(p); !seen[key] {
 				seen[key] = true
-				out = append(out, Reserved{Path: p, Why: r.Why})
+				out = append(out, Reserved{Path: p, Why: r.Why, Hidden: r.Hidden})
 			}
 		}
 	}
@@ -167,7 +160,16 @@ func placeKey(p string) string {
 func reservedAt(places []Reserved, abs string) (Reserved, bool) {
 	key := placeKey(abs)
 	for _, r := range places {
-		if k := placeKey(r.Path); key == k || strings.HasPrefix(key, k+"/") {
+		k := strings.TrimSuffix(placeKey(r.Path), "/")
+		switch {
+		case r.Hidden:
+			if rest, ok := strings.CutPrefix(key, k+"/"); ok && strings.HasPrefix(rest, ".") {
+				// Named as found: the hidden entry of the folder abs lies in.
+				elems := split(abs[len(filepath.VolumeName(abs)):])
+				depth := len(split(r.Path[len(filepath.VolumeName(r.Path)):]))
+				return Reserved{Path: filepath.Join(r.Path, elems[depth]), Why: r.Why}, true
+			}
+		case key == k || strings.HasPrefix(key, k+"/"):
 			return r, true
 		}
 	}
@@ -177,11 +179,48 @@ func reservedAt(places []Reserved, abs string) (Reserved, bool) {
 // reservedBelow returns a place that lies below abs: a link at abs would
 // move it to wherever the link leads.
 func reservedBelow(places []Reserved, abs string) (Reserved, bool) {
-	key := placeKey(abs)
+	key := strings.TrimSuffix(placeKey(abs), "/")
 	for _, r := range places {
-		if strings.HasPrefix(placeKey(r.Path), strings.TrimSuffix(key, "/")+"/") {
+		k := placeKey(r.Path)
+		// A hidden place lies below abs when its folder is abs or below it.
+		if strings.HasPrefix(k, key+"/") || r.Hidden && strings.TrimSuffix(k, "/") == key {
 			return r, true
 		}
 	}
 	return Reserved{}, false
+}
+
+// AllowedFolder refuses to allow a folder (absolute and real) that is not a
+// folder of data: the home folder or one holding it, a reserved place or a
+// folder inside one, or a folder holding where the user's programs keep
+// their configuration. what names the setting ("allowed path"); the
+// refusal says what to allow instead.
+func AllowedFolder(getenv func(string) string, what, abs string) error {
+	home, places := userPlaces(getenv)
+	places = withRealPaths(places)
+	refuse := func(why string) error {
+		return coded.New(Denied, map[string]any{"path": abs, "setting": what, "reason": why},
+			"%s %s %s: allow a folder of data instead (a project folder, ~/src, a scratch folder); copies from "+
+				"sandboxes land there, and a folder of configuration would let a guest change how this host behaves",
+			what, abs, why)
+	}
+	if home != "" {
+		for _, h := range []string{filepath.Clean(home), realOr(filepath.Clean(home))} {
+			if placeKey(abs) == placeKey(h) {
+				return refuse("is the home folder")
+			}
+			if Within(h, []string{abs}) {
+				return refuse("holds the home folder " + h)
+			}
+		}
+	}
+	if r, ok := reservedAt(places, abs); ok {
+		return refuse(fmt.Sprintf("lies in %s (%s)", r.Path, r.Why))
+	}
+	for _, r := range places {
+		if r.Why == whyConfig && placeKey(r.Path) != placeKey(abs) && Within(r.Path, []string{abs}) {
+			return refuse(fmt.Sprintf("holds %s (%s)", r.Path, r.Why))
+		}
+	}
+	return nil
 }

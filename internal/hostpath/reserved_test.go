@@ -91,22 +91,83 @@ func TestWriterKeepsGuestDataOutOfReservedPlaces(t *testing.T) {
 		skipped = append(skipped, l.Path+" -> "+l.Reason)
 	}
 	slices.Sort(skipped)
-	if len(skipped) != 8 || !strings.Contains(strings.Join(skipped, "\n"), ".local/state -> would move") {
+	if len(skipped) != 8 || !slices.Contains(skipped, ".local") {
 		t.Errorf("skipped:\n%s", strings.Join(skipped, "\n"))
 	}
 }
 
+// The reserved places are described, not listed: every hidden entry of the
+// home folder, the XDG homes (and their real paths), PATH and sbf's state.
+// Issue 39 found a list of names missing ~/.local/lib/python*/site-packages,
+// ~/.local/share/systemd/user, ~/.vimrc, ~/.cargo, ~/.aws and ~/.npmrc.
 func TestHostReservedNamesEveryConfigHomeAndRealPath(t *testing.T) {
 	home, getenv := fakeHome(t)
-	var paths []string
-	for _, r := range HostReserved(getenv) {
-		paths = append(paths, r.Path)
-	}
+	places := HostReserved(getenv)
 	for _, want := range []string{".config/sandboxforge", ".config/sandboxforge-mcp", ".config/orbitforge-mcp",
 		".config/lima-mcp", "dotfiles/config/sandboxforge", ".local/state/sandboxforge", "state", ".lima", ".bashrc",
-		".ssh", "bin", ".cache/sandboxforge", ".config/fish", ".gitconfig"} {
-		if !slices.Contains(paths, filepath.Join(home, want)) {
-			t.Errorf("%s is not reserved: %v", want, paths)
+		".ssh", "bin", ".cache/sandboxforge", ".config/fish", ".gitconfig",
+		".local/lib/python3.11/site-packages/x.pth", ".local/share/systemd/user/x.service",
+		".local/share/systemd/user/default.target.wants/x.service", ".vimrc", ".cargo/config.toml", ".aws/config",
+		".npmrc", ".Config/x", "Library/LaunchAgents/x.plist"} {
+		if r, ok := reservedAt(places, filepath.Join(home, want)); !ok || r.Why == "" {
+			t.Errorf("%s is not reserved: %v", want, places)
+		}
+	}
+	for _, free := range []string{"projects/ws/x", "notes.txt", "dotfiles/README", "src/.git/config"} {
+		if r, ok := reservedAt(places, filepath.Join(home, free)); ok {
+			t.Errorf("%s is reserved (%s: %s); only configuration is", free, r.Path, r.Why)
+		}
+	}
+	// A link at the home folder (or above) would move every hidden entry.
+	for _, at := range []string{home, filepath.Dir(home)} {
+		if _, ok := reservedBelow(places, at); !ok {
+			t.Errorf("nothing reserved lies below %s", at)
+		}
+	}
+	if r, ok := reservedBelow(places, filepath.Join(home, "projects")); ok {
+		t.Errorf("%s is below projects", r.Path)
+	}
+}
+
+// Issue 39: in a folder the operator allowed besides the workspace, a copy
+// from a sandbox makes no hidden file or folder (a tool's configuration,
+// wherever that folder is); in the workspace, dot-files are a project's.
+func TestNoHiddenNamesOutsideTheWorkspace(t *testing.T) {
+	base := realTemp(t)
+	ws, data := filepath.Join(base, "ws"), filepath.Join(base, "data")
+	for _, d := range []string{ws, filepath.Join(data, "proj")} {
+		os.MkdirAll(d, 0o755)
+	}
+	p := Policy{Roots: []string{ws, data}}
+	for _, dest := range []string{".npmrc", "proj/.env", ".cargo/config.toml", "proj/.git"} {
+		if _, err := p.Writer(base, filepath.Join(data, dest), Guard{}); err == nil {
+			t.Errorf("%s: a hidden name outside the workspace was allowed", dest)
+		}
+	}
+	for _, dest := range []string{filepath.Join(ws, ".env"), filepath.Join(data, "notes.txt")} {
+		w, err := p.Writer(base, dest, Guard{})
+		if err != nil {
+			t.Errorf("%s: %v", dest, err)
+			continue
+		}
+		w.Close()
+	}
+	w, err := p.Writer(base, filepath.Join(data, "proj"), Guard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rep, err := w.Extract(tarOf(t, entry{name: "g/", dir: true}, entry{name: "g/.npmrc", body: "x\n"},
+		entry{name: "g/sub/.vimrc", body: "x\n"}, entry{name: "g/notes.txt", body: "fine\n"}), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.SkippedPaths) != 2 {
+		t.Errorf("skipped %+v, want .npmrc and sub/.vimrc", rep.SkippedPaths)
+	}
+	for _, p := range []string{"proj/g/.npmrc", "proj/g/sub/.vimrc"} {
+		if _, err := os.Lstat(filepath.Join(data, p)); err == nil {
+			t.Errorf("%s was written", p)
 		}
 	}
 }

@@ -32,12 +32,23 @@ func (p Policy) Writer(base, dest string, g Guard) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.OutsideWorkspace = g.OutsideWorkspace || !p.inWorkspace(place)
 	w := &Writer{place: place, guard: g, reserved: p.Reserved.List(), maxBytes: maxCopy(p.MaxCopyBytes)}
 	if err := w.check(clipName(dest)); err != nil {
 		place.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// inWorkspace reports whether place is under the workspace, the policy's
+// first root.
+func (p Policy) inWorkspace(place Place) bool {
+	if len(p.Roots) == 0 {
+		return false
+	}
+	ws, err := filepath.EvalSymlinks(p.Roots[0])
+	return err == nil && ws == place.RootAbs
 }
 
 // check refuses a destination that is protected, as named below the root

@@ -77,6 +77,9 @@ type Global struct {
 	MaxLifetime    time.Duration
 	MaxOutputBytes int64
 	MaxCopyBytes   int64
+	MaxCPUs        int
+	MaxMemoryGiB   float64
+	MaxDiskGiB     float64
 	GuestHostPorts []int
 }
 
@@ -99,10 +102,10 @@ func Load(src Sources) (Policy, error) {
 		paths = append(paths, src.Global.AllowedPaths...)
 	}
 	var err error
-	if p.WorkspaceRoots, err = folders("workspace root", roots); err != nil {
+	if p.WorkspaceRoots, err = folders(getenv, "workspace root", roots); err != nil {
 		return Policy{}, err
 	}
-	if p.AllowedPaths, err = folders("allowed path", paths); err != nil {
+	if p.AllowedPaths, err = folders(getenv, "allowed path", paths); err != nil {
 		return Policy{}, err
 	}
 	p.HostExec = getenv(EnableSimVar) == "1"
@@ -116,7 +119,10 @@ func Load(src Sources) (Policy, error) {
 	return p, nil
 }
 
-func folders(what string, list []string) ([]string, error) {
+// folders are the operator's folders of one setting, each absolute and
+// real, and each a folder of data (hostpath.AllowedFolder): never the home
+// folder, a folder above it or one of the user's configuration.
+func folders(getenv func(string) string, what string, list []string) ([]string, error) {
 	var out []string
 	for _, f := range list {
 		if strings.TrimSpace(f) == "" {
@@ -128,6 +134,9 @@ func folders(what string, list []string) ([]string, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", what, f, err)
+		}
+		if err := hostpath.AllowedFolder(getenv, what, abs); err != nil {
+			return nil, err
 		}
 		if !slices.Contains(out, abs) {
 			out = append(out, abs)

@@ -2,15 +2,16 @@
 // prompt-injected agent would make them (escape/writer_test.go runs this):
 //   ESC_PHASE=chain|case|home ESC_MODE=stdio|http ESC_TARGET=SBF_BINARY|URL
 //   ESC_WS=<the server's workspace> ESC_CANARY=<a folder outside it>
-//   [ESC_HOME=<a fake home folder the operator allowed>] [ESC_TOKEN=<bearer token>]
+//   [ESC_HOME=<a data folder the operator allowed>] [ESC_TOKEN=<bearer token>]
 //   node writer.mjs
 // chain: links a -> ., c -> a/.., d -> c/../<canary>/secret made in the guest
 //        and copied back: none may lead out of the workspace.
 // case:  .SANDBOXFORGE.local.toml, .GIT/hooks, .ENVRC, GIT~1, .git., an NFD
 //        name of a protected NFC pattern: each is the protected file on macOS
 //        or Windows, so each is refused or left out.
-// home:  with the home folder allowed, sbf's global config, .bashrc and
-//        .ssh are never replaced from the guest.
+// home:  with a data folder allowed besides the workspace (the home folder
+//        itself cannot be), no hidden file or folder appears there from the
+//        guest: not sbf's config, .bashrc, .ssh, .npmrc, .aws, .pth files.
 // Any failed expectation throws, and node exits non-zero.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -81,20 +82,22 @@ if (phase === "case") {
 
 if (phase === "home") {
   assert.ok(home, "ESC_HOME is missing");
-  await guest("mkdir -p h/.config/sandboxforge h/.ssh && " +
+  await guest("mkdir -p h/.config/sandboxforge h/.ssh h/.aws h/.local/lib/python3.11/site-packages && " +
     `printf '[policy]\\nworkspace_roots = ["/"]\\nallowed_paths = ["/"]\\n' > h/.config/sandboxforge/config.toml && ` +
     `echo 'touch ${canary}/pwned-by-bashrc' > h/.bashrc && echo 'ssh-ed25519 AAAA guest' > h/.ssh/authorized_keys && ` +
-    "echo fine > h/notes.txt");
+    "echo '[x]\\ncredential_process = sh -c id' > h/.aws/config && echo 'registry=http://evil' > h/.npmrc && " +
+    "echo 'import os' > h/.local/lib/python3.11/site-packages/x.pth && echo fine > h/notes.txt");
   for (const [remote, local] of [["h/.config/sandboxforge/config.toml", ".config/sandboxforge/config.toml"],
-    ["h/.config/sandboxforge", ".config/sandboxforge"], ["h/.config/sandboxforge", ".config/orbitforge-mcp"],
-    ["h/.bashrc", ".bashrc"], ["h/.bashrc", ".zshrc"], ["h/.ssh/authorized_keys", ".ssh/authorized_keys"],
-    ["h/.bashrc", ".lima/default/lima.yaml"], ["h/.bashrc", ".local/state/sandboxforge/hosts.json"]]) {
+    ["h/.config/sandboxforge", ".config/sandboxforge"], ["h/.bashrc", ".bashrc"],
+    ["h/.ssh/authorized_keys", ".ssh/authorized_keys"], ["h/.npmrc", ".npmrc"], ["h/.aws", ".aws"],
+    ["h/.local", ".local"], ["h/notes.txt", "sub/.vimrc"]]) {
     const e = await fails("copy_from_instance", { instance_id: id, remote_path: remote,
       local_path: path.join(home, local) }, "HOST_PATH_DENIED");
     assert.ok(e.details.rule, JSON.stringify(e));
   }
   const res = await ok("sync_instance_to_workspace", { instance_id: id, remote_path: "h", local_path: home });
-  assert.deepEqual(paths(res, "skipped_paths"), [".bashrc", ".config/sandboxforge", ".ssh"], JSON.stringify(res));
+  assert.deepEqual(paths(res, "skipped_paths"), [".aws", ".bashrc", ".config", ".local", ".npmrc", ".ssh"],
+    JSON.stringify(res));
   assert.equal(fs.readFileSync(path.join(home, "notes.txt"), "utf8"), "fine\n");
 }
 
