@@ -136,6 +136,9 @@ func (i Up) edit(e *Engine, r *spec.Resolved, _ *state.File, _ time.Time) (Edit,
 			return nil, ttlInvalid(r, ttl, "a lease lasts longer than zero and at most lease.max_ttl")
 		}
 	}
+	if err := sizeWithinCeilings(r, i.Keys); err != nil {
+		return nil, err
+	}
 	keys := maps.Clone(i.Keys)
 	if i.Bootstrap != nil {
 		boot, err := e.bootstrapKeys(r, keys, i.Bootstrap.Services)

@@ -158,7 +158,8 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
 	r.applyCeilings(opts.Ceilings, layers)
-	errs = append(r.crossCheck(), r.checkHostPaths(opts.AllowedPaths)...)
+	errs = append(r.holdVMSizes(opts.Ceilings), r.crossCheck()...)
+	errs = append(errs, r.checkHostPaths(opts.AllowedPaths)...)
 	errs = append(errs, r.checkBackends()...)
 	if opts.Request != nil {
 		errs = append(errs, src.checkRequestNarrows(r, managed)...)

@@ -22,10 +22,13 @@ const (
 	BackendUnavailable = "BACKEND_UNAVAILABLE"
 	BackendCommand     = "BACKEND_COMMAND_FAILED"
 	HostResources      = "INSUFFICIENT_HOST_RESOURCES"
-	InvalidArguments   = "INVALID_ARGUMENTS"
-	StalePlan          = "PLAN_STALE"
-	StateLocked        = "STATE_LOCKED"
-	PolicyUnsupported  = "POLICY_UNSUPPORTED"
+	// VMSizeLimit is a VM asked for past the operator's max_cpus,
+	// max_memory_gib or max_disk_gib.
+	VMSizeLimit       = "VM_SIZE_LIMIT_EXCEEDED"
+	InvalidArguments  = "INVALID_ARGUMENTS"
+	StalePlan         = "PLAN_STALE"
+	StateLocked       = "STATE_LOCKED"
+	PolicyUnsupported = "POLICY_UNSUPPORTED"
 	// SnapshotUnsupported is a backend (or a VM of it) that keeps no
 	// snapshots or makes no clones; the details say what would.
 	SnapshotUnsupported = "SNAPSHOT_UNSUPPORTED"

@@ -13,7 +13,7 @@ import (
 
 // A Ceiling is the most the operator allows of one limit, and where that
 // came from. A zero Value is no ceiling.
-type Ceiling[T int | int64 | time.Duration] struct {
+type Ceiling[T int | int64 | float64 | time.Duration] struct {
 	Value  T
 	Source string
 }
@@ -36,6 +36,11 @@ type Ceilings struct {
 	MaxLifetime    Ceiling[time.Duration] // longest a lease may reach through extensions
 	MaxOutputBytes Ceiling[int64]         // bytes of each output stream the server keeps
 	MaxCopyBytes   Ceiling[int64]         // bytes one copy back from a guest may write on the host
+	// The largest VM a workspace or a caller may ask for; none unless the
+	// operator set them.
+	MaxCPUs      Ceiling[int]
+	MaxMemoryGiB Ceiling[float64]
+	MaxDiskGiB   Ceiling[float64]
 }
 
 // The server's own ceilings, which the operator may change.
@@ -80,6 +85,9 @@ func ceilings(g *Global, getenv func(string) string) (Ceilings, error) {
 		c.MaxLifetime.lower(g.MaxLifetime, at("max_lifetime"))
 		c.MaxOutputBytes.lower(g.MaxOutputBytes, at("max_output_bytes"))
 		c.MaxCopyBytes.lower(g.MaxCopyBytes, at("max_copy_bytes"))
+		c.MaxCPUs.lower(g.MaxCPUs, at("max_cpus"))
+		c.MaxMemoryGiB.lower(g.MaxMemoryGiB, at("max_memory_gib"))
+		c.MaxDiskGiB.lower(g.MaxDiskGiB, at("max_disk_gib"))
 	}
 	var errs []string
 	if v := strings.TrimSpace(getenv(EnvMaxInstances)); v != "" {
@@ -113,6 +121,12 @@ func globalLimit(g *Global, key string, val any) error {
 		g.MaxOutputBytes, err = positiveInt[int64](val)
 	case "max_copy_bytes":
 		g.MaxCopyBytes, err = positiveInt[int64](val)
+	case "max_cpus":
+		g.MaxCPUs, err = positiveInt[int](val)
+	case "max_memory_gib":
+		g.MaxMemoryGiB, err = positiveSize(val)
+	case "max_disk_gib":
+		g.MaxDiskGiB, err = positiveSize(val)
 	case "max_ttl":
 		g.MaxTTL, err = positiveDuration(val)
 	case "max_lifetime":
@@ -124,7 +138,23 @@ func globalLimit(g *Global, key string, val any) error {
 	return nil
 }
 
-var limitKeys = []string{"max_copy_bytes", "max_instances", "max_lifetime", "max_output_bytes", "max_ttl"}
+var limitKeys = []string{"max_copy_bytes", "max_cpus", "max_disk_gib", "max_instances", "max_lifetime",
+	"max_memory_gib", "max_output_bytes", "max_ttl"}
+
+// positiveSize reads a size in GiB: a positive number, whole or not.
+func positiveSize(val any) (float64, error) {
+	switch n := val.(type) {
+	case int64:
+		if n > 0 {
+			return float64(n), nil
+		}
+	case float64:
+		if n > 0 && !math.IsInf(n, 1) {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("must be a positive number of GiB")
+}
 
 func positiveInt[T int | int64](val any) (T, error) {
 	n, ok := val.(int64)
