@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // clock is the only clock of the process. SBF_NOW (RFC 3339) pins "now"
@@ -79,8 +80,9 @@ func (a *app) driverEnv(c clock.Clock) drivers.Env {
 	pol, _ := a.operator() // a policy that cannot load fails the command before any backend runs
 	return drivers.Env{Getenv: a.getenv, Clock: c, StateDir: a.hostDir(), HostOS: runtime.GOOS,
 		HostArch: runtime.GOARCH, Debug: a.debugf, HostExec: pol.HostExec,
-		GuestWritable:  append(slices.Clone(pol.WorkspaceRoots), pol.AllowedPaths...),
-		GuestHostPorts: pol.GuestHostPorts}
+		GuestWritable:    append(slices.Clone(pol.WorkspaceRoots), pol.AllowedPaths...),
+		WorkspaceHolding: spec.WorkspaceHolding,
+		GuestHostPorts:   pol.GuestHostPorts}
 }
 
 // layerEnv is the environment secrets (${VAR}) and, when a workspace asks

@@ -160,6 +160,9 @@ type Env struct {
 	// served workspace roots and the operator's allowed paths; Workspace is
 	// one too): nothing there is run as a backend's own program.
 	GuestWritable []string
+	// WorkspaceHolding is the workspace a host folder lies in, served or
+	// not (nil: none is known): a guest may have written there too.
+	WorkspaceHolding func(folder string) (root string, ok bool)
 	// GuestHostPorts are the host ports a guest may reach whatever its
 	// egress mode: the operator's [policy] guest_host_ports.
 	GuestHostPorts []int

@@ -40,3 +40,28 @@ func FindWorkspaceWithin(start, top string) (string, bool) {
 		dir = parent
 	}
 }
+
+// WorkspaceHolding is the workspace a host folder lies in, whether or not
+// anyone serves it now: the nearest folder at or above it holding a spec
+// or sbf's state folder (an MCP client may have made a workspace of a
+// folder with no spec). Copies from a sandbox may have written anything
+// there, so nothing found there is run as sbf's own program.
+func WorkspaceHolding(folder string) (string, bool) {
+	dir, err := filepath.Abs(folder)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if HasSpec(dir) {
+			return dir, true
+		}
+		if info, err := os.Lstat(filepath.Join(dir, Dir)); err == nil && info.IsDir() {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}

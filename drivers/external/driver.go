@@ -63,7 +63,7 @@ func open(ctx context.Context, s Session, c *conn, p *process) (*Driver, error) 
 // Launch finds the plugin, starts it with sbf's environment and opens a session on it.
 func Launch(ctx context.Context, prog Program, env drivers.Env, s Session) (*Driver, error) {
 	path, err := prog.Find(env.Getenv, append(env.GuestWritable[:len(env.GuestWritable):len(env.GuestWritable)],
-		env.Workspace))
+		env.Workspace), env.WorkspaceHolding)
 	if err != nil {
 		return nil, err
 	}

@@ -208,7 +208,7 @@ func TestExecGoesOverSSHToTheReportedEndpoint(t *testing.T) {
 func TestAMissingPluginSaysHowToGetOne(t *testing.T) {
 	env := map[string]string{"PATH": t.TempDir()}
 	t.Setenv("PATH", env["PATH"])
-	_, err := KubeVirt.Find(func(k string) string { return env[k] }, nil)
+	_, err := KubeVirt.Find(func(k string) string { return env[k] }, nil, nil)
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) || u.ProbableCause != "backend_binary_missing" || len(u.NextSteps) != 2 ||
 		!strings.Contains(u.NextSteps[0], "make sbf-kubevirt") {

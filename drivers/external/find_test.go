@@ -34,7 +34,7 @@ func TestPluginsAreNotTakenFromFoldersGuestsWrite(t *testing.T) {
 	os.MkdirAll("relative", 0o755)
 	os.WriteFile(filepath.Join("relative", "sbf-kubevirt"), []byte("#!/bin/sh\n"), 0o755)
 	getenv := func(k string) string { return map[string]string{"PATH": list}[k] }
-	path, err := KubeVirt.Find(getenv, []string{ws, allowed})
+	path, err := KubeVirt.Find(getenv, []string{ws, allowed}, nil)
 	if err != nil || path != filepath.Join(trusted, "sbf-kubevirt") {
 		t.Fatalf("Find: %q %v, want the one in %s", path, err, trusted)
 	}
@@ -42,7 +42,7 @@ func TestPluginsAreNotTakenFromFoldersGuestsWrite(t *testing.T) {
 		return map[string]string{"PATH": strings.Join(strings.Split(list, string(os.PathListSeparator))[:5],
 			string(os.PathListSeparator))}[k]
 	}
-	_, err = KubeVirt.Find(getenv, []string{ws, allowed})
+	_, err = KubeVirt.Find(getenv, []string{ws, allowed}, nil)
 	var u *drivers.UnavailableError
 	if !errors.As(err, &u) {
 		t.Fatalf("Find with only untrusted copies: %v", err)
@@ -55,7 +55,7 @@ func TestPluginsAreNotTakenFromFoldersGuestsWrite(t *testing.T) {
 		}
 	}
 	// Without the operator's folders named, the same PATH finds the first.
-	if path, _ := KubeVirt.Find(getenv, nil); path != filepath.Join(ws, "bin", "sbf-kubevirt") {
+	if path, _ := KubeVirt.Find(getenv, nil, nil); path != filepath.Join(ws, "bin", "sbf-kubevirt") {
 		t.Errorf("Find with nothing guest-writable: %q", path)
 	}
 }

@@ -29,7 +29,8 @@ type Program struct {
 // saying how to get one. A PATH folder inside one of guestWritable (after links), or a
 // relative one, is passed over, as is a file there leading into one: a copy from a
 // sandbox could have put the program there. The error names what was passed over.
-func (p Program) Find(getenv func(string) string, guestWritable []string) (string, error) {
+func (p Program) Find(getenv func(string) string, guestWritable []string,
+	workspaceHolding func(string) (string, bool)) (string, error) {
 	if path := getenv(p.EnvVar); path != "" {
 		if _, err := os.Stat(path); err != nil {
 			return "", p.missing(fmt.Sprintf("%s=%s: %v", p.EnvVar, path, err))
@@ -42,7 +43,7 @@ func (p Program) Find(getenv func(string) string, guestWritable []string) (strin
 			return beside, nil
 		}
 	}
-	path, skipped := lookPath(p.Binary, getenv("PATH"), realPaths(guestWritable))
+	path, skipped := lookPath(p.Binary, getenv("PATH"), guestPlaces{realPaths(guestWritable), workspaceHolding})
 	if path != "" {
 		return path, nil
 	}
@@ -55,7 +56,7 @@ func (p Program) Find(getenv func(string) string, guestWritable []string) (strin
 
 // lookPath finds binary in the PATH list's folders, passing over (and saying why)
 // one that a guest's copies may have written.
-func lookPath(binary, list string, guestWritable []string) (found string, skipped []string) {
+func lookPath(binary, list string, guest guestPlaces) (found string, skipped []string) {
 	for _, dir := range filepath.SplitList(list) {
 		if dir == "" {
 			dir = "."
@@ -64,7 +65,7 @@ func lookPath(binary, list string, guestWritable []string) (found string, skippe
 		if err != nil && !errors.Is(err, exec.ErrDot) {
 			continue
 		}
-		if why := untrusted(dir, path, guestWritable); why != "" {
+		if why := guest.untrusted(dir, path); why != "" {
 			skipped = append(skipped, fmt.Sprintf("%s (the PATH entry %s %s)", path, dir, why))
 			continue
 		}
@@ -73,8 +74,15 @@ func lookPath(binary, list string, guestWritable []string) (found string, skippe
 	return "", skipped
 }
 
+// guestPlaces are where a guest's copies may have written: the served roots
+// and allowed paths, and any workspace (holding, when known).
+type guestPlaces struct {
+	writable []string
+	holding  func(string) (string, bool)
+}
+
 // untrusted says why a PATH folder, or the program found there, is not to be run.
-func untrusted(dir, path string, guestWritable []string) string {
+func (g guestPlaces) untrusted(dir, path string) string {
 	if !filepath.IsAbs(dir) {
 		return "is relative: it names whatever folder sbf runs in"
 	}
@@ -83,10 +91,16 @@ func untrusted(dir, path string, guestWritable []string) string {
 		if err != nil {
 			return "cannot be resolved: " + err.Error()
 		}
-		for _, w := range guestWritable {
+		for _, w := range g.writable {
 			if hostpath.Within(real, []string{w}) {
 				return fmt.Sprintf("leads to %s, inside %s, where copies from a sandbox may write", real, w)
 			}
+		}
+		if g.holding == nil {
+			continue
+		}
+		if root, ok := g.holding(filepath.Dir(real)); ok {
+			return fmt.Sprintf("leads to %s, inside the workspace %s, where copies from a sandbox may write", real, root)
 		}
 	}
 	return ""
