@@ -112,6 +112,10 @@ var escapes = []struct {
 			"      dockerfile: CANARY\n      additional_contexts:\n        x: ../canary\n",
 		want: []string{"compose.yaml:3:12: services.a.build", "compose.yaml:7:19: services.b.build.dockerfile",
 			"compose.yaml:9:12: services.b.build.additional_contexts.x"}},
+	{name: "build ssh keys, list and mapping",
+		compose: "services:\n  a:\n    build:\n      context: .\n      ssh:\n        - default\n" +
+			"        - key=../canary/secret\n  b:\n    build:\n      context: .\n      ssh:\n        k: ~/.ssh/id_rsa\n",
+		want: []string{"compose.yaml:7:11: services.a.build.ssh[1]", "compose.yaml:12:12: services.b.build.ssh.k"}},
 	{name: "bind mounts short and long",
 		compose: "services:\n  web:\n    image: x\n    volumes:\n      - ../canary:/data\n" +
 			"      - type: bind\n        source: CANARY\n        target: /s\n      - named:/n\n",

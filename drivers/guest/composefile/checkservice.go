@@ -92,6 +92,7 @@ func (c *checker) build(file, key string, n *yaml.Node, s scope) {
 	if df := field(n, "dockerfile"); df != nil && local && ctx != "" {
 		c.path(file, key+".dockerfile", df, ctx, s)
 	}
+	c.sshKeys(file, key+".ssh", field(n, "ssh"), s)
 	extra := field(n, "additional_contexts")
 	if extra != nil && extra.Kind == yaml.MappingNode {
 		for _, e := range entries(extra) {
@@ -103,6 +104,27 @@ func (c *checker) build(file, key string, n *yaml.Node, s scope) {
 		if v, ok := s.value(item); ok {
 			if name, p, found := strings.Cut(v, "="); found {
 				c.contextValue(file, fmt.Sprintf("%s.additional_contexts[%d] (%s)", key, i, name), item, p, s)
+			}
+		}
+	}
+}
+
+// sshKeys judges build.ssh's key and socket files (ID=PATH in a list, or
+// a mapping of ID to PATH); an ID alone is the agent's socket, no path.
+func (c *checker) sshKeys(file, key string, n *yaml.Node, s scope) {
+	if n = deref(n); n == nil {
+		return
+	}
+	if n.Kind == yaml.MappingNode {
+		for _, e := range entries(n) {
+			c.path(file, key+"."+e.key, e.val, s.base, s)
+		}
+		return
+	}
+	for i, item := range items(n) {
+		if v, ok := s.value(item); ok {
+			if _, p, found := strings.Cut(v, "="); found && p != "" {
+				c.judge(file, item, listKey(key, n, i), at(s.base, p))
 			}
 		}
 	}
