@@ -96,8 +96,11 @@ func (a *app) reportSkipped(rep hostpath.Report) {
 			termsafe.Line(l.Path), termsafe.Line(l.Target))
 	}
 	for _, p := range rep.SkippedPaths {
-		fmt.Fprintf(a.stderr, "sbf: skipped %s: sbf protects it from what a sandbox writes (%s)\n",
-			termsafe.Line(p.Path), termsafe.Line(p.Rule))
+		why := "sbf protects it from what a sandbox writes (" + p.Rule + ")"
+		if p.Rule == hostpath.UnnamableRule {
+			why = p.Reason
+		}
+		fmt.Fprintf(a.stderr, "sbf: skipped %s: %s\n", termsafe.Line(p.Path), termsafe.Line(why))
 	}
 }
 

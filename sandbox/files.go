@@ -50,7 +50,7 @@ func (t *Target) CopyIn(ctx context.Context, policy hostpath.Policy, base, local
 	}
 	dir, top := path.Split(path.Clean(remotePath))
 	return t.put(ctx, a, dir, func(w io.Writer) error {
-		return sshexec.WriteTarFS(w, place.Root.FS(), filepath.ToSlash(place.Rel), top)
+		return sshexec.WriteTarRoot(w, place.Root, filepath.ToSlash(place.Rel), top)
 	})
 }
 

@@ -11,11 +11,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec"
@@ -37,7 +40,10 @@ type SyncReport struct {
 	Sent         int      `json:"files_sent"`
 	Unchanged    int      `json:"files_unchanged"`
 	Deleted      int      `json:"files_deleted"`
-	Status       string   `json:"status"`
+	// Unnamable are paths whose names are not UTF-8 (escaped): the
+	// manifest cannot name them, so they are left out, not sent.
+	Unnamable []string `json:"unnamable_paths,omitempty"`
+	Status    string   `json:"status"`
 }
 
 // SyncExcludes are SandboxForge v1's: the given patterns (else [sync]
@@ -74,9 +80,8 @@ func (t *Target) Sync(
 		return rep, err
 	}
 	defer place.Close()
-	fsys := place.Root.FS()
 	src := filepath.ToSlash(place.Rel)
-	if info, err := fs.Stat(fsys, src); err != nil || !info.IsDir() {
+	if info, err := place.Root.Stat(src); err != nil || !info.IsDir() {
 		return rep, coded.New(
 			coded.BackendCommand,
 			map[string]any{"local_path": localPath},
@@ -84,10 +89,11 @@ func (t *Target) Sync(
 			localPath,
 		)
 	}
-	now, err := hashTree(fsys, src, excluder(exclude))
+	now, unnamable, err := hashTree(place.Root, src, excluder(exclude))
 	if err != nil {
 		return rep, err
 	}
+	rep.Unnamable = unnamable
 	before := t.remoteManifest(ctx, a, remotePath)
 	var send, gone []string
 	for p, h := range now {
@@ -109,67 +115,82 @@ func (t *Target) Sync(
 	manifest, _ := json.Marshal(now)
 	counter := &countingWriter{}
 	err = t.put(ctx, a, remotePath, func(w io.Writer) error {
-		return writeSelected(io.MultiWriter(w, counter), fsys, src, send, manifest)
+		return writeSelected(io.MultiWriter(w, counter), place.Root, src, send, manifest)
 	})
 	rep.ArchiveBytes = counter.n
 	return rep, err
 }
 
 // hashTree maps every file and link below src (not excluded) to a hash of
-// its content (or target).
-func hashTree(fsys fs.FS, src string, excluded func(rel string) bool) (map[string]string, error) {
+// its content or target; names that are not UTF-8 are left out and listed
+// (escaped) instead: the manifest is JSON, which cannot hold them.
+func hashTree(root *os.Root, src string, excluded func(rel string) bool) (map[string]string, []string, error) {
 	out := map[string]string{}
-	err := fs.WalkDir(fsys, src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	var unnamable []string
+	err := sshexec.WalkRoot(root, src, func(p string, info fs.FileInfo) error {
 		rel, err := hostpath.Below(src, p)
-		if err != nil {
+		if err != nil || rel == "" {
 			return err
 		}
-		if rel == "" {
-			return nil
-		}
-		if excluded(rel) {
-			if d.IsDir() {
+		skip := func() error {
+			if info.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
+		if !utf8.ValidString(rel) {
+			unnamable = append(unnamable, strconv.QuoteToASCII(rel))
+			return skip()
+		}
+		if excluded(rel) {
+			return skip()
+		}
 		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := fs.ReadLink(fsys, p)
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := root.Readlink(p)
 			if err != nil {
 				return err
 			}
 			out[rel] = "link:" + target
-		case d.Type().IsRegular():
-			b, err := fs.ReadFile(fsys, p)
+		case info.Mode().IsRegular():
+			sum, err := hashFile(root, p)
 			if err != nil {
 				return err
 			}
-			sum := sha256.Sum256(b)
-			out[rel] = hex.EncodeToString(sum[:])
+			out[rel] = sum
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", src, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", src, err)
 	}
-	return out, nil
+	return out, unnamable, nil
+}
+
+func hashFile(root *os.Root, p string) (string, error) {
+	f, err := root.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // writeSelected archives the listed paths (relative to src) and the new
 // manifest, entries named relative to the guest folder.
-func writeSelected(w io.Writer, fsys fs.FS, src string, rels []string, manifest []byte) error {
+func writeSelected(w io.Writer, root *os.Root, src string, rels []string, manifest []byte) error {
 	tw := tar.NewWriter(w)
 	for _, rel := range rels {
 		p := path.Join(src, rel)
-		info, err := fs.Lstat(fsys, p)
+		info, err := root.Lstat(p)
 		if err != nil {
 			return err
 		}
-		if err := sshexec.AddToTar(tw, fsys, p, rel, info); err != nil {
+		if err := sshexec.AddToTar(tw, root, p, rel, info); err != nil {
 			return err
 		}
 	}

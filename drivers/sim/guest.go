@@ -182,7 +182,7 @@ func (d *Driver) GetArchive(ctx context.Context, instance, p string, archive io.
 		return err
 	}
 	defer root.Close()
-	return d.end("get-archive", instance, sshexec.WriteTarFS(archive, root.FS(), filepath.ToSlash(rel), path.Base("/"+p)))
+	return d.end("get-archive", instance, sshexec.WriteTarRoot(archive, root, filepath.ToSlash(rel), path.Base("/"+p)))
 }
 
 // guestRoot opens the instance's folder as an os.Root, with p below it.

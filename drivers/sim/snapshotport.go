@@ -46,7 +46,7 @@ func writeExport(guest, dst string) error {
 	if err != nil {
 		return fmt.Errorf("opening the export file: %w", err)
 	}
-	err = sshexec.WriteTarFS(f, root.FS(), ".", exportTop)
+	err = sshexec.WriteTarRoot(f, root, ".", exportTop)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

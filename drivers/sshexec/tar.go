@@ -2,14 +2,15 @@ package sshexec
 
 import (
 	"archive/tar"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-
-	"github.com/sandboxforge/sbf/internal/hostpath"
+	"slices"
+	"strings"
 )
 
 // WriteTar archives src (file or folder) with its top entry named top.
@@ -18,31 +19,32 @@ func WriteTar(w io.Writer, src, top string) error {
 	if err != nil {
 		return err
 	}
-	return WriteTarFS(w, os.DirFS(filepath.Dir(abs)), filepath.Base(abs), top)
+	root, err := os.OpenRoot(filepath.Dir(abs))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return WriteTarRoot(w, root, filepath.Base(abs), top)
 }
 
-// WriteTarFS archives src of fsys (file or folder) with its top entry
-// named top. Symlinks are archived as links, never followed; given an
-// os.Root's FS, nothing outside the root is read.
-func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
+// WriteTarRoot archives src of root (slash-separated; file or folder) with
+// its top entry named top. Symlinks are archived as links, never followed;
+// nothing outside the root is read. Names are the filesystem's bytes, as
+// tar keeps them: a name that is not UTF-8 (which io/fs cannot open) is
+// archived like any other, and the reader decides what to do with it.
+func WriteTarRoot(w io.Writer, root *os.Root, src, top string) error {
 	tw := tar.NewWriter(w)
-	err := fs.WalkDir(fsys, src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	src = path.Clean(src)
+	err := WalkRoot(root, src, func(p string, info fs.FileInfo) error {
+		rel, _ := strings.CutPrefix(p, src)
+		name := path.Join(top, strings.TrimPrefix(rel, "/"))
+		if src == "." {
+			name = path.Join(top, p)
 		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := hostpath.Below(src, p)
-		if err != nil {
-			return err
-		}
-		name := path.Join(top, rel)
 		if info.IsDir() {
 			name += "/"
 		}
-		return AddToTar(tw, fsys, p, name, info)
+		return AddToTar(tw, root, p, name, info)
 	})
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", src, err)
@@ -50,13 +52,46 @@ func WriteTarFS(w io.Writer, fsys fs.FS, src, top string) error {
 	return tw.Close()
 }
 
-// AddToTar archives p of fsys, described by info, as name: a symlink as
+// WalkRoot calls fn for p of root and, for a folder, everything below it,
+// in name order, never following a link; fn returning fs.SkipDir for a
+// folder skips what lies below it. Unlike fs.WalkDir it reaches names that
+// are not UTF-8, which a guest can make.
+func WalkRoot(root *os.Root, p string, fn func(p string, info fs.FileInfo) error) error {
+	info, err := root.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if err := fn(p, info); err != nil || !info.IsDir() {
+		if errors.Is(err, fs.SkipDir) {
+			return nil
+		}
+		return err
+	}
+	dir, err := root.Open(p)
+	if err != nil {
+		return err
+	}
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := WalkRoot(root, path.Join(p, n), fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddToTar archives p of root, described by info, as name: a symlink as
 // a link (never followed), a regular file with its content.
-func AddToTar(tw *tar.Writer, fsys fs.FS, p, name string, info fs.FileInfo) error {
+func AddToTar(tw *tar.Writer, root *os.Root, p, name string, info fs.FileInfo) error {
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		var err error
-		if link, err = fs.ReadLink(fsys, p); err != nil {
+		if link, err = root.Readlink(p); err != nil {
 			return err
 		}
 	}
@@ -71,7 +106,7 @@ func AddToTar(tw *tar.Writer, fsys fs.FS, p, name string, info fs.FileInfo) erro
 	if !info.Mode().IsRegular() {
 		return nil
 	}
-	f, err := fsys.Open(p)
+	f, err := root.Open(p)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"unicode/utf8"
 )
 
 // unpacker judges each entry of an archive before it is written: by its
@@ -46,6 +48,28 @@ func newUnpacker(root *os.Root, dst string, o UnpackOptions) *unpacker {
 // simulated guest's side of a copy judge nothing).
 func (u *unpacker) judging() bool {
 	return u.o.Guard != nil || u.o.LinksInside || len(u.o.Reserved) > 0
+}
+
+// UnnamableRule is the rule of a SkippedPath whose name is not UTF-8.
+const UnnamableRule = "UTF-8 names"
+
+// unnamable reports (and records) an entry whose name is not UTF-8: a Mac
+// or Windows host cannot hold it, no report can name it as it is, and no
+// tool reading a workspace expects it. It is skipped, not the whole copy.
+func (u *unpacker) unnamable(p string) bool {
+	if !u.judging() || utf8.ValidString(p) {
+		return false
+	}
+	for _, dir := range u.gone {
+		if inside(dir, p) {
+			return true
+		}
+	}
+	u.rep.SkippedPaths = append(u.rep.SkippedPaths, SkippedPath{Path: strconv.QuoteToASCII(filepath.ToSlash(p)),
+		Rule: UnnamableRule, Reason: "its name is not UTF-8 text, which a report cannot show and a Mac or Windows " +
+			"host cannot hold"})
+	u.gone = append(u.gone, p)
+	return true
 }
 
 // refused reports (and records) an entry a rule refuses, judged by its

@@ -86,7 +86,7 @@ func Unpack(r io.Reader, root *os.Root, top, dst string, o UnpackOptions) (Repor
 		if hdr.Typeflag != tar.TypeDir && hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeSymlink {
 			continue // devices, fifos, hard links: nothing a copy needs
 		}
-		if u.refused(target, hdr.Typeflag == tar.TypeDir) {
+		if u.unnamable(target) || u.refused(target, hdr.Typeflag == tar.TypeDir) {
 			continue
 		}
 		if err := u.charge(target, hdr); err != nil {
