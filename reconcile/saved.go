@@ -47,8 +47,12 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 		return nil, fmt.Errorf("reading plan file: %w", err)
 	}
 	var sp SavedPlan
-	if err := json.Unmarshal(data, &sp); err != nil || sp.FormatVersion == 0 {
+	if err := json.Unmarshal(data, &sp); err != nil {
 		return nil, fmt.Errorf("%s is not an sbf plan file (%v)", path, err)
+	}
+	if sp.FormatVersion == 0 {
+		return nil, fmt.Errorf("%s is not an sbf plan file (it has no format_version): write one with "+
+			"'sbf plan --out FILE'", path)
 	}
 	if sp.FormatVersion > savedPlanFormat {
 		return nil, fmt.Errorf("%s was written by a newer sbf (plan format %d)", path, sp.FormatVersion)

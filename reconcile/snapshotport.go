@@ -156,9 +156,13 @@ func (e *Engine) importSource(tgt *sandbox.Target, path string) (string, error) 
 			"%s %v", coded.Clip(path), hostpath.ErrLink)
 	}
 	info, err := place.Root.Lstat(place.Rel)
+	why := "not a regular file"
+	if err != nil {
+		why = err.Error()
+	}
 	if err != nil || !info.Mode().IsRegular() {
 		return "", coded.New(coded.InvalidArguments, map[string]any{"local_path": coded.Clip(path)},
-			"%s is not a file sbf can import (an exported snapshot): %v", coded.Clip(path), err)
+			"%s is not a file sbf can import (an exported snapshot): %s", coded.Clip(path), why)
 	}
 	return place.Abs, nil
 }

@@ -173,3 +173,20 @@ func TestABackendThatImportsOnlyIntoAStoppedVMGetsItStoppedAndStarted(t *testing
 		t.Errorf("web after the import: %q", got)
 	}
 }
+
+// Issue 39: refusals that name no cause printed Go's "<nil>" (an import of
+// a folder, a plan file of valid JSON without a format).
+func TestRefusalsNeverSayNil(t *testing.T) {
+	h := newHarness(t, twoSims)
+	h.mustApply()
+	os.MkdirAll(filepath.Join(h.root, "exports", "folder"), 0o755)
+	_, err := h.port(SnapshotImport, "web", "x", "exports/folder")
+	if err == nil || strings.Contains(err.Error(), "<nil>") || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("import of a folder: %v", err)
+	}
+	plan := filepath.Join(h.root, "plan.json")
+	os.WriteFile(plan, []byte("{}"), 0o644)
+	if _, err := ReadSavedPlan(plan); err == nil || strings.Contains(err.Error(), "<nil>") {
+		t.Errorf("a plan file without a format: %v", err)
+	}
+}
