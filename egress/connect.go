@@ -138,7 +138,7 @@ func (s *session) refuse(e Entry, err error) {
 	s.reply(rf.code, rf.reason)
 	e.Decision, e.Reason, e.Addr = Denied, rf.reason, rf.addr
 	if rf.failed {
-		e.Decision = Allowed
+		e.Decision = Failed
 	}
 	s.p.log(e)
 }

@@ -208,7 +208,20 @@ func TestUnreachableAllowedHostIs502AndLoggedAsAFailure(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("answered %d", resp.StatusCode)
 	}
-	if e := tp.waitLog(t, 1)[0]; e.Decision != Allowed || !strings.Contains(e.Reason, "connecting") {
+	if e := tp.waitLog(t, 1)[0]; e.Decision != Failed || !strings.Contains(e.Reason, "connecting") {
+		t.Errorf("log entry %+v", e)
+	}
+}
+
+// Issue 39: a CONNECT to an allowed name that did not resolve was logged
+// "allowed", as if the guest had reached it.
+func TestUnresolvedAllowedNameIsLoggedAsAFailure(t *testing.T) {
+	tp := startProxy(t, mustPolicy(t, "allowlist", "pypi.org"), StaticResolver{}, nil)
+	resp, _ := connect(t, tp.addr, "pypi.org:443")
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("answered %d", resp.StatusCode)
+	}
+	if e := tp.waitLog(t, 1)[0]; e.Decision != Failed || !strings.Contains(e.Reason, "resolving") || e.BytesUp != 0 {
 		t.Errorf("log entry %+v", e)
 	}
 }

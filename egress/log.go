@@ -16,6 +16,9 @@ import (
 const (
 	Allowed = "allowed"
 	Denied  = "denied"
+	// Failed is a destination the policy allowed that was not reached (its
+	// name did not resolve, no address answered): nothing crossed.
+	Failed = "failed"
 )
 
 // DefaultLogMaxBytes is the size at which the log is rotated: the current

@@ -139,7 +139,7 @@ type refusal struct {
 	reason string
 	addr   string
 	// failed marks an allowed destination that could not be reached (logged
-	// as allowed, with the failure as reason) rather than a policy refusal.
+	// as failed, with the failure as reason) rather than a policy refusal.
 	failed bool
 }
 
