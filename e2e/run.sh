@@ -29,7 +29,10 @@ echo "e2e: built sbf and the test binaries in $((SECONDS - t0))s" >&2
 sbf_e2e_setup "$BIN/sbf"
 echo "e2e: setup took $((SECONDS - t0))s" >&2
 
-ROOTFS=$SBF_E2E_HOME/busybox-rootfs.tar
+# In a folder of its own: the tests allow its folder (--allow-path), and sbf refuses to allow
+# the e2e user's home folder itself (issue 39).
+ROOTFS=$SBF_E2E_HOME/data/busybox-rootfs.tar
+install -d -m 0755 "$(dirname "$ROOTFS")"
 if [[ ! -s $ROOTFS ]]; then
   work=$(mktemp -d)
   (cd "$work" &&
