@@ -148,6 +148,12 @@ func printCeilings(w io.Writer, root string, ceilings []spec.Ceiling) error {
 		if c.Ceiling == nil {
 			bound = "no ceiling: the workspace decides"
 		}
+		if c.Value == nil { // a bound on each VM, not one value: none was set
+			if _, err := fmt.Fprintf(w, "# %s = none  (%s)\n", c.Key, bound); err != nil {
+				return err
+			}
+			continue
+		}
 		from := displayPath(root, c.ValueFrom)
 		if from == spec.FromCeiling {
 			from = "the ceiling"

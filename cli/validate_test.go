@@ -70,7 +70,8 @@ func TestValidateShowsTheOperatorsCeilings(t *testing.T) {
 			" [policy] max_instances; value from the ceiling)",
 		"# max_ttl = 1h  (ceiling 1h from global config " + global + " [policy] max_ttl",
 		"# max_lifetime = 125d  (no ceiling: the workspace decides; value from .sandboxforge.toml)",
-		"# max_output_bytes = 8388608 (8.0 MiB)  (ceiling 8388608 (8.0 MiB) from default"} {
+		"# max_output_bytes = 8388608 (8.0 MiB)  (ceiling 8388608 (8.0 MiB) from default",
+		"# max_cpus = none  (no ceiling: the workspace decides)\n"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("--show lacks %q:\n%s", want, r.stdout)
 		}
@@ -85,7 +86,7 @@ func TestValidateShowsTheOperatorsCeilings(t *testing.T) {
 		}
 	}
 	r = sbf(t, map[string]string{"MAX_INSTANCES": "1", "MAX_TTL_MINUTES": "30"}, "validate", "-C", dir, "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Ceilings) != 5 {
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Ceilings) != 8 {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
 	if c := rep.Ceilings[1]; c.Key != "max_ttl" || c.Ceiling != "30m" || c.Value != "30m" ||
