@@ -209,8 +209,10 @@ func TestMCPTasksAnswerOnlyTheirOwner(t *testing.T) {
 	for range 5000 {
 		got, msg := f.as(owner, "tasks/get", map[string]any{"taskId": id})
 		if msg != "" || got["status"] != "working" {
-			if got["status"] != "completed" {
-				t.Fatalf("the owner's task: %v %s", got, msg)
+			res, msg := f.as(owner, "tasks/result", map[string]any{"taskId": id})
+			if out, _ := res["structuredContent"].(map[string]any); got["status"] != "completed" ||
+				res["isError"] == true || out["status"] != "running" {
+				t.Fatalf("the owner's task: %v %v %s", got, res, msg)
 			}
 			return
 		}
@@ -220,4 +222,23 @@ func TestMCPTasksAnswerOnlyTheirOwner(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("the owner's task is still working")
+}
+
+// The operator sets both session caps; the server's table gets them.
+func TestExecSessionCapsComeFromTheEnvironment(t *testing.T) {
+	env := map[string]string{"SBF_MAX_EXEC_SESSIONS": "2", "SBF_MAX_EXEC_SESSIONS_TOTAL": "5"}
+	s, err := ReadSettings(func(k string) string { return env[k] })
+	if err != nil || s.MaxExecSessions != 2 || s.MaxExecSessionsTotal != 5 {
+		t.Fatalf("settings %+v: %v", s, err)
+	}
+	f := newFixture(t, simSpec)
+	f.start(s)
+	if got := f.srv.execSessions; got.Max != 2 || got.Total != 5 {
+		t.Errorf("the server's sessions: max %d, total %d", got.Max, got.Total)
+	}
+	if _, err := ReadSettings(func(k string) string {
+		return map[string]string{"SBF_MAX_EXEC_SESSIONS_TOTAL": "0"}[k]
+	}); err == nil {
+		t.Error("a total of 0 was accepted")
+	}
 }

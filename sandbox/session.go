@@ -51,7 +51,7 @@ const (
 
 // DefaultMaxSessionsTotal bounds one server's sessions, all workspaces
 // together: each may hold the output ceiling in memory.
-const DefaultMaxSessionsTotal = 64
+const DefaultMaxSessionsTotal = 32
 
 // SessionSignals are the signals a session's command may be sent.
 var SessionSignals = []drivers.Signal{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
