@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -39,6 +41,12 @@ const (
 	// maxRunningTasks bounds the tasks at work at once.
 	maxRunningTasks = 32
 	taskLinkField   = "sbf.dev/task-link" // never sent: the request's Meta is not echoed
+	// taskTombstone is how long mcp-go still answers "expired" for a task
+	// past its TTL: its owner is known that long too.
+	taskTombstone = 5 * time.Minute
+	// unknownTaskID is what a request for another's task asks mcp-go for:
+	// no task has it, so the answer is the one an id that never existed gets.
+	unknownTaskID = "sbf-no-such-task"
 )
 
 // taskExecution says whether a tool may run as a task.
@@ -49,12 +57,33 @@ func taskExecution(name string) *mcp.ToolExecution {
 	return &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 }
 
-// taskLink joins a task's work to the task id mcp-go gave it.
+// taskLink joins a task's work to the task id mcp-go gave it, and says
+// whose the task is (handles.go): the client session that made it ("" for
+// a caller without one) and the workspaces its call used.
 type taskLink struct {
 	mu        sync.Mutex
 	cancel    context.CancelFunc
 	cancelled bool
 	ended     bool // the work is over: a task that ends before its id is known is never listed
+	session   string
+	roots     []string
+	until     time.Time // when mcp-go has forgotten the task
+}
+
+type taskLinkKey struct{}
+
+// noteWorkspace records that the call running as a task (if it is one)
+// used the workspace at root: only a caller who may use it reaches the task.
+func noteWorkspace(ctx context.Context, root string) {
+	link, _ := ctx.Value(taskLinkKey{}).(*taskLink)
+	if link == nil {
+		return
+	}
+	link.mu.Lock()
+	defer link.mu.Unlock()
+	if !slices.Contains(link.roots, root) {
+		link.roots = append(link.roots, root)
+	}
 }
 
 func (l *taskLink) setCancel(cancel context.CancelFunc) {
@@ -75,16 +104,18 @@ func (l *taskLink) stop() {
 	}
 }
 
-// taskTable holds the links of the tasks at work, by task id.
+// taskTable holds the links of the tasks at work, and of every task mcp-go
+// still answers for (its owner), by task id.
 type taskTable struct {
 	mu    sync.Mutex
 	links map[string]*taskLink
+	owned map[string]*taskLink
 }
 
 // taskOptions are the server options and hooks that make tasks work.
 func (s *Server) taskOptions(hooks *server.Hooks) []server.ServerOption {
-	s.tasks.links = map[string]*taskLink{}
-	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+	s.tasks.links, s.tasks.owned = map[string]*taskLink{}, map[string]*taskLink{}
+	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		if req.Params.Task == nil {
 			return
 		}
@@ -98,7 +129,7 @@ func (s *Server) taskOptions(hooks *server.Hooks) []server.ServerOption {
 		if req.Params.Meta.AdditionalFields == nil {
 			req.Params.Meta.AdditionalFields = map[string]any{}
 		}
-		req.Params.Meta.AdditionalFields[taskLinkField] = &taskLink{}
+		req.Params.Meta.AdditionalFields[taskLinkField] = &taskLink{session: sessionOf(ctx)}
 	})
 	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
 		created, ok := result.(*mcp.CreateTaskResult)
@@ -110,9 +141,15 @@ func (s *Server) taskOptions(hooks *server.Hooks) []server.ServerOption {
 			if !link.ended {
 				s.tasks.links[created.Task.TaskId] = link
 			}
+			link.until = time.Now().Add(time.Duration(*req.Params.Task.TTL)*time.Millisecond + taskTombstone)
+			s.ownLocked(created.Task.TaskId, link)
 		}
 	})
-	hooks.AddBeforeCancelTask(func(_ context.Context, _ any, req *mcp.CancelTaskRequest) {
+	s.guardTasks(hooks)
+	hooks.AddBeforeCancelTask(func(ctx context.Context, _ any, req *mcp.CancelTaskRequest) {
+		if !s.ownsTask(ctx, &req.Params.TaskId) { // another's task: not stopped, and unknown
+			return
+		}
 		s.tasks.mu.Lock()
 		link := s.tasks.links[req.Params.TaskId]
 		s.tasks.mu.Unlock()
@@ -147,6 +184,7 @@ func (s *Server) asTask(ctx context.Context, req mcp.CallToolRequest) (context.C
 		return ctx, func() {}
 	}
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	work = context.WithValue(work, taskLinkKey{}, link)
 	link.setCancel(cancel)
 	return work, func() {
 		cancel()
@@ -161,4 +199,63 @@ func (s *Server) asTask(ctx context.Context, req mcp.CallToolRequest) (context.C
 			}
 		}
 	}
+}
+
+// guardTasks makes tasks/get, tasks/result and tasks/list answer only for
+// the caller's own tasks (tasks/cancel's hook above does the same): mcp-go
+// keeps tasks apart by session only when both sides have one, and a caller
+// without one (a request with no session, a 2026-07-28 client) would see
+// every task.
+func (s *Server) guardTasks(hooks *server.Hooks) {
+	hooks.AddBeforeGetTask(func(ctx context.Context, _ any, req *mcp.GetTaskRequest) {
+		s.ownsTask(ctx, &req.Params.TaskId)
+	})
+	hooks.AddBeforeTaskResult(func(ctx context.Context, _ any, req *mcp.TaskResultRequest) {
+		s.ownsTask(ctx, &req.Params.TaskId)
+	})
+	hooks.AddAfterListTasks(func(ctx context.Context, _ any, _ *mcp.ListTasksRequest, res *mcp.ListTasksResult) {
+		if res != nil {
+			res.Tasks = slices.DeleteFunc(res.Tasks, func(t mcp.Task) bool { return !s.ownsTask(ctx, &t.TaskId) })
+		}
+	})
+}
+
+// ownsTask tells whether the caller may reach the task *id: its session
+// made it, and it may use every workspace the task's call used (handles.go).
+// Otherwise *id becomes an id no task has, so mcp-go answers as it does
+// for one that never existed.
+func (s *Server) ownsTask(ctx context.Context, id *string) bool {
+	s.tasks.mu.Lock()
+	link := s.tasks.owned[*id]
+	s.tasks.mu.Unlock()
+	if link != nil && link.session == sessionOf(ctx) {
+		link.mu.Lock()
+		roots := slices.Clone(link.roots)
+		link.mu.Unlock()
+		if sc, err := s.scope(ctx); err == nil && sc.mayAll(roots) {
+			return true
+		}
+	}
+	*id = unknownTaskID
+	return false
+}
+
+// ownLocked records a task's owner, and forgets the owners of tasks
+// mcp-go no longer answers for.
+func (s *Server) ownLocked(id string, link *taskLink) {
+	now := time.Now()
+	for old, l := range s.tasks.owned {
+		if now.After(l.until) {
+			delete(s.tasks.owned, old)
+		}
+	}
+	s.tasks.owned[id] = link
+}
+
+// sessionOf is the id of the caller's client session ("" for none).
+func sessionOf(ctx context.Context) string {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return cs.SessionID()
+	}
+	return ""
 }

@@ -66,7 +66,7 @@ func init() { maps.Copy(toolHints, sessionHints) }
 func (s *Server) registerSessionTools() {
 	s.registerGuestCopies()
 	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
-		Max: s.cfg.Settings.MaxExecSessions}
+		Max: s.cfg.Settings.MaxExecSessions, Total: s.cfg.Settings.MaxExecSessionsTotal}
 	addTool(s, "start_session", "Start a command in an instance as a session that outlives this call: write to its "+
 		"stdin, read its output after a cursor, signal it, close it. Idle sessions end on their own.", s.startSession)
 	addTool(s, "read_session", "Read a session's output after a cursor (stdout and stderr events in order, each "+
@@ -132,7 +132,11 @@ func (s *Server) readSession(ctx context.Context, a readSessionArgs) (any, error
 		}
 		wait = time.Duration(*a.WaitMS) * time.Millisecond
 	}
-	out, err := s.execSessions.Read(ctx, a.SessionID, cursor, maxBytes, wait)
+	sc, err := s.scope(ctx) // handles.go: a session of a workspace the caller may not use is unknown
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.execSessions.Read(ctx, sc.may, a.SessionID, cursor, maxBytes, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +179,7 @@ func cutRune(p []byte) int {
 	return 0
 }
 
-func (s *Server) writeSession(_ context.Context, a writeSessionArgs) (any, error) {
+func (s *Server) writeSession(ctx context.Context, a writeSessionArgs) (any, error) {
 	var data []byte
 	switch {
 	case a.Data != nil && a.DataBase64 != nil:
@@ -193,7 +197,11 @@ func (s *Server) writeSession(_ context.Context, a writeSessionArgs) (any, error
 		return nil, newToolError(coded.InvalidArguments, "give data or data_base64 to write, or close_stdin",
 			map[string]any{"field": "data"})
 	}
-	info, err := s.execSessions.Write(a.SessionID, data, a.CloseStdin)
+	sc, err := s.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.execSessions.Write(sc.may, a.SessionID, data, a.CloseStdin)
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +210,12 @@ func (s *Server) writeSession(_ context.Context, a writeSessionArgs) (any, error
 	return view, nil
 }
 
-func (s *Server) signalSession(_ context.Context, a signalSessionArgs) (any, error) {
-	info, how, err := s.execSessions.Signal(a.SessionID, drivers.Signal(a.Signal))
+func (s *Server) signalSession(ctx context.Context, a signalSessionArgs) (any, error) {
+	sc, err := s.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, how, err := s.execSessions.Signal(sc.may, a.SessionID, drivers.Signal(a.Signal))
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +224,12 @@ func (s *Server) signalSession(_ context.Context, a signalSessionArgs) (any, err
 	return view, nil
 }
 
-func (s *Server) closeSession(_ context.Context, a sessionArgs) (any, error) {
-	info, err := s.execSessions.Close(a.SessionID)
+func (s *Server) closeSession(ctx context.Context, a sessionArgs) (any, error) {
+	sc, err := s.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.execSessions.Close(sc.may, a.SessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (f *fixture) startSession(args map[string]any) *sessionReader {
 	srv := f.srv
 	f.t.Cleanup(func() {
 		for _, s := range srv.execSessions.List() {
-			srv.execSessions.Close(s.ID)
+			srv.execSessions.Close(anyWorkspace, s.ID)
 		}
 	})
 	return &sessionReader{f: f, id: out["session_id"].(string), text: map[string]string{}}

@@ -40,22 +40,55 @@ func (s *Server) watchListens(hooks *server.Hooks) {
 	s.subs.streams = map[*listenStream]bool{}
 	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
 		cs := server.ClientSessionFromContext(ctx)
-		uris := slices.Compact(slices.Sorted(slices.Values(req.Params.Notifications.ResourceSubscriptions)))
+		var uris []string
+		if asked := req.Params.Notifications.ResourceSubscriptions; len(asked) > 0 {
+			uris = s.grant(ctx, asked)
+			req.Params.Notifications.ResourceSubscriptions = uris // the acknowledgement names what was granted
+		}
 		if cs == nil || id == nil || len(uris) == 0 {
 			return
 		}
 		st := &listenStream{ctx: ctx, cs: cs, id: id, uris: uris}
-		for _, uri := range uris {
-			s.watchFrom(uri)
-		}
-		s.subs.mu.Lock()
-		s.subs.streams[st] = true
-		s.subs.mu.Unlock()
+		s.watchFrom(uris, func() { s.subs.streams[st] = true })
 		context.AfterFunc(ctx, func() {
 			s.subs.mu.Lock()
 			delete(s.subs.streams, st)
 			s.subs.mu.Unlock()
 		})
+	})
+}
+
+// grant is what a listen stream may watch of the URIs it asked for: the
+// resources the caller may use (subscriptions.go), within the bounds. A
+// URI left out is left out of the acknowledgement, whether it does not
+// exist or is not the caller's; past the bound of streams, nothing is
+// granted.
+func (s *Server) grant(ctx context.Context, asked []string) []string {
+	sc, err := s.scope(ctx) // handles.go
+	if err != nil {
+		return []string{}
+	}
+	uris := []string{}
+	for _, uri := range slices.Compact(slices.Sorted(slices.Values(asked))) {
+		if len(uris) < maxSubscriptionsPerSession && s.mayWatch(sc, uri) {
+			uris = append(uris, uri)
+		}
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if len(s.subs.streams) >= maxListenStreams {
+		return []string{}
+	}
+	watched := s.watchedLocked()
+	return slices.DeleteFunc(uris, func(uri string) bool {
+		if slices.Contains(watched, uri) {
+			return false
+		}
+		if len(watched) >= maxWatchedResources {
+			return true
+		}
+		watched = append(watched, uri)
+		return false
 	})
 }
 

@@ -194,15 +194,6 @@ func (s *Server) notify(level mcp.LoggingLevel, root string, data map[string]any
 // of workspaces inside the roots it listed; until it listed them (the
 // first tool call asks; the loop cannot), of none.
 func (s *Server) mayHear(cs server.ClientSession, root string) bool {
-	var folders []string
-	if info, ok := cs.(server.SessionWithClientInfo); ok && info.GetClientCapabilities().Roots != nil {
-		s.roots.mu.Lock()
-		known, listed := s.roots.seen[cs.SessionID()]
-		s.roots.mu.Unlock()
-		if !listed {
-			return false
-		}
-		folders = known
-	}
-	return s.cfg.Policy.Workspace(root, folders) == nil
+	sc, listed := s.knownScope(cs) // handles.go
+	return listed && sc.may(root)
 }

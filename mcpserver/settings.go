@@ -34,9 +34,13 @@ type Settings struct {
 	ProgressBeat time.Duration
 	// ExecSessionIdle ends an exec session nobody called for this long
 	// (SBF_EXEC_SESSION_IDLE_SECONDS; 0: sandbox.DefaultSessionIdle);
-	// MaxExecSessions caps open ones (SBF_MAX_EXEC_SESSIONS; 0: the default).
-	ExecSessionIdle time.Duration
-	MaxExecSessions int
+	// MaxExecSessions caps the open ones of each workspace
+	// (SBF_MAX_EXEC_SESSIONS; 0: sandbox.DefaultMaxSessions), and
+	// MaxExecSessionsTotal the server's (SBF_MAX_EXEC_SESSIONS_TOTAL; 0:
+	// sandbox.DefaultMaxSessionsTotal).
+	ExecSessionIdle      time.Duration
+	MaxExecSessions      int
+	MaxExecSessionsTotal int
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -85,6 +89,9 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("SBF_MAX_EXEC_SESSIONS", 1); ok {
 		s.MaxExecSessions = n
+	}
+	if n, ok := num("SBF_MAX_EXEC_SESSIONS_TOTAL", 1); ok {
+		s.MaxExecSessionsTotal = n
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -26,8 +29,25 @@ import (
 // streams in listen.go) and compares each watched resource's state-file
 // summary after every tool call and loop pass.
 //
-// Any URI may be subscribed to (the protocol's acknowledgement says no
-// more); only the workspace resources ever change.
+// Only a resource of this server may be subscribed to or listened to:
+// the schema, or a resource of a workspace the caller may use (handles.go;
+// any other reads as unknown, in the same words), and each client and the
+// server watch a bounded number of them. Only the workspace resources
+// ever change.
+
+// Codes of a refused resources/subscribe (a JSON-RPC error's message
+// starts with one).
+const (
+	codeResourceNotFound  = "RESOURCE_NOT_FOUND"
+	codeSubscriptionLimit = "SUBSCRIPTION_LIMIT_EXCEEDED"
+)
+
+// Bounds of what clients make the server watch.
+const (
+	maxSubscriptionsPerSession = 32  // a session's subscriptions, and a listen stream's URIs
+	maxWatchedResources        = 256 // distinct URIs watched, all clients together
+	maxListenStreams           = 64  // listen streams open at once
+)
 
 type resourceSubs struct {
 	mu        sync.Mutex
@@ -38,19 +58,23 @@ type resourceSubs struct {
 
 func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 	s.subs.bySession, s.subs.told = map[string]map[string]bool{}, map[string]string{}
+	hooks.AddOnRequestInitialization(s.admitSubscription)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil {
+		if cs == nil || cs.SessionID() == "" { // no session to tell: nothing to watch for it
 			return
 		}
-		uri := req.Params.URI
-		s.watchFrom(uri)
-		s.subs.mu.Lock()
-		defer s.subs.mu.Unlock()
-		if s.subs.bySession[cs.SessionID()] == nil {
-			s.subs.bySession[cs.SessionID()] = map[string]bool{}
-		}
-		s.subs.bySession[cs.SessionID()][uri] = true
+		uri, id := req.Params.URI, cs.SessionID()
+		s.watchFrom([]string{uri}, func() {
+			mine := s.subs.bySession[id]
+			if mine == nil {
+				mine = map[string]bool{}
+				s.subs.bySession[id] = mine
+			}
+			if mine[uri] || len(mine) < maxSubscriptionsPerSession && s.roomLocked(uri) { // admitSubscription's bounds
+				mine[uri] = true
+			}
+		})
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -67,17 +91,25 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 	hooks.AddAfterCallTool(func(context.Context, any, *mcp.CallToolRequest, any) { s.resourcesChanged() })
 }
 
-// watchFrom sets what a new watcher of uri is told changes from: the
+// watchFrom sets what a new watcher of uris is told changes from: each
 // resource as it is now, unless someone already watches it (then the
 // summary is what they were last told, the resource as it was after the
-// last tool call or pass).
-func (s *Server) watchFrom(uri string) {
-	now, _, _ := s.resourceSummary(uri)
+// last tool call or pass). register records the watcher, at once with it
+// (resourcesChanged forgets what nobody watches).
+func (s *Server) watchFrom(uris []string, register func()) {
+	now := make([]string, len(uris))
+	for i, uri := range uris {
+		now[i], _, _ = s.resourceSummary(uri)
+	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if _, ok := s.subs.told[uri]; !ok || !slices.Contains(s.watchedLocked(), uri) {
-		s.subs.told[uri] = now
+	watched := s.watchedLocked()
+	for i, uri := range uris {
+		if _, ok := s.subs.told[uri]; !ok || !slices.Contains(watched, uri) {
+			s.subs.told[uri] = now[i]
+		}
 	}
+	register()
 }
 
 // watchedLocked is every URI someone subscribed to or listens to.
@@ -103,6 +135,11 @@ func (s *Server) watchedLocked() []string {
 func (s *Server) resourcesChanged() {
 	s.subs.mu.Lock()
 	watched := s.watchedLocked()
+	for uri := range s.subs.told { // what nobody watches any more is forgotten
+		if !slices.Contains(watched, uri) {
+			delete(s.subs.told, uri)
+		}
+	}
 	s.subs.mu.Unlock()
 	for _, uri := range watched {
 		now, root, ok := s.resourceSummary(uri)
@@ -172,4 +209,72 @@ func (s *Server) resourceSummary(uri string) (summary, root string, ok bool) {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n"), root, true
+}
+
+// admitSubscription refuses a resources/subscribe (before mcp-go
+// acknowledges it) to a URI that is no resource the caller may use, with
+// the words an unknown URI gets, or past the bounds.
+func (s *Server) admitSubscription(ctx context.Context, _ any, message any) error {
+	raw, _ := message.(json.RawMessage)
+	if !bytes.Contains(raw, []byte(mcp.MethodResourcesSubscribe)) {
+		return nil // the cheap test first: every request passes here
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil || req.Method != string(mcp.MethodResourcesSubscribe) {
+		return nil
+	}
+	uri := req.Params.URI
+	sc, err := s.scope(ctx) // handles.go
+	if err != nil {
+		return resourceError(err)
+	}
+	if !s.mayWatch(sc, uri) {
+		return unknownResource(uri)
+	}
+	session := sessionOf(ctx)
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if mine := s.subs.bySession[session]; !mine[uri] && len(mine) >= maxSubscriptionsPerSession {
+		return resourceError(coded.New(codeSubscriptionLimit, map[string]any{"max": maxSubscriptionsPerSession},
+			"this session holds %d subscriptions, the most allowed; unsubscribe from one first",
+			maxSubscriptionsPerSession))
+	}
+	if !s.roomLocked(uri) {
+		return resourceError(coded.New(codeSubscriptionLimit, map[string]any{"max": maxWatchedResources},
+			"this server watches the most resources it allows (%d); try again later", maxWatchedResources))
+	}
+	return nil
+}
+
+// mayWatch tells whether uri is a resource of this server the scope
+// holds: the schema, or a resource of a workspace it may use.
+func (s *Server) mayWatch(sc scope, uri string) bool {
+	if uri == schemaURI {
+		return true
+	}
+	rest, found := strings.CutPrefix(uri, workspacePrefix)
+	id, kind, _ := strings.Cut(rest, "/")
+	if !found || !slices.Contains(resourceKinds, kind) {
+		return false
+	}
+	root, err := s.rootOf(id)
+	return err == nil && sc.may(root)
+}
+
+// roomLocked tells whether uri is watched already or one more may be.
+func (s *Server) roomLocked(uri string) bool {
+	watched := s.watchedLocked()
+	return slices.Contains(watched, uri) || len(watched) < maxWatchedResources
+}
+
+// unknownResource is the refusal of a URI this server has no resource for
+// and of one of a workspace the caller may not use: the same words.
+func unknownResource(uri string) error {
+	return resourceError(coded.New(codeResourceNotFound, map[string]any{"uri": clip(uri)},
+		"no resource %s is known to this server", clip(uri)))
 }

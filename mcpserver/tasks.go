@@ -140,14 +140,14 @@ func (s *Server) taskInstanceID(t *state.Task) string {
 // task ids are unique, and every workspace an instance was made in is in
 // the host index.
 func (s *Server) taskWorkspace(ctx context.Context, id string) (spec.Options, error) {
-	entries, _ := s.index.All()
-	client, err := s.declaredRoots(ctx)
+	sc, err := s.scope(ctx) // handles.go: another workspace's task reads as one that never existed
 	if err != nil {
 		return spec.Options{}, err
 	}
+	entries, _ := s.index.All()
 	var roots []string
 	for _, e := range entries {
-		if !slices.Contains(roots, e.WorkspaceRoot) && s.cfg.Policy.Workspace(e.WorkspaceRoot, client) == nil {
+		if !slices.Contains(roots, e.WorkspaceRoot) && sc.may(e.WorkspaceRoot) {
 			roots = append(roots, e.WorkspaceRoot)
 		}
 	}
@@ -161,9 +161,6 @@ func (s *Server) taskWorkspace(ctx context.Context, id string) (spec.Options, er
 			}
 		}
 	}
-	return spec.Options{}, newToolError(
-		sandbox.CodeTaskNotFound,
-		"Task '"+id+"' was not found",
-		map[string]any{"task_id": id},
-	)
+	return spec.Options{}, newToolError(sandbox.CodeTaskNotFound, "Task '"+clip(id)+"' was not found",
+		map[string]any{"task_id": clip(id)})
 }

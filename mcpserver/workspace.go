@@ -32,6 +32,7 @@ func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessa
 	if err != nil {
 		return spec.Options{}, err
 	}
+	noteWorkspace(ctx, abs) // calltasks.go
 	return s.options(abs, extra)
 }
 
@@ -50,16 +51,14 @@ func (s *Server) workspaceRequired() error {
 // links; ok is false when it does not, and the caller answers as if the
 // thing asked for did not exist: a refusal names only what was given.
 func (s *Server) recorded(ctx context.Context, root string) (ws spec.Options, ok bool, err error) {
-	client, err := s.declaredRoots(ctx)
+	sc, err := s.scope(ctx) // handles.go
 	if err != nil {
 		return spec.Options{}, false, err
 	}
-	if s.cfg.Policy.Workspace(root, client) != nil {
+	if !sc.may(root) {
 		return spec.Options{}, false, nil
 	}
-	if abs, _, err := spec.WorkspaceIdentity(root); err == nil && s.cfg.Policy.Workspace(abs, client) != nil {
-		return spec.Options{}, false, nil
-	}
+	noteWorkspace(ctx, root) // calltasks.go: an MCP task belongs to the workspaces its call used
 	ws, err = s.options(root, nil)
 	return ws, err == nil, err
 }

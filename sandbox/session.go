@@ -36,7 +36,7 @@ const (
 // Bounds of sessions.
 const (
 	DefaultSessionIdle  = 5 * time.Minute
-	DefaultMaxSessions  = 16
+	DefaultMaxSessions  = 16               // per workspace
 	MaxSessionWait      = 30 * time.Second // a read's longest wait: clients time requests out at 60 s
 	DefaultSessionRead  = 64 << 10
 	MaxSessionRead      = 1 << 20
@@ -48,6 +48,10 @@ const (
 	rememberEndedFor    = 256
 	sessionSignalBuffer = 8
 )
+
+// DefaultMaxSessionsTotal bounds one server's sessions, all workspaces
+// together: each may hold the output ceiling in memory.
+const DefaultMaxSessionsTotal = 32
 
 // SessionSignals are the signals a session's command may be sent.
 var SessionSignals = []drivers.Signal{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
@@ -62,22 +66,35 @@ const (
 	EndCommandError = "error"
 )
 
-// Sessions is one server's table of exec sessions.
+// Sessions is one server's table of exec sessions. Each session belongs
+// to the workspace it was started in, and every call on one names the
+// workspaces its caller may use (a Scope): a session of another workspace
+// is answered as one that never existed, in the same words.
 type Sessions struct {
 	Clock clock.Clock
 	// Idle is how long a session may go without a call before it ends
 	// (zero: DefaultSessionIdle).
 	Idle time.Duration
-	// Max is how many sessions may be open at once (zero:
-	// DefaultMaxSessions).
+	// Max is how many sessions of one workspace may be open at once (zero:
+	// DefaultMaxSessions): one workspace's caller cannot take another's.
 	Max int
+	// Total is how many sessions may be open at once in all (zero:
+	// DefaultMaxSessionsTotal; never below Max).
+	Total int
 
 	mu       sync.Mutex
 	live     map[string]*Session
-	ended    map[string]string // recently ended id → why, so a late call says why it is gone
+	ended    map[string]endedSession // recently ended id → why, so a late call says why it is gone
 	order    []string
 	sweeping bool
 }
+
+// Scope says whether a caller may use a workspace (its root, as the
+// session recorded it).
+type Scope func(workspace string) bool
+
+// endedSession is what is remembered of a session that ended.
+type endedSession struct{ why, workspace string }
 
 // SessionRequest is a command to start as a session.
 type SessionRequest struct {
@@ -97,9 +114,11 @@ type Session struct {
 	ID       string
 	Sandbox  string
 	Instance string
-	Command  string
-	TTY      bool
-	Started  time.Time
+	// Workspace is the root of the workspace the session was started in.
+	Workspace string
+	Command   string
+	TTY       bool
+	Started   time.Time
 
 	cancel   context.CancelFunc
 	signals  chan drivers.Signal
@@ -190,6 +209,13 @@ func (ss *Sessions) max() int {
 	return DefaultMaxSessions
 }
 
+func (ss *Sessions) total() int {
+	if ss.Total > 0 {
+		return max(ss.Total, ss.max())
+	}
+	return max(DefaultMaxSessionsTotal, ss.max())
+}
+
 // Start runs a command in the target as a new session.
 func (ss *Sessions) Start(ctx context.Context, tgt *Target, req SessionRequest) (SessionInfo, error) {
 	command, err := sessionCommand(req)
@@ -206,8 +232,9 @@ func (ss *Sessions) Start(ctx context.Context, tgt *Target, req SessionRequest) 
 	}
 	now := ss.Clock.Now()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Session{ID: newSessionID(), Sandbox: tgt.Sandbox, Instance: tgt.Instance, Command: command, TTY: req.TTY,
-		Started: now, cancel: cancel, signals: make(chan drivers.Signal, sessionSignalBuffer), stdinR: r, stdinW: w,
+	s := &Session{ID: newSessionID(), Sandbox: tgt.Sandbox, Instance: tgt.Instance, Workspace: tgt.workspace(),
+		Command: command, TTY: req.TTY, Started: now, cancel: cancel,
+		signals: make(chan drivers.Signal, sessionSignalBuffer), stdinR: r, stdinW: w,
 		finished: make(chan struct{}), wake: make(chan struct{}, 1), maxKept: tgt.MaxOutput, alive: req.Alive,
 		notify: make(chan struct{}), lastUse: now, lastLive: now}
 	if s.maxKept <= 0 {
@@ -289,14 +316,27 @@ func (ss *Sessions) runner(tgt *Target, req SessionRequest, command string) (
 	}, nil
 }
 
-// admit adds a session to the table unless the table is full.
+// admit adds a session to the table unless its workspace's share or the
+// table is full. The second refusal says no more than that: how many
+// sessions other workspaces hold is theirs.
 func (ss *Sessions) admit(s *Session) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.live) >= ss.max() {
-		return coded.New(CodeSessionLimit, map[string]any{"max_sessions": ss.max(), "open": len(ss.live)},
-			"%d exec sessions are open, the most this server allows; close one with close_session "+
-				"(or let an idle one end after %s) and start again", len(ss.live), ss.idle())
+	open := 0
+	for _, o := range ss.live {
+		if o.Workspace == s.Workspace {
+			open++
+		}
+	}
+	if open >= ss.max() {
+		return coded.New(CodeSessionLimit, map[string]any{"max_sessions": ss.max(), "open": open},
+			"%d exec sessions of this workspace are open, the most this server allows; close one with "+
+				"close_session (or let an idle one end after %s) and start again", open, ss.idle())
+	}
+	if len(ss.live) >= ss.total() {
+		return coded.New(CodeSessionLimit, map[string]any{"max_sessions_total": ss.total()},
+			"this server holds the most exec sessions it allows across its workspaces (%d); close one of "+
+				"yours with close_session or try again later", ss.total())
 	}
 	if ss.live == nil {
 		ss.live = map[string]*Session{}
@@ -309,18 +349,25 @@ func (ss *Sessions) admit(s *Session) error {
 	return nil
 }
 
-// get finds a live session and records the call as activity.
-func (ss *Sessions) get(id string) (*Session, error) {
+// get finds a live session the caller may use and records the call as
+// activity. A session of a workspace outside the caller's scope, live or
+// ended, gets the answer an id that never existed gets.
+func (ss *Sessions) get(may Scope, id string) (*Session, error) {
+	if may == nil {
+		may = func(string) bool { return false }
+	}
 	ss.mu.Lock()
 	s, ok := ss.live[id]
-	why, ended := ss.ended[id]
+	gone, ended := ss.ended[id]
 	ss.mu.Unlock()
+	ok = ok && may(s.Workspace)
+	ended = ended && may(gone.workspace)
 	if !ok {
-		details := map[string]any{"session_id": id}
+		details := map[string]any{"session_id": coded.Clip(id)}
 		if ended {
-			details["ended"] = why
+			details["ended"] = gone.why
 			return nil, coded.New(CodeSessionNotFound, details,
-				"session %s has ended (%s); start a new one with start_session", coded.Clip(id), why)
+				"session %s has ended (%s); start a new one with start_session", coded.Clip(id), gone.why)
 		}
 		return nil, coded.New(CodeSessionNotFound, details,
 			"no session %s on this server; start one with start_session", coded.Clip(id))
@@ -333,8 +380,8 @@ func (ss *Sessions) get(id string) (*Session, error) {
 
 // Close ends the session's command if it still runs and forgets the
 // session; its output is gone with it.
-func (ss *Sessions) Close(id string) (SessionInfo, error) {
-	s, err := ss.get(id)
+func (ss *Sessions) Close(may Scope, id string) (SessionInfo, error) {
+	s, err := ss.get(may, id)
 	if err != nil {
 		return SessionInfo{}, err
 	}

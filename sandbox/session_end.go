@@ -95,9 +95,9 @@ func (ss *Sessions) end(s *Session, reason, why string) SessionInfo {
 	if ss.live[s.ID] == s {
 		delete(ss.live, s.ID)
 		if ss.ended == nil {
-			ss.ended = map[string]string{}
+			ss.ended = map[string]endedSession{}
 		}
-		ss.ended[s.ID] = why
+		ss.ended[s.ID] = endedSession{why: why, workspace: s.Workspace}
 		ss.order = append(ss.order, s.ID)
 		if len(ss.order) > rememberEndedFor {
 			delete(ss.ended, ss.order[0])

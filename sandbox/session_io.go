@@ -16,14 +16,14 @@ import (
 // Read returns the output after cursor, at most maxBytes of it (zero:
 // DefaultSessionRead), waiting up to wait (at most MaxSessionWait) for
 // some when there is none yet.
-func (ss *Sessions) Read(ctx context.Context, id string, cursor int64, maxBytes int, wait time.Duration) (
+func (ss *Sessions) Read(ctx context.Context, may Scope, id string, cursor int64, maxBytes int, wait time.Duration) (
 	SessionOutput, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultSessionRead
 	}
 	maxBytes = min(maxBytes, MaxSessionRead)
 	wait = min(max(wait, 0), MaxSessionWait)
-	s, err := ss.get(id)
+	s, err := ss.get(may, id)
 	if err != nil {
 		return SessionOutput{}, err
 	}
@@ -192,8 +192,8 @@ func (s *Session) deadline(c clock.Clock, d time.Duration) {
 // it after that input. The input is written in the background: a command
 // that does not read its stdin does not hold the call, but at most 1 MiB
 // waits for it.
-func (ss *Sessions) Write(id string, data []byte, closeStdin bool) (SessionInfo, error) {
-	s, err := ss.get(id)
+func (ss *Sessions) Write(may Scope, id string, data []byte, closeStdin bool) (SessionInfo, error) {
+	s, err := ss.get(may, id)
 	if err != nil {
 		return SessionInfo{}, err
 	}
@@ -274,13 +274,13 @@ func (s *Session) closeStdin() { s.closeW.Do(func() { s.stdinW.Close() }) }
 // Signal sends a signal to every process of the session's command. On a
 // terminal, INT and QUIT are typed (Ctrl-C, Ctrl-\) as a person would;
 // the other signals end the command.
-func (ss *Sessions) Signal(id string, sig drivers.Signal) (SessionInfo, string, error) {
+func (ss *Sessions) Signal(may Scope, id string, sig drivers.Signal) (SessionInfo, string, error) {
 	if !slices.Contains(SessionSignals, sig) {
 		return SessionInfo{}, "", coded.New(coded.InvalidArguments,
 			map[string]any{"field": "signal", "allowed": SessionSignals},
 			"signal must be one of %v, not %q", SessionSignals, coded.Clip(string(sig)))
 	}
-	s, err := ss.get(id)
+	s, err := ss.get(may, id)
 	if err != nil {
 		return SessionInfo{}, "", err
 	}

@@ -22,7 +22,7 @@ func readUntil(t *testing.T, ss *sandbox.Sessions, id string, cursor int64, want
 	got := map[string]string{}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		out, err := ss.Read(context.Background(), id, cursor, 7, 5*time.Second)
+		out, err := ss.Read(context.Background(), anywhere, id, cursor, 7, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func newSessions(t *testing.T) (*sandbox.Sessions, *sandbox.Target, *sandboxtest
 	ss := &sandbox.Sessions{Clock: sb.Clock, Idle: time.Minute, Max: 2}
 	t.Cleanup(func() {
 		for _, s := range ss.List() {
-			ss.Close(s.ID)
+			ss.Close(anywhere, s.ID)
 		}
 	})
 	return ss, sb.Target(), sb
@@ -73,14 +73,14 @@ func TestSessionShellCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss.Write(s.ID, []byte("echo \"$GREETING\"; echo oops >&2\n"), false); err != nil {
+	if _, err := ss.Write(anywhere, s.ID, []byte("echo \"$GREETING\"; echo oops >&2\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	got, cursor, _ := readUntil(t, ss, s.ID, 0, "oops\n", "hi there\n")
 	if got["stdout"] != "hi there\n" || got["stderr"] != "oops\n" {
 		t.Fatalf("first read: %q", got)
 	}
-	ss.Write(s.ID, []byte("i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); done\n"), false)
+	ss.Write(anywhere, s.ID, []byte("i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); done\n"), false)
 	got, cursor, _ = readUntil(t, ss, s.ID, cursor, "line199\n")
 	var want strings.Builder
 	for i := range 200 {
@@ -89,14 +89,14 @@ func TestSessionShellCursor(t *testing.T) {
 	if got["stdout"] != want.String() {
 		t.Fatalf("lines: %q", got["stdout"])
 	}
-	if _, err := ss.Write(s.ID, []byte("exit 3\n"), true); err != nil {
+	if _, err := ss.Write(anywhere, s.ID, []byte("exit 3\n"), true); err != nil {
 		t.Fatal(err)
 	}
 	_, _, out := readUntil(t, ss, s.ID, cursor, "\x00")
 	if !out.Done || out.Exit == nil || out.Exit.Code != 3 || out.Status != "exited" {
 		t.Fatalf("after exit: %+v", out)
 	}
-	if _, err := ss.Write(s.ID, []byte("more"), false); !hasCode(err, sandbox.CodeSessionEnded) {
+	if _, err := ss.Write(anywhere, s.ID, []byte("more"), false); !hasCode(err, sandbox.CodeSessionEnded) {
 		t.Fatalf("write after exit: %v", err)
 	}
 }
@@ -107,6 +107,9 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// anywhere is the scope of a caller that may use every workspace.
+func anywhere(string) bool { return true }
 
 func hasCode(err error, code string) bool {
 	var c *coded.Error
@@ -131,21 +134,21 @@ func TestSessionSignalAndCap(t *testing.T) {
 		t.Fatalf("third session: %v", err)
 	}
 	readUntil(t, ss, a.ID, 0, "ready\n")
-	if _, _, err := ss.Signal(a.ID, "BOGUS"); !hasCode(err, coded.InvalidArguments) {
+	if _, _, err := ss.Signal(anywhere, a.ID, "BOGUS"); !hasCode(err, coded.InvalidArguments) {
 		t.Fatalf("bad signal: %v", err)
 	}
-	if _, _, err := ss.Signal(a.ID, "TERM"); err != nil {
+	if _, _, err := ss.Signal(anywhere, a.ID, "TERM"); err != nil {
 		t.Fatal(err)
 	}
 	_, _, out := readUntil(t, ss, a.ID, 6, "\x00")
 	if out.Exit == nil || out.Exit.Code != 128+15 {
 		t.Fatalf("after TERM: %+v", out.Exit)
 	}
-	closed, err := ss.Close(b.ID)
+	closed, err := ss.Close(anywhere, b.ID)
 	if err != nil || closed.Status != "ended" || closed.Exit.Reason != sandbox.EndClosed {
 		t.Fatalf("close: %+v %v", closed, err)
 	}
-	if _, err := ss.Read(ctx, b.ID, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) {
+	if _, err := ss.Read(ctx, anywhere, b.ID, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) {
 		t.Fatalf("read after close: %v", err)
 	}
 	if _, err := ss.Start(ctx, tgt, sandbox.SessionRequest{Argv: []string{"cat"}}); err != nil {
@@ -162,7 +165,7 @@ func TestSessionIdle(t *testing.T) {
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		sb.Clock.Advance(15 * time.Second)
-		_, err := ss.Read(context.Background(), s.ID, 0, 0, 0)
+		_, err := ss.Read(context.Background(), anywhere, s.ID, 0, 0, 0)
 		if hasCode(err, sandbox.CodeSessionNotFound) {
 			if !strings.Contains(err.Error(), "idle") {
 				t.Fatalf("why: %v", err)
@@ -196,7 +199,7 @@ func TestSessionOutputBound(t *testing.T) {
 			t.Fatal("the command did not end")
 		}
 	}
-	out, err := ss.Read(context.Background(), s.ID, 0, sandbox.MaxSessionRead, 0)
+	out, err := ss.Read(context.Background(), anywhere, s.ID, 0, sandbox.MaxSessionRead, 0)
 	if err != nil || !out.Done {
 		t.Fatalf("%v %+v", err, out.SessionInfo)
 	}
@@ -222,17 +225,17 @@ func TestSessionTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss.Write(s.ID, []byte("echo $((6*7))\n"), false)
+	ss.Write(anywhere, s.ID, []byte("echo $((6*7))\n"), false)
 	_, cursor, _ := readUntil(t, ss, s.ID, 0, "42\r\n")
-	ss.Write(s.ID, []byte("echo start-$((2+3)); sleep 300\n"), false)
+	ss.Write(anywhere, s.ID, []byte("echo start-$((2+3)); sleep 300\n"), false)
 	_, cursor, _ = readUntil(t, ss, s.ID, cursor, "start-5\r\n")
 	time.Sleep(200 * time.Millisecond) // the shell starts sleep in the foreground; Ctrl-C before would go to it
-	if _, how, err := ss.Signal(s.ID, "INT"); err != nil || how != "typed" {
+	if _, how, err := ss.Signal(anywhere, s.ID, "INT"); err != nil || how != "typed" {
 		t.Fatalf("INT on a terminal: %q %v", how, err)
 	}
-	ss.Write(s.ID, []byte("echo after-$((1+1))\n"), false)
+	ss.Write(anywhere, s.ID, []byte("echo after-$((1+1))\n"), false)
 	readUntil(t, ss, s.ID, cursor, "after-2\r\n")
-	if _, how, err := ss.Signal(s.ID, "KILL"); err != nil || how != "ended" {
+	if _, how, err := ss.Signal(anywhere, s.ID, "KILL"); err != nil || how != "ended" {
 		t.Fatalf("KILL on a terminal: %q %v", how, err)
 	}
 	_, _, out := readUntil(t, ss, s.ID, cursor, "\x00")
@@ -263,8 +266,8 @@ func TestSessionEndsWithItsSandbox(t *testing.T) {
 			t.Fatal("the session outlived its sandbox")
 		}
 	}
-	if _, err := ss.Read(context.Background(), s.ID, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) ||
-		!strings.Contains(err.Error(), "expired") {
+	_, err = ss.Read(context.Background(), anywhere, s.ID, 0, 0, 0)
+	if !hasCode(err, sandbox.CodeSessionNotFound) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("after the sandbox ended: %v", err)
 	}
 }
@@ -287,7 +290,7 @@ func TestEndAllEndsEverySessionsCommand(t *testing.T) {
 		t.Fatalf("%d sessions left after EndAll (took %s)", n, time.Since(start))
 	}
 	for _, id := range ids {
-		if _, err := ss.Read(context.Background(), id, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) ||
+		if _, err := ss.Read(context.Background(), anywhere, id, 0, 0, 0); !hasCode(err, sandbox.CodeSessionNotFound) ||
 			!strings.Contains(err.Error(), "the server stopped") {
 			t.Errorf("session %s after EndAll: %v", id, err)
 		}

@@ -63,6 +63,14 @@ func (t *Target) Driver() (drivers.Driver, error) {
 	return d, err
 }
 
+// workspace is the root of the target's workspace ("" when unresolved).
+func (t *Target) workspace() string {
+	if t.Resolved == nil {
+		return ""
+	}
+	return t.Resolved.Root
+}
+
 // Env reads the process environment (empty without one).
 func (t *Target) Env(k string) string {
 	if t.Getenv == nil {
