@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"net"
 	"os"
 	"os/exec"
@@ -80,7 +81,7 @@ func (a *app) startBroker(tgt *sandbox.Target) error {
 	defer logFile.Close()
 	cmd := exec.Command(exe, "-C", tgt.Resolved.Root, "exec-broker", tgt.Sandbox)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	detach(cmd)
+	proc.Detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

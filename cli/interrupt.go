@@ -38,8 +38,9 @@ var ownSignals = map[string]bool{"serve": true, "mcp": true, "reconcile": true, 
 	"shell": true, "exec": true, "exec-broker": true, "vz-run": true, "egress-proxy": true, "egress-qemu": true,
 	"egress-relay": true}
 
-// interruptGrace is how long a cancelled command may take to end.
-const interruptGrace = 5 * time.Second
+// interruptGrace is how long a cancelled command may take to end: long
+// enough to delete, at once, a VM it was making (a third Ctrl-C does not wait).
+const interruptGrace = 30 * time.Second
 
 // interruptible makes the context every command runs with: cancelled on
 // the second interrupt (the first, outside an apply), and stopping a run's
@@ -93,7 +94,8 @@ func (in *interrupts) heard() {
 	case !in.cancelled:
 		in.cancelled = true
 		if in.stopping {
-			fmt.Fprintln(in.stderr, "\nStopping now: what was left halfway is recorded, and the next sbf apply repairs it.")
+			fmt.Fprintln(in.stderr, "\nStopping now: the steps in flight are cancelled and a VM they were making is "+
+				"deleted (Ctrl-C again to quit at once; the next sbf apply repairs what is left)…")
 		}
 		in.cancel()
 		go func() {

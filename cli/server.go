@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -60,7 +61,7 @@ func (a *app) handOff(name string, list []string) error {
 	// it stays this goroutine's until the child ends.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	endWithParent(cmd)
+	proc.EndWithParent(cmd)
 	stop := forwardSignals(cmd)
 	defer stop()
 	err = cmd.Run()

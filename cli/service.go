@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io/fs"
 	"net"
 	"os"
@@ -309,7 +310,9 @@ func runStep(s service.Step) error {
 
 // stepOutput runs a step and returns what it printed, trimmed.
 func stepOutput(s service.Step) (string, error) {
-	out, err := exec.Command(s.Args[0], s.Args[1:]...).CombinedOutput()
+	cmd := exec.Command(s.Args[0], s.Args[1:]...)
+	proc.Group(cmd)
+	out, err := cmd.CombinedOutput()
 	said := string(bytes.TrimSpace(out))
 	if err != nil {
 		return said, &stepError{step: s, err: err, output: said}

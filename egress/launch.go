@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,7 +190,7 @@ func startVMProxy(c LaunchConfig, deps LaunchDeps) (string, error) {
 	defer stderr.Close()
 	cmd := exec.Command(c.ProxyCommand[0], append(c.ProxyCommand[1:], cfgPath)...)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
-	detach(cmd)
+	proc.Detach(cmd)
 	start := deps.Start
 	if start == nil {
 		start = (*exec.Cmd).Start

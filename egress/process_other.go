@@ -4,7 +4,6 @@ package egress
 
 import (
 	"os"
-	"os/exec"
 )
 
 // processAlive on hosts without signals: FindProcess opens a handle only for
@@ -18,6 +17,3 @@ func processAlive(pid int) bool {
 	p.Release()
 	return true
 }
-
-// detach has nothing to do where QEMU sandboxes do not run.
-func detach(*exec.Cmd) {}

@@ -4,7 +4,6 @@ package egress
 
 import (
 	"errors"
-	"os/exec"
 	"syscall"
 )
 
@@ -13,7 +12,3 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
-
-// detach starts the proxy in a session of its own: it outlives the launcher
-// (which becomes QEMU) and no signal to QEMU's process group reaches it.
-func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }

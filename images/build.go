@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"io/fs"
 	"os"
@@ -102,6 +103,7 @@ func (b Builder) buildInto(ctx context.Context, r Recipe, arch, key, dir string)
 	// names on stdout); none of it may reach sbf's stdout.
 	progress := &lockedWriter{w: b.Progress}
 	cmd.Stdout, cmd.Stderr = progress, progress
+	proc.Group(cmd)                                                          // a Ctrl-C is sbf's to handle
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // its trap unmounts
 	cmd.WaitDelay = time.Minute
 	stop := b.heartbeat(progress, Scheme+r.Name, start)

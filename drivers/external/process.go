@@ -3,6 +3,7 @@ package external
 import (
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,7 @@ type process struct {
 // pipes. Its stderr is kept (the last few KiB) to say why it died.
 func start(path string, env []string, debug func(string, ...any)) (*conn, *process, error) {
 	cmd := exec.Command(path, "plugin")
+	proc.Group(cmd) // a Ctrl-C at the terminal is sbf's to handle, not the plugin's
 	cmd.Env = env
 	p := &process{cmd: cmd, stderr: &tail{max: 4 << 10, debug: debug}, waited: make(chan struct{})}
 	cmd.Stderr = p.stderr

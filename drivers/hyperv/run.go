@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os/exec"
 	"strings"
 	"time"
@@ -74,7 +75,7 @@ func (d *Driver) run(ctx context.Context, s script) ([]byte, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, d.powershell, "-NoProfile", "-NonInteractive", "-Command", text)
+	cmd := proc.Command(rctx, d.powershell, "-NoProfile", "-NonInteractive", "-Command", text)
 	cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipes must not hang sbf
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -127,7 +128,7 @@ func bootProbe(
 	defer cancel()
 	args := append(accel, "-m", "16", "-nodefaults", "-display", "none", "-no-reboot",
 		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-drive", "file="+img.Name()+",format=raw,if=ide")
-	cmd := exec.CommandContext(pctx, qemu, args...)
+	cmd := proc.Command(pctx, qemu, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = time.Second // a wrapper's children must not hold the probe open

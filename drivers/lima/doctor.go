@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,7 +115,7 @@ func (d *Driver) diagnoseQEMU(ctx context.Context, diag *drivers.Diagnosis, spec
 func qemuVersion(ctx context.Context, qemu string) string {
 	vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(vctx, qemu, "--version").Output()
+	out, err := proc.Command(vctx, qemu, "--version").Output()
 	if err != nil {
 		return "QEMU (version unknown)"
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"os"
 	"os/exec"
@@ -229,7 +230,7 @@ func (d *Driver) run(ctx context.Context, stdin io.Reader, args ...string) (stdo
 	if len(args) == 1 && args[0] == "--version" {
 		full = args
 	}
-	cmd := exec.CommandContext(ctx, d.limactl, full...)
+	cmd := proc.Command(ctx, d.limactl, full...)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err = cmd.Run()

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"path/filepath"
 	"strings"
 
@@ -27,7 +27,7 @@ const importKeep = "sbf-import-current"
 type qemuImg struct{ path string }
 
 func (q qemuImg) run(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, q.path, args...)
+	cmd := proc.Command(ctx, q.path, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

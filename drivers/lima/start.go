@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"os"
 	"os/exec"
@@ -214,7 +215,7 @@ func (d *Driver) installWrappers() (string, error) {
 // runStreaming runs limactl with extra environment, handing each stderr
 // line to onLine as it comes; it returns stderr whole as well.
 func (d *Driver) runStreaming(ctx context.Context, env []string, onLine func(string), args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, d.limactl, append([]string{"--tty=false"}, args...)...)
+	cmd := proc.Command(ctx, d.limactl, append([]string{"--tty=false"}, args...)...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"io/fs"
 	"os"
@@ -67,7 +68,8 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "SBF_SIM_INSTANCE=" + instance}
 	stdout, stderr, toStdout, toStderr := req.Outputs()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, toStdout, toStderr
-	setGroup(cmd) // a timeout ends the whole command, children too
+	proc.Group(cmd) // a timeout ends the whole command, children too
+	cmd.Cancel = func() error { return proc.KillGroup(cmd) }
 	cmd.WaitDelay = time.Second
 	start := d.clock.Now()
 	err := cmd.Start()
@@ -85,7 +87,7 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 		sshexec.MarkTimedOut(&res, req.Timeout)
 		err = nil
 	case errors.As(err, &exit):
-		res.ExitCode, err = exitStatus(exit), nil
+		res.ExitCode, err = proc.ExitStatus(exit), nil
 	}
 	return res, d.end("exec", instance, err)
 }
@@ -97,7 +99,7 @@ func forward(signals <-chan drivers.Signal, cmd *exec.Cmd) (stop func()) {
 		for {
 			select {
 			case sig := <-signals:
-				signalGroup(cmd, sig)
+				proc.SignalGroup(cmd, string(sig))
 			case <-done:
 				return
 			}

@@ -6,10 +6,13 @@
 package sim
 
 import (
+	"strconv"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,6 +34,10 @@ type Options struct {
 	Latency string      // SBF_SIM_LATENCY, e.g. "create=300ms,start=100ms"
 	Faults  string      // SBF_SIM_FAULTS, e.g. "create:api=fail,delete:*=fail:2"
 	Clock   clock.Clock // timestamps in the log, and the clock latencies pass on
+	// Tool, when set (SBF_SIM_TOOL, e.g. "sleep"), waits out each latency in
+	// a child process, `TOOL SECONDS`, started as a backend starts its CLI
+	// (limactl): an operation fails when it does, as when a signal ends it.
+	Tool string
 }
 
 // Driver is one simulated world.
@@ -39,6 +46,7 @@ type Driver struct {
 	clock   clock.Clock
 	latency map[string]time.Duration
 	faults  []fault
+	tool    string
 }
 
 // record is one instance as stored in the world.
@@ -65,7 +73,7 @@ func New(opts Options) (*Driver, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "instances"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating sim world %s: %w", opts.Dir, err)
 	}
-	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults}, nil
+	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults, tool: opts.Tool}, nil
 }
 
 // Dir is the world's folder.
@@ -237,7 +245,12 @@ func (d *Driver) transition(ctx context.Context, op, name string, change func(*r
 // begin waits out the operation's latency and applies fault injection.
 // A failed operation is logged and changes nothing.
 func (d *Driver) begin(ctx context.Context, op, name string) error {
-	if lat := d.latency[op]; lat > 0 {
+	if lat := d.latency[op]; lat > 0 && d.tool != "" {
+		secs := strconv.FormatFloat(lat.Seconds(), 'f', 3, 64)
+		if out, err := proc.Command(ctx, d.tool, secs).CombinedOutput(); err != nil {
+			return d.end(op, name, fmt.Errorf("%s %s: %w %s", d.tool, secs, err, out))
+		}
+	} else if lat > 0 {
 		select {
 		case <-d.clock.After(lat):
 		case <-ctx.Done():

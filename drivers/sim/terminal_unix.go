@@ -5,6 +5,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"os"
 	"os/exec"
@@ -70,7 +71,7 @@ func (d *Driver) Terminal(ctx context.Context, instance string, req drivers.Term
 	<-copied
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return exitStatus(exit), d.end("terminal", instance, nil)
+		return proc.ExitStatus(exit), d.end("terminal", instance, nil)
 	}
 	if err != nil {
 		return -1, d.end("terminal", instance, err)

@@ -3,6 +3,7 @@ package vz
 import (
 	"context"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"strconv"
@@ -90,7 +91,9 @@ func codesignEntitlements() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("codesign", "-d", "--entitlements", "-", "--xml", exe).CombinedOutput()
+	cmd := exec.Command("codesign", "-d", "--entitlements", "-", "--xml", exe)
+	proc.Group(cmd)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("codesign -d %s: %v: %s", exe, err, strings.TrimSpace(string(out)))
 	}

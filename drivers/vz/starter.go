@@ -2,6 +2,7 @@ package vz
 
 import (
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ func CommandStarter(exe string, args ...string) func(dir string) error {
 		defer log.Close()
 		cmd := exec.Command(exe, append(args[:len(args):len(args)], dir)...)
 		cmd.Stdout, cmd.Stderr = log, log
-		detach(cmd)
+		proc.Detach(cmd)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s: %w", exe, err)
 		}

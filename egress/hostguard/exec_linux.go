@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"runtime"
@@ -93,7 +94,7 @@ func startSupervisor(l Launch, listener *os.File) error {
 	cmd := exec.Command(l.Supervisor[0], append(l.Supervisor[1:], l.ConfigPath)...)
 	cmd.ExtraFiles = []*os.File{listener, statusW, goR}
 	cmd.Stdout, cmd.Stderr = l.Stderr, l.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no signal to QEMU's group reaches it
+	proc.Detach(cmd) // no signal to QEMU's group reaches it
 	started := make(chan error, 1)
 	go func() { started <- cmd.Start() }() // a goroutine never runs on a thread locked to another
 	err = <-started

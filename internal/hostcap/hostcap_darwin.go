@@ -1,9 +1,15 @@
 package hostcap
 
-import "os/exec"
+import (
+	"os/exec"
+
+	"github.com/sandboxforge/sbf/internal/proc"
+)
 
 func memoryAvailableGiB() *float64 {
-	out, err := exec.Command("vm_stat").Output()
+	cmd := exec.Command("vm_stat")
+	proc.Group(cmd)
+	out, err := cmd.Output()
 	if err != nil {
 		return nil
 	}

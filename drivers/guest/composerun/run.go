@@ -17,9 +17,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
@@ -91,7 +91,7 @@ func Load(ctx context.Context, bin string, o guest.LoadOptions, debugf func(stri
 		return nil, err
 	}
 	out, errb := &limited{max: maxAnswer}, &limited{max: maxStderr}
-	cmd := exec.CommandContext(ctx, bin, Command)
+	cmd := proc.Command(ctx, bin, Command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = bytes.NewReader(in), out, errb, childEnv()
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("loading compose files with %s: %w: %s", bin, err, errb.String())

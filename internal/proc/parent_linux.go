@@ -1,0 +1,5 @@
+package proc
+
+import "syscall"
+
+func endWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGTERM }
