@@ -132,7 +132,11 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 
 func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
 	res, err := e.converge(ctx, ws, opts, false)
-	if err == nil || !opts.Rollback || res == nil || !res.Applied {
+	// A run cancelled mid-step (a second Ctrl-C, a client that gave up)
+	// undoes the creates it cut short, as a failed sbf up does: a VM it was
+	// booting must not run on, recorded failed, until someone destroys it.
+	cancelled := ctx.Err() != nil
+	if err == nil || !opts.Rollback && !cancelled || res == nil || !res.Applied {
 		return res, err
 	}
 	var failed []string
@@ -144,17 +148,13 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		}
 	}
 	if len(failed) > 0 {
-		back, rerr := e.converge(
-			context.WithoutCancel(ctx),
-			ws,
-			Options{Targets: failed, Intent: Destroy{Sandboxes: failed}},
-			false,
-		)
+		undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run
+		back, rerr := e.converge(undo, ws, Options{Targets: failed, Intent: Destroy{Sandboxes: failed}}, false)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
 		} else {
 			res.RolledBack = failed
-			if ferr := e.forgetNeverMade(ctx, back, failed); ferr != nil {
+			if ferr := e.forgetNeverMade(undo, back, failed); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
 		}
