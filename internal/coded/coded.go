@@ -25,7 +25,16 @@ const (
 	InvalidArguments   = "INVALID_ARGUMENTS"
 	StalePlan          = "PLAN_STALE"
 	StateLocked        = "STATE_LOCKED"
-	PolicyUnsupported  = "POLICY_UNSUPPORTED"
+	// StateFileLink is a link where sbf keeps its own files (.sandboxforge/
+	// and what is in it, the state home's files): sbf follows none there.
+	StateFileLink = "STATE_FILE_LINK"
+	// StateFileInvalid is one of sbf's own files that is not a regular
+	// file, is larger than sbf ever writes, or does not parse.
+	StateFileInvalid = "STATE_FILE_INVALID"
+	// TokenInsecure is a bearer token file others may read, or a token
+	// too short to be secret.
+	TokenInsecure     = "TOKEN_INSECURE"
+	PolicyUnsupported = "POLICY_UNSUPPORTED"
 	// SnapshotUnsupported is a backend (or a VM of it) that keeps no
 	// snapshots or makes no clones; the details say what would.
 	SnapshotUnsupported = "SNAPSHOT_UNSUPPORTED"
