@@ -226,7 +226,7 @@ func TestServiceUsageErrors(t *testing.T) {
 			args = append(args, addr)
 		}
 		r := sbf(t, nil, args...)
-		file := "/mcp/http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token\n"
+		file := "/mcp/service-http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token\n"
 		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, file) {
 			t.Errorf("sbf %s: exit %d, want a unit running %q…%q\n%s%s", strings.Join(args, " "), r.code, want, file,
 				r.stdout, r.stderr)
