@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // watchConnection ends the broker once the VM's connection is gone (the VM
@@ -113,7 +114,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			}
 			lock, err := flock.Acquire(
 				a.context(),
-				sock+".lock",
+				ownfile.PathFile(sock+".lock"),
 				flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()},
 				0,
 			)

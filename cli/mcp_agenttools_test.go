@@ -4,6 +4,7 @@ package cli
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,8 @@ func TestTypeScriptSDKAgentToolsOverStdio(t *testing.T) {
 	ensureTSClient(t)
 	w := newSimWorkspace(t, agentToolsSpec)
 	token := filepath.Join(t.TempDir(), "token")
-	write(t, token, "agent-tools-token\n")
+	write(t, token, "agent-tools-token-of-the-cli-tests\n")
+	os.Chmod(token, 0o600) // sbf refuses a token file others may read
 	runAgentTools(t, w, "stdio", sbfBinary, freeLoopback(t), token)
 }
 

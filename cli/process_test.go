@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/spec"
@@ -327,7 +328,7 @@ func waitForHolder(t *testing.T, w *simWorkspace, command string) {
 	t.Helper()
 	lock := filepath.Join(w.root, spec.Dir, "locks", "web.lock")
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if h := flock.ReadHolder(lock); h != nil && h.Command == command {
+		if h := flock.ReadHolder(ownfile.PathFile(lock)); h != nil && h.Command == command {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -210,8 +210,9 @@ func (a *app) serviceRoots(dirs []string) ([]string, error) {
 }
 
 // serviceToken is the bearer token file the service's server uses:
-// --token-file, or the one sbf keeps for the address in its state folder,
-// made now (not on a dry run) so clients can be set up before it starts.
+// --token-file, or the one sbf keeps for the service's server in its state
+// folder, made now (not on a dry run) so clients can be set up before it
+// starts.
 func (a *app) serviceToken(f serviceFlags) (string, error) {
 	if f.tokenFile != "" {
 		return filepath.Abs(f.tokenFile)
@@ -220,13 +221,13 @@ func (a *app) serviceToken(f serviceFlags) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := mcptoken.Path(state, f.http)
+	file := mcptoken.Service(state, f.http)
 	if !f.dryRun {
-		if _, err := mcptoken.LoadOrCreate(path); err != nil {
+		if _, err := mcptoken.LoadOrCreate(file); err != nil {
 			return "", err
 		}
 	}
-	return path, nil
+	return file.Path(), nil
 }
 
 // serviceEnv is the installing shell's share of the service's environment,

@@ -229,7 +229,7 @@ func TestServiceUsageErrors(t *testing.T) {
 			args = append(args, addr)
 		}
 		r := sbf(t, nil, append(args, ws)...)
-		file := "/mcp/http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token"
+		file := "/mcp/service-http-" + strings.ReplaceAll(cmp.Or(addr, "127.0.0.1:8765"), ":", "_") + ".token"
 		served := " --workspace-root " + ws + "\n"
 		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, file+served) ||
 			!strings.Contains(r.stdout, "\nWorkingDirectory=/") {

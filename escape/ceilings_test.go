@@ -81,9 +81,9 @@ func TestOperatorCeilingsBindTheMCPTools(t *testing.T) {
 				sim := []string{"SBF_ENABLE_SIM=1"}
 				target, extra := sbfBinary, sim
 				if mode == "http" {
-					w.write("token", "ceiling-token\n")
-					target = w.serve(sim, "--token-file", filepath.Join(w.base, "token"))
-					extra = append(extra, "CEIL_TOKEN=ceiling-token")
+					tok := "ceiling-token-of-the-escape-suite"
+					target = w.serve(sim, "--token-file", w.tokenFile(tok))
+					extra = append(extra, "CEIL_TOKEN="+tok)
 				}
 				w.ceilingAttack(phase, mode, target, extra...)
 			})

@@ -77,6 +77,18 @@ func (w *world) write(rel, content string) {
 	}
 }
 
+// tokenFile writes a bearer token file as sbf accepts one (the owner's
+// alone, 128 bits at least) and returns its path.
+func (w *world) tokenFile(token string) string {
+	w.t.Helper()
+	p := filepath.Join(w.base, "token")
+	os.Remove(p) // a new file: WriteFile keeps an old one's mode
+	if err := os.WriteFile(p, []byte(token+"\n"), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
 func (w *world) exists(rel string) bool {
 	_, err := os.Lstat(filepath.Join(w.base, rel))
 	return err == nil
@@ -122,16 +134,23 @@ type result struct {
 // the test after two minutes instead of outliving it.
 func (w *world) sbf(extra []string, args ...string) result {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return w.run(2*time.Minute, sbfBinary, extra, args...)
+}
+
+// run runs program in the workspace with the world's environment plus
+// extra, failing the test when it runs longer than limit (killed).
+func (w *world) run(limit time.Duration, program string, extra []string, args ...string) result {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	c := exec.CommandContext(ctx, sbfBinary, args...)
+	c := exec.CommandContext(ctx, program, args...)
 	c.Dir = w.ws
 	c.Env = append(append([]string{}, w.env...), extra...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
 	if ctx.Err() != nil {
-		w.t.Fatalf("sbf %v did not finish within 2 minutes (killed)", args)
+		w.t.Fatalf("%s %v did not finish within %s (killed)", filepath.Base(program), args, limit)
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

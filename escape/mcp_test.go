@@ -3,7 +3,6 @@ package escape
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -21,9 +20,9 @@ func TestToolArgumentsReachOnlyServedWorkspaces(t *testing.T) {
 			w.write("ws/sub/.sandboxforge.toml", "[vm]\ndriver = \"sim\"\n")
 			target, extra := sbfBinary, []string{}
 			if mode == "http" {
-				w.write("token", "s3cret-token\n")
-				target = w.serve(nil, "--token-file", filepath.Join(w.base, "token")) // localhost: allowed
-				extra = append(extra, "ESC_TOKEN=s3cret-token")
+				tok := "s3cret-token-of-the-escape-suite"
+				target = w.serve(nil, "--token-file", w.tokenFile(tok)) // localhost: allowed
+				extra = append(extra, "ESC_TOKEN="+tok)
 			}
 			w.attack("hostexec", mode, target, extra...)
 			for _, made := range []string{"other/.sandboxforge", "ws/sub/.sandboxforge/state.json"} {

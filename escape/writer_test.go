@@ -185,15 +185,15 @@ func (w *world) writerAttack(phase, mode string, extra ...string) {
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	target := sbfBinary
 	if mode == "http" {
-		w.write("token", "writer-token\n")
+		const tok = "writer-token-of-the-escape-suite"
 		var args []string
 		for _, e := range extra {
 			if home, ok := strings.CutPrefix(e, "ESC_HOME="); ok {
 				args = append(args, "--allow-path", home)
 			}
 		}
-		target = w.serve(sim, append(args, "--token-file", filepath.Join(w.base, "token"))...)
-		extra = append(extra, "ESC_TOKEN=writer-token")
+		target = w.serve(sim, append(args, "--token-file", w.tokenFile(tok))...)
+		extra = append(extra, "ESC_TOKEN="+tok)
 	}
 	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 	c := exec.Command("node", "writer.mjs")

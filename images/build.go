@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // Builder makes images into the first folder of a cache.
@@ -55,7 +56,7 @@ func (b Builder) Build(ctx context.Context, r Recipe, arch string) (Image, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Image{}, fmt.Errorf("creating the image cache: %w", err)
 	}
-	lock, err := flock.Acquire(ctx, filepath.Join(dir, ".lock"), b.Who, b.LockTimeout)
+	lock, err := flock.Acquire(ctx, ownfile.At(dir).File(".lock"), b.Who, b.LockTimeout)
 	if err != nil {
 		return Image{}, fmt.Errorf("waiting for another image build: %w", err)
 	}

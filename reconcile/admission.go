@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -68,11 +67,11 @@ func limitError(maxInstances, active int, counted []string, source string) *code
 // cap the instances are counted in full, which also rewrites the ledger,
 // unless a full count a moment ago already said there is no room.
 func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), error) {
-	resDir := filepath.Join(h.Dir, "reservations")
-	if err := os.MkdirAll(resDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", resDir, err)
+	resDir := reservations(h.Dir)
+	if err := resDir.Make(); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", resDir.Path(), err)
 	}
-	lock, err := flock.Acquire(ctx, filepath.Join(h.Dir, "admission.lock"), h.Who, 2*time.Minute)
+	lock, err := flock.Acquire(ctx, ownfile.At(h.Dir).File("admission.lock"), h.Who, 2*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the host-wide instance count: %w", err)
 	}
@@ -130,7 +129,7 @@ const recountAfter = 10 * time.Second
 func (h *HostAdmission) ledger() *state.Ledger {
 	h.ledgerOnce.Do(func() {
 		if h.Ledger == nil {
-			h.Ledger = state.OpenLedger(filepath.Join(h.Dir, "admission"))
+			h.Ledger = state.OpenLedger(h.Dir)
 		}
 	})
 	return h.Ledger
@@ -139,7 +138,7 @@ func (h *HostAdmission) ledger() *state.Ledger {
 // Gone tells the ledger an instance was deleted, so its place is free at
 // once rather than at the next full count.
 func (h *HostAdmission) Gone(ctx context.Context, instance string) error {
-	lock, err := flock.Acquire(ctx, filepath.Join(h.Dir, "admission.lock"), h.Who, 2*time.Minute)
+	lock, err := flock.Acquire(ctx, ownfile.At(h.Dir).File("admission.lock"), h.Who, 2*time.Minute)
 	if err != nil {
 		return fmt.Errorf("waiting for the host-wide instance count: %w", err)
 	}
@@ -149,7 +148,7 @@ func (h *HostAdmission) Gone(ctx context.Context, instance string) error {
 
 // count is every instance that counts against the cap besides instance,
 // after deleting spares to make room for a sandbox's VM.
-func (h *HostAdmission) count(ctx context.Context, resDir, instance string) (map[string]bool, error) {
+func (h *HostAdmission) count(ctx context.Context, resDir ownfile.Folder, instance string) (map[string]bool, error) {
 	active, listed, err := h.active(ctx, resDir)
 	if err != nil {
 		return nil, err
@@ -160,7 +159,7 @@ func (h *HostAdmission) count(ctx context.Context, resDir, instance string) (map
 		evicted, err := h.Evict(
 			ctx,
 			listed,
-			func(name string) bool { return inFlight(ctx, filepath.Join(resDir, name+".lock")) },
+			func(name string) bool { return inFlight(ctx, resDir, name) },
 		)
 		if err != nil {
 			return nil, fmt.Errorf("deleting a spare to make room for %s: %w", instance, err)
@@ -178,8 +177,8 @@ func (h *HostAdmission) count(ctx context.Context, resDir, instance string) (map
 
 // reserve holds a reservation for instance while it is made: a full count
 // by another process counts it before any backend lists it.
-func (h *HostAdmission) reserve(ctx context.Context, resDir, instance string) (func(), error) {
-	res, err := flock.Acquire(ctx, filepath.Join(resDir, instance+".lock"), h.Who, 0)
+func (h *HostAdmission) reserve(ctx context.Context, resDir ownfile.Folder, instance string) (func(), error) {
+	res, err := flock.Acquire(ctx, resDir.File(instance+".lock"), h.Who, 0)
 	var locked *flock.LockedError
 	if errors.As(err, &locked) {
 		return nil, fmt.Errorf("reserving a slot for %s: %w (%w)", instance, errInFlight, err)
@@ -188,21 +187,22 @@ func (h *HostAdmission) reserve(ctx context.Context, resDir, instance string) (f
 		return nil, fmt.Errorf("reserving a slot for %s: %w", instance, err)
 	}
 	return func() {
-		os.Remove(filepath.Join(resDir, instance+".lock"))
+		resDir.Remove(instance + ".lock")
 		res.Release()
 	}, nil
 }
 
 // active is every instance that counts against the cap right now, and
 // what the drivers listed.
-func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]bool, []drivers.Instance, error) {
+func (h *HostAdmission) active(ctx context.Context, resDir ownfile.Folder) (map[string]bool, []drivers.Instance,
+	error) {
 	// Reservations first: a create that ends (and drops its reservation)
 	// after this look is listed by the backend below.
 	active := map[string]bool{}
-	reservations, _ := filepath.Glob(filepath.Join(resDir, "*.lock"))
-	for _, path := range reservations {
-		name := strings.TrimSuffix(filepath.Base(path), ".lock")
-		if inFlight(ctx, path) {
+	names, _ := resDir.Names()
+	for _, file := range names {
+		name, ok := strings.CutSuffix(file, ".lock")
+		if ok && inFlight(ctx, resDir, name) {
 			active[name] = true
 		}
 	}
@@ -232,16 +232,19 @@ func (h *HostAdmission) active(ctx context.Context, resDir string) (map[string]b
 	return active, listed, nil
 }
 
-// inFlight reports whether a reservation is still held by a live process;
-// a stale one is removed.
-func inFlight(ctx context.Context, path string) bool {
-	l, err := flock.Acquire(ctx, path, flock.Holder{Command: "admission probe"}, 0)
+// reservations is the state home's folder of reservation locks.
+func reservations(stateDir string) ownfile.Folder { return ownfile.At(stateDir).Sub("reservations") }
+
+// inFlight reports whether instance's reservation is still held by a live
+// process; a stale one is removed.
+func inFlight(ctx context.Context, resDir ownfile.Folder, instance string) bool {
+	l, err := flock.Acquire(ctx, resDir.File(instance+".lock"), flock.Holder{Command: "admission probe"}, 0)
 	var locked *flock.LockedError
 	if errors.As(err, &locked) {
 		return true
 	}
 	if err == nil {
-		os.Remove(path)
+		resDir.Remove(instance + ".lock")
 		l.Release()
 	}
 	return false

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -13,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -26,10 +25,10 @@ func lockPool(ctx context.Context, dir string, who flock.Holder) (func(), error)
 	if dir == "" {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ownfile.At(dir).Make(); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	l, err := flock.Acquire(ctx, filepath.Join(dir, poolLockName), who, 2*time.Minute)
+	l, err := flock.Acquire(ctx, ownfile.At(dir).File(poolLockName), who, 2*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the host-wide pool lock: %w", err)
 	}

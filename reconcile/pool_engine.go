@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -48,7 +47,7 @@ func (e *Engine) markInFlight(ctx context.Context, obs *plan.Observed) {
 		if s.Label != nil && s.Label.Spare != nil || s.Label != nil && s.Label.Owner != nil {
 			continue
 		}
-		obs.Spares[i].InFlight = e.HostDir == "" || inFlight(ctx, filepath.Join(e.HostDir, "reservations", s.Name+".lock"))
+		obs.Spares[i].InFlight = e.HostDir == "" || inFlight(ctx, reservations(e.HostDir), s.Name)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/sandboxforge/sbf/internal/flock"
@@ -61,10 +59,10 @@ func (e *Engine) lockSandboxes(ctx context.Context, dir string, names []string, 
 	if len(names) == 0 {
 		return h, nil
 	}
-	ldir := filepath.Join(dir, locksDir)
+	ldir := state.Folder(dir).Sub(locksDir)
 	if mode == peekBusy { // a plan writes nothing: it looks, waiting up to LockTimeout for a run to end
 		for _, name := range names {
-			if who := flock.WaitFree(ctx, filepath.Join(ldir, name+".lock"), e.LockTimeout); who != nil {
+			if who := flock.WaitFree(ctx, ldir.File(name+".lock"), e.LockTimeout); who != nil {
 				h.busy[name] = who
 			}
 		}
@@ -72,15 +70,15 @@ func (e *Engine) lockSandboxes(ctx context.Context, dir string, names []string, 
 	}
 	if err := state.EnsureDir(dir); err != nil {
 		return nil, err
-	} else if err := os.MkdirAll(ldir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", ldir, err)
+	} else if err := ldir.Make(); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", ldir.Path(), err)
 	}
 	wait := e.LockTimeout
 	if mode == skipBusy {
 		wait = 0
 	}
 	for _, name := range slices.Sorted(slices.Values(names)) {
-		l, err := flock.Acquire(ctx, filepath.Join(ldir, name+".lock"), e.holder(), wait)
+		l, err := flock.Acquire(ctx, ldir.File(name+".lock"), e.holder(), wait)
 		var le *flock.LockedError
 		switch {
 		case err == nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -26,7 +27,7 @@ func TestARunActsOnlyOnTheSandboxesItHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := func(name string) *flock.Lock {
-		l, err := flock.Acquire(context.Background(), filepath.Join(t.TempDir(), name+".lock"), flock.Holder{}, 0)
+		l, err := flock.Acquire(context.Background(), ownfile.At(t.TempDir()).File(name+".lock"), flock.Holder{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,8 @@ func TestAPassLeavesAnInstanceClaimedBesideItToItsRun(t *testing.T) {
 	d, _ := sim.New(sim.Options{Dir: h.simDir})
 	lockPath := filepath.Join(h.root, spec.Dir, locksDir, "inst_new.lock")
 	os.MkdirAll(filepath.Dir(lockPath), 0o755)
-	l, err := flock.Acquire(context.Background(), lockPath, flock.Holder{Command: "create_instance"}, 0)
+	l, err := flock.Acquire(context.Background(), ownfile.PathFile(lockPath), flock.Holder{Command: "create_instance"},
+		0)
 	if err != nil {
 		t.Fatal(err)
 	}

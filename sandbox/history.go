@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -22,7 +23,9 @@ import (
 // .sandboxforge/history.jsonl. It is bounded: past MaxHistoryBytes the
 // file becomes history.jsonl.1 (replacing the one before), so at most
 // twice that is kept. What a line quotes (a command, a path, an error) is
-// redacted as every other output is, and cut to a bounded length.
+// redacted as every other output is, and cut to a bounded length. The
+// files are sbf's own (package ownfile): never written or read through a
+// link, and read within a bound.
 
 // History files and bounds.
 const (
@@ -58,14 +61,28 @@ type History struct {
 // WorkspaceHistory is the history of the workspace at root.
 func WorkspaceHistory(root string) History { return History{Dir: filepath.Join(root, spec.Dir)} }
 
-func (h History) path() string { return filepath.Join(h.Dir, HistoryFile) }
+// own is the history's folder as sbf's own: the workspace above it as
+// named, the folder and its files never links.
+func (h History) own() ownfile.Folder { return ownfile.In(filepath.Dir(h.Dir), filepath.Base(h.Dir)) }
+
+func (h History) limit() int64 {
+	if h.Max <= 0 {
+		return MaxHistoryBytes
+	}
+	return h.Max
+}
+
+// maxRead bounds a read of one history file: a file rotates once it
+// reaches the limit, so it holds at most the limit and one line.
+func (h History) maxRead() int64 { return h.limit() + 64<<10 }
 
 // Append writes one event, redacted by redact, under the history's lock
 // (CLI and MCP server may append at once). A workspace without sbf's
 // folder has nothing to record (no sandbox ever ran there).
 func (h History) Append(ev Event, redact func(string) string) error {
-	if _, err := os.Stat(h.Dir); err != nil {
-		return nil
+	own := h.own()
+	if ok, err := own.Exists(); !ok {
+		return err
 	}
 	if redact != nil {
 		ev.Command, ev.Path, ev.Detail, ev.Error = redact(ev.Command), redact(ev.Path), redact(ev.Detail),
@@ -77,7 +94,7 @@ func (h History) Append(ev Event, redact func(string) string) error {
 	if err != nil {
 		return err
 	}
-	lock, err := flock.Acquire(context.Background(), h.path()+".lock",
+	lock, err := flock.Acquire(context.Background(), own.File(HistoryFile+".lock"),
 		flock.Holder{Command: "sbf history", PID: os.Getpid()}, historyLockWait)
 	if err != nil {
 		return fmt.Errorf("recording %s in the history: %w", ev.Tool, err)
@@ -86,7 +103,7 @@ func (h History) Append(ev Event, redact func(string) string) error {
 	if err := h.rotate(); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(h.path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := own.OpenFile(HistoryFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening the history: %w", err)
 	}
@@ -110,18 +127,14 @@ func clipField(s string) string {
 
 // rotate moves a full history aside; the caller holds the lock.
 func (h History) rotate() error {
-	limit := h.Max
-	if limit <= 0 {
-		limit = MaxHistoryBytes
-	}
-	st, err := os.Lstat(h.path())
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() < limit) {
+	st, err := h.own().Stat(HistoryFile)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() < h.limit()) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading the history: %w", err)
 	}
-	if err := os.Rename(h.path(), h.path()+".1"); err != nil {
+	if err := h.own().Rename(HistoryFile, HistoryFile+".1"); err != nil {
 		return fmt.Errorf("rotating the history: %w", err)
 	}
 	return nil
@@ -132,8 +145,9 @@ func (h History) rotate() error {
 // parse are skipped.
 func (h History) Read(keep func(Event) bool, limit int) ([]Event, error) {
 	var out []Event
-	for _, p := range []string{h.path() + ".1", h.path()} {
-		data, err := os.ReadFile(p)
+	own := h.own()
+	for _, name := range []string{HistoryFile + ".1", HistoryFile} {
+		data, _, err := own.ReadFile(name, h.maxRead())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/policy"
 )
 
@@ -137,7 +138,7 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	for _, l := range src.files {
 		add(l, nil)
 	}
-	add(managedLayer(filepath.Join(root, Dir, OverridesFile), managed))
+	add(managedLayer(root, managed))
 	if opts.Request != nil {
 		// Validation rewrites a tree into canonical values; the request is
 		// loaded again by every resolve, so each one checks a fresh copy.
@@ -226,12 +227,20 @@ func readFileLayer(f layerFile) (*layer, Errors) {
 // layer at all; a broken one is reported and still named as a source.
 func readLayer(path string, managed bool) (*layer, Errors) {
 	data, err := readLimited(path, DefaultLimits.MaxBytes)
+	return layerOf(path, data, err, managed)
+}
+
+// layerOf is readLayer for a file read.
+func layerOf(path string, data []byte, err error, managed bool) (*layer, Errors) {
 	var big *tooLarge
+	var own *ownfile.Error
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case errors.As(err, &big):
 		return newLayer(path), Errors{{File: path, Message: DefaultLimits.sizeMessage(int(big.size))}}
+	case errors.As(err, &own):
+		return newLayer(path), Errors{{File: own.Path, Message: own.Reason()}}
 	case err != nil:
 		return newLayer(path), Errors{{File: path, Message: fmt.Sprintf("cannot read: %v", err)}}
 	}
@@ -251,9 +260,13 @@ func readLayer(path string, managed bool) (*layer, Errors) {
 	return l, errs
 }
 
-func managedLayer(path string, m *Managed) (*layer, Errors) {
+// managedLayer is the managed overrides layer: m, else the document read
+// as sbf's own file (never through a link).
+func managedLayer(root string, m *Managed) (*layer, Errors) {
+	path := filepath.Join(root, Dir, OverridesFile)
 	if m == nil {
-		return readLayer(path, true)
+		data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
+		return layerOf(path, data, err, true)
 	}
 	if len(m.tree) == 0 {
 		return nil, nil

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // Managed is the managed overrides document (.sandboxforge/overrides.toml):
@@ -27,10 +26,14 @@ const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sb
 	"tools.\n" +
 	"# Edit .sandboxforge.toml or .sandboxforge.local.toml instead; sbf rewrites this file.\n\n"
 
+// managedFolder is the workspace's .sandboxforge folder: sbf's own, so
+// neither it nor overrides.toml may be a link (package ownfile).
+func managedFolder(root string) ownfile.Folder { return ownfile.In(root, Dir) }
+
 // ReadManaged loads the document of a workspace (empty when absent).
 func ReadManaged(root string) (*Managed, error) {
 	path := filepath.Join(root, Dir, OverridesFile)
-	data, err := readLimited(path, DefaultLimits.MaxBytes)
+	data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Managed{tree: map[string]any{}}, nil
 	}
@@ -75,11 +78,11 @@ func (m *Managed) Equal(o *Managed) bool {
 // writes it atomically. The edit sees the current document, so concurrent
 // editors (CLI and MCP server) never lose each other's changes.
 func EditManaged(ctx context.Context, root string, who flock.Holder, edit func(*Managed) error) error {
-	dir := filepath.Join(root, Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
+	dir := managedFolder(root)
+	if err := dir.Make(); err != nil {
+		return fmt.Errorf("creating %s: %w", dir.Path(), err)
 	}
-	lock, err := flock.Acquire(ctx, filepath.Join(dir, "overrides.lock"), who, time.Minute)
+	lock, err := flock.Acquire(ctx, dir.File("overrides.lock"), who, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -99,7 +102,7 @@ func EditManaged(ctx context.Context, root string, who flock.Holder, edit func(*
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, OverridesFile), data, 0o644)
+	return dir.WriteFile(OverridesFile, data, 0o644)
 }
 
 // Lease returns a sandbox's lease.

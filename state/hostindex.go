@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // HostIndex is the host-wide list of instances sbf has leased, across
@@ -22,6 +22,7 @@ import (
 // since its last look, and a lease renewal of many sandboxes is one write.
 type HostIndex struct {
 	dir string
+	own ownfile.Folder // dir, whose files are sbf's own
 	mu  sync.Mutex
 	j   journalMap[IndexEntry]
 }
@@ -38,7 +39,8 @@ type IndexEntry struct {
 
 // OpenHostIndex uses dir (created when first written).
 func OpenHostIndex(dir string) *HostIndex {
-	return &HostIndex{dir: dir, j: journalMap[IndexEntry]{path: filepath.Join(dir, "instances.index")}}
+	own := ownfile.At(dir)
+	return &HostIndex{dir: dir, own: own, j: journalMap[IndexEntry]{file: own.File("instances.index")}}
 }
 
 // Dir is where the index lives.
@@ -99,10 +101,10 @@ func (h *HostIndex) Prune(workspaceID string, keep func(sandbox string) bool) er
 func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEntry, []string)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+	if err := h.own.Make(); err != nil {
 		return fmt.Errorf("creating host index %s: %w", h.dir, err)
 	}
-	lock, err := flock.Acquire(context.Background(), filepath.Join(h.dir, "instances.lock"),
+	lock, err := flock.Acquire(context.Background(), h.own.File("instances.lock"),
 		flock.Holder{Command: "sbf (host instance index)", PID: os.Getpid()}, time.Minute)
 	if err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)
@@ -124,27 +126,27 @@ func (h *HostIndex) load() error {
 	if err := h.j.refresh(); err != nil || h.j.m != nil {
 		return err
 	}
-	h.j.m = readOldIndex(filepath.Join(h.dir, "instances"))
+	h.j.m = readOldIndex(h.own.Sub("instances"))
 	if err := h.j.rewrite(); err != nil {
 		return fmt.Errorf("writing the host instance index: %w", err)
 	}
-	os.RemoveAll(filepath.Join(h.dir, "instances")) // now in instances.index
+	h.own.RemoveAll("instances") // now in instances.index
 	return nil
 }
 
 // readOldIndex reads the index as earlier builds kept it (a file per instance);
-// unreadable entries are skipped, as they always were.
-func readOldIndex(dir string) map[string]IndexEntry {
+// unreadable entries (links among them) are skipped, as they always were.
+func readOldIndex(dir ownfile.Folder) map[string]IndexEntry {
 	out := map[string]IndexEntry{}
-	names, err := os.ReadDir(dir)
+	names, err := dir.Names()
 	if err != nil {
 		return out
 	}
 	for _, n := range names {
-		if !strings.HasSuffix(n.Name(), ".json") {
+		if !strings.HasSuffix(n, ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		data, _, err := dir.ReadFile(n, 64<<10)
 		var e IndexEntry
 		if err == nil && json.Unmarshal(data, &e) == nil && e.Instance != "" {
 			out[e.Instance] = e
@@ -175,7 +177,7 @@ func (h *HostIndex) read() error {
 		return fmt.Errorf("reading host index: %w", err)
 	}
 	if h.j.m == nil {
-		h.j.m = readOldIndex(filepath.Join(h.dir, "instances"))
+		h.j.m = readOldIndex(h.own.Sub("instances"))
 		h.j.seen = nil // not the file's: the next look reads it whole
 	}
 	return nil

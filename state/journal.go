@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
 
@@ -58,8 +58,9 @@ func read(dir, root, workspaceID string) (f *File, v view, whole []byte, err err
 
 func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 	var v view
+	own := Folder(dir)
 	path := filepath.Join(dir, FileName)
-	data, info, err := readFile(path)
+	data, info, err := readFile(own, FileName)
 	if err != nil {
 		return nil, v, nil, fmt.Errorf("reading state %s: %w", path, err)
 	}
@@ -71,7 +72,7 @@ func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 	}
 	v.snap = info
 	jpath := filepath.Join(dir, JournalName)
-	jdata, jinfo, err := readFile(jpath)
+	jdata, jinfo, err := readFile(own, JournalName)
 	if err != nil {
 		return nil, v, nil, fmt.Errorf("reading state journal %s: %w", jpath, err)
 	}
@@ -91,21 +92,14 @@ func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 	return f, v, data, nil
 }
 
-// readFile reads a file and what it was when read; a missing one is nil.
-func readFile(path string) ([]byte, fs.FileInfo, error) {
-	fh, err := os.Open(path)
+// readFile reads one of the state's files (sbf's own: no link, a regular
+// file, at most MaxFileBytes) and what it was when read; a missing one
+// (or a missing folder) is nil.
+func readFile(own ownfile.Folder, name string) ([]byte, fs.FileInfo, error) {
+	data, info, err := own.ReadFile(name, MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fh.Close()
-	info, err := fh.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := io.ReadAll(fh)
 	return data, info, err
 }
 
@@ -113,7 +107,7 @@ func readFile(path string) ([]byte, fs.FileInfo, error) {
 // journal's new lines when nothing else changed, everything otherwise.
 func (s *Store) refresh() error {
 	if !s.seen.stale {
-		snap, err := os.Stat(filepath.Join(s.dir, FileName))
+		snap, err := s.own.Stat(FileName)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("reading state: %w", err)
 		}
@@ -135,7 +129,7 @@ func (s *Store) refresh() error {
 // readNewLines applies what other writers appended to the journal since
 // this store last looked; false means the journal is not the one it read.
 func (s *Store) readNewLines() (bool, error) {
-	fh, err := os.Open(filepath.Join(s.dir, JournalName))
+	fh, err := s.own.OpenFile(JournalName, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s.seen.journal == nil, nil
 	}
@@ -146,6 +140,10 @@ func (s *Store) readNewLines() (bool, error) {
 	info, err := fh.Stat()
 	if err != nil || s.seen.journal == nil || !os.SameFile(info, s.seen.journal) || info.Size() < s.seen.offset {
 		return false, err
+	}
+	if info.Size() > MaxFileBytes {
+		return false, &ownfile.Error{Path: fh.Name(), Problem: fmt.Sprintf("%d bytes", info.Size()),
+			Limit: MaxFileBytes}
 	}
 	if info.Size() > s.seen.offset {
 		tail := make([]byte, info.Size()-s.seen.offset)
@@ -205,22 +203,24 @@ func (s *Store) writeWhole() error {
 	if err := statefile.Write(&data, s.file); err != nil {
 		return err
 	}
-	path := filepath.Join(s.dir, FileName)
-	if err := atomicfile.WriteFile(path, data.Bytes(), 0o644); err != nil {
+	if data.Len() > MaxFileBytes {
+		return coded.New(coded.StateFileInvalid, map[string]any{"path": filepath.Join(s.dir, FileName)},
+			"writing state: it would be %d bytes, more than sbf reads back (%d)", data.Len(), MaxFileBytes)
+	}
+	if err := s.own.WriteFile(FileName, data.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
 	var head bytes.Buffer
 	statefile.AppendLine(&head, statefile.JournalHead{Version: statefile.JournalVersion, Lineage: s.file.Lineage,
 		Serial: s.file.Serial})
-	jpath := filepath.Join(s.dir, JournalName)
-	if err := atomicfile.WriteFile(jpath, head.Bytes(), 0o644); err != nil {
+	if err := s.own.WriteFile(JournalName, head.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing state journal: %w", err)
 	}
-	snap, err := os.Stat(path)
+	snap, err := s.own.Stat(FileName)
 	if err != nil {
 		return err
 	}
-	journal, err := os.Stat(jpath)
+	journal, err := s.own.Stat(JournalName)
 	if err != nil {
 		return err
 	}
@@ -231,8 +231,7 @@ func (s *Store) writeWhole() error {
 // appendLine appends one entry to the journal and syncs it, first cutting
 // off a line a crashed writer left unfinished.
 func (s *Store) appendLine(line []byte) error {
-	path := filepath.Join(s.dir, JournalName)
-	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	fh, err := s.own.OpenFile(JournalName, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("writing state journal: %w", err)
 	}

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
-	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // journalMap is a host-wide map kept in one file: the whole map as the
@@ -18,8 +17,10 @@ import (
 // reads only the lines others added since; writers serialise themselves
 // (a lock file beside it). A damaged file is read as absent: these maps
 // are caches of facts kept elsewhere, rebuilt by whoever finds them gone.
+// The file is sbf's own (package ownfile): a link there, or a file larger
+// than maxMapBytes, is an error, never read.
 type journalMap[V any] struct {
-	path  string
+	file  ownfile.File
 	m     map[string]V // nil: there is no file
 	meta  json.RawMessage
 	seen  fs.FileInfo
@@ -35,21 +36,28 @@ type journalLine[V any] struct {
 	Delete  []string        `json:"delete,omitempty"`
 }
 
+// maxMapBytes bounds a host-wide map's file: its map and at most as many
+// change lines (64 at least), for thousands of instances.
+const maxMapBytes = 16 << 20
+
 // refresh reads what changed since the last look: the new lines of the
 // same file, or the whole file when it was rewritten.
 func (j *journalMap[V]) refresh() error {
-	f, err := os.Open(j.path)
+	f, err := j.file.OpenFile(os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		j.m, j.meta, j.seen, j.off, j.lines = nil, nil, nil, 0, 0
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", j.path, err)
+		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if info.Size() > maxMapBytes {
+		return &ownfile.Error{Path: j.file.Path(), Problem: fmt.Sprintf("%d bytes", info.Size()), Limit: maxMapBytes}
 	}
 	from := j.off
 	if j.seen == nil || !os.SameFile(info, j.seen) || info.Size() < j.off {
@@ -57,7 +65,7 @@ func (j *journalMap[V]) refresh() error {
 	}
 	data := make([]byte, info.Size()-from)
 	if _, err := f.ReadAt(data, from); err != nil {
-		return fmt.Errorf("reading %s: %w", j.path, err)
+		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}
 	j.off, j.seen = from+int64(j.apply(data)), info
 	return nil
@@ -118,16 +126,16 @@ func (j *journalMap[V]) change(put map[string]V, del []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY, 0)
+	f, err := j.file.OpenFile(os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", j.path, err)
+		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
 	}
 	defer f.Close()
 	if _, err := f.WriteAt(append(data, '\n'), j.off); err != nil {
-		return fmt.Errorf("writing %s: %w", j.path, err)
+		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", j.path, err)
+		return fmt.Errorf("syncing %s: %w", j.file.Path(), err)
 	}
 	j.off += int64(len(data) + 1)
 	j.lines++
@@ -144,13 +152,13 @@ func (j *journalMap[V]) rewrite() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(j.path), err)
+	if err := j.file.Dir.Make(); err != nil {
+		return fmt.Errorf("creating %s: %w", j.file.Dir.Path(), err)
 	}
-	if err := atomicfile.WriteFile(j.path, append(head, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", j.path, err)
+	if err := j.file.Dir.WriteFile(j.file.Name, append(head, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
 	}
 	j.off, j.lines = int64(len(head)+1), 0
-	j.seen, err = os.Stat(j.path)
+	j.seen, err = j.file.Dir.Stat(j.file.Name)
 	return err
 }

@@ -3,9 +3,10 @@ package state
 import (
 	"encoding/json"
 	"maps"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // Ledger is the host-wide set of instances that hold a place under the
@@ -24,9 +25,9 @@ type ledgerMeta struct {
 	CountedAt time.Time `json:"counted_at,omitzero"`
 }
 
-// OpenLedger uses dir/ledger.
-func OpenLedger(dir string) *Ledger {
-	return &Ledger{j: journalMap[bool]{path: filepath.Join(dir, "ledger")}}
+// OpenLedger uses admission/ledger in the state home stateDir.
+func OpenLedger(stateDir string) *Ledger {
+	return &Ledger{j: journalMap[bool]{file: ownfile.At(stateDir).Sub("admission").File("ledger")}}
 }
 
 // Instances is the set as the file holds it now (known false: there is no

@@ -142,7 +142,7 @@ func TestLockedStateNamesItsHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A process stuck while it writes the file keeps the lock.
-	stuck, err := flock.Acquire(context.Background(), filepath.Join(dir, LockName),
+	stuck, err := flock.Acquire(context.Background(), Folder(dir).File(LockName),
 		flock.Holder{Command: "sbf test", PID: os.Getpid()}, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/atomicfile"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
 
@@ -37,17 +37,37 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
+// Coded is STATE_FILE_INVALID naming the file.
+func (e *CorruptError) Coded() *coded.Error {
+	return coded.New(coded.StateFileInvalid, map[string]any{"path": e.Path}, "%s", e.Error())
+}
+
+// MaxFileBytes bounds state.json and its journal: far above what any
+// workspace's records take (a task keeps at most 16 KiB of output), far
+// below what would exhaust a host. A larger file is STATE_FILE_INVALID,
+// never read, and sbf never writes one.
+const MaxFileBytes = 64 << 20
+
+// Folder is a workspace's .sandboxforge folder (dir) as sbf's own: the
+// workspace root above it as named, dir and everything sbf keeps in it
+// never a link (package ownfile).
+func Folder(dir string) ownfile.Folder { return ownfile.In(filepath.Dir(dir), filepath.Base(dir)) }
+
 // EnsureDir creates the workspace's .sandboxforge folder with a
 // .gitignore of "*" so nothing sbf writes is ever committed.
 func EnsureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	own := Folder(dir)
+	if err := own.Make(); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	gi := filepath.Join(dir, ".gitignore")
-	if _, err := os.Stat(gi); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(gi, []byte("*\n"), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", gi, err)
+	_, err := own.Stat(".gitignore")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = own.WriteNew(".gitignore", []byte("*\n"), 0o644); errors.Is(err, fs.ErrExist) {
+			err = nil // another process wrote it meanwhile
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, ".gitignore"), err)
 	}
 	return nil
 }
@@ -69,6 +89,7 @@ func Read(dir, root, workspaceID string) (*File, error) {
 // journal, so writes cost what they change, amortised.
 type Store struct {
 	dir, root, workspaceID string
+	own                    ownfile.Folder // dir
 	who                    flock.Holder
 	wait                   time.Duration
 	mu                     sync.Mutex
@@ -93,7 +114,8 @@ func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, 
 	if err := EnsureDir(dir); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, root: root, workspaceID: workspaceID, who: who, wait: max(timeout, minLockWait)}
+	s := &Store{dir: dir, root: root, workspaceID: workspaceID, own: Folder(dir), who: who,
+		wait: max(timeout, minLockWait)}
 	lock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -115,7 +137,7 @@ func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, 
 }
 
 func (s *Store) lock(ctx context.Context) (*flock.Lock, error) {
-	lock, err := flock.Acquire(ctx, filepath.Join(s.dir, LockName), s.who, s.wait)
+	lock, err := flock.Acquire(ctx, s.own.File(LockName), s.who, s.wait)
 	var le *flock.LockedError
 	if errors.As(err, &le) {
 		return nil, fmt.Errorf("%w; the state lock is held only while the file is written, so that process "+
@@ -176,7 +198,7 @@ func (s *Store) backUp() error {
 	if s.backedUp || s.before == nil {
 		return nil
 	}
-	if err := atomicfile.WriteFile(filepath.Join(s.dir, BackupName), s.before, 0o644); err != nil {
+	if err := s.own.WriteFile(BackupName, s.before, 0o644); err != nil {
 		return fmt.Errorf("writing state backup: %w", err)
 	}
 	s.backedUp = true
@@ -217,9 +239,13 @@ func (s *Store) Close() error {
 func ReadConsistent(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (
 	f *File, busy *flock.Holder, release func(), err error) {
 	release = func() {}
-	lockPath := filepath.Join(dir, LockName)
-	if _, statErr := os.Stat(lockPath); statErr == nil {
-		lock, lerr := flock.Acquire(ctx, lockPath, who, timeout)
+	lockFile := Folder(dir).File(LockName)
+	_, statErr := lockFile.Dir.Stat(lockFile.Name)
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return nil, nil, release, fmt.Errorf("reading state: %w", statErr)
+	}
+	if statErr == nil {
+		lock, lerr := flock.Acquire(ctx, lockFile, who, timeout)
 		var le *flock.LockedError
 		switch {
 		case lerr == nil:

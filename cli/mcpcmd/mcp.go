@@ -48,7 +48,8 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 	cmd.Flags().
 		BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening off loopback (requires --token-file)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the bearer token every HTTP request must carry is "+
-		"`FILE`'s content (default: one sbf generates per address in its state folder)")
+		"`FILE`'s content: one token of at least 128 bits (32 hex digits), in a file only its owner may read "+
+		"(default: one sbf generates per address and served roots in its state folder)")
 	cmd.Flags().StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics "+
 		"(loopback and the bearer token, as the MCP endpoint)")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
@@ -149,6 +150,16 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 	}
 	opts := f.httpOptions(httpAddr, settings)
+	command := "serve"
+	if stdio {
+		command = "mcp"
+	}
+	if err := a.ServeRoots(f.workspaceRoots); err != nil {
+		return err
+	}
+	if pol, err := a.Operator(); err != nil || len(pol.WorkspaceRoots) == 0 {
+		return cmp.Or(err, errNothingServed(command)) // before any token is made for such a server
+	}
 	var tokenPath string
 	if httpAddr != "" || f.metrics != "" {
 		for _, addr := range []string{httpAddr, f.metrics} {
@@ -160,13 +171,6 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		if opts.Token, tokenPath, err = a.bearerToken(f.tokenFile, cmp.Or(httpAddr, f.metrics)); err != nil {
 			return err
 		}
-	}
-	command := "serve"
-	if stdio {
-		command = "mcp"
-	}
-	if err := a.ServeRoots(f.workspaceRoots); err != nil {
-		return err
 	}
 	srv, err := a.newMCPServer(settings, command)
 	if err != nil {
@@ -240,9 +244,6 @@ func (a cmds) newMCPServer(settings mcpserver.Settings, command string) (*mcpser
 	if err != nil {
 		return nil, err
 	}
-	if len(pol.WorkspaceRoots) == 0 {
-		return nil, errNothingServed(command)
-	}
 	root, err := a.defaultRoot(pol)
 	if err != nil {
 		return nil, err
@@ -288,15 +289,21 @@ func (a cmds) logPass(ws spec.Options, res *reconcile.Result, err error) {
 }
 
 // bearerToken is the token every HTTP request must carry: --token-file's,
-// or the one sbf keeps for addr in its state folder (made on first use).
-// It returns the file it came from, which the server names (never the
-// token) so clients can be pointed at it.
+// or the one sbf keeps in its state folder for this server (made on first
+// use): its address and the workspace roots it serves, so a token given
+// out for one server never lets a client into another. It returns the file
+// it came from, which the server names (never the token) so clients can
+// be pointed at it.
 func (a cmds) bearerToken(file, addr string) (token, path string, err error) {
 	if file != "" {
 		token, err = mcptoken.Read(file)
 		return token, file, err
 	}
-	path = mcptoken.Path(a.HostDir(), addr)
-	token, err = mcptoken.LoadOrCreate(path)
-	return token, path, err
+	pol, err := a.Operator()
+	if err != nil {
+		return "", "", err
+	}
+	generated := mcptoken.Generated(a.HostDir(), addr, pol.WorkspaceRoots)
+	token, err = mcptoken.LoadOrCreate(generated)
+	return token, generated.Path(), err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // fault is one SBF_SIM_FAULTS rule: OP:TARGET=fail[:N]. TARGET is an
@@ -124,7 +125,7 @@ func (d *Driver) injectFault(ctx context.Context, op, name string) error {
 func (d *Driver) consume(ctx context.Context, f fault) (bool, error) {
 	lock, err := flock.Acquire(
 		ctx,
-		filepath.Join(d.dir, "faults.lock"),
+		ownfile.At(d.dir).File("faults.lock"),
 		flock.Holder{Command: "sim", PID: os.Getpid()},
 		time.Minute,
 	)

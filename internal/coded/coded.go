@@ -24,10 +24,19 @@ const (
 	HostResources      = "INSUFFICIENT_HOST_RESOURCES"
 	// VMSizeLimit is a VM asked for past the operator's max_cpus,
 	// max_memory_gib or max_disk_gib.
-	VMSizeLimit       = "VM_SIZE_LIMIT_EXCEEDED"
-	InvalidArguments  = "INVALID_ARGUMENTS"
-	StalePlan         = "PLAN_STALE"
-	StateLocked       = "STATE_LOCKED"
+	VMSizeLimit      = "VM_SIZE_LIMIT_EXCEEDED"
+	InvalidArguments = "INVALID_ARGUMENTS"
+	StalePlan        = "PLAN_STALE"
+	StateLocked      = "STATE_LOCKED"
+	// StateFileLink is a link where sbf keeps its own files (.sandboxforge/
+	// and what is in it, the state home's files): sbf follows none there.
+	StateFileLink = "STATE_FILE_LINK"
+	// StateFileInvalid is one of sbf's own files that is not a regular
+	// file, is larger than sbf ever writes, or does not parse.
+	StateFileInvalid = "STATE_FILE_INVALID"
+	// TokenInsecure is a bearer token file others may read, or a token
+	// too short to be secret.
+	TokenInsecure     = "TOKEN_INSECURE"
 	PolicyUnsupported = "POLICY_UNSUPPORTED"
 	// SnapshotUnsupported is a backend (or a VM of it) that keeps no
 	// snapshots or makes no clones; the details say what would.

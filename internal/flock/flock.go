@@ -1,6 +1,8 @@
-// Package flock serialises sbf processes with OS file locks. Next to each
+// Package flock serialises sbf processes with OS file locks. In each
 // lock file it keeps a small JSON note naming the holder, so a waiting
-// process can say who it waits for.
+// process can say who it waits for. Lock files are sbf's own (package
+// ownfile): never opened through a link, regular files only, and a note is
+// read within a bound.
 package flock
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // Holder describes who holds a lock.
@@ -44,36 +47,43 @@ type Lock struct {
 	path string
 }
 
+// maxNote bounds the holder note read from a lock file: a note sbf wrote
+// is a few hundred bytes.
+const maxNote = 4 << 10
+
+func open(lock ownfile.File) (*os.File, error) { return lock.OpenFile(os.O_RDWR|os.O_CREATE, 0o644) }
+
 // peekGrace is how long Acquire keeps trying past its timeout when the lock
 // is held without a note: Holding takes the lock for a look, and a look
 // must not make a run that tries once fail.
 const peekGrace = 100 * time.Millisecond
 
-// Acquire takes the lock at path, waiting until timeout (zero: try once;
+// Acquire takes the lock file, waiting until timeout (zero: try once;
 // a holder without a note is given peekGrace) or until ctx ends. A wait
 // sleeps in the kernel, so a lock let go is taken at once. The holder note
 // is written into the lock file once the lock is held.
-func Acquire(ctx context.Context, path string, who Holder, timeout time.Duration) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func Acquire(ctx context.Context, lock ownfile.File, who Holder, timeout time.Duration) (*Lock, error) {
+	path := lock.Path()
+	f, err := open(lock)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
 	err = tryLock(f)
 	if errors.Is(err, errWouldBlock) && timeout > 0 {
 		f.Close()
-		f, err = waitLock(ctx, path, timeout)
+		f, err = waitLock(ctx, lock, timeout)
 	}
 	var holder *Holder
 	if errors.Is(err, errWouldBlock) {
-		if holder = ReadHolder(path); holder == nil { // no note: likely a Holding look, over in microseconds
+		if holder = ReadHolder(lock); holder == nil { // no note: likely a Holding look, over in microseconds
 			err = nil
 			if f == nil {
-				f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+				f, err = open(lock)
 			}
 			if err == nil {
 				err = pollLock(ctx, f, peekGrace)
 			}
-			holder = ReadHolder(path)
+			holder = ReadHolder(lock)
 		}
 	}
 	switch {
@@ -98,11 +108,11 @@ func closeFile(f *os.File) {
 	}
 }
 
-// waitLock waits in the kernel for the lock at path, on a file of its own:
-// a wait given up (timeout, ctx) cannot be interrupted, so its goroutine
-// lets the lock go and closes the file whenever it gets it.
-func waitLock(ctx context.Context, path string, timeout time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// waitLock waits in the kernel for the lock, on a file of its own: a wait
+// given up (timeout, ctx) cannot be interrupted, so its goroutine lets the
+// lock go and closes the file whenever it gets it.
+func waitLock(ctx context.Context, lock ownfile.File, timeout time.Duration) (*os.File, error) {
+	f, err := open(lock)
 	if err != nil {
 		return nil, err
 	}
@@ -199,9 +209,9 @@ func (l *Lock) Release() error {
 	return err
 }
 
-// ReadHolder returns the note of whoever holds path, if any.
-func ReadHolder(path string) *Holder {
-	b, err := os.ReadFile(path)
+// ReadHolder returns the note of whoever holds the lock, if any.
+func ReadHolder(lock ownfile.File) *Holder {
+	b, _, err := lock.ReadFile(maxNote)
 	if err != nil || len(b) == 0 {
 		return nil
 	}
@@ -219,17 +229,17 @@ func (e *LockedError) Coded() *coded.Error {
 	return coded.New(coded.StateLocked, map[string]any{"path": e.Path, "holder": e.Holder}, "%s", e.Error())
 }
 
-// Holding reports who holds the lock at path without writing anything of
+// Holding reports who holds the lock without writing anything of
 // its own: nil when nobody does (or the lock file does not exist). A lock
 // without a note is free (a holder writes one the moment it has the lock),
 // so a look mostly never touches the lock; a note is checked by taking the
 // lock for an instant, and one a dead holder left is cleared then.
-func Holding(path string) *Holder {
-	h := ReadHolder(path)
+func Holding(lock ownfile.File) *Holder {
+	h := ReadHolder(lock)
 	if h == nil {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := lock.OpenFile(os.O_RDWR, 0)
 	if err != nil {
 		return nil
 	}
@@ -242,13 +252,13 @@ func Holding(path string) *Holder {
 	return h
 }
 
-// WaitFree waits up to timeout until nobody holds the lock at path, without
-// taking it, and returns who still holds it then (nil: free).
-func WaitFree(ctx context.Context, path string, timeout time.Duration) *Holder {
+// WaitFree waits up to timeout until nobody holds the lock, without taking
+// it, and returns who still holds it then (nil: free).
+func WaitFree(ctx context.Context, lock ownfile.File, timeout time.Duration) *Holder {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
-		who := Holding(path)
+		who := Holding(lock)
 		if who == nil {
 			return nil
 		}

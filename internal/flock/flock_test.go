@@ -3,16 +3,20 @@ package flock
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // A look at who holds a lock takes it for an instant; a run that tries
 // once at that instant must still get it.
 func TestALookNeverFailsARunThatTriesOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.lock")
+	path := ownfile.PathFile(filepath.Join(t.TempDir(), "state.lock"))
 	first, err := Acquire(context.Background(), path, Holder{Command: "first"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +52,7 @@ func TestALookNeverFailsARunThatTriesOnce(t *testing.T) {
 
 // A holder that wrote its note is reported at once, with its name.
 func TestAHeldLockNamesItsHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.lock")
+	path := ownfile.PathFile(filepath.Join(t.TempDir(), "state.lock"))
 	held, err := Acquire(context.Background(), path, Holder{Command: "sbf apply", PID: 7}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +70,7 @@ func TestAHeldLockNamesItsHolder(t *testing.T) {
 
 // A waiter sleeps in the kernel and takes the lock as soon as it is let go.
 func TestAWaiterTakesTheLockWhenItIsLetGo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.lock")
+	path := ownfile.PathFile(filepath.Join(t.TempDir(), "state.lock"))
 	held, err := Acquire(context.Background(), path, Holder{Command: "first"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +100,7 @@ func TestAWaiterTakesTheLockWhenItIsLetGo(t *testing.T) {
 // A wait ends with its context; the lock it would have got later is let
 // go again, so nobody is locked out by a wait given up.
 func TestAWaitEndsWithItsContext(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.lock")
+	path := ownfile.PathFile(filepath.Join(t.TempDir(), "state.lock"))
 	held, err := Acquire(context.Background(), path, Holder{Command: "first"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +120,7 @@ func TestAWaitEndsWithItsContext(t *testing.T) {
 
 // A wait past its timeout names the holder.
 func TestAWaitPastItsTimeoutNamesTheHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.lock")
+	path := ownfile.PathFile(filepath.Join(t.TempDir(), "state.lock"))
 	held, err := Acquire(context.Background(), path, Holder{Command: "sbf up", PID: 9}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +130,32 @@ func TestAWaitPastItsTimeoutNamesTheHolder(t *testing.T) {
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != 9 {
 		t.Errorf("Acquire past its timeout: %v", err)
+	}
+}
+
+// A lock file is sbf's own: one that is a link (to a file the operator
+// keeps, or to /dev/zero) is refused before anything is written or read
+// through it, and so is its note.
+func TestALockFileThatIsALinkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "bashrc")
+	if err := os.WriteFile(target, []byte("export PATH\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, to := range map[string]string{"state.lock": target, "zero.lock": "/dev/zero"} {
+		if err := os.Symlink(to, filepath.Join(dir, name)); err != nil {
+			t.Skip("no symbolic links here:", err)
+		}
+		lock := ownfile.At(dir).File(name)
+		_, err := Acquire(context.Background(), lock, Holder{Command: "sbf apply"}, 0)
+		if c := coded.Of(err, coded.Unknown); c.Code != coded.StateFileLink {
+			t.Errorf("%s: %v", name, err)
+		}
+		if Holding(lock) != nil || ReadHolder(lock) != nil {
+			t.Errorf("%s: a note was read through the link", name)
+		}
+	}
+	if data, _ := os.ReadFile(target); string(data) != "export PATH\n" {
+		t.Errorf("the link's target was written: %q", data)
 	}
 }

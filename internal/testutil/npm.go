@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // NPMCI installs dir's committed package-lock.json with `npm ci` unless the
@@ -21,7 +22,7 @@ func NPMCI(t testing.TB, dir, marker string) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is required for the npm-based tests (.ci/run installs it)")
 	}
-	lock, err := flock.Acquire(context.Background(), filepath.Join(dir, ".npm-ci.lock"),
+	lock, err := flock.Acquire(context.Background(), ownfile.At(dir).File(".npm-ci.lock"),
 		flock.Holder{Command: "npm ci (" + t.Name() + ")", PID: os.Getpid()}, 10*time.Minute)
 	if err != nil {
 		t.Fatalf("waiting for another test's npm ci in %s: %v", dir, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/vz/internal/layout"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 const (
@@ -62,7 +63,7 @@ func RunWith(ctx context.Context, dir string, hv Hypervisor, c clock.Clock) erro
 	// A supervisor that was just asked to stop may not have let go yet
 	// when Start launches the next one.
 	holder := flock.Holder{Command: "sbf vz-run", PID: os.Getpid(), Since: c.Now()}
-	lock, err := flock.Acquire(ctx, f.Path(layout.LockFile), holder, lockWait)
+	lock, err := flock.Acquire(ctx, ownfile.PathFile(f.Path(layout.LockFile)), holder, lockWait)
 	if err != nil {
 		return fmt.Errorf("supervising %s: %w", f.Name, err)
 	}
