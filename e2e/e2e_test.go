@@ -151,8 +151,7 @@ func TestRealVM(t *testing.T) {
 	t.Cleanup(func() { w.sbf("", nil, "destroy", "--auto-approve") })
 	testDoctor(t, w)
 
-	r := w.must("sbf apply (create + boot the VM)", "apply", "--auto-approve")
-	t.Log(r.stdout)
+	applyThroughCtrlC(t, w)
 	instance := strings.TrimSpace(w.must("sbf status", "status", "--json").stdout)
 	var st struct {
 		Sandboxes []struct {
@@ -205,7 +204,7 @@ func TestRealVM(t *testing.T) {
 
 	later := []string{"SBF_NOW=" + time.Now().Add(4*time.Hour).UTC().Format(time.RFC3339)}
 	start = time.Now()
-	r = w.sbf("", later, "reconcile")
+	r := w.sbf("", later, "reconcile")
 	record("sbf reconcile with SBF_NOW past the lease (expire)", start)
 	t.Logf("sbf reconcile (expire) progress:\n%s", r.stderr) // its steps' times: stop, delete
 	if r.code != 0 || !strings.Contains(r.stdout, "expire") {
@@ -222,6 +221,7 @@ func TestRealVM(t *testing.T) {
 	// One VM at a time on two cores: the agent's sandbox comes after.
 	t.Run("ad-hoc-prepare", func(t *testing.T) { testAdHocPrepare(t, w) })
 	t.Run("warm-pool", func(t *testing.T) { testWarmPool(t, w) })
+	t.Run("second-ctrl-c", testSecondCtrlC)
 }
 
 func testExec(t *testing.T, w *ws) {

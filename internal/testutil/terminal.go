@@ -1,0 +1,89 @@
+package testutil
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Terminal is a command running on a pseudo-terminal, as a person types at
+// it: its session's controlling terminal, its group the foreground one, so
+// the terminal's Ctrl-C reaches the whole group (not the process alone).
+type Terminal struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	tty  *os.File
+	out  *SyncBuffer
+	read chan struct{}
+}
+
+// StartOnTerminal starts c on a new pseudo-terminal (skipping the test
+// where there is none) and keeps what it prints.
+func StartOnTerminal(t testing.TB, c *exec.Cmd) *Terminal {
+	t.Helper()
+	tty, err := pty.Start(c)
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	tm := &Terminal{t: t, cmd: c, tty: tty, out: &SyncBuffer{}, read: make(chan struct{})}
+	go func() {
+		defer close(tm.read)
+		io.Copy(tm.out, tty) // until the terminal closes (EIO once the process is gone)
+	}()
+	t.Cleanup(func() {
+		c.Process.Kill()
+		tty.Close()
+	})
+	return tm
+}
+
+// Output is what the terminal showed so far, line ends as \n.
+func (tm *Terminal) Output() string { return strings.ReplaceAll(tm.out.String(), "\r\n", "\n") }
+
+// WaitFor waits until the terminal shows s, failing the test after within.
+func (tm *Terminal) WaitFor(s string, within time.Duration) {
+	tm.t.Helper()
+	for deadline := time.Now().Add(within); !strings.Contains(tm.out.String(), s); {
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("no %q on the terminal within %s:\n%s", s, within, tm.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// CtrlC types the terminal's interrupt character: the line discipline
+// sends SIGINT to the foreground process group.
+func (tm *Terminal) CtrlC() { tm.tty.Write([]byte{3}) }
+
+// Type types text.
+func (tm *Terminal) Type(text string) { tm.tty.Write([]byte(text)) }
+
+// Wait waits for the command to end (failing the test after within) and
+// returns its exit code and everything it showed.
+func (tm *Terminal) Wait(within time.Duration) (int, string) {
+	tm.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- tm.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(within):
+		tm.cmd.Process.Kill()
+		tm.t.Fatalf("%v on a terminal never finished:\n%s", tm.cmd.Args, tm.Output())
+	}
+	select {
+	case <-tm.read:
+	case <-time.After(2 * time.Second):
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), tm.Output()
+	}
+	return 0, tm.Output()
+}
