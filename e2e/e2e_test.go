@@ -152,6 +152,7 @@ func TestRealVM(t *testing.T) {
 	testDoctor(t, w)
 
 	applyThroughCtrlC(t, w)
+	w.must("sbf apply (the steps the Ctrl-C left)", "apply", "--auto-approve")
 	instance := strings.TrimSpace(w.must("sbf status", "status", "--json").stdout)
 	var st struct {
 		Sandboxes []struct {
