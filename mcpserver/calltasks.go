@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"slices"
 	"sync"
 	"time"
@@ -141,7 +142,8 @@ func (s *Server) taskOptions(hooks *server.Hooks) []server.ServerOption {
 			if !link.ended {
 				s.tasks.links[created.Task.TaskId] = link
 			}
-			link.until = time.Now().Add(time.Duration(*req.Params.Task.TTL)*time.Millisecond + taskTombstone)
+			link.until = clock.Real{}.Now().Add( // mcp-go keeps tasks by the real time
+				time.Duration(*req.Params.Task.TTL)*time.Millisecond + taskTombstone)
 			s.ownLocked(created.Task.TaskId, link)
 		}
 	})
@@ -243,7 +245,7 @@ func (s *Server) ownsTask(ctx context.Context, id *string) bool {
 // ownLocked records a task's owner, and forgets the owners of tasks
 // mcp-go no longer answers for.
 func (s *Server) ownLocked(id string, link *taskLink) {
-	now := time.Now()
+	now := clock.Real{}.Now() // as mcp-go, which keeps tasks by the real time
 	for old, l := range s.tasks.owned {
 		if now.After(l.until) {
 			delete(s.tasks.owned, old)

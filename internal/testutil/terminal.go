@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // Terminal is a command running on a pseudo-terminal, as a person types at
@@ -49,11 +51,12 @@ func (tm *Terminal) Output() string { return strings.ReplaceAll(tm.out.String(),
 // WaitFor waits until the terminal shows s, failing the test after within.
 func (tm *Terminal) WaitFor(s string, within time.Duration) {
 	tm.t.Helper()
-	for deadline := time.Now().Add(within); !strings.Contains(tm.out.String(), s); {
-		if time.Now().After(deadline) {
+	real := clock.Real{} // a test's deadline is real time
+	for deadline := real.Now().Add(within); !strings.Contains(tm.out.String(), s); {
+		if real.Now().After(deadline) {
 			tm.t.Fatalf("no %q on the terminal within %s:\n%s", s, within, tm.Output())
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-real.After(20 * time.Millisecond)
 	}
 }
 
@@ -73,13 +76,13 @@ func (tm *Terminal) Wait(within time.Duration) (int, string) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(within):
+	case <-clock.Real{}.After(within):
 		tm.cmd.Process.Kill()
 		tm.t.Fatalf("%v on a terminal never finished:\n%s", tm.cmd.Args, tm.Output())
 	}
 	select {
 	case <-tm.read:
-	case <-time.After(2 * time.Second):
+	case <-clock.Real{}.After(2 * time.Second):
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
