@@ -267,7 +267,8 @@ func (w *simWorkspace) recorded(phase state.Phase) bool {
 // record (as soon as the owner label appears), in the restart after the
 // record (stop, reconfigure, start), and after the end.
 func TestKilledAdoptionLeavesASpareOrAnOwnedVM(t *testing.T) {
-	slow := []string{"SBF_SIM_LATENCY=claim=120ms,stop=50ms,reconfigure=50ms,start=50ms"}
+	// The restart is slow enough that a kill on the record lands in it on a busy machine too.
+	slow := []string{"SBF_SIM_LATENCY=claim=120ms,stop=300ms,reconfigure=300ms,start=300ms"}
 	points := []killPoint{{delay: 0}, {delay: 30 * time.Millisecond}, {delay: 100 * time.Millisecond},
 		{name: "on-claim", when: func(w *simWorkspace) bool { return w.exists("labels/*/" + drivers.OwnerLabelFile) }},
 		{delay: 170 * time.Millisecond},
