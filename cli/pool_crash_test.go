@@ -249,6 +249,20 @@ func (w *simWorkspace) exists(rel string) bool {
 	return err == nil
 }
 
+// restarting reports whether the claimed spare is stopped: the restart
+// after the record is under way (a kill on a file, not a delay, lands
+// there on a loaded machine too).
+func (w *simWorkspace) restarting() bool {
+	owned, _ := filepath.Glob(filepath.Join(w.simDir(), "labels", "*", drivers.OwnerLabelFile))
+	for _, label := range owned {
+		data, err := os.ReadFile(filepath.Join(w.simDir(), "instances", filepath.Base(filepath.Dir(label))+".json"))
+		if err == nil && strings.Contains(string(data), `"status":"stopped"`) {
+			return true
+		}
+	}
+	return false
+}
+
 // recorded reports whether the state file records the agent in phase.
 func (w *simWorkspace) recorded(phase state.Phase) bool {
 	data, err := os.ReadFile(filepath.Join(w.root, spec.Dir, state.FileName))
@@ -267,12 +281,12 @@ func (w *simWorkspace) recorded(phase state.Phase) bool {
 // record (as soon as the owner label appears), in the restart after the
 // record (stop, reconfigure, start), and after the end.
 func TestKilledAdoptionLeavesASpareOrAnOwnedVM(t *testing.T) {
-	// The restart is slow enough that a kill on the record lands in it on a busy machine too.
-	slow := []string{"SBF_SIM_LATENCY=claim=120ms,stop=300ms,reconfigure=300ms,start=300ms"}
+	slow := []string{"SBF_SIM_LATENCY=claim=120ms,stop=50ms,reconfigure=50ms,start=50ms"}
 	points := []killPoint{{delay: 0}, {delay: 30 * time.Millisecond}, {delay: 100 * time.Millisecond},
 		{name: "on-claim", when: func(w *simWorkspace) bool { return w.exists("labels/*/" + drivers.OwnerLabelFile) }},
 		{delay: 170 * time.Millisecond},
 		{name: "on-record", when: func(w *simWorkspace) bool { return w.recorded(state.Creating) }},
+		{name: "in-restart", when: (*simWorkspace).restarting},
 		{delay: 270 * time.Millisecond},
 		{name: "end", delay: time.Minute}}
 	seen := map[string]bool{}
