@@ -30,8 +30,9 @@ func asToolError(err error) *coded.Error {
 // properties (a validating client would otherwise refuse a call the
 // server accepts); a known argument of the wrong type is
 // INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
-// are structured content plus the same JSON as text; failures are tool
-// errors carrying the v1 envelope.
+// are structured content plus the same JSON as text, fitted to the
+// response budget (render.go); failures are tool errors carrying the v1
+// envelope.
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
 	tool := mcp.NewTool(
 		name,
@@ -65,7 +66,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}
-		return mcp.NewToolResultStructuredOnly(fitResponse(withWarnings(out, warnings))), nil
+		return structuredResult(withWarnings(out, warnings)), nil
 	})
 }
 
