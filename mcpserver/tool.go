@@ -32,7 +32,7 @@ func asToolError(err error) *coded.Error {
 // INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
-// envelope.
+// envelope. A call waits for one of the server's call slots (inflight.go).
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
 	tool := mcp.NewTool(
 		name,
@@ -61,6 +61,11 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		defer forget()
 		ctx, stop := s.withProgress(ctx, name, req) // progress.go
 		defer stop()
+		release, err := s.calls.acquire(ctx, name) // inflight.go: held until the result is rendered
+		if err != nil {
+			return errorResult(asToolError(err), warnings...), nil
+		}
+		defer release()
 		out, err := handle(ctx, args)
 		s.afterCall(ctx, name, raw, out, err, start) // agenttools.go: metrics, history
 		if err != nil {

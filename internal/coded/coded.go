@@ -35,6 +35,9 @@ const (
 	// ServiceManagerUnreachable is a host whose user service manager (a
 	// systemd user instance, launchd, the task scheduler) could not be asked.
 	ServiceManagerUnreachable = "SERVICE_MANAGER_UNREACHABLE"
+	// ServerBusy is a call the server refused rather than queued: as many
+	// calls as it works on at once are at work and as many wait.
+	ServerBusy = "SERVER_BUSY"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )
