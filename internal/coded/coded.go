@@ -38,6 +38,9 @@ const (
 	// ServerBusy is a call the server refused rather than queued: as many
 	// calls as it works on at once are at work and as many wait.
 	ServerBusy = "SERVER_BUSY"
+	// ComposeLimit is a compose load refused at one of sbf's bounds on it
+	// (file sizes, CPU time, memory, wall clock); the details name it.
+	ComposeLimit = "COMPOSE_LIMIT_EXCEEDED"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )
