@@ -41,6 +41,9 @@ const (
 	// ComposeLimit is a compose load refused at one of sbf's bounds on it
 	// (file sizes, CPU time, memory, wall clock); the details name it.
 	ComposeLimit = "COMPOSE_LIMIT_EXCEEDED"
+	// GitLimit is a workspace's git state left unread at sbf's bounds on
+	// what its objects inflate to.
+	GitLimit = "GIT_LIMIT_EXCEEDED"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )
