@@ -89,7 +89,8 @@ func (b *boundedObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (
 // charge counts size against the read's bound.
 func (b *boundedObjects) charge(h plumbing.Hash, size int64) error {
 	if b.inflated+size > maxInflatedBytes {
-		return &LimitError{Object: h.String(), Bytes: b.inflated + size, Limit: maxInflatedBytes, What: "read inflating"}
+		return &LimitError{Object: h.String(), Bytes: b.inflated + size, Limit: maxInflatedBytes,
+			What: "read inflating"}
 	}
 	b.inflated += size
 	return nil
@@ -119,7 +120,8 @@ func (b *boundedObjects) loose(f io.Reader, t plumbing.ObjectType, h plumbing.Ha
 	if n, err := io.Copy(obj, io.LimitReader(r, size+1)); err != nil {
 		return nil, err
 	} else if n != size {
-		return nil, &LimitError{Object: h.String(), Bytes: n, Limit: size, What: "object inflating past its size, at least"}
+		return nil, &LimitError{Object: h.String(), Bytes: n, Limit: size,
+			What: "object inflating past its size, at least"}
 	}
 	b.cache.Put(obj)
 	return obj, nil

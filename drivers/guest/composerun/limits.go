@@ -52,12 +52,14 @@ func LoadTooLarge(file string, total int64) *coded.Error {
 }
 
 func cpuExceeded(sandbox string, used time.Duration) *coded.Error {
-	return limitError("cpu", ChildLimits.CPU.String(), map[string]any{"sandbox": sandbox, "cpu_seconds": used.Seconds()},
+	details := map[string]any{"sandbox": sandbox, "cpu_seconds": used.Seconds()}
+	return limitError("cpu", ChildLimits.CPU.String(), details,
 		"loading the compose files of sandbox %s used up its CPU time and was stopped", sandbox)
 }
 
 func memoryExceeded(sandbox string) *coded.Error {
-	return limitError("address_space", fmt.Sprintf("%d MiB", ChildLimits.AddressSpace>>20), map[string]any{"sandbox": sandbox},
+	mib := fmt.Sprintf("%d MiB", ChildLimits.AddressSpace>>20)
+	return limitError("address_space", mib, map[string]any{"sandbox": sandbox},
 		"loading the compose files of sandbox %s ran out of the memory it may use and was stopped", sandbox)
 }
 

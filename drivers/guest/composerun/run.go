@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -138,18 +139,24 @@ func Load(ctx context.Context, bin string, o guest.LoadOptions, debugf func(stri
 
 // overLimit names the bound a failed child ran into, nil when none: the
 // wall clock (the parent's deadline, not its caller's), its CPU time (the
-// kernel kills it at the limit) or its address space (Go's runtime dies
-// "out of memory").
+// kernel kills it at the limit: SIGKILL after much CPU) or its address
+// space (Go's runtime dies "out of memory", or finding no address space).
 func overLimit(ctx, wall context.Context, ps *os.ProcessState, stderr, sandbox string) *coded.Error {
 	switch {
 	case ctx.Err() != nil:
 		return nil
 	case wall.Err() != nil:
 		return wallExceeded(sandbox)
-	case strings.Contains(stderr, "out of memory"):
+	case strings.Contains(stderr, "fatal error") &&
+		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "address space")):
 		return memoryExceeded(sandbox)
-	case ps != nil && ps.UserTime()+ps.SystemTime() >= ChildLimits.CPU*9/10:
-		return cpuExceeded(sandbox, ps.UserTime()+ps.SystemTime())
+	case ps == nil:
+		return nil
+	}
+	cpu := ps.UserTime() + ps.SystemTime()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL &&
+		cpu >= ChildLimits.CPU/2 {
+		return cpuExceeded(sandbox, cpu)
 	}
 	return nil
 }
