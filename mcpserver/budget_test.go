@@ -97,7 +97,8 @@ func TestCostIsTheRenderedSize(t *testing.T) {
 		if got, want := stringCost(s), len(once)+len(twice)-2; got != want {
 			t.Fatalf("stringCost(%q) = %d, rendered %d", s, got, want)
 		}
-		if got := headByCost(s, stringCost(s)/2); !strings.HasPrefix(s, got) || got != "" && stringCost(got) > stringCost(s)/2 {
+		half := stringCost(s) / 2
+		if got := headByCost(s, half); !strings.HasPrefix(s, got) || got != "" && stringCost(got) > half {
 			t.Fatalf("headByCost(%q) = %q", s, got)
 		}
 		v := map[string]any{"s": s, "n": 1.5, "list": []any{s, true, nil, map[string]any{s: s}, []any(nil)},
