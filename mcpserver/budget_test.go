@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -110,6 +113,40 @@ func TestCostIsTheRenderedSize(t *testing.T) {
 		}
 		if got, err := render(v); err != nil || got != string(raw) {
 			t.Fatalf("render(%v) = %s, encoding/json wrote %s (%v)", v, got, raw, err)
+		}
+	}
+}
+
+// A read an answer cannot carry whole (4 MiB of text, 1 MiB of control
+// characters, 4 MiB as base64) comes back shorter with next_offset
+// moved back to match: reading on from it gives the file exactly.
+func TestReadsPastTheBudgetPageExactly(t *testing.T) {
+	f := newFixture(t, simSpec)
+	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	f.ok("run_command", map[string]any{"instance_id": id, "command": "head -c 4194304 /dev/zero | tr '\\000' x > " +
+		"text; head -c 1048576 /dev/zero | tr '\\000' '\\001' > controls; head -c 4194304 /dev/urandom > bin"})
+	for _, c := range []struct{ path, encoding string }{{"text", "utf8"}, {"controls", "utf8"}, {"bin", "base64"}} {
+		var got []byte
+		offset, reads := 0.0, 0
+		for reads = 0; reads < 20; reads++ {
+			r := f.ok("read_file", map[string]any{"instance_id": id, "path": c.path, "offset": offset,
+				"limit": 4 << 20, "encoding": c.encoding})
+			if r["response_truncated"] != nil {
+				t.Fatalf("%s: the answer was cut: %.200v", c.path, r)
+			}
+			data := []byte(r["content"].(string))
+			if c.encoding == "base64" {
+				data, _ = base64.StdEncoding.DecodeString(r["content"].(string))
+			}
+			got = append(got, data...)
+			if offset = r["next_offset"].(float64); r["truncated"] != true {
+				break
+			}
+		}
+		size := map[string]int{"text": 4 << 20, "controls": 1 << 20, "bin": 4 << 20}[c.path]
+		sum := f.ok("run_command", map[string]any{"instance_id": id, "command": "sha256sum " + c.path})["stdout"]
+		if len(got) != size || reads < 1 || !strings.HasPrefix(sum.(string), fmt.Sprintf("%x", sha256.Sum256(got))) {
+			t.Errorf("%s: read %d of %d bytes in %d reads, not the file", c.path, len(got), size, reads+1)
 		}
 	}
 }
