@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -58,23 +55,8 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 		}
 		for b.Loop() {
 		}
-		if kib, ok := serverRSS(server.Process.Pid); ok {
+		if kib, ok := procStatus(server.Process.Pid, "VmRSS:"); ok {
 			b.ReportMetric(kib, "rss-KiB")
 		}
 	})
-}
-
-// serverRSS reads a process's VmRSS (Linux).
-func serverRSS(pid int) (float64, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kib, err == nil
-		}
-	}
-	return 0, false
 }

@@ -105,10 +105,16 @@ func (s *Server) execIn(ctx context.Context, tgt *sandbox.Target, a runArgs) (ma
 	if a.MaxOutputBytes != nil {
 		req.MaxOutput = *a.MaxOutputBytes
 	}
+	// The limit applied is the request's under the operator's ceiling; the
+	// backend keeps no more than an answer can carry (budget.go), so a
+	// call holds O(budget) of output whatever the ceiling allows.
+	limit := tgt.OutputLimit(req.MaxOutput)
+	req.MaxOutput = min(limit, streamKeep)
 	res, err := tgt.Exec(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	res.MaxOutput = limit
 	return map[string]any{"instance_id": a.InstanceID, "command": a.Command, "exit_code": res.ExitCode,
 		"stdout": res.Stdout, "stderr": res.Stderr, "duration_ms": res.DurationMS, "timed_out": res.TimedOut,
 		"stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes,

@@ -101,9 +101,33 @@ func (s *Server) readFile(ctx context.Context, a readFileArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	content = fitContent(&r, content, encoding)
 	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "content": content, "encoding": encoding,
 		"size": r.Size, "offset": r.Offset, "bytes_read": len(r.Data), "truncated": r.Truncated,
 		"next_offset": r.NextOffset}, nil
+}
+
+// contentShare is what a read's content may take of an answer: the rest
+// of the budget carries the other fields.
+const contentShare = responseBudget - 64<<10
+
+// fitContent shortens a read whose content an answer cannot carry whole
+// (budget.go: 4 MiB of text, or less of text that JSON escapes) and moves
+// next_offset back to match, so reading on from it misses nothing.
+func fitContent(r *sandbox.ReadResult, content, encoding string) string {
+	if stringCost(content) <= contentShare {
+		return content
+	}
+	keep := len(headByCost(content, contentShare))
+	if encoding == "base64" { // whole groups of 4, each 3 bytes of the file
+		keep = keep / 4 * 3
+		r.Data = r.Data[:keep]
+		content = base64.StdEncoding.EncodeToString(r.Data)
+	} else {
+		r.Data, content = r.Data[:keep], content[:keep]
+	}
+	r.NextOffset, r.Truncated = r.Offset+int64(keep), true
+	return content
 }
 
 // encodeContent renders what was read as asked; without an encoding,

@@ -60,6 +60,7 @@ type Server struct {
 	tasks     taskTable       // calls running as MCP tasks (calltasks.go)
 
 	execSessions *sandbox.Sessions // execsessions.go
+	calls        *callSlots        // inflight.go: the tool calls at work and waiting
 }
 
 // New builds the server and registers every tool.
@@ -69,6 +70,7 @@ func New(cfg Config) *Server {
 		index:   state.OpenHostIndex(cfg.Engine.HostDir),
 		touched: map[string]bool{},
 		wake:    make(chan struct{}, 1),
+		calls:   newCallSlots(cfg.Settings.MaxToolCalls),
 	}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(1) })

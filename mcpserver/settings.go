@@ -41,6 +41,10 @@ type Settings struct {
 	ExecSessionIdle      time.Duration
 	MaxExecSessions      int
 	MaxExecSessionsTotal int
+	// MaxToolCalls is SBF_MAX_TOOL_CALLS: the tool calls the server works on
+	// at once (8 times as many may wait, the rest are SERVER_BUSY); 0:
+	// DefaultMaxToolCalls.
+	MaxToolCalls int
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -92,6 +96,9 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("SBF_MAX_EXEC_SESSIONS_TOTAL", 1); ok {
 		s.MaxExecSessionsTotal = n
+	}
+	if n, ok := num("SBF_MAX_TOOL_CALLS", 1); ok {
+		s.MaxToolCalls = n
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {

@@ -30,8 +30,9 @@ func asToolError(err error) *coded.Error {
 // properties (a validating client would otherwise refuse a call the
 // server accepts); a known argument of the wrong type is
 // INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
-// are structured content plus the same JSON as text; failures are tool
-// errors carrying the v1 envelope.
+// are structured content plus the same JSON as text, fitted to the
+// response budget (render.go); failures are tool errors carrying the v1
+// envelope. A call waits for one of the server's call slots (inflight.go).
 func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
 	tool := mcp.NewTool(
 		name,
@@ -60,12 +61,17 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 		defer forget()
 		ctx, stop := s.withProgress(ctx, name, req) // progress.go
 		defer stop()
+		release, err := s.calls.acquire(ctx, name) // inflight.go: held until the result is rendered
+		if err != nil {
+			return errorResult(asToolError(err), warnings...), nil
+		}
+		defer release()
 		out, err := handle(ctx, args)
 		s.afterCall(ctx, name, raw, out, err, start) // agenttools.go: metrics, history
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}
-		return mcp.NewToolResultStructuredOnly(fitResponse(withWarnings(out, warnings))), nil
+		return structuredResult(withWarnings(out, warnings)), nil
 	})
 }
 

@@ -47,6 +47,15 @@ const (
 	// ServiceManagerUnreachable is a host whose user service manager (a
 	// systemd user instance, launchd, the task scheduler) could not be asked.
 	ServiceManagerUnreachable = "SERVICE_MANAGER_UNREACHABLE"
+	// ServerBusy is a call the server refused rather than queued: as many
+	// calls as it works on at once are at work and as many wait.
+	ServerBusy = "SERVER_BUSY"
+	// ComposeLimit is a compose load refused at one of sbf's bounds on it
+	// (file sizes, CPU time, memory, wall clock); the details name it.
+	ComposeLimit = "COMPOSE_LIMIT_EXCEEDED"
+	// GitLimit is a workspace's git state left unread at sbf's bounds on
+	// what its objects inflate to.
+	GitLimit = "GIT_LIMIT_EXCEEDED"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )

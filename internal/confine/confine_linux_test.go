@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if action := os.Getenv("CONFINE_CHILD"); action != "" {
 		os.Exit(child(action, os.Getenv("CONFINE_ARG")))
 	}
+	if action := os.Getenv("LIMITS_CHILD"); action != "" {
+		os.Exit(limitsChild(action)) // limits_linux_test.go
+	}
 	os.Exit(m.Run())
 }
 

@@ -9,7 +9,9 @@
 // Only the workspace's own .git folder is a repository: a .git file
 // (gitdir: …), a .git link, bare-repository files at the root or under
 // another name read as no repository. No global or system config and no
-// global excludes are read; object alternates cannot lead out of .git.
+// global excludes are read; object alternates are not read. What objects
+// inflate to is bounded (bounded.go): past the bounds the read fails with
+// a *LimitError.
 package gitstate
 
 import (
@@ -24,7 +26,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/sandboxforge/sbf/internal/rootfs"
 )
@@ -93,7 +94,7 @@ func read(ctx context.Context, workspace string) (State, error) {
 type repo struct {
 	wsRoot, gitRoot  *os.Root
 	worktree, dotGit *rootfs.FS
-	store            *filesystem.Storage
+	store            *boundedObjects
 }
 
 // open opens workspace/.git only when it is a folder, not a link or a
@@ -134,8 +135,8 @@ func (r *repo) openGit(ctx context.Context) error {
 	// Alternates are looked up in .git's own root, where an absolute or
 	// parent path is refused: an object lent by another repository is
 	// not found.
-	r.store = filesystem.NewStorageWithOptions(r.dotGit, cache.NewObjectLRU(objectCacheSize),
-		filesystem.Options{AlternatesFS: r.dotGit})
+	// Objects are read within bounds on what they inflate (bounded.go).
+	r.store = newBoundedObjects(r.dotGit, cache.NewObjectLRU(objectCacheSize))
 	return r.checkFormat()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -29,6 +30,9 @@ type WorkspaceState struct {
 	DockerfileHash   *string `json:"dockerfile_hash"`
 	ContentHash      string  `json:"content_hash"`
 	BuildTimestamp   string  `json:"build_timestamp"`
+	// GitUnread says why the git state was left unread when a bound
+	// stopped the read (GIT_LIMIT_EXCEEDED: an object inflating past it).
+	GitUnread string `json:"git_unread,omitempty"`
 }
 
 // gitTimeout bounds reading the repository; past it git "cannot say"
@@ -43,7 +47,8 @@ const gitTimeout = 10 * time.Second
 // repository's config can make git run commands (internal/gitstate).
 func ReadWorkspaceState(ctx context.Context, root string, b spec.Build, now time.Time) WorkspaceState {
 	st := WorkspaceState{GitBranch: "detached", BuildTimestamp: now.UTC().Truncate(time.Second).Format(time.RFC3339)}
-	g := readGit(ctx, root)
+	g, unread := readGit(ctx, root)
+	st.GitUnread = unread
 	if g.Commit != "" {
 		commit := g.Commit
 		st.GitCommit, st.GitShort = &commit, opt(commit[:min(8, len(commit))])
@@ -64,12 +69,19 @@ func ReadWorkspaceState(ctx context.Context, root string, b spec.Build, now time
 
 // readGit reads what git would say, within gitTimeout. A part it could
 // not read stays empty: no repository, an unreadable index or object, or
-// the time running out all mean git cannot say.
-func readGit(ctx context.Context, root string) gitstate.State {
+// the time running out all mean git cannot say. A read stopped at one of
+// gitstate's bounds is said too (unread: the coded reason), and then
+// nothing of it is used.
+func readGit(ctx context.Context, root string) (st gitstate.State, unread string) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	st, _ := gitstate.Read(ctx, root)
-	return st
+	st, err := gitstate.Read(ctx, root)
+	var limit *gitstate.LimitError
+	if errors.As(err, &limit) {
+		c := limit.Coded()
+		return gitstate.State{}, c.Code + ": " + c.Message
+	}
+	return st, ""
 }
 
 // contentHash is the cache key of a strategy: git_commit is the commit,

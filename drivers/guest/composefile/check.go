@@ -17,6 +17,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/template"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/sandboxforge/sbf/drivers/guest/composerun"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -27,9 +28,6 @@ import (
 const outsideMessage = "names a file outside the workspace (after links): sbf loads and ships only files " +
 	"inside it, through relative links"
 
-// maxComposeFile bounds what the check reads of one compose or env file.
-const maxComposeFile = 16 << 20
-
 // checker finds, before compose-go runs, every path the compose files
 // make it open or make sbf ship, and holds each to the workspace: read
 // through an os.Root of it, so no link leads the check itself out.
@@ -39,6 +37,11 @@ type checker struct {
 	cwd      string // the loader's working folder: the project directory
 	problems spec.Errors
 	walked   map[string]bool
+	// sized are the files held to composerun's size bounds, total their
+	// bytes; limit is the first bound one went past.
+	sized map[string]bool
+	total int64
+	limit error
 }
 
 // scope is where compose-go starts a file's relative paths, and the
@@ -57,7 +60,7 @@ func newChecker(rootDir, cwd string) (*checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the workspace %s: %w", rootDir, err)
 	}
-	return &checker{root: root, rootDir: rootDir, cwd: cwd, walked: map[string]bool{}}, nil
+	return &checker{root: root, rootDir: rootDir, cwd: cwd, walked: map[string]bool{}, sized: map[string]bool{}}, nil
 }
 
 func (c *checker) Close() error { return c.root.Close() }
@@ -131,8 +134,11 @@ func (s scope) value(n *yaml.Node) (string, bool) {
 }
 
 // read reads a file inside the workspace through the root; nil when it
-// cannot (the loader then reports why).
+// cannot (the loader then reports why) or is past the size bounds.
 func (c *checker) read(p string) []byte {
+	if !c.size(p) {
+		return nil
+	}
 	rel, err := filepath.Rel(c.rootDir, p)
 	if err != nil {
 		return nil
@@ -142,11 +148,37 @@ func (c *checker) read(p string) []byte {
 		return nil
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxComposeFile))
+	data, err := io.ReadAll(io.LimitReader(f, composerun.MaxFileBytes))
 	if err != nil {
 		return nil
 	}
 	return data
+}
+
+// size holds a file (inside the workspace) that the loader will read to
+// composerun's bounds, each file once: false once one is past them, and
+// compose-go never runs then. A file that is not there or not regular is
+// the loader's to report.
+func (c *checker) size(p string) bool {
+	if c.limit != nil {
+		return false
+	}
+	rel, err := filepath.Rel(c.rootDir, p)
+	if err != nil || c.sized[rel] {
+		return true
+	}
+	info, err := c.root.Stat(rel)
+	if err != nil || !info.Mode().IsRegular() {
+		return true
+	}
+	c.sized[rel], c.total = true, c.total+info.Size()
+	switch {
+	case info.Size() > composerun.MaxFileBytes:
+		c.limit = composerun.FileTooLarge(p, info.Size())
+	case c.total > composerun.MaxLoadBytes:
+		c.limit = composerun.LoadTooLarge(p, c.total)
+	}
+	return c.limit == nil
 }
 
 // walk checks one compose file (already judged inside) in scope s.
@@ -196,6 +228,16 @@ func (c *checker) visit(file, key string) bool {
 func (c *checker) path(file, key string, n *yaml.Node, dir string, s scope) {
 	if v, ok := s.value(n); ok && v != "" {
 		c.judge(file, n, key, at(dir, v))
+	}
+}
+
+// loaded judges a file the loader reads (an env or label file) and holds
+// it to the size bounds.
+func (c *checker) loaded(file, key string, n *yaml.Node, dir string, s scope) {
+	if v, ok := s.value(n); ok && v != "" {
+		if p := at(dir, v); c.judge(file, n, key, p) {
+			c.size(c.abs(p))
+		}
 	}
 }
 

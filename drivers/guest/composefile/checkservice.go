@@ -24,11 +24,11 @@ func (c *checker) service(file, key string, n *yaml.Node, s scope) {
 				if item.Kind == yaml.MappingNode {
 					p, ik = field(item, "path"), ik+".path"
 				}
-				c.path(file, ik, p, s.base, s)
+				c.loaded(file, ik, p, s.base, s)
 			}
 		case "label_file":
 			for i, item := range items(e.val) {
-				c.path(file, listKey(k, e.val, i), item, s.base, s)
+				c.loaded(file, listKey(k, e.val, i), item, s.base, s)
 			}
 		case "volumes":
 			for i, item := range items(e.val) {

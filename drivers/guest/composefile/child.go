@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/drivers/guest/composerun"
@@ -16,8 +17,9 @@ import (
 // Child is `sbf-server compose-load`, which sbf and sbf-server run for
 // every compose load (drivers/guest/composerun): it reads the request on
 // in, confines this process to reading the workspace (no other file, no
-// write, exec, network or signal out) before it reads anything there,
-// loads, and prints the answer on out. It returns the exit code.
+// write, exec, network or signal out) and bounds its CPU time and memory
+// (composerun.ChildLimits) before it reads anything there, loads, and
+// prints the answer on out. It returns the exit code.
 func Child(ctx context.Context, in io.Reader, out, stderr io.Writer) int {
 	var req composerun.Request
 	if err := json.NewDecoder(io.LimitReader(in, 16<<20)).Decode(&req); err != nil {
@@ -37,6 +39,14 @@ func serve(ctx context.Context, o guest.LoadOptions) composerun.Answer {
 		return composerun.AnswerFor(nil, err)
 	}
 	o.Root = root // before the working folder changes
+	// Its CPU time and address space first (measured from /proc, which
+	// the confinement closes), the collector working before the address
+	// space runs out rather than after; then the files.
+	limits, err := confine.Bound(composerun.ChildLimits)
+	if err != nil {
+		return composerun.AnswerFor(nil, fmt.Errorf("the compose loader read nothing: %w", err))
+	}
+	debug.SetMemoryLimit(composerun.ChildLimits.AddressSpace / 2)
 	rep, err := confine.Self(confine.Policy{Read: []string{root}})
 	if err != nil {
 		return composerun.AnswerFor(nil, fmt.Errorf("the compose loader read nothing: %w", err))
@@ -49,6 +59,6 @@ func serve(ctx context.Context, o guest.LoadOptions) composerun.Answer {
 	}
 	_ = os.Chdir(dir) // a folder that is not there is LoadProject's to report
 	ans := composerun.AnswerFor(LoadProject(ctx, o))
-	ans.Confinement = rep.String()
+	ans.Confinement = rep.String() + "; " + limits.String()
 	return ans
 }

@@ -55,6 +55,9 @@ func (l *loading) checkAll() error {
 	if l.fileUnreadable != nil && len(l.specProblems) == 0 {
 		return l.fileUnreadable
 	}
+	if err := l.overLimit(); err != nil {
+		return err
+	}
 	env := map[string]string{}
 	for _, kv := range l.environ {
 		k, v, _ := strings.Cut(kv, "=")
@@ -77,7 +80,16 @@ func (l *loading) checkAll() error {
 	if all := append(l.specProblems, l.check.problems...); len(all) > 0 {
 		return &guest.ProjectError{File: strings.Join(l.files, ", "), Problems: tidy(all)}
 	}
-	return nil
+	return l.overLimit()
+}
+
+// overLimit is the size bound a file the load reads went past, if one did
+// (composerun.MaxFileBytes, MaxLoadBytes): compose-go does not run then.
+func (l *loading) overLimit() error {
+	if l.check.limit == nil {
+		return nil
+	}
+	return &guest.ProjectError{File: strings.Join(l.files, ", "), Err: l.check.limit}
 }
 
 // checkSpec holds the [compose] table's paths to the workspace: the
@@ -108,11 +120,17 @@ func (l *loading) checkSpec() {
 		l.envFiles = append(l.envFiles, p)
 		if !c.inside(p) {
 			outside(fmt.Sprintf("compose.env_files[%d]", i))
+		} else {
+			c.size(p)
 		}
 	}
 	dot := filepath.Join(l.dir, ".env")
-	if len(comp.EnvFiles) == 0 && c.inside(l.dir) && c.exists(dot) && !c.inside(dot) {
-		l.specProblems = append(l.specProblems, spec.Error{File: dot, Key: ".env", Message: outsideMessage})
+	if len(comp.EnvFiles) == 0 && c.inside(l.dir) && c.exists(dot) {
+		if !c.inside(dot) {
+			l.specProblems = append(l.specProblems, spec.Error{File: dot, Key: ".env", Message: outsideMessage})
+		} else {
+			c.size(dot)
+		}
 	}
 	if comp.UseProcessEnv {
 		l.environ = append(l.environ, l.o.Environ...)

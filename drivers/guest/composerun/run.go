@@ -21,8 +21,11 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
+	"syscall"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -41,6 +44,8 @@ type Answer struct {
 	Problems spec.Errors `json:"problems,omitempty"`
 	File     string      `json:"file,omitempty"` // the file a guest.ProjectError names
 	Error    string      `json:"error,omitempty"`
+	// Limit is a bound the load was refused at (COMPOSE_LIMIT_EXCEEDED).
+	Limit *coded.Error `json:"limit,omitempty"`
 	// Confinement says what the child gave up before reading.
 	Confinement string `json:"confinement,omitempty"`
 }
@@ -49,8 +54,14 @@ type Answer struct {
 func AnswerFor(p *guest.Project, err error) Answer {
 	a := Answer{Project: p}
 	var pe *guest.ProjectError
+	var limit *coded.Error
 	switch {
 	case err == nil:
+	case errors.As(err, &limit) && limit.Code == coded.ComposeLimit:
+		a.Limit = limit
+		if errors.As(err, &pe) {
+			a.File = pe.File
+		}
 	case errors.As(err, &pe) && len(pe.Problems) > 0:
 		a.File, a.Problems = pe.File, pe.Problems
 	case errors.As(err, &pe):
@@ -64,6 +75,8 @@ func AnswerFor(p *guest.Project, err error) Answer {
 // Err is the answer's failure as the loader returned it in the child.
 func (a Answer) Err() error {
 	switch {
+	case a.Limit != nil:
+		return &guest.ProjectError{File: a.File, Err: a.Limit}
 	case len(a.Problems) > 0:
 		return &guest.ProjectError{File: a.File, Problems: a.Problems}
 	case a.Error != "" && a.File != "":
@@ -91,14 +104,20 @@ func Load(ctx context.Context, bin string, o guest.LoadOptions, debugf func(stri
 		return nil, err
 	}
 	out, errb := &limited{max: maxAnswer}, &limited{max: maxStderr}
-	cmd := proc.Command(ctx, bin, Command)
+	wall, cancel := context.WithTimeout(ctx, WallLimit)
+	defer cancel()
+	cmd := proc.Command(wall, bin, Command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = bytes.NewReader(in), out, errb, childEnv()
 	if err := cmd.Run(); err != nil {
+		if limit := overLimit(ctx, wall, cmd.ProcessState, errb.String(), o.Sandbox); limit != nil {
+			return nil, limit
+		}
 		return nil, fmt.Errorf("loading compose files with %s: %w: %s", bin, err, errb.String())
 	}
 	var ans Answer
 	if out.over {
-		return nil, fmt.Errorf("loading compose files with %s: its answer is over %d bytes", bin, maxAnswer)
+		return nil, limitError("answer_bytes", maxAnswer, map[string]any{"sandbox": o.Sandbox},
+			"loading the compose files of sandbox %s made a project of more than %d bytes", o.Sandbox, maxAnswer)
 	}
 	if err := json.Unmarshal(out.Bytes(), &ans); err != nil {
 		return nil, fmt.Errorf("loading compose files with %s: %w", bin, err)
@@ -116,6 +135,30 @@ func Load(ctx context.Context, bin string, o guest.LoadOptions, debugf func(stri
 		return nil, fmt.Errorf("loading compose files with %s: it answered no project", bin)
 	}
 	return ans.Project, nil
+}
+
+// overLimit names the bound a failed child ran into, nil when none: the
+// wall clock (the parent's deadline, not its caller's), its CPU time (the
+// kernel kills it at the limit: SIGKILL after much CPU) or its address
+// space (Go's runtime dies "out of memory", or finding no address space).
+func overLimit(ctx, wall context.Context, ps *os.ProcessState, stderr, sandbox string) *coded.Error {
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case wall.Err() != nil:
+		return wallExceeded(sandbox)
+	case strings.Contains(stderr, "fatal error") &&
+		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "address space")):
+		return memoryExceeded(sandbox)
+	case ps == nil:
+		return nil
+	}
+	cpu := ps.UserTime() + ps.SystemTime()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL &&
+		cpu >= ChildLimits.CPU/2 {
+		return cpuExceeded(sandbox, cpu)
+	}
+	return nil
 }
 
 // childEnv is the child's whole environment: nothing, but what Windows

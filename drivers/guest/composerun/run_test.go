@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/confine"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -18,12 +22,14 @@ import (
 // what crosses to the loader (the real one is composefile.Child's). It
 // ends with syscall.Exit, which skips the race detector's second at exit.
 func TestMain(m *testing.M) {
+	ChildLimits.CPU = time.Second // both halves: the child bounds itself, the parent judges by it
 	if len(os.Args) == 2 && os.Args[1] == Command {
 		var req Request
 		if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
 			syscall.Exit(2)
 		}
 		ans := Answer{Error: fmt.Sprintf("environment %q, environ %d", os.Environ(), len(req.Options.Environ))}
+		spend(req.Options.Sandbox)
 		switch req.Options.Sandbox {
 		case "problems":
 			ans = AnswerFor(nil, &guest.ProjectError{File: "/ws/compose.yaml",
@@ -75,5 +81,48 @@ func TestAnswersComeBackAsTheLoadersErrors(t *testing.T) {
 	if _, err := Load(context.Background(), "/nonexistent/sbf-server", guest.LoadOptions{}, nil); err == nil ||
 		!strings.Contains(err.Error(), "loading compose files with /nonexistent/sbf-server") {
 		t.Errorf("no binary: %v", err)
+	}
+}
+
+// spend is what a stand-in child asked to go past a bound does, bounded
+// as the real child is.
+func spend(how string) {
+	if how != "cpu" && how != "memory" && how != "wall" {
+		return
+	}
+	if _, err := confine.Bound(ChildLimits); err != nil {
+		syscall.Exit(3)
+	}
+	var keep [][]byte
+	for start := time.Now(); time.Since(start) < time.Minute; {
+		switch how {
+		case "memory":
+			keep = append(keep, make([]byte, 64<<20))
+		case "wall":
+			time.Sleep(time.Second)
+		}
+	}
+	syscall.Exit(0)
+}
+
+// A child that spins, grows or hangs is stopped at its bound, and the
+// load fails with COMPOSE_LIMIT_EXCEEDED naming it.
+func TestAChildPastABoundIsStoppedAndNamed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the child bounds its CPU time and memory on Linux")
+	}
+	defer func(wall time.Duration) { WallLimit = wall }(WallLimit)
+	for how, limit := range map[string]string{"cpu": "cpu", "memory": "address_space", "wall": "wall_clock"} {
+		t.Run(how, func(t *testing.T) {
+			if how == "wall" {
+				WallLimit = 2 * time.Second
+			}
+			_, err := Load(context.Background(), os.Args[0], guest.LoadOptions{Sandbox: how}, nil)
+			c := coded.Of(err, "")
+			if c == nil || c.Code != coded.ComposeLimit || c.Details["limit"] != limit ||
+				!strings.Contains(c.Message, "sandbox "+how) {
+				t.Errorf("got %v (%+v), want %s named", err, c, limit)
+			}
+		})
 	}
 }

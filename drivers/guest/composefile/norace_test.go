@@ -1,0 +1,5 @@
+//go:build !race
+
+package composefile
+
+const raceDetector = false
