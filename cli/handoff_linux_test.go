@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,8 +30,14 @@ func TestKilledMCPHandOffTakesTheServerWithIt(t *testing.T) {
 	in.Close()
 	var server int
 	for deadline := time.Now().Add(10 * time.Second); server == 0 && time.Now().Before(deadline); {
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid))
-		server, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
+		// The child belongs to the thread that started it (handOff locks one),
+		// not always the main one: look at every thread's children.
+		lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", c.Process.Pid))
+		for _, l := range lists {
+			if kids, _ := os.ReadFile(l); server == 0 {
+				server, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
+			}
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if server == 0 {
