@@ -25,6 +25,9 @@ func (p *Plan) Summary() Summary { return Count(p.Actions) }
 func Count(actions []Action) Summary {
 	var s Summary
 	for _, a := range actions {
+		if a.Bootstrap {
+			continue // part of its sandbox's create
+		}
 		switch a.Kind {
 		case Create, Adopt:
 			s.Add++
@@ -90,6 +93,9 @@ func (p *Plan) Render(w io.Writer, st Style) {
 		fmt.Fprintln(w, "sbf will perform these actions:")
 		fmt.Fprintln(w)
 		for _, a := range p.Actions {
+			if a.Bootstrap {
+				continue // an ad-hoc sandbox's create includes it
+			}
 			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.Subject(), a.Kind, a.Cause)
 			if a.Kind == Adopt {
 				// An adopt reads as the create it stands in for.
@@ -168,12 +174,15 @@ type Change struct {
 	Drift    bool     `json:"drift"`
 	Warm     []string `json:"warm,omitempty"`
 	Import   bool     `json:"import,omitempty"`
+	// Bootstrap is a step of a new ad-hoc sandbox's create, not counted
+	// in the summary.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // Change gives the action as a line of `sbf plan --json`.
 func (a Action) Change() Change {
 	return Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
-		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import}
+		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import, Bootstrap: a.Bootstrap}
 }
 
 // Report is `sbf plan --json`.
