@@ -36,7 +36,7 @@ func (a *app) upCommand() *cobra.Command {
 				if err != nil {
 					return usageErrorf("--ttl: %v", err)
 				}
-				req.TTL = reconcile.TTL(d.Std())
+				req.TTL, req.TTLAsGiven = reconcile.TTL(d.Std()), ttl
 			}
 			if bootstrap {
 				req.Bootstrap = &reconcile.Bootstrap{Services: services}
