@@ -97,3 +97,23 @@ func TestCpDashOnATerminalRefuses(t *testing.T) {
 		}
 	}
 }
+
+// An archive on stdout stops at the operator's [policy] max_copy_bytes,
+// as a copy back to the host does: a guest folder cannot make sbf write
+// more through a pipe or a redirect either.
+func TestCpDashStopsAtTheCopyCeiling(t *testing.T) {
+	dir := simDir(t, simSpec)
+	write(t, filepath.Join(testHome(t), ".config", "sandboxforge", "config.toml"),
+		"[policy]\nmax_copy_bytes = 20000\n")
+	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
+	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := sbf(t, env, "exec", "api", "-C", dir, "--", "sh", "-c", "head -c 100000 /dev/zero > big"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := sbf(t, env, "cp", "-C", dir, "api:big", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "more than 20000 bytes of archive") || len(r.stdout) > 20000 {
+		t.Errorf("exit %d, %d bytes on stdout\n%s", r.code, len(r.stdout), r.stderr)
+	}
+}
