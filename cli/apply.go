@@ -31,9 +31,6 @@ func (a *app) applyCommand() *cobra.Command {
 				opts.Saved, opts.Targets, f.autoApprove = saved, saved.Targets, true
 			}
 			opts.Intent = leaseIntent(noRenew, opts.Targets)
-			if f.autoApprove {
-				opts.Confirm = a.showPlan(f.asJSON)
-			}
 			return a.converge("apply", &f, opts)
 		},
 	}

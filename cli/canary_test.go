@@ -58,7 +58,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"status"}, {"status", "--json"},
 		{"pool", "fill"}, {"pool", "fill", "--json"}, {"pool", "status"}, {"pool", "status", "--json"},
 		{"pool", "drain", "--auto-approve"}, {"pool", "drain", "--auto-approve", "--json"},
-		{"up", "--new", "scratch"}, {"up", "--new", "scratch2", "--json"},
+		{"up", "--auto-approve", "--new", "scratch"}, {"up", "--new", "scratch2", "--json"},
 		{"extend", "api", "10m"}, {"extend", "api", "10m", "--json"},
 		{"exec", "api", "--", "true"}, {"exec", "api", "--json", "--", "true"},
 		{"cp", filepath.Join(dir, "src.txt"), "api:/tmp/x"},
@@ -67,6 +67,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"sync", "api", dir, "/tmp/ws"}, {"sync", "api", dir, "/tmp/ws", "--json"},
 		{"task", "start", "--json", "api", "--", "env"}, {"task", "status", "ID"}, {"task", "status", "ID", "--json"},
 		{"task", "logs", "ID"}, {"task", "logs", "ID", "--json"}, {"task", "list"}, {"task", "list", "--json"},
+		{"logs", "ID"}, {"logs", "ID", "--json"}, // docker's word for task logs
 		{"task", "stop", "ID", "--json"}, {"task", "start", "api", "--", "sleep", "1"},
 		{"egress", "log", "api"}, {"egress", "log", "api", "--json"},
 		{"snapshot", "create", "api", "s1"}, {"snapshot", "create", "api", "s2", "--json"},
@@ -89,6 +90,9 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		covered[c.CommandPath()] = true
 		if args[0] == "task" && len(args) > 2 && args[2] == "ID" {
 			args = append(append([]string{}, args[:2]...), append([]string{taskID}, args[3:]...)...)
+		}
+		if args[0] == "logs" && args[1] == "ID" {
+			args = append([]string{"logs", taskID}, args[2:]...)
 		}
 		r := sbf(t, env, append([]string{"-C", dir}, args...)...)
 		if args[0] == "task" && args[1] == "start" {

@@ -10,7 +10,7 @@ import (
 func TestCompletionOfSandboxNames(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
-	if r := sbf(t, env, "up", "--new", "scratch", "-C", dir); r.code != 0 {
+	if r := sbf(t, env, "up", "--auto-approve", "--new", "scratch", "-C", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	for _, args := range [][]string{

@@ -82,8 +82,13 @@ func (a *app) converge(cmdName string, f *convergeFlags, opts reconcile.Options)
 	if err != nil {
 		return err
 	}
-	if opts.Confirm == nil && !f.autoApprove {
+	if opts.Confirm == nil {
+		// One question for apply, up and destroy: asked on a terminal, refused
+		// without one; --auto-approve shows the plan and goes ahead.
 		opts.Confirm = a.confirm(f.asJSON)
+		if f.autoApprove {
+			opts.Confirm = a.showPlan(f.asJSON)
+		}
 	}
 	if a.interrupts != nil {
 		defer a.interrupts.applyingPlan()()

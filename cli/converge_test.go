@@ -65,7 +65,7 @@ func TestPlanOutAndApplyPlanFile(t *testing.T) {
 func TestUpExtendDestroy(t *testing.T) {
 	dir := simDir(t, simSpec+"[lease]\nmax_ttl = \"1h\"\n")
 	env := map[string]string{"HOME": t.TempDir(), "SBF_NOW": "2026-11-25T12:00:00Z"}
-	if r := sbf(t, env, "up", "-C", dir, "--new", "scratch", "--ttl", "20m"); r.code != 0 {
+	if r := sbf(t, env, "up", "--auto-approve", "-C", dir, "--new", "scratch", "--ttl", "20m"); r.code != 0 {
 		t.Fatalf("up: %d %s", r.code, r.stderr)
 	}
 	r := sbf(t, env, "extend", "-C", dir, "scratch", "3h", "--json")
@@ -195,7 +195,7 @@ func TestApplyReportsClampedLeases(t *testing.T) {
 func TestUpRefusesAVMTheHostCannotHold(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\ncpus = 4096\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
-	r := sbf(t, env, "up", "--new", "big", "-C", dir, "--json")
+	r := sbf(t, env, "up", "--auto-approve", "--new", "big", "-C", dir, "--json")
 	if r.code != 1 || !strings.Contains(r.stdout, `"error_code": "INSUFFICIENT_HOST_RESOURCES"`) ||
 		!strings.Contains(r.stdout, `"suggested_vm"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -213,7 +213,7 @@ func TestUpRefusesAVMTheHostCannotHold(t *testing.T) {
 func TestUpRollsBackAFailedCreate(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_SIM_FAULTS": "create:*=fail"}
-	if r := sbf(t, env, "up", "--new", "scratch", "-C", dir); r.code != 1 {
+	if r := sbf(t, env, "up", "--auto-approve", "--new", "scratch", "-C", dir); r.code != 1 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, spec.Dir, "overrides.toml")); strings.Contains(string(data),
@@ -236,7 +236,7 @@ func TestWorkspaceIsFoundFromBelowOrNotAtAll(t *testing.T) {
 	empty := t.TempDir()
 	for _, command := range []string{"plan", "apply", "status", "up", "destroy"} {
 		args := []string{command, "-C", empty}
-		if command == "apply" || command == "destroy" {
+		if command == "apply" || command == "destroy" || command == "up" {
 			args = append(args, "--auto-approve")
 		}
 		r := sbf(t, env, args...)
@@ -277,7 +277,7 @@ func TestFlagsOnlyWhereTheyAct(t *testing.T) {
 func TestLeaseCommandsReportWhatTheyDid(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_NOW": "2026-11-26T10:00:00Z"}
-	if r := sbf(t, env, "up", "api", "-C", dir, "--ttl", "1h"); r.code != 0 ||
+	if r := sbf(t, env, "up", "--auto-approve", "api", "-C", dir, "--ttl", "1h"); r.code != 0 ||
 		!strings.Contains(r.stdout, "api: lease acquired until 2026-11-26T11:00:00Z (in 1h).") {
 		t.Errorf("up: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -23,14 +23,19 @@ func (a *app) cpCommand() *cobra.Command {
 			"exists lands inside it under its own name (SRC/. copies its contents instead); to a path that does not\n" +
 			"exist, it is made with the folder's contents; a destination ending in / must be an existing folder;\n" +
 			"the folder holding a new path must exist. Exactly one side names a sandbox; NAME: alone is the guest's\n" +
-			"home folder.",
+			"home folder. - as DST writes a tar archive of SRC to stdout, - as SRC unpacks one from stdin into\n" +
+			"an existing guest folder (docker cp's -); neither to or from a terminal.",
 		Example: "  sbf cp ./src api:/work          # makes /work/src when /work exists\n" +
 			"  sbf cp ./src/. api:/work/src    # the contents of ./src into /work/src\n" +
 			"  sbf cp notes.txt api:           # into the guest's home folder\n" +
-			"  sbf cp api:/work/out ./out      # a guest folder back to the host",
+			"  sbf cp api:/work/out ./out      # a guest folder back to the host\n" +
+			"  sbf cp api:/etc/hostname - | tar -xO   # a tar archive on stdout",
 		Args:              args(cobra.ExactArgs(2)),
 		ValidArgsFunction: a.completeCopyPath,
 		RunE: func(_ *cobra.Command, list []string) error {
+			if list[0] == stdio || list[1] == stdio {
+				return a.cpStream(list[0], list[1]) // cpstream.go: a tar archive on stdin or stdout
+			}
 			declared := a.declaredSandbox()
 			srcBox, src := splitRemote(list[0], declared, runtime.GOOS == "windows")
 			dstBox, dst := splitRemote(list[1], declared, runtime.GOOS == "windows")

@@ -25,6 +25,8 @@ type doctorReport struct {
 	// Host are checks no backend owns: how compose files are confined as
 	// they load. They warn; they do not decide Usable.
 	Host []drivers.Check `json:"host"`
+	// Skipped are the checks --skip left out.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // hostChecks says what confines the compose loader on this host.
@@ -47,6 +49,7 @@ func hostChecks() []drivers.Check {
 func (a *app) doctorCommand() *cobra.Command {
 	var asJSON, all bool
 	var only string
+	var skip []string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Say whether this machine can run the workspace's VMs, why not, and what to do",
@@ -62,6 +65,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			if only != "" {
 				rep = rep.only(only)
 			}
+			rep = rep.without(skip)
 			if asJSON {
 				if err := writeJSON(a.stdout, rep); err != nil {
 					return err
@@ -80,7 +84,45 @@ func (a *app) doctorCommand() *cobra.Command {
 	cmd.Flags().
 		StringVar(&only, "only", "", "report (and exit by) only the checks whose name starts with `NAME` (image, "+
 			"virtualization, ...)")
+	cmd.Flags().StringArrayVar(&skip, "skip", nil, "leave out the checks whose name starts with `NAME` "+
+		"(what a script fixes next: make run builds limactl and the image); repeatable")
 	return cmd
+}
+
+// without leaves out the checks named with any of prefixes, and says
+// which: usable then depends on the others.
+func (rep doctorReport) without(prefixes []string) doctorReport {
+	if len(prefixes) == 0 {
+		return rep
+	}
+	skipped := func(name string) bool {
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	}
+	out := rep
+	out.Usable, out.Drivers, out.Host = true, nil, nil
+	for _, c := range rep.Host {
+		if !skipped(c.Name) {
+			out.Host = append(out.Host, c)
+		}
+	}
+	for _, d := range rep.Drivers {
+		kept := drivers.Diagnosis{Driver: d.Driver}
+		for _, c := range d.Checks {
+			if skipped(c.Name) {
+				out.Skipped = append(out.Skipped, c.Name)
+			} else {
+				kept.Add(c)
+			}
+		}
+		kept.Finish()
+		kept.Summary = d.Summary
+		if kept.Usable != d.Usable {
+			kept.Summary = "usable as far as the checks run tell (some skipped, below)"
+		}
+		out.Drivers = append(out.Drivers, kept)
+		out.Usable = out.Usable && kept.Usable
+	}
+	return out
 }
 
 // only keeps the checks named with prefix; usable then depends on them.
@@ -150,6 +192,9 @@ func (a *app) printDoctor(rep doctorReport) {
 	if len(rep.Host) > 0 {
 		fmt.Fprintln(a.stdout, "host:")
 		a.printChecks(rep.Host)
+	}
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(a.stdout, "\nNot checked (--skip): %s.\n", strings.Join(rep.Skipped, ", "))
 	}
 	if !rep.Usable {
 		fmt.Fprintln(

@@ -13,7 +13,8 @@ func TestStatusAndCompletionLeaveEndedSandboxesOut(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
 	for _, args := range [][]string{
-		{"up", "--new", "gone"}, {"up", "--new", "kept"}, {"destroy", "gone", "--auto-approve"},
+		{"up", "--new", "gone", "--auto-approve"}, {"up", "--new", "kept", "--auto-approve"},
+		{"destroy", "gone", "--auto-approve"},
 	} {
 		if r := sbf(t, env, append(args, "-C", dir)...); r.code != 0 {
 			t.Fatalf("%v: exit %d %s", args, r.code, r.stderr)
@@ -49,7 +50,7 @@ func TestStatusAndCompletionLeaveEndedSandboxesOut(t *testing.T) {
 func TestTaskLogsAfterTheSandboxEnded(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
-	if r := sbf(t, env, "up", "--new", "scratch", "-C", dir); r.code != 0 {
+	if r := sbf(t, env, "up", "--auto-approve", "--new", "scratch", "-C", dir); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	r := sbf(t, env, "task", "start", "-C", dir, "--json", "scratch", "--", "sh", "-c",

@@ -38,6 +38,7 @@ func TestExecExitStatuses(t *testing.T) {
 	}{
 		{"the command's status", []string{"exec", "api", "--", "sh", "-c", "echo oops >&2; exit 42"}, 42, "oops\n"},
 		{"the command's 1", []string{"exec", "api", "--", "false"}, 1, ""},
+		{"the command's 2 (not a usage error)", []string{"exec", "api", "--", "sh", "-c", "exit 2"}, 2, ""},
 		{"not found in the guest", []string{"exec", "api", "--", "no-such-command-anywhere"}, 127, "not found"},
 		{"no such sandbox", []string{"exec", "nope", "--", "true"}, 125, "nope"},
 		{"a bad flag", []string{"exec", "--no-such-flag", "api", "--", "true"}, 125, "unknown flag"},

@@ -91,7 +91,7 @@ func (a *app) lsCommand() *cobra.Command {
 		Short: "List a folder of a sandbox",
 		Long: "ls lists a guest folder's entries (folders end in /): sbf ls api:/var/log. -R lists everything\n" +
 			"below it, -l shows type, mode, size and time, --json gives the entries as data.",
-		Args: args(cobra.ExactArgs(1)),
+		Args: lsArgs, // habits.go: without a path it is docker's ls of the sandboxes
 		RunE: func(_ *cobra.Command, list []string) error {
 			tgt, p, err := a.guestPathArg(list[0])
 			if err != nil {

@@ -19,9 +19,10 @@ const noPrompt = "\x00"
 var userUnfriendly = regexp.MustCompile("%!|<nil>|stringArray|mkdirat|extracting |`|panic:|goroutine [0-9]")
 
 // A new user's first hour (issue 32), replayed on a terminal command by
-// command as they would type it: init → validate → apply → status → exec
-// → cp in and out → a typo → task → snapshot → destroy. Every output is
-// read as they read it, and each step does what its outcome line says.
+// command as they would type it: init → validate → apply → status →
+// docker's and kubectl's habits (issue 40) → exec → cp in and out → a typo
+// → task → snapshot → destroy. Every output is read as they read it, and
+// each step does what its outcome line says.
 func TestFirstHourOnATerminal(t *testing.T) {
 	w := newSimWorkspace(t, "")
 	os.Remove(filepath.Join(w.root, spec.FileName))
@@ -50,6 +51,7 @@ func TestFirstHourOnATerminal(t *testing.T) {
 	step(noPrompt, "", 0, "Valid:", "validate")
 	step(yes, "yes", 0, "Apply complete: 1 added, 0 changed, 0 destroyed.", "apply")
 	step(noPrompt, "", 0, "AGE", "status")
+	habitsOnATerminal(t, w, step)
 	step(noPrompt, "", 0, "hello", "exec", "dev", "--", "echo", "hello")
 	step(noPrompt, "", 0, "copied ./src to dev:/d2", "cp", "./src", "dev:/d2")
 	step(noPrompt, "", 0, "copied ./src to dev:/d2/src", "cp", "./src", "dev:/d2") // /d2 exists now: into it
@@ -69,6 +71,7 @@ func TestFirstHourOnATerminal(t *testing.T) {
 		t.Fatalf("no task id in %q", out)
 	}
 	step(noPrompt, "", 0, "hi\nbye\n", "task", "logs", "-f", id[1][:4]) // docker's habit: the start of the id
+	step(noPrompt, "", 0, "hi\nbye\n", "logs", id[1][:4])               // and its word
 	step(noPrompt, "", 0, "Snapshot clean of sandbox dev taken.", "snapshot", "create", "dev", "clean")
 	step(noPrompt, "", 0, "clean", "snapshot", "list", "dev")
 	step(yes, "yes", 0, "Apply complete: 0 added, 0 changed, 1 destroyed.", "destroy", "dev")
@@ -76,4 +79,30 @@ func TestFirstHourOnATerminal(t *testing.T) {
 		t.Errorf("instances after destroy: %v", got)
 	}
 	step(noPrompt, "", 0, "sbf status --all lists them", "status")
+}
+
+// habitsOnATerminal is the first hour's stretch where docker's and
+// kubectl's reflexes are typed (issue 40): ps, cp to -, stop, ls without a
+// path, up of a new sandbox (asked, as apply asks), rm, a command the
+// guest has not, and Ctrl-C at a command that traps it.
+func habitsOnATerminal(t *testing.T, w *simWorkspace,
+	step func(prompt, answer string, wantCode int, want string, args ...string) string) {
+	t.Helper()
+	const yes = "Only 'yes' is accepted: "
+	step(noPrompt, "", 0, "AGE", "ps")
+	step(noPrompt, "", 1, "not writing a tar archive to a terminal", "cp", "dev:/etc", "-")
+	if _, err := os.Lstat(filepath.Join(w.root, "-")); err == nil {
+		t.Error("cp dev:/etc - wrote a file named -")
+	}
+	step(noPrompt, "", 2, "there is no 'sbf stop'", "stop", "dev")
+	step(noPrompt, "", 2, "listed by 'sbf status'", "ls")
+	step(yes, "yes", 0, "Apply complete: 1 added, 0 changed, 0 destroyed.", "up", "scratch", "--new")
+	step(yes, "yes", 0, "Apply complete: 0 added, 0 changed, 1 destroyed.", "rm", "scratch")
+	step(noPrompt, "", 127, "sbf: nosuchcmd: command not found in the guest", "exec", "dev", "--", "nosuchcmd")
+	code, out := interruptOnTerminal(t, w.cmd(nil, "exec", "dev", "--", "sh", "-c",
+		`trap "echo cleaned up; exit 9" INT; echo ready; sleep 30`), "ready")
+	t.Logf("$ sbf exec dev -- sh -c ... (Ctrl-C)\n%s", out)
+	if code != 9 || !strings.Contains(out, "cleaned up") {
+		t.Errorf("Ctrl-C at a command whose trap exits 9: exit %d\n%s", code, out)
+	}
 }

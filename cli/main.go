@@ -144,7 +144,7 @@ func runIn(ctx context.Context, in *interrupts, server *Server, args []string, g
 	printErrors(stderr, err)
 	if code == 2 || hint {
 		path := "sbf"
-		if cmd != nil {
+		if cmd != nil && !cmd.Hidden { // a hidden command (sbf stop) has no help of its own to read
 			path = cmd.CommandPath()
 		}
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
@@ -205,6 +205,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.egressCommand())
 	root.AddCommand(a.sandboxToolCommands()...)
 	root.AddCommand(a.docsCommand())
+	a.addHabits(root)                // habits.go: docker's and kubectl's words
 	a.polish = polishWhenShown(root) // helptext.go: examples and value words, once every command exists
 	return root
 }

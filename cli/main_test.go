@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,12 @@ type result struct {
 // they allow the sim (SBF_ENABLE_SIM=1) unless env says otherwise.
 func sbf(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
+	return sbfWithStdin(t, env, strings.NewReader(""), args...)
+}
+
+// sbfWithStdin is sbf reading stdin.
+func sbfWithStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	home := testHome(t)
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
@@ -41,7 +48,7 @@ func sbf(t *testing.T, env map[string]string, args ...string) result {
 		return ""
 	}
 	var out, errb bytes.Buffer
-	code := run(args, getenv, strings.NewReader(""), &out, &errb)
+	code := run(args, getenv, stdin, &out, &errb)
 	return result{out.String(), errb.String(), code}
 }
 

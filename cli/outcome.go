@@ -154,6 +154,8 @@ func (a *app) printLeases(cmdName string, res *reconcile.Result, targets []strin
 		switch {
 		case (cmdName == "destroy" || !held) && res.Outcome != nil && res.Outcome.FailedSandbox(name):
 			fmt.Fprintf(a.stdout, "%s: lease dropped; deleting its VM failed (below).\n", name)
+		case cmdName == "destroy" && !deletesVM(res.Plan, name):
+			fmt.Fprintf(a.stdout, "%s: %s\n", name, nothingToDestroy(res, name))
 		case cmdName == "destroy" || !held:
 			fmt.Fprintf(a.stdout, "%s: lease dropped; its VM is deleted.\n", name)
 		default:
@@ -161,6 +163,29 @@ func (a *app) printLeases(cmdName string, res *reconcile.Result, targets []strin
 				shortDuration(l.ExpiresAt.Sub(now)))
 		}
 	}
+}
+
+// deletesVM says whether the plan deletes a sandbox's VM.
+func deletesVM(p *plan.Plan, name string) bool {
+	return slices.ContainsFunc(p.Actions, func(x plan.Action) bool {
+		return x.Sandbox == name && (x.Kind == plan.Delete || x.Kind == plan.Expire || x.Kind == plan.Replace)
+	})
+}
+
+// nothingToDestroy says what a destroy found of a sandbox that had no VM
+// to delete: one destroyed before is "already gone", however often a
+// destroy of every sandbox names it again (issue 40), one never made had
+// nothing, and one whose VM vanished by itself loses its lease now.
+func nothingToDestroy(res *reconcile.Result, name string) string {
+	rec := res.State.Sandboxes[name]
+	corrected := slices.ContainsFunc(res.Plan.Refresh, func(r plan.Refresh) bool { return r.Sandbox == name })
+	switch {
+	case rec == nil:
+		return "no lease and no VM: nothing to destroy."
+	case rec.Phase.Terminal() && !corrected:
+		return "already gone (no lease, no VM)."
+	}
+	return "lease dropped; it had no VM to delete."
 }
 
 func leaseVerb(cmdName string, l plan.LeaseRenewal) string {

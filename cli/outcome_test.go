@@ -46,7 +46,7 @@ func TestApplyNeverCountsAFailedChangeAsDone(t *testing.T) {
 func TestUpFailureSaysTheLeaseWasDropped(t *testing.T) {
 	dir := simDir(t, "[vm]\ndriver = \"sim\"\n")
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_SIM_FAULTS": "create:*=fail"}
-	r := sbf(t, env, "up", "--new", "scratch", "-C", dir)
+	r := sbf(t, env, "up", "--auto-approve", "--new", "scratch", "-C", dir)
 	if r.code != 1 || strings.Contains(r.stdout, "lease ends") || strings.Contains(r.stdout, "Apply complete") ||
 		!strings.Contains(r.stdout, "scratch: not created; its lease was dropped") ||
 		!strings.Contains(r.stdout, "Apply failed: 0 of 1 added") {

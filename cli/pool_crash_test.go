@@ -298,7 +298,7 @@ func TestKilledAdoptionLeavesASpareOrAnOwnedVM(t *testing.T) {
 			for attempt := 0; ; attempt++ {
 				w := newSimWorkspace(t, poolCrashSpec)
 				w.fillPool(t)
-				w.kill(slow, k, "up", "--new", "agent", "--ttl", "20m")
+				w.kill(slow, k, "up", "--auto-approve", "--new", "agent", "--ttl", "20m")
 				v := w.poolInvariant(t, "after SIGKILL")
 				phase := adoptionPhase(v)
 				seen[phase] = true
@@ -306,7 +306,7 @@ func TestKilledAdoptionLeavesASpareOrAnOwnedVM(t *testing.T) {
 				if k.name == "on-claim" && phase != "between the claim and the record" && attempt < 4 {
 					continue
 				}
-				w.must("up", "--new", "agent", "--ttl", "20m")
+				w.must("up", "--auto-approve", "--new", "agent", "--ttl", "20m")
 				w.must("pool", "fill")
 				w.converged(t)
 				return
@@ -358,7 +358,7 @@ func TestKilledPoolFillLeavesOnlySpares(t *testing.T) {
 			if v := w.poolInvariant(t, "after the refill"); len(v.unfinished) != 0 || len(v.spares) != poolCrashSize {
 				t.Errorf("the pass after the kill did not clean up and fill: %s", v)
 			}
-			w.must("up", "--new", "agent", "--ttl", "20m")
+			w.must("up", "--auto-approve", "--new", "agent", "--ttl", "20m")
 			w.must("pool", "fill")
 			w.converged(t)
 		})
@@ -390,7 +390,7 @@ func TestKilledPoolDrainNeverTouchesAnAdoptedVM(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			w := newSimWorkspace(t, poolCrashSpec)
 			w.fillPool(t)
-			w.must("up", "--new", "agent", "--ttl", "20m")
+			w.must("up", "--auto-approve", "--new", "agent", "--ttl", "20m")
 			w.must("pool", "fill")
 			before := w.poolInvariant(t, "before the drain")
 			if before.owned == "" || len(before.spares) != poolCrashSize {
@@ -408,7 +408,7 @@ func TestKilledPoolDrainNeverTouchesAnAdoptedVM(t *testing.T) {
 			if v := w.poolInvariant(t, "after the second drain"); len(v.world) != 1 || v.owned == "" {
 				t.Errorf("the drain after the kill left: %s", v)
 			}
-			w.must("up", "--new", "agent", "--ttl", "20m")
+			w.must("up", "--auto-approve", "--new", "agent", "--ttl", "20m")
 			w.must("pool", "fill")
 			w.converged(t)
 		})

@@ -44,7 +44,7 @@ func TestPoolFillStatusAdoptDrain(t *testing.T) {
 	}
 	first := rep.Pools.Pools[0].Spares[0].Instance
 
-	r = sbf(t, env, "up", "-C", dir, "--new", "agent", "--ttl", "20m")
+	r = sbf(t, env, "up", "--auto-approve", "-C", dir, "--new", "agent", "--ttl", "20m")
 	if r.code != 0 || !strings.Contains(r.stdout, "agent") || !strings.Contains(r.stdout, first) {
 		t.Fatalf("up: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

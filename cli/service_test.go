@@ -62,7 +62,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 	}
 
 	sim := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.run(sim, "up", "--new", "before", "--ttl", "4s"); r.code != 0 {
+	if r := w.run(sim, "up", "--auto-approve", "--new", "before", "--ttl", "4s"); r.code != 0 {
 		t.Fatalf("up before: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	loop := exec.Command(argv[0], argv[1:]...)
@@ -81,7 +81,7 @@ func TestServiceUnitExpiresLeases(t *testing.T) {
 		}
 	}()
 	waitExpired(t, w, "before", exited, &logs)
-	if r := w.run(sim, "up", "--new", "during", "--ttl", "3s"); r.code != 0 {
+	if r := w.run(sim, "up", "--auto-approve", "--new", "during", "--ttl", "3s"); r.code != 0 {
 		t.Fatalf("up during: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	waitExpired(t, w, "during", exited, &logs)

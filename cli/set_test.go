@@ -15,7 +15,7 @@ func TestSetIntegersWorkInEveryCommand(t *testing.T) {
 	write(t, filepath.Join(dir, ".sandboxforge.toml"), "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	env := map[string]string{"SBF_STATE_HOME": filepath.Join(dir, "host")}
 	for _, args := range [][]string{
-		{"validate"}, {"plan"}, {"apply", "--auto-approve"}, {"up", "api"}, {"extend", "api", "10m"},
+		{"validate"}, {"plan"}, {"apply", "--auto-approve"}, {"up", "api", "--auto-approve"}, {"extend", "api", "10m"},
 	} {
 		args = append(args, "--set", "vm.cpus=2", "--set", "vm.ttl=1h", "--set", "vm.memory_gib=3")
 		r := sbf(t, env, append([]string{"-C", dir}, args...)...)

@@ -32,7 +32,7 @@ func TestHumanDuration(t *testing.T) {
 func TestStatusAgeAndRelativeExpiry(t *testing.T) {
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir(), "SBF_NOW": "2026-01-01T00:00:00Z"}
-	if r := sbf(t, env, "-C", dir, "up", "api", "--ttl", "2h"); r.code != 0 {
+	if r := sbf(t, env, "-C", dir, "up", "--auto-approve", "api", "--ttl", "2h"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	env["SBF_NOW"] = "2026-01-01T00:02:00Z"

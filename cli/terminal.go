@@ -30,8 +30,8 @@ func (a *app) cannotRunExits125(cmd *cobra.Command) *cobra.Command {
 		switch {
 		case err == nil:
 			return nil
-		case errors.As(err, &ee) && ee.code != 2:
-			return err // the command's own status, or one already chosen
+		case errors.As(err, &ee) && (ee.code != 2 || ee.err == nil):
+			return err // the command's own status (2 too: a silent exit), or one already chosen
 		case errors.As(err, &ee):
 			return &exitError{code: cannotRunStatus, err: ee.err}
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,9 @@ import (
 // confirmNewNames stands between a typo and a new VM: `sbf up dve` for
 // `dev` would otherwise boot a 4 GiB sandbox nobody asked for. A name no
 // file declares and the state file never recorded is made only when
-// --new (or --auto-approve) says so, or a person at a terminal agrees.
+// --new (or --auto-approve) says so, or a person at a terminal agrees to
+// the plan that follows, which this note (naming the closest declared
+// sandboxes) introduces: one question, the plan's.
 func (a *app) confirmNewNames(names []string, allowed bool) error {
 	if allowed || len(names) == 0 {
 		return nil
@@ -46,15 +47,11 @@ func (a *app) confirmNewNames(names []string, allowed bool) error {
 		}
 		if !isTerminal(a.stdin) {
 			return coded.New(coded.InvalidArguments, map[string]any{"sandbox": n, "declared": declared},
-				"no file declares a sandbox %q and none was made before%s: run 'sbf up %s --new' to make it an "+
-					"ad-hoc sandbox with the [vm] defaults", n, hint, n)
+				"no file declares a sandbox %q and none was made before%s: run 'sbf up %s --new --auto-approve' "+
+					"to make it an ad-hoc sandbox with the [vm] defaults", n, hint, n)
 		}
-		fmt.Fprintf(a.stdout, "No file declares a sandbox %q%s.\nMake it a new ad-hoc sandbox with the [vm] "+
-			"defaults? Only 'yes' is accepted: ", n, hint)
-		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-		if strings.TrimSpace(line) != "yes" {
-			return &exitError{code: 1, err: fmt.Errorf("not making sandbox %q%s", n, hint)}
-		}
+		fmt.Fprintf(a.stdout, "No file declares a sandbox %q%s: the plan below makes it a new ad-hoc sandbox "+
+			"with the [vm] defaults.\n\n", n, hint)
 	}
 	return nil
 }

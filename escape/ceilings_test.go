@@ -38,15 +38,16 @@ func TestOperatorCeilingsBindTheCLI(t *testing.T) {
 func ceilingsBindTheCLI(t *testing.T, table string) {
 	w := ceilingWorld(t, table)
 	sim := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "first", "--ttl", "30m"); r.code != 0 {
+	if r := w.sbf(sim, "-C", w.ws, "up", "--auto-approve", "--new", "first", "--ttl", "30m"); r.code != 0 {
 		t.Fatalf("up first: %d %s", r.code, r.stderr)
 	}
-	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "second"); r.code == 0 ||
+	if r := w.sbf(sim, "-C", w.ws, "up", "--auto-approve", "--new", "second"); r.code == 0 ||
 		!contains(r.stderr, "INSTANCE_LIMIT_EXCEEDED") &&
 			!contains(r.stderr, "instance limit reached") {
 		t.Errorf("up second: %d %s", r.code, r.stderr)
 	}
-	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "first", "--ttl", "2h"); r.code == 0 || !contains(r.stderr, "TTL") {
+	if r := w.sbf(sim, "-C", w.ws, "up", "--auto-approve", "first", "--ttl", "2h"); r.code == 0 ||
+		!contains(r.stderr, "TTL") {
 		t.Errorf("up first --ttl 2h: %d %s", r.code, r.stderr)
 	}
 	global := filepath.Join(w.base, "home/.config/sandboxforge/config.toml")

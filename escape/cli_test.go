@@ -14,7 +14,7 @@ import (
 // and the global config cannot enable the sim either.
 func TestSimRunsOnlyWithTheOperatorsLeave(t *testing.T) {
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
-	r := w.sbf(nil, "-C", w.ws, "up", "--new", "box", "--ttl", "10m")
+	r := w.sbf(nil, "-C", w.ws, "up", "--auto-approve", "--new", "box", "--ttl", "10m")
 	if r.code == 0 || !contains(r.stderr, "SBF_ENABLE_SIM=1") {
 		t.Errorf("up without the operator's leave: %d\n%s", r.code, r.stderr)
 	}
@@ -27,7 +27,7 @@ func TestSimRunsOnlyWithTheOperatorsLeave(t *testing.T) {
 	}
 	os.Remove(filepath.Join(w.ws, ".sandboxforge.local.toml"))
 	w.write("home/.config/sandboxforge/config.toml", "[policy]\nenable_sim = true\n")
-	if r := w.sbf(nil, "-C", w.ws, "up", "--new", "box"); r.code == 0 || !contains(r.stderr, "SBF_ENABLE_SIM=1") {
+	if r := w.sbf(nil, "-C", w.ws, "up", "--auto-approve", "box"); r.code == 0 || !contains(r.stderr, "SBF_ENABLE_SIM=1") {
 		t.Errorf("a global config enabling the sim: %d %s", r.code, r.stderr)
 	}
 }
@@ -66,7 +66,7 @@ func TestCLICopiesKeepDotfilesAndSkipLinksOut(t *testing.T) {
 	w.write("ws/.dotfile", "kept\n")
 	w.write("ws/data/.hidden", "kept too\n")
 	leave := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
+	if r := w.sbf(leave, "-C", w.ws, "up", "--auto-approve", "--new", "a", "--ttl", "10m"); r.code != 0 {
 		t.Fatalf("up: %s", r.stderr)
 	}
 	if r := w.sbf(leave, "-C", w.ws, "cp", ".", "a:/r"); r.code != 0 {

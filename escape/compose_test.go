@@ -88,7 +88,7 @@ func composeWorld(t *testing.T) (w *world, instance string) {
 	w.write("host/secret", hostSecret+"\n")
 	w.write("ws/x.yaml", "services:\n  x:\n    image: \"nginx:${HOST_TOKEN:-none}\"\n")
 	w.env = append(w.env, "SBF_ENABLE_SIM=1", operatorToken)
-	if r := w.sbf(nil, "-C", w.ws, "up", "--new", "app", "--ttl", "30m"); r.code != 0 {
+	if r := w.sbf(nil, "-C", w.ws, "up", "--auto-approve", "--new", "app", "--ttl", "30m"); r.code != 0 {
 		t.Fatalf("up: %s", r.stderr)
 	}
 	r := w.sbf(nil, "-C", w.ws, "status")

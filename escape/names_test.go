@@ -14,7 +14,7 @@ import (
 func TestANameThatIsNotUTF8SkipsOnlyItself(t *testing.T) {
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.sbf(sim, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
+	if r := w.sbf(sim, "-C", w.ws, "up", "--auto-approve", "--new", "a", "--ttl", "10m"); r.code != 0 {
 		t.Fatalf("up: %s", r.stderr)
 	}
 	defer w.sbf(sim, "-C", w.ws, "destroy", "--auto-approve")

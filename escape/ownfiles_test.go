@@ -43,7 +43,7 @@ func TestOwnFilesThroughLinksAreRefused(t *testing.T) {
 			w.write("canary/history", `{"door":"cli","tool":"exec","sandbox":"a","command":"from outside"}`+"\n")
 			w.link(w.canary+"/history", "ws/.sandboxforge/history.jsonl")
 		}, func(t *testing.T, w *world) {
-			if r := w.sbf(sim, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
+			if r := w.sbf(sim, "-C", w.ws, "up", "--new", "a", "--ttl", "10m", "--auto-approve"); r.code != 0 {
 				t.Fatalf("up: %s", r.stderr)
 			}
 			w.sbf(sim, "-C", w.ws, "exec", "a", "--", "true")
@@ -76,7 +76,7 @@ func TestOwnFilesThroughLinksAreRefused(t *testing.T) {
 
 // upRefused: `sbf up` creates nothing and says why, naming the link.
 func upRefused(t *testing.T, w *world) {
-	r := w.sbf([]string{"SBF_ENABLE_SIM=1"}, "-C", w.ws, "up", "--new", "a", "--ttl", "10m", "--json")
+	r := w.sbf([]string{"SBF_ENABLE_SIM=1"}, "-C", w.ws, "up", "--new", "a", "--ttl", "10m", "--json", "--auto-approve")
 	if r.code == 0 || errorCode(r.stdout) != "STATE_FILE_LINK" || !contains(r.stdout, " is a link") {
 		t.Errorf("up through a link: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -91,7 +91,7 @@ func upRefused(t *testing.T, w *world) {
 func TestAJournalOnDevZeroFailsOnlyItsWorkspace(t *testing.T) {
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
-	if r := w.sbf(sim, "-C", w.other, "up", "--new", "b", "--ttl", "10m"); r.code != 0 {
+	if r := w.sbf(sim, "-C", w.other, "up", "--new", "b", "--ttl", "10m", "--auto-approve"); r.code != 0 {
 		t.Fatalf("up in the other workspace: %s", r.stderr)
 	}
 	w.link("/dev/zero", "ws/.sandboxforge/state.journal")

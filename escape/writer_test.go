@@ -28,7 +28,7 @@ func TestCopiesBackKeepLinkChainsInside(t *testing.T) {
 	t.Run("cli", func(t *testing.T) {
 		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 		leave := []string{"SBF_ENABLE_SIM=1"}
-		if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
+		if r := w.sbf(leave, "-C", w.ws, "up", "--auto-approve", "--new", "a", "--ttl", "10m"); r.code != 0 {
 			t.Fatalf("up: %s", r.stderr)
 		}
 		c := filepath.Base(w.canary)
@@ -93,7 +93,7 @@ func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
 		home := filepath.Join(w.base, "home")
 		w.write("home/.local/lib/python3.11/site-packages/keep", "")
 		leave := []string{"SBF_ENABLE_SIM=1"}
-		if r := w.sbf(leave, "-C", w.ws, "up", "--new", "a", "--ttl", "10m"); r.code != 0 {
+		if r := w.sbf(leave, "-C", w.ws, "up", "--auto-approve", "--new", "a", "--ttl", "10m"); r.code != 0 {
 			t.Fatalf("up: %s", r.stderr)
 		}
 		defer w.sbf(leave, "-C", w.ws, "destroy", "--auto-approve")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile"
@@ -81,7 +82,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	id := newInstanceID()
 	req := reconcile.Up{Sandboxes: []string{id}, Keys: shapeKeys(a.CPUs, a.MemoryGiB, a.DiskGiB)}
 	if a.TTLMinutes != nil {
-		req.TTL = reconcile.TTL(time.Duration(*a.TTLMinutes) * time.Minute)
+		req.TTL, req.TTLAsGiven = reconcile.TTL(time.Duration(*a.TTLMinutes)*time.Minute), minutesAsGiven(*a.TTLMinutes)
 	}
 	boot := a.AutoBootstrap == nil || *a.AutoBootstrap
 	if boot {
@@ -150,7 +151,8 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	req := reconcile.Extend{Sandbox: e.Sandbox, By: time.Duration(a.TTLMinutes) * time.Minute}
+	req := reconcile.Extend{Sandbox: e.Sandbox, By: time.Duration(a.TTLMinutes) * time.Minute,
+		ByAsGiven: minutesAsGiven(a.TTLMinutes)}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{e.Sandbox}, Intent: req,
 		Audit: audited("extend_instance_ttl")})
 	if err != nil {
@@ -203,3 +205,7 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 	}
 	return out, nil
 }
+
+// minutesAsGiven is a ttl_minutes argument as a refusal quotes it: in the
+// unit the client wrote, not one sbf would choose (2880 minutes, not 2d).
+func minutesAsGiven(n int) string { return strconv.Itoa(n) + " minutes" }

@@ -84,7 +84,7 @@ func (e *Engine) checkClone(r *spec.Resolved, rec *state.File, req *CloneRequest
 		}
 	}
 	if req.TTL != nil && (*req.TTL <= 0 || *req.TTL > r.Config.Lease.MaxTTL.Std()) {
-		return "", ttlInvalid(r, *req.TTL, "a lease lasts longer than zero and at most lease.max_ttl")
+		return "", ttlInvalid(r, *req.TTL, "", "a lease lasts longer than zero and at most lease.max_ttl")
 	}
 	driver := r.Host.ResolveDriver(r.Config.Sandboxes[req.Source].Driver)
 	drv, err := e.Drivers(driver, r)

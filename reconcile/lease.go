@@ -97,7 +97,7 @@ func upEdit(names []string, ttl time.Duration, keys map[string]any) Edit {
 			names = personal(r)
 		}
 		if ttl > r.Config.Lease.MaxTTL.Std() || ttl < 0 {
-			return ttlInvalid(r, ttl, "a lease may not be longer than lease.max_ttl")
+			return ttlInvalid(r, ttl, "", "a lease may not be longer than lease.max_ttl")
 		}
 		for _, name := range names {
 			if !spec.ValidSandboxName(name) {
@@ -142,7 +142,7 @@ func destroyEdit(names []string) Edit {
 
 // extendEdit moves a live lease's end by `by`, within [lease] max_ttl per
 // extension and max_lifetime from acquisition.
-func extendEdit(name string, by time.Duration) Edit {
+func extendEdit(name string, by time.Duration, asGiven string) Edit {
 	return func(m *spec.Managed, c EditContext) error {
 		r, now := c.Resolved, c.Now
 		if _, ok := r.Config.Sandboxes[name]; !ok {
@@ -160,11 +160,11 @@ func extendEdit(name string, by time.Duration) Edit {
 		}
 		pol := r.Config.Lease
 		if by <= 0 || by > pol.MaxTTL.Std() {
-			return ttlInvalid(r, by, "each extension must be longer than zero and at most lease.max_ttl")
+			return ttlInvalid(r, by, asGiven, "each extension must be longer than zero and at most lease.max_ttl")
 		}
 		next := cur.ExpiresAt.Add(by)
 		if limit := cur.AcquiredAt.Add(pol.MaxLifetime.Std()); next.After(limit) {
-			return ttlInvalid(r, by, fmt.Sprintf("the lease would end at %s, past lease.max_lifetime (%s after %s)",
+			return ttlInvalid(r, by, asGiven, fmt.Sprintf("the lease would end at %s, past lease.max_lifetime (%s after %s)",
 				next.UTC().Format(time.RFC3339), pol.MaxLifetime, cur.AcquiredAt.UTC().Format(time.RFC3339)))
 		}
 		cur.ExpiresAt = next.UTC()
@@ -173,7 +173,10 @@ func extendEdit(name string, by time.Duration) Edit {
 	}
 }
 
-func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *coded.Error {
+// ttlInvalid refuses a lease length: asGiven, when the request wrote it
+// down, is what the message quotes (a person who typed 48h reads 48h, not
+// 2d).
+func ttlInvalid(r *spec.Resolved, ttl time.Duration, asGiven, why string) *coded.Error {
 	pol := r.Config.Lease
 	details := map[string]any{
 		"ttl_minutes":          ttl.Minutes(),
@@ -191,7 +194,10 @@ func ttlInvalid(r *spec.Resolved, ttl time.Duration, why string) *coded.Error {
 	if len(ceilings) > 0 {
 		why += "; " + strings.Join(ceilings, "; ")
 	}
-	shown := spec.Duration(ttl).String()
+	shown := asGiven
+	if shown == "" {
+		shown = spec.Duration(ttl).String()
+	}
 	if shown == "" { // a Duration of zero prints as nothing, and "TTL  is invalid" says no value was given
 		shown = "0m"
 	}

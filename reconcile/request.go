@@ -49,6 +49,9 @@ type Up struct {
 	Sandboxes []string
 	// TTL is the lease length; nil gives each sandbox its own.
 	TTL *time.Duration
+	// TTLAsGiven is TTL as the request wrote it (48h; 90 minutes), which a
+	// refusal quotes rather than a unit nobody typed; "" words TTL.
+	TTLAsGiven string
 	// Keys are [vm] keys of the sandboxes Up declares ad hoc (cpus …).
 	Keys map[string]any
 	// Bootstrap gives the ad-hoc sandboxes SandboxForge v1's bootstrap as
@@ -63,6 +66,8 @@ type Destroy struct{ Sandboxes []string }
 type Extend struct {
 	Sandbox string
 	By      time.Duration
+	// ByAsGiven is By as the request wrote it, quoted by a refusal.
+	ByAsGiven string
 }
 
 // Prepare converges a live sandbox's layers, never renewing its lease;
@@ -133,7 +138,7 @@ func (i Up) edit(e *Engine, r *spec.Resolved, _ *state.File, _ time.Time) (Edit,
 	var ttl time.Duration
 	if i.TTL != nil {
 		if ttl = *i.TTL; ttl <= 0 || ttl > r.Config.Lease.MaxTTL.Std() {
-			return nil, ttlInvalid(r, ttl, "a lease lasts longer than zero and at most lease.max_ttl")
+			return nil, ttlInvalid(r, ttl, i.TTLAsGiven, "a lease lasts longer than zero and at most lease.max_ttl")
 		}
 	}
 	if err := sizeWithinCeilings(r, i.Keys); err != nil {
@@ -154,7 +159,7 @@ func (i Extend) edit(_ *Engine, r *spec.Resolved, rec *state.File, now time.Time
 	if err := live(r, rec, i.Sandbox, now); err != nil {
 		return nil, err
 	}
-	return extendEdit(i.Sandbox, i.By), nil
+	return extendEdit(i.Sandbox, i.By, i.ByAsGiven), nil
 }
 
 func (i Prepare) edit(e *Engine, r *spec.Resolved, rec *state.File, now time.Time) (Edit, error) {

@@ -169,3 +169,55 @@ type Collected struct {
 	Artifacts []Artifact
 	Report    hostpath.Report
 }
+
+// ArchiveOut writes a tar archive of a guest path to w (`sbf cp NAME:PATH
+// -`), its top entry named as the path's last element, as docker cp's is.
+// Past maxBytes (≤ 0: hostpath.DefaultMaxCopyBytes) of archive it stops:
+// whatever w is, a guest's folder may not write more than one copy back
+// may. It returns the bytes written.
+func (t *Target) ArchiveOut(ctx context.Context, remotePath string, w io.Writer, maxBytes int64) (int64, error) {
+	a, err := t.archiver()
+	if err != nil {
+		return 0, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = hostpath.DefaultMaxCopyBytes
+	}
+	pr, pw := io.Pipe()
+	got := make(chan error, 1)
+	go func() {
+		err := a.GetArchive(ctx, t.Instance, remotePath, pw)
+		pw.CloseWithError(err)
+		got <- err
+	}()
+	lr := &ceilingReader{r: pr, max: maxBytes}
+	_, werr := io.Copy(w, lr)
+	pr.CloseWithError(errors.Join(werr, io.ErrClosedPipe)) // a reader that gave up must not leave the guest's writer
+	gerr := <-got
+	switch {
+	case lr.over:
+		return lr.n, coded.New(hostpath.CopyLimit, map[string]any{"max_copy_bytes": maxBytes, "path": remotePath},
+			"cp stopped: %s:%s is more than %d bytes of archive, the ceiling on one copy from a sandbox "+
+				"([policy] max_copy_bytes); what was written is cut short. Copy a smaller folder or ask the "+
+				"operator to raise the ceiling", t.Sandbox, coded.Clip(remotePath), maxBytes)
+	case werr != nil:
+		return lr.n, fmt.Errorf("writing the archive of %s:%s: %w", t.Sandbox, coded.Clip(remotePath), werr)
+	case gerr != nil:
+		return lr.n, fmt.Errorf("archiving %s:%s: %w", t.Sandbox, coded.Clip(remotePath), gerr)
+	}
+	return lr.n, nil
+}
+
+// ArchiveIn unpacks a tar archive read from r into a guest folder (`sbf cp
+// - NAME:DIR`). The archive is the operator's (sbf's own stdin); in the
+// guest it is unpacked as the guest's tar does.
+func (t *Target) ArchiveIn(ctx context.Context, r io.Reader, remoteDir string) error {
+	a, err := t.archiver()
+	if err != nil {
+		return err
+	}
+	if err := a.PutArchive(ctx, t.Instance, remoteDir, r); err != nil {
+		return fmt.Errorf("unpacking the archive from stdin into %s:%s: %w", t.Sandbox, coded.Clip(remoteDir), err)
+	}
+	return nil
+}

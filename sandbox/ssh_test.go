@@ -2,8 +2,10 @@ package sandbox_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -67,5 +69,24 @@ func TestForwardOverSSH(t *testing.T) {
 	defer f.Close()
 	if got := roundTrip(t, f.Addr(), "through the tunnel"); got != "through the tunnel" {
 		t.Errorf("round trip = %q", got)
+	}
+}
+
+// A command the guest has not is said in sbf's words, not the wrapper's
+// ("sh: 1: eval: nosuchcmd: not found"), streamed and kept alike, with
+// the shell's 127 (issue 40); over SSH as on the sim.
+func TestCommandNotFoundHidesTheWrapper(t *testing.T) {
+	sim, _ := simTarget(t)
+	for name, tgt := range map[string]*sandbox.Target{"ssh": sshTarget(t), "sim": sim} {
+		for _, stdin := range []io.Reader{nil, strings.NewReader("")} { // the guest shell, a session of its own
+			var streamed strings.Builder
+			res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "nosuchcmd --flag",
+				StderrTo: &streamed, Stdin: stdin})
+			want := "sbf: nosuchcmd: command not found in the guest\n"
+			if err != nil || res.ExitCode != 127 || res.Stderr != want || streamed.String() != want ||
+				res.StderrBytes != int64(len(want)) {
+				t.Errorf("%s (stdin %v): %+v %v, streamed %q", name, stdin != nil, res, err, streamed.String())
+			}
+		}
 	}
 }

@@ -175,7 +175,7 @@ func (t *Target) Probe(ctx context.Context, timeout time.Duration) (time.Duratio
 	case res.TimedOut:
 		return took, fmt.Errorf("no answer within %s", timeout)
 	case res.ExitCode != 0:
-		return took, fmt.Errorf("`true` exited %d: %s", res.ExitCode, coded.Clip(strings.TrimSpace(res.Stderr)))
+		return took, fmt.Errorf("`true` exited %d%s", res.ExitCode, coded.Said(coded.Clip(res.Stderr)))
 	}
 	return took, nil
 }

@@ -81,6 +81,11 @@ func (t *Target) Env(k string) string {
 
 // Exec runs a command in the target.
 func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	return hideWrapper(req, func(req drivers.ExecRequest) (drivers.ExecResult, error) { return t.exec(ctx, req) })
+}
+
+// exec is Exec with the guest shell's own words left as they are.
+func (t *Target) exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	req, err := withPrelude(req)
 	if err != nil {
 		return drivers.ExecResult{}, err
@@ -149,13 +154,19 @@ const brokerStartWait = 5 * time.Second
 // Brokers, starting a broker when none answers, and directly otherwise or
 // when that fails.
 func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	return hideWrapper(req, func(req drivers.ExecRequest) (drivers.ExecResult, error) {
+		return t.execBrokered(ctx, req)
+	})
+}
+
+func (t *Target) execBrokered(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	b := t.Brokers
 	brokered, err := t.keepsConnections()
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
 	if !brokered || b.Socket == nil || b.Start == nil {
-		return t.Exec(ctx, req)
+		return t.exec(ctx, req)
 	}
 	if req, err = withPrelude(req); err != nil {
 		return drivers.ExecResult{}, err
@@ -169,7 +180,7 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 	}
 	if err := b.Start(t); err != nil {
 		b.debugf("exec broker for %s: %v; running the command directly", t.Instance, err)
-		return t.Exec(ctx, req)
+		return t.exec(ctx, req)
 	}
 	for waited := time.Duration(0); waited < brokerStartWait; waited += 100 * time.Millisecond {
 		if res, err = broker.Exec(ctx, sock, req); !errors.Is(err, broker.ErrNoBroker) {
@@ -181,7 +192,7 @@ func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 		}
 	}
 	b.debugf("exec broker for %s did not answer; running the command directly", t.Instance)
-	return t.Exec(ctx, req)
+	return t.exec(ctx, req)
 }
 
 // keepsConnections says whether the target's backend keeps connections

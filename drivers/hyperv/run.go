@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // timeouts bound each operation's PowerShell run (v1: 10 s for a probe,
@@ -37,7 +39,7 @@ func (e *CommandError) Error() string {
 	if e.Timeout > 0 {
 		return fmt.Sprintf("powershell %s: timed out after %s", e.Op, e.Timeout)
 	}
-	return fmt.Sprintf("powershell %s: exit %d: %s", e.Op, e.ExitCode, errorMessage(e.Stderr))
+	return fmt.Sprintf("powershell %s: exit %d%s", e.Op, e.ExitCode, coded.Said(errorMessage(e.Stderr)))
 }
 
 // errorMessage keeps what PowerShell says went wrong and drops where

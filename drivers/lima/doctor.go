@@ -176,12 +176,22 @@ func (d *Driver) diagnoseImage(ctx context.Context, s drivers.Spec) drivers.Chec
 		if ok {
 			return drivers.Check{Name: name, Status: drivers.CheckOK, Detail: detail}
 		}
-		return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: detail, NextSteps: []string{
-			`use the image sbf builds offline: [vm.image] location = "sbf:debian-12"`,
-			"build it once as root: sudo sbf image build debian-12",
-		}}
+		return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: detail,
+			NextSteps: d.offlineImageSteps(arch)}
 	}
 	return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: "lists no image for " + arch}
+}
+
+// offlineImageSteps point at the image sbf builds offline, and at its
+// build only when it is not built yet.
+func (d *Driver) offlineImageSteps(arch string) []string {
+	if im, err := d.opts.Image("debian-12", arch); err == nil {
+		return []string{`use the image sbf built offline, here in ` + im.Dir + `: [vm.image] location = "sbf:debian-12"`}
+	}
+	return []string{
+		`use the image sbf builds offline: [vm.image] location = "sbf:debian-12"`,
+		"build it once as root: sudo sbf image build debian-12",
+	}
 }
 
 // fetchable says whether Lima can get an image: a local file, one in

@@ -121,3 +121,38 @@ func TestValidateNamesTheKey(t *testing.T) {
 		t.Errorf("a valid spec: %v", err)
 	}
 }
+
+// An image this machine cannot get points at sbf's offline one, and at
+// building it only when it is not built (issue 40: "build it once as root"
+// for an image already built).
+func TestImageHintKnowsTheOfflineImageIsBuilt(t *testing.T) {
+	f := newFake(t)
+	o := f.options()
+	s := qemuSpec
+	s.Image.Location = filepath.Join(t.TempDir(), "missing.img")
+	steps := func() string {
+		d := Diagnose(context.Background(), o, []drivers.Spec{s})
+		for _, c := range d.Checks {
+			if c.Name == "image "+s.Image.Location {
+				if c.Status != drivers.CheckFail {
+					t.Errorf("an unreadable image: %+v", c)
+				}
+				return strings.Join(c.NextSteps, "\n")
+			}
+		}
+		t.Fatalf("no image check in %+v", d)
+		return ""
+	}
+	o.Image = func(name, arch string) (images.Image, error) {
+		return images.Image{Name: name, Dir: "/cache/" + name}, nil
+	}
+	if got := steps(); contains(got, "build it") || !contains(got, `built offline, here in /cache/debian-12: `+
+		`[vm.image] location = "sbf:debian-12"`) {
+		t.Errorf("built: %q", got)
+	}
+	empty := t.TempDir() // not the machine's own cache, which may hold it
+	o.Image = cachedImage(func(k string) string { return map[string]string{"SBF_IMAGE_CACHE": empty}[k] }, 1000)
+	if got := steps(); !contains(got, "build it once as root: sudo sbf image build debian-12") {
+		t.Errorf("not built: %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/egress"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/shellquote"
 )
 
@@ -135,7 +136,7 @@ func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
 	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " +
 		shellquote.Quote(guestEgressScript(s.Egress))})
 	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))
 	}
 	// sshd reads /etc/environment (pam_env) once per connection: the next
 	// command must come over a new one.

@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sshexec"
 	"github.com/sandboxforge/sbf/images"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // Name is the driver name in specs.
@@ -212,16 +213,19 @@ func findExecutable(name, pathEnv string) (string, error) {
 // CommandError is a limactl invocation that failed.
 type CommandError struct {
 	Args     []string
-	ExitCode int
+	ExitCode int    // -1: ended by a signal
+	Signal   string // the signal that ended it, when known
 	Stderr   string
 }
 
+// Error never ends in an empty detail: a limactl killed before it said
+// anything (an interrupt reached it) is said to have been, with no output.
 func (e *CommandError) Error() string {
 	msg := strings.TrimSpace(e.Stderr)
 	if i := strings.LastIndex(msg, "\n"); i >= 0 && len(msg) > 2000 {
 		msg = "…" + msg[len(msg)-2000:]
 	}
-	return fmt.Sprintf("limactl %s: exit %d: %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+	return fmt.Sprintf("limactl %s: %s", strings.Join(e.Args, " "), coded.ProcessEnd(e.ExitCode, e.Signal, msg))
 }
 
 // run executes limactl with --tty=false so it never prompts.
@@ -236,7 +240,8 @@ func (d *Driver) run(ctx context.Context, stdin io.Reader, args ...string) (stdo
 	err = cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return out.Bytes(), errb.Bytes(), &CommandError{Args: args, ExitCode: exit.ExitCode(), Stderr: errb.String()}
+		return out.Bytes(), errb.Bytes(), &CommandError{Args: args, ExitCode: exit.ExitCode(),
+			Signal: coded.SignalOf(exit.ProcessState), Stderr: errb.String()}
 	}
 	if err != nil {
 		return out.Bytes(), errb.Bytes(), fmt.Errorf("running limactl %s: %w", strings.Join(args, " "), err)

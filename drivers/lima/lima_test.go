@@ -245,3 +245,29 @@ func TestVersionIsCachedPerBinary(t *testing.T) {
 		t.Errorf("after the binary changed: version %v, %v, %d runs", d, err, versionRuns())
 	}
 }
+
+// A limactl that ends without a word (an interrupt killed it) is said to
+// have, never as "exit -1:" with nothing after the colon (issue 40); one
+// that exits with nothing on stderr says "no output".
+func TestAFailedLimactlIsNeverWordedEmpty(t *testing.T) {
+	f := newFake(t)
+	bin := filepath.Join(t.TempDir(), "limactl")
+	os.WriteFile(bin, []byte("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'limactl version 1.2.1'; exit 0; }\n"+
+		"[ \"$2\" = list ] && kill -s INT $$\nexit 3\n"), 0o755)
+	o := f.options()
+	o.Limactl = bin
+	d, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.List(context.Background())
+	if err == nil || !strings.HasSuffix(err.Error(), ": killed by signal interrupt (no output)") {
+		t.Errorf("a limactl killed by SIGINT: %v", err)
+	}
+	err = d.Stop(context.Background(), "sbf-01234567-x")
+	if err == nil || !strings.Contains(err.Error(), "limactl stop") ||
+		!strings.Contains(err.Error(), "exit 3 (no output)") {
+		t.Errorf("a limactl that exits 3 silently: %v", err)
+	}
+}

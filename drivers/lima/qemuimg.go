@@ -31,7 +31,7 @@ func (q qemuImg) run(ctx context.Context, args ...string) ([]byte, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("qemu-img %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return nil, fmt.Errorf("qemu-img %s: %w%s", strings.Join(args, " "), err, coded.Said(errb.String()))
 	}
 	return out.Bytes(), nil
 }

@@ -63,7 +63,7 @@ func (d *Driver) Exec(ctx context.Context, instance string, req drivers.ExecRequ
 		defer cancel()
 	}
 	dir := d.guestDir(instance)
-	cmd := exec.CommandContext(ctx, "sh", "-c", req.Command)
+	cmd := exec.CommandContext(ctx, "sh", "-c", sshexec.StatusPassing(req.Command)) // as a VM's guest runs it
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "SBF_SIM_INSTANCE=" + instance}
 	stdout, stderr, toStdout, toStderr := req.Outputs()

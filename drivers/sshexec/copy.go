@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/shellquote"
 	"io"
 	"path"
-	"strings"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -56,7 +56,7 @@ func (p *Pool) PutArchive(ctx context.Context, instance, dir string, archive io.
 	defer s.Close()
 	s.Stdin = archive
 	if err := s.Run("mkdir -p " + shellquote.Quote(dir) + " && tar -xf - -C " + shellquote.Quote(dir)); err != nil {
-		return fmt.Errorf("extracting into %s:%s: %v: %s", instance, dir, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("extracting into %s:%s: %v%s", instance, dir, err, coded.Said(stderr.String()))
 	}
 	return nil
 }
@@ -71,7 +71,7 @@ func (p *Pool) GetArchive(ctx context.Context, instance, path string, archive io
 	s.Stdout = archive
 	dir, base := splitRemote(path)
 	if err := s.Run("tar -cf - -C " + shellquote.Quote(dir) + " " + shellquote.Quote(base)); err != nil {
-		return fmt.Errorf("archiving %s:%s: %v: %s", instance, path, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("archiving %s:%s: %v%s", instance, path, err, coded.Said(stderr.String()))
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 
 // remoteCommand wraps the command so the guest kills it at the deadline.
 func remoteCommand(req drivers.ExecRequest) string {
-	cmd := "sh -c " + shellquote.Quote(req.Command)
+	cmd := "sh -c " + shellquote.Quote(StatusPassing(req.Command))
 	if req.Timeout > 0 {
 		cmd = "timeout -k 2 " + seconds(req.Timeout) + " " + cmd
 	}

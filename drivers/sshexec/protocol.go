@@ -50,6 +50,31 @@ func greeting(pidMarker, token string) string {
 		nlVar, pidMarker, spare(token), token, token)
 }
 
+// A shell that evaluates a command (a spare, or the `sh -c` of a session
+// of its own) is in the command's session, so a forwarded Ctrl-C reaches
+// it too. Left to SIGINT's default it would end at once, before the
+// command it waits for, and report 130 where the command, which may trap
+// the signal, ends with a status of its own (a trap's `exit 9`, as ssh -t
+// passes on) and may still write: output that would then follow the
+// shell's markers. statusTrap makes it wait for the command and end with
+// its status, or with 130 when that status is 0 (the command ended
+// quietly, or a list of commands was cut short: never a success after an
+// interrupt) or no command ran (a loop of builtins stops too). Commands
+// it starts get SIGINT's default, as with ssh. Only SIGINT: for TERM, HUP
+// and QUIT a shell that outlived its command would print "Terminated"
+// (dash reports a foreground command killed by any other signal), so
+// there the shell still ends first, as before. (A Ctrl-C that comes just
+// as the shell forks a command, before the command's exec, is the shell's
+// alone: the command runs on, and the next Ctrl-C reaches it.)
+const statusTrap = `trap '__sbf_i=$?; exit $((__sbf_i ? __sbf_i : 130))' INT`
+
+// StatusPassing is a shell script that runs command as `sh -c command`
+// would, ending with the command's status after a forwarded Ctrl-C
+// (statusTrap): what a session of its own, and the sim, hand to sh -c.
+func StatusPassing(command string) string {
+	return statusTrap + "; eval " + shellquote.Quote(command)
+}
+
 // spare is the subshell that runs the next command. Its trap, with the
 // command's number fixed in it before the command runs, prints the
 // markers only on the streams that are still the shell's own (`-ef`
@@ -60,7 +85,7 @@ func spare(token string) string {
 		`[ /proc/self/fd/1 -ef /proc/\$\$/fd/1 ] && printf '%s-$__sbf_n: %%d\n' \$__sbf_s; `+
 		`[ /proc/self/fd/2 -ef /proc/\$\$/fd/2 ] && printf '%s-$__sbf_n:\n' >&2`, token, token)
 	return `( trap "` + trap + `" EXIT; IFS= read -r __sbf_c || { kill -s KILL $$; exit; }; ` +
-		`case $__sbf_c in @*) __sbf_c=$(head -c "${__sbf_c#@}");; esac; ` +
+		`case $__sbf_c in @*) __sbf_c=$(head -c "${__sbf_c#@}");; esac; ` + statusTrap + `; ` +
 		`eval "$__sbf_c" </dev/null )`
 }
 

@@ -179,3 +179,55 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 		}
 	}
 }
+
+// After a forwarded Ctrl-C the command's own status comes back, as ssh -t
+// passes it on: a trap's `exit 9` is 9, and what the trap prints is the
+// command's output, not the next one's (issue 40: sbf exec said 130). A
+// command the interrupt ended is 130; one that ended quietly after it (a
+// list cut short) is 130 too, never a success.
+func TestAForwardedInterruptPassesTheCommandsStatus(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			p, _ := guest(t, Fallbacks{})
+			dir := t.TempDir()
+			// Each command says it started (touch $S) once its traps are set.
+			for i, c := range []struct {
+				command string
+				code    int
+				stdout  string
+			}{
+				{`trap "sleep 0.2; echo cleaned up; exit 9" INT; touch $S; sleep 30`, 9, "cleaned up\n"},
+				{`sh -c 'trap "exit 9" INT; touch $S; while :; do sleep 0.05; done'; echo not reached`, 9, ""},
+				{`touch $S; sleep 30`, 130, ""},
+				{`sh -c 'trap "exit 0" INT; touch $S; while :; do sleep 0.05; done'; sleep 30`, 130, ""},
+			} {
+				started := filepath.Join(dir, strconv.Itoa(i))
+				signals := make(chan drivers.Signal, 1)
+				done := make(chan drivers.ExecResult, 1)
+				go func() {
+					res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{
+						Command: "export S=" + started + "; " + c.command, Stdin: path.stdin(), Signals: signals})
+					if err != nil {
+						t.Error(err)
+					}
+					done <- res
+				}()
+				waitFor(t, started)
+				time.Sleep(100 * time.Millisecond) // into the sleep
+				signals <- "INT"
+				select {
+				case res := <-done:
+					if res.ExitCode != c.code || res.Stdout != c.stdout {
+						t.Errorf("%q after INT: %+v, want exit %d and %q", c.command, res, c.code, c.stdout)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%q did not end on INT", c.command)
+				}
+				if res, err := p.Exec(context.Background(), instance,
+					drivers.ExecRequest{Command: "echo next"}); err != nil || res.Stdout != "next\n" {
+					t.Errorf("the command after %q: %+v %v", c.command, res, err)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,9 @@ package coded
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -121,4 +124,40 @@ func Clip(s string) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Said is what a failed process wrote on stderr, for the end of a message
+// that names the failure: ": " and the text trimmed, or " (no output)"
+// when it wrote nothing, so that no message ends in a colon and nothing.
+func Said(stderr string) string {
+	if s := strings.TrimSpace(stderr); s != "" {
+		return ": " + s
+	}
+	return " (no output)"
+}
+
+// ProcessEnd says how a command ended and what it said, for the end of a
+// message about it: "exit 1: <its stderr>", "killed by signal interrupt
+// (no output)". A status below zero with no signal named is a process that
+// ended without a status of its own: os.ProcessState's -1, a signal.
+func ProcessEnd(status int, signal, stderr string) string {
+	how := fmt.Sprintf("exit %d", status)
+	switch {
+	case signal != "":
+		how = "killed by signal " + signal
+	case status < 0:
+		how = "killed by a signal"
+	}
+	return how + Said(stderr)
+}
+
+// SignalOf names the signal that ended a process, "" when it exited.
+func SignalOf(ps *os.ProcessState) string {
+	if ps == nil {
+		return ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal().String()
+	}
+	return ""
 }

@@ -37,6 +37,9 @@ type DesiredSandbox struct {
 	TTL   time.Duration // lease length when acquired or renewed
 	// Layers is what runs inside the VM; nil when nothing does.
 	Layers *Layers
+	// AdHoc says that only the managed overrides declare it (sbf up, an
+	// MCP create): its layers are the bootstrap it was declared with.
+	AdHoc bool
 	// Adopt names an existing instance to import as the VM (an adopt
 	// key sbf wrote), instead of creating one.
 	Adopt string
@@ -63,6 +66,7 @@ func DesiredFrom(r *spec.Resolved) Desired {
 			TTL:      sb.TTL.Std(),
 			Adopt:    sb.Adopt,
 			CloneOf:  sb.CloneOf,
+			AdHoc:    r.AdHoc[name],
 		}
 		ds.FromSnapshot = sb.FromSnapshot
 		ds.VM.Backend = sb.BackendSettings(ds.Driver)

@@ -59,15 +59,16 @@ func planLayers(
 	if l == nil {
 		return
 	}
+	fresh := vm == Create || vm == Replace || vm == Adopt
 	add := func(k Kind, cause string) {
 		a := base
 		a.Kind, a.Cause, a.Spec, a.OldDriver, a.WasRunning, a.Drift = k, cause, nil, "", false, false
 		if g != nil {
 			a.Docker = g.Docker
 		}
+		a.Bootstrap = ds.AdHoc && fresh && k != Compose // what every new ad-hoc sandbox gets
 		p.Actions = append(p.Actions, a)
 	}
-	fresh := vm == Create || vm == Replace || vm == Adopt
 	guestCause := func() string {
 		switch {
 		case vm == Adopt:

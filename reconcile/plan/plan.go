@@ -60,6 +60,12 @@ type Action struct {
 	// sandbox's); Spare says how a new spare is made.
 	Pool  string     `json:"pool,omitempty"`
 	Spare *SparePlan `json:"spare,omitempty"`
+	// Bootstrap marks a step every new ad-hoc sandbox takes (its runtime,
+	// services and connection env on a new VM): part of its create, as it
+	// is of `sbf up --new` and create_instance, so neither shown on a line
+	// of its own nor counted (issue 40: an ad-hoc plan shows what differs
+	// from the defaults, as a declared one does).
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // Refresh corrects the record of a sandbox whose instance already is as

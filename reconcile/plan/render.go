@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ func (p *Plan) Summary() Summary { return Count(p.Actions) }
 func Count(actions []Action) Summary {
 	var s Summary
 	for _, a := range actions {
+		if a.Bootstrap {
+			continue // part of its sandbox's create
+		}
 		switch a.Kind {
 		case Create, Adopt:
 			s.Add++
@@ -79,7 +83,9 @@ func (s Style) paint(k Kind, text string) string {
 func (p *Plan) Render(w io.Writer, st Style) {
 	switch {
 	case len(p.Actions) == 0 && len(p.Problems) > 0:
-		fmt.Fprintln(w, "No changes planned; some sandboxes could not be planned (below).")
+		// Not "no changes": sbf could not look (issue 40).
+		fmt.Fprintf(w, "Nothing could be planned for %s: what apply would change there is unknown (below).\n",
+			strings.Join(p.unplanned(), ", "))
 	case len(p.Actions) == 0:
 		fmt.Fprintln(w, "No changes. Sandboxes match the configuration.")
 	default:
@@ -90,6 +96,9 @@ func (p *Plan) Render(w io.Writer, st Style) {
 		fmt.Fprintln(w, "sbf will perform these actions:")
 		fmt.Fprintln(w)
 		for _, a := range p.Actions {
+			if a.Bootstrap {
+				continue // an ad-hoc sandbox's create includes it
+			}
 			line := fmt.Sprintf("%3s %-*s  %-8s %s", a.Kind.Symbol(), width, a.Subject(), a.Kind, a.Cause)
 			if a.Kind == Adopt {
 				// An adopt reads as the create it stands in for.
@@ -120,16 +129,35 @@ func (p *Plan) Render(w io.Writer, st Style) {
 }
 
 // renderLeases lists the lease ends the plan records (no VM changes for
-// them), so a renewal is never silent.
+// them), so a renewal is never silent. A sandbox that could not be
+// planned claims none: nobody knows yet what apply will make of it.
 func (p *Plan) renderLeases(w io.Writer) {
-	if len(p.Leases) == 0 {
+	unplanned := setOf(p.unplanned())
+	var shown []LeaseRenewal
+	for _, l := range p.Leases {
+		if !unplanned[l.Sandbox] {
+			shown = append(shown, l)
+		}
+	}
+	if len(shown) == 0 {
 		return
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Leases (no change to any VM):")
-	for _, l := range p.Leases {
+	for _, l := range shown {
 		fmt.Fprintf(w, "  %s: %s\n", l.Sandbox, l.Describe())
 	}
+}
+
+// unplanned names the sandboxes that could not be planned, once each.
+func (p *Plan) unplanned() []string {
+	var names []string
+	for _, pr := range p.Problems {
+		if !slices.Contains(names, pr.Sandbox) {
+			names = append(names, pr.Sandbox)
+		}
+	}
+	return names
 }
 
 // Describe says what becomes of the lease: "renewed until …".
@@ -168,12 +196,15 @@ type Change struct {
 	Drift    bool     `json:"drift"`
 	Warm     []string `json:"warm,omitempty"`
 	Import   bool     `json:"import,omitempty"`
+	// Bootstrap is a step of a new ad-hoc sandbox's create, not counted
+	// in the summary.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // Change gives the action as a line of `sbf plan --json`.
 func (a Action) Change() Change {
 	return Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
-		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import}
+		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import, Bootstrap: a.Bootstrap}
 }
 
 // Report is `sbf plan --json`.
