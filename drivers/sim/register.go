@@ -32,7 +32,7 @@ func init() {
 				dir = WorldDir(env.StateDir, env.Workspace)
 			}
 			return New(Options{Dir: dir, Latency: env.Getenv("SBF_SIM_LATENCY"),
-				Faults: env.Getenv("SBF_SIM_FAULTS"), Clock: env.Clock})
+				Faults: env.Getenv("SBF_SIM_FAULTS"), Boot: env.Getenv("SBF_SIM_BOOT"), Clock: env.Clock})
 		},
 		Diagnose: func(_ context.Context, env drivers.Env, _ []drivers.Spec) drivers.Diagnosis {
 			if !env.HostExec {
