@@ -135,16 +135,14 @@ const (
 	// Broken instances exist but cannot be started as they are (a create
 	// interrupted halfway, a missing disk); the planner replaces them.
 	Broken Status = "broken"
-	// Booting instances run, but their guest is not ready yet for what a
-	// start waits for (SSH, cloud-init done, the user's groups): a start
-	// cut short left one booting. Only Running is usable; the planner
-	// finishes the start, and commands wait for it.
+	// Booting instances run, but their guest is not ready for what a start
+	// waits for (SSH, cloud-init done, the user's groups): a start cut short
+	// left it so. Only Running is usable; the planner finishes the start.
 	Booting Status = "booting"
 )
 
 // ErrBooting is what commands, copies and terminals of a booting instance
-// return (wrapped) before anything ran in its guest: the data plane waits
-// for the boot and tries again.
+// return (wrapped), nothing run: the data plane waits for the boot.
 var ErrBooting = errors.New("the VM is still booting")
 
 // Instance is what a backend lists about one VM it runs.
@@ -159,11 +157,9 @@ type Instance struct {
 	// Label is what sbf recorded on it beyond its name (Labeler): whose
 	// it is, or which pool keeps it as a spare. Nil when nothing.
 	Label *Label `json:"label,omitempty"`
-	// Created is when the backend made it; zero when it does not say.
-	// A record a crash left without its creation time takes it from here.
+	// Created is when the backend made it (zero: it does not say).
 	Created time.Time `json:"created,omitzero"`
-	// BootStep says, for a Booting instance, what its boot waits for now
-	// as the backend puts it ("" when it does not say).
+	// BootStep is what a Booting instance's boot waits for now, if known.
 	BootStep string `json:"boot_step,omitempty"`
 }
 

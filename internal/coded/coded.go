@@ -38,6 +38,9 @@ const (
 	// ServiceManagerUnreachable is a host whose user service manager (a
 	// systemd user instance, launchd, the task scheduler) could not be asked.
 	ServiceManagerUnreachable = "SERVICE_MANAGER_UNREACHABLE"
+	// InstanceNotReady is a sandbox whose VM runs but whose guest did not
+	// become ready for a command (its boot stopped, or went on too long).
+	InstanceNotReady = "INSTANCE_NOT_READY"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )
