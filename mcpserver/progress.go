@@ -63,8 +63,7 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 	}()
 	// What the call waits for outside a run's steps (a lock another sbf
 	// holds, a sandbox still booting) reaches the client too.
-	ctx = waits.WithListener(ctx, p.wait)
-	return reconcile.WithEvents(ctx, p.event), func() { close(done) }
+	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() { close(done) }
 }
 
 // wait turns a wait's line into a notification.

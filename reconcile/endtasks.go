@@ -38,9 +38,11 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) erro
 	how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 	now := e.Clock.Now().UTC()
 	saved := map[string]*state.SavedOutput{}
-	if a.Force {
-		// A forced removal gives the guest a moment, not a minute: a guest
-		// that does not answer (still booting, hung) keeps nothing waiting.
+	if a.Force && a.Kind != plan.Expire {
+		// A removal asked to be forced (destroy --force, a booting VM)
+		// gives the guest a moment, not a minute: a guest that does not
+		// answer (still booting, hung) keeps nothing waiting. An expiry
+		// saves the tasks' output as before.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, forcedGuestWait)
 		defer cancel()
