@@ -91,6 +91,20 @@ func TestACreateCutShortIsFinishedNotCalledHealthy(t *testing.T) {
 	}
 }
 
+// next is the next line a wait says; the command must not end first.
+func next(t *testing.T, said <-chan string, done <-chan error) string {
+	t.Helper()
+	select {
+	case msg := <-said:
+		return msg
+	case err := <-done:
+		t.Fatalf("the command ended without a word of its wait: %v", err)
+	case <-time.After(hang):
+		t.Fatal("no line")
+	}
+	return ""
+}
+
 // A command to a booting sandbox waits for its boot, saying so at once and
 // at every progress.Every, then runs.
 func TestACommandWaitsForTheBootAndSaysSo(t *testing.T) {
@@ -106,14 +120,14 @@ func TestACommandWaitsForTheBootAndSaysSo(t *testing.T) {
 		res, err = h.target(t, "api").Exec(ctx, execReq("echo hi"))
 		done <- err
 	}()
-	if msg := <-said; !strings.Contains(msg, "sandbox api is still booting (held by SBF_SIM_BOOT") {
+	if msg := next(t, said, done); !strings.Contains(msg, "sandbox api is still booting (held by SBF_SIM_BOOT") {
 		t.Errorf("first line: %q", msg)
 	}
 	for h.clock.Waiters() < before+2 { // the beat and the next look are armed
 		time.Sleep(time.Millisecond)
 	}
 	h.clock.Advance(progress.Every)
-	if msg := <-said; !strings.Contains(msg, "still waiting for sandbox api to boot (15s so far)") {
+	if msg := next(t, said, done); !strings.Contains(msg, "still waiting for sandbox api to boot (15s so far)") {
 		t.Errorf("beat: %q", msg)
 	}
 	h.simDriver().FinishBoot(h.instance("api"))
@@ -140,7 +154,7 @@ func TestACommandWhoseSandboxStopsWhileBootingFails(t *testing.T) {
 		_, err := h.target(t, "api").Exec(ctx, execReq("echo hi"))
 		done <- err
 	}()
-	<-said
+	next(t, said, done)
 	h.simDriver().ForceStop(context.Background(), h.instance("api"))
 	for {
 		h.clock.Advance(sandbox.BootPoll)
