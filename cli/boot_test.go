@@ -136,3 +136,13 @@ func TestDestroyForce(t *testing.T) {
 		t.Errorf("destroy --force did %q", got)
 	}
 }
+
+// What a wait names (a lock holder's command from its note, a boot step
+// from Lima's host agent log) reaches the terminal escaped.
+func TestWaitLinesAreEscaped(t *testing.T) {
+	var out strings.Builder
+	waitLines(&out)("waiting for the lock x, held by \"\x1b]0;pwned\x07sbf\" (pid 1)")
+	if strings.ContainsAny(out.String(), "\x1b\x07") || !strings.HasPrefix(out.String(), "sbf: waiting for the lock x") {
+		t.Errorf("line: %q", out.String())
+	}
+}
