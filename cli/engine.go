@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
+	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -99,6 +100,7 @@ func (a *app) debugf(format string, args ...any) {
 }
 
 // progressEvery is how often a long step says it is still running: as
-// often as sbf image build and make run's phases, so a wrapper need not
-// add a heartbeat of its own.
-const progressEvery = 20 * time.Second
+// often as every other wait of sbf's (sbf image build, a lock held by
+// another sbf) and make run's phases, so a wrapper need not add a
+// heartbeat of its own.
+const progressEvery = waits.Every

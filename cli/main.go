@@ -12,8 +12,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/sandboxforge/sbf/internal/policy"
+	waits "github.com/sandboxforge/sbf/internal/progress"
+	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/state"
 
 	"github.com/spf13/cobra"
@@ -94,6 +97,17 @@ func usageErrorf(format string, args ...any) error {
 // silentExit ends the command with a code and nothing more to print.
 func silentExit(code int) error { return &exitError{code: code} }
 
+// waitLines writes progress lines to w, one at a time, escaped: what
+// they name may come from a guest.
+func waitLines(w io.Writer) func(string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "sbf: %s\n", termsafe.Text(msg))
+	}
+}
+
 // run is sbf's command line in process (tests).
 func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runWith(nil, args, getenv, stdin, stdout, stderr)
@@ -107,6 +121,9 @@ func runWith(server *Server, args []string, getenv func(string) string, stdin io
 // commands that do not handle signals themselves.
 func runIn(ctx context.Context, in *interrupts, server *Server, args []string, getenv func(string) string,
 	stdin io.Reader, stdout, stderr io.Writer) int {
+	// What a command waits for outside a run's steps (a lock another sbf
+	// holds, a sandbox still booting) is said on stderr as it waits.
+	ctx = waits.WithListener(ctx, waitLines(stderr))
 	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server, runCtx: ctx,
 		interrupts: in}
 	root := a.rootCommand()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/progress"
 )
 
 // Spec is the VM a sandbox wants.
@@ -134,7 +135,15 @@ const (
 	// Broken instances exist but cannot be started as they are (a create
 	// interrupted halfway, a missing disk); the planner replaces them.
 	Broken Status = "broken"
+	// Booting instances run, but their guest is not ready for what a start
+	// waits for (SSH, cloud-init done, the user's groups): a start cut short
+	// left it so. Only Running is usable; the planner finishes the start.
+	Booting Status = "booting"
 )
+
+// ErrBooting is what commands, copies and terminals of a booting instance
+// return (wrapped), nothing run: the data plane waits for the boot.
+var ErrBooting = errors.New("the VM is still booting")
 
 // Instance is what a backend lists about one VM it runs.
 type Instance struct {
@@ -148,6 +157,10 @@ type Instance struct {
 	// Label is what sbf recorded on it beyond its name (Labeler): whose
 	// it is, or which pool keeps it as a spare. Nil when nothing.
 	Label *Label `json:"label,omitempty"`
+	// Created is when the backend made it (zero: it does not say).
+	Created time.Time `json:"created,omitzero"`
+	// BootStep is what a Booting instance's boot waits for now, if known.
+	BootStep string `json:"boot_step,omitempty"`
 }
 
 // ErrNotFound is returned for operations on an instance that does not
@@ -356,19 +369,15 @@ func CanonicalArch(arch string) string {
 	return arch
 }
 
-type progressKey struct{}
-
 // WithProgress returns a context whose drivers report progress to fn:
-// what a long operation (a VM boot) is waiting for.
+// what a long operation (a VM boot) is waiting for (internal/progress).
 func WithProgress(ctx context.Context, fn func(msg string)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
+	return progress.WithListener(ctx, fn)
 }
 
 // Progressf reports progress to the context's listener, if any.
 func Progressf(ctx context.Context, format string, args ...any) {
-	if fn, ok := ctx.Value(progressKey{}).(func(string)); ok {
-		fn(fmt.Sprintf(format, args...))
-	}
+	progress.Reportf(ctx, format, args...)
 }
 
 // Check is one thing a backend needs, as `sbf doctor` reports it.

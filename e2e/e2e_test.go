@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,8 +64,11 @@ func (w *ws) sbf(stdin string, extraEnv []string, args ...string) result {
 		c.Stdin = strings.NewReader(stdin)
 	}
 	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
+	var said lastLine
+	c.Stdout, c.Stderr = &out, io.MultiWriter(&errb, &said)
+	stop := beat(args, &said)
 	err := c.Run()
+	stop()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

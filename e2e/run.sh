@@ -13,17 +13,23 @@ REPO=$(cd "$HERE/.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 # shellcheck source=lima-env.sh
 source "$HERE/lima-env.sh"
+# shellcheck source=../scripts/heartbeat.sh
+source "$REPO/scripts/heartbeat.sh" # the builds below are silent for minutes
 
 t0=$SECONDS
 vm_user_setup
 BIN=$SBF_E2E_HOME/bin
 install -d -m 0755 "$BIN"
 # sbf as released: static (CGO_ENABLED=0; a dynamic binary starts ~1 ms slower) and trimmed.
-(cd "$REPO" && export CGO_ENABLED=0 &&
- go build -trimpath -o "$BIN/sbf" ./cmd/sbf && go build -trimpath -o "$BIN/sbf-server" ./cmd/sbf-server &&
- unset CGO_ENABLED &&
- go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
- go test -c -o "$BIN/lima.test" ./drivers/lima)
+build_binaries() {
+  (cd "$REPO" && export CGO_ENABLED=0 &&
+   go build -trimpath -o "$BIN/sbf" ./cmd/sbf && go build -trimpath -o "$BIN/sbf-server" ./cmd/sbf-server &&
+   unset CGO_ENABLED &&
+   go test -c -tags e2e -o "$BIN/e2e.test" ./e2e &&
+   go test -c -o "$BIN/lima.test" ./drivers/lima)
+}
+echo "e2e: building sbf, sbf-server and the test binaries" >&2
+with_heartbeat "e2e: building sbf, sbf-server and the test binaries" build_binaries
 chmod 0755 "$BIN/sbf" "$BIN/sbf-server" "$BIN/e2e.test" "$BIN/lima.test"
 echo "e2e: built sbf and the test binaries in $((SECONDS - t0))s" >&2
 sbf_e2e_setup "$BIN/sbf"

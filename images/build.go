@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/progress"
 )
 
 // Builder makes images into the first folder of a cache.
@@ -56,7 +57,14 @@ func (b Builder) Build(ctx context.Context, r Recipe, arch string) (Image, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Image{}, fmt.Errorf("creating the image cache: %w", err)
 	}
-	lock, err := flock.Acquire(ctx, ownfile.At(dir).File(".lock"), b.Who, b.LockTimeout)
+	lockFile := ownfile.At(dir).File(".lock")
+	if h := flock.Holding(lockFile); h != nil {
+		// The wait itself says so again at every beat (flock), through the
+		// context's progress listener.
+		fmt.Fprintf(b.Progress, "sbf: waiting for %q (pid %d, since %s) to finish with the image cache %s\n",
+			h.Command, h.PID, h.Since.UTC().Format(time.RFC3339), dir)
+	}
+	lock, err := flock.Acquire(ctx, lockFile, b.Who, b.LockTimeout)
 	if err != nil {
 		return Image{}, fmt.Errorf("waiting for another image build: %w", err)
 	}
@@ -181,7 +189,7 @@ func removeMatching(dir string, re *regexp.Regexp, keep string) {
 
 // HeartbeatEvery is how often a build says it is still going: a recipe's
 // steps (debootstrap, the package installs) are silent for minutes.
-const HeartbeatEvery = 20 * time.Second
+const HeartbeatEvery = progress.Every
 
 // heartbeat writes a line every HeartbeatEvery until stop is called.
 func (b Builder) heartbeat(w io.Writer, name string, start time.Time) (stop func()) {

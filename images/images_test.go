@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
@@ -185,7 +187,7 @@ func TestBuildHeartbeat(t *testing.T) {
 		_, err := b.Build(context.Background(), r, "x86_64")
 		done <- err
 	}()
-	for i := 0; !strings.Contains(progress.String(), "sbf: still building sbf:tiny (40s)"); i++ {
+	for i := 0; !strings.Contains(progress.String(), "sbf: still building sbf:tiny (30s)"); i++ {
 		if i == 2000 {
 			os.WriteFile(gate, nil, 0o644)
 			<-done
@@ -200,7 +202,40 @@ func TestBuildHeartbeat(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(progress.String(), "sbf: still building sbf:tiny (20s)\n") {
+	if !strings.Contains(progress.String(), "sbf: still building sbf:tiny (15s)\n") {
 		t.Errorf("progress: %q", progress.String())
+	}
+}
+
+// A build that finds another sbf building in the same cache says whom it
+// waits for at once (the wait repeats it at every beat: internal/flock).
+func TestBuildSaysWhomItWaitsFor(t *testing.T) {
+	_, r := fakeRecipe(t, "true")
+	dir := t.TempDir()
+	held, err := flock.Acquire(context.Background(), ownfile.PathFile(filepath.Join(dir, ".lock")),
+		flock.Holder{Command: "sbf image build", PID: 41, Since: time.Unix(0, 0)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress testutil.SyncBuffer
+	b := Builder{Cache: Cache{Dirs: []string{dir}}, Euid: 1000, Progress: &progress, Clock: clock.NewFake(time.Unix(0, 0)),
+		LockTimeout: time.Hour}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Build(context.Background(), r, "x86_64")
+		done <- err
+	}()
+	want := `sbf: waiting for "sbf image build" (pid 41, since 1970-01-01T00:00:00Z) to finish with the image cache ` + dir
+	for i := 0; !strings.Contains(progress.String(), want); i++ {
+		if i == 6000 { // a guard against a hang, not a measure of speed
+			held.Release()
+			<-done
+			t.Fatalf("progress: %q", progress.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	held.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,7 +24,7 @@ type createArgs struct {
 
 type instanceArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Force      bool   `json:"force,omitempty" default:"false" jsonschema:"Accepted for compatibility; destroy always stops then deletes."`
+	Force      bool   `json:"force,omitempty" default:"false" jsonschema:"Delete the VM at once, without a clean stop (a VM still booting always is)."`
 }
 
 type extendArgs struct {
@@ -53,7 +53,8 @@ func (s *Server) registerLifecycle() {
 	addTool(
 		s,
 		"destroy_instance",
-		"Release an instance's lease; its VM is stopped and deleted. Works on expired instances too.",
+		"Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean stop). "+
+			"Works on expired instances too.",
 		s.destroyInstance,
 	)
 	addTool(s, "extend_instance_ttl", "Move an instance's lease end later by ttl_minutes.", s.extendInstance)
@@ -137,7 +138,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	req := reconcile.Destroy{Sandboxes: []string{e.Sandbox}}
+	req := reconcile.Destroy{Sandboxes: []string{e.Sandbox}, Force: a.Force}
 	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Intent: req,
 		Audit: audited("destroy_instance")}); err != nil {
 		return nil, v1Error(err, a.InstanceID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -60,7 +61,17 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 			}
 		}
 	}()
-	return reconcile.WithEvents(ctx, p.event), func() { close(done) }
+	// What the call waits for outside a run's steps (a lock another sbf
+	// holds, a sandbox still booting) reaches the client too.
+	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() { close(done) }
+}
+
+// wait turns a wait's line into a notification.
+func (p *callProgress) wait(msg string) {
+	p.mu.Lock()
+	p.step = msg
+	p.mu.Unlock()
+	p.send(p.tool + ": " + msg)
 }
 
 // event turns an engine step into a notification.

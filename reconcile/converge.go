@@ -194,6 +194,7 @@ func lockModeOf(opts Options, planOnly bool) lockMode {
 func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*Result, error) {
 	r, rec := u.r, u.rec
 	desired := plan.DesiredFrom(r)
+	desired.Force = forced(u.opts.Intent)
 	if _, none := u.targets(); none {
 		return u.nothingHeld(res, desired), nil
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
+// forcedGuestWait bounds what a forced removal runs in the guest first.
+const forcedGuestWait = 5 * time.Second
+
 // endTasks stops the sandbox's running background tasks before its VM
 // goes (in a VM they would die with it; the sim runs them on the host),
 // saves the end of each task's output (its log goes with the VM) and
@@ -35,6 +38,15 @@ func (e *Executor) endTasks(ctx context.Context, drv Driver, a plan.Action) erro
 	how := map[plan.Kind]string{plan.Delete: "destroyed", plan.Expire: "expired"}[a.Kind]
 	now := e.Clock.Now().UTC()
 	saved := map[string]*state.SavedOutput{}
+	if a.Force && a.Kind != plan.Expire {
+		// A removal asked to be forced (destroy --force, a booting VM)
+		// gives the guest a moment, not a minute: a guest that does not
+		// answer (still booting, hung) keeps nothing waiting. An expiry
+		// saves the tasks' output as before.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, forcedGuestWait)
+		defer cancel()
+	}
 	if x := drivers.CapabilitiesOf(drv).Exec; x != nil {
 		run := func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 			return x.Exec(ctx, a.Instance, req)

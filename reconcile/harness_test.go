@@ -34,6 +34,7 @@ type harness struct {
 	clock   *clock.Fake
 	faults  string
 	latency string
+	boot    string // SBF_SIM_BOOT
 	// simClock, when set, is the sim's clock (its latencies pass on it);
 	// default the fake clock the engine uses.
 	simClock clock.Clock
@@ -67,7 +68,7 @@ func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
 	if h.simClock != nil {
 		c = h.simClock
 	}
-	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Clock: c})
+	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Boot: h.boot, Clock: c})
 	if err != nil || h.guests == nil {
 		return d, err
 	}

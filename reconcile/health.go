@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -20,8 +21,9 @@ type SandboxHealth struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 	LeaseLeft int64      `json:"lease_seconds_left"`
 	// Status is ok (it answered a command), unreachable (its VM runs but
-	// a command does not), down (it holds a lease but its VM does not
-	// run), or no lease (nothing is expected of it).
+	// a command does not), booting (its VM runs, its guest is not ready
+	// yet), down (it holds a lease but its VM does not run), or no lease
+	// (nothing is expected of it).
 	Status string `json:"status"`
 	ExecMS int64  `json:"exec_ms"`
 	Error  string `json:"error,omitempty"`
@@ -51,7 +53,11 @@ func (e *Engine) Health(ctx context.Context, ws spec.Options) (out []SandboxHeal
 }
 
 func (e *Engine) probe(ctx context.Context, ws spec.Options, st SandboxStatus, h *SandboxHealth) string {
-	if st.Live != "running" {
+	switch st.Live {
+	case "running":
+	case string(drivers.Booting):
+		return "booting"
+	default:
 		return "down"
 	}
 	tgt, err := e.Target(ws, st.Name)

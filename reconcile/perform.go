@@ -73,7 +73,7 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err != nil {
 			return err
 		}
-		if err := remove(ctx, old, a.Instance); err != nil {
+		if err := removeAs(ctx, old, a); err != nil {
 			return fmt.Errorf("deleting the old instance: %w", err)
 		}
 		if err := e.noteTx(a, func(tx *state.Tx, _ *state.Sandbox) { dropSnapshots(tx, a.Sandbox) }); err != nil {
@@ -86,11 +86,7 @@ func (e *Executor) perform(ctx context.Context, a plan.Action) error {
 		if err := e.endTasks(ctx, drv, a); err != nil {
 			return err
 		}
-		halt := drv.Stop
-		if f := drivers.CapabilitiesOf(drv).ForceStop; f != nil && a.Kind == plan.Expire {
-			halt = f.ForceStop // v1's sweeper forced it: nothing in it outlives the delete
-		}
-		if err := removeWith(ctx, drv, halt, a.Instance); err != nil {
+		if err := removeAs(ctx, drv, a); err != nil {
 			return err
 		}
 		if g, ok := e.Admit.(interface {
@@ -155,6 +151,21 @@ func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
 // remove stops then deletes an instance; one already gone is fine.
 func remove(ctx context.Context, drv Driver, instance string) error {
 	return removeWith(ctx, drv, drv.Stop, instance)
+}
+
+// removeAs removes the action's instance as the plan says: stopped
+// cleanly first, or, when the action is forced, halted at once where the
+// backend can (ForceStopper) and deleted (a backend's Delete removes a
+// running instance itself: drivertest's contract).
+func removeAs(ctx context.Context, drv Driver, a plan.Action) error {
+	if !a.Force {
+		return remove(ctx, drv, a.Instance)
+	}
+	halt := func(context.Context, string) error { return nil }
+	if f := drivers.CapabilitiesOf(drv).ForceStop; f != nil {
+		halt = f.ForceStop
+	}
+	return removeWith(ctx, drv, halt, a.Instance)
 }
 
 // removeWith is remove stopping with stop.

@@ -59,8 +59,12 @@ type Up struct {
 	Bootstrap *Bootstrap
 }
 
-// Destroy drops leases (and ad-hoc declarations).
-type Destroy struct{ Sandboxes []string }
+// Destroy drops leases (and ad-hoc declarations). Force deletes the VMs
+// at once, without a clean stop (docker rm -f, limactl delete --force).
+type Destroy struct {
+	Sandboxes []string
+	Force     bool
+}
 
 // Extend moves one live lease's end later, By later.
 type Extend struct {
@@ -174,6 +178,12 @@ func (i Prepare) edit(e *Engine, r *spec.Resolved, rec *state.File, now time.Tim
 		return nil, err
 	}
 	return layersEdit(i.Sandbox, boot), nil
+}
+
+// forced says whether a run deletes VMs without a clean stop.
+func forced(in Intent) bool {
+	d, ok := in.(Destroy)
+	return ok && d.Force
 }
 
 // isPools says whether an intent is a pool pass.

@@ -16,10 +16,14 @@ type SandboxStatus struct {
 	Phase     state.Phase `json:"phase"`
 	Declared  bool        `json:"declared"`
 	ExpiresAt *time.Time  `json:"expires_at"`
-	CreatedAt *time.Time  `json:"created_at,omitempty"` // when its instance was made, as recorded
-	Live      string      `json:"live_status"`          // running, stopped, broken, absent, unknown
-	Drift     string      `json:"drift"`                // empty when record and world agree
-	LastError string      `json:"last_error"`
+	// CreatedAt is when its instance was made: as recorded, else as its
+	// backend says (a create cut short recorded none).
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	// Live is what the backend says: running (usable), booting (running,
+	// its guest not ready yet), stopped, broken, absent, unknown.
+	Live      string `json:"live_status"`
+	Drift     string `json:"drift"` // empty when record and world agree
+	LastError string `json:"last_error"`
 	// Lease is the engine's verdict on the lease at the moment the row was
 	// made, the same for every door: live, expired (it has run out; the
 	// loop deletes the VM), ended (destroyed or expired, recorded) or none.
@@ -79,6 +83,10 @@ func (r *Result) Status() []SandboxStatus {
 			}
 		}
 		row.Live, row.Drift = r.live(row.Instance, row.Driver, rec)
+		if inst, ok := r.Observed.Instances[row.Instance]; ok && row.CreatedAt == nil && !inst.Created.IsZero() {
+			created := inst.Created.UTC()
+			row.CreatedAt = &created
+		}
 		row.Lease = verdict(row, r.Now)
 		if r.Busy != nil && row.Drift != "" {
 			// Mid-apply, record and world disagree by design.
@@ -113,6 +121,8 @@ func (r *Result) live(instance, driver string, rec *state.Sandbox) (live, drift 
 		drift = fmt.Sprintf("recorded %s, but the instance still exists", rec.Phase)
 	case rec.Phase == state.Running && exists && inst.Status != drivers.Running:
 		drift = "recorded running, but the instance is " + string(inst.Status)
+	case exists && inst.Status == drivers.Booting:
+		drift = fmt.Sprintf("recorded %s; its VM is still booting (the next apply finishes its start)", rec.Phase)
 	}
 	return live, drift
 }

@@ -79,12 +79,15 @@ func (t *Target) Env(k string) string {
 	return t.Getenv(k)
 }
 
-// Exec runs a command in the target.
+// Exec runs a command in the target, once its VM has booted (boot.go).
 func (t *Target) Exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
-	return hideWrapper(req, func(req drivers.ExecRequest) (drivers.ExecResult, error) { return t.exec(ctx, req) })
+	return hideWrapper(req, func(req drivers.ExecRequest) (drivers.ExecResult, error) {
+		return afterBoot(ctx, t, func() (drivers.ExecResult, error) { return t.exec(ctx, req) })
+	})
 }
 
-// exec is Exec with the guest shell's own words left as they are.
+// exec is Exec with the guest shell's own words left as they are, and no
+// wait for a boot.
 func (t *Target) exec(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	req, err := withPrelude(req)
 	if err != nil {
@@ -119,8 +122,13 @@ func (t *Target) OutputLimit(asked int) int {
 }
 
 // Terminal runs an interactive command (or the login shell, for an empty
-// one) on a terminal in the target and returns its exit status.
+// one) on a terminal in the target, once its VM has booted, and returns
+// its exit status.
 func (t *Target) Terminal(ctx context.Context, req drivers.TerminalRequest) (int, error) {
+	return afterBoot(ctx, t, func() (int, error) { return t.terminal(ctx, req) })
+}
+
+func (t *Target) terminal(ctx context.Context, req drivers.TerminalRequest) (int, error) {
 	drv, err := t.Driver()
 	if err != nil {
 		return -1, err
@@ -152,10 +160,17 @@ const brokerStartWait = 5 * time.Second
 // ExecBrokered runs a command through the sandbox's exec broker when its
 // driver keeps connections open (drivers.Connector) and the target has
 // Brokers, starting a broker when none answers, and directly otherwise or
-// when that fails.
+// when that fails; once the sandbox's VM has booted (boot.go).
 func (t *Target) ExecBrokered(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	if req.Stdin != nil {
+		// A broker reads stdin as its answer comes: a command asked again
+		// after a boot would miss what the first asking read. Wait first.
+		if err := t.waitBooted(ctx); err != nil {
+			return drivers.ExecResult{}, err
+		}
+	}
 	return hideWrapper(req, func(req drivers.ExecRequest) (drivers.ExecResult, error) {
-		return t.execBrokered(ctx, req)
+		return afterBoot(ctx, t, func() (drivers.ExecResult, error) { return t.execBrokered(ctx, req) })
 	})
 }
 

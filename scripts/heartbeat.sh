@@ -2,21 +2,27 @@
 # heartbeat.sh — sourced by make run (scripts/run-example.sh) and scripts/build-lima.sh.
 #
 #   with_heartbeat LABEL CMD...  runs CMD; while it runs, writes "LABEL: still running (Ns)"
-#                                to stderr every SBF_HEARTBEAT_SECONDS (default 20), so a
+#                                to stderr every SBF_HEARTBEAT_SECONDS (default 15, so that a
+#                                line comes at least every 20 s, as the README promises), so a
 #                                step silent for minutes (a cold go build, a module
 #                                download) is never mistaken for a hang. Returns CMD's status.
 # CMD runs as the caller would run it (under the caller's set -e a failure still ends the
 # script at once); the heartbeat ends within a second of its caller, whatever ends it.
+# Lines are timed by the clock ($SECONDS), not by counting turns of the loop: on a loaded
+# machine a turn (sleep 1, ps, tr) takes longer than a second, and counted turns made a
+# 20 s promise into lines 23-32 s apart.
 
 with_heartbeat() {
-  local label=$1 every=${SBF_HEARTBEAT_SECONDS:-20} start=$SECONDS parent=$BASHPID hb rc
+  local label=$1 every=${SBF_HEARTBEAT_SECONDS:-15} start=$SECONDS parent=$BASHPID hb rc
   shift
   (
     # Its parent gone (even a zombie not yet reaped), the loop is an orphan: it stops.
-    n=0 me=$BASHPID
+    me=$BASHPID last=$start
     while sleep 1 && [[ $(ps -o ppid= -p "$me" 2>/dev/null | tr -d ' ') == "$parent" ]]; do
-      n=$((n + 1))
-      ((n % every == 0)) && echo "    ... $label: still running ($((SECONDS - start))s)" >&2
+      if ((SECONDS - last >= every)); then
+        last=$SECONDS
+        echo "    ... $label: still running ($((SECONDS - start))s)" >&2
+      fi
     done
   ) &
   hb=$!

@@ -4,6 +4,7 @@ package scripts
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,47 @@ echo "not reached"
 	}
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "    ... waiting: still running (") {
 		t.Errorf("stderr %q", lines)
+	}
+}
+
+// On a loaded machine every turn of the heartbeat's loop takes longer than
+// its one-second sleep (here a ps that takes a second, as a busy fork
+// does): the lines still come at their interval, by the clock. Counting
+// turns, the first came after six turns of two seconds: 12 s, not 6.
+func TestHeartbeatKeepsItsIntervalWhenEachLookIsSlow(t *testing.T) {
+	bin := t.TempDir()
+	ps, err := exec.LookPath("ps")
+	if err != nil {
+		t.Skip("no ps")
+	}
+	os.WriteFile(filepath.Join(bin, "ps"), []byte("#!/bin/sh\nsleep 1\nexec "+ps+" \"$@\"\n"), 0o755)
+	gate := filepath.Join(t.TempDir(), "go")
+	script := `source ./heartbeat.sh
+SBF_HEARTBEAT_SECONDS=6
+with_heartbeat "slow" sh -c 'while [ ! -e "$GATE" ]; do sleep 0.05; done'
+`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "GATE="+gate, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	first := ""
+	for sc.Scan() {
+		if first == "" && strings.Contains(sc.Text(), "slow: still running") {
+			first = sc.Text()
+			os.WriteFile(gate, nil, 0o644)
+		}
+	}
+	cmd.Wait()
+	var secs int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(first, "    ... slow: still running ("), "%ds)", &secs); err != nil ||
+		secs >= 12 {
+		t.Errorf("first line %q: want it within one slow turn of 6 s", first)
 	}
 }
 

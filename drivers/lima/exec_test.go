@@ -97,18 +97,41 @@ func TestExecAndCopyOverTheInstancesSSHConfig(t *testing.T) {
 func TestExecFallsBackToLimactlShell(t *testing.T) {
 	f := newFake(t)
 	f.reply("list", `{"name":"sbf-01234567-api","status":"Running"}`+"\n", "", 0)
-	f.reply("shell", "from limactl shell\n", "", 3)
+	f.reply("shell", "from limactl shell\n", "the command's own stderr\n", 3)
 	d, debug := debugged(t, f)
-	res, err := d.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo hi"})
+	var streamed bytes.Buffer
+	res, err := d.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo hi", StderrTo: &streamed})
 	if err != nil || res.Via != "limactl shell" || res.ExitCode != 3 || res.Stdout != "from limactl shell\n" ||
-		res.Duration != time.Second {
-		t.Fatalf("fallback = %+v, %v", res, err)
+		res.Stderr != "the command's own stderr\n" || streamed.String() != res.Stderr || res.Duration != time.Second {
+		t.Fatalf("fallback = %+v, %v; streamed %q", res, err, streamed.String())
 	}
-	if last := f.argv()[len(f.argv())-1]; last != "--tty=false shell --workdir / sbf-01234567-api -- sh -c echo hi" {
+	last := f.argv()[len(f.argv())-1]
+	if !strings.HasPrefix(last, `--tty=false shell --workdir / sbf-01234567-api -- sh -c printf '%s\n' "$0" >&2; `+
+		`exec sh -c "$1" @@sbf-`) || !strings.HasSuffix(last, "-started echo hi") {
 		t.Errorf("argv = %q", last)
 	}
 	if len(*debug) != 1 || !strings.Contains((*debug)[0], "falling back to limactl shell") {
 		t.Errorf("debug = %v", *debug)
+	}
+}
+
+// A fallback whose ssh never reached the guest is an error naming why, not
+// the command's exit status 255 with nothing said (sbf exec exits 125 for
+// it, as docker does).
+func TestExecFallbackThatNeverReachesTheGuestSaysWhy(t *testing.T) {
+	f := newFake(t)
+	f.reply("list", `{"name":"sbf-01234567-api","status":"Running"}`+"\n", "", 0)
+	f.reply("shell", "", "ssh: connect to host 127.0.0.1 port 60022: Connection refused\r\n", 255)
+	os.WriteFile(filepath.Join(f.dir, "shell.unreached"), nil, 0o644)
+	d, _ := debugged(t, f)
+	var streamed bytes.Buffer
+	res, err := d.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true", StderrTo: &streamed})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach sbf-01234567-api") ||
+		!strings.Contains(err.Error(), "Connection refused") {
+		t.Errorf("exec = %+v, %v", res, err)
+	}
+	if streamed.Len() != 0 {
+		t.Errorf("ssh's own words were passed on as the command's: %q", streamed.String())
 	}
 }
 

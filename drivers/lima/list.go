@@ -59,6 +59,7 @@ func (d *Driver) list(
 		if keep(l.Name, label) {
 			inst := l.instance()
 			inst.Label = label
+			observeBoot(&inst, dir)
 			insts = append(insts, inst)
 		}
 	}

@@ -29,36 +29,38 @@ func (d *Driver) sshOptions() sshexec.Options {
 // dropConn closes an instance's SSH connection (it is stopping or going away).
 func (d *Driver) dropConn(instance string) { d.Pool.Drop(instance) }
 
-// sshTarget finds a running instance's ssh.config through limactl.
+// sshTarget finds a running instance's ssh.config through limactl. A
+// booting one is not dialled: its sshd may not answer yet, and a user it
+// answers for may not have the groups the boot gives (drivers.ErrBooting).
 func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target, error) {
-	out, _, err := d.run(ctx, nil, "list", "--json", instance)
-	if err != nil {
-		return sshexec.Target{}, err
-	}
-	listed, err := parseList(out)
+	l, inst, err := d.listOne(ctx, instance)
 	switch {
 	case err != nil:
 		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: %w", instance, err)
-	case len(listed) == 0:
-		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl lists no such instance: %w",
-			instance, drivers.ErrNotFound)
-	case len(listed) > 1:
-		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl lists %d instances by that name",
-			instance, len(listed))
-	case listed[0].Status != "Running":
-		return sshexec.Target{}, fmt.Errorf("instance %s is %s, not running", instance, listed[0].Status)
-	case listed[0].SSHConfigFile == "":
+	case inst.Status == drivers.Booting:
+		return sshexec.Target{}, bootingError(instance, inst.BootStep)
+	case l.Status != "Running":
+		return sshexec.Target{}, fmt.Errorf("instance %s is %s, not running", instance, l.Status)
+	case l.SSHConfigFile == "":
 		return sshexec.Target{}, fmt.Errorf("finding the ssh.config of %s: limactl names none for it", instance)
 	}
-	data, err := os.ReadFile(listed[0].SSHConfigFile)
+	data, err := os.ReadFile(l.SSHConfigFile)
 	if err != nil {
-		return sshexec.Target{}, fmt.Errorf("reading %s: %w", listed[0].SSHConfigFile, err)
+		return sshexec.Target{}, fmt.Errorf("reading %s: %w", l.SSHConfigFile, err)
 	}
 	t, err := parseSSHConfig(string(data))
 	if err != nil {
-		return sshexec.Target{}, fmt.Errorf("%s: %w", listed[0].SSHConfigFile, err)
+		return sshexec.Target{}, fmt.Errorf("%s: %w", l.SSHConfigFile, err)
 	}
 	return t, nil
+}
+
+// bootingError says that an instance still boots, and what for.
+func bootingError(instance, step string) error {
+	if step == "" {
+		return fmt.Errorf("%s: %w", instance, drivers.ErrBooting)
+	}
+	return fmt.Errorf("%s: %w (%s)", instance, drivers.ErrBooting, step)
 }
 
 // parseSSHConfig reads the Host block Lima writes to the instance's

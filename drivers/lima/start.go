@@ -26,7 +26,8 @@ var wrappers embed.FS
 
 // Start boots an instance and waits (up to StartTimeout) until it is
 // ready, passing Lima's progress on and, where KVM cannot run guests,
-// running QEMU under software emulation when the spec allows it.
+// running QEMU under software emulation when the spec allows it. An
+// instance a start cut short left booting is waited for.
 func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err := d.checkExists(s.Name); err != nil {
 		return err
@@ -50,6 +51,9 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	}
 	if err != nil {
 		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
+	}
+	if err := d.waitBooted(ctx, s.Name); err != nil {
+		return err
 	}
 	d.configureGuestEgress(ctx, s)
 	return nil

@@ -43,7 +43,11 @@ func (d *Driver) running(instance string) error {
 	if err != nil {
 		return err
 	}
-	if r.Status != drivers.Running {
+	switch r.Status {
+	case drivers.Running:
+	case drivers.Booting:
+		return fmt.Errorf("sim instance %s: %w", instance, drivers.ErrBooting)
+	default:
 		return fmt.Errorf("sim instance %s is %s, not running", instance, r.Status)
 	}
 	return os.MkdirAll(d.guestDir(instance), 0o755)

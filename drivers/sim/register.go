@@ -32,7 +32,8 @@ func init() {
 				dir = WorldDir(env.StateDir, env.Workspace)
 			}
 			return New(Options{Dir: dir, Latency: env.Getenv("SBF_SIM_LATENCY"),
-				Faults: env.Getenv("SBF_SIM_FAULTS"), Clock: env.Clock, Tool: env.Getenv("SBF_SIM_TOOL")})
+				Faults: env.Getenv("SBF_SIM_FAULTS"), Boot: env.Getenv("SBF_SIM_BOOT"), Clock: env.Clock,
+				Tool: env.Getenv("SBF_SIM_TOOL")})
 		},
 		Diagnose: func(_ context.Context, env drivers.Env, _ []drivers.Spec) drivers.Diagnosis {
 			if !env.HostExec {

@@ -33,6 +33,7 @@ type Options struct {
 	Dir     string      // the world; SBF_SIM_DIR, default a folder of sbf's host state per workspace
 	Latency string      // SBF_SIM_LATENCY, e.g. "create=300ms,start=100ms"
 	Faults  string      // SBF_SIM_FAULTS, e.g. "create:api=fail,delete:*=fail:2"
+	Boot    string      // SBF_SIM_BOOT, e.g. "api=hold": starts leave api booting (boot.go)
 	Clock   clock.Clock // timestamps in the log, and the clock latencies pass on
 	// Tool, when set (SBF_SIM_TOOL, e.g. "sleep"), waits out each latency in
 	// a child process, `TOOL SECONDS`, started as a backend starts its CLI
@@ -47,6 +48,7 @@ type Driver struct {
 	latency map[string]time.Duration
 	faults  []fault
 	tool    string
+	boot    []fault // SBF_SIM_BOOT's holds
 }
 
 // record is one instance as stored in the world.
@@ -67,13 +69,17 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	boot, err := parseBoot(opts.Boot)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "instances"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating sim world %s: %w", opts.Dir, err)
 	}
-	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults, tool: opts.Tool}, nil
+	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults, boot: boot, tool: opts.Tool}, nil
 }
 
 // Dir is the world's folder.
@@ -105,8 +111,12 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
-			SSH: "sim://" + r.Name, Label: label})
+		inst := drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
+			SSH: "sim://" + r.Name, Label: label, Created: r.CreatedAt}
+		if r.Status == drivers.Booting {
+			inst.BootStep = bootHeld
+		}
+		out = append(out, inst)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, d.end("list", "", nil)
@@ -130,17 +140,33 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 	return d.end("create", spec.Name, err)
 }
 
-// Start runs an instance.
+// Start runs an instance and waits for its boot (boot.go); an instance
+// already booting is only waited for.
 func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	name := s.Name
-	return d.transition(ctx, "start", name, func(r *record) error {
-		r.Status = drivers.Running
+	err := d.transition(ctx, "start", name, func(r *record) error {
+		if r.Status != drivers.Booting {
+			r.Status = drivers.Running
+			if d.held(name) {
+				r.Status = drivers.Booting
+			}
+		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return d.waitBooted(ctx, name)
 }
 
-// Stop halts an instance; stopping a stopped one is fine.
+// Stop halts an instance cleanly, once it has booted; stopping a stopped
+// one is fine.
 func (d *Driver) Stop(ctx context.Context, name string) error {
+	if r, err := d.read(name); err == nil && r.Status == drivers.Booting {
+		if err := d.waitBooted(ctx, name); err != nil {
+			return d.end("stop", name, err)
+		}
+	}
 	return d.transition(ctx, "stop", name, func(r *record) error {
 		r.Status = drivers.Stopped
 		return nil
@@ -159,7 +185,7 @@ func (d *Driver) ForceStop(ctx context.Context, name string) error {
 // Reconfigure changes a stopped instance's resources.
 func (d *Driver) Reconfigure(ctx context.Context, spec drivers.Spec) error {
 	return d.transition(ctx, "reconfigure", spec.Name, func(r *record) error {
-		if r.Status == drivers.Running {
+		if r.Status == drivers.Running || r.Status == drivers.Booting {
 			return fmt.Errorf("sim instance %s must be stopped to change it", spec.Name)
 		}
 		r.Spec = spec

@@ -59,6 +59,9 @@ const (
 	// GitLimit is a workspace's git state left unread at sbf's bounds on
 	// what its objects inflate to.
 	GitLimit = "GIT_LIMIT_EXCEEDED"
+	// InstanceNotReady is a sandbox whose VM runs but whose guest did not
+	// become ready for a command (its boot stopped, or went on too long).
+	InstanceNotReady = "INSTANCE_NOT_READY"
 	// Unknown is an error nothing classified.
 	Unknown = "ERROR"
 )

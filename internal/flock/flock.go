@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/progress"
 )
 
 // Holder describes who holds a lock.
@@ -134,6 +135,7 @@ func waitLock(ctx context.Context, lock ownfile.File, timeout time.Duration) (*o
 	}()
 	timer := clock.Real{}.NewTimer(timeout) // another process lets go in real time, whatever "now" is
 	defer timer.Stop()
+	defer waitNoted(ctx, lock)()
 	select {
 	case err := <-got:
 		return f, err
@@ -224,6 +226,23 @@ func ReadHolder(lock ownfile.File) *Holder {
 
 var errWouldBlock = errors.New("lock is held")
 
+// beatClock paces the lines a wait writes (a test's fake clock drives it).
+var beatClock clock.Clock = clock.Real{}
+
+// waitNoted has a wait for the lock say, to the context's progress
+// listener, what it waits for and who holds it, at progress.Every; the
+// returned func ends it.
+func waitNoted(ctx context.Context, lock ownfile.File) (stop func()) {
+	path := lock.Path()
+	return progress.Beat(ctx, beatClock, func(waited time.Duration) string {
+		who := "another sbf process"
+		if h := ReadHolder(lock); h != nil {
+			who = fmt.Sprintf("%q (pid %d, since %s)", h.Command, h.PID, h.Since.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("waiting for the lock %s, held by %s (%s so far)", path, who, waited)
+	})
+}
+
 // Coded is the error's STATE_LOCKED form, naming the holder.
 func (e *LockedError) Coded() *coded.Error {
 	return coded.New(coded.StateLocked, map[string]any{"path": e.Path, "holder": e.Holder}, "%s", e.Error())
@@ -257,6 +276,7 @@ func Holding(lock ownfile.File) *Holder {
 func WaitFree(ctx context.Context, lock ownfile.File, timeout time.Duration) *Holder {
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer waitNoted(ctx, lock)()
 	for wait := 5 * time.Millisecond; ; wait = min(wait*2, 250*time.Millisecond) {
 		who := Holding(lock)
 		if who == nil {

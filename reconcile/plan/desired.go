@@ -23,6 +23,9 @@ type Desired struct {
 	Pools map[string]DesiredPool
 	// KeepRecords is how long records of sandboxes without a VM stay.
 	KeepRecords time.Duration
+	// Force has this run delete VMs without a clean stop (destroy
+	// --force): not desired state, the request's way of reaching it.
+	Force bool
 }
 
 // DesiredSandbox is one declared sandbox.

@@ -54,6 +54,7 @@ func planLayers(
 	g *GuestObserved,
 	envOK map[string]bool,
 	vm Kind,
+	booting bool,
 ) {
 	l := ds.Layers
 	if l == nil {
@@ -75,6 +76,8 @@ func planLayers(
 			return "adopted VM"
 		case fresh:
 			return "new VM"
+		case booting:
+			return "VM still booting"
 		case vm != "":
 			return "VM restarted"
 		case g == nil:

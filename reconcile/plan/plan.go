@@ -38,8 +38,11 @@ type Action struct {
 	// OldDriver is where the instance a replace deletes lives.
 	OldDriver string `json:"old_driver,omitempty"`
 	// WasRunning tells an update to stop the instance first.
-	WasRunning bool       `json:"was_running,omitempty"`
-	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	WasRunning bool `json:"was_running,omitempty"`
+	// Force has a delete, an expiry or a replace remove the instance
+	// without a clean stop: halted at once, then deleted.
+	Force     bool       `json:"force,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// Docker is the guest's docker command when the plan saw it ready
 	// (for an adopt: the runtime the spares' pool made ready).
 	Docker string `json:"docker,omitempty"`
@@ -199,7 +202,8 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 		expiry := ds.Lease.ExpiresAt.UTC()
 		cause := "lease expired at " + expiry.Format(time.RFC3339)
 		if exists {
-			base.Kind, base.Cause, base.ExpiresAt = Expire, cause, &expiry
+			// A VM whose lease ended is owed no clean shutdown (see forceCause).
+			base.Kind, base.Cause, base.ExpiresAt, base.Force = Expire, cause, &expiry, true
 			p.Actions = append(p.Actions, base)
 		} else if r != nil && r.Phase != state.Expired {
 			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Expired, Instance: instance, Driver: driver,
@@ -214,6 +218,7 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 		}
 		if exists {
 			base.Kind, base.Cause = Delete, cause
+			base.Force, base.Cause = forceCause(d.Force, inst, cause)
 			p.Actions = append(p.Actions, base)
 		} else if r != nil && !r.Phase.Terminal() {
 			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Destroyed, Instance: instance, Driver: driver,
@@ -222,6 +227,20 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 			planForget(p, d, r, name, now)
 		}
 	}
+}
+
+// forceCause decides whether removing inst skips its clean stop, and says
+// so in the cause: the run asked it (destroy --force), or the VM is still
+// booting (its guest cannot shut down cleanly before its boot is over, so
+// a clean stop waits minutes for a boot whose VM is deleted next).
+func forceCause(asked bool, inst drivers.Instance, cause string) (bool, string) {
+	switch {
+	case inst.Status == drivers.Booting:
+		return true, cause + "; still booting: deleted without waiting for its boot"
+	case asked:
+		return true, cause + "; forced: deleted without a clean stop"
+	}
+	return false, cause
 }
 
 // leaseEnded says the sandbox was expired at this very lease's end: a
@@ -284,7 +303,7 @@ func planWanted(
 	if vm == Adopt {
 		base.Instance, base.Docker = adopted.Instance, adopted.Docker
 	}
-	planLayers(p, base, ds, applied, obs.Guests[ds.Name], obs.EnvOK, vm)
+	planLayers(p, base, ds, applied, obs.Guests[ds.Name], obs.EnvOK, vm, exists && inst.Status == drivers.Booting)
 }
 
 // planVM plans the VM itself and returns the kind of action it needs
@@ -325,10 +344,18 @@ func planVM(p *Plan, a Action, ds DesiredSandbox, r *state.Sandbox, inst drivers
 				inst.Driver
 		case len(restart) > 0:
 			a.Kind, a.Cause, a.WasRunning = Update, joinCauses(restart)+" (restarts the VM)",
-				inst.Status == drivers.Running
+				inst.Status == drivers.Running || inst.Status == drivers.Booting
+		case inst.Status == drivers.Booting:
+			// A start cut short: the VM is not usable until its boot is
+			// over, so the start is finished rather than the VM called
+			// running (the create's remaining steps follow).
+			a.Kind, a.Cause = Start, "booting: its guest is not ready yet"
 		case inst.Status != drivers.Running:
 			a.Kind, a.Cause = Start, string(inst.Status)
 		}
+	}
+	if a.Kind == Replace {
+		a.Force, a.Cause = forceCause(false, inst, a.Cause)
 	}
 	if a.Kind != "" {
 		p.Actions = append(p.Actions, a)

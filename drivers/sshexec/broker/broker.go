@@ -38,7 +38,16 @@ type request struct {
 type response struct {
 	Result drivers.ExecResult `json:"result"`
 	Error  string             `json:"error,omitempty"`
+	// Booting says the error is drivers.ErrBooting: nothing ran, and the
+	// caller may wait for the boot and ask again.
+	Booting bool `json:"booting,omitempty"`
 }
+
+// bootingError is a broker's ErrBooting, its words kept.
+type bootingError struct{ msg string }
+
+func (e bootingError) Error() string { return e.msg }
+func (e bootingError) Unwrap() error { return drivers.ErrBooting }
 
 // Exec runs a command through the broker listening at socket. Output
 // reaches req.StdoutTo and req.StderrTo as the command writes it, and
@@ -101,7 +110,10 @@ func readAnswer(ctx context.Context, conn io.Reader, req drivers.ExecRequest) (d
 			if err := json.Unmarshal(p, &resp); err != nil {
 				return drivers.ExecResult{}, fmt.Errorf("reading the exec broker's answer: %w", err)
 			}
-			if resp.Error != "" {
+			switch {
+			case resp.Booting:
+				return resp.Result, bootingError{resp.Error}
+			case resp.Error != "":
 				return resp.Result, errors.New(resp.Error)
 			}
 			return resp.Result, nil
@@ -253,7 +265,7 @@ func readClient(r io.Reader, chunks chan<- []byte, signals chan<- drivers.Signal
 func answer(out *frameWriter, res drivers.ExecResult, err error) {
 	resp := response{Result: res}
 	if err != nil {
-		resp.Error = err.Error()
+		resp.Error, resp.Booting = err.Error(), errors.Is(err, drivers.ErrBooting)
 	}
 	b, _ := json.Marshal(resp)
 	out.send(frameResult, b)
