@@ -149,7 +149,9 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	}
 	if len(failed) > 0 {
 		undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run
-		back, rerr := e.converge(undo, ws, Options{Targets: failed, Intent: Destroy{Sandboxes: failed}}, false)
+		// What a failed create made never ran a workload: no clean stop is owed.
+		undoing := Destroy{Sandboxes: failed, Force: true}
+		back, rerr := e.converge(undo, ws, Options{Targets: failed, Intent: undoing}, false)
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
 		} else {

@@ -22,24 +22,29 @@ import (
 // bootHeld is the BootStep a held boot reports.
 const bootHeld = "held by SBF_SIM_BOOT until FinishBoot"
 
-// parseBoot reads SBF_SIM_BOOT: TARGET=hold, comma-separated; TARGET is an
-// instance name, a sandbox name or *, as in SBF_SIM_FAULTS.
+// parseBoot reads SBF_SIM_BOOT: TARGET=hold or TARGET=timeout,
+// comma-separated; TARGET is an instance name, a sandbox name or *, as in
+// SBF_SIM_FAULTS. timeout holds the boot too, and the start that began it
+// fails at once, the VM left booting, as `limactl start` past its timeout
+// (or a killed sbf) leaves one; a later start waits for that boot.
 func parseBoot(s string) ([]fault, error) {
 	var out []fault
 	for _, rule := range splitList(s) {
 		target, how, ok := strings.Cut(rule, "=")
-		if !ok || target == "" || how != "hold" {
-			return nil, fmt.Errorf("SBF_SIM_BOOT rule %q: want TARGET=hold", rule)
+		if !ok || target == "" || how != "hold" && how != "timeout" {
+			return nil, fmt.Errorf("SBF_SIM_BOOT rule %q: want TARGET=hold or TARGET=timeout", rule)
 		}
-		out = append(out, fault{rule: rule, op: "boot", target: target})
+		out = append(out, fault{rule: rule, op: "boot-" + how, target: target})
 	}
 	return out, nil
 }
 
 // held says whether SBF_SIM_BOOT holds the instance's boot.
-func (d *Driver) held(name string) bool {
+func (d *Driver) held(name string) bool { return d.bootRule(name, "hold") || d.bootRule(name, "timeout") }
+
+func (d *Driver) bootRule(name, how string) bool {
 	for _, f := range d.boot {
-		if f.matches("boot", name) {
+		if f.matches("boot-"+how, name) {
 			return true
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ var ops = map[string]bool{
 	"create":      true,
 	"start":       true,
 	"stop":        true,
+	"force-stop":  true,
 	"delete":      true,
 	"reconfigure": true,
 	"label":       true,
@@ -51,11 +54,8 @@ func parseFaults(s string) ([]fault, error) {
 		lhs, rhs, ok := strings.Cut(rule, "=")
 		op, target, ok2 := strings.Cut(lhs, ":")
 		if !ok || !ok2 || !ops[op] || target == "" {
-			return nil, fmt.Errorf(
-				"SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of list, create, start, stop, delete, reconfigure, "+
-					"label, claim, snapshot, restore, delete-snapshot, list-snapshots, clone",
-				rule,
-			)
+			return nil, fmt.Errorf("SBF_SIM_FAULTS rule %q: want OP:TARGET=fail[:N] with OP one of %s", rule,
+				strings.Join(slices.Sorted(maps.Keys(ops)), ", "))
 		}
 		f := fault{rule: rule, op: op, target: target}
 		switch {

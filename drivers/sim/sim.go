@@ -144,17 +144,21 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 // already booting is only waited for.
 func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	name := s.Name
+	began := false
 	err := d.transition(ctx, "start", name, func(r *record) error {
 		if r.Status != drivers.Booting {
 			r.Status = drivers.Running
 			if d.held(name) {
-				r.Status = drivers.Booting
+				r.Status, began = drivers.Booting, true
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if began && d.bootRule(name, "timeout") {
+		return d.end("start", name, fmt.Errorf("sim instance %s did not finish booting in time (SBF_SIM_BOOT)", name))
 	}
 	return d.waitBooted(ctx, name)
 }
