@@ -23,7 +23,7 @@ driver = "sim"
 // VM was started again and left booting, as a start cut short leaves it.
 func bootingSandbox(t *testing.T) (dir string, world *sim.Driver, instance string) {
 	dir = simDir(t, oneSimSandbox)
-	if r := sbf(t, nil, "-C", dir, "up", "api"); r.code != 0 {
+	if r := sbf(t, nil, "-C", dir, "up", "api", "--auto-approve"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	world, err := sim.New(sim.Options{Dir: inProcessSimWorld(t, dir), Boot: "api=hold"})
@@ -116,7 +116,7 @@ func TestStatusSaysBootingWithTheVMsAge(t *testing.T) {
 // at once and deleted, never stopped cleanly.
 func TestDestroyForce(t *testing.T) {
 	dir := simDir(t, oneSimSandbox)
-	if r := sbf(t, nil, "-C", dir, "up", "api"); r.code != 0 {
+	if r := sbf(t, nil, "-C", dir, "up", "api", "--auto-approve"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
 	world := inProcessSimWorld(t, dir)
