@@ -2,6 +2,9 @@ package cli
 
 import (
 	"os"
+	"time"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -98,11 +101,34 @@ func habitsOnATerminal(t *testing.T, w *simWorkspace,
 	step(noPrompt, "", 2, "listed by 'sbf status'", "ls")
 	step(yes, "yes", 0, "Apply complete: 1 added, 0 changed, 0 destroyed.", "up", "scratch", "--new")
 	step(yes, "yes", 0, "Apply complete: 0 added, 0 changed, 1 destroyed.", "rm", "scratch")
+	ctrlCDuringUp(t, w)
+	step(yes, "yes", 0, "Apply complete: 0 added, 0 changed, 1 destroyed.", "destroy", "--force", "slow")
 	step(noPrompt, "", 127, "sbf: nosuchcmd: command not found in the guest", "exec", "dev", "--", "nosuchcmd")
 	code, out := interruptOnTerminal(t, w.cmd(nil, "exec", "dev", "--", "sh", "-c",
 		`trap "echo cleaned up; exit 9" INT; echo ready; sleep 30`), "ready")
 	t.Logf("$ sbf exec dev -- sh -c ... (Ctrl-C)\n%s", out)
 	if code != 9 || !strings.Contains(out, "cleaned up") {
 		t.Errorf("Ctrl-C at a command whose trap exits 9: exit %d\n%s", code, out)
+	}
+}
+
+// ctrlCDuringUp types Ctrl-C while `sbf up` boots a new sandbox, its boot
+// a child process as limactl is (SBF_SIM_TOOL): the create finishes, sbf
+// says so and exits 130, and the sandbox runs.
+func ctrlCDuringUp(t *testing.T, w *simWorkspace) {
+	t.Helper()
+	tm := testutil.StartOnTerminal(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
+		"up", "slow", "--new", "--auto-approve"))
+	tm.WaitFor("slow: create...", 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // its boot is in flight
+	tm.CtrlC()
+	code, out := tm.Wait(time.Minute)
+	t.Logf("$ sbf up slow --new --auto-approve (Ctrl-C)\n%s", out)
+	if code != 130 || !strings.Contains(out, "Interrupt received: finishing the steps in flight") ||
+		!strings.Contains(out, "slow: create done") {
+		t.Errorf("Ctrl-C during up: exit %d\n%s", code, out)
+	}
+	if r := w.run(nil, "status", "--json"); !strings.Contains(r.stdout, `"phase": "running"`) {
+		t.Errorf("status after the Ctrl-C: %s", r.stdout)
 	}
 }

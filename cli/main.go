@@ -142,6 +142,9 @@ func runIn(ctx context.Context, in *interrupts, server *Server, args []string, g
 		a.stopListening()
 	}
 	if err == nil {
+		if a.interrupts.interrupted() {
+			return 130 // as Terraform: a run Ctrl-C stopped is not a success, even when nothing was left
+		}
 		return 0
 	}
 	code, hint := 1, false
