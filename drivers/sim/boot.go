@@ -40,7 +40,9 @@ func parseBoot(s string) ([]fault, error) {
 }
 
 // held says whether SBF_SIM_BOOT holds the instance's boot.
-func (d *Driver) held(name string) bool { return d.bootRule(name, "hold") || d.bootRule(name, "timeout") }
+func (d *Driver) held(name string) bool {
+	return d.bootRule(name, "hold") || d.bootRule(name, "timeout")
+}
 
 func (d *Driver) bootRule(name, how string) bool {
 	for _, f := range d.boot {
