@@ -86,6 +86,9 @@ func TestAnswersComeBackAsTheLoadersErrors(t *testing.T) {
 
 // spend is what a stand-in child asked to go past a bound does, bounded
 // as the real child is.
+// kept holds what spend grows by, so nothing lets it go.
+var kept [][]byte
+
 func spend(how string) {
 	if how != "cpu" && how != "memory" && how != "wall" {
 		return
@@ -93,11 +96,10 @@ func spend(how string) {
 	if _, err := confine.Bound(ChildLimits); err != nil {
 		syscall.Exit(3)
 	}
-	var keep [][]byte
 	for start := time.Now(); time.Since(start) < time.Minute; {
 		switch how {
 		case "memory":
-			keep = append(keep, make([]byte, 64<<20))
+			kept = append(kept, make([]byte, 64<<20)) // kept: the address space grows
 		case "wall":
 			time.Sleep(time.Second)
 		}
