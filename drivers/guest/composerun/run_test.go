@@ -84,11 +84,11 @@ func TestAnswersComeBackAsTheLoadersErrors(t *testing.T) {
 	}
 }
 
-// spend is what a stand-in child asked to go past a bound does, bounded
-// as the real child is.
 // kept holds what spend grows by, so nothing lets it go.
 var kept [][]byte
 
+// spend is what a stand-in child asked to go past a bound does, bounded
+// as the real child is.
 func spend(how string) {
 	if how != "cpu" && how != "memory" && how != "wall" {
 		return
