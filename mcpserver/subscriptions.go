@@ -29,16 +29,16 @@ import (
 // streams in listen.go) and compares each watched resource's state-file
 // summary after every tool call and loop pass.
 //
-// Only a resource of this server may be subscribed to or listened to:
-// the schema, or a resource of a workspace the caller may use (handles.go;
-// any other reads as unknown, in the same words), and each client and the
-// server watch a bounded number of them. Only the workspace resources
-// ever change.
+// Only a resource of this server is watched for a caller: the schema, or
+// a resource of a workspace the caller may use (handles.go). A subscription
+// to any other URI (a made-up one, another workspace's) is acknowledged as
+// the protocol asks, the same for each, and watched by nothing: it costs a
+// place among the session's bounded subscriptions, never a watcher, and
+// tells nothing. Only the workspace resources ever change.
 
 // Codes of a refused resources/subscribe (a JSON-RPC error's message
 // starts with one).
 const (
-	codeResourceNotFound  = "RESOURCE_NOT_FOUND"
 	codeSubscriptionLimit = "SUBSCRIPTION_LIMIT_EXCEEDED"
 )
 
@@ -52,12 +52,14 @@ const (
 type resourceSubs struct {
 	mu        sync.Mutex
 	bySession map[string]map[string]bool // session → subscribed URIs
+	inert     map[string]map[string]bool // session → acknowledged URIs nothing watches
 	streams   map[*listenStream]bool     // listen.go
 	told      map[string]string          // URI → the summary its subscribers last heard of
 }
 
 func (s *Server) watchSubscriptions(hooks *server.Hooks) {
-	s.subs.bySession, s.subs.told = map[string]map[string]bool{}, map[string]string{}
+	s.subs.bySession, s.subs.inert, s.subs.told = map[string]map[string]bool{}, map[string]map[string]bool{},
+		map[string]string{}
 	hooks.AddOnRequestInitialization(s.admitSubscription)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		cs := server.ClientSessionFromContext(ctx)
@@ -65,6 +67,12 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 			return
 		}
 		uri, id := req.Params.URI, cs.SessionID()
+		if sc, err := s.scope(ctx); err != nil || !s.mayWatch(sc, uri) {
+			s.subs.mu.Lock()
+			addTo(s.subs.inert, id, uri)
+			s.subs.mu.Unlock()
+			return
+		}
 		s.watchFrom([]string{uri}, func() {
 			mine := s.subs.bySession[id]
 			if mine == nil {
@@ -80,12 +88,14 @@ func (s *Server) watchSubscriptions(hooks *server.Hooks) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			s.subs.mu.Lock()
 			delete(s.subs.bySession[cs.SessionID()], req.Params.URI)
+			delete(s.subs.inert[cs.SessionID()], req.Params.URI)
 			s.subs.mu.Unlock()
 		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.subs.mu.Lock()
 		delete(s.subs.bySession, cs.SessionID())
+		delete(s.subs.inert, cs.SessionID())
 		s.subs.mu.Unlock()
 	})
 	hooks.AddAfterCallTool(func(context.Context, any, *mcp.CallToolRequest, any) { s.resourcesChanged() })
@@ -233,18 +243,17 @@ func (s *Server) admitSubscription(ctx context.Context, _ any, message any) erro
 	if err != nil {
 		return resourceError(err)
 	}
-	if !s.mayWatch(sc, uri) {
-		return unknownResource(uri)
-	}
+	watched := s.mayWatch(sc, uri)
 	session := sessionOf(ctx)
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if mine := s.subs.bySession[session]; !mine[uri] && len(mine) >= maxSubscriptionsPerSession {
+	mine, inert := s.subs.bySession[session], s.subs.inert[session]
+	if !mine[uri] && !inert[uri] && len(mine)+len(inert) >= maxSubscriptionsPerSession {
 		return resourceError(coded.New(codeSubscriptionLimit, map[string]any{"max": maxSubscriptionsPerSession},
 			"this session holds %d subscriptions, the most allowed; unsubscribe from one first",
 			maxSubscriptionsPerSession))
 	}
-	if !s.roomLocked(uri) {
+	if watched && !s.roomLocked(uri) {
 		return resourceError(coded.New(codeSubscriptionLimit, map[string]any{"max": maxWatchedResources},
 			"this server watches the most resources it allows (%d); try again later", maxWatchedResources))
 	}
@@ -272,9 +281,10 @@ func (s *Server) roomLocked(uri string) bool {
 	return slices.Contains(watched, uri) || len(watched) < maxWatchedResources
 }
 
-// unknownResource is the refusal of a URI this server has no resource for
-// and of one of a workspace the caller may not use: the same words.
-func unknownResource(uri string) error {
-	return resourceError(coded.New(codeResourceNotFound, map[string]any{"uri": clip(uri)},
-		"no resource %s is known to this server", clip(uri)))
+// addTo records uri in set's entry for session.
+func addTo(set map[string]map[string]bool, session, uri string) {
+	if set[session] == nil {
+		set[session] = map[string]bool{}
+	}
+	set[session][uri] = true
 }

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -25,14 +26,36 @@ func TestSubscriptionsOnlyToResourcesTheCallerMayUse(t *testing.T) {
 		_, msg := f.as(c, "resources/subscribe", map[string]any{"uri": uri})
 		return strings.ReplaceAll(msg, uri, "URI")
 	}
-	never := subscribe(other, workspacePrefix+"0000000000000000/sandboxes")
-	if !strings.HasPrefix(never, codeResourceNotFound) {
-		t.Fatalf("an unknown resource: %q", never)
-	}
-	for _, uri := range []string{foreign, workspacePrefix + theirs + "/policy", "file:///etc/passwd", "x"} {
-		if got := subscribe(other, uri); got != never {
-			t.Errorf("subscribing to %s: %q; want %q", uri, got, never)
+	// Any other URI is acknowledged, as the protocol asks (the conformance
+	// suite subscribes to test://watched-resource), the same for each, and
+	// nothing watches it: no oracle, no watcher.
+	junk := []string{workspacePrefix + "0000000000000000/sandboxes", foreign, workspacePrefix + theirs + "/policy",
+		"file:///etc/passwd", "x"}
+	for _, uri := range junk {
+		if got := subscribe(other, uri); got != "" {
+			t.Errorf("subscribing to %s: %q; want it acknowledged", uri, got)
 		}
+	}
+	f.srv.subs.mu.Lock()
+	watched := f.srv.watchedLocked()
+	f.srv.subs.mu.Unlock()
+	for _, uri := range junk {
+		if slices.Contains(watched, uri) {
+			t.Errorf("%s is watched for a caller that may not use it", uri)
+		}
+	}
+	// They take places among the session's subscriptions all the same.
+	for i := len(junk); i < maxSubscriptionsPerSession; i++ {
+		subscribe(other, fmt.Sprintf("test://junk/%d", i))
+	}
+	if got := subscribe(other, "test://one-too-many"); !strings.HasPrefix(got, codeSubscriptionLimit) {
+		t.Errorf("a subscription past the session's bound: %q", got)
+	}
+	if got := subscribe(other, "x"); got != "" { // again: it takes no new place
+		t.Errorf("subscribing again to x at the bound: %q", got)
+	}
+	for _, uri := range junk {
+		f.as(other, "resources/unsubscribe", map[string]any{"uri": uri})
 	}
 	if got := subscribe(blind, own); got == "" {
 		t.Error("a client whose roots/list failed subscribed")

@@ -114,12 +114,13 @@ const result = await owner.client.request({ method: "tasks/result", params: { ta
 assert.ok(!result.isError && result.structuredContent?.status === "running", JSON.stringify(result));
 
 // 6. Subscriptions: the owner's workspace resource and a host file are
-//    refused as a made-up resource is; the attacker's own is taken.
+//    answered as a made-up resource is (acknowledged, as the protocol asks,
+//    and watched by nothing: mcpserver's TestSubscriptionsOnlyToResources…).
 const resources = (await owner.client.listResources()).resources;
 const theirs = resources.find((r) => r.name === `sandboxes of ${ws}`)?.uri;
 assert.ok(theirs, JSON.stringify(resources));
 const madeUp = await rpcError(attacker, "resources/subscribe", { uri: "sbf://workspaces/ws_000000000000/sandboxes" });
-assert.match(madeUp, /RESOURCE_NOT_FOUND/);
+assert.equal(madeUp, "", "a made-up resource's subscription is acknowledged");
 for (const uri of [theirs, "file:///etc/passwd", `file://${canary}/secret`]) {
   assert.equal(await rpcError(attacker, "resources/subscribe", { uri }), madeUp, `subscribing to ${uri}`);
 }
