@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"github.com/sandboxforge/sbf/internal/testutil/pseudoterm"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -15,7 +15,7 @@ import (
 // as a backend's CLI (limactl) is one.
 func TestCtrlCAtATerminalFinishesTheStepsInFlight(t *testing.T) {
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n[sandboxes.b]\n[sandboxes.c]\n")
-	tm := testutil.StartOnTerminal(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
+	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
 		"apply", "--auto-approve", "--parallelism", "1"))
 	tm.WaitFor(": create...", 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // the start (the boot) is in flight, in its child
@@ -42,7 +42,7 @@ func TestCtrlCAtATerminalFinishesTheStepsInFlight(t *testing.T) {
 // made: no VM is left, recorded failed, to run until someone destroys it.
 func TestASecondCtrlCAtATerminalRemovesTheVMItWasMaking(t *testing.T) {
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n")
-	tm := testutil.StartOnTerminal(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=60s"},
+	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=60s"},
 		"apply", "--auto-approve"))
 	tm.WaitFor(": create...", 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // the create is done, the start (the boot) is in flight

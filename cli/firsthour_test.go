@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"github.com/sandboxforge/sbf/internal/testutil/pseudoterm"
 	"os"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/testutil"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -117,7 +117,7 @@ func habitsOnATerminal(t *testing.T, w *simWorkspace,
 // says so and exits 130, and the sandbox runs.
 func ctrlCDuringUp(t *testing.T, w *simWorkspace) {
 	t.Helper()
-	tm := testutil.StartOnTerminal(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
+	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
 		"up", "slow", "--new", "--auto-approve"))
 	tm.WaitFor("slow: create...", 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // its boot is in flight

@@ -3,22 +3,21 @@
 package e2e
 
 import (
+	"github.com/sandboxforge/sbf/internal/testutil/pseudoterm"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // onTerminal starts sbf in the workspace on a pseudo-terminal, as a person
 // types it (issue 40: a terminal's Ctrl-C reaches the whole foreground
 // process group, limactl included unless sbf keeps it out).
-func (w *ws) onTerminal(args ...string) *testutil.Terminal {
+func (w *ws) onTerminal(args ...string) *pseudoterm.Terminal {
 	c := exec.Command(os.Getenv("SBF_BIN"), append([]string{"-C", w.root}, args...)...)
 	c.Env = append(append(os.Environ(), w.env...), "TERM=dumb")
-	return testutil.StartOnTerminal(w.t, c)
+	return pseudoterm.Start(w.t, c)
 }
 
 // applyThroughCtrlC is the suite's first apply, on a terminal, with one

@@ -1,4 +1,7 @@
-package testutil
+// Package pseudoterm runs a command on a pseudo-terminal for tests, as a
+// person types at it. A package of its own so that only the tests that
+// type at a terminal link creack/pty.
+package pseudoterm
 
 import (
 	"errors"
@@ -12,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Terminal is a command running on a pseudo-terminal, as a person types at
@@ -21,19 +25,19 @@ type Terminal struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	tty  *os.File
-	out  *SyncBuffer
+	out  *testutil.SyncBuffer
 	read chan struct{}
 }
 
-// StartOnTerminal starts c on a new pseudo-terminal (skipping the test
+// Start starts c on a new pseudo-terminal (skipping the test
 // where there is none) and keeps what it prints.
-func StartOnTerminal(t testing.TB, c *exec.Cmd) *Terminal {
+func Start(t testing.TB, c *exec.Cmd) *Terminal {
 	t.Helper()
 	tty, err := pty.Start(c)
 	if err != nil {
 		t.Skipf("no pty here: %v", err)
 	}
-	tm := &Terminal{t: t, cmd: c, tty: tty, out: &SyncBuffer{}, read: make(chan struct{})}
+	tm := &Terminal{t: t, cmd: c, tty: tty, out: &testutil.SyncBuffer{}, read: make(chan struct{})}
 	go func() {
 		defer close(tm.read)
 		io.Copy(tm.out, tty) // until the terminal closes (EIO once the process is gone)
