@@ -81,22 +81,11 @@ func (r *Resolved) mountProblem(mount string, allowed []string) (problem, warnin
 		return fmt.Sprintf("shares %s writably, which holds the workspace: the guest could rewrite sbf's "+
 			"configuration and .git; share it read-only or share a folder below the workspace", clip(real)), ""
 	}
-	if writable && hostpath.Within(real, []string{r.Root}) && holdsProtected(real) {
+	if writable && hostpath.Within(real, []string{r.Root}) && hostpath.HoldsProtected(real) {
 		warning = fmt.Sprintf("shares %s writably, and it holds .git or sbf's configuration: the guest can change "+
 			"what git and sbf run on this host; prefer a folder without them, or :ro", clip(real))
 	}
 	return "", warning
-}
-
-// holdsProtected reports whether a folder directly holds a path the
-// built-in rules protect.
-func holdsProtected(dir string) bool {
-	for _, name := range []string{".git", FileName, LocalFileName, Dir} {
-		if _, err := filepath.EvalSymlinks(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func envTargetProblem(target string, guard hostpath.Guard) string {

@@ -45,6 +45,16 @@ func TestMountsAgainstAllowedPaths(t *testing.T) {
 	if err != nil || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0].Message, ".git") {
 		t.Errorf("writable workspace mount: %v %v", err, r.Warnings)
 	}
+	// The protected names are hostpath's, compared as it compares them: a
+	// folder holding .GIT or an older config name is warned of too.
+	for _, name := range []string{".GIT", ".orbitforge.toml"} {
+		sub := filepath.Join(ws, "sub-"+strings.Trim(name, "."))
+		os.MkdirAll(filepath.Join(sub, name), 0o755)
+		r, err := load(`["` + sub + `:/w:rw"]`)
+		if err != nil || len(r.Warnings) != 1 {
+			t.Errorf("writable share of a folder holding %s: %v %v", name, err, r.Warnings)
+		}
+	}
 }
 
 func TestMountLocationIsAbsoluteAgainstTheWorkspace(t *testing.T) {

@@ -1,6 +1,7 @@
 package hostpath
 
 import (
+	"os"
 	"path"
 	"strings"
 
@@ -120,4 +121,21 @@ func (g Guard) Check(rel, shown string) error {
 	}
 	return coded.New(Denied, map[string]any{"path": shown, "rule": r.Pattern, "reason": r.Why},
 		"%s is protected from what a sandbox writes (%s: %s)", shown, r.Pattern, r.Why)
+}
+
+// HoldsProtected reports whether a folder directly holds an entry the
+// built-in rules protect, compared as they compare names everywhere (.GIT,
+// an older config name, an 8.3 short name). A folder that cannot be listed
+// holds nothing known.
+func HoldsProtected(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, ok := (Guard{}).Rule(e.Name()); ok {
+			return true
+		}
+	}
+	return false
 }
