@@ -229,38 +229,3 @@ func (s *Store) Close() error {
 	}
 	return s.writeWhole()
 }
-
-// ReadConsistent reads the state for a plan, which never writes: when a
-// writer (an apply) holds the lock, it waits up to timeout for it, and
-// otherwise reads what is there and names the writer in busy, because the
-// world may be halfway between two records. release ends the read; the
-// caller holds it while it observes the world, so that what it sees and
-// what was recorded belong together.
-func ReadConsistent(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (
-	f *File, busy *flock.Holder, release func(), err error) {
-	release = func() {}
-	lockFile := Folder(dir).File(LockName)
-	_, statErr := lockFile.Dir.Stat(lockFile.Name)
-	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return nil, nil, release, fmt.Errorf("reading state: %w", statErr)
-	}
-	if statErr == nil {
-		lock, lerr := flock.Acquire(ctx, lockFile, who, timeout)
-		var le *flock.LockedError
-		switch {
-		case lerr == nil:
-			release = func() { lock.Release() }
-		case errors.As(lerr, &le):
-			busy = le.Holder
-			if busy == nil {
-				busy = &flock.Holder{Command: "another sbf process"}
-			}
-		}
-	}
-	f, err = Read(dir, root, workspaceID)
-	if err != nil {
-		release()
-		return nil, nil, func() {}, err
-	}
-	return f, busy, release, nil
-}
