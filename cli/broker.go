@@ -132,17 +132,11 @@ func (a *app) execBrokerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			x, ok := drv.(drivers.Execer)
-			if !ok {
-				return fmt.Errorf("the %s driver cannot run commands", tgt.DriverName)
-			}
 			ctx, stop := context.WithCancel(a.context())
 			defer stop()
 			go watchConnection(ctx, stop, drv, tgt.Instance)
-			return broker.Serve(ctx, ln, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
-				req.MaxOutput = tgt.OutputLimit(req.MaxOutput) // the server's ceiling, whoever asks
-				return x.Exec(ctx, tgt.Instance, req)
-			}, brokerIdle, clock.Real{}) // idleness is real time whatever SBF_NOW says
+			// The data plane's exec, under the server's ceiling whoever asks.
+			return broker.Serve(ctx, ln, tgt.ExecPrepared, brokerIdle, clock.Real{}) // idleness: real time
 		},
 	}
 }

@@ -93,6 +93,12 @@ func (t *Target) exec(ctx context.Context, req drivers.ExecRequest) (drivers.Exe
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
+	return t.ExecPrepared(ctx, req)
+}
+
+// ExecPrepared runs a request already given its prelude (an exec broker's,
+// whose client gave it) on the driver, under the server's output ceiling.
+func (t *Target) ExecPrepared(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 	drv, err := t.Driver()
 	if err != nil {
 		return drivers.ExecResult{}, err
