@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,8 +15,12 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/testutil"
+	"github.com/sandboxforge/sbf/reconcile/loop"
 	"github.com/sandboxforge/sbf/spec"
 )
+
+// firstBackoff is the loop's wait after one failed pass (reconcile/loop).
+const firstBackoff = 5 * time.Second
 
 // loopRun is a reconcile loop running in a test; it knows when the loop
 // last waited, until when and with how many passes running.
@@ -284,37 +287,13 @@ func TestWatchRerunsAWorkspaceWokenDuringItsPass(t *testing.T) {
 	}
 }
 
-// The queue hands out the earliest due entry first, equal due times in
-// key order, and follows reschedules.
-func TestQueueHandsOutEarliestDueFirst(t *testing.T) {
-	q := newQueue()
-	for i, key := range []string{"/d", "/b", "pools\x00/a", "/a", "/c"} {
-		q.add(&entry{key: key, due: t0.Add(time.Duration(i%2) * time.Minute)})
-	}
-	q.schedule(q.byKey["/c"], t0.Add(-time.Minute))
-	var got []string
-	for {
-		en, ok := q.next()
-		if !ok {
-			break
-		}
-		if q.take() != en || !en.running() {
-			t.Fatal("take did not remove the first entry")
-		}
-		got = append(got, strings.ReplaceAll(en.key, "\x00", " "))
-	}
-	if want := "[/c /d pools /a /a /b]"; fmt.Sprint(got) != want {
-		t.Errorf("order %v, want %s", got, want)
-	}
-}
-
 // Terminal errors are recognised by errors.Is through any wrapping; a
 // configuration spec.Load rejects is terminal, and so is a refusal
 // (configuration, capacity, backend) unless it is joined with a failure
 // retrying may fix.
 func TestTerminalErrors(t *testing.T) {
 	invalid := spec.Errors{{File: ".sandboxforge.toml", Key: "vm.cpus", Message: "must be positive"}}
-	marked := TerminalError(coded.New(coded.InstanceTerminal, nil, "gone for good"))
+	marked := loop.TerminalError(coded.New(coded.InstanceTerminal, nil, "gone for good"))
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -336,44 +315,8 @@ func TestTerminalErrors(t *testing.T) {
 	if coded.Of(marked, coded.Unknown).Code != coded.InstanceTerminal || marked.Error() != "gone for good" {
 		t.Errorf("the mark changed the error: %v", marked)
 	}
-	if TerminalError(nil) != nil {
+	if loop.TerminalError(nil) != nil {
 		t.Error("TerminalError(nil) is an error")
-	}
-}
-
-// Every file spec.Load reads, global ones included, is in the
-// fingerprint, by content: an edit that keeps size and time still counts.
-func TestFingerprintCoversEveryConfigFile(t *testing.T) {
-	ws := spec.Options{Root: t.TempDir(), ConfigHome: t.TempDir()}
-	files := spec.ConfigFiles(ws.Root, ws.ConfigHome)
-	for _, want := range []string{filepath.Join(ws.ConfigHome, "sandboxforge", "config.toml"),
-		filepath.Join(ws.Root, spec.FileName), filepath.Join(ws.Root, ".orbitforge.toml"),
-		filepath.Join(ws.Root, spec.LocalFileName), filepath.Join(ws.Root, spec.Dir, spec.OverridesFile)} {
-		if !strings.Contains(strings.Join(files, "\n")+"\n", want+"\n") {
-			t.Errorf("spec.ConfigFiles misses %s: %v", want, files)
-		}
-	}
-	seen := map[string]string{fingerprint(ws): "no files"}
-	remember := func(what string) {
-		t.Helper()
-		fp := fingerprint(ws)
-		if before, dup := seen[fp]; dup {
-			t.Errorf("%s left the fingerprint as it was after %s", what, before)
-		}
-		seen[fp] = what
-	}
-	stamp := t0.Add(-time.Hour)
-	for _, f := range files {
-		testutil.WriteFile(t, f, "[vm]\ncpus = 1\n")
-		if err := os.Chtimes(f, stamp, stamp); err != nil {
-			t.Fatal(err)
-		}
-		remember("writing " + f)
-		testutil.WriteFile(t, f, "[vm]\ncpus = 2\n")
-		if err := os.Chtimes(f, stamp, stamp); err != nil {
-			t.Fatal(err)
-		}
-		remember("editing " + f + " in place")
 	}
 }
 
@@ -435,15 +378,6 @@ func TestWatchStopCancelsAPassAfterItsGrace(t *testing.T) {
 	loop.stop()
 	if err := nextError(t, errs); !errors.Is(err, ErrStopGrace) {
 		t.Errorf("the pass cut short by the stop reported %v", err)
-	}
-}
-
-// The default jitter waits between half the backoff and all of it.
-func TestEqualJitterStaysWithinItsBackoff(t *testing.T) {
-	for range 1000 {
-		if got := equalJitter(time.Minute); got < 30*time.Second || got > time.Minute {
-			t.Fatalf("equalJitter(1m) = %s", got)
-		}
 	}
 }
 

@@ -46,6 +46,12 @@ var forbidden = []struct {
 		"the data plane acts on what the engine found; it never decides"},
 	{func(f, t string) bool { return engine(f) && (under(t, "sandbox/docker") || under(t, "v1import")) },
 		"the engine knows no Docker tool and nothing of v1"},
+	{func(f, t string) bool {
+		return under(f, "reconcile/loop") && under(t, "reconcile") && !under(t, "reconcile/loop")
+	},
+		"the loop is a controller over a Reconciler: it never sees the engine or its concepts"},
+	{func(f, t string) bool { return concept(f) && t == "reconcile" },
+		"a concept of the engine never reaches back up to the engine that uses it"},
 	{func(f, t string) bool { return under(t, "cmd") }, "nothing imports a command"},
 	{func(f, t string) bool {
 		return (under(t, "mcpserver") || under(t, "drivers/guest/composefile")) && !under(f, "cli/mcpcmd") &&
@@ -56,6 +62,9 @@ var forbidden = []struct {
 			backend(f) != backend(t) && !shared(t)
 	}, "a backend never imports another backend"},
 }
+
+// concept is one of the engine's packages below its root (reconcile/loop, …).
+func concept(rel string) bool { return strings.HasPrefix(rel, "reconcile/") }
 
 // engine is the engine proper: reconcile without its planner.
 func engine(rel string) bool { return under(rel, "reconcile") && !under(rel, "reconcile/plan") }
@@ -155,7 +164,8 @@ func TestViolationsAreReported(t *testing.T) {
 	for _, c := range [][2]string{{"spec", "drivers"}, {"reconcile/plan", "reconcile"}, {"sandbox", "reconcile"},
 		{"internal/policy", "spec"}, {"drivers/lima", "drivers/sim"}, {"reconcile", "mcpserver"},
 		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}, {"cli", "mcpserver"},
-		{"reconcile", "drivers/guest/composefile"}} {
+		{"reconcile", "drivers/guest/composefile"}, {"reconcile/loop", "reconcile"}, {"reconcile/loop", "reconcile/plan"},
+		{"reconcile/plan", "reconcile"}} {
 		if violation(module+"/"+c[0], module+"/"+c[1]) == "" {
 			t.Errorf("%s → %s was allowed", c[0], c[1])
 		}
@@ -163,7 +173,8 @@ func TestViolationsAreReported(t *testing.T) {
 	for _, c := range [][2]string{{"reconcile", "sandbox"}, {"sandbox/docker", "sandbox"}, {"drivers/lima",
 		"drivers/sshexec"},
 		{"mcpserver", "reconcile"}, {"cli/mcpcmd", "mcpserver"}, {"reconcile/plan", "spec"},
-		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"}} {
+		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"},
+		{"reconcile", "reconcile/loop"}, {"reconcile/loop", "spec"}} {
 		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)
 		}

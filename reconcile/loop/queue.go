@@ -1,4 +1,4 @@
-package reconcile
+package loop
 
 import (
 	"container/heap"
