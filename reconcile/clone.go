@@ -226,23 +226,3 @@ func hasProblem(res *Result, sandbox string) bool {
 	}
 	return false
 }
-
-// sourceOf is the sandbox whose disk a sandbox's VM is made from ("":
-// none): the one from_snapshot names (a bare name: the sandbox that has
-// such a snapshot), else clone_of.
-func sourceOf(r *spec.Resolved, rec *state.File, name string) string {
-	sb := r.Config.Sandboxes[name]
-	if sb.FromSnapshot == "" {
-		return sb.CloneOf
-	}
-	from, snap, _ := spec.ParseSnapshotRef(sb.FromSnapshot)
-	if from != "" || rec == nil {
-		return from
-	}
-	for _, s := range rec.Snapshots {
-		if s.Name == snap && s.Sandbox != name {
-			return s.Sandbox
-		}
-	}
-	return ""
-}

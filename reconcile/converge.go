@@ -78,7 +78,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 			return u, err
 		}
 		if mode == skipBusy {
-			u.locks.yieldCopies(func(name string) string { return sourceOf(u.r, u.rec, name) })
+			u.locks.yieldCopies(func(name string) string { return plan.SourceOf(u.r, u.rec, name) })
 		}
 	}
 	if planOnly {

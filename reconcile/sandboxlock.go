@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -130,7 +131,7 @@ func touched(r *spec.Resolved, rec *state.File, targets []string) []string {
 func withSources(r *spec.Resolved, rec *state.File, names []string) []string {
 	out := slices.Clone(names)
 	for _, name := range names {
-		if src := sourceOf(r, rec, name); src != "" && !slices.Contains(out, src) {
+		if src := plan.SourceOf(r, rec, name); src != "" && !slices.Contains(out, src) {
 			out = append(out, src)
 		}
 	}

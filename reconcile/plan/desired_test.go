@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // Emulation decides how a VM starts, not what it is: changing it plans
@@ -40,5 +42,25 @@ func TestABackendSettingPlansWhatItsRegistrationSays(t *testing.T) {
 	restart, replace := diffSpecs(cur, want, "plantest")
 	if len(restart) != 0 || len(replace) != 1 || replace[0] != "storage_class fast → slow" {
 		t.Errorf("a storage class change planned restart %v replace %v", restart, replace)
+	}
+}
+
+// The sandbox a copy is made from, as the locks take it before planning:
+// clone_of, an explicit SANDBOX/NAME, a bare name only one other sandbox
+// has; none when the bare name is nobody's or several sandboxes'.
+func TestSourceOf(t *testing.T) {
+	r := &spec.Resolved{Config: spec.Config{Sandboxes: map[string]spec.Sandbox{
+		"clone": {CloneOf: "api"}, "named": {FromSnapshot: "api/base"}, "bare": {FromSnapshot: "base"},
+		"shared": {FromSnapshot: "both"}, "nobody": {FromSnapshot: "missing"}, "plain": {}}}}
+	rec := &state.File{Snapshots: []*state.Snapshot{{Sandbox: "api", Name: "base"}, {Sandbox: "bare", Name: "base"},
+		{Sandbox: "api", Name: "both"}, {Sandbox: "web", Name: "both"}}}
+	for name, want := range map[string]string{"clone": "api", "named": "api", "bare": "api", "shared": "",
+		"nobody": "", "plain": ""} {
+		if got := SourceOf(r, rec, name); got != want {
+			t.Errorf("SourceOf(%s) = %q, want %q", name, got, want)
+		}
+	}
+	if got := SourceOf(r, nil, "bare"); got != "" {
+		t.Errorf("with no state, a bare name's source is %q", got)
 	}
 }

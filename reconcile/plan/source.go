@@ -85,6 +85,22 @@ func resolveSource(d Desired, rec *state.File, obs Observed, ds DesiredSandbox) 
 	return s, nil
 }
 
+// SourceOf is the sandbox whose disk a sandbox's VM is made from ("":
+// none, or none known): clone_of, or the sandbox from_snapshot names (a bare
+// name: the one other sandbox with such a snapshot). The sandbox locks
+// take it before the plan exists, so it names no error: the plan does.
+func SourceOf(r *spec.Resolved, rec *state.File, name string) string {
+	sb := r.Config.Sandboxes[name]
+	if sb.FromSnapshot == "" {
+		return sb.CloneOf
+	}
+	if from, _, _ := spec.ParseSnapshotRef(sb.FromSnapshot); from != "" || rec == nil {
+		return from
+	}
+	from, _, _ := findSnapshot(rec, DesiredSandbox{Name: name, FromSnapshot: sb.FromSnapshot})
+	return from
+}
+
 // findSnapshot is the recorded snapshot a from_snapshot value names: a
 // bare name must be one sandbox's (not this one's).
 func findSnapshot(rec *state.File, ds DesiredSandbox) (sandbox, name string, err error) {
