@@ -125,7 +125,9 @@ func (p pass) Wake() time.Time {
 	return p.res.NextExpiry
 }
 
-func (p pass) DeclaresPools() bool { return p.res.Resolved != nil && len(p.res.Resolved.Config.Pools) > 0 }
+func (p pass) DeclaresPools() bool {
+	return p.res.Resolved != nil && len(p.res.Resolved.Config.Pools) > 0
+}
 
 // refusals are the coded errors retrying does not fix by itself: the
 // configuration, the host's capacity or a backend's presence must change
