@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -162,7 +163,7 @@ func TestASandboxDeclaredFromASnapshotIsMadeFromIt(t *testing.T) {
 func TestARunThatMayCopyADiskHoldsItsSource(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.web]\nfrom_snapshot = \"api/s\"\n")
 	r, _ := h.eng.Load(h.ws())
-	got := withSources(r, h.state(t), []string{"web"})
+	got := admission.WithSources(r, h.state(t), []string{"web"})
 	if strings.Join(got, " ") != "web api" {
 		t.Errorf("locks %v", got)
 	}

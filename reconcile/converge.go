@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -26,13 +27,13 @@ type run struct {
 	r        *spec.Resolved // after it
 	edit     Edit
 	store    *state.Store
-	locks    *held
+	locks    *admission.Held
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	u, err := e.begin(ctx, ws, opts, planOnly)
 	if u != nil && u.locks != nil {
-		defer u.locks.release()
+		defer u.locks.Release()
 	}
 	if u != nil && u.store != nil {
 		defer u.store.Close() // state.json whole again once the run is done
@@ -72,13 +73,13 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		}
 	}
 	if !isPools(opts.Intent) {
-		names := withSources(u.r, u.rec, touched(u.r, u.rec, opts.Targets))
+		names := admission.WithSources(u.r, u.rec, admission.Touched(u.r, u.rec, opts.Targets))
 		mode := lockModeOf(opts, planOnly)
-		if u.locks, err = e.lockSandboxes(ctx, u.dir, names, mode); err != nil {
+		if u.locks, err = e.locks().Sandboxes(ctx, u.dir, names, mode); err != nil {
 			return u, err
 		}
-		if mode == skipBusy {
-			u.locks.yieldCopies(func(name string) string { return plan.SourceOf(u.r, u.rec, name) })
+		if mode == admission.SkipBusy {
+			u.locks.YieldCopies(func(name string) string { return plan.SourceOf(u.r, u.rec, name) })
 		}
 	}
 	if planOnly {
@@ -147,21 +148,21 @@ func (u *run) applyRequest(e *Engine) error {
 // targets are what the run may act on: its targets, less the sandboxes
 // another run holds (a loop pass leaves those alone) and those that
 // appeared after it locked (a request added them: they are its run's), or
-// that it found only on the backends and leaves (lockFound); none says that
+// that it found only on the backends and leaves (admission.Locks.Found); none says that
 // leaves nothing.
 func (u *run) targets() (targets []string, none bool) {
-	if u.planOnly || u.locks == nil || len(u.locks.busy) == 0 && len(u.locks.left) == 0 && u.holdsAll() {
+	if u.planOnly || u.locks == nil || !u.locks.Partial() && u.holdsAll() {
 		return u.opts.Targets, false
 	}
-	held := u.locks.names()
+	held := u.locks.Names()
 	return held, len(held) == 0
 }
 
 // holdsAll says whether the run holds every sandbox it may act on as the
 // desired state and the state file read after its locks name them.
 func (u *run) holdsAll() bool {
-	for _, name := range touched(u.r, u.rec, u.opts.Targets) {
-		if u.locks.locks[name] == nil {
+	for _, name := range admission.Touched(u.r, u.rec, u.opts.Targets) {
+		if !u.locks.Holds(name) {
 			return false
 		}
 	}
@@ -173,20 +174,20 @@ func (u *run) busy() *flock.Holder {
 	if u.locks == nil {
 		return nil
 	}
-	for _, h := range u.locks.busy {
+	for _, h := range u.locks.Busy() {
 		return h
 	}
 	return nil
 }
 
-func lockModeOf(opts Options, planOnly bool) lockMode {
+func lockModeOf(opts Options, planOnly bool) admission.Mode {
 	switch {
 	case planOnly:
-		return peekBusy
+		return admission.PeekBusy
 	case isLoopPass(opts.Intent):
-		return skipBusy
+		return admission.SkipBusy
 	}
-	return waitBusy
+	return admission.WaitBusy
 }
 
 // convergeSandboxes plans the workspace's sandboxes and, unless only a
@@ -208,7 +209,8 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		desired.Sandboxes[name] = sb
 	}
 	res.Observed = e.observe(ctx, r, desired, rec)
-	if err := e.lockFound(ctx, u, plan.Found(desired, rec, res.Observed)); err != nil {
+	if err := e.locks().Found(ctx, u.locks, u.dir, plan.Found(desired, rec, res.Observed), u.planOnly,
+		func() (func(string) bool, error) { return e.namedNow(u) }); err != nil {
 		return nil, err
 	}
 	res.Busy = u.busy()
@@ -220,7 +222,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
 		res.Observed, u.now, targets, e.runner(r))
-	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets).Without(u.locks.leftAlone())
+	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets).Without(u.locks.LeftAlone())
 	res.Desired, res.Now = desired, u.now
 	res.NextExpiry = nextExpiry(desired, u.now)
 	if u.opts.Saved != nil {
@@ -231,7 +233,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if u.planOnly {
 		return res, problemsError(res.Plan)
 	}
-	if err := e.admitOnHost(res.Plan, r); err != nil {
+	if err := admission.FitOnHost(e.Probe, res.Plan, r); err != nil {
 		return res, err
 	}
 	if u.edit != nil && blockedRequest(u.opts.Intent, res.Plan) {

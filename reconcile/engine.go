@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -344,7 +345,7 @@ func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Ad
 	if c, ok := r.CeilingOf("max_instances"); ok && c.ValueFrom == spec.FromCeiling {
 		source = c.Source
 	}
-	return &HostAdmission{
+	return &admission.Host{
 		MaxSource: source,
 		Evict: func(ctx context.Context, listed []drivers.Instance, inFlight func(string) bool) (bool, error) {
 			return e.evictSpare(ctx, r, listed, inFlight)
@@ -374,6 +375,11 @@ func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Ad
 			return all, nil
 		},
 	}
+}
+
+// locks takes the run's sandbox locks as the engine was told to wait.
+func (e *Engine) locks() admission.Locks {
+	return admission.Locks{Timeout: e.LockTimeout, Who: e.holder()}
 }
 
 func (e *Engine) holder() flock.Holder {

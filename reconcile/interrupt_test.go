@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -92,7 +93,7 @@ func TestComposeUpWaitsForTheRunHoldingIt(t *testing.T) {
 	h.eng.LockTimeout = 20 * time.Second
 	h.mustApply()
 	h.writeSpec("[vm]\ndriver = \"sim\"\ncpus = 4\n[sandboxes.api]\n") // something to converge
-	lock, err := flock.Acquire(context.Background(), ownfile.In(h.root, spec.Dir).Sub(locksDir).File("api.lock"),
+	lock, err := flock.Acquire(context.Background(), ownfile.In(h.root, spec.Dir).Sub(admission.LocksDir).File("api.lock"),
 		flock.Holder{Command: "sbf serve (a loop pass)"}, 0)
 	if err != nil {
 		t.Fatal(err)

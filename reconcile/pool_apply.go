@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -165,7 +166,7 @@ func (e *Executor) performSpare(ctx context.Context, drv Driver, a plan.Action) 
 func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labeler, a plan.Action) error {
 	if e.Admit != nil {
 		release, err := e.Admit.Admit(ctx, a.Instance)
-		if errors.Is(err, errInFlight) {
+		if errors.Is(err, admission.ErrInFlight) {
 			drivers.Progressf(ctx, "another sbf is making %s", a.Instance)
 			return nil
 		}

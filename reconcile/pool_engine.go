@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -47,7 +48,7 @@ func (e *Engine) markInFlight(ctx context.Context, obs *plan.Observed) {
 		if s.Label != nil && s.Label.Spare != nil || s.Label != nil && s.Label.Owner != nil {
 			continue
 		}
-		obs.Spares[i].InFlight = e.HostDir == "" || inFlight(ctx, reservations(e.HostDir), s.Name)
+		obs.Spares[i].InFlight = e.HostDir == "" || admission.Creating(ctx, e.HostDir, s.Name)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -73,11 +74,11 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 		return nil, err
 	}
 	if req.Op != SnapshotList {
-		locks, err := e.lockSandboxes(ctx, filepath.Join(root, spec.Dir), []string{req.Sandbox}, waitBusy)
+		locks, err := e.locks().Sandboxes(ctx, filepath.Join(root, spec.Dir), []string{req.Sandbox}, admission.WaitBusy)
 		if err != nil {
 			return nil, err
 		}
-		defer locks.release()
+		defer locks.Release()
 	}
 	tgt, sn, err := e.snapshotTarget(ws, req.Sandbox)
 	if err != nil {

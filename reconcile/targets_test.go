@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -26,21 +27,20 @@ func TestARunActsOnlyOnTheSandboxesItHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := func(name string) *flock.Lock {
-		l, err := flock.Acquire(context.Background(), ownfile.At(t.TempDir()).File(name+".lock"), flock.Holder{}, 0)
+	hold := func(names ...string) *admission.Held {
+		h, err := admission.Locks{}.Sandboxes(context.Background(), t.TempDir(), names, admission.WaitBusy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { l.Release() })
-		return l
+		t.Cleanup(h.Release)
+		return h
 	}
 	rec := &state.File{Sandboxes: map[string]*state.Sandbox{}}
-	u := &run{r: r, rec: rec, locks: &held{locks: map[string]*flock.Lock{"api": lock("api")},
-		busy: map[string]*flock.Holder{}}}
+	u := &run{r: r, rec: rec, locks: hold("api")}
 	if got, none := u.targets(); !slices.Equal(got, []string{"api"}) || none {
 		t.Errorf("a pass holding api of api and web acts on %v (none %v); want [api]", got, none)
 	}
-	u.locks.locks["web"] = lock("web")
+	u.locks = hold("api", "web")
 	if got, none := u.targets(); got != nil || none {
 		t.Errorf("a pass holding every sandbox acts on %v (none %v); want all (nil)", got, none)
 	}
@@ -57,7 +57,7 @@ func TestAPassLeavesAnInstanceClaimedBesideItToItsRun(t *testing.T) {
 	h.fill()
 	spares, _ := h.spares()
 	d, _ := sim.New(sim.Options{Dir: h.simDir})
-	lockPath := filepath.Join(h.root, spec.Dir, locksDir, "inst_new.lock")
+	lockPath := filepath.Join(h.root, spec.Dir, admission.LocksDir, "inst_new.lock")
 	os.MkdirAll(filepath.Dir(lockPath), 0o755)
 	l, err := flock.Acquire(context.Background(), ownfile.PathFile(lockPath), flock.Holder{Command: "create_instance"},
 		0)
@@ -106,11 +106,11 @@ func TestAPassLeavesASandboxMadeWhileItPlannedToTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := h.up("inst_new"); err != nil {
-		u.locks.release()
+		u.locks.Release()
 		t.Fatal(err)
 	}
 	res, err := h.eng.convergeSandboxes(ctx, u, &Result{Resolved: u.r, State: u.rec})
-	u.locks.release()
+	u.locks.Release()
 	if err != nil {
 		t.Fatal(err)
 	}

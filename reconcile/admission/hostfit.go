@@ -1,4 +1,4 @@
-package reconcile
+package admission
 
 import (
 	"math"
@@ -12,12 +12,11 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-// admitOnHost refuses a plan that creates a VM the host cannot hold, before
+// FitOnHost refuses a plan that creates a VM the host cannot hold, before
 // anything is written, whatever the front door: CPUs, available memory
 // (≥ memory + 0.5 GiB) and free disk (≥ disk + 2 GiB). A probe that cannot
 // answer skips its check.
-func (e *Engine) admitOnHost(p *plan.Plan, r *spec.Resolved) error {
-	probe := e.Probe
+func FitOnHost(probe func(dir string) hostcap.Capacity, p *plan.Plan, r *spec.Resolved) error {
 	if probe == nil {
 		probe = hostcap.Probe
 	}

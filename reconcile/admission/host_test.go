@@ -1,4 +1,4 @@
-package reconcile
+package admission
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 )
 
 // hostWorld is the instances on a host as the backends list them.
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
 type hostWorld struct {
 	mu        sync.Mutex
 	instances map[string]bool
@@ -53,8 +55,8 @@ func (w *hostWorld) count() int {
 
 // admitter is one process's admission on a shared host folder.
 func admitter(dir string, c clock.Clock, max int,
-	list func(context.Context) ([]drivers.Instance, error)) *HostAdmission {
-	return &HostAdmission{Dir: dir, Max: max, Clock: c, List: list, Who: flock.Holder{Command: "test", PID: os.Getpid()}}
+	list func(context.Context) ([]drivers.Instance, error)) *Host {
+	return &Host{Dir: dir, Max: max, Clock: c, List: list, Who: flock.Holder{Command: "test", PID: os.Getpid()}}
 }
 
 // The race the cap once lost: a full count listed the backends, then a

@@ -1,4 +1,4 @@
-package reconcile
+package admission
 
 import (
 	"context"
@@ -18,13 +18,13 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// HostAdmission enforces [lease] max_instances across every workspace on
+// Host enforces [lease] max_instances across every workspace on
 // the host. Under a host-wide lock it counts the sbf instances the
 // drivers list (minus those whose lease has expired, which are on their
 // way out) plus slots other processes have reserved for creates in
 // flight, then reserves one. A reservation is a lock file its process
 // holds, so a crashed process's reservation frees itself.
-type HostAdmission struct {
+type Host struct {
 	Dir   string // host state folder
 	Index *state.HostIndex
 	Max   int
@@ -43,9 +43,9 @@ type HostAdmission struct {
 	ledgerOnce sync.Once
 }
 
-// errInFlight is a reservation another process holds: it is creating
+// ErrInFlight is a reservation another process holds: it is creating
 // that very instance.
-var errInFlight = errors.New("another sbf process is creating it")
+var ErrInFlight = errors.New("another sbf process is creating it")
 
 // LimitError is INSTANCE_LIMIT_EXCEEDED; source names the operator's
 // ceiling when the cap is that ceiling, which no workspace may raise.
@@ -66,7 +66,7 @@ func limitError(maxInstances, active int, counted []string, source string) *code
 // admitted and has not seen go, so room there is room on the host); at the
 // cap the instances are counted in full, which also rewrites the ledger,
 // unless a full count a moment ago already said there is no room.
-func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), error) {
+func (h *Host) Admit(ctx context.Context, instance string) (func(), error) {
 	resDir := reservations(h.Dir)
 	if err := resDir.Make(); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", resDir.Path(), err)
@@ -108,7 +108,7 @@ func (h *HostAdmission) Admit(ctx context.Context, instance string) (func(), err
 
 // mayEvict says whether a full count could make room for instance by
 // deleting a spare: a sandbox's VM at the cap takes a spare's place.
-func (h *HostAdmission) mayEvict(instance string, counted map[string]bool) bool {
+func (h *Host) mayEvict(instance string, counted map[string]bool) bool {
 	if _, _, spare := drivers.ParsePoolName(instance); spare || h.Evict == nil {
 		return false
 	}
@@ -126,7 +126,7 @@ func (h *HostAdmission) mayEvict(instance string, counted map[string]bool) bool 
 const recountAfter = 10 * time.Second
 
 // ledger is the host's instance ledger, read once per process.
-func (h *HostAdmission) ledger() *state.Ledger {
+func (h *Host) ledger() *state.Ledger {
 	h.ledgerOnce.Do(func() {
 		if h.Ledger == nil {
 			h.Ledger = state.OpenLedger(h.Dir)
@@ -137,7 +137,7 @@ func (h *HostAdmission) ledger() *state.Ledger {
 
 // Gone tells the ledger an instance was deleted, so its place is free at
 // once rather than at the next full count.
-func (h *HostAdmission) Gone(ctx context.Context, instance string) error {
+func (h *Host) Gone(ctx context.Context, instance string) error {
 	lock, err := flock.Acquire(ctx, ownfile.At(h.Dir).File("admission.lock"), h.Who, 2*time.Minute)
 	if err != nil {
 		return fmt.Errorf("waiting for the host-wide instance count: %w", err)
@@ -148,7 +148,7 @@ func (h *HostAdmission) Gone(ctx context.Context, instance string) error {
 
 // count is every instance that counts against the cap besides instance,
 // after deleting spares to make room for a sandbox's VM.
-func (h *HostAdmission) count(ctx context.Context, resDir ownfile.Folder, instance string) (map[string]bool, error) {
+func (h *Host) count(ctx context.Context, resDir ownfile.Folder, instance string) (map[string]bool, error) {
 	active, listed, err := h.active(ctx, resDir)
 	if err != nil {
 		return nil, err
@@ -177,11 +177,11 @@ func (h *HostAdmission) count(ctx context.Context, resDir ownfile.Folder, instan
 
 // reserve holds a reservation for instance while it is made: a full count
 // by another process counts it before any backend lists it.
-func (h *HostAdmission) reserve(ctx context.Context, resDir ownfile.Folder, instance string) (func(), error) {
+func (h *Host) reserve(ctx context.Context, resDir ownfile.Folder, instance string) (func(), error) {
 	res, err := flock.Acquire(ctx, resDir.File(instance+".lock"), h.Who, 0)
 	var locked *flock.LockedError
 	if errors.As(err, &locked) {
-		return nil, fmt.Errorf("reserving a slot for %s: %w (%w)", instance, errInFlight, err)
+		return nil, fmt.Errorf("reserving a slot for %s: %w (%w)", instance, ErrInFlight, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reserving a slot for %s: %w", instance, err)
@@ -194,7 +194,7 @@ func (h *HostAdmission) reserve(ctx context.Context, resDir ownfile.Folder, inst
 
 // active is every instance that counts against the cap right now, and
 // what the drivers listed.
-func (h *HostAdmission) active(ctx context.Context, resDir ownfile.Folder) (map[string]bool, []drivers.Instance,
+func (h *Host) active(ctx context.Context, resDir ownfile.Folder) (map[string]bool, []drivers.Instance,
 	error) {
 	// Reservations first: a create that ends (and drops its reservation)
 	// after this look is listed by the backend below.
@@ -234,6 +234,12 @@ func (h *HostAdmission) active(ctx context.Context, resDir ownfile.Folder) (map[
 
 // reservations is the state home's folder of reservation locks.
 func reservations(stateDir string) ownfile.Folder { return ownfile.At(stateDir).Sub("reservations") }
+
+// Creating reports whether a live process holds instance's reservation on
+// the host whose state folder is hostDir: it is making that instance.
+func Creating(ctx context.Context, hostDir, instance string) bool {
+	return inFlight(ctx, reservations(hostDir), instance)
+}
 
 // inFlight reports whether instance's reservation is still held by a live
 // process; a stale one is removed.
