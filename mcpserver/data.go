@@ -74,7 +74,7 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 	if _, err := tgt.Driver(); err != nil {
 		return nil, hostpath.Policy{}, err
 	}
-	s.touch(tgt.Resolved.Root)
+	s.touch(tgt.Resolved)
 	s.used.touch(tgt.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now())
 	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }

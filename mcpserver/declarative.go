@@ -112,7 +112,7 @@ func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, i
 	if err != nil {
 		return nil, v1Error(err, sandbox)
 	}
-	s.touch(res.Resolved.Root)
+	s.touch(res.Resolved)
 	return s.prepared(ctx, res, sandbox, includeServices, wait)
 }
 
@@ -195,7 +195,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
 		Intent: reconcile.Renew{Sandboxes: a.Targets}, Audit: audited("apply")})
 	if res != nil && res.Resolved != nil {
-		s.touch(res.Resolved.Root)
+		s.touch(res.Resolved)
 	}
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.options(tgt.Resolved.Root, nil) // target checked that this server serves it
+	ws, err := s.optionsAt(tgt.Resolved.Root, tgt.Resolved.WorkspaceID, nil) // target checked that this server serves it
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	if err != nil {
 		return nil, v1Error(err, id)
 	}
-	s.touch(res.Resolved.Root) // should the destroy below fail, the loop ends the lease
+	s.touch(res.Resolved) // should the destroy below fail, the loop ends the lease
 	ready := s.cfg.Engine.Clock.Now().Sub(start)
 	defer func() {
 		_, derr := s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{Targets: []string{id},

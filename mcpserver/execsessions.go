@@ -93,7 +93,7 @@ func (s *Server) startSession(ctx context.Context, a startSessionArgs) (any, err
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.options(tgt.Resolved.Root, nil)
+	ws, err := s.optionsAt(tgt.Resolved.Root, tgt.Resolved.WorkspaceID, nil)
 	if err != nil {
 		return nil, err
 	}

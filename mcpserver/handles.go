@@ -51,11 +51,21 @@ func (s *Server) knownScope(cs server.ClientSession) (sc scope, ok bool) {
 // may tells whether the scope holds the workspace at root (as sbf
 // recorded it), both as recorded and where its links lead now.
 func (sc scope) may(root string) bool {
+	_, _, ok := sc.hold(root)
+	return ok
+}
+
+// hold is may, with the workspace's root as its links lead now and its id
+// ("" when it cannot be resolved: it is gone).
+func (sc scope) hold(root string) (abs, id string, ok bool) {
 	if root == "" || sc.policy.Workspace(root, sc.client) != nil {
-		return false
+		return "", "", false
 	}
-	abs, _, err := spec.WorkspaceIdentity(root)
-	return err != nil || sc.policy.Workspace(abs, sc.client) == nil
+	abs, id, err := spec.WorkspaceIdentity(root)
+	if err != nil {
+		return "", "", true
+	}
+	return abs, id, abs == root || sc.policy.Workspace(abs, sc.client) == nil
 }
 
 // mayAll tells whether the scope holds every one of roots.

@@ -51,7 +51,11 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 		id, _ = res["instance_id"].(string)
 	}
 	entry, found := s.index.Lookup(id)
-	if id == "" || !found || s.allowed(ctx, entry.WorkspaceRoot) != nil {
+	if id == "" || !found {
+		return
+	}
+	ws, used := workspaceUsed(ctx, entry.WorkspaceRoot) // resolved and allowed by the call
+	if !used && s.allowed(ctx, entry.WorkspaceRoot) != nil {
 		return
 	}
 	ev := sandbox.Event{Time: start.UTC(), Door: "mcp", Tool: tool, Sandbox: entry.Sandbox, InstanceID: id,
@@ -71,7 +75,11 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 		ev.ErrorCode, ev.Error = c.Code, c.Message
 	}
 	var redact func(string) string
-	if ws, werr := s.options(entry.WorkspaceRoot, nil); werr == nil {
+	var werr error
+	if !used {
+		ws, werr = s.options(entry.WorkspaceRoot, nil)
+	}
+	if werr == nil {
 		r, _ := s.cfg.Engine.LoadShared(ws)
 		redact = sandbox.Redactor(r, s.cfg.Engine.Env.Getenv)
 	} else {

@@ -101,7 +101,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if err != nil {
 		return nil, v1Error(err, id)
 	}
-	s.touch(res.Resolved.Root)
+	s.touch(res.Resolved)
 	out := s.instanceSummary(res, id)
 	out["auto_bootstrap"], out["wait_for_ready"] = boot, a.WaitForReady
 	if boot {
@@ -159,7 +159,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
-	s.touch(res.Resolved.Root)
+	s.touch(res.Resolved)
 	s.used.touch(res.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now()) // v1 counted an extension as a use
 	return map[string]any{"instance_id": a.InstanceID,
 		"expires_at":           iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),

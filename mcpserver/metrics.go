@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/spec"
@@ -58,6 +59,12 @@ func newMetrics(s *Server) *metrics {
 		func() float64 { return float64(s.cfg.Engine.Loads()) })
 	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries, loads,
 		&worldCollector{s: s, m: m})
+	for _, k := range readcount.Kinds() {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sbf_reads_total",
+			Help: "What the process read of the workspaces it serves, by kind (internal/readcount): a request " +
+				"resolves its workspace once.", ConstLabels: prometheus.Labels{"kind": k.String()}},
+			func() float64 { return float64(readcount.Now().Of(k)) }))
+	}
 	return m
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -87,6 +88,7 @@ func TestMetrics(t *testing.T) {
 		{"sbf_sandboxes", []string{"phase", "running", "driver", "sim"}, 1},
 		{"sbf_exposed_ports", nil, 1},
 		{"sbf_lease_expiries_total", nil, 0},
+		{"sbf_reads_total", []string{"kind", "spec_load"}, float64(readcount.Now().Of(readcount.SpecLoad))},
 	} {
 		if got := value(m, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -40,7 +40,9 @@ func (s *Server) registerResources() {
 			s.readWorkspaceResource)
 	}
 	if s.cfg.DefaultRoot != "" {
-		s.announceWorkspace(s.cfg.DefaultRoot)
+		if abs, id, err := spec.WorkspaceIdentity(s.cfg.DefaultRoot); err == nil {
+			s.announceWorkspace(abs, id)
+		}
 	}
 }
 
@@ -56,11 +58,7 @@ var resourceDescriptions = map[string]string{
 }
 
 // announceWorkspace lists a workspace's resources (once).
-func (s *Server) announceWorkspace(root string) {
-	abs, id, err := spec.WorkspaceIdentity(root)
-	if err != nil {
-		return
-	}
+func (s *Server) announceWorkspace(abs, id string) {
 	s.mu.Lock()
 	if s.announced == nil {
 		s.announced = map[string]bool{}

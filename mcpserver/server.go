@@ -108,7 +108,8 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 // calls do not wake it: a tool that changes desired state converges it
 // itself, and a pass per run_command would compete with the command (a
 // converged pass with a compose stack asks the guest's docker for seconds).
-func (s *Server) touch(root string) {
+func (s *Server) touch(r *spec.Resolved) {
+	root := r.Root
 	s.mu.Lock()
 	seen := s.touched[root]
 	s.touched[root] = true
@@ -116,7 +117,7 @@ func (s *Server) touch(root string) {
 	if seen {
 		return
 	}
-	s.announceWorkspace(root)
+	s.announceWorkspace(root, r.WorkspaceID)
 	select {
 	case s.wake <- struct{}{}:
 	default:

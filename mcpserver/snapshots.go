@@ -149,7 +149,7 @@ func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
-	s.touch(res.Resolved.Root)
+	s.touch(res.Resolved)
 	out := s.instanceSummary(res, name)
 	out["instance_id"] = s.idOf(res, name)
 	out["source_instance_id"] = a.InstanceID

@@ -57,6 +57,7 @@ func addTool[A any](s *Server, name, description string, handle func(context.Con
 				warnings...), nil
 		}
 		start := s.cfg.Engine.Clock.Now()
+		ctx = withCallScope(ctx)          // callscope.go
 		ctx, forget := s.asTask(ctx, req) // calltasks.go
 		defer forget()
 		ctx, stop := s.withProgress(ctx, name, req) // progress.go

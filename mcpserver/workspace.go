@@ -32,8 +32,11 @@ func (s *Server) workspace(ctx context.Context, root string, extra json.RawMessa
 	if err != nil {
 		return spec.Options{}, err
 	}
-	noteWorkspace(ctx, abs) // calltasks.go
-	return s.options(abs, extra)
+	ws, err := s.optionsAt(abs, spec.WorkspaceIDOf(abs), extra) // the rule resolved it: once per request
+	if err == nil {
+		usedWorkspace(ctx, ws) // callscope.go
+	}
+	return ws, err
 }
 
 // workspaceRequired refuses a call that names no workspace on a server
@@ -55,23 +58,37 @@ func (s *Server) recorded(ctx context.Context, root string) (ws spec.Options, ok
 	if err != nil {
 		return spec.Options{}, false, err
 	}
-	if !sc.may(root) {
+	abs, id, ok := sc.hold(root)
+	switch {
+	case !ok:
 		return spec.Options{}, false, nil
+	case abs == "": // gone: options says so in its words
+		noteWorkspace(ctx, root) // calltasks.go: the task is the caller's who may use root
+		ws, err = s.options(root, nil)
+		return ws, err == nil, err
 	}
-	noteWorkspace(ctx, root) // calltasks.go: an MCP task belongs to the workspaces its call used
-	ws, err = s.options(root, nil)
+	if ws, err = s.optionsAt(abs, id, nil); err == nil {
+		usedWorkspace(ctx, ws) // callscope.go
+	}
 	return ws, err == nil, err
 }
 
 // options builds load options for a workspace root: the server's v1
 // settings and the call's own overrides form the request layer.
 func (s *Server) options(root string, extra json.RawMessage) (spec.Options, error) {
-	abs, _, err := spec.WorkspaceIdentity(root)
+	abs, id, err := spec.WorkspaceIdentity(root)
 	if err != nil {
 		return spec.Options{}, newToolError(coded.ConfigInvalid, clip(err.Error()),
 			map[string]any{"workspace_root": clip(root), "errors": []string{clip(err.Error())}})
 	}
-	ws := spec.Options{Root: abs, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome, Now: s.cfg.Engine.Clock.Now()}
+	return s.optionsAt(abs, id, extra)
+}
+
+// optionsAt builds load options for a workspace whose root was resolved
+// (abs, with its id), so no step of the request resolves it again.
+func (s *Server) optionsAt(abs, id string, extra json.RawMessage) (spec.Options, error) {
+	ws := spec.Options{Root: abs, ID: id, Host: s.cfg.Host, ConfigHome: s.cfg.ConfigHome,
+		Now: s.cfg.Engine.Clock.Now()}
 	layer := s.cfg.Settings.overrides()
 	if len(layer) == 0 && len(extra) == 0 {
 		return ws, nil

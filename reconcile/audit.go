@@ -29,7 +29,7 @@ func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error) {
 	root, redact := ws.Root, sandbox.Redactor(nil, nil)
 	if res != nil && res.Resolved != nil {
 		root, redact = res.Resolved.Root, sandbox.Redactor(res.Resolved, e.Env.getenv)
-	} else if abs, _, werr := spec.WorkspaceIdentity(ws.Root); werr == nil {
+	} else if abs, _, werr := ws.Identity(); werr == nil {
 		root = abs // refused before anything was resolved (a lease too long): recorded all the same
 	}
 	var asked []string

@@ -102,7 +102,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 // state as of now (a hand-edited lease end is clamped to what max_ttl
 // allows from now).
 func (e *Engine) read(ws spec.Options, now time.Time) (*state.File, *spec.Resolved, error) {
-	root, id, err := spec.WorkspaceIdentity(ws.Root)
+	root, id, err := ws.Identity()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +110,7 @@ func (e *Engine) read(ws spec.Options, now time.Time) (*state.File, *spec.Resolv
 	if err != nil {
 		return nil, nil, err
 	}
-	ws.Now = now
+	ws.Root, ws.ID, ws.Now = root, id, now
 	r, err := e.Load(ws)
 	return rec, r, err
 }

@@ -23,7 +23,7 @@ type taskStore struct {
 }
 
 func (s taskStore) ReadTasks() (map[string]*state.Task, error) {
-	root, id, err := spec.WorkspaceIdentity(s.ws.Root)
+	root, id, err := s.ws.Identity()
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (s taskStore) ReadTasks() (map[string]*state.Task, error) {
 }
 
 func (s taskStore) SaveTask(ctx context.Context, t *state.Task) error {
-	root, id, err := spec.WorkspaceIdentity(s.ws.Root)
+	root, id, err := s.ws.Identity()
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/hostcap"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -60,6 +61,15 @@ func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 	ws.AllowedPaths, ws.Ceilings = e.Policy.AllowedPaths, e.Policy.Ceilings
 	e.loads.Add(1)
 	return spec.Load(ws)
+}
+
+// resolvedOnce resolves ws's root for every step of a request; a root that
+// cannot be resolved is left for the first step to refuse in its words.
+func resolvedOnce(ws spec.Options) spec.Options {
+	if r, err := ws.Resolved(); err == nil {
+		return r
+	}
+	return ws
 }
 
 // Loads counts the workspace resolutions (Load) the engine made: a
@@ -120,12 +130,13 @@ type Result struct {
 // Plan says what Apply would do with the same options: the edit is made
 // in memory only, no lock is taken and nothing is written.
 func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
-	return e.converge(ctx, ws, opts, true)
+	return e.converge(ctx, resolvedOnce(ws), opts, true)
 }
 
 // Apply brings one workspace to its desired state: it writes the edit,
 // then executes the plan, recording every outcome.
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
+	ws = resolvedOnce(ws)
 	res, err := e.apply(ctx, ws, opts)
 	e.audit(ws, opts, res, err)
 	return res, err
@@ -363,6 +374,7 @@ func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Ad
 				if err != nil {
 					return nil, err
 				}
+				readcount.Add(readcount.ListCap)
 				list, err := drv.List(ctx)
 				if err != nil {
 					return nil, err

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -36,6 +37,7 @@ func Observe(
 		if err == nil {
 			_, labels[name] = l.(drivers.Labeler) // a Lister, not a Driver: CapabilitiesOf does not apply
 			var list []drivers.Instance
+			readcount.Add(readcount.List)
 			if list, err = l.List(ctx); err == nil {
 				listed[name] = append([]drivers.Instance{}, list...)
 				continue

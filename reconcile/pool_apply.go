@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -175,6 +176,7 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 		}
 		defer release()
 	}
+	readcount.Add(readcount.List)
 	if list, err := drv.List(ctx); err == nil {
 		for _, inst := range list {
 			if inst.Name == a.Instance {

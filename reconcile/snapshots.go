@@ -69,7 +69,7 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 			return nil, err
 		}
 	}
-	root, _, err := spec.WorkspaceIdentity(ws.Root)
+	root, _, err := ws.Identity()
 	if err != nil {
 		return nil, err
 	}

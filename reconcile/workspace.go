@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -33,6 +34,7 @@ import (
 // With no served roots (a server for any folder), step 1 is the operating
 // system's resolution and step 3 looks up to the top.
 func ServedWorkspace(p policy.Policy, folder string, client []string) (string, error) {
+	readcount.Add(readcount.Resolve)
 	real, top, err := servedFolder(p, folder)
 	if err != nil {
 		return "", err

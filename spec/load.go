@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // File names, oldest first: later names win when both exist.
@@ -44,7 +45,11 @@ const (
 // Options says where to look. Nothing here reads the process environment;
 // cmd/ does that and passes the answers in.
 type Options struct {
-	Root       string   // workspace root; resolved to an absolute, symlink-free path
+	Root string // workspace root; resolved to an absolute, symlink-free path
+	// ID, when set, is Root's workspace id: whoever built the options
+	// resolved Root already (WorkspaceIdentity), and nothing resolves it
+	// again. A request resolves its workspace once.
+	ID         string
 	Host       Host     // decides host-aware defaults
 	ConfigHome string   // $XDG_CONFIG_HOME, or $HOME/.config; empty skips global files
 	Request    *Request // per-call overrides, not persisted
@@ -86,7 +91,8 @@ type Resolved struct {
 // returns a Resolved carrying the root, id and sources, plus Errors listing
 // every problem in every layer.
 func Load(opts Options) (*Resolved, error) {
-	root, id, err := WorkspaceIdentity(opts.Root)
+	readcount.Add(readcount.SpecLoad)
+	root, id, err := opts.Identity()
 	if err != nil {
 		return nil, Errors{{File: opts.Root, Message: err.Error()}}
 	}
@@ -123,6 +129,7 @@ func (r *Resolved) WithManaged(m *Managed) (*Resolved, error) {
 }
 
 func (src *sources) resolve(managed *Managed) (*Resolved, error) {
+	readcount.Add(readcount.SpecMerge)
 	opts, root := src.opts, src.root
 	r := &Resolved{Root: root, WorkspaceID: src.id, Sources: []string{SourceDefaults}, Host: opts.Host,
 		Config: Defaults(opts.Host), src: src}
@@ -265,6 +272,7 @@ func layerOf(path string, data []byte, err error, managed bool) (*layer, Errors)
 func managedLayer(root string, m *Managed) (*layer, Errors) {
 	path := filepath.Join(root, Dir, OverridesFile)
 	if m == nil {
+		readcount.Add(readcount.Overrides)
 		data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
 		return layerOf(path, data, err, true)
 	}
@@ -300,6 +308,7 @@ func adHocSandboxes(layers []*layer, sandboxes map[string]Sandbox, managedPath s
 // SandboxForge v1 did: "ws_" + the first 12 hex digits of the SHA-1 of
 // the absolute, symlink-resolved path.
 func WorkspaceIdentity(root string) (abs, id string, err error) {
+	readcount.Add(readcount.Resolve)
 	if root == "" {
 		root = "."
 	}
@@ -318,8 +327,33 @@ func WorkspaceIdentity(root string) (abs, id string, err error) {
 	if !info.IsDir() {
 		return "", "", fmt.Errorf("workspace_root must be a directory: %s", resolved)
 	}
+	return resolved, WorkspaceIDOf(resolved), nil
+}
+
+// WorkspaceIDOf is the id of the workspace at a resolved root.
+func WorkspaceIDOf(resolved string) string {
 	sum := sha1.Sum([]byte(resolved))
-	return resolved, "ws_" + hex.EncodeToString(sum[:])[:12], nil
+	return "ws_" + hex.EncodeToString(sum[:])[:12]
+}
+
+// Identity is the workspace's resolved root and id: as the options carry
+// them (ID set), else resolved now.
+func (o Options) Identity() (root, id string, err error) {
+	if o.ID != "" {
+		return o.Root, o.ID, nil
+	}
+	return WorkspaceIdentity(o.Root)
+}
+
+// Resolved are the options with their root resolved once, for every step
+// of a request to reuse.
+func (o Options) Resolved() (Options, error) {
+	root, id, err := o.Identity()
+	if err != nil {
+		return o, err
+	}
+	o.Root, o.ID = root, id
+	return o, nil
 }
 
 func recordOrigins(origins map[string]*layer, l *layer, t map[string]any, path string) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // Managed is the managed overrides document (.sandboxforge/overrides.toml):
@@ -32,6 +33,7 @@ func managedFolder(root string) ownfile.Folder { return ownfile.In(root, Dir) }
 
 // ReadManaged loads the document of a workspace (empty when absent).
 func ReadManaged(root string) (*Managed, error) {
+	readcount.Add(readcount.Overrides)
 	path := filepath.Join(root, Dir, OverridesFile)
 	data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
 	if errors.Is(err, fs.ErrNotExist) {

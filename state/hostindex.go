@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // HostIndex is the host-wide list of instances sbf has leased, across
@@ -123,6 +124,7 @@ func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEn
 // load reads the index, making it from what an older sbf kept (one file
 // per instance in instances/) when there is none yet.
 func (h *HostIndex) load() error {
+	readcount.Add(readcount.Index)
 	if err := h.j.refresh(); err != nil || h.j.m != nil {
 		return err
 	}
@@ -173,6 +175,7 @@ func (h *HostIndex) All() ([]IndexEntry, error) {
 // read brings the index up to the file without a lock: lines are whole
 // or ignored, and a rewrite replaces the file at once.
 func (h *HostIndex) read() error {
+	readcount.Add(readcount.Index)
 	if err := h.j.refresh(); err != nil {
 		return fmt.Errorf("reading host index: %w", err)
 	}

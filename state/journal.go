@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
 
@@ -44,6 +45,7 @@ func same(a, b fs.FileInfo) bool {
 // continue state.json is read as empty, after a second look in case a
 // writer was between rewriting one and the other.
 func read(dir, root, workspaceID string) (f *File, v view, whole []byte, err error) {
+	readcount.Add(readcount.State)
 	for attempt := 0; ; attempt++ {
 		f, v, whole, err = readOnce(dir, root, workspaceID)
 		if !errors.Is(err, statefile.ErrStaleJournal) {

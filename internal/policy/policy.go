@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // WorkspaceNotAllowed is the code of a workspace outside the served roots.
@@ -156,6 +157,7 @@ func (p Policy) Workspace(root string, client []string) error {
 // gave it (given), never where it led: a refusal tells nothing about the
 // host that the caller did not already say.
 func (p Policy) WorkspaceAs(root, given string, client []string) error {
+	readcount.Add(readcount.Policy)
 	if len(p.WorkspaceRoots) > 0 && !hostpath.Within(root, p.WorkspaceRoots) {
 		return p.NotServed(given)
 	}
