@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // Driver is the lifecycle every backend provides; what else it can do is
@@ -224,8 +226,8 @@ type Registration struct {
 	Zero Driver
 	// Settings are the backend's own table, [vm.NAME] and
 	// [sandboxes.S.NAME], which a spec validates without linking the
-	// backend (internal/backends): each key with its doc and what changing
-	// it does to an instance (Spec.Backend carries the values).
+	// backend (Linked): each key with its doc and what changing it does to
+	// an instance (Spec.Backend carries the values).
 	Settings []Setting
 	// SettingsDoc describes the table, for the JSON Schema.
 	SettingsDoc string
@@ -262,18 +264,21 @@ var registry = struct {
 }{m: map[string]Registration{}}
 
 // Register adds a backend; each backend package calls it from its
-// register.go. A name registered twice is a programming error.
+// register.go. A name registered twice, or a name or setting a spec could
+// not say (names.Backend, names.BackendSetting), is a programming error.
 func Register(r Registration) {
 	registry.Lock()
 	defer registry.Unlock()
-	if _, dup := registry.m[r.Name]; dup || r.Name == "" || r.Name == "auto" || r.New == nil {
+	if _, dup := registry.m[r.Name]; dup || !names.Backend(r.Name) || r.Name == "auto" || r.New == nil {
 		panic("drivers: bad or duplicate registration " + r.Name)
 	}
-	info := backends.Info{Name: r.Name, TestOnly: r.TestOnly, Doc: r.SettingsDoc}
-	for _, s := range r.Settings {
-		info.Settings = append(info.Settings, backends.Setting{Key: s.Key, Doc: s.Doc})
+	for n, s := range r.Settings {
+		dup := slices.ContainsFunc(r.Settings[:n], func(o Setting) bool { return o.Key == s.Key })
+		if dup || !names.BackendSetting(s.Key) {
+			panic("drivers: bad or duplicate setting " + r.Name + "." + s.Key)
+		}
 	}
-	backends.Register(info)
+	r.Settings = slices.Clone(r.Settings)
 	registry.m[r.Name] = r
 }
 
@@ -299,9 +304,33 @@ func Lookup(name string) (Registration, bool) {
 	return r, ok
 }
 
-// Names lists the registered backends, sorted: Register hands each to
-// internal/backends, which keeps the list.
-func Names() []string { return backends.Names() }
+// Names lists the registered backends, sorted.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return slices.Sorted(maps.Keys(registry.m))
+}
+
+// Linked is the registry as a workspace spec sees it (spec.Backends): the
+// names a driver key may say and each backend's settings table. The engine
+// hands it to spec.Load, which never links a backend.
+var Linked linked
+
+type linked struct{}
+
+func (linked) Names() []string { return Names() }
+
+func (linked) Table(backend string) (keys map[string]string, doc string, ok bool) {
+	r, ok := Lookup(backend)
+	if !ok {
+		return nil, "", false
+	}
+	keys = make(map[string]string, len(r.Settings))
+	for _, s := range r.Settings {
+		keys[s.Key] = s.Doc
+	}
+	return keys, r.SettingsDoc, true
+}
 
 // NotBuiltIn is the answer for a backend name this build does not have.
 func NotBuiltIn(name string) *UnavailableError {

@@ -46,10 +46,10 @@ func init() {
 }
 
 // Adding a backend is its package plus one import line: with nothing else
-// edited, the toy's registration gives it its features, its name in the
-// spec's driver enum and JSON Schema, its settings table (validated with
-// positions, merged, handed to the driver with the effect of each change)
-// and its v1 import mapping.
+// edited, the toy's registration gives it its features,
+// its name in the spec's driver enum and JSON Schema (drivers.Linked), its
+// settings table (validated with positions, merged, handed to the driver
+// with the effect of each change) and its v1 import mapping.
 func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 	reg, ok := drivers.Lookup("toy")
 	if !ok || drivers.CheckFeatures(reg, &toy{}) != nil || drivers.CapabilitiesOf(&toy{}).Exec == nil ||
@@ -61,7 +61,7 @@ func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ws, spec.FileName), []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+		return spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}, Backends: drivers.Linked})
 	}
 	r, err := load("[vm]\ndriver = \"toy\"\n[vm.toy]\nflavour = \"mint\"\n\n" +
 		"[sandboxes.a]\n[sandboxes.b.toy]\nzone = \"z\"\n")
@@ -88,7 +88,7 @@ func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ":4:1: vm.toy.flavor: is not supported (allowed: flavour, zone)") {
 		t.Errorf("misspelt setting: %v", err)
 	}
-	raw, err := spec.JSONSchema()
+	raw, err := spec.JSONSchema(drivers.Linked)
 	var schema struct {
 		Properties struct {
 			VM struct {
