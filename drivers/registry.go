@@ -14,8 +14,7 @@ import (
 )
 
 // Driver is the lifecycle every backend provides; what else it can do is
-// the optional capabilities below, which its registration declares
-// (Features) and CapabilitiesOf finds.
+// the optional interfaces below, which CapabilitiesOf finds.
 type Driver interface {
 	// List reports the instances sbf created (names from InstanceName or
 	// PoolInstanceName) and those a Labeler labelled, and nothing else.
@@ -218,11 +217,9 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
-	// Features are what the backend can do beyond the lifecycle;
-	// CheckFeatures holds them to the type New returns.
-	Features Features
-	// Zero is a nil pointer of the type New returns: what the Features are
-	// checked against on a host where New cannot build the backend.
+	// Zero is a nil pointer of the type New returns: what the backend can
+	// do beyond the lifecycle is CapabilitiesOf(Zero), known without
+	// building it (never call them). Nil: nothing is known until built.
 	Zero Driver
 	// Settings are the backend's own table, [vm.NAME] and
 	// [sandboxes.S.NAME], which a spec validates without linking the
@@ -254,7 +251,7 @@ type V1Import struct {
 	// declared as it is and the next plan would replace it.
 	VMTypes []string
 	// ListsEveryName says List reports every instance under any name (the
-	// sim's whole world), so v1's VMs are seen without Features.ListAll.
+	// sim's whole world), so v1's VMs are seen without an AllLister.
 	ListsEveryName bool
 }
 

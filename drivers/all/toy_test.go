@@ -34,7 +34,6 @@ func init() {
 		Name:        "toy",
 		TestOnly:    true,
 		Zero:        (*toy)(nil),
-		Features:    drivers.Features{Exec: true},
 		SettingsDoc: "What the toy backend makes its VMs from.",
 		Settings: []drivers.Setting{
 			{Key: "flavour", Doc: "The VM's flavour.", Effect: drivers.Replace},
@@ -46,14 +45,13 @@ func init() {
 }
 
 // Adding a backend is its package plus one import line: with nothing else
-// edited, the toy's registration gives it its features,
+// edited, the toy's registration gives it its capabilities (from its type),
 // its name in the spec's driver enum and JSON Schema (drivers.Linked), its
 // settings table (validated with positions, merged, handed to the driver
 // with the effect of each change) and its v1 import mapping.
 func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 	reg, ok := drivers.Lookup("toy")
-	if !ok || drivers.CheckFeatures(reg, &toy{}) != nil || drivers.CapabilitiesOf(&toy{}).Exec == nil ||
-		drivers.CapabilitiesOf(&toy{}).Snapshots != nil {
+	if caps := drivers.CapabilitiesOf(reg.Zero); !ok || caps.Exec == nil || caps.Snapshots != nil {
 		t.Fatalf("toy: %+v", reg)
 	}
 	load := func(doc string) (*spec.Resolved, error) {
