@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -58,7 +59,7 @@ func (a *app) schemaCommand() *cobra.Command {
 }
 
 func schemaBytes() ([]byte, error) {
-	b, err := spec.JSONSchema()
+	b, err := spec.JSONSchema(drivers.Linked)
 	if err != nil {
 		return nil, fmt.Errorf("generating the schema: %w", err)
 	}

@@ -1,35 +1,37 @@
 package drivers
 
 import (
+	"context"
 	"reflect"
-	"slices"
 	"testing"
 )
 
-// Every capability is a feature a registration can declare, under the
-// same name, and every feature has a name to report.
-func TestEveryCapabilityIsAFeature(t *testing.T) {
-	ct, ft := reflect.TypeFor[Capabilities](), reflect.TypeFor[Features]()
-	if ct.NumField() != ft.NumField() {
-		t.Fatalf("%d capabilities, %d features", ct.NumField(), ft.NumField())
-	}
-	var names []string
+// copier is a backend with two capabilities beyond the lifecycle.
+type copier struct{ Driver }
+
+func (copier) CopyIn(context.Context, string, string, string) error { return nil }
+func (copier) Remove(context.Context, string, []string) error       { return nil }
+
+// Capabilities are found from the type alone: each field is an optional
+// interface (or HostShell's answer), so CapabilitiesOf fills any field
+// added to the struct without another list to keep in step.
+func TestCapabilitiesComeFromTheType(t *testing.T) {
+	ct := reflect.TypeFor[Capabilities]()
 	for i := range ct.NumField() {
-		f := ft.Field(i)
-		if ct.Field(i).Name != f.Name || f.Tag.Get("feature") == "" || slices.Contains(names, f.Tag.Get("feature")) {
-			t.Errorf("capability %s, feature %s %q", ct.Field(i).Name, f.Name, f.Tag.Get("feature"))
+		f := ct.Field(i)
+		if f.Name != "HostShell" && (f.Type.Kind() != reflect.Interface || f.Type.NumMethod() == 0) {
+			t.Errorf("capability %s is %s, not an optional interface", f.Name, f.Type)
 		}
-		names = append(names, f.Tag.Get("feature"))
 	}
-	all := Features{}
-	v := reflect.ValueOf(&all).Elem()
+	c := CapabilitiesOf((*copier)(nil))
+	v := reflect.ValueOf(c)
 	for i := range v.NumField() {
-		v.Field(i).SetBool(true)
+		name, set := ct.Field(i).Name, !v.Field(i).IsZero()
+		if set != (name == "CopyIn" || name == "Remove") {
+			t.Errorf("%s: set = %v", name, set)
+		}
 	}
-	if got := all.List(); !slices.Equal(got, names) {
-		t.Errorf("List = %v", got)
-	}
-	if (Capabilities{}).Features() != (Features{}) || CapabilitiesOf(nil).Features() != (Features{}) {
-		t.Error("nothing has features")
+	if CapabilitiesOf(nil) != (Capabilities{}) {
+		t.Error("nothing has capabilities")
 	}
 }

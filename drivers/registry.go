@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/names"
 )
 
 // Driver is the lifecycle every backend provides; what else it can do is
-// the optional capabilities below, which its registration declares
-// (Features) and CapabilitiesOf finds.
+// the optional interfaces below, which CapabilitiesOf finds.
 type Driver interface {
 	// List reports the instances sbf created (names from InstanceName or
 	// PoolInstanceName) and those a Labeler labelled, and nothing else.
@@ -216,16 +217,14 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
-	// Features are what the backend can do beyond the lifecycle;
-	// CheckFeatures holds them to the type New returns.
-	Features Features
-	// Zero is a nil pointer of the type New returns: what the Features are
-	// checked against on a host where New cannot build the backend.
+	// Zero is a nil pointer of the type New returns: what the backend can
+	// do beyond the lifecycle is CapabilitiesOf(Zero), known without
+	// building it (never call them). Nil: nothing is known until built.
 	Zero Driver
 	// Settings are the backend's own table, [vm.NAME] and
 	// [sandboxes.S.NAME], which a spec validates without linking the
-	// backend (internal/backends): each key with its doc and what changing
-	// it does to an instance (Spec.Backend carries the values).
+	// backend (Linked): each key with its doc and what changing it does to
+	// an instance (Spec.Backend carries the values).
 	Settings []Setting
 	// SettingsDoc describes the table, for the JSON Schema.
 	SettingsDoc string
@@ -252,7 +251,7 @@ type V1Import struct {
 	// declared as it is and the next plan would replace it.
 	VMTypes []string
 	// ListsEveryName says List reports every instance under any name (the
-	// sim's whole world), so v1's VMs are seen without Features.ListAll.
+	// sim's whole world), so v1's VMs are seen without an AllLister.
 	ListsEveryName bool
 }
 
@@ -262,18 +261,21 @@ var registry = struct {
 }{m: map[string]Registration{}}
 
 // Register adds a backend; each backend package calls it from its
-// register.go. A name registered twice is a programming error.
+// register.go. A name registered twice, or a name or setting a spec could
+// not say (names.Backend, names.BackendSetting), is a programming error.
 func Register(r Registration) {
 	registry.Lock()
 	defer registry.Unlock()
-	if _, dup := registry.m[r.Name]; dup || r.Name == "" || r.Name == "auto" || r.New == nil {
+	if _, dup := registry.m[r.Name]; dup || !names.Backend(r.Name) || r.Name == "auto" || r.New == nil {
 		panic("drivers: bad or duplicate registration " + r.Name)
 	}
-	info := backends.Info{Name: r.Name, TestOnly: r.TestOnly, Doc: r.SettingsDoc}
-	for _, s := range r.Settings {
-		info.Settings = append(info.Settings, backends.Setting{Key: s.Key, Doc: s.Doc})
+	for n, s := range r.Settings {
+		dup := slices.ContainsFunc(r.Settings[:n], func(o Setting) bool { return o.Key == s.Key })
+		if dup || !names.BackendSetting(s.Key) {
+			panic("drivers: bad or duplicate setting " + r.Name + "." + s.Key)
+		}
 	}
-	backends.Register(info)
+	r.Settings = slices.Clone(r.Settings)
 	registry.m[r.Name] = r
 }
 
@@ -299,9 +301,33 @@ func Lookup(name string) (Registration, bool) {
 	return r, ok
 }
 
-// Names lists the registered backends, sorted: Register hands each to
-// internal/backends, which keeps the list.
-func Names() []string { return backends.Names() }
+// Names lists the registered backends, sorted.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return slices.Sorted(maps.Keys(registry.m))
+}
+
+// Linked is the registry as a workspace spec sees it (spec.Backends): the
+// names a driver key may say and each backend's settings table. The engine
+// hands it to spec.Load, which never links a backend.
+var Linked linked
+
+type linked struct{}
+
+func (linked) Names() []string { return Names() }
+
+func (linked) Table(backend string) (keys map[string]string, doc string, ok bool) {
+	r, ok := Lookup(backend)
+	if !ok {
+		return nil, "", false
+	}
+	keys = make(map[string]string, len(r.Settings))
+	for _, s := range r.Settings {
+		keys[s.Key] = s.Doc
+	}
+	return keys, r.SettingsDoc, true
+}
 
 // NotBuiltIn is the answer for a backend name this build does not have.
 func NotBuiltIn(name string) *UnavailableError {

@@ -3,6 +3,8 @@ package drivers
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +37,36 @@ func TestDiagnoseWithReportsUnreadableSettings(t *testing.T) {
 	d := diagnose(context.Background(), Env{}, nil)
 	if d.Usable || len(d.Checks) != 1 || !strings.Contains(d.Checks[0].Detail, "X_TIMEOUT") {
 		t.Errorf("%+v", d)
+	}
+}
+
+// What a spec may say about a backend is what its registration says
+// (Linked), and a registration a spec could not say is refused.
+func TestRegisterRefusesWhatASpecCouldNotSay(t *testing.T) {
+	newDriver := func(context.Context, Env) (Driver, error) { return nil, nil }
+	Register(Registration{Name: "regtest", New: newDriver, SettingsDoc: "table",
+		Settings: []Setting{{Key: "zone", Doc: "where"}, {Key: "class"}}})
+	keys, doc, ok := Linked.Table("regtest")
+	if !ok || doc != "table" || !slices.Equal(slices.Sorted(maps.Keys(keys)), []string{"class", "zone"}) ||
+		keys["zone"] != "where" || !slices.Contains(Linked.Names(), "regtest") {
+		t.Fatalf("%v %q %v %v", keys, doc, ok, Linked.Names())
+	}
+	if _, _, ok := Linked.Table("regtset"); ok {
+		t.Error("a backend never registered is linked")
+	}
+	for _, bad := range []Registration{{Name: "regtest"}, {Name: "auto"}, {Name: "Upper"}, {Name: ""},
+		{Name: "lima.vz"}, {Name: "keys", Settings: []Setting{{Key: "a b"}}},
+		{Name: "dups", Settings: []Setting{{Key: "a"}, {Key: "a"}}}, {Name: "nonew", New: nil}} {
+		if bad.Name != "nonew" {
+			bad.New = newDriver
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("registered %+v", bad)
+				}
+			}()
+			Register(bad)
+		}()
 	}
 }

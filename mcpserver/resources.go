@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
@@ -77,7 +78,7 @@ func (s *Server) announceWorkspace(abs, id string) {
 }
 
 func (s *Server) readSchema(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	schema, err := spec.JSONSchema()
+	schema, err := spec.JSONSchema(drivers.Linked)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -181,7 +182,7 @@ func TestV1ErrorCodes(t *testing.T) {
 		t.Errorf("limit details %v, world %v", lim, f.world())
 	}
 	m, _ := spec.ReadManaged(f.root)
-	r, _ := spec.Load(spec.Options{Root: f.root, Host: spec.Host{OS: "linux"}})
+	r, _ := spec.Load(spec.Options{Root: f.root, Host: spec.Host{OS: "linux"}, Backends: drivers.Linked})
 	if len(r.Config.Sandboxes) != 1 {
 		t.Errorf("a refused create left a sandbox declared: %v (managed %v)", r.Config.Sandboxes, m)
 	}

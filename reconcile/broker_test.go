@@ -42,8 +42,7 @@ const keeperName = "keepertest"
 // backend is built only when asked (builds counts it).
 func keeperTarget(t *testing.T) (h *harness, plain DriverFactory, tgt *sandbox.Target, builds *atomic.Int32) {
 	if _, ok := drivers.Lookup(keeperName); !ok {
-		drivers.Register(drivers.Registration{Name: keeperName, TestOnly: true,
-			Features: drivers.Features{Exec: true, Connections: true},
+		drivers.Register(drivers.Registration{Name: keeperName, TestOnly: true, Zero: keeper{},
 			New: func(context.Context, drivers.Env) (drivers.Driver, error) {
 				return nil, errors.New("built through the engine's factory only")
 			}})

@@ -19,7 +19,7 @@ func TestDoctorsNetworkNextStepNamesTheSandbox(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, spec.FileName), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := spec.Load(spec.Options{Root: root, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	r, err := spec.Load(spec.Options{Root: root, Host: spec.Host{OS: "linux", Arch: "amd64"}, Backends: drivers.Linked})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,10 +55,11 @@ type Engine struct {
 	loads     atomic.Int64
 }
 
-// Load resolves a workspace's desired state under the operator's policy:
-// its allowed paths and its ceilings.
+// Load resolves a workspace's desired state under the operator's policy
+// (its allowed paths and its ceilings) and against the backends this build
+// links.
 func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
-	ws.AllowedPaths, ws.Ceilings = e.Policy.AllowedPaths, e.Policy.Ceilings
+	ws.AllowedPaths, ws.Ceilings, ws.Backends = e.Policy.AllowedPaths, e.Policy.Ceilings, drivers.Linked
 	e.loads.Add(1)
 	return spec.Load(ws)
 }

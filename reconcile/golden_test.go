@@ -63,7 +63,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 			testutil.WriteFile(t, filepath.Join(ws, f.Name), string(f.Data))
 		}
 	}
-	r, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	r, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}, Backends: drivers.Linked})
 	if err != nil {
 		t.Fatalf("loading desired state: %v", err)
 	}

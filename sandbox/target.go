@@ -217,11 +217,12 @@ func (t *Target) execBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 }
 
 // keepsConnections says whether the target's backend keeps connections
-// open (so a broker can hold one), from its registration when it has one:
-// a command that a running broker serves need not build the backend.
+// open (so a broker can hold one), from its registration's type when it
+// has one: a command that a running broker serves need not build the
+// backend.
 func (t *Target) keepsConnections() (bool, error) {
-	if reg, ok := drivers.Lookup(t.DriverName); ok {
-		return reg.Features.Connections, nil
+	if reg, ok := drivers.Lookup(t.DriverName); ok && reg.Zero != nil {
+		return drivers.CapabilitiesOf(reg.Zero).Connections != nil, nil
 	}
 	drv, err := t.Driver()
 	if err != nil {

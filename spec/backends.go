@@ -11,16 +11,43 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/sandboxforge/sbf/internal/backends"
+	"github.com/sandboxforge/sbf/internal/names"
 )
+
+// Backends are the backends this build links, as a workspace file may name
+// them: each one's name (a value of [vm] driver) and its own settings table
+// ([vm.NAME], [sandboxes.S.NAME]). The drivers registry implements it
+// (drivers.Linked) and the engine hands it in (Options.Backends): a spec
+// never links a backend (internal/layering) yet checks the keys of every
+// linked one, so adding a backend edits nothing here. Nil links none.
+type Backends interface {
+	// Names lists the linked backends, sorted.
+	Names() []string
+	// Table is a linked backend's settings table: each key with its doc
+	// (every value is a string) and the table's doc; linked is false for
+	// a backend this build does not link.
+	Table(backend string) (keys map[string]string, doc string, linked bool)
+}
+
+// noBackends stands in for a nil Backends: nothing is linked.
+type noBackends struct{}
+
+func (noBackends) Names() []string                                { return nil }
+func (noBackends) Table(string) (map[string]string, string, bool) { return nil, "", false }
+
+func orNone(b Backends) Backends {
+	if b == nil {
+		return noBackends{}
+	}
+	return b
+}
 
 // BackendTables are a VM's backend settings tables, [vm.NAME] and
 // [sandboxes.S.NAME], by backend and then key. They are no struct fields:
-// each backend declares its table in its registration, which reaches this
-// package through internal/backends, so adding a backend edits nothing
-// here. A linked backend's keys are checked; an unlinked one's table is
-// kept unchecked when a driver key names that backend, since a spec is
-// valid on every host and such a sandbox is the engine's
+// each backend declares its table (Backends.Table), so adding a backend
+// edits nothing here. A linked backend's keys are checked; an unlinked
+// one's table is kept unchecked when a driver key names that backend,
+// since a spec is valid on every host and such a sandbox is the engine's
 // BACKEND_UNAVAILABLE, not a configuration error.
 type BackendTables map[string]map[string]string
 
@@ -65,12 +92,19 @@ func backendTablesIndex(t reflect.Type) ([]int, bool) {
 }
 
 // tableBackends are the linked backends whose tables a table of type t
-// may hold, sorted.
-func tableBackends(t reflect.Type) []backends.Info {
+// may hold (those with settings), sorted.
+func tableBackends(t reflect.Type, b Backends) []string {
 	if _, ok := backendTablesIndex(t); !ok {
 		return nil
 	}
-	return backends.WithSettings()
+	var out []string
+	b = orNone(b)
+	for _, name := range b.Names() {
+		if keys, _, _ := b.Table(name); len(keys) > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // backendTable checks key = val of a table of type typ that may hold
@@ -82,14 +116,14 @@ func (v *validator) backendTable(typ reflect.Type, key string, val any, path str
 	if _, has := backendTablesIndex(typ); !has {
 		return nil, false, false
 	}
-	info, linked := backends.Lookup(key)
+	settings, _, linked := v.backends.Table(key)
 	m, isTable := val.(map[string]any)
 	switch {
-	case linked && len(info.Settings) > 0 && !isTable:
+	case linked && len(settings) > 0 && !isTable:
 		v.fail(path, false, "must be a table")
 		return nil, false, true
-	case linked && len(info.Settings) > 0:
-	case !linked && isTable && backends.ValidName(key):
+	case linked && len(settings) > 0:
+	case !linked && isTable && names.Backend(key):
 	default:
 		return nil, false, false
 	}
@@ -97,10 +131,10 @@ func (v *validator) backendTable(typ reflect.Type, key string, val any, path str
 	for k, x := range m {
 		p := childPath(path, k)
 		switch {
-		case linked && !slices.ContainsFunc(info.Settings, func(s backends.Setting) bool { return s.Key == k }):
-			v.fail(p, true, "is not supported (allowed: %s)", strings.Join(info.Keys(), ", "))
+		case linked && !hasKey(settings, k):
+			v.fail(p, true, "is not supported (allowed: %s)", strings.Join(slices.Sorted(maps.Keys(settings)), ", "))
 			good = false
-		case !linked && !backends.ValidKey(k):
+		case !linked && !names.BackendSetting(k):
 			v.fail(p, true, "is not a setting's name (letters, digits, '-' and '_')")
 			good = false
 		default:
@@ -140,8 +174,8 @@ func assignBackendTable(dst reflect.Value, key string, val any) bool {
 // be meant for another sbf (BACKEND_UNAVAILABLE here). A table for an
 // unlinked backend that no driver key names is an unknown key, as any
 // misspelt key is.
-func (r *Resolved) checkBackends() (errs Errors) {
-	c := &r.Config
+func (r *Resolved) checkBackends(b Backends) (errs Errors) {
+	c, b := &r.Config, orNone(b)
 	named := map[string]bool{c.VM.Driver: true}
 	for _, sb := range c.Sandboxes {
 		named[sb.Driver] = true
@@ -153,10 +187,10 @@ func (r *Resolved) checkBackends() (errs Errors) {
 		if _, set := r.origins[path]; !set || driver == "auto" {
 			return
 		}
-		if _, ok := backends.Lookup(driver); !ok {
+		if _, _, ok := b.Table(driver); !ok {
 			r.Warnings = append(r.Warnings, r.errorAt(path, fmt.Sprintf("names %q, a backend this build of sbf "+
 				"does not link (it links: %s): its sandboxes fail with BACKEND_UNAVAILABLE until an sbf that has it "+
-				"runs them", driver, strings.Join(backends.Names(), ", "))))
+				"runs them", driver, strings.Join(b.Names(), ", "))))
 		}
 	}
 	tables := func(prefix string, t BackendTables) {
@@ -165,9 +199,9 @@ func (r *Resolved) checkBackends() (errs Errors) {
 			if _, set := r.origins[path]; !set || named[name] {
 				continue
 			}
-			if _, ok := backends.Lookup(name); !ok {
+			if _, _, ok := b.Table(name); !ok {
 				errs = append(errs, r.errorAt(path, "is not supported (allowed: "+
-					allowedKeys(reflect.TypeFor[VM]())+")"))
+					allowedKeys(reflect.TypeFor[VM](), b)+")"))
 			}
 		}
 	}
@@ -185,21 +219,22 @@ func (r *Resolved) checkBackends() (errs Errors) {
 
 // backendSchema is a backend table's JSON Schema; [vm]'s shows the
 // default of each key (unset), as its other keys do.
-func backendSchema(info backends.Info, withDefaults bool) map[string]any {
+func backendSchema(b Backends, backend string, withDefaults bool) map[string]any {
+	settings, doc, _ := b.Table(backend)
 	props := map[string]any{}
-	for _, s := range info.Settings {
+	for key, keyDoc := range settings {
 		p := map[string]any{"type": "string"}
-		if s.Doc != "" {
-			p["description"] = s.Doc
+		if keyDoc != "" {
+			p["description"] = keyDoc
 		}
 		if withDefaults {
 			p["default"] = ""
 		}
-		props[s.Key] = p
+		props[key] = p
 	}
 	out := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if info.Doc != "" {
-		out["description"] = info.Doc
+	if doc != "" {
+		out["description"] = doc
 	}
 	return out
 }

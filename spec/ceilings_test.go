@@ -23,7 +23,7 @@ func loadUnder(t *testing.T, global string, files map[string]string, c policy.Ce
 	for name, data := range files {
 		testutil.WriteFile(t, filepath.Join(ws, name), data)
 	}
-	return Load(Options{Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, ConfigHome: home, Ceilings: c,
+	return Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, ConfigHome: home, Ceilings: c,
 		Request: req})
 }
 

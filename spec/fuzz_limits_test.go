@@ -38,7 +38,7 @@ func FuzzLoadWithinLimits(f *testing.F) {
 			t.Fatalf("a %d-byte document was accepted (limit %d)", len(doc), lim.MaxBytes)
 		}
 		withinLimits(t, l.tree, 0, lim)
-		validateLayer(l, false) // must not panic on anything accepted
+		validateLayer(l, false, linked) // must not panic on anything accepted
 	})
 }
 

@@ -31,7 +31,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		ws := t.TempDir()
 		testutil.WriteFile(t, filepath.Join(ws, FileName), string(doc))
-		r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
+		r, err := Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}})
 		var errs Errors
 		if err != nil {
 			if !errors.As(err, &errs) || len(errs) == 0 {
@@ -51,7 +51,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("marshal resolved config: %v", err)
 		}
 		testutil.WriteFile(t, filepath.Join(ws, FileName), string(out))
-		again, err := Load(Options{Root: ws, Host: Host{OS: "linux"}})
+		again, err := Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}})
 		if err != nil {
 			t.Fatalf("resolved config does not load back: %v\n%s", err, out)
 		}

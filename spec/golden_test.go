@@ -52,7 +52,7 @@ func renderCase(t *testing.T, ar *txtar.Archive) string {
 	if err != nil {
 		return "set error: " + err.Error() + "\n"
 	}
-	r, err := Load(Options{Root: ws, Host: host, ConfigHome: home, Request: req})
+	r, err := Load(Options{Backends: linked, Root: ws, Host: host, ConfigHome: home, Request: req})
 	return normalizePaths(describe(t, r, err), ws, home)
 }
 

@@ -26,7 +26,7 @@ func TestRequestLayerLoadsTheSameEveryTime(t *testing.T) {
 	for name, req := range map[string]*Request{"--set": sets, "json": js} {
 		ws := t.TempDir()
 		for i := range 3 {
-			r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}, Request: req})
+			r, err := Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}, Request: req})
 			if err != nil {
 				t.Fatalf("%s: load %d: %v", name, i+1, err)
 			}
@@ -107,7 +107,7 @@ func TestHandEditedLeaseIsClampedToThePolicy(t *testing.T) {
 		testutil.WriteFile(t, filepath.Join(ws, name), data)
 	}
 	now := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
-	r, err := Load(Options{Root: ws, Host: Host{OS: "linux"}, Now: now})
+	r, err := Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestHandEditedLeaseIsClampedToThePolicy(t *testing.T) {
 		t.Errorf("warnings = %v", r.Warnings)
 	}
 	// Without a clock the bound is max_lifetime after acquisition.
-	r, err = Load(Options{Root: ws, Host: Host{OS: "linux"}})
+	r, err = Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}})
 	if err != nil || r.Config.Leases["api"].ExpiresAt.Year() != 2026 {
 		t.Errorf("without now: %v %+v", err, r.Config.Leases)
 	}

@@ -18,7 +18,7 @@ func TestMountsAgainstAllowedPaths(t *testing.T) {
 	data := t.TempDir()
 	load := func(mounts string, allowed ...string) (*Resolved, error) {
 		os.WriteFile(filepath.Join(ws, FileName), []byte("[vm]\nmounts = "+mounts+"\n"), 0o644)
-		return Load(Options{Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, AllowedPaths: allowed})
+		return Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, AllowedPaths: allowed})
 	}
 	for _, c := range []struct {
 		mounts  string

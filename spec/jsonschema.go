@@ -10,33 +10,37 @@ import (
 
 // JSONSchema describes the file format for editors (Taplo / Even Better
 // TOML read it through a `#:schema` comment). It is generated from the
-// same struct tags the loader enforces, so the two cannot disagree.
-func JSONSchema() ([]byte, error) {
+// same struct tags the loader enforces, so the two cannot disagree; b are
+// the backends a driver key may name, each with its settings table.
+func JSONSchema(b Backends) ([]byte, error) {
 	defaults := reflect.ValueOf(Defaults(Host{OS: "linux"}))
-	root := objectSchema(reflect.TypeFor[Config](), defaults)
+	root := schemaOf{orNone(b)}.object(reflect.TypeFor[Config](), defaults)
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["title"] = "SandboxForge workspace (.sandboxforge.toml)"
 	root["description"] = "Desired state of an sbf workspace. Unknown keys are errors."
 	return json.MarshalIndent(root, "", "  ")
 }
 
-func objectSchema(t reflect.Type, defaults reflect.Value) map[string]any {
+// schemaOf writes schemas for a build that links backends.
+type schemaOf struct{ backends Backends }
+
+func (w schemaOf) object(t reflect.Type, defaults reflect.Value) map[string]any {
 	props := map[string]any{}
 	for _, f := range fieldsOf(t) {
 		var def reflect.Value
 		if defaults.IsValid() {
 			def = defaults.FieldByIndex(f.index)
 		}
-		props[f.key] = fieldSchema(f, def)
+		props[f.key] = w.field(f, def)
 	}
-	for _, b := range tableBackends(t) {
-		props[b.Name] = backendSchema(b, defaults.IsValid())
+	for _, name := range tableBackends(t, w.backends) {
+		props[name] = backendSchema(w.backends, name, defaults.IsValid())
 	}
 	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 }
 
-func fieldSchema(f field, def reflect.Value) map[string]any {
-	s := valueSchema(f, def)
+func (w schemaOf) field(f field, def reflect.Value) map[string]any {
+	s := w.value(f, def)
 	if f.doc != "" {
 		s["description"] = f.doc
 	}
@@ -55,7 +59,7 @@ func fieldSchema(f field, def reflect.Value) map[string]any {
 	return s
 }
 
-func valueSchema(f field, def reflect.Value) map[string]any {
+func (w schemaOf) value(f field, def reflect.Value) map[string]any {
 	switch {
 	case f.typ == durationType:
 		s := map[string]any{"type": "string", "pattern": `^(\d+(\.\d+)?d|(\d+(\.\d+)?(h|m|s|ms))+)?$`}
@@ -66,20 +70,20 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 	case f.typ == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case f.typ == secretType:
-		return stringSchema(f)
+		return w.string(f)
 	case f.typ.Kind() == reflect.Struct:
-		return objectSchema(f.typ, def)
+		return w.object(f.typ, def)
 	case f.typ == envType:
 		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
 	case f.typ.Kind() == reflect.Map:
 		return map[string]any{
 			"type":                 "object",
 			"propertyNames":        map[string]any{"pattern": names.WordsPattern, "maxLength": maxSandboxName},
-			"additionalProperties": objectSchema(f.typ.Elem(), reflect.Value{}),
+			"additionalProperties": w.object(f.typ.Elem(), reflect.Value{}),
 		}
 	case f.typ.Kind() == reflect.Slice:
 		item := map[string]any{"type": "string"}
-		if enum := f.values(); enum != nil {
+		if enum := f.values(w.backends); enum != nil {
 			item["enum"] = enum
 		}
 		if f.has("port_forward") {
@@ -93,12 +97,12 @@ func valueSchema(f field, def reflect.Value) map[string]any {
 	case f.typ.Kind() == reflect.Float64:
 		return withMinimum(map[string]any{"type": "number"}, f, "exclusiveMinimum", 0)
 	}
-	return stringSchema(f)
+	return w.string(f)
 }
 
-func stringSchema(f field) map[string]any {
+func (w schemaOf) string(f field) map[string]any {
 	s := map[string]any{"type": "string"}
-	if enum := f.values(); enum != nil {
+	if enum := f.values(w.backends); enum != nil {
 		// Values are trimmed and lower-cased before the check; editors see
 		// the canonical spellings (for a backend, the ones this build links).
 		s["enum"] = enum

@@ -10,7 +10,7 @@ import (
 // The committed schema (docs/sandboxforge.schema.json, which example
 // specs point editors to) must be what `sbf schema` prints.
 func TestCommittedSchemaIsCurrent(t *testing.T) {
-	b, err := JSONSchema()
+	b, err := JSONSchema(linked)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestCommittedSchemaIsCurrent(t *testing.T) {
 // Every key the loader accepts is in the schema, nothing else is, and
 // tables forbid unknown keys as the loader does.
 func TestSchemaMirrorsTheLoader(t *testing.T) {
-	b, _ := JSONSchema()
+	b, _ := JSONSchema(linked)
 	var s map[string]any
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
@@ -44,14 +44,15 @@ func TestSchemaMirrorsTheLoader(t *testing.T) {
 		}
 		props := obj["properties"].(map[string]any)
 		fields := fieldsOf(typ)
-		if len(props) != len(fields)+len(tableBackends(typ)) {
+		if len(props) != len(fields)+len(tableBackends(typ, linked)) {
 			t.Errorf("%s: schema has %d keys, loader %d and %d backend tables", path, len(props), len(fields),
-				len(tableBackends(typ)))
+				len(tableBackends(typ, linked)))
 		}
-		for _, b := range tableBackends(typ) {
-			p, ok := props[b.Name].(map[string]any)
-			if !ok || p["additionalProperties"] != false || len(p["properties"].(map[string]any)) != len(b.Settings) {
-				t.Errorf("%s.%s: %v", path, b.Name, p)
+		for _, b := range tableBackends(typ, linked) {
+			settings, _, _ := linked.Table(b)
+			p, ok := props[b].(map[string]any)
+			if !ok || p["additionalProperties"] != false || len(p["properties"].(map[string]any)) != len(settings) {
+				t.Errorf("%s.%s: %v", path, b, p)
 			}
 		}
 		for _, f := range fields {

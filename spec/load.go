@@ -65,6 +65,9 @@ type Options struct {
 	// Ceilings are the operator's limits: every layer may lower them, none
 	// may raise them (see applyCeilings).
 	Ceilings policy.Ceilings
+	// Backends are the backends this build links (drivers.Linked): the
+	// values a driver key may name and the settings tables a VM may hold.
+	Backends Backends
 }
 
 // Resolved is the desired state of one workspace.
@@ -99,7 +102,7 @@ func Load(opts Options) (*Resolved, error) {
 	var files []*layer
 	var errs Errors
 	for _, f := range layerFiles(root, opts.ConfigHome) {
-		l, layerErrs := readFileLayer(f)
+		l, layerErrs := readFileLayer(f, opts.Backends)
 		errs = append(errs, layerErrs...)
 		if l != nil {
 			files = append(files, l)
@@ -145,12 +148,12 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	for _, l := range src.files {
 		add(l, nil)
 	}
-	add(managedLayer(root, managed))
+	add(managedLayer(root, managed, opts.Backends))
 	if opts.Request != nil {
 		// Validation rewrites a tree into canonical values; the request is
 		// loaded again by every resolve, so each one checks a fresh copy.
 		l := opts.Request.layer()
-		add(l, validateLayer(l, false))
+		add(l, validateLayer(l, false, opts.Backends))
 	}
 	if len(errs) > 0 {
 		return r, errs
@@ -168,7 +171,7 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	r.applyCeilings(opts.Ceilings, layers)
 	errs = append(r.holdVMSizes(opts.Ceilings), r.crossCheck()...)
 	errs = append(errs, r.checkHostPaths(opts.AllowedPaths)...)
-	errs = append(errs, r.checkBackends()...)
+	errs = append(errs, r.checkBackends(opts.Backends)...)
 	if opts.Request != nil {
 		errs = append(errs, src.checkRequestNarrows(r, managed)...)
 	}
@@ -214,8 +217,8 @@ func ConfigFiles(root, configHome string) []string {
 // readFileLayer reads one file layer. The [policy] table belongs to the
 // operator: the global config's is read by the policy package, and a
 // workspace's is an error, since it would widen what sbf may do here.
-func readFileLayer(f layerFile) (*layer, Errors) {
-	l, errs := readLayer(f.path, false)
+func readFileLayer(f layerFile, b Backends) (*layer, Errors) {
+	l, errs := readLayer(f.path, false, b)
 	if l != nil {
 		l.global = f.global
 	}
@@ -232,13 +235,13 @@ func readFileLayer(f layerFile) (*layer, Errors) {
 
 // readLayer parses and validates one file. A missing or empty file is no
 // layer at all; a broken one is reported and still named as a source.
-func readLayer(path string, managed bool) (*layer, Errors) {
+func readLayer(path string, managed bool, b Backends) (*layer, Errors) {
 	data, err := readLimited(path, DefaultLimits.MaxBytes)
-	return layerOf(path, data, err, managed)
+	return layerOf(path, data, err, managed, b)
 }
 
 // layerOf is readLayer for a file read.
-func layerOf(path string, data []byte, err error, managed bool) (*layer, Errors) {
+func layerOf(path string, data []byte, err error, managed bool, b Backends) (*layer, Errors) {
 	var big *tooLarge
 	var own *ownfile.Error
 	switch {
@@ -260,7 +263,7 @@ func layerOf(path string, data []byte, err error, managed bool) (*layer, Errors)
 	if len(l.tree) == 0 && !hasPolicy {
 		return nil, nil
 	}
-	errs := validateLayer(l, managed)
+	errs := validateLayer(l, managed, b)
 	if hasPolicy {
 		l.tree["policy"] = policyTable
 	}
@@ -269,19 +272,19 @@ func layerOf(path string, data []byte, err error, managed bool) (*layer, Errors)
 
 // managedLayer is the managed overrides layer: m, else the document read
 // as sbf's own file (never through a link).
-func managedLayer(root string, m *Managed) (*layer, Errors) {
+func managedLayer(root string, m *Managed, b Backends) (*layer, Errors) {
 	path := filepath.Join(root, Dir, OverridesFile)
 	if m == nil {
 		readcount.Add(readcount.Overrides)
 		data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
-		return layerOf(path, data, err, true)
+		return layerOf(path, data, err, true, b)
 	}
 	if len(m.tree) == 0 {
 		return nil, nil
 	}
 	l := newLayer(path)
 	l.tree = cloneTree(m.tree)
-	return l, validateLayer(l, true)
+	return l, validateLayer(l, true, b)
 }
 
 func adHocSandboxes(layers []*layer, sandboxes map[string]Sandbox, managedPath string) map[string]bool {

@@ -20,7 +20,7 @@ func load(t *testing.T, files map[string]string, req *Request) (*Resolved, Error
 	for name, data := range files {
 		testutil.WriteFile(t, filepath.Join(ws, name), data)
 	}
-	r, err := Load(Options{Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, Request: req})
+	r, err := Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux", Arch: "amd64"}, Request: req})
 	var errs Errors
 	if err != nil && !errors.As(err, &errs) {
 		t.Fatalf("Load: %v", err)
@@ -74,7 +74,7 @@ func TestGlobalFilesFollowConfigHome(t *testing.T) {
 	testutil.WriteFile(t, filepath.Join(home, "sandboxforge-mcp/config.toml"), "[vm]\ncpus = 2\n")
 	testutil.WriteFile(t, filepath.Join(home, "orbitforge-mcp/config.toml"), "[vm]\ncpus = 9\nmemory_gib = 5\n")
 	ws := t.TempDir()
-	r, err := Load(Options{Root: ws, Host: CurrentHost(), ConfigHome: home})
+	r, err := Load(Options{Backends: linked, Root: ws, Host: CurrentHost(), ConfigHome: home})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestWorkspaceIdentity(t *testing.T) {
 	if _, _, err := WorkspaceIdentity(file); err == nil || !strings.Contains(err.Error(), "must be a directory: ") {
 		t.Errorf("file root: err = %v", err)
 	}
-	if _, err := Load(Options{Root: missing}); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := Load(Options{Backends: linked, Root: missing}); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("Load of a missing root: err = %v", err)
 	}
 }

@@ -63,7 +63,9 @@ func (m *Managed) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("managed overrides would not parse: %w", err)
 	}
-	if errs := validateLayer(l, true); len(errs) > 0 {
+	// Backend tables were checked against the linked backends when the
+	// edit was resolved (Options.Managed); here, only their form.
+	if errs := validateLayer(l, true, nil); len(errs) > 0 {
 		return nil, fmt.Errorf("managed overrides would be invalid: %w", errs)
 	}
 	return append([]byte(managedHeader), body...), nil

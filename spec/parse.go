@@ -167,7 +167,7 @@ func (x *indexer) keyParts(prefix []string, it unstable.Iterator) []string {
 	return parts
 }
 
-func hasKey(m map[string]Pos, k string) bool {
+func hasKey[V any](m map[string]V, k string) bool {
 	_, ok := m[k]
 	return ok
 }

@@ -30,7 +30,7 @@ func BenchmarkParseArray(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if errs := validateLayer(l, false); len(errs) > 0 {
+				if errs := validateLayer(l, false, linked); len(errs) > 0 {
 					b.Fatal(errs)
 				}
 			}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/sandboxforge/sbf/internal/backends"
 )
 
 // field is one key of a table, read from the Config struct tags. The
@@ -31,9 +29,9 @@ type field struct {
 
 // values are what an enum key may be: for a backend, auto and the
 // backends this build links.
-func (f field) values() []string {
+func (f field) values(b Backends) []string {
 	if f.drivers {
-		return append([]string{"auto"}, backends.Names()...)
+		return append([]string{"auto"}, orNone(b).Names()...)
 	}
 	return f.enum
 }
@@ -107,15 +105,13 @@ func lookupField(t reflect.Type, key string) (field, bool) {
 	return field{}, false
 }
 
-func allowedKeys(t reflect.Type) string {
+func allowedKeys(t reflect.Type, b Backends) string {
 	fs := fieldsOf(t)
 	keys := make([]string, len(fs))
 	for i, f := range fs {
 		keys[i] = f.key
 	}
-	for _, b := range tableBackends(t) {
-		keys = append(keys, b.Name)
-	}
+	keys = append(keys, tableBackends(t, b)...)
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/images"
-	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/lazyre"
 	"github.com/sandboxforge/sbf/internal/names"
 )
@@ -26,13 +25,14 @@ type null struct{}
 // lower-cased, durations parsed, integers widened to floats where a number
 // is wanted) so merging and decoding need no further checks.
 type validator struct {
-	l       *layer
-	managed bool // the managed overrides document may hold sbf-only keys
-	errs    Errors
+	l        *layer
+	managed  bool     // the managed overrides document may hold sbf-only keys
+	backends Backends // whose settings tables are checked
+	errs     Errors
 }
 
-func validateLayer(l *layer, managed bool) Errors {
-	v := &validator{l: l, managed: managed}
+func validateLayer(l *layer, managed bool, b Backends) Errors {
+	v := &validator{l: l, managed: managed, backends: orNone(b)}
 	v.table(l.tree, reflect.TypeFor[Config](), "")
 	v.errs.sortWithin()
 	return v.errs
@@ -53,7 +53,7 @@ func (v *validator) table(t map[string]any, typ reflect.Type, path string) {
 				}
 				continue
 			}
-			v.fail(p, true, "is not supported (allowed: %s)", allowedKeys(typ))
+			v.fail(p, true, "is not supported (allowed: %s)", allowedKeys(typ, v.backends))
 			continue
 		}
 		if norm, ok := v.value(f, val, p); ok {
@@ -134,11 +134,11 @@ func (v *validator) str(f field, val any, path string) (any, bool) {
 	if f.drivers {
 		// A backend this build does not link is valid here (see
 		// checkBackends); only a name no backend could have is not.
-		if norm := strings.ToLower(strings.TrimSpace(s)); norm == "auto" || backends.ValidName(norm) {
+		if norm := strings.ToLower(strings.TrimSpace(s)); norm == "auto" || names.Backend(norm) {
 			return norm, true
 		}
 	}
-	if enum := f.values(); enum != nil {
+	if enum := f.values(v.backends); enum != nil {
 		norm := strings.ToLower(strings.TrimSpace(s))
 		if norm == "" && f.nullable {
 			return "", true

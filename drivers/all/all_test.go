@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	_ "github.com/sandboxforge/sbf/drivers/all"
-	"github.com/sandboxforge/sbf/internal/backends"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -58,32 +58,26 @@ func TestEveryBackendIsLinked(t *testing.T) {
 	if len(drivers.Names()) < 2 {
 		t.Fatalf("registered: %v", drivers.Names())
 	}
-	// What a spec may name is what is linked: the registrations fed it.
-	if got := backends.Names(); !slices.Equal(got, drivers.Names()) {
-		t.Errorf("a spec knows the backends %v, the registry %v", got, drivers.Names())
-	}
 	if _, ok := drivers.Lookup("lmia"); ok {
 		t.Error("a misspelt backend was found")
 	}
 }
 
-// A backend's declared Features are what its code implements: checked on
-// the backend New builds here (the sim), and on its type (Zero) for one
-// that cannot be built on this host.
-func TestFeaturesMatchTheCode(t *testing.T) {
+// What a backend can do is known from its registration's Zero without
+// building it (the exec broker asks so), so Zero is of the type New builds:
+// checked on the backends New builds here (the sim).
+func TestZeroIsTheTypeNewBuilds(t *testing.T) {
 	for _, name := range drivers.Names() {
 		reg, _ := drivers.Lookup(name)
 		if reg.Zero == nil {
-			t.Errorf("%s: the registration has no Zero to check its Features against", name)
-		} else if err := drivers.CheckFeatures(reg, reg.Zero); err != nil {
-			t.Error(err)
+			t.Errorf("%s: the registration has no Zero to say what it can do", name)
 		}
 		d, err := reg.New(context.Background(), testEnv(t))
 		var u *drivers.UnavailableError
 		switch {
 		case err == nil:
-			if err := drivers.CheckFeatures(reg, d); err != nil {
-				t.Errorf("as built: %v", err)
+			if reflect.TypeOf(d) != reflect.TypeOf(reg.Zero) {
+				t.Errorf("%s: New built a %T, its Zero is a %T", name, d, reg.Zero)
 			}
 			if c, ok := d.(io.Closer); ok {
 				c.Close()
@@ -91,10 +85,6 @@ func TestFeaturesMatchTheCode(t *testing.T) {
 		case !errors.As(err, &u):
 			t.Errorf("%s: New failed without saying why it cannot run here: %v", name, err)
 		}
-	}
-	if err := drivers.CheckFeatures(drivers.Registration{Name: "liar", Features: drivers.Features{Snapshots: true}},
-		drivers.Driver(nil)); err == nil || !strings.Contains(err.Error(), "snapshots") {
-		t.Errorf("a declared feature without code: %v", err)
 	}
 }
 
@@ -117,7 +107,8 @@ func TestV1ImportMappingsAreDeclarable(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(ws, spec.FileName), []byte(doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux"}}); err != nil {
+			opts := spec.Options{Root: ws, Host: spec.Host{OS: "linux"}, Backends: drivers.Linked}
+			if _, err := spec.Load(opts); err != nil {
 				t.Errorf("%s imports VMs of vm_type %s, which a spec cannot say: %v", name, vt, err)
 			}
 		}

@@ -34,7 +34,6 @@ func init() {
 		Name:        "toy",
 		TestOnly:    true,
 		Zero:        (*toy)(nil),
-		Features:    drivers.Features{Exec: true},
 		SettingsDoc: "What the toy backend makes its VMs from.",
 		Settings: []drivers.Setting{
 			{Key: "flavour", Doc: "The VM's flavour.", Effect: drivers.Replace},
@@ -46,14 +45,13 @@ func init() {
 }
 
 // Adding a backend is its package plus one import line: with nothing else
-// edited, the toy's registration gives it its features, its name in the
-// spec's driver enum and JSON Schema, its settings table (validated with
-// positions, merged, handed to the driver with the effect of each change)
-// and its v1 import mapping.
+// edited, the toy's registration gives it its capabilities (from its type),
+// its name in the spec's driver enum and JSON Schema (drivers.Linked), its
+// settings table (validated with positions, merged, handed to the driver
+// with the effect of each change) and its v1 import mapping.
 func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 	reg, ok := drivers.Lookup("toy")
-	if !ok || drivers.CheckFeatures(reg, &toy{}) != nil || drivers.CapabilitiesOf(&toy{}).Exec == nil ||
-		drivers.CapabilitiesOf(&toy{}).Snapshots != nil {
+	if caps := drivers.CapabilitiesOf(reg.Zero); !ok || caps.Exec == nil || caps.Snapshots != nil {
 		t.Fatalf("toy: %+v", reg)
 	}
 	load := func(doc string) (*spec.Resolved, error) {
@@ -61,7 +59,7 @@ func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ws, spec.FileName), []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+		return spec.Load(spec.Options{Root: ws, Host: spec.Host{OS: "linux", Arch: "amd64"}, Backends: drivers.Linked})
 	}
 	r, err := load("[vm]\ndriver = \"toy\"\n[vm.toy]\nflavour = \"mint\"\n\n" +
 		"[sandboxes.a]\n[sandboxes.b.toy]\nzone = \"z\"\n")
@@ -88,7 +86,7 @@ func TestABackendIsItsPackagePlusOneImportLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ":4:1: vm.toy.flavor: is not supported (allowed: flavour, zone)") {
 		t.Errorf("misspelt setting: %v", err)
 	}
-	raw, err := spec.JSONSchema()
+	raw, err := spec.JSONSchema(drivers.Linked)
 	var schema struct {
 		Properties struct {
 			VM struct {

@@ -43,12 +43,10 @@ func init() {
 		// live in a namespace of the workspace's own.
 		PerWorkspace: true,
 		Remote:       true,
-		Zero:         (*Driver)(nil),
 		// Lifecycle, labels, leases and network policies (a NetworkPolicy per VM) are the
 		// plugin's; commands, copies, terminals and port forwards go over SSH through the
 		// embedded sshexec.Pool.
-		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
-			Validate: true, Labels: true, Warm: true, RecordLease: true, DialGuest: true, EnforceEgress: true},
+		Zero:        (*Driver)(nil),
 		Settings:    kubeVirtSettings,
 		SettingsDoc: "What the kubevirt driver makes the VirtualMachine from; ignored by other drivers.",
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {

@@ -13,8 +13,6 @@ func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
 		Zero: (*Driver)(nil),
-		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
-			Validate: true, Warm: true, DialGuest: true},
 		// v1's Hyper-V VMs; it lists only the VMs its Notes marker names as sbf's, so v1's stay
 		// invisible to it until it can list every name.
 		V1: drivers.V1Import{Backends: []string{"hyperv"}},

@@ -10,9 +10,6 @@ func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
 		Zero: (*Driver)(nil),
-		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
-			Validate: true, Labels: true, Warm: true, ForceStop: true, EnforceEgress: true, EgressLog: true,
-			GuardLog: true, DialGuest: true, Snapshots: true, ExportSnapshots: true, Clone: true, ListAll: true},
 		// v1 ran its VMs with limactl too: they are Lima instances under v1's names.
 		V1: drivers.V1Import{Backends: []string{"lima"}, VMTypes: []string{"qemu", "vz", "wsl2"}},
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {

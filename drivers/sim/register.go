@@ -17,9 +17,6 @@ func init() {
 		TestOnly:     true,
 		PerWorkspace: true, // a world per workspace unless SBF_SIM_DIR names one
 		Zero:         (*Driver)(nil),
-		Features: drivers.Features{Exec: true, Terminal: hasTerminal, CopyIn: true, Archive: true, Remove: true,
-			Labels: true, ForceStop: true, HostShell: true, DialGuest: true, Snapshots: true, ExportSnapshots: true,
-			Clone: true},
 		// Its List is its whole world, so tests of sbf import-v1 see "v1's" VMs in it; what it
 		// reports is the spec it was given, so any vm_type a sandbox can say.
 		V1: drivers.V1Import{ListsEveryName: true, VMTypes: []string{"qemu", "vz", "wsl2"}},

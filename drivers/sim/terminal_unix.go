@@ -15,11 +15,8 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 )
 
-// hasTerminal: the sim opens pseudo-terminals only where the host has them.
-const hasTerminal = true
-
 // Terminal runs the command, or sh when there is none, on a real
-// pseudo-terminal in the instance's folder.
+// pseudo-terminal in the instance's folder: only where the host has them.
 func (d *Driver) Terminal(ctx context.Context, instance string, req drivers.TerminalRequest) (int, error) {
 	if err := d.begin(ctx, "terminal", instance); err != nil {
 		return -1, err

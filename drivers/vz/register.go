@@ -14,8 +14,6 @@ func init() {
 	drivers.Register(drivers.Registration{
 		Name: Name,
 		Zero: (*Driver)(nil),
-		Features: drivers.Features{Exec: true, Terminal: true, CopyIn: true, Archive: true, Connections: true,
-			Validate: true, Warm: true, DialGuest: true},
 		New: func(_ context.Context, env drivers.Env) (drivers.Driver, error) {
 			o, err := optionsFrom(env)
 			if err != nil {

@@ -39,7 +39,7 @@ var forbidden = []struct {
 	why string
 }{
 	{func(f, t string) bool { return under(f, "spec") && under(t, "drivers") },
-		"a spec knows backends' names and settings (internal/backends) without linking them"},
+		"a spec sees backends through spec.Backends, which the drivers registry implements, never linking them"},
 	{func(f, t string) bool { return under(f, "reconcile/plan") && engine(t) },
 		"the planner is pure: it never reaches the engine"},
 	{func(f, t string) bool { return under(f, "sandbox") && engine(t) },

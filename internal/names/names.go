@@ -94,3 +94,13 @@ func Key(s string) bool {
 }
 
 func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// Backend reports whether s could name a backend, linked or not: a bare
+// TOML key of at most 32 lower-case words starting with a letter, so a
+// table header ([vm.NAME]) names it unquoted and a driver key's value is
+// compared lower-cased.
+func Backend(s string) bool { return len(s) <= 32 && Words(s, true) && s[0] >= 'a' && s[0] <= 'z' }
+
+// BackendSetting reports whether s could be a key of a backend's settings
+// table: a bare TOML key, which resolved configurations render as is.
+func BackendSetting(s string) bool { return len(s) <= 64 && Key(s) }

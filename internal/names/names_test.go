@@ -20,7 +20,12 @@ var rules = []struct {
 	{"Words", func(s string) bool { return Words(s, false) }, regexp.MustCompile(WordsPattern)},
 	{"Words lower", func(s string) bool { return Words(s, true) }, regexp.MustCompile(`^[a-z0-9]+(?:[_-][a-z0-9]+)*$`)},
 	{"Key", Key, regexp.MustCompile(`^[A-Za-z0-9_-]+$`)},
+	{"Backend", Backend, regexp.MustCompile(`^[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*$`)},
+	{"BackendSetting", BackendSetting, regexp.MustCompile(`^[A-Za-z0-9_-]+$`)},
 }
+
+// bound is the length bound a rule keeps beside its regular expression.
+var bound = map[string]int{"Backend": 32, "BackendSetting": 64}
 
 // agree: what the regular expression says, except where Snapshot adds its
 // one rule beyond it (no "..").
@@ -28,7 +33,7 @@ func agree(t *testing.T, s string) {
 	t.Helper()
 	for _, r := range rules {
 		want := r.re.MatchString(s)
-		if r.name == "Snapshot" && strings.Contains(s, "..") {
+		if r.name == "Snapshot" && strings.Contains(s, "..") || bound[r.name] > 0 && len(s) > bound[r.name] {
 			want = false
 		}
 		if got := r.match(s); got != want {
@@ -39,8 +44,8 @@ func agree(t *testing.T, s string) {
 
 func TestRulesAgreeWithTheirRegularExpressions(t *testing.T) {
 	for _, s := range []string{"", "a", "A", "0", "_", "-", ".", "a-b", "a--b", "a-", "-a", "a_b-c", "Ab9", "a.b",
-		"a..b", strings.Repeat("a", 64), strings.Repeat("a", 65), "${A}", "${A}${b_1}", "${1}", "${A", "${}",
-		"x${A}", "${A}x", "é", "a\n", "\na", "a\x00", "${A}\n"} {
+		"a..b", strings.Repeat("a", 32), strings.Repeat("a", 33), strings.Repeat("a", 64), strings.Repeat("a", 65),
+		"${A}", "${A}${b_1}", "${1}", "${A", "${}", "x${A}", "${A}x", "é", "a\n", "\na", "a\x00", "${A}\n"} {
 		agree(t, s)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -42,7 +42,7 @@ func New(t testing.TB, specText, name string) *Sandbox {
 	if err := os.WriteFile(filepath.Join(root, spec.FileName), []byte(specText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := spec.Load(spec.Options{Root: root, Host: spec.Host{OS: "linux", Arch: "amd64"}})
+	r, err := spec.Load(spec.Options{Root: root, Host: spec.Host{OS: "linux", Arch: "amd64"}, Backends: drivers.Linked})
 	if err != nil {
 		t.Fatal(err)
 	}

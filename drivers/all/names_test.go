@@ -1,0 +1,90 @@
+package all_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// knownDriverKnowledge are the files outside drivers/ that still name a
+// backend or import one (issue 41.5 moves each into its driver's
+// registration). A file leaving the list must leave it here too.
+var knownDriverKnowledge = map[string]string{
+	"spec/defaults.go":                   `"auto" resolves to lima or hyperv; Lima's vm_type "vz"`,
+	"cli/main.go":                        "vz's supervisor starter",
+	"cli/vzrun.go":                       "sbf vz-run, the vz supervisor",
+	"sandbox/sandboxtest/sandboxtest.go": "the sim's world for the data plane's tests",
+}
+
+// A backend is its package plus one import line: outside drivers/ no Go
+// file (tests aside) says a linked backend's name as a string or imports
+// a backend's package, but for the files known above.
+func TestDriverNamesStayInDrivers(t *testing.T) {
+	names := map[string]bool{}
+	for _, n := range drivers.Names() {
+		names[n] = true
+	}
+	backendPkgs := map[string]bool{}
+	registering, _ := filepath.Glob("../*/*.go")
+	for _, file := range registering {
+		if data, err := os.ReadFile(file); err == nil && !strings.HasSuffix(file, "_test.go") &&
+			strings.Contains(string(data), "drivers.Register(") {
+			backendPkgs["github.com/sandboxforge/sbf/drivers/"+filepath.Base(filepath.Dir(file))] = true
+		}
+	}
+	found := map[string]string{}
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (rel == "drivers" || rel == "kubevirt" || d.Name() == "testdata" ||
+			rel != "." && strings.HasPrefix(d.Name(), ".")):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, _ := strconv.Unquote(lit.Value)
+			if names[s] || backendPkgs[s] && slices.ContainsFunc(f.Imports, func(i *ast.ImportSpec) bool {
+				return i.Path == lit
+			}) {
+				found[rel] = s
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, what := range found {
+		if _, known := knownDriverKnowledge[file]; !known {
+			t.Errorf("%s names the backend %s: ask the registry (drivers.Lookup, spec.Backends) instead", file, what)
+		}
+	}
+	for file := range knownDriverKnowledge {
+		if _, still := found[file]; !still {
+			t.Errorf("%s no longer names a backend: drop it from knownDriverKnowledge", file)
+		}
+	}
+}
