@@ -68,7 +68,7 @@ func servedFolder(p policy.Policy, folder string) (real, top string, err error) 
 	}
 	roots := p.WorkspaceRoots
 	if len(roots) == 0 {
-		if real, err = filepath.EvalSymlinks(abs); err != nil {
+		if real, err = hostpath.Real(abs); err != nil {
 			return "", "", workspaceInvalid(folder, "does not exist")
 		}
 	} else {

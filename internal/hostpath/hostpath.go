@@ -8,7 +8,6 @@ package hostpath
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +56,7 @@ func (p Policy) Confine(base, path string) (Place, error) {
 func (p Policy) confine(abs, shown string) (Place, error) {
 	var roots []string
 	for _, root := range p.Roots {
-		if rootReal, err := filepath.EvalSymlinks(root); err == nil {
+		if rootReal, err := Real(root); err == nil {
 			roots = append(roots, rootReal)
 		}
 	}
@@ -98,25 +97,6 @@ func rawAbs(base, path string) string {
 		return path
 	}
 	return strings.TrimRight(base, `/\`) + string(filepath.Separator) + path
-}
-
-// resolveHost follows every symlink of an existing absolute path, or of
-// its longest existing leading part, to which the rest (names not there
-// yet: no links among them) is joined.
-func resolveHost(abs string) (string, error) {
-	vol := filepath.VolumeName(abs)
-	elems := split(abs[len(vol):])
-	for i := len(elems); i >= 0; i-- {
-		prefix := vol + string(filepath.Separator) + strings.Join(elems[:i], string(filepath.Separator))
-		real, err := filepath.EvalSymlinks(prefix)
-		if err == nil {
-			return filepath.Join(append([]string{real}, elems[i:]...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("%s: %w", abs, fs.ErrNotExist)
 }
 
 // Below is p's path relative to src, both slash paths of one fs.FS ("" for

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -31,12 +32,36 @@ const maxLinks = 40
 // returned as it is: callers check Within. roots are absolute, clean and
 // link-free.
 func Resolve(path string, roots []string) (real, missing string, err error) {
+	return walker{roots: roots}.resolve(path)
+}
+
+// Real is the link-free path of an existing absolute path the operator
+// named (a workspace root, an allowed folder, a client's declared root),
+// by the walk Resolve takes, with every place on its way allowed.
+func Real(path string) (string, error) {
+	real, missing, err := RealPart(path)
+	if err == nil && missing != "" { // as the walk's lstat said it
+		err = &fs.PathError{Op: "lstat", Path: filepath.Join(real, elements(missing)[0]), Err: syscall.ENOENT}
+	}
+	if err != nil {
+		return "", err
+	}
+	return hostName(real), nil
+}
+
+// RealPart is Resolve with every place on its way allowed: the link-free
+// path of path's longest existing part, and the rest below it.
+func RealPart(path string) (real, missing string, err error) {
+	return walker{anywhere: true}.resolve(path)
+}
+
+func (w walker) resolve(path string) (real, missing string, err error) {
 	p := path // not cleaned: a/.. is where a leads, then up, as the kernel walks it
 	if !filepath.IsAbs(p) {
 		return "", "", errors.New("not an absolute path")
 	}
 	vol := filepath.VolumeName(p)
-	w := walker{roots: roots, cur: vol + string(filepath.Separator), rest: elements(p[len(vol):])}
+	w.cur, w.rest = vol+string(filepath.Separator), elements(p[len(vol):])
 	for len(w.rest) > 0 {
 		if err := w.step(); err != nil {
 			if errors.Is(err, errMissing) {
@@ -54,10 +79,11 @@ var errMissing = errors.New("missing")
 // walker is a resolution under way: cur is link-free and on the way to a
 // root; rest are the elements still to follow, link targets spliced in.
 type walker struct {
-	roots []string
-	cur   string
-	rest  []string
-	links int
+	roots    []string
+	anywhere bool // every place is on the way (a path the operator named)
+	cur      string
+	rest     []string
+	links    int
 }
 
 func (w *walker) step() error {
@@ -73,19 +99,19 @@ func (w *walker) step() error {
 	next := filepath.Join(w.cur, elem)
 	info, err := os.Lstat(next)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && Within(next, w.roots):
+	case errors.Is(err, fs.ErrNotExist) && w.within(next):
 		if slices.Contains(w.rest, "..") { // a link's target climbs out of a folder that is not there
 			return &fs.PathError{Op: "lstat", Path: next, Err: fs.ErrNotExist}
 		}
 		w.rest = append([]string{elem}, w.rest...)
 		return errMissing
-	case err != nil && Within(w.cur, w.roots):
+	case err != nil && w.within(w.cur):
 		return err // not a folder, no permission: inside a root, so it may be said
 	case err != nil:
 		return ErrOutside
 	case isLink(info):
 		return w.follow(next)
-	case !onTheWay(next, w.roots):
+	case !w.onTheWay(next):
 		return ErrOutside
 	}
 	w.cur = next
@@ -104,7 +130,7 @@ func (w *walker) follow(link string) error {
 	if vol := filepath.VolumeName(target); filepath.IsAbs(target) {
 		w.cur = vol + string(filepath.Separator)
 		target = target[len(vol):]
-		if !onTheWay(w.cur, w.roots) { // another volume
+		if !w.onTheWay(w.cur) { // another volume
 			return ErrOutside
 		}
 	}
@@ -122,12 +148,14 @@ func isLink(info fs.FileInfo) bool {
 	return info.Mode()&fs.ModeSymlink != 0 || runtime.GOOS == "windows" && info.Mode()&fs.ModeIrregular != 0
 }
 
+func (w *walker) within(p string) bool { return w.anywhere || Within(p, w.roots) }
+
 // onTheWay reports whether p is a root, below one, or holds one.
-func onTheWay(p string, roots []string) bool {
-	if Within(p, roots) {
+func (w *walker) onTheWay(p string) bool {
+	if w.within(p) {
 		return true
 	}
-	for _, r := range roots {
+	for _, r := range w.roots {
 		if Within(r, []string{p}) {
 			return true
 		}

@@ -47,7 +47,7 @@ func (p Policy) inWorkspace(place Place) bool {
 	if len(p.Roots) == 0 {
 		return false
 	}
-	ws, err := filepath.EvalSymlinks(p.Roots[0])
+	ws, err := Real(p.Roots[0])
 	return err == nil && ws == place.RootAbs
 }
 
