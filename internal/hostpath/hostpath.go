@@ -50,17 +50,18 @@ func (p Place) Close() error { return p.Root.Close() }
 // outside every root is refused with an answer that names only the path
 // given, the same whether it exists or not.
 func (p Policy) Confine(base, path string) (Place, error) {
-	return p.confine(rawAbs(base, path), path)
+	return p.confine(rawAbs(base, path), path, true)
 }
 
-func (p Policy) confine(abs, shown string) (Place, error) {
+// confine keeps a link at abs's end as it is unless followLast.
+func (p Policy) confine(abs, shown string, followLast bool) (Place, error) {
 	var roots []string
 	for _, root := range p.Roots {
 		if rootReal, err := Real(root); err == nil {
 			roots = append(roots, rootReal)
 		}
 	}
-	real, missing, err := Resolve(abs, roots)
+	real, missing, err := (&host{roots: roots}).resolve(abs, followLast)
 	switch {
 	case errors.Is(err, ErrOutside):
 		return Place{}, p.denied(shown)

@@ -142,9 +142,9 @@ func (u *unpacker) linkProblem(slash, target string) string {
 		return err.Error()
 	}
 	at := path.Join(dir, path.Base(slash))
-	if kind, _, err := u.rv.lookup(at); err != nil {
+	if k, _, err := u.rv.kindOf(at); err != nil {
 		return err.Error()
-	} else if kind == fs.ModeDir {
+	} else if k == fs.ModeDir {
 		return errReplaces.Error()
 	}
 	if !below(u.realDst, at) {
