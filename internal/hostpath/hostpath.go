@@ -113,8 +113,8 @@ func Below(src, p string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// Within reports whether path is one of roots or lies below one (both
-// absolute and clean).
+// Within reports whether path is one of roots or lies below one (all
+// clean, and all absolute or all below one folder).
 func Within(path string, roots []string) bool {
 	for _, root := range roots {
 		rel, err := filepath.Rel(root, path)
