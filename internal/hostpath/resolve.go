@@ -90,16 +90,17 @@ type walker struct {
 	view view
 	at   []string
 	rest []string
-	// judge keeps the link judge's rules (see resolver): a name not there is
-	// walked as a file is, and .. may not climb back out of a link, a file or
-	// such a name. Without it a walk stops at the first name not there.
+	// judge keeps the link judge's floor (see resolver): .. may not climb
+	// back out of a link, a file or a name not there, which its view walks
+	// on as a file. The host's view ends a walk at such a name (errMissing).
 	judge      bool
 	followLast bool // follow a link at the path's end too (a spliced target never ends it)
 	floor      int
 	links      int
 }
 
-// walk returns the names not there yet (without judge; "" when all are).
+// walk returns the names not there yet, from the first the view says is
+// missing ("" when all are there).
 func (w *walker) walk() (missing string, err error) {
 	for len(w.rest) > 0 {
 		name := w.rest[0]
