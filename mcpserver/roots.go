@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/policy"
 )
 
@@ -103,7 +104,7 @@ func rootFolder(uri string) (string, bool) {
 	if !filepath.IsAbs(p) {
 		return "", false
 	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
+	if real, err := hostpath.Real(p); err == nil {
 		p = real
 	}
 	return p, true

@@ -31,8 +31,8 @@ import (
 //     is a workspace of the defaults, as that root is.
 //  4. That workspace lies within the client's roots.
 //
-// With no served roots (a server for any folder), step 1 is the operating
-// system's resolution and step 3 looks up to the top.
+// With no served roots (a server for any folder), step 1 is the same walk
+// with every place allowed (hostpath.RealPart) and step 3 looks up to the top.
 func ServedWorkspace(p policy.Policy, folder string, client []string) (string, error) {
 	readcount.Add(readcount.Resolve)
 	real, top, err := servedFolder(p, folder)
@@ -68,28 +68,24 @@ func servedFolder(p policy.Policy, folder string) (real, top string, err error) 
 	if err != nil {
 		return "", "", workspaceInvalid(folder, "cannot be resolved")
 	}
-	roots := p.WorkspaceRoots
-	if len(roots) == 0 {
-		if real, err = filepath.EvalSymlinks(abs); err != nil {
-			return "", "", workspaceInvalid(folder, "does not exist")
-		}
-	} else {
-		var missing string
-		real, missing, err = hostpath.Resolve(abs, roots)
-		switch {
-		case errors.Is(err, hostpath.ErrOutside), err == nil && !hostpath.Within(real, roots):
-			return "", "", p.NotServed(folder)
-		case errors.Is(err, syscall.ENOTDIR):
-			return "", "", workspaceInvalid(folder, "must be a directory")
-		case err != nil:
-			return "", "", workspaceInvalid(folder, "cannot be resolved")
-		case missing != "":
-			return "", "", workspaceInvalid(folder, "does not exist")
-		}
-		for _, r := range roots {
-			if hostpath.Within(real, []string{r}) && (top == "" || len(r) < len(top)) {
-				top = r
-			}
+	roots, resolve := p.WorkspaceRoots, hostpath.RealPart
+	if len(roots) > 0 {
+		resolve = func(abs string) (string, string, error) { return hostpath.Resolve(abs, roots) }
+	}
+	real, missing, err := resolve(abs)
+	switch {
+	case errors.Is(err, hostpath.ErrOutside), err == nil && len(roots) > 0 && !hostpath.Within(real, roots):
+		return "", "", p.NotServed(folder)
+	case errors.Is(err, syscall.ENOTDIR):
+		return "", "", workspaceInvalid(folder, "must be a directory")
+	case err != nil:
+		return "", "", workspaceInvalid(folder, "cannot be resolved")
+	case missing != "":
+		return "", "", workspaceInvalid(folder, "does not exist")
+	}
+	for _, r := range roots {
+		if hostpath.Within(real, []string{r}) && (top == "" || len(r) < len(top)) {
+			top = r
 		}
 	}
 	if info, err := os.Stat(real); err != nil || !info.IsDir() {

@@ -66,16 +66,18 @@ func (r *Resolved) mountProblem(mount string, allowed []string) (problem, warnin
 		return "names a folder with ~, which sbf does not expand: write an absolute path, or one relative " +
 			"to the workspace", ""
 	}
-	real, err := filepath.EvalSymlinks(loc)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Sprintf("shares %s, which does not exist on this host", clip(loc)), ""
-	}
-	if err != nil {
-		return fmt.Sprintf("cannot share %s: %v", clip(loc), err), ""
-	}
-	if !hostpath.Within(real, append([]string{r.Root}, allowed...)) {
+	// Outside first, before anything there is looked at: a spec the agent
+	// wrote may not learn what exists on the host, nor where a link leads.
+	roots := append([]string{r.Root}, allowed...)
+	real, missing, err := hostpath.Resolve(loc, roots)
+	switch {
+	case errors.Is(err, hostpath.ErrOutside), err == nil && !hostpath.Within(real, roots):
 		return fmt.Sprintf("shares %s, which is outside the workspace and the folders the operator allowed "+
-			"(--allow-path, SBF_ALLOWED_PATHS or the global config's [policy] allowed_paths)", clip(real)), ""
+			"(--allow-path, SBF_ALLOWED_PATHS or the global config's [policy] allowed_paths)", clip(loc)), ""
+	case errors.Is(err, fs.ErrNotExist), err == nil && missing != "":
+		return fmt.Sprintf("shares %s, which does not exist on this host", clip(loc)), ""
+	case err != nil:
+		return fmt.Sprintf("cannot share %s: %v", clip(loc), err), ""
 	}
 	if writable && real != r.Root && hostpath.Within(r.Root, []string{real}) {
 		return fmt.Sprintf("shares %s writably, which holds the workspace: the guest could rewrite sbf's "+

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/readcount"
@@ -319,7 +320,7 @@ func WorkspaceIdentity(root string) (abs, id string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("resolving workspace_root %q: %w", root, err)
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
+	resolved, err := hostpath.Real(abs)
 	if err != nil {
 		return "", "", fmt.Errorf("workspace_root does not exist: %s", abs)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 )
 
 // KubeVirt is the kubevirt driver's plugin, built from the kubevirt/ module of sbf's source.
@@ -101,7 +102,7 @@ func diagnose(ctx context.Context, prog Program, env drivers.Env, specs []driver
 func workspaceIdentity(root string) (abs, id string, err error) {
 	abs, err = filepath.Abs(root)
 	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
+		abs, err = hostpath.Real(abs)
 	}
 	if err != nil {
 		return "", "", err

@@ -8,7 +8,6 @@ package hostpath
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,17 +50,18 @@ func (p Place) Close() error { return p.Root.Close() }
 // outside every root is refused with an answer that names only the path
 // given, the same whether it exists or not.
 func (p Policy) Confine(base, path string) (Place, error) {
-	return p.confine(rawAbs(base, path), path)
+	return p.confine(rawAbs(base, path), path, true)
 }
 
-func (p Policy) confine(abs, shown string) (Place, error) {
+// confine keeps a link at abs's end as it is unless followLast.
+func (p Policy) confine(abs, shown string, followLast bool) (Place, error) {
 	var roots []string
 	for _, root := range p.Roots {
-		if rootReal, err := filepath.EvalSymlinks(root); err == nil {
+		if rootReal, err := Real(root); err == nil {
 			roots = append(roots, rootReal)
 		}
 	}
-	real, missing, err := Resolve(abs, roots)
+	real, missing, err := (&host{roots: roots}).resolve(abs, followLast)
 	switch {
 	case errors.Is(err, ErrOutside):
 		return Place{}, p.denied(shown)
@@ -100,25 +100,6 @@ func rawAbs(base, path string) string {
 	return strings.TrimRight(base, `/\`) + string(filepath.Separator) + path
 }
 
-// resolveHost follows every symlink of an existing absolute path, or of
-// its longest existing leading part, to which the rest (names not there
-// yet: no links among them) is joined.
-func resolveHost(abs string) (string, error) {
-	vol := filepath.VolumeName(abs)
-	elems := split(abs[len(vol):])
-	for i := len(elems); i >= 0; i-- {
-		prefix := vol + string(filepath.Separator) + strings.Join(elems[:i], string(filepath.Separator))
-		real, err := filepath.EvalSymlinks(prefix)
-		if err == nil {
-			return filepath.Join(append([]string{real}, elems[i:]...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("%s: %w", abs, fs.ErrNotExist)
-}
-
 // Below is p's path relative to src, both slash paths of one fs.FS ("" for
 // src itself): below ".", ".env" stays ".env", never "env".
 func Below(src, p string) (string, error) {
@@ -132,8 +113,8 @@ func Below(src, p string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// Within reports whether path is one of roots or lies below one (both
-// absolute and clean).
+// Within reports whether path is one of roots or lies below one (all
+// clean, and all absolute or all below one folder).
 func Within(path string, roots []string) bool {
 	for _, root := range roots {
 		rel, err := filepath.Rel(root, path)

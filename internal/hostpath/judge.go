@@ -60,10 +60,8 @@ func (u *unpacker) unnamable(p string) bool {
 	if !u.judging() || utf8.ValidString(p) {
 		return false
 	}
-	for _, dir := range u.gone {
-		if inside(dir, p) {
-			return true
-		}
+	if Within(p, u.gone) {
+		return true
 	}
 	u.rep.SkippedPaths = append(u.rep.SkippedPaths, SkippedPath{Path: strconv.QuoteToASCII(filepath.ToSlash(p)),
 		Rule: UnnamableRule, Reason: "its name is not UTF-8 text, which a report cannot show and a Mac or Windows " +
@@ -80,10 +78,8 @@ func (u *unpacker) refused(p string, folder bool) bool {
 	if !u.judging() {
 		return false
 	}
-	for _, dir := range u.gone {
-		if inside(dir, p) {
-			return true
-		}
+	if Within(p, u.gone) {
+		return true
 	}
 	slash := filepath.ToSlash(p)
 	real, err := u.rv.resolve(slash, folder)
@@ -142,9 +138,9 @@ func (u *unpacker) linkProblem(slash, target string) string {
 		return err.Error()
 	}
 	at := path.Join(dir, path.Base(slash))
-	if kind, _, err := u.rv.lookup(at); err != nil {
+	if k, _, err := u.rv.kindOf(at); err != nil {
 		return err.Error()
-	} else if kind == fs.ModeDir {
+	} else if k == fs.ModeDir {
 		return errReplaces.Error()
 	}
 	if !below(u.realDst, at) {

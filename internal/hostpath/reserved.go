@@ -140,8 +140,8 @@ func withRealPaths(places []Reserved) []Reserved {
 }
 
 func realOr(p string) string {
-	if real, err := resolveHost(p); err == nil {
-		return real
+	if real, missing, err := RealPart(p); err == nil {
+		return filepath.Join(real, missing)
 	}
 	return p
 }

@@ -154,3 +154,27 @@ func BenchmarkResolve(b *testing.B) {
 		}
 	})
 }
+
+// Real is the walk with every place allowed, for paths the operator named:
+// links out are followed (the operator's own), a missing name is lstat's
+// ENOENT at the first name not there, as EvalSymlinks said it.
+func TestRealFollowsTheOperatorsLinksAnywhere(t *testing.T) {
+	base, ws := resolveWorld(t)
+	for path, want := range map[string]string{
+		filepath.Join(ws, "abs-out"):       filepath.Join(base, "outside"),
+		filepath.Join(ws, "d"):             filepath.Join(base, "outside/secret"),
+		filepath.Join(base, "ws-link/out"): filepath.Join(base, "outside"),
+	} {
+		if real, err := Real(path); err != nil || real != want {
+			t.Errorf("Real(%s) = %q, %v; want %q", path, real, err, want)
+		}
+	}
+	_, err := Real(filepath.Join(ws, "dangling-out/x"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "lstat "+filepath.Join(base, "nothing-here")) {
+		t.Errorf("a missing name: %v", err)
+	}
+	if real, missing, err := RealPart(filepath.Join(ws, "out/sub/new/file")); err != nil ||
+		real != filepath.Join(base, "outside/sub") || missing != filepath.Join("new", "file") {
+		t.Errorf("RealPart: %q %q %v", real, missing, err)
+	}
+}

@@ -131,12 +131,6 @@ func entryPath(name, top, dst string) (string, error) {
 	return filepath.Join(dst, filepath.FromSlash(rel)), nil
 }
 
-// inside reports whether p (relative, cleaned) is dir or below it.
-func inside(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 // writeFile writes a file entry; a link where it goes is replaced, not
 // written through (where it leads was not judged).
 func writeFile(root *os.Root, p string, r io.Reader, perm fs.FileMode) error {

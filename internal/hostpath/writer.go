@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 )
@@ -28,7 +27,10 @@ type Writer struct {
 // a protection rule or a reserved host place covers it, as named or where
 // the links on its way lead, before anything is written.
 func (p Policy) Writer(base, dest string, g Guard) (*Writer, error) {
-	place, err := p.confineLeaf(rawAbs(base, dest), dest)
+	// A link at dest's end is kept as it is, to be judged by the writer
+	// (refused for a file, followed inside the root for a folder) rather
+	// than resolved away beforehand.
+	place, err := p.confine(rawAbs(base, dest), dest, false)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +49,7 @@ func (p Policy) inWorkspace(place Place) bool {
 	if len(p.Roots) == 0 {
 		return false
 	}
-	ws, err := filepath.EvalSymlinks(p.Roots[0])
+	ws, err := Real(p.Roots[0])
 	return err == nil && ws == place.RootAbs
 }
 
@@ -70,29 +72,6 @@ func (w *Writer) check(shown string) error {
 		}
 	}
 	return nil
-}
-
-// confineLeaf confines dest's folder and keeps its last element as it is,
-// so a link there is judged by the writer (refused for a file, followed
-// inside the root for a folder) rather than resolved away beforehand.
-func (p Policy) confineLeaf(abs, shown string) (Place, error) {
-	vol := filepath.VolumeName(abs)
-	elems := split(abs[len(vol):])
-	if len(elems) == 0 {
-		return p.confine(abs, shown)
-	}
-	leaf := elems[len(elems)-1]
-	info, err := os.Lstat(abs)
-	if leaf == "." || leaf == ".." || err == nil && info.Mode()&fs.ModeSymlink == 0 {
-		return p.confine(abs, shown)
-	}
-	dir := vol + string(filepath.Separator) + strings.Join(elems[:len(elems)-1], string(filepath.Separator))
-	place, err := p.confine(dir, shown)
-	if err != nil {
-		return Place{}, err
-	}
-	place.Rel, place.Abs = filepath.Join(place.Rel, leaf), filepath.Join(place.Abs, leaf)
-	return place, nil
 }
 
 // Close releases the writer's root.

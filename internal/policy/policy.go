@@ -131,7 +131,7 @@ func folders(getenv func(string) string, what string, list []string) ([]string, 
 		}
 		abs, err := filepath.Abs(f)
 		if err == nil {
-			abs, err = filepath.EvalSymlinks(abs)
+			abs, err = hostpath.Real(abs)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", what, f, err)
