@@ -2,10 +2,14 @@ package escape
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/adler32"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,17 +176,37 @@ func TestAGitObjectBombIsNotInflated(t *testing.T) {
 }
 
 // zlibBomb is a loose commit object whose header says inflated bytes and
-// whose content inflates to them: about a thousandth of that on disk.
+// whose content inflates to them: about a thousandth of that on disk. It
+// deflates one MiB of zeros and repeats that block (its matches reach back
+// only into zeros), so making a 1 GiB bomb costs what a MiB does; the
+// trailer's Adler-32 is worked out, not summed over every byte.
 func zlibBomb(inflated int) []byte {
+	const block = 1 << 20
+	header := fmt.Sprintf("commit %d\x00", inflated)
 	var buf bytes.Buffer
 	z := zlib.NewWriter(&buf)
-	fmt.Fprintf(z, "commit %d\x00", inflated)
-	zeros := make([]byte, 1<<20)
-	for left := inflated; left > 0; left -= len(zeros) {
-		z.Write(zeros[:min(left, len(zeros))])
+	io.WriteString(z, header)
+	z.Flush()
+	start := buf.Len()
+	z.Write(make([]byte, block))
+	z.Flush()
+	chunk := bytes.Clone(buf.Bytes()[start:])
+	out := bytes.Clone(buf.Bytes()[:start])
+	for range inflated / block {
+		out = append(out, chunk...)
 	}
-	z.Close()
-	return buf.Bytes()
+	if rest := inflated % block; rest > 0 {
+		var tail bytes.Buffer
+		f, _ := flate.NewWriter(&tail, flate.BestCompression)
+		f.Write(make([]byte, rest))
+		f.Flush()
+		out = append(out, tail.Bytes()...)
+	}
+	out = append(out, 0x03, 0x00) // the final block: empty, fixed codes
+	sum := adler32.Checksum([]byte(header))
+	a, b := uint64(sum&0xffff), uint64(sum>>16)
+	b = (b + uint64(inflated)%65521*a) % 65521 // each zero adds a (unchanged) to b
+	return binary.BigEndian.AppendUint32(out, uint32(b<<16|a))
 }
 
 // server is a running sbf-server (started directly, so its memory is its
@@ -266,4 +290,18 @@ func okCall(t *testing.T, c *client.Client, name string, args map[string]any) ma
 		t.Fatalf("%s: %.500s", name, res.Content[0].(mcp.TextContent).Text)
 	}
 	return structured(t, res)
+}
+
+// The bomb above is what it says: its zlib stream inflates, checksum and
+// all, to the bytes its header names.
+func TestTheGitObjectBombInflatesToItsHeader(t *testing.T) {
+	const inflated = 3<<20 + 12345
+	z, err := zlib.NewReader(bytes.NewReader(zlibBomb(inflated)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, z)
+	if want := int64(inflated + len(fmt.Sprintf("commit %d\x00", inflated))); err != nil || n != want {
+		t.Errorf("the bomb inflated to %d bytes (%v), want %d", n, err, want)
+	}
 }

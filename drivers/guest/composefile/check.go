@@ -181,12 +181,33 @@ func (c *checker) size(p string) bool {
 	return c.limit == nil
 }
 
+// sizeIncludes sizes every file a list of includes names before any is
+// parsed, so files too large together fail at once, not after most were
+// parsed. Sizing goes through the root (size): nothing outside is looked at.
+func (c *checker) sizeIncludes(list *yaml.Node, s scope) bool {
+	for _, inc := range items(list) {
+		paths := inc
+		if deref(inc).Kind == yaml.MappingNode {
+			paths = field(inc, "path")
+		}
+		for _, p := range items(paths) {
+			if v, ok := s.value(p); ok && v != "" && !c.size(c.abs(at(s.loader, v))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // walk checks one compose file (already judged inside) in scope s.
 func (c *checker) walk(file string, s scope) {
 	if !c.visit(file, file+"\x00"+s.base+"\x00"+s.loader) {
 		return
 	}
 	for _, doc := range documents(c.read(file)) {
+		if !c.sizeIncludes(field(doc, "include"), s) {
+			return
+		}
 		for i, inc := range items(field(doc, "include")) {
 			c.include(file, fmt.Sprintf("include[%d]", i), inc, s)
 		}
