@@ -91,7 +91,7 @@ func (a *app) reportError(err error, asJSON bool) error {
 // or (--no-renew) leave every lease as it is.
 func leaseIntent(noRenew bool, targets []string) reconcile.Intent {
 	if noRenew {
-		return reconcile.Keep{Sandboxes: targets}
+		return reconcile.Keep{Sandboxes: targets, All: len(targets) == 0}
 	}
-	return reconcile.Renew{Sandboxes: targets}
+	return reconcile.Renew{Sandboxes: targets, All: len(targets) == 0}
 }

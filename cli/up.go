@@ -30,7 +30,7 @@ func (a *app) upCommand() *cobra.Command {
 			if err := a.confirmNewNames(names, isNew || f.autoApprove); err != nil {
 				return err
 			}
-			req := reconcile.Up{Sandboxes: names}
+			req := reconcile.Up{Sandboxes: names, All: len(names) == 0}
 			if ttl != "" {
 				d, err := spec.ParseDuration(ttl)
 				if err != nil {

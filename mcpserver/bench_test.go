@@ -59,7 +59,7 @@ func BenchmarkRunCommandAsTheWorkspaceGrows(b *testing.B) {
 			f := newFixture(b, text.String())
 			ws := spec.Options{Root: f.root, Host: spec.Host{OS: "linux", Arch: "amd64"}}
 			if _, err := f.srv.cfg.Engine.Apply(context.Background(), ws,
-				reconcile.Options{Intent: reconcile.Renew{}}); err != nil {
+				reconcile.Options{Intent: reconcile.Renew{All: true}}); err != nil {
 				b.Fatal(err)
 			}
 			args := map[string]any{"instance_id": "sb0000", "command": "true"}

@@ -177,7 +177,7 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Targets: a.Targets,
-		Intent: reconcile.Renew{Sandboxes: a.Targets}})
+		Intent: reconcile.Renew{Sandboxes: a.Targets, All: len(a.Targets) == 0}})
 	if res == nil || res.Plan == nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 		return nil, err
 	}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
-		Intent: reconcile.Renew{Sandboxes: a.Targets}, Audit: audited("apply")})
+		Intent: reconcile.Renew{Sandboxes: a.Targets, All: len(a.Targets) == 0}, Audit: audited("apply")})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved)
 	}

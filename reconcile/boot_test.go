@@ -32,7 +32,7 @@ const hang = 2 * time.Minute
 func cutShortCreate(t *testing.T, h *harness) {
 	t.Helper()
 	h.boot = "api=timeout" // the start fails, the VM boots on: as a killed sbf leaves it
-	if _, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: Renew{}}); err == nil {
+	if _, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: Renew{All: true}}); err == nil {
 		t.Fatal("the cut-short apply succeeded")
 	}
 	h.boot = "api=hold"
@@ -57,7 +57,7 @@ func (h *harness) simDriver() *sim.Driver {
 func TestACreateCutShortIsFinishedNotCalledHealthy(t *testing.T) {
 	h := newHarness(t, oneSandbox)
 	cutShortCreate(t, h)
-	res, err := h.planWith(Options{Intent: Renew{}})
+	res, err := h.planWith(Options{Intent: Renew{All: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

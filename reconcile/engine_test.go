@@ -173,7 +173,7 @@ func TestUnmanagedInstancesAreNeverTouched(t *testing.T) {
 	}
 	mark := h.logLen()
 	h.mustApply()
-	h.converge(Options{Intent: Destroy{}})
+	h.converge(Options{Intent: Destroy{All: true}})
 	h.clock.Advance(48 * time.Hour)
 	h.mustApply()
 	h.reconcile()
@@ -215,7 +215,7 @@ func TestDestroyAndAdHocSandboxes(t *testing.T) {
 		t.Errorf("apply past the ad-hoc lease: %+v", res.Plan.Actions)
 	}
 	// ...and destroy forgets it entirely.
-	if _, err := h.converge(Options{Intent: Destroy{}}); err != nil {
+	if _, err := h.converge(Options{Intent: Destroy{All: true}}); err != nil {
 		t.Fatal(err)
 	}
 	m, _ = spec.ReadManaged(h.root)
@@ -269,7 +269,7 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 	// An instance whose lease has expired no longer counts, even before
 	// the loop deletes it.
 	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.web]\nttl = \"10m\"\n[lease]\nmax_instances = 1\n")
-	h.converge(Options{Intent: Destroy{}})
+	h.converge(Options{Intent: Destroy{All: true}})
 	if _, err := h.converge(Options{Targets: []string{"web"}, Intent: Renew{Sandboxes: []string{"web"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestInstanceCapCountsTheHostAndSkipsExpired(t *testing.T) {
 
 func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	h := newHarness(t, twoSandboxes)
-	res, err := h.planWith(Options{Intent: Renew{}})
+	res, err := h.planWith(Options{Intent: Renew{All: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +293,10 @@ func TestSavedPlanRefusesWhenStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.converge(Options{Intent: Renew{}, Saved: saved}); err != nil {
+	if _, err := h.converge(Options{Intent: Renew{All: true}, Saved: saved}); err != nil {
 		t.Fatalf("fresh saved plan: %v", err)
 	}
-	_, err = h.converge(Options{Intent: Renew{}, Saved: saved})
+	_, err = h.converge(Options{Intent: Renew{All: true}, Saved: saved})
 	if c := coded.Of(err, coded.Unknown).Code; c != coded.StalePlan ||
 		!strings.Contains(err.Error(), "saved plan is stale") {
 		t.Errorf("reused plan: %v", err)

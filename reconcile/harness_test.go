@@ -95,7 +95,7 @@ func (h *harness) planWith(opts Options) (*Result, error) {
 }
 
 // apply is `sbf apply --auto-approve`.
-func (h *harness) apply() (*Result, error) { return h.converge(Options{Intent: Renew{}}) }
+func (h *harness) apply() (*Result, error) { return h.converge(Options{Intent: Renew{All: true}}) }
 
 // reconcile is one pass of the watch loop.
 func (h *harness) reconcile() (*Result, error) { return h.converge(passOptions()) }
@@ -111,7 +111,7 @@ func (h *harness) mustApply() *Result {
 
 func (h *harness) plan() *plan.Plan {
 	h.t.Helper()
-	res, err := h.planWith(Options{Intent: Renew{}})
+	res, err := h.planWith(Options{Intent: Renew{All: true}})
 	if err != nil {
 		h.t.Fatalf("plan: %v", err)
 	}

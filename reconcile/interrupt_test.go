@@ -46,7 +46,7 @@ func TestAStoppedRunFinishesTheStepInFlightOnly(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		res, err = h.eng.Apply(WithStop(context.Background(), stop), h.ws(), Options{Intent: Renew{}})
+		res, err = h.eng.Apply(WithStop(context.Background(), stop), h.ws(), Options{Intent: Renew{All: true}})
 		done <- err
 	}()
 	first := <-g.started

@@ -170,7 +170,7 @@ func TestPreparedReportsWhatTheEngineDid(t *testing.T) {
 		"[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \"s3cret-pw\"\n[sandboxes.api]\nruntime = true\nservices "+
 			"= [\"mysql\", \"redis\"]\n")
 	h.guests = &guestWorld{}
-	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Intent: Renew{}, NoWait: true}), "api")
+	empty, _ := h.eng.Prepared(h.mustApplyWith(Options{Intent: Renew{All: true}, NoWait: true}), "api")
 	if empty.Services["mysql"].Ready || empty.Services["mysql"].Attempts != 0 {
 		t.Errorf("without waiting, services are not known to answer: %+v", empty.Services)
 	}
@@ -261,7 +261,7 @@ func TestABrokenComposeFileDoesNotHoldBackDestroy(t *testing.T) {
 	if _, err := h.apply(); err == nil || !strings.Contains(err.Error(), "compose") {
 		t.Fatalf("apply with a broken compose file: %v, want the compose error", err)
 	}
-	if _, err := h.converge(Options{Intent: Destroy{}}); err != nil {
+	if _, err := h.converge(Options{Intent: Destroy{All: true}}); err != nil {
 		t.Fatalf("destroy with a broken compose file: %v", err)
 	}
 	if w := h.world(); len(w) != 0 {

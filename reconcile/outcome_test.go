@@ -59,7 +59,7 @@ func TestApplyRecordsLeaseRenewals(t *testing.T) {
 	if again := h.plan(); len(again.Leases) != 0 {
 		t.Errorf("the plan right after a renewal renews again: %+v", again.Leases)
 	}
-	if _, err := h.converge(Options{Intent: Destroy{}}); err != nil {
+	if _, err := h.converge(Options{Intent: Destroy{All: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.mustPlanState(t).Sandboxes["api"].ExpiresAt; got == nil || !got.Equal(l.New) {
@@ -73,11 +73,11 @@ func TestKeepRenewsNothing(t *testing.T) {
 	first := h.mustApply()
 	end := first.Resolved.Config.Leases["api"].ExpiresAt
 	h.clock.Advance(10 * time.Minute)
-	res, err := h.planWith(Options{Intent: Keep{}})
+	res, err := h.planWith(Options{Intent: Keep{All: true}})
 	if err != nil || len(res.Plan.Leases) != 0 || !res.Plan.Empty() {
 		t.Fatalf("plan --no-renew: err %v, plan %+v", err, res.Plan)
 	}
-	res = h.mustApplyWith(Options{Intent: Keep{}})
+	res = h.mustApplyWith(Options{Intent: Keep{All: true}})
 	if got := res.Resolved.Config.Leases["api"].ExpiresAt; !got.Equal(end) || len(res.Outcome.Leases) != 0 {
 		t.Errorf("apply --no-renew moved the lease to %v (was %v), recorded %+v", got, end, res.Outcome.Leases)
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
@@ -38,15 +39,22 @@ type Reconcile struct{}
 // loop's: `sbf plan|apply --no-renew` (drift only), docker_compose up of
 // the engine's stack. It waits for sandboxes another run holds instead of
 // skipping them.
-type Keep struct{ Sandboxes []string }
+type Keep struct {
+	Sandboxes []string
+	All       bool // every sandbox, named none
+}
 
 // Renew acquires or renews the leases of the sandboxes it converges:
 // `sbf apply`, MCP apply.
-type Renew struct{ Sandboxes []string }
+type Renew struct {
+	Sandboxes []string
+	All       bool // every sandbox declared, named none
+}
 
 // Up declares unknown names ad hoc and acquires their leases.
 type Up struct {
 	Sandboxes []string
+	All       bool // every sandbox declared, named none
 	// TTL is the lease length; nil gives each sandbox its own.
 	TTL *time.Duration
 	// TTLAsGiven is TTL as the request wrote it (48h; 90 minutes), which a
@@ -63,6 +71,7 @@ type Up struct {
 // at once, without a clean stop (docker rm -f, limactl delete --force).
 type Destroy struct {
 	Sandboxes []string
+	All       bool // every sandbox, named none
 	Force     bool
 }
 
@@ -207,7 +216,40 @@ func (e *Engine) intentEdit(in Intent, r *spec.Resolved, rec *state.File, now ti
 	if in == nil {
 		return nil, coded.New(coded.InvalidArguments, nil, "the engine was asked nothing: a run names its Intent")
 	}
+	if err := namesSomething(in); err != nil {
+		return nil, err
+	}
 	return in.edit(e, r, rec, now)
+}
+
+// everyone is an intent that acts on every sandbox when it names none, and
+// must say so (All): its zero value asks nothing.
+type everyone interface{ all() bool }
+
+func (i Keep) all() bool    { return i.All }
+func (i Renew) all() bool   { return i.All }
+func (i Up) all() bool      { return i.All }
+func (i Destroy) all() bool { return i.All }
+
+// namesSomething refuses an intent's zero value: a name is never empty,
+// and an intent naming no sandbox acts on every one only when it says All
+// (a door that lost its list must not destroy a workspace).
+func namesSomething(in Intent) error {
+	names, details := in.named(), map[string]any{"op": in.Op()}
+	if slices.Contains(names, "") {
+		return coded.New(coded.InvalidArguments, details, "%s names an empty sandbox", in.Op())
+	}
+	ev, ok := in.(everyone)
+	switch {
+	case !ok:
+		return nil
+	case len(names) == 0 && !ev.all():
+		return coded.New(coded.InvalidArguments, details, "%s names no sandbox: name them, or ask for every one",
+			in.Op())
+	case len(names) > 0 && ev.all():
+		return coded.New(coded.InvalidArguments, details, "%s names sandboxes and asks for every one", in.Op())
+	}
+	return nil
 }
 
 // live says whether a sandbox holds a live lease: INSTANCE_NOT_FOUND for

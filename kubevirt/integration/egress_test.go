@@ -106,7 +106,7 @@ func TestANetworkPolicyThroughTheEngine(t *testing.T) {
 	}
 
 	w.network(t, `egress = "deny"`)
-	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{}}); err != nil {
+	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{All: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if vms, nps := w.vms(t), w.policies(t); len(vms) != 0 || len(nps) != 0 {

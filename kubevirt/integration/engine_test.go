@@ -76,7 +76,7 @@ func (w *workspace) converge(opts reconcile.Options) (*reconcile.Result, error) 
 
 // apply is `sbf apply --auto-approve`; reconcile one pass of the loop.
 func (w *workspace) apply() (*reconcile.Result, error) {
-	return w.converge(reconcile.Options{Intent: reconcile.Renew{}})
+	return w.converge(reconcile.Options{Intent: reconcile.Renew{All: true}})
 }
 func (w *workspace) reconcile() (*reconcile.Result, error) {
 	return w.converge(reconcile.Options{Intent: reconcile.Reconcile{}})
