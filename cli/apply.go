@@ -22,15 +22,15 @@ func (a *app) applyCommand() *cobra.Command {
 			"and the exit status is 1.",
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
-			opts := reconcile.Options{Targets: targets}
+			var opts reconcile.Options
 			if len(list) == 1 {
 				saved, err := reconcile.ReadSavedPlan(list[0])
 				if err != nil {
 					return err
 				}
-				opts.Saved, opts.Targets, f.autoApprove = saved, saved.Targets, true
+				opts.Saved, targets, f.autoApprove = saved, saved.Targets, true
 			}
-			opts.Intent = leaseIntent(noRenew, opts.Targets)
+			opts.Intent = leaseIntent(noRenew, targets)
 			return a.converge("apply", &f, opts)
 		},
 	}

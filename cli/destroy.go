@@ -18,7 +18,7 @@ func (a *app) destroyCommand() *cobra.Command {
 			"brings declared sandboxes back.",
 		ValidArgsFunction: a.completeSandboxes,
 		RunE: func(_ *cobra.Command, names []string) error {
-			opts := reconcile.Options{Targets: names, Intent: reconcile.Destroy{Sandboxes: names,
+			opts := reconcile.Options{Intent: reconcile.Destroy{Sandboxes: names,
 				All: len(names) == 0, Force: force}}
 			if f.autoApprove {
 				opts.Confirm = a.showPlan(f.asJSON)

@@ -21,7 +21,6 @@ func (a *app) extendCommand() *cobra.Command {
 			}
 			f.autoApprove = true
 			return a.converge("extend", &f, reconcile.Options{
-				Targets: list[:1],
 				Intent:  reconcile.Extend{Sandbox: list[0], By: d.Std(), ByAsGiven: list[1]},
 				Confirm: a.showPlan(f.asJSON)})
 		},

@@ -34,7 +34,7 @@ func (a *app) planCommand() *cobra.Command {
 				return err
 			}
 			res, err := eng.Plan(a.context(), ws, reconcile.Options{
-				Targets: targets, Intent: leaseIntent(noRenew, targets)})
+				Intent: leaseIntent(noRenew, targets)})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

@@ -42,7 +42,7 @@ func (a *app) upCommand() *cobra.Command {
 				req.Bootstrap = &reconcile.Bootstrap{Services: services}
 			}
 			// Confirm is left to converge: apply's question, and its refusal without a terminal.
-			return a.converge("up", &f, reconcile.Options{Targets: names, Intent: req, Rollback: true})
+			return a.converge("up", &f, reconcile.Options{Intent: req})
 		},
 	}
 	f.register(cmd, withApprove|withParallelism|withSet)

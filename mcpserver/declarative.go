@@ -107,7 +107,7 @@ func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, erro
 func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (
 	map[string]any, error) {
 	req := reconcile.Prepare{Sandbox: sandbox, Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{sandbox}, Intent: req, NoWait: !wait,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req, NoWait: !wait,
 		Audit: audited("prepare_workspace")})
 	if err != nil {
 		return nil, v1Error(err, sandbox)
@@ -176,7 +176,7 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Targets: a.Targets,
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{
 		Intent: reconcile.Renew{Sandboxes: a.Targets, All: len(a.Targets) == 0}})
 	if res == nil || res.Plan == nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: a.Targets,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Intent: reconcile.Renew{Sandboxes: a.Targets, All: len(a.Targets) == 0}, Audit: audited("apply")})
 	if res != nil && res.Resolved != nil {
 		s.touch(res.Resolved)

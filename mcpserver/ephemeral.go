@@ -40,7 +40,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	keys := shapeKeys(a.CPUs, a.MemoryGiB, nil)
 	id := newInstanceID()
 	start := s.cfg.Engine.Clock.Now()
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Rollback: true,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Intent: reconcile.Up{Sandboxes: []string{id}, Keys: keys}, Audit: audited("run_ephemeral")})
 	if err != nil {
 		return nil, v1Error(err, id)
@@ -48,7 +48,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	s.touch(res.Resolved) // should the destroy below fail, the loop ends the lease
 	ready := s.cfg.Engine.Clock.Now().Sub(start)
 	defer func() {
-		_, derr := s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{Targets: []string{id},
+		_, derr := s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{
 			Intent: reconcile.Destroy{Sandboxes: []string{id}}, Audit: audited("run_ephemeral")})
 		if m, ok := out.(map[string]any); ok {
 			m["destroyed"] = derr == nil

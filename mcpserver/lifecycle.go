@@ -89,7 +89,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 	if boot {
 		req.Bootstrap = &reconcile.Bootstrap{Services: true} // converged by this apply, as desired state
 	}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{id}, Intent: req, Rollback: true,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req,
 		Audit:  audited("create_instance"),
 		NoWait: !a.WaitForReady})
 	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
@@ -139,7 +139,7 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 		return nil, err
 	}
 	req := reconcile.Destroy{Sandboxes: []string{e.Sandbox}, Force: a.Force}
-	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: req.Sandboxes, Intent: req,
+	if _, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req,
 		Audit: audited("destroy_instance")}); err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
@@ -154,7 +154,7 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	}
 	req := reconcile.Extend{Sandbox: e.Sandbox, By: time.Duration(a.TTLMinutes) * time.Minute,
 		ByAsGiven: minutesAsGiven(a.TTLMinutes)}
-	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Targets: []string{e.Sandbox}, Intent: req,
+	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req,
 		Audit: audited("extend_instance_ttl")})
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)

@@ -64,6 +64,19 @@ func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 	return spec.Load(ws)
 }
 
+// decided fills in what the engine decides from the intent, not the door:
+// the sandboxes it acts on (those the intent names) and whether a failed
+// create is undone (an Up's is).
+func decided(opts Options) Options {
+	if len(opts.Targets) == 0 && opts.Intent != nil {
+		opts.Targets = opts.Intent.named()
+	}
+	if _, up := opts.Intent.(Up); up {
+		opts.Rollback = true
+	}
+	return opts
+}
+
 // resolvedOnce resolves ws's root for every step of a request; a root that
 // cannot be resolved is left for the first step to refuse in its words.
 func resolvedOnce(ws spec.Options) spec.Options {
@@ -80,7 +93,9 @@ func (e *Engine) Loads() int64 { return e.loads.Load() }
 
 // Options say what one convergence does.
 type Options struct {
-	Targets []string // only these sandboxes (all when empty)
+	// Targets are only these sandboxes (all when empty); by default the
+	// ones the intent names.
+	Targets []string
 	// Intent is the change a door asks for, written to the desired state
 	// only if the plan runs. Required: a run without one is refused.
 	Intent Intent
@@ -93,7 +108,8 @@ type Options struct {
 	NoWait bool
 	// Rollback undoes a failed create: the sandbox's lease is dropped and
 	// whatever was made of it deleted, so a failed `sbf up` or
-	// create_instance leaves nothing behind. Apply retries instead.
+	// create_instance leaves nothing behind. Apply retries instead. An Up
+	// always rolls back: the engine decides it from the intent.
 	Rollback bool
 	// Audit, when set, names the door and command that asked: the run is
 	// recorded in the workspace's history.
@@ -131,13 +147,13 @@ type Result struct {
 // Plan says what Apply would do with the same options: the edit is made
 // in memory only, no lock is taken and nothing is written.
 func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
-	return e.converge(ctx, resolvedOnce(ws), opts, true)
+	return e.converge(ctx, resolvedOnce(ws), decided(opts), true)
 }
 
 // Apply brings one workspace to its desired state: it writes the edit,
 // then executes the plan, recording every outcome.
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
-	ws = resolvedOnce(ws)
+	ws, opts = resolvedOnce(ws), decided(opts)
 	res, err := e.apply(ctx, ws, opts)
 	e.audit(ws, opts, res, err)
 	return res, err
