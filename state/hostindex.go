@@ -124,7 +124,7 @@ func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEn
 // load reads the index, making it from what an older sbf kept (one file
 // per instance in instances/) when there is none yet.
 func (h *HostIndex) load() error {
-	readcount.Add(readcount.Index)
+	defer h.counted(h.j.reads)
 	if err := h.j.refresh(); err != nil || h.j.m != nil {
 		return err
 	}
@@ -157,6 +157,14 @@ func readOldIndex(dir ownfile.Folder) map[string]IndexEntry {
 	return out
 }
 
+// counted counts a read of the index when a refresh since before read
+// bytes: an index found up to date costs a look, not a read.
+func (h *HostIndex) counted(before int) {
+	if h.j.reads != before {
+		readcount.Add(readcount.Index)
+	}
+}
+
 // All lists every entry, sorted by instance name.
 func (h *HostIndex) All() ([]IndexEntry, error) {
 	h.mu.Lock()
@@ -175,7 +183,7 @@ func (h *HostIndex) All() ([]IndexEntry, error) {
 // read brings the index up to the file without a lock: lines are whole
 // or ignored, and a rewrite replaces the file at once.
 func (h *HostIndex) read() error {
-	readcount.Add(readcount.Index)
+	defer h.counted(h.j.reads)
 	if err := h.j.refresh(); err != nil {
 		return fmt.Errorf("reading host index: %w", err)
 	}

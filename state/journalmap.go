@@ -26,6 +26,7 @@ type journalMap[V any] struct {
 	seen  fs.FileInfo
 	off   int64
 	lines int
+	reads int // refreshes that read bytes (a look that found nothing new reads none)
 }
 
 type journalLine[V any] struct {
@@ -64,6 +65,9 @@ func (j *journalMap[V]) refresh() error {
 		j.m, j.meta, from, j.lines = nil, nil, 0, 0
 	}
 	data := make([]byte, info.Size()-from)
+	if len(data) > 0 {
+		j.reads++
+	}
 	if _, err := f.ReadAt(data, from); err != nil {
 		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}

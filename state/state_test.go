@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 func open(t *testing.T, dir string, timeout time.Duration) (*Store, error) {
@@ -336,5 +337,38 @@ func TestHostIndexSeesOtherWriters(t *testing.T) {
 	writer.Remove("sbf-01234567-sb007")
 	if _, ok := reader.Lookup("sb007"); ok {
 		t.Error("a removed entry is still found")
+	}
+}
+
+// A read of the host index is counted when it reads the file (whole, or
+// the lines another process appended), not when it finds it unchanged.
+func TestIndexReadsAreCountedWhenTheyRead(t *testing.T) {
+	dir := t.TempDir()
+	writer, reader := OpenHostIndex(dir), OpenHostIndex(dir)
+	reads := func(do func()) int64 {
+		before := readcount.Now()
+		do()
+		return readcount.Now().Since(before).Of(readcount.Index)
+	}
+	all := func() {
+		if _, err := reader.All(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(name string) {
+		if err := writer.Put(IndexEntry{Instance: "sbf-x-" + name, Sandbox: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a")
+	for _, c := range []struct {
+		what string
+		do   func()
+		want int64
+	}{{"a first look", all, 1}, {"a look at an unchanged index", all, 0},
+		{"another process's put", func() { put("b") }, 0}, {"a look after it", all, 1}} {
+		if n := reads(c.do); n != c.want {
+			t.Errorf("%s counted %d index reads, want %d", c.what, n, c.want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ const (
 	SpecMerge             // the layers merged into a desired state (spec.Load, Resolved.WithManaged)
 	Overrides             // the managed overrides document read from disk
 	State                 // a workspace's state file read (state.Read, state.Open)
-	Index                 // the host index read or brought up to date
+	Index                 // the host index read, whole or its new lines (finding it unchanged is no read)
 	List                  // a driver asked for its instances (observing a workspace)
 	ListCap               // a driver asked for its instances to count the host's cap
 	Policy                // a folder checked against the served roots (policy.WorkspaceAs)
