@@ -92,7 +92,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		}
 		u.rec = u.store.Snapshot()
 	}
-	if u.before, err = u.before.WithManaged(nil); err != nil {
+	if u.before, err = u.before.Fresh(); err != nil { // re-read only if another run edited it
 		return u, err
 	}
 	return u, u.applyRequest(e)
@@ -134,7 +134,7 @@ func (u *run) applyRequest(e *Engine) error {
 	if u.edit == nil {
 		return nil
 	}
-	managed, err := spec.ReadManaged(u.before.Root)
+	managed, err := u.before.Managed()
 	if err != nil {
 		return err
 	}

@@ -275,7 +275,7 @@ func (e *Engine) writeEdit(
 		return nil
 	}
 	c := EditContext{Resolved: before, State: rec, Now: now}
-	if err := spec.EditManaged(ctx, r.Root, e.holder(), func(m *spec.Managed) error { return edit(m, c) }); err != nil {
+	if err := spec.EditManaged(ctx, r, e.holder(), func(m *spec.Managed) error { return edit(m, c) }); err != nil {
 		return fmt.Errorf("writing the desired state: %w", err)
 	}
 	return e.indexLeases(r, rec)

@@ -120,6 +120,10 @@ type sources struct {
 	root, id string
 	files    []*layer
 	fileErrs Errors
+	// read is the managed overrides document as the last resolve that read
+	// the file found it (nil: none did), so an edit starts from it and a
+	// re-read after the locks happens only when the file changed.
+	read *managedRead
 }
 
 // WithManaged resolves the workspace again with m standing in for its
@@ -134,6 +138,16 @@ func (r *Resolved) WithManaged(m *Managed) (*Resolved, error) {
 
 func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	readcount.Add(readcount.SpecMerge)
+	var ml *layer
+	var mlErrs Errors
+	if managed == nil {
+		read := readManagedFile(src.root)
+		ml, mlErrs = read.layer(src.root, src.opts.Backends)
+		fresh := *src // a Resolved's sources never change: another may share them
+		fresh.read, src = &read, &fresh
+	} else {
+		ml, mlErrs = managedLayer(src.root, managed, src.opts.Backends)
+	}
 	opts, root := src.opts, src.root
 	r := &Resolved{Root: root, WorkspaceID: src.id, Sources: []string{SourceDefaults}, Host: opts.Host,
 		Config: Defaults(opts.Host), src: src}
@@ -149,7 +163,7 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 	for _, l := range src.files {
 		add(l, nil)
 	}
-	add(managedLayer(root, managed, opts.Backends))
+	add(ml, mlErrs)
 	if opts.Request != nil {
 		// Validation rewrites a tree into canonical values; the request is
 		// loaded again by every resolve, so each one checks a fresh copy.
@@ -271,15 +285,10 @@ func layerOf(path string, data []byte, err error, managed bool, b Backends) (*la
 	return l, errs
 }
 
-// managedLayer is the managed overrides layer: m, else the document read
-// as sbf's own file (never through a link).
+// managedLayer is the managed overrides layer of a document m that stands
+// in for the file (an edit planned before it is written).
 func managedLayer(root string, m *Managed, b Backends) (*layer, Errors) {
 	path := filepath.Join(root, Dir, OverridesFile)
-	if m == nil {
-		readcount.Add(readcount.Overrides)
-		data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
-		return layerOf(path, data, err, true, b)
-	}
 	if len(m.tree) == 0 {
 		return nil, nil
 	}

@@ -2,18 +2,12 @@ package spec
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/ownfile"
-	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // Managed is the managed overrides document (.sandboxforge/overrides.toml):
@@ -30,24 +24,6 @@ const managedHeader = "# Written by sbf: leases and sandboxes from 'sbf up', 'sb
 // managedFolder is the workspace's .sandboxforge folder: sbf's own, so
 // neither it nor overrides.toml may be a link (package ownfile).
 func managedFolder(root string) ownfile.Folder { return ownfile.In(root, Dir) }
-
-// ReadManaged loads the document of a workspace (empty when absent).
-func ReadManaged(root string) (*Managed, error) {
-	readcount.Add(readcount.Overrides)
-	path := filepath.Join(root, Dir, OverridesFile)
-	data, _, err := managedFolder(root).ReadFile(OverridesFile, int64(DefaultLimits.MaxBytes+len(bom)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Managed{tree: map[string]any{}}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	m := &Managed{tree: map[string]any{}}
-	if err := toml.Unmarshal(bytes.TrimPrefix(data, bom), &m.tree); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return m, nil
-}
 
 // Clone copies the document so an edit can be tried without touching it.
 func (m *Managed) Clone() *Managed { return &Managed{tree: cloneTree(m.tree)} }
@@ -76,37 +52,6 @@ func (m *Managed) Equal(o *Managed) bool {
 	a, errA := toml.Marshal(m.tree)
 	b, errB := toml.Marshal(o.tree)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
-}
-
-// EditManaged applies edit to the workspace's document under a lock and
-// writes it atomically. The edit sees the current document, so concurrent
-// editors (CLI and MCP server) never lose each other's changes.
-func EditManaged(ctx context.Context, root string, who flock.Holder, edit func(*Managed) error) error {
-	dir := managedFolder(root)
-	if err := dir.Make(); err != nil {
-		return fmt.Errorf("creating %s: %w", dir.Path(), err)
-	}
-	lock, err := flock.Acquire(ctx, dir.File("overrides.lock"), who, time.Minute)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-	m, err := ReadManaged(root)
-	if err != nil {
-		return err
-	}
-	before := m.Clone()
-	if err := edit(m); err != nil {
-		return err
-	}
-	if m.Equal(before) {
-		return nil
-	}
-	data, err := m.Encode()
-	if err != nil {
-		return err
-	}
-	return dir.WriteFile(OverridesFile, data, 0o644)
 }
 
 // Lease returns a sandbox's lease.
