@@ -36,15 +36,15 @@ type CloneRequest struct {
 // nothing behind. It returns the new sandbox's name.
 func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (*Result, string, error) {
 	now := e.Clock.Now()
-	rec, r, err := e.read(ws, now)
+	looked, r, err := e.read(ws, now)
 	if err != nil {
 		return nil, "", err
 	}
-	name, err := e.checkClone(r, rec, &req)
+	name, err := e.checkClone(r, looked.File, &req)
 	if err != nil {
 		return nil, name, err
 	}
-	opts := Options{Targets: []string{name}, Rollback: true, read: &firstRead{now: now, r: r, rec: rec}, Audit: req.Audit,
+	opts := Options{Targets: []string{name}, Rollback: true, read: &firstRead{now: now, r: r, looked: looked}, Audit: req.Audit,
 		Intent: engineEdit{op: "clone", targets: []string{name}, change: cloneEdit(req, name)}}
 	res, err := e.Apply(ctx, ws, opts)
 	if res != nil && res.Plan != nil && hasProblem(res, name) {

@@ -27,6 +27,7 @@ type run struct {
 	r        *spec.Resolved // after it
 	edit     Edit
 	store    *state.Store
+	looked   *state.Looked // the request's first look at the state
 	locks    *admission.Held
 }
 
@@ -57,10 +58,12 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 	u := &run{ws: ws, opts: opts, planOnly: planOnly, now: e.Clock.Now()}
 	var err error
 	if h := opts.read; h != nil { // the request read them already: one load per request
-		u.now, u.root, u.id, u.rec, u.before = h.now, h.r.Root, h.r.WorkspaceID, h.rec, h.r
-	} else if u.rec, u.before, err = e.read(ws, u.now); err != nil {
+		u.now, u.root, u.id, u.looked, u.before = h.now, h.r.Root, h.r.WorkspaceID, h.looked, h.r
+		u.rec = u.looked.File
+	} else if u.looked, u.before, err = e.read(ws, u.now); err != nil {
 		return nil, err
 	} else {
+		u.rec = u.looked.File
 		u.root, u.id = u.before.Root, u.before.WorkspaceID
 	}
 	u.dir = filepath.Join(u.root, spec.Dir)
@@ -82,12 +85,15 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 			u.locks.YieldCopies(func(name string) string { return plan.SourceOf(u.r, u.rec, name) })
 		}
 	}
+	// Other runs may have finished with these sandboxes meanwhile: what they
+	// changed is read again (only that, when the request looked already).
 	if planOnly {
-		if u.rec, err = state.Read(u.dir, u.root, u.id); err != nil {
+		if u.looked, err = u.looked.Again(); err != nil {
 			return u, err
 		}
+		u.rec = u.looked.File
 	} else {
-		if u.store, err = state.Open(ctx, u.dir, u.root, u.id, e.holder(), e.LockTimeout); err != nil {
+		if u.store, err = state.OpenAfter(ctx, u.looked, e.holder(), e.LockTimeout); err != nil {
 			return u, err
 		}
 		u.rec = u.store.Snapshot()
@@ -101,12 +107,12 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 // read is what a request reads first: the state file, then the desired
 // state as of now (a hand-edited lease end is clamped to what max_ttl
 // allows from now).
-func (e *Engine) read(ws spec.Options, now time.Time) (*state.File, *spec.Resolved, error) {
+func (e *Engine) read(ws spec.Options, now time.Time) (*state.Looked, *spec.Resolved, error) {
 	root, id, err := ws.Identity()
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := state.Read(filepath.Join(root, spec.Dir), root, id)
+	rec, err := state.Look(filepath.Join(root, spec.Dir), root, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,9 +124,9 @@ func (e *Engine) read(ws spec.Options, now time.Time) (*state.File, *spec.Resolv
 // firstRead is a request's first read of its workspace, handed to the
 // run it starts so that run does not read the files again.
 type firstRead struct {
-	now time.Time
-	r   *spec.Resolved
-	rec *state.File
+	now    time.Time
+	r      *spec.Resolved
+	looked *state.Looked
 }
 
 // applyRequest decides the request's edit on the desired state as read

@@ -148,6 +148,7 @@ func (s *Store) readNewLines() (bool, error) {
 			Limit: MaxFileBytes}
 	}
 	if info.Size() > s.seen.offset {
+		readcount.Add(readcount.State) // the lines others appended
 		tail := make([]byte, info.Size()-s.seen.offset)
 		if _, err := fh.ReadAt(tail, s.seen.offset); err != nil {
 			return false, fmt.Errorf("reading state journal: %w", err)

@@ -1,12 +1,16 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 func writeSandbox(t *testing.T, s *Store, name string, phase Phase) {
@@ -173,5 +177,64 @@ func TestCloseFoldsTheJournalIntoStateJSON(t *testing.T) {
 	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
 	if strings.Count(string(journal), "\n") != 1 {
 		t.Errorf("the journal holds more than its head after Close:\n%s", journal)
+	}
+}
+
+// A request looks at the state once: its Open under the lock reads only
+// what other writers appended since (or everything, once state.json was
+// rewritten), and a plan's second look reads nothing when nothing changed.
+// What it then holds is what a fresh read holds.
+func TestAStoreOpenedAfterALookReadsOnlyWhatChanged(t *testing.T) {
+	defer func(old int64) { compactAt = old }(compactAt)
+	dir := t.TempDir()
+	other, _ := open(t, dir, 0)
+	writeSandbox(t, other, "a", Creating)
+	reads := func(do func()) int64 {
+		before := readcount.Now()
+		do()
+		return readcount.Now().Since(before).Of(readcount.State)
+	}
+	look := func() *Looked {
+		l, err := Look(dir, "/ws", "ws_0123456789ab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	openAfter := func(l *Looked) *Store {
+		s, err := OpenAfter(context.Background(), l, flock.Holder{Command: "sbf test"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	l := look()
+	if n := reads(func() {
+		if again, err := l.Again(); err != nil || again != l {
+			t.Errorf("a second look at an unchanged state: %v, new %v", err, again != l)
+		}
+		openAfter(l)
+	}); n != 0 {
+		t.Errorf("an unchanged state was read %d times after the look", n)
+	}
+	writeSandbox(t, other, "b", Running) // appended after the look
+	var s *Store
+	if n := reads(func() { s = openAfter(l) }); n != 1 {
+		t.Errorf("new journal lines took %d reads, want 1", n)
+	}
+	if got := s.Snapshot(); got.Sandboxes["b"] == nil || got.Serial != readState(t, dir).Serial {
+		t.Errorf("the store missed the other writer's line: %+v", got.Sandboxes)
+	}
+	l = look()
+	compactAt = 0 // the next write rewrites state.json whole
+	writeSandbox(t, other, "c", Running)
+	if s = openAfter(l); s.Snapshot().Sandboxes["c"] == nil {
+		t.Error("the store missed a rewritten state.json")
+	}
+	if again, _ := l.Again(); again == l || again.File.Sandboxes["c"] == nil {
+		t.Error("a second look missed a rewritten state.json")
+	}
+	if l.File.Sandboxes["c"] != nil {
+		t.Error("the first look's file was changed")
 	}
 }

@@ -76,8 +76,30 @@ func EnsureDir(dir string) error {
 // the journal of writes since. A missing file is an empty state with a new
 // lineage.
 func Read(dir, root, workspaceID string) (*File, error) {
-	f, _, _, err := read(dir, root, workspaceID)
-	return f, err
+	l, err := Look(dir, root, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return l.File, nil
+}
+
+// Looked is the state as one unlocked read found it (File), with the files
+// it came from, so that the request's Open under the lock reads only what
+// changed since (OpenAfter).
+type Looked struct {
+	File                   *File
+	dir, root, workspaceID string
+	seen                   view
+	whole                  []byte
+}
+
+// Look reads the state without locking, as Read does, keeping what OpenAfter needs.
+func Look(dir, root, workspaceID string) (*Looked, error) {
+	f, v, whole, err := read(dir, root, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return &Looked{File: f, dir: dir, root: root, workspaceID: workspaceID, seen: v, whole: whole}, nil
 }
 
 // Store is a workspace's writable state. Its lock guards edits of the
@@ -121,19 +143,80 @@ func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, 
 		return nil, err
 	}
 	defer lock.Release()
-	var whole []byte
-	if s.file, s.seen, whole, err = read(dir, root, workspaceID); err != nil {
+	return s, s.readAll()
+}
+
+// Again is the state now: l when neither state.json nor the journal
+// changed since l looked, else a new look.
+func (l *Looked) Again() (*Looked, error) {
+	own := Folder(l.dir)
+	snap, err := own.Stat(FileName)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading state: %w", err)
+	}
+	journal, err := own.Stat(JournalName)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading state journal: %w", err)
+	}
+	if !l.seen.stale && same(snap, l.seen.snap) && same(journal, l.seen.journal) {
+		return l, nil
+	}
+	return Look(l.dir, l.root, l.workspaceID)
+}
+
+// OpenAfter is Open for a request that looked at the state already: under
+// the lock it reads only what other writers changed since the look (the
+// journal's new lines; everything when state.json was rewritten).
+func OpenAfter(ctx context.Context, l *Looked, who flock.Holder, timeout time.Duration) (*Store, error) {
+	if err := EnsureDir(l.dir); err != nil {
 		return nil, err
 	}
+	s := &Store{dir: l.dir, root: l.root, workspaceID: l.workspaceID, own: Folder(l.dir), who: who,
+		wait: max(timeout, minLockWait)}
+	lock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	snap, err := s.own.Stat(FileName)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading state: %w", err)
+	}
+	if l.seen.stale || !same(snap, l.seen.snap) {
+		return s, s.readAll()
+	}
+	s.file, s.seen = l.File.Clone(), l.seen
+	if ok, err := s.readNewLines(); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return s, s.readAll()
+	}
+	return s, s.keepBefore(l.whole)
+}
+
+// readAll reads the state whole, under the lock.
+func (s *Store) readAll() error {
+	var whole []byte
+	var err error
+	if s.file, s.seen, whole, err = read(s.dir, s.root, s.workspaceID); err != nil {
+		return err
+	}
+	return s.keepBefore(whole)
+}
+
+// keepBefore keeps the state as the run found it, the backup its first
+// write makes: state.json's bytes (whole) when they held all of it.
+func (s *Store) keepBefore(whole []byte) error {
 	s.before = whole
 	if whole != nil && s.seen.entries > 0 {
 		var buf bytes.Buffer
 		if err := statefile.Write(&buf, s.file); err != nil {
-			return nil, err
+			return err
 		}
 		s.before = buf.Bytes()
 	}
-	return s, nil
+	return nil
 }
 
 func (s *Store) lock(ctx context.Context) (*flock.Lock, error) {
