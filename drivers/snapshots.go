@@ -121,3 +121,13 @@ func (e *SnapshotUnsupportedError) Coded() *coded.Error {
 func SnapshotUnsupported(driver, reason string, steps ...string) error {
 	return &SnapshotUnsupportedError{Driver: driver, Reason: reason, NextSteps: steps}
 }
+
+// NoSnapshots is SNAPSHOT_UNSUPPORTED for a backend without the capability. What each could use:
+// Hyper-V's Checkpoint-VM/Restore-VMCheckpoint, Code-Hex/vz's
+// SaveMachineStateToPath (macOS 14+), KubeVirt's VirtualMachineSnapshot;
+// none is wired in this build.
+func NoSnapshots(driver string) error {
+	return SnapshotUnsupported(driver, "keeps no snapshots and makes no clones in this build of sbf",
+		`declare the sandbox with driver = "lima" and vm_type = "qemu" to snapshot it (clones: any lima VM)`,
+		"or keep what matters outside the VM: sbf cp, collect_artifacts")
+}

@@ -92,7 +92,7 @@ func (e *Engine) checkClone(r *spec.Resolved, rec *state.File, req *CloneRequest
 		return "", err
 	}
 	if drivers.CapabilitiesOf(drv).Clone == nil {
-		return "", noSnapshots(driver)
+		return "", drivers.NoSnapshots(driver)
 	}
 	name := req.Name
 	if name == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile/admission"
+	"github.com/sandboxforge/sbf/reconcile/executor"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -290,9 +291,9 @@ func (e *Engine) confirm(ctx context.Context, u *run, res *Result) (bool, error)
 	return true, nil
 }
 
-func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *Executor {
+func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *executor.Executor {
 	r := u.r
-	return &Executor{
+	return &executor.Executor{
 		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
 		Record:      u.store,
 		Clock:       e.Clock,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/admission"
+	"github.com/sandboxforge/sbf/reconcile/executor"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -353,7 +354,7 @@ func (e *Engine) runner(r *spec.Resolved) func(driver, instance string) (guest.R
 		if err != nil {
 			return nil, err
 		}
-		return runnerFor(d, driver, instance)
+		return executor.RunnerFor(d, driver, instance)
 	}
 }
 
@@ -363,7 +364,7 @@ func (e *Engine) lister(r *spec.Resolved) func(string) (Lister, error) {
 
 // admission counts every sbf instance the workspace's drivers (and its
 // pools') list; a sandbox's VM past the cap deletes a spare first.
-func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) Admitter {
+func (e *Engine) admission(r *spec.Resolved, d plan.Desired, rec *state.File) executor.Admitter {
 	if e.HostDir == "" {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/admission"
+	"github.com/sandboxforge/sbf/reconcile/executor"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -109,7 +110,7 @@ func (e *Engine) evictSpare(
 			continue
 		}
 		drivers.Progressf(ctx, "deleting spare %s to stay within [lease] max_instances", c.Name)
-		deleted, err := retireAndDelete(ctx, drv, lab, e.HostDir, e.holder(), e.Clock.Now(), c.Name)
+		deleted, err := executor.RetireAndDelete(ctx, drv, lab, e.HostDir, e.holder(), e.Clock.Now(), c.Name)
 		if err != nil || deleted {
 			return deleted, err
 		}

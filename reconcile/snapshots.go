@@ -122,19 +122,9 @@ func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, 
 	}
 	sn := drivers.CapabilitiesOf(drv).Snapshots
 	if sn == nil {
-		return nil, nil, noSnapshots(tgt.DriverName)
+		return nil, nil, drivers.NoSnapshots(tgt.DriverName)
 	}
 	return tgt, sn, nil
-}
-
-// noSnapshots is a backend without the capability. What each could use:
-// Hyper-V's Checkpoint-VM/Restore-VMCheckpoint, Code-Hex/vz's
-// SaveMachineStateToPath (macOS 14+), KubeVirt's VirtualMachineSnapshot;
-// none is wired in this build.
-func noSnapshots(driver string) error {
-	return drivers.SnapshotUnsupported(driver, "keeps no snapshots and makes no clones in this build of sbf",
-		`declare the sandbox with driver = "lima" and vm_type = "qemu" to snapshot it (clones: any lima VM)`,
-		"or keep what matters outside the VM: sbf cp, collect_artifacts")
 }
 
 // listed is what the backend has, with what the state file recorded of

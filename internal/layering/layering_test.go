@@ -50,6 +50,8 @@ var forbidden = []struct {
 		return under(f, "reconcile/loop") && under(t, "reconcile") && !under(t, "reconcile/loop")
 	},
 		"the loop is a controller over a Reconciler: it never sees the engine or its concepts"},
+	{func(f, t string) bool { return under(f, "reconcile/admission") && under(t, "reconcile/executor") },
+		"admission decides who may act and how many; it never carries a plan out"},
 	{func(f, t string) bool { return concept(f) && t == "reconcile" },
 		"a concept of the engine never reaches back up to the engine that uses it"},
 	{func(f, t string) bool { return under(t, "cmd") }, "nothing imports a command"},
@@ -165,6 +167,7 @@ func TestViolationsAreReported(t *testing.T) {
 		{"internal/policy", "spec"}, {"drivers/lima", "drivers/sim"}, {"reconcile", "mcpserver"},
 		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}, {"cli", "mcpserver"},
 		{"reconcile", "drivers/guest/composefile"}, {"reconcile/loop", "reconcile"}, {"reconcile/loop", "reconcile/plan"},
+		{"reconcile/admission", "reconcile/executor"}, {"reconcile/executor", "reconcile"},
 		{"reconcile/plan", "reconcile"}} {
 		if violation(module+"/"+c[0], module+"/"+c[1]) == "" {
 			t.Errorf("%s → %s was allowed", c[0], c[1])
@@ -174,7 +177,7 @@ func TestViolationsAreReported(t *testing.T) {
 		"drivers/sshexec"},
 		{"mcpserver", "reconcile"}, {"cli/mcpcmd", "mcpserver"}, {"reconcile/plan", "spec"},
 		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"},
-		{"reconcile", "reconcile/loop"}, {"reconcile/loop", "spec"}} {
+		{"reconcile", "reconcile/loop"}, {"reconcile/loop", "spec"}, {"reconcile/executor", "reconcile/admission"}} {
 		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)
 		}

@@ -1,4 +1,4 @@
-package reconcile
+package executor
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func (e *Executor) performSpare(ctx context.Context, drv Driver, a plan.Action) 
 	case plan.Create:
 		return e.createSpare(ctx, drv, lab, a)
 	case plan.Delete:
-		_, err := retireAndDelete(ctx, drv, lab, e.HostDir, e.Who, e.Clock.Now(), a.Instance)
+		_, err := RetireAndDelete(ctx, drv, lab, e.HostDir, e.Who, e.Clock.Now(), a.Instance)
 		return err
 	}
 	return fmt.Errorf("unknown action %q for a spare", a.Kind)
@@ -199,7 +199,7 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 	}
 	docker := ""
 	if a.Spare.Runtime {
-		if r, err := runnerFor(drv, a.Driver, a.Instance); err == nil { // none on the sim: nothing runs there
+		if r, err := RunnerFor(drv, a.Driver, a.Instance); err == nil { // none on the sim: nothing runs there
 			drivers.Progressf(ctx, "making the container runtime ready")
 			if docker, err = guest.EnsureRuntime(ctx, r, a.Spare.Install); err != nil {
 				return fmt.Errorf("making the container runtime ready: %w", err)
@@ -215,10 +215,10 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 	return nil
 }
 
-// retireAndDelete retires a spare (claims it for nobody, so no adopter
+// RetireAndDelete retires a spare (claims it for nobody, so no adopter
 // takes it meanwhile), then deletes it, and says whether it did. One a
 // sandbox adopted since it was seen is left to its owner.
-func retireAndDelete(
+func RetireAndDelete(
 	ctx context.Context,
 	drv Driver,
 	lab drivers.Labeler,

@@ -1,4 +1,4 @@
-package reconcile
+package executor
 
 import (
 	"github.com/sandboxforge/sbf/reconcile/plan"

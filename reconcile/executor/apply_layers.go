@@ -1,4 +1,4 @@
-package reconcile
+package executor
 
 import (
 	"context"
@@ -37,9 +37,9 @@ func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
 	return g.copy.CopyIn(ctx, g.instance, local, remote)
 }
 
-// runnerFor gives the guest layer a way into an instance, or says why the
+// RunnerFor gives the guest layer a way into an instance, or says why the
 // driver offers none.
-func runnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
+func RunnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
 	caps := drivers.CapabilitiesOf(d)
 	if caps.HostShell {
 		return nil, fmt.Errorf("the %s driver runs commands on this host, not in a VM, so sbf does not install or run "+
@@ -66,7 +66,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 	if a.Kind == plan.Env {
 		return e.writeEnv(a, l)
 	}
-	r, err := runnerFor(drv, a.Driver, a.Instance)
+	r, err := RunnerFor(drv, a.Driver, a.Instance)
 	if err != nil {
 		return err
 	}

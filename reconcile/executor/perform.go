@@ -1,4 +1,4 @@
-package reconcile
+package executor
 
 import (
 	"context"
@@ -143,7 +143,7 @@ func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
 	}
 	cl := drivers.CapabilitiesOf(drv).Clone
 	if cl == nil {
-		return noSnapshots(a.Driver)
+		return drivers.NoSnapshots(a.Driver)
 	}
 	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)
 }

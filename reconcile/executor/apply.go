@@ -1,4 +1,4 @@
-package reconcile
+package executor
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 // Driver is what the executor needs from a backend: the lifecycle every
 // registered backend provides.
 type Driver = drivers.Driver
+
 
 // Recorder persists state changes; state.Store is one.
 type Recorder interface {
