@@ -95,7 +95,7 @@ type GuardLogger interface {
 // nil, or an error saying why not and what to do (the engine reports it as
 // POLICY_UNSUPPORTED). Backends without it enforce nothing.
 type EgressEnforcer interface {
-	EnforceEgress(s Spec) error
+	EnforceEgress(ctx context.Context, s Spec) error
 }
 
 // PolicyError is EnforceEgress's answer when a backend enforces policies but not this

@@ -93,7 +93,7 @@ type Connector interface {
 // template, vm_type, mount or port form it cannot is a plan problem
 // naming the key, not a failure halfway through an apply.
 type Validator interface {
-	Validate(s Spec) error
+	Validate(ctx context.Context, s Spec) error
 }
 
 // Labeler records on an instance, beyond its name, that it is a pool's

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ type policed struct {
 	logDir string
 }
 
-func (policed) EnforceEgress(drivers.Spec) error { return nil }
+func (policed) EnforceEgress(context.Context, drivers.Spec) error { return nil }
 func (p policed) EgressLog(instance string) string {
 	return filepath.Join(p.logDir, instance+".jsonl")
 }

@@ -225,7 +225,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if none {
 		return u.nothingHeld(res, desired), nil
 	}
-	res.Observed.Invalid = ValidateSpecs(desired, res.Observed.Unavailable,
+	res.Observed.Invalid = ValidateSpecs(ctx, desired, res.Observed.Unavailable,
 		func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
 		res.Observed, u.now, targets, e.runner(r))

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestAPolicyTheDriverCannotEnforceIsRefused(t *testing.T) {
 // pickyDriver enforces policies, but not this one, and says what would work.
 type pickyDriver struct{ drivers.Driver }
 
-func (pickyDriver) EnforceEgress(drivers.Spec) error {
+func (pickyDriver) EnforceEgress(context.Context, drivers.Spec) error {
 	return fmt.Errorf("checking: %w", &drivers.PolicyError{Driver: "picky", Reason: "names need DNS",
 		NextSteps: []string{"list addresses"}})
 }
@@ -44,7 +45,7 @@ func (pickyDriver) EnforceEgress(drivers.Spec) error {
 func TestADriversPolicyRefusalKeepsItsNextSteps(t *testing.T) {
 	ds := plan.DesiredSandbox{Name: "api", Driver: "picky",
 		VM: drivers.Spec{Egress: &drivers.Egress{Mode: "allowlist", Allow: []string{"a.org"}}}}
-	e := coded.Of(egressEnforced(pickyDriver{}, ds), coded.Unknown)
+	e := coded.Of(egressEnforced(context.Background(), pickyDriver{}, ds), coded.Unknown)
 	steps, _ := e.Details["next_steps"].([]string)
 	if e.Code != coded.PolicyUnsupported || !strings.Contains(e.Message, "names need DNS") || len(steps) != 3 ||
 		steps[0] != "list addresses" || !strings.Contains(steps[2], "[sandboxes.api.network]") {

@@ -326,7 +326,7 @@ func TestUnavailableDriverIsAProblemNotAGuess(t *testing.T) {
 // cannot do is a plan problem naming the key, never a half-done apply.
 type pickySim struct{ Driver }
 
-func (pickySim) Validate(s drivers.Spec) error {
+func (pickySim) Validate(_ context.Context, s drivers.Spec) error {
 	if s.CPUs > 8 {
 		return &drivers.SpecError{Driver: "sim", Key: "cpus", Reason: "give a VM more than 8 CPUs"}
 	}

@@ -50,7 +50,8 @@ func Observe(
 
 // ValidateSpecs asks each available backend that can check specs about
 // the sandboxes it would run.
-func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string) (Driver, error)) map[string]error {
+func ValidateSpecs(ctx context.Context, d plan.Desired, unavailable map[string]error,
+	get func(string) (Driver, error)) map[string]error {
 	out := map[string]error{}
 	for name, ds := range d.Sandboxes {
 		if unavailable[ds.Driver] != nil {
@@ -60,12 +61,12 @@ func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string
 		if err != nil {
 			continue // reported as unavailable by observation
 		}
-		if err := egressEnforced(drv, ds); err != nil {
+		if err := egressEnforced(ctx, drv, ds); err != nil {
 			out[name] = err
 			continue
 		}
 		if v := drivers.CapabilitiesOf(drv).Validate; v != nil {
-			if err := v.Validate(ds.VM); err != nil {
+			if err := v.Validate(ctx, ds.VM); err != nil {
 				out[name] = err
 			}
 		}
@@ -75,7 +76,7 @@ func ValidateSpecs(d plan.Desired, unavailable map[string]error, get func(string
 
 // egressEnforced refuses a network policy the sandbox's driver cannot
 // enforce outside the guest: a rule nobody enforces is worse than none.
-func egressEnforced(drv Driver, ds plan.DesiredSandbox) error {
+func egressEnforced(ctx context.Context, drv Driver, ds plan.DesiredSandbox) error {
 	e := ds.VM.Egress
 	if e == nil {
 		return nil
@@ -88,7 +89,7 @@ func egressEnforced(drv Driver, ds plan.DesiredSandbox) error {
 		return coded.New(coded.PolicyUnsupported, details,
 			"egress = %q: the %s driver cannot enforce a network policy outside the guest", e.Mode, ds.Driver)
 	}
-	if err := enf.EnforceEgress(ds.VM); err != nil {
+	if err := enf.EnforceEgress(ctx, ds.VM); err != nil {
 		var pe *drivers.PolicyError
 		if errors.As(err, &pe) {
 			// The driver enforces policies, only not this one: what it says would work comes first.

@@ -134,8 +134,8 @@ func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
 
 // Validate asks the plugin at plan time; a plugin that cannot be reached then is no
 // reason to refuse a plan (the apply will say so).
-func (d *Driver) Validate(s drivers.Spec) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (d *Driver) Validate(ctx context.Context, s drivers.Spec) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := d.conn.call(ctx, MethodValidate, s, nil)
 	var se *drivers.SpecError
@@ -147,8 +147,8 @@ func (d *Driver) Validate(s drivers.Spec) error {
 
 // EnforceEgress asks the plugin at plan time whether it enforces s's network policy. Unlike
 // Validate, any failure refuses: a policy nobody confirmed is never run open.
-func (d *Driver) EnforceEgress(s drivers.Spec) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (d *Driver) EnforceEgress(ctx context.Context, s drivers.Spec) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := d.conn.call(ctx, MethodEnforceEgress, s, nil)
 	var pe *drivers.PolicyError

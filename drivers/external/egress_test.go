@@ -1,6 +1,7 @@
 package external
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +13,7 @@ import (
 // enforcingPlugin enforces deny and refuses anything else, as a plugin's EnforceEgress may.
 type enforcingPlugin struct{ *simPlugin }
 
-func (p enforcingPlugin) EnforceEgress(s drivers.Spec) error {
+func (p enforcingPlugin) EnforceEgress(_ context.Context, s drivers.Spec) error {
 	if s.Egress == nil || s.Egress.Mode == "deny" {
 		return nil
 	}
@@ -25,11 +26,11 @@ func (p enforcingPlugin) EnforceEgress(s drivers.Spec) error {
 func TestEnforceEgressCrossesTheWire(t *testing.T) {
 	d := overPipes(t, enforcingPlugin{newSimPlugin(t)}, "")
 	deny := drivers.Spec{Name: "x", Egress: &drivers.Egress{Mode: "deny"}}
-	if err := d.EnforceEgress(deny); err != nil {
+	if err := d.EnforceEgress(context.Background(), deny); err != nil {
 		t.Errorf("deny: %v", err)
 	}
 	names := drivers.Spec{Name: "x", Egress: &drivers.Egress{Mode: "allowlist", Allow: []string{"a.org"}}}
-	err := d.EnforceEgress(names)
+	err := d.EnforceEgress(context.Background(), names)
 	var pe *drivers.PolicyError
 	if !errors.As(err, &pe) || pe.Reason != "names need DNS" || len(pe.NextSteps) != 1 ||
 		!strings.Contains(err.Error(), "checking the policy") {
@@ -37,7 +38,7 @@ func TestEnforceEgressCrossesTheWire(t *testing.T) {
 	}
 
 	plain := overPipes(t, newSimPlugin(t), "")
-	if err := plain.EnforceEgress(deny); err == nil || !strings.Contains(err.Error(), "cannot enforce") {
+	if err := plain.EnforceEgress(context.Background(), deny); err == nil || !strings.Contains(err.Error(), "cannot enforce") {
 		t.Errorf("a plugin without EnforceEgress: %v; want a refusal", err)
 	}
 }

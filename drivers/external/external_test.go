@@ -53,7 +53,7 @@ func (p *simPlugin) Start(ctx context.Context, s drivers.Spec) error {
 	return p.Driver.Start(ctx, s)
 }
 
-func (p *simPlugin) Validate(s drivers.Spec) error {
+func (p *simPlugin) Validate(_ context.Context, s drivers.Spec) error {
 	if s.VMType == "wsl2" {
 		return &drivers.SpecError{Driver: "sim", Key: "vm_type", Reason: "run wsl2"}
 	}
@@ -139,7 +139,7 @@ func TestErrorsKeepTheirKindAcrossTheWire(t *testing.T) {
 		t.Errorf("a losing claim: %v (%+v); want an OwnedError naming %v", err, owned, owner)
 	}
 	var se *drivers.SpecError
-	if err := d.Validate(drivers.Spec{Name: name, VMType: "wsl2"}); !errors.As(err, &se) || se.Key != "vm_type" {
+	if err := d.Validate(context.Background(), drivers.Spec{Name: name, VMType: "wsl2"}); !errors.As(err, &se) || se.Key != "vm_type" {
 		t.Errorf("Validate: %v; want a SpecError on vm_type", err)
 	}
 	_, err = d.Exec(ctx, name, drivers.ExecRequest{Command: "true"})

@@ -143,9 +143,9 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 		case MethodReconfigure:
 			return nil, p.Reconfigure(ctx, sp)
 		case MethodEnforceEgress:
-			return nil, enforceEgress(p, sp)
+			return nil, enforceEgress(ctx, p, sp)
 		}
-		return nil, p.Validate(sp)
+		return nil, p.Validate(ctx, sp)
 	case MethodStop, MethodDelete, MethodSSH:
 		if err := decode(&n); err != nil {
 			return nil, err
@@ -187,9 +187,9 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 
 // enforceEgress is the plugin's answer when it enforces network policies; one that does
 // not refuses every policy, as the engine does for a backend without the capability.
-func enforceEgress(p Plugin, s drivers.Spec) error {
+func enforceEgress(ctx context.Context, p Plugin, s drivers.Spec) error {
 	if e, ok := p.(drivers.EgressEnforcer); ok {
-		return e.EnforceEgress(s)
+		return e.EnforceEgress(ctx, s)
 	}
 	return errors.New("this plugin cannot enforce a network policy outside the guest")
 }

@@ -113,7 +113,7 @@ func bytesOf(gib float64) int64 { return int64(math.Round(gib * (1 << 30))) }
 // Create makes a stopped VM: a differencing disk over the base image,
 // grown to disk_gib, a Generation 2 VM on the switch with sbf's marker.
 func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
-	if err := d.Validate(s); err != nil {
+	if err := d.Validate(ctx, s); err != nil {
 		return err
 	}
 	base := d.parent(s)
@@ -180,7 +180,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 // guest grows its file system into a larger disk itself (cloud-init's
 // growpart does at boot).
 func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
-	if err := d.Validate(s); err != nil {
+	if err := d.Validate(ctx, s); err != nil {
 		return err
 	}
 	_, err := d.owned(ctx, "reconfigure", s.Name, resources(s)...)

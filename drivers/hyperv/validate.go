@@ -1,6 +1,7 @@
 package hyperv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +18,7 @@ const defaultTemplate = "template:docker"
 
 // Validate says, at plan time, what in a spec Hyper-V cannot honour,
 // naming the key, so that an apply never fails halfway over it.
-func (d *Driver) Validate(s drivers.Spec) error {
+func (d *Driver) Validate(ctx context.Context, s drivers.Spec) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &drivers.SpecError{Driver: Name, Key: key, Reason: fmt.Sprintf(format, args...)})

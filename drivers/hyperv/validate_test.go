@@ -1,6 +1,7 @@
 package hyperv
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -56,7 +57,7 @@ func TestValidateNamesWhatHyperVCannotHonour(t *testing.T) {
 	} {
 		s := ok
 		tc.change(&s)
-		err := d.Validate(s)
+		err := d.Validate(context.Background(), s)
 		if keys := specErrorKeys(err); !slices.Equal(keys, tc.keys) {
 			t.Errorf("%s: keys %v, want %v (%v)", name, keys, tc.keys, err)
 		}

@@ -104,7 +104,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 	f := newFake(t)
 	f.env["LIMA_TEMPLATES_PATH"] = t.TempDir() // no templates at all
 	d := f.driver()
-	err := d.Validate(drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"},
+	err := d.Validate(context.Background(), drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"},
 		Template: "template:docker"})
 	for _, key := range []string{"vm_type:", "mounts:", "ports:", "template:"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -117,7 +117,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}
 	ok := drivers.Spec{Name: "x", VMType: "qemu", Image: drivers.Image{Location: "/disk.img"},
 		Ports: []string{"8080:80"}}
-	if err := d.Validate(ok); err != nil {
+	if err := d.Validate(context.Background(), ok); err != nil {
 		t.Errorf("a valid spec: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // EnforceEgress says whether this host can hold a Lima VM to a network
 // policy: only where sbf starts QEMU itself (Linux, vmType qemu), so that
 // its user network can be restricted before the guest boots.
-func (d *Driver) EnforceEgress(s drivers.Spec) error {
+func (d *Driver) EnforceEgress(ctx context.Context, s drivers.Spec) error {
 	switch {
 	case d.opts.HostOS != "linux":
 		return fmt.Errorf("the lima driver enforces a network policy only on Linux hosts (QEMU), not on %s",
@@ -62,8 +62,8 @@ func (d *Driver) GuardLog(instance string) string {
 // egressEnv writes the instance's launch config and returns what tells
 // sbf's QEMU wrapper to start QEMU through `sbf egress-qemu`: every QEMU VM
 // on Linux runs under its host guard, and those with a policy behind it.
-func (d *Driver) egressEnv(s drivers.Spec) ([]string, error) {
-	if err := d.EnforceEgress(s); err != nil {
+func (d *Driver) egressEnv(ctx context.Context, s drivers.Spec) ([]string, error) {
+	if err := d.EnforceEgress(ctx, s); err != nil {
 		return nil, err
 	}
 	self, _ := d.self()

@@ -136,7 +136,7 @@ func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error)
 				"about 10x slower; a first boot takes minutes", q.Reason)
 		})
 	}
-	egressEnv, err := d.egressEnv(s)
+	egressEnv, err := d.egressEnv(ctx, s)
 	if err != nil {
 		return nil, err
 	}

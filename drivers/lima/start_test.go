@@ -283,7 +283,7 @@ func TestANetworkPolicyStartsQEMUThroughEgressQEMU(t *testing.T) {
 		t.Errorf("the wrapper ran sbf with %q, want %q", got, want)
 	}
 	s.VMType = "vz"
-	if err := d.EnforceEgress(s); err == nil || !strings.Contains(err.Error(), "vm_type") {
+	if err := d.EnforceEgress(context.Background(), s); err == nil || !strings.Contains(err.Error(), "vm_type") {
 		t.Errorf("vz: %v, want a refusal", err)
 	}
 }

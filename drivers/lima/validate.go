@@ -1,6 +1,7 @@
 package lima
 
 import (
+	"context"
 	"errors"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -8,7 +9,7 @@ import (
 
 // Validate says, at plan time, what in a spec Lima cannot honour here,
 // naming the key, so that an apply never fails halfway over it.
-func (d *Driver) Validate(s drivers.Spec) error {
+func (d *Driver) Validate(ctx context.Context, s drivers.Spec) error {
 	var errs []error
 	bad := func(key, reason string) {
 		errs = append(errs, &drivers.SpecError{Driver: Name, Key: key, Reason: reason})

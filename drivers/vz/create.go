@@ -18,7 +18,7 @@ import (
 // one is a create that did not finish (listed as broken). A failed create
 // leaves nothing behind.
 func (d *Driver) Create(ctx context.Context, s drivers.Spec) (err error) {
-	if err := d.Validate(s); err != nil {
+	if err := d.Validate(ctx, s); err != nil {
 		return err
 	}
 	f := d.folder(s.Name)

@@ -41,7 +41,7 @@ func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diag
 	}
 	diag.Add(checkEntitlement(o))
 	for _, s := range specs {
-		diag.Add(d.checkSpec(s))
+		diag.Add(d.checkSpec(ctx, s))
 	}
 	diag.Add(checkWritable(o.Dir))
 	diag.Finish()
@@ -101,12 +101,12 @@ func codesignEntitlements() (string, error) {
 }
 
 // checkSpec is one sandbox: what Validate refuses, then its image.
-func (d *Driver) checkSpec(s drivers.Spec) drivers.Check {
+func (d *Driver) checkSpec(ctx context.Context, s drivers.Spec) drivers.Check {
 	name := "sandbox " + s.Name
 	if _, sandbox, ok := drivers.ParseInstanceName(s.Name); ok {
 		name = "sandbox " + sandbox
 	}
-	if err := d.Validate(s); err != nil {
+	if err := d.Validate(ctx, s); err != nil {
 		return drivers.Check{Name: name, Status: drivers.CheckFail, Detail: err.Error()}
 	}
 	if imageName, ok := images.NameOf(s.Image.Location); ok {

@@ -163,7 +163,7 @@ func (d *Driver) Reconfigure(ctx context.Context, s drivers.Spec) error {
 	if st, err := d.status(ctx, f); err == nil && st.Up() {
 		return fmt.Errorf("vz instance %s is running: stop it before reconfiguring", s.Name)
 	}
-	if err := d.Validate(s); err != nil {
+	if err := d.Validate(ctx, s); err != nil {
 		return err
 	}
 	old, _ := f.ReadConfig()

@@ -1,6 +1,7 @@
 package vz
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,7 +16,7 @@ var sha256Digest = lazyre.New(`^sha256:[0-9a-fA-F]{64}$`)
 
 // Validate says, at plan time, what in a spec vz cannot honour, naming
 // the key, so an apply never fails halfway over it.
-func (d *Driver) Validate(s drivers.Spec) error {
+func (d *Driver) Validate(ctx context.Context, s drivers.Spec) error {
 	var errs []error
 	bad := func(key, reason string, args ...any) {
 		errs = append(errs, &drivers.SpecError{Driver: Name, Key: key, Reason: fmt.Sprintf(reason, args...)})

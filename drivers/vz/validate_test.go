@@ -1,6 +1,7 @@
 package vz
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -83,8 +84,8 @@ func TestValidateNamesEveryKeyVzCannotHonour(t *testing.T) {
 			return recipes, err
 		}
 		tc.edit(&s)
-		if got := keys(d.Validate(s)); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: keys %v, want %v (%v)", name, got, tc.want, d.Validate(s))
+		if got := keys(d.Validate(context.Background(), s)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: keys %v, want %v (%v)", name, got, tc.want, d.Validate(context.Background(), s))
 		}
 	}
 }
@@ -92,14 +93,14 @@ func TestValidateNamesEveryKeyVzCannotHonour(t *testing.T) {
 func TestValidateExplainsTheX86OnlyImageHonestly(t *testing.T) {
 	s := testSpec("api")
 	s.Image.Location = "sbf:debian-12"
-	err := validator(t).Validate(s)
+	err := validator(t).Validate(context.Background(), s)
 	if err == nil || !strings.Contains(err.Error(), "x86_64 images only") || !strings.Contains(err.Error(), "aarch64") {
 		t.Errorf("err = %v", err)
 	}
 	intel := validator(t)
 	intel.opts.HostArch = "amd64"
 	s.Arch = "x86_64"
-	if err := intel.Validate(s); err != nil {
+	if err := intel.Validate(context.Background(), s); err != nil {
 		t.Errorf("sbf:debian-12 on an Intel Mac: %v", err)
 	}
 }

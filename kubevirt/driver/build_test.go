@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -95,14 +96,14 @@ func TestWhatAClusterVMCannotBeIsAPlanProblem(t *testing.T) {
 		"kubevirt.colour":    {Name: base.Name, Backend: map[string]string{"colour": "blue"}},
 	} {
 		var se *drivers.SpecError
-		if err := d.Validate(s); !errors.As(err, &se) || se.Key != key {
+		if err := d.Validate(context.Background(), s); !errors.As(err, &se) || se.Key != key {
 			t.Errorf("%s: %v", key, err)
 		}
 	}
 	for _, loc := range []string{"", "docker://quay.io/containerdisks/fedora:41", "https://example.org/disk.qcow2"} {
 		s := base
 		s.Image.Location = loc
-		if err := d.Validate(s); err != nil {
+		if err := d.Validate(context.Background(), s); err != nil {
 			t.Errorf("image %q: %v", loc, err)
 		}
 	}

@@ -65,7 +65,7 @@ func (d *Driver) update(ctx context.Context, instance string, change func(*kv.Vi
 }
 
 // Validate refuses, at plan time, what a cluster VM cannot be.
-func (d *Driver) Validate(s drivers.Spec) error {
+func (d *Driver) Validate(_ context.Context, s drivers.Spec) error {
 	switch {
 	case len(s.Mounts) > 0:
 		return &drivers.SpecError{Driver: Name, Key: "mounts", Reason: "share host paths into a cluster VM (use sbf sync)"}
@@ -86,7 +86,7 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := d.EnforceEgress(s); err != nil {
+	if err := d.EnforceEgress(ctx, s); err != nil {
 		return fmt.Errorf("creating %s: %w", s.Name, err)
 	}
 	if err := d.ensureNamespace(ctx); err != nil {

@@ -32,7 +32,7 @@ func PolicyName(vm string) string { return vm + "-egress" }
 
 // EnforceEgress says, at plan time, whether s's policy can be a NetworkPolicy: deny, and
 // allowlists of addresses, can; a name cannot.
-func (d *Driver) EnforceEgress(s drivers.Spec) error {
+func (d *Driver) EnforceEgress(ctx context.Context, s drivers.Spec) error {
 	_, err := egressRules(s.Egress)
 	return err
 }

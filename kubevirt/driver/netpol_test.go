@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -109,7 +110,7 @@ func TestNoPolicyIsNoNetworkPolicy(t *testing.T) {
 func TestANameRuleIsRefusedWithWhatWouldWork(t *testing.T) {
 	e := &drivers.Egress{Mode: "allowlist", Allow: []string{"10.0.0.0/8", "pypi.org", "*.example.com:8443"}}
 	d := &Driver{}
-	err := d.EnforceEgress(drivers.Spec{Egress: e})
+	err := d.EnforceEgress(context.Background(), drivers.Spec{Egress: e})
 	var pe *drivers.PolicyError
 	if !errors.As(err, &pe) {
 		t.Fatalf("EnforceEgress = %v; want a *drivers.PolicyError", err)
@@ -129,7 +130,7 @@ func TestANameRuleIsRefusedWithWhatWouldWork(t *testing.T) {
 	if np, err := networkPolicy(testVM(t), e); np != nil || err == nil {
 		t.Errorf("networkPolicy = %v, %v; want the refusal", np, err)
 	}
-	if err := d.EnforceEgress(drivers.Spec{Egress: &drivers.Egress{Mode: "deny"}}); err != nil {
+	if err := d.EnforceEgress(context.Background(), drivers.Spec{Egress: &drivers.Egress{Mode: "deny"}}); err != nil {
 		t.Errorf("deny refused: %v", err)
 	}
 }

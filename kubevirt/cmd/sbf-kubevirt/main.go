@@ -121,7 +121,7 @@ func (b broken) Start(context.Context, drivers.Spec) error                   { r
 func (b broken) Stop(context.Context, string) error                          { return b.err }
 func (b broken) Delete(context.Context, string) error                        { return b.err }
 func (b broken) Reconfigure(context.Context, drivers.Spec) error             { return b.err }
-func (b broken) Validate(drivers.Spec) error                                 { return nil }
+func (b broken) Validate(context.Context, drivers.Spec) error                { return nil }
 func (b broken) MarkSpare(context.Context, string, drivers.SpareLabel) error { return b.err }
 func (b broken) Claim(context.Context, string, drivers.Owner) error          { return b.err }
 func (b broken) RecordLease(context.Context, string, time.Time) error        { return b.err }
