@@ -20,7 +20,6 @@ import (
 // registered backend provides.
 type Driver = drivers.Driver
 
-
 // Recorder persists state changes; state.Store is one.
 type Recorder interface {
 	Write(change func(*state.Tx)) error
