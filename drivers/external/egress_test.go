@@ -38,7 +38,8 @@ func TestEnforceEgressCrossesTheWire(t *testing.T) {
 	}
 
 	plain := overPipes(t, newSimPlugin(t), "")
-	if err := plain.EnforceEgress(context.Background(), deny); err == nil || !strings.Contains(err.Error(), "cannot enforce") {
+	ctx := context.Background()
+	if err := plain.EnforceEgress(ctx, deny); err == nil || !strings.Contains(err.Error(), "cannot enforce") {
 		t.Errorf("a plugin without EnforceEgress: %v; want a refusal", err)
 	}
 }

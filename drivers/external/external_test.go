@@ -139,7 +139,8 @@ func TestErrorsKeepTheirKindAcrossTheWire(t *testing.T) {
 		t.Errorf("a losing claim: %v (%+v); want an OwnedError naming %v", err, owned, owner)
 	}
 	var se *drivers.SpecError
-	if err := d.Validate(context.Background(), drivers.Spec{Name: name, VMType: "wsl2"}); !errors.As(err, &se) || se.Key != "vm_type" {
+	err = d.Validate(context.Background(), drivers.Spec{Name: name, VMType: "wsl2"})
+	if !errors.As(err, &se) || se.Key != "vm_type" {
 		t.Errorf("Validate: %v; want a SpecError on vm_type", err)
 	}
 	_, err = d.Exec(ctx, name, drivers.ExecRequest{Command: "true"})

@@ -104,7 +104,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 	f := newFake(t)
 	f.env["LIMA_TEMPLATES_PATH"] = t.TempDir() // no templates at all
 	d := f.driver()
-	err := d.Validate(context.Background(), drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"}, Ports: []string{"http"},
+	err := d.Validate(context.Background(), drivers.Spec{Name: "x", VMType: "vz", Mounts: []string{"/a:/b:/c"},
+		Ports:    []string{"http"},
 		Template: "template:docker"})
 	for _, key := range []string{"vm_type:", "mounts:", "ports:", "template:"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
