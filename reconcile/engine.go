@@ -65,28 +65,6 @@ func (e *Engine) Load(ws spec.Options) (*spec.Resolved, error) {
 	return spec.Load(ws)
 }
 
-// decided fills in what the engine decides from the intent, not the door:
-// the sandboxes it acts on (those the intent names) and whether a failed
-// create is undone (an Up's is).
-func decided(opts Options) Options {
-	if len(opts.Targets) == 0 && opts.Intent != nil {
-		opts.Targets = opts.Intent.named()
-	}
-	if _, up := opts.Intent.(Up); up {
-		opts.Rollback = true
-	}
-	return opts
-}
-
-// resolvedOnce resolves ws's root for every step of a request; a root that
-// cannot be resolved is left for the first step to refuse in its words.
-func resolvedOnce(ws spec.Options) spec.Options {
-	if r, err := ws.Resolved(); err == nil {
-		return r
-	}
-	return ws
-}
-
 // Loads counts the workspace resolutions (Load) the engine made: a
 // request's main fixed cost, so each request makes at most one
 // (sbf_workspace_loads_total).

@@ -291,3 +291,25 @@ func mergeKeys(a, b map[string]any) map[string]any {
 
 // TTL is an Up's lease length.
 func TTL(d time.Duration) *time.Duration { return &d }
+
+// decided fills in what the engine decides from the intent, not the door:
+// the sandboxes it acts on (those the intent names) and whether a failed
+// create is undone (an Up's is).
+func decided(opts Options) Options {
+	if len(opts.Targets) == 0 && opts.Intent != nil {
+		opts.Targets = opts.Intent.named()
+	}
+	if _, up := opts.Intent.(Up); up {
+		opts.Rollback = true
+	}
+	return opts
+}
+
+// resolvedOnce resolves ws's root for every step of a request; a root that
+// cannot be resolved is left for the first step to refuse in its words.
+func resolvedOnce(ws spec.Options) spec.Options {
+	if r, err := ws.Resolved(); err == nil {
+		return r
+	}
+	return ws
+}
