@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/proc"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/proc"
 
 	"github.com/sandboxforge/sbf/sandbox"
 
@@ -50,10 +51,13 @@ func watchConnection(ctx context.Context, stop func(), drv any, instance string)
 // brokerIdle is how long an exec broker waits for the next command.
 const brokerIdle = 10 * time.Minute
 
-func (a *app) brokerSocket(instance string) string {
-	// The protocol's version is in the name: a broker an older sbf left
-	// running is never asked in a language it does not speak.
-	return filepath.Join(a.hostDir(), "exec", fmt.Sprintf("%s.v%d.sock", instance, broker.Version))
+// brokerSocket is where the broker of a workspace's sandbox listens, named
+// from the workspace's identity alone (so `sbf exec` finds a running one
+// without reading the workspace) and the protocol's version (so a broker an
+// older sbf left running is never asked in a language it does not speak).
+func (a *app) brokerSocket(workspaceID, sandbox string) string {
+	name := drivers.InstanceName(workspaceID, sandbox)
+	return filepath.Join(a.hostDir(), "exec", fmt.Sprintf("%s.v%d.sock", name, broker.Version))
 }
 
 // brokers is how `sbf exec` reaches exec brokers: sockets under the
@@ -71,7 +75,7 @@ func (a *app) startBroker(tgt *sandbox.Target) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(a.brokerSocket(tgt.Instance))
+	dir := filepath.Dir(a.brokerSocket(tgt.Resolved.WorkspaceID, tgt.Sandbox))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -104,39 +108,80 @@ func (a *app) execBrokerCommand() *cobra.Command {
 				// 4.07 ms, p90 6.5 → 5.6 ms. A broker's work is waiting on the guest.
 				runtime.GOMAXPROCS(1)
 			}
-			tgt, err := a.target(list)
-			if err != nil {
-				return err
-			}
-			sock := a.brokerSocket(tgt.Instance)
-			if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-				return err
-			}
-			lock, err := flock.Acquire(
-				a.context(),
-				ownfile.PathFile(sock+".lock"),
-				flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()},
-				0,
-			)
-			if err != nil {
-				return nil // another broker serves this sandbox
-			}
-			defer lock.Release()
-			os.Remove(sock)
-			ln, err := net.Listen("unix", sock)
-			if err != nil {
-				return fmt.Errorf("listening on %s: %w", sock, err)
-			}
-			defer os.Remove(sock)
-			drv, err := tgt.Driver()
-			if err != nil {
-				return err
-			}
-			ctx, stop := context.WithCancel(a.context())
-			defer stop()
-			go watchConnection(ctx, stop, drv, tgt.Instance)
-			// The data plane's exec, under the server's ceiling whoever asks.
-			return broker.Serve(ctx, ln, tgt.ExecPrepared, brokerIdle, clock.Real{}) // idleness: real time
+			return a.serveBroker(a.context(), list[0])
 		},
+	}
+}
+
+// serveBroker keeps sandbox name's connection for the commands of other
+// sbf processes until ctx ends, the connection drops or none has come for
+// brokerIdle. Another broker already serving it ends this one at once.
+func (a *app) serveBroker(ctx context.Context, name string) error {
+	ws, err := a.workspace(nil)
+	if err != nil {
+		return err
+	}
+	if ws, err = ws.Resolved(); err != nil {
+		return err
+	}
+	eng, err := a.engine("exec", engineFlags{})
+	if err != nil {
+		return err
+	}
+	held, err := eng.Target(ws, name)
+	if err != nil {
+		return err
+	}
+	sock := a.brokerSocket(ws.ID, name)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return err
+	}
+	lock, err := flock.Acquire(ctx, ownfile.PathFile(sock+".lock"),
+		flock.Holder{Command: "sbf exec-broker", PID: os.Getpid()}, 0)
+	if err != nil {
+		return nil // another broker serves this sandbox
+	}
+	defer lock.Release()
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", sock, err)
+	}
+	defer os.Remove(sock)
+	drv, err := held.Driver()
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go watchConnection(ctx, stop, drv, held.Instance)
+	find := func() (*sandbox.Target, error) { return eng.Target(ws, name) }
+	return broker.Serve(ctx, ln, a.brokerExec(held, find, stop), brokerIdle, clock.Real{}) // idleness: real time
+}
+
+// brokerExec is what a broker does with each command: it finds the sandbox
+// again (its clients need not have read the workspace, so the lease is
+// checked here, every time), runs the command on the connection it holds
+// under the server's output ceiling, and records it when its client asked.
+// A sandbox now on another VM than the one held ends the broker; its
+// client asks another way.
+func (a *app) brokerExec(held *sandbox.Target, find func() (*sandbox.Target, error),
+	stop func()) func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error) {
+	return func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+		now, err := find()
+		if err != nil {
+			return drivers.ExecResult{}, err
+		}
+		if now.Instance != held.Instance {
+			stop()
+			return drivers.ExecResult{}, fmt.Errorf("%w: sandbox %s is now VM %s, not %s",
+				broker.ErrNoBroker, held.Sandbox, now.Instance, held.Instance)
+		}
+		start := now.Clock.Now()
+		res, err := held.ExecPrepared(ctx, req)
+		if broker.Recorded(ctx) {
+			a.noteExec(now, req.Command, res, start, err) // history.go
+		}
+		return res, err
 	}
 }

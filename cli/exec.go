@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec/broker"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // execFlags are sbf exec's options.
@@ -44,14 +47,14 @@ func (a *app) execCommand() *cobra.Command {
 			if f.tty && f.asJSON {
 				return usageErrorf("-t and --json do not go together: a terminal has no separate stdout and stderr")
 			}
+			if !f.tty {
+				return a.execStreaming(names, shellJoin(command), f)
+			}
 			tgt, err := a.target(names)
 			if err != nil {
 				return a.cannotRun(err, f.asJSON)
 			}
-			if f.tty {
-				return a.runOnTerminal(tgt, shellJoin(command))
-			}
-			return a.execStreaming(tgt, shellJoin(command), f)
+			return a.runOnTerminal(tgt, shellJoin(command))
 		},
 	}
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
@@ -64,9 +67,16 @@ func (a *app) execCommand() *cobra.Command {
 	return a.cannotRunExits125(cmd)
 }
 
-// execStreaming runs a command with its output passed on as it comes, or
-// collected for --json.
-func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) error {
+// execStreaming runs a command in the sandbox names name with its output
+// passed on as it comes, or collected for --json.
+func (a *app) execStreaming(names []string, command string, f execFlags) error {
+	ws, err := a.workspace(nil)
+	if err == nil {
+		ws, err = ws.Resolved()
+	}
+	if err != nil {
+		return a.cannotRun(err, f.asJSON)
+	}
 	ctx, cancel := context.WithCancel(a.context())
 	defer cancel()
 	signals, stop := a.forwardSignals(cancel)
@@ -78,9 +88,16 @@ func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) er
 	if !f.asJSON {
 		req.StdoutTo, req.StderrTo = a.stdout, a.stderr
 	}
-	start := tgt.Clock.Now()
-	res, err := tgt.ExecBrokered(ctx, req)
-	a.noteExec(tgt, command, res, start, err) // history.go
+	res, ran, err := a.execOnRunningBroker(ctx, ws, names, req)
+	if !ran {
+		tgt, terr := a.targetIn(ws, names)
+		if terr != nil {
+			return a.cannotRun(terr, f.asJSON)
+		}
+		start := tgt.Clock.Now()
+		res, err = tgt.ExecBrokered(ctx, req)
+		a.noteExec(tgt, command, res, start, err) // history.go
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(a.stderr, "sbf: gave up on the command after three interrupts; it was ended in the sandbox")
@@ -106,12 +123,36 @@ func (a *app) execStreaming(tgt *sandbox.Target, command string, f execFlags) er
 	return nil
 }
 
+// execOnRunningBroker runs a command through the exec broker that already
+// serves the sandbox, found from the workspace's identity alone: nothing
+// of the workspace is read, since the broker checks the lease and records
+// the command. It runs nothing and says so (ran false) when no broker
+// answers, the sandbox is not named, or stdin is passed (a broker that
+// answers "booting" would have read some of it).
+func (a *app) execOnRunningBroker(ctx context.Context, ws spec.Options, names []string,
+	req drivers.ExecRequest) (res drivers.ExecResult, ran bool, err error) {
+	if len(names) != 1 || req.Stdin != nil || a.getenv("SBF_EXEC_BROKER") == "0" {
+		return res, false, nil
+	}
+	res, err = broker.ExecRecorded(ctx, a.brokerSocket(ws.ID, names[0]), req)
+	if errors.Is(err, broker.ErrNoBroker) || errors.Is(err, drivers.ErrBooting) {
+		a.debugf("no running exec broker took the command (%v); finding the sandbox", err)
+		return drivers.ExecResult{}, false, nil
+	}
+	return res, true, err
+}
+
 // target resolves the sandbox a command names, or the only one declared.
 func (a *app) target(names []string) (*sandbox.Target, error) {
 	ws, err := a.workspace(nil)
 	if err != nil {
 		return nil, err
 	}
+	return a.targetIn(ws, names)
+}
+
+// targetIn is target in the workspace ws.
+func (a *app) targetIn(ws spec.Options, names []string) (*sandbox.Target, error) {
 	eng, err := a.engine("exec", engineFlags{})
 	if err != nil {
 		return nil, err

@@ -32,8 +32,16 @@ func sbf(t *testing.T, env map[string]string, args ...string) result {
 // sbfWithStdin is sbf reading stdin.
 func sbfWithStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...string) result {
 	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, testGetenv(t, env), stdin, &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+// testGetenv is the environment of an in-process sbf of this test: env,
+// then a HOME of its own, the sim allowed and sbf-server at hand.
+func testGetenv(t *testing.T, env map[string]string) func(string) string {
 	home := testHome(t)
-	getenv := func(k string) string {
+	return func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
@@ -47,9 +55,6 @@ func sbfWithStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...
 		}
 		return ""
 	}
-	var out, errb bytes.Buffer
-	code := run(args, getenv, stdin, &out, &errb)
-	return result{out.String(), errb.String(), code}
 }
 
 var homes sync.Map // *testing.T → its HOME

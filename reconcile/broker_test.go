@@ -70,7 +70,7 @@ func TestExecGoesThroughABrokerItStarts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := 0
-	b := sandbox.Brokers{Socket: func(string) string { return sock }, Start: func(*sandbox.Target) error {
+	b := sandbox.Brokers{Socket: func(string, string) string { return sock }, Start: func(*sandbox.Target) error {
 		started++
 		ln, err := net.Listen("unix", sock)
 		if err != nil {
@@ -114,7 +114,7 @@ func TestFileToolsGoThroughTheBroker(t *testing.T) {
 	var mu sync.Mutex // the broker answers on its own goroutine
 	var brokered []string
 	seen := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(brokered) }
-	tgt.Brokers = sandbox.Brokers{Socket: func(string) string { return sock }, Start: func(*sandbox.Target) error {
+	tgt.Brokers = sandbox.Brokers{Socket: func(string, string) string { return sock }, Start: func(*sandbox.Target) error {
 		ln, err := net.Listen("unix", sock)
 		if err != nil {
 			return err

@@ -155,7 +155,10 @@ func (t *Target) terminal(ctx context.Context, req drivers.TerminalRequest) (int
 // processes. The front door that can start one says where it listens and
 // how to start it.
 type Brokers struct {
-	Socket func(instance string) string
+	// Socket is where the broker of a workspace's sandbox listens: found
+	// from the workspace's identity alone, so a client that has not read
+	// the workspace finds it too.
+	Socket func(workspaceID, sandbox string) string
 	Start  func(t *Target) error
 	Debug  func(format string, args ...any)
 }
@@ -193,7 +196,7 @@ func (t *Target) execBrokered(ctx context.Context, req drivers.ExecRequest) (dri
 		return drivers.ExecResult{}, err
 	}
 	req.MaxOutput = t.OutputLimit(req.MaxOutput)
-	sock := b.Socket(t.Instance)
+	sock := b.Socket(t.Resolved.WorkspaceID, t.Sandbox)
 	res, err := broker.Exec(ctx, sock, req)
 	if !errors.Is(err, broker.ErrNoBroker) {
 		res.MaxOutput = req.MaxOutput

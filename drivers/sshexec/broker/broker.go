@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // ErrNoBroker means nothing answers on the socket.
@@ -26,21 +27,41 @@ var ErrNoBroker = errors.New("no exec broker is running")
 
 // Version is the protocol's; a front door puts it in the socket's name, so
 // a broker left running by an older sbf is never asked.
-const Version = 2
+const Version = 3
 
 type request struct {
 	Command   string        `json:"command"`
 	Timeout   time.Duration `json:"timeout"`
 	MaxOutput int           `json:"max_output"`
 	Stdin     bool          `json:"stdin"` // stdin frames follow
+	// Record asks the broker to record the command in the workspace's
+	// history: its client found the broker without reading the workspace.
+	Record bool `json:"record,omitempty"`
 }
 
 type response struct {
 	Result drivers.ExecResult `json:"result"`
 	Error  string             `json:"error,omitempty"`
+	// Code and Details are a coded error's (a lease that ended, say), so
+	// the client reports it as if it had refused the command itself.
+	Code    string         `json:"error_code,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
 	// Booting says the error is drivers.ErrBooting: nothing ran, and the
 	// caller may wait for the boot and ask again.
 	Booting bool `json:"booting,omitempty"`
+	// Gone says the broker no longer serves the sandbox (ErrNoBroker):
+	// nothing ran, and the caller may ask another way.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// recordKey carries a request's Record to the exec a broker serves.
+type recordKey struct{}
+
+// Recorded says whether the client of the command ctx serves asked the
+// broker to record it (ExecRecorded).
+func Recorded(ctx context.Context) bool {
+	asked, _ := ctx.Value(recordKey{}).(bool)
+	return asked
 }
 
 // bootingError is a broker's ErrBooting, its words kept.
@@ -53,6 +74,16 @@ func (e bootingError) Unwrap() error { return drivers.ErrBooting }
 // reaches req.StdoutTo and req.StderrTo as the command writes it, and
 // req.Signals are passed on.
 func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	return exec(ctx, socket, req, false)
+}
+
+// ExecRecorded is Exec for a client that leaves recording the command in
+// the workspace's history to the broker.
+func ExecRecorded(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.ExecResult, error) {
+	return exec(ctx, socket, req, true)
+}
+
+func exec(ctx context.Context, socket string, req drivers.ExecRequest, record bool) (drivers.ExecResult, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
@@ -62,7 +93,8 @@ func Exec(ctx context.Context, socket string, req drivers.ExecRequest) (drivers.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	line, _ := json.Marshal(
-		request{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput, Stdin: req.Stdin != nil},
+		request{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput, Stdin: req.Stdin != nil,
+			Record: record},
 	)
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return drivers.ExecResult{}, fmt.Errorf("%w: %v", ErrNoBroker, err)
@@ -113,6 +145,10 @@ func readAnswer(ctx context.Context, conn io.Reader, req drivers.ExecRequest) (d
 			switch {
 			case resp.Booting:
 				return resp.Result, bootingError{resp.Error}
+			case resp.Gone:
+				return resp.Result, fmt.Errorf("%w: %s", ErrNoBroker, resp.Error)
+			case resp.Code != "":
+				return resp.Result, &coded.Error{Code: resp.Code, Message: resp.Error, Details: resp.Details}
 			case resp.Error != "":
 				return resp.Result, errors.New(resp.Error)
 			}
@@ -203,7 +239,7 @@ func serveOne(
 		return
 	}
 	// A client that goes away cancels its command.
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(context.WithValue(ctx, recordKey{}, req.Record))
 	defer cancel()
 	signals := make(chan drivers.Signal, 4)
 	er := drivers.ExecRequest{Command: req.Command, Timeout: req.Timeout, MaxOutput: req.MaxOutput,
@@ -265,7 +301,10 @@ func readClient(r io.Reader, chunks chan<- []byte, signals chan<- drivers.Signal
 func answer(out *frameWriter, res drivers.ExecResult, err error) {
 	resp := response{Result: res}
 	if err != nil {
-		resp.Error, resp.Booting = err.Error(), errors.Is(err, drivers.ErrBooting)
+		resp.Error, resp.Booting, resp.Gone = err.Error(), errors.Is(err, drivers.ErrBooting), errors.Is(err, ErrNoBroker)
+	}
+	if c := (*coded.Error)(nil); errors.As(err, &c) {
+		resp.Code, resp.Details = c.Code, c.Details
 	}
 	b, _ := json.Marshal(resp)
 	out.send(frameResult, b)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 func serve(t *testing.T, idle time.Duration, exec func(context.Context, drivers.ExecRequest) (drivers.ExecResult,
@@ -167,5 +169,37 @@ func (w *watched) waitFor(t *testing.T, want string) {
 		case <-deadline:
 			t.Fatalf("got %q, want %q", got, want)
 		}
+	}
+}
+
+// A broker's refusals reach its client as they were made: a coded error
+// keeps its code and details, a broker that no longer serves the sandbox
+// reads as no broker (nothing ran), and only a client that asked has its
+// command recorded.
+func TestBrokerAnswersKeepWhatTheyMean(t *testing.T) {
+	sock, _ := serve(t, time.Minute, func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
+		switch req.Command {
+		case "ended":
+			return drivers.ExecResult{}, fmt.Errorf("finding it: %w", coded.New(coded.InstanceTerminal,
+				map[string]any{"status": "expired"}, "sandbox api is expired"))
+		case "moved":
+			return drivers.ExecResult{}, fmt.Errorf("%w: api is now another VM", ErrNoBroker)
+		}
+		return drivers.ExecResult{Stdout: fmt.Sprint(Recorded(ctx))}, nil
+	})
+	ctx := context.Background()
+	_, err := Exec(ctx, sock, drivers.ExecRequest{Command: "ended"})
+	c := (*coded.Error)(nil)
+	if !errors.As(err, &c) || c.Code != coded.InstanceTerminal || c.Details["status"] != "expired" {
+		t.Errorf("a coded refusal arrived as %#v", err)
+	}
+	if _, err := Exec(ctx, sock, drivers.ExecRequest{Command: "moved"}); !errors.Is(err, ErrNoBroker) {
+		t.Errorf("a broker that no longer serves the sandbox: %v", err)
+	}
+	if res, err := Exec(ctx, sock, drivers.ExecRequest{Command: "x"}); err != nil || res.Stdout != "false" {
+		t.Errorf("Exec asked the broker to record: %+v %v", res, err)
+	}
+	if res, err := ExecRecorded(ctx, sock, drivers.ExecRequest{Command: "x"}); err != nil || res.Stdout != "true" {
+		t.Errorf("ExecRecorded did not ask the broker to record: %+v %v", res, err)
 	}
 }
