@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/executor"
 	"github.com/sandboxforge/sbf/reconcile/plan"
+	"github.com/sandboxforge/sbf/reconcile/pools"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -28,7 +32,7 @@ func observedDrivers(d plan.Desired, rec *state.File) []string {
 // spares a fill is still making.
 func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d plan.Desired, rec *state.File) plan.Observed {
 	obs := Observe(ctx, r.WorkspaceID, observedDrivers(d, rec), e.lister(r))
-	e.markInFlight(ctx, &obs)
+	pools.MarkInFlight(ctx, e.HostDir, &obs)
 	return obs
 }
 
@@ -51,6 +55,32 @@ func (r *Result) InstanceOf(sandbox string) string {
 	return plan.InstanceFor(r.Resolved.WorkspaceID, sandbox, r.State.Sandboxes[sandbox], r.Observed)
 }
 
+// evictSpare deletes one spare nobody is making or owns, the one that
+// would idle out first, so a sandbox's VM fits under the instance cap.
+func (e *Engine) evictSpare(
+	ctx context.Context,
+	r *spec.Resolved,
+	listed []drivers.Instance,
+	inFlight func(string) bool,
+) (bool, error) {
+	for _, c := range pools.Evictable(listed, inFlight) {
+		drv, err := e.Drivers(c.Driver, r)
+		if err != nil {
+			return false, err
+		}
+		lab := drivers.CapabilitiesOf(drv).Labels
+		if lab == nil {
+			continue
+		}
+		drivers.Progressf(ctx, "deleting spare %s to stay within [lease] max_instances", c.Name)
+		deleted, err := executor.RetireAndDelete(ctx, drv, lab, e.HostDir, e.holder(), e.Clock.Now(), c.Name)
+		if err != nil || deleted {
+			return deleted, err
+		}
+	}
+	return false, nil
+}
+
 // convergePools is a pool pass: it plans (pool status) or carries out
 // (fill, drain) what the workspace's pools need: the spares nobody should
 // keep deleted, the spares each pool lacks made and booted (the loop runs
@@ -67,7 +97,7 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	}
 	res.Observed = e.observe(ctx, r, d, u.rec)
 	if isDrain {
-		res.Plan = drainPlan(d, res.Observed, drain.All)
+		res.Plan = pools.DrainPlan(d, res.Observed, drain.All)
 	} else {
 		res.Plan = plan.ComputePools(d, res.Observed, u.now)
 	}
@@ -87,3 +117,19 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	}
 	return res, errors.Join(err, problemsError(res.Plan))
 }
+
+// The pools' report (reconcile/pools); the doors know it by these names.
+type (
+	PoolStatus  = pools.Status
+	SpareStatus = pools.SpareStatus
+	PoolsReport = pools.Report
+)
+
+// PoolsReport describes the pools and spares as observed.
+func (res *Result) PoolsReport() PoolsReport {
+	return pools.ReportOf(res.Desired, res.Observed, res.Plan, res.Now)
+}
+
+// NextIdleOut is when the first ready spare the pass saw idles out (zero
+// when none): the loop's pool pass wakes then to replace it.
+func (res *Result) NextIdleOut() time.Time { return pools.NextIdleOut(res.Observed, res.Now) }

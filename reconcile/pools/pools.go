@@ -1,4 +1,10 @@
-package reconcile
+// Package pools decides about warm spares: which a fill is still making,
+// which one a sandbox's VM displaces under the instance cap, what a drain
+// deletes, how the pools stand, when the first spare idles out. It holds
+// the host-wide pool lock every claim of a spare is made under (lock.go).
+// The engine runs its pool passes; the executor makes, adopts and retires
+// spares with it.
+package pools
 
 import (
 	"context"
@@ -8,33 +14,28 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/admission"
-	"github.com/sandboxforge/sbf/reconcile/executor"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/spec"
 )
 
-// markInFlight finds the spares a fill is still making: unlabelled ones
+// MarkInFlight finds the spares a fill is still making: unlabelled ones
 // whose reservation (admission slot) a live process holds. Without a host
 // folder nothing can be known, and every unlabelled spare is left alone.
-func (e *Engine) markInFlight(ctx context.Context, obs *plan.Observed) {
+func MarkInFlight(ctx context.Context, hostDir string, obs *plan.Observed) {
 	for i, s := range obs.Spares {
 		if s.Label != nil && s.Label.Spare != nil || s.Label != nil && s.Label.Owner != nil {
 			continue
 		}
-		obs.Spares[i].InFlight = e.HostDir == "" || admission.Creating(ctx, e.HostDir, s.Name)
+		obs.Spares[i].InFlight = hostDir == "" || admission.Creating(ctx, hostDir, s.Name)
 	}
 }
 
-// evictSpare deletes one spare nobody is making or owns, the one that
-// would idle out first, so a sandbox's VM fits under the instance cap.
-func (e *Engine) evictSpare(
-	ctx context.Context,
-	r *spec.Resolved,
-	listed []drivers.Instance,
-	inFlight func(string) bool,
-) (bool, error) {
+// Evictable are the spares a sandbox's VM may displace under the instance
+// cap, those nobody is making (inFlight) or owns, in the order they go:
+// the one that would idle out first leads.
+func Evictable(listed []drivers.Instance, inFlight func(string) bool) []drivers.Instance {
 	var cands []drivers.Instance
 	for _, inst := range listed {
 		if _, _, ok := drivers.ParsePoolName(inst.Name); !ok || inst.Label != nil && inst.Label.Owner != nil {
@@ -55,28 +56,13 @@ func (e *Engine) evictSpare(
 		a, b := idle(cands[i]), idle(cands[j])
 		return a.Before(b) || a.Equal(b) && cands[i].Name < cands[j].Name
 	})
-	for _, c := range cands {
-		drv, err := e.Drivers(c.Driver, r)
-		if err != nil {
-			return false, err
-		}
-		lab := drivers.CapabilitiesOf(drv).Labels
-		if lab == nil {
-			continue
-		}
-		drivers.Progressf(ctx, "deleting spare %s to stay within [lease] max_instances", c.Name)
-		deleted, err := executor.RetireAndDelete(ctx, drv, lab, e.HostDir, e.holder(), e.Clock.Now(), c.Name)
-		if err != nil || deleted {
-			return deleted, err
-		}
-	}
-	return false, nil
+	return cands
 }
 
-// drainPlan deletes the spares of the workspace's pools (their shapes, or
+// DrainPlan deletes the spares of the workspace's pools (their shapes, or
 // made for them), or with all every spare listed; spares a fill is still
 // making are left (drain again once they are ready).
-func drainPlan(d plan.Desired, obs plan.Observed, all bool) *plan.Plan {
+func DrainPlan(d plan.Desired, obs plan.Observed, all bool) *plan.Plan {
 	shapes := map[string]bool{}
 	for _, p := range d.Pools {
 		shapes[p.Driver+"/"+p.Shape] = true
@@ -92,8 +78,8 @@ func drainPlan(d plan.Desired, obs plan.Observed, all bool) *plan.Plan {
 	return p
 }
 
-// PoolStatus is one pool as `sbf pool status` shows it.
-type PoolStatus struct {
+// Status is one pool as `sbf pool status` shows it.
+type Status struct {
 	Name    string        `json:"name"`
 	Driver  string        `json:"driver"`
 	Shape   string        `json:"shape"`
@@ -116,33 +102,34 @@ type SpareStatus struct {
 	IdleUntil *time.Time `json:"idle_until,omitempty"`
 }
 
-// PoolsReport is `sbf pool status --json`: the workspace's pools, then
-// the spares no pool of it describes (other workspaces' pools).
-type PoolsReport struct {
-	Pools  []PoolStatus  `json:"pools"`
+// Report is `sbf pool status --json`: the workspace's pools, then the
+// spares no pool of it describes (other workspaces' pools).
+type Report struct {
+	Pools  []Status      `json:"pools"`
 	Others []SpareStatus `json:"other_spares"`
 }
 
-// PoolsReport describes the pools and spares as observed.
-func (res *Result) PoolsReport() PoolsReport {
-	out := PoolsReport{Pools: []PoolStatus{}, Others: []SpareStatus{}}
+// ReportOf describes the pools d declares and the spares obs saw at now,
+// with the problems p met (p may be nil).
+func ReportOf(d plan.Desired, obs plan.Observed, p *plan.Plan, now time.Time) Report {
+	out := Report{Pools: []Status{}, Others: []SpareStatus{}}
 	problems := map[string]string{}
-	if res.Plan != nil {
-		for _, pr := range res.Plan.Problems {
+	if p != nil {
+		for _, pr := range p.Problems {
 			problems[pr.Sandbox] = pr.Message
 		}
 	}
 	claimed := map[string]bool{}
-	for _, name := range slices.Sorted(maps.Keys(res.Desired.Pools)) {
-		pl := res.Desired.Pools[name]
-		ps := PoolStatus{Name: name, Driver: pl.Driver, Shape: pl.Shape, Size: pl.Size, MaxIdle: spec.Duration(pl.MaxIdle),
+	for _, name := range slices.Sorted(maps.Keys(d.Pools)) {
+		pl := d.Pools[name]
+		ps := Status{Name: name, Driver: pl.Driver, Shape: pl.Shape, Size: pl.Size, MaxIdle: spec.Duration(pl.MaxIdle),
 			Spares: []SpareStatus{}, Problem: problems["pool."+name]}
-		for _, s := range res.Observed.Spares {
+		for _, s := range obs.Spares {
 			if s.Driver != pl.Driver || s.Shape() != pl.Shape {
 				continue
 			}
 			claimed[s.Name] = true
-			st := spareStatus(s, res.Now)
+			st := spareStatus(s, now)
 			switch st.State {
 			case "ready":
 				ps.Ready++
@@ -153,9 +140,9 @@ func (res *Result) PoolsReport() PoolsReport {
 		}
 		out.Pools = append(out.Pools, ps)
 	}
-	for _, s := range res.Observed.Spares {
+	for _, s := range obs.Spares {
 		if !claimed[s.Name] {
-			out.Others = append(out.Others, spareStatus(s, res.Now))
+			out.Others = append(out.Others, spareStatus(s, now))
 		}
 	}
 	return out
@@ -183,12 +170,12 @@ func spareStatus(s plan.Spare, now time.Time) SpareStatus {
 	return st
 }
 
-// NextIdleOut is when the first ready spare the pass saw idles out (zero
-// when none): the loop's pool pass wakes then to replace it.
-func (res *Result) NextIdleOut() time.Time {
+// NextIdleOut is when the first ready spare obs saw idles out after now
+// (zero when none): the loop's pool pass wakes then to replace it.
+func NextIdleOut(obs plan.Observed, now time.Time) time.Time {
 	var next time.Time
-	for _, s := range res.Observed.Spares {
-		if s.Label == nil || s.Label.Spare == nil || !res.Now.Before(s.Label.Spare.IdleUntil) {
+	for _, s := range obs.Spares {
+		if s.Label == nil || s.Label.Spare == nil || !now.Before(s.Label.Spare.IdleUntil) {
 			continue
 		}
 		if t := s.Label.Spare.IdleUntil; next.IsZero() || t.Before(next) {
