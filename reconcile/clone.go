@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/snapshots"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -40,7 +38,9 @@ func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (
 	if err != nil {
 		return nil, "", err
 	}
-	name, err := e.checkClone(r, looked.File, &req)
+	checks := snapshots.CloneChecks{Now: now, Leases: leaseRules{}, Drivers: e.Drivers}
+	name, err := checks.Check(r, looked.File, snapshots.Clone{Source: req.Source, Name: req.Name,
+		Snapshot: req.Snapshot, TTL: req.TTL})
 	if err != nil {
 		return nil, name, err
 	}
@@ -61,75 +61,6 @@ func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (
 	return res, name, nil
 }
 
-// checkClone decides what a door does not: the source holds a live lease
-// and has a VM, its backend clones, the snapshot (if any) is the
-// source's, the lease length is within bounds, and the new name is free.
-func (e *Engine) checkClone(r *spec.Resolved, rec *state.File, req *CloneRequest) (string, error) {
-	now := e.Clock.Now()
-	if err := live(r, rec, req.Source, now); err != nil {
-		return "", err
-	}
-	src := rec.Sandboxes[req.Source]
-	if src == nil || src.Phase.Terminal() || src.Instance == "" {
-		return "", coded.New(coded.InstanceNotFound, map[string]any{"sandbox": req.Source},
-			"sandbox %s has no VM to clone yet; run 'sbf up %s' first", req.Source, req.Source)
-	}
-	if req.Snapshot != "" {
-		if err := drivers.CheckSnapshotName("snapshot", req.Snapshot); err != nil {
-			return "", err
-		}
-		if s := rec.FindSnapshot(req.Source, req.Snapshot); s == nil || s.Instance != src.Instance {
-			return "", coded.New(coded.SnapshotNotFound, map[string]any{"sandbox": req.Source, "name": req.Snapshot},
-				"sandbox %s has no snapshot %s", req.Source, req.Snapshot)
-		}
-	}
-	if req.TTL != nil && (*req.TTL <= 0 || *req.TTL > r.Config.Lease.MaxTTL.Std()) {
-		return "", ttlInvalid(r, *req.TTL, "", "a lease lasts longer than zero and at most lease.max_ttl")
-	}
-	driver := r.Host.ResolveDriver(r.Config.Sandboxes[req.Source].Driver)
-	drv, err := e.Drivers(driver, r)
-	if err != nil {
-		return "", err
-	}
-	if drivers.CapabilitiesOf(drv).Clone == nil {
-		return "", drivers.NoSnapshots(driver)
-	}
-	name := req.Name
-	if name == "" {
-		name = freeCloneName(r, rec, req.Source)
-	}
-	return name, nameFree(r, rec, name)
-}
-
-// nameFree refuses a name that is no sandbox's name or is one already.
-func nameFree(r *spec.Resolved, rec *state.File, name string) error {
-	if !spec.ValidSandboxName(name) {
-		return coded.New(coded.ConfigInvalid, map[string]any{"sandbox": coded.Clip(name)},
-			"%q is not a valid sandbox name (letters, digits, '-' and '_', starting and ending with a letter or "+
-				"digit, at most 40)", coded.Clip(name))
-	}
-	_, declared := r.Config.Sandboxes[name]
-	if sb := rec.Sandboxes[name]; declared || sb != nil && !sb.Phase.Terminal() {
-		return coded.New(coded.ConfigInvalid, map[string]any{"sandbox": name},
-			"a sandbox named %s exists already; choose another name for the clone", name)
-	}
-	return nil
-}
-
-// freeCloneName is SOURCE-clone-N with the smallest N no sandbox has (a
-// long source name is shortened to keep within a sandbox name's length).
-func freeCloneName(r *spec.Resolved, rec *state.File, source string) string {
-	for n := 1; ; n++ {
-		suffix := fmt.Sprintf("-clone-%d", n)
-		base := source[:min(len(source), 40-len(suffix))]
-		name := strings.TrimRight(base, "-_") + suffix
-		_, declared := r.Config.Sandboxes[name]
-		if _, recorded := rec.Sandboxes[name]; !declared && !recorded {
-			return name
-		}
-	}
-}
-
 // cloneEdit declares the clone and acquires its lease. It checks again
 // against the document as it is when written, so two clones never take
 // one name.
@@ -139,10 +70,10 @@ func cloneEdit(req CloneRequest, name string) Edit {
 		if err := live(r, c.State, req.Source, c.Now); err != nil {
 			return err
 		}
-		if err := nameFree(r, c.State, name); err != nil {
+		if err := snapshots.NameFree(r, c.State, name); err != nil {
 			return err
 		}
-		keys := cloneKeys(r.Config.Sandboxes[req.Source])
+		keys := snapshots.CloneKeys(r.Config.Sandboxes[req.Source])
 		keys["clone_of"] = req.Source
 		if req.Snapshot != "" {
 			keys["from_snapshot"] = req.Source + "/" + req.Snapshot
@@ -172,50 +103,15 @@ func cloneTTL(m *spec.Managed, r *spec.Resolved, source string, now time.Time) t
 	return leaseTTL(r, source)
 }
 
-// cloneKeys are the keys a clone is declared with: what makes its VM the
-// same as its source's, and what runs in it. Host ports stay the
-// source's alone (a host port is taken once).
-func cloneKeys(sb spec.Sandbox) map[string]any {
-	keys := map[string]any{"cpus": int64(sb.CPUs), "memory_gib": sb.MemoryGiB, "disk_gib": sb.DiskGiB,
-		"runtime": sb.Runtime, "compose": sb.Compose}
-	for k, v := range map[string]string{"driver": sb.Driver, "arch": sb.Arch, "vm_type": sb.VMType,
-		"template": sb.Template, "emulation": sb.Emulation} {
-		if v != "" {
-			keys[k] = v
-		}
-	}
-	if sb.TTL > 0 {
-		keys["ttl"] = sb.TTL.String()
-	}
-	if len(sb.Mounts) > 0 {
-		keys["mounts"] = anyList(sb.Mounts)
-	}
-	if len(sb.Services) > 0 {
-		keys["services"] = anyList(sb.Services)
-	}
-	image := map[string]any{}
-	for k, v := range map[string]string{"location": sb.Image.Location, "digest": sb.Image.Digest,
-		"kernel": sb.Image.Kernel, "kernel_cmdline": sb.Image.KernelCmdline, "initrd": sb.Image.Initrd} {
-		if v != "" {
-			image[k] = v
-		}
-	}
-	if len(image) > 0 {
-		keys["image"] = image
-	}
-	if sb.Network.Egress != "" {
-		// The copy is held to its source's network policy, never a wider one.
-		keys["network"] = map[string]any{"egress": sb.Network.Egress, "allow": anyList(sb.Network.Allow)}
-	}
-	return keys
+// leaseRules are the engine's lease checks, as a clone's checks ask them.
+type leaseRules struct{}
+
+func (leaseRules) Live(r *spec.Resolved, rec *state.File, name string, now time.Time) error {
+	return live(r, rec, name, now)
 }
 
-func anyList(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
+func (leaseRules) TTLInvalid(r *spec.Resolved, ttl time.Duration, why string) error {
+	return ttlInvalid(r, ttl, "", why)
 }
 
 func hasProblem(res *Result, sandbox string) bool {

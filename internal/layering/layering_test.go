@@ -52,6 +52,8 @@ var forbidden = []struct {
 		"the loop is a controller over a Reconciler: it never sees the engine or its concepts"},
 	{func(f, t string) bool { return under(f, "reconcile/admission") && under(t, "reconcile/executor") },
 		"admission decides who may act and how many; it never carries a plan out"},
+	{func(f, t string) bool { return stacked(f) >= 0 && stacked(t) > stacked(f) },
+		"the engine's concepts stack (plan < admission < pools < executor < snapshots): none uses one above it"},
 	{func(f, t string) bool { return concept(f) && t == "reconcile" },
 		"a concept of the engine never reaches back up to the engine that uses it"},
 	{func(f, t string) bool { return under(t, "cmd") }, "nothing imports a command"},
@@ -63,6 +65,20 @@ var forbidden = []struct {
 		return under(f, "drivers") && under(t, "drivers") && backend(f) != "" && backend(f) != "all" &&
 			backend(f) != backend(t) && !shared(t)
 	}, "a backend never imports another backend"},
+}
+
+// stacked ranks the engine's concepts that build on each other: spares
+// are made within the host cap (admission), the executor claims and
+// retires them under the pool lock (pools), a snapshot holds the sandbox
+// lock and acts on what the executor made (-1: not one of them).
+func stacked(rel string) int {
+	for i, c := range []string{"reconcile/plan", "reconcile/admission", "reconcile/pools", "reconcile/executor",
+		"reconcile/snapshots"} {
+		if under(rel, c) {
+			return i
+		}
+	}
+	return -1
 }
 
 // concept is one of the engine's packages below its root (reconcile/loop, …).
@@ -168,7 +184,10 @@ func TestViolationsAreReported(t *testing.T) {
 		{"mcpserver", "cmd/sbf"}, {"state", "reconcile"}, {"reconcile", "sandbox/docker"}, {"cli", "mcpserver"},
 		{"reconcile", "drivers/guest/composefile"}, {"reconcile/loop", "reconcile"}, {"reconcile/loop", "reconcile/plan"},
 		{"reconcile/admission", "reconcile/executor"}, {"reconcile/executor", "reconcile"},
-		{"reconcile/plan", "reconcile"}} {
+		{"reconcile/plan", "reconcile"}, {"reconcile/snapshots", "reconcile"},
+		{"reconcile/executor", "reconcile/snapshots"}, {"reconcile/admission", "reconcile/snapshots"},
+		{"reconcile/pools", "reconcile/executor"}, {"reconcile/admission", "reconcile/pools"},
+		{"reconcile/pools", "reconcile"}} {
 		if violation(module+"/"+c[0], module+"/"+c[1]) == "" {
 			t.Errorf("%s → %s was allowed", c[0], c[1])
 		}
@@ -177,7 +196,9 @@ func TestViolationsAreReported(t *testing.T) {
 		"drivers/sshexec"},
 		{"mcpserver", "reconcile"}, {"cli/mcpcmd", "mcpserver"}, {"reconcile/plan", "spec"},
 		{"internal/policy", "internal/hostpath"}, {"cmd/sbf-server", "drivers/guest/composefile"},
-		{"reconcile", "reconcile/loop"}, {"reconcile/loop", "spec"}, {"reconcile/executor", "reconcile/admission"}} {
+		{"reconcile", "reconcile/loop"}, {"reconcile/loop", "spec"}, {"reconcile/executor", "reconcile/admission"},
+		{"reconcile/snapshots", "reconcile/admission"}, {"reconcile", "reconcile/snapshots"},
+		{"reconcile/executor", "reconcile/pools"}, {"reconcile/pools", "reconcile/admission"}} {
 		if why := violation(module+"/"+c[0], module+"/"+c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)
 		}

@@ -8,51 +8,14 @@ import (
 
 	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/plan"
+	"github.com/sandboxforge/sbf/reconcile/pools"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
 	"github.com/sandboxforge/sbf/internal/flock"
-	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state"
 )
-
-// poolLockName is the host-wide lock every claim of a spare (adoption,
-// retirement) is made under, in the host state folder.
-const poolLockName = "pool.lock"
-
-// lockPool takes the host-wide pool lock; with no host folder there is
-// none (each claim is still atomic on its own).
-func lockPool(ctx context.Context, dir string, who flock.Holder) (func(), error) {
-	if dir == "" {
-		return func() {}, nil
-	}
-	if err := ownfile.At(dir).Make(); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	l, err := flock.Acquire(ctx, ownfile.At(dir).File(poolLockName), who, 2*time.Minute)
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the host-wide pool lock: %w", err)
-	}
-	return func() { l.Release() }, nil
-}
-
-// claimUnderLock writes an owner label under the host-wide pool lock.
-func claimUnderLock(
-	ctx context.Context,
-	dir string,
-	who flock.Holder,
-	lab drivers.Labeler,
-	instance string,
-	o drivers.Owner,
-) error {
-	release, err := lockPool(ctx, dir, who)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return lab.Claim(ctx, instance, o)
-}
 
 // adopt claims the first spare of a.Warm nobody claimed meanwhile, records
 // it as the sandbox's instance, and gives it what the spare lacks (mounts,
@@ -70,7 +33,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Spare: !a.Import, Since: e.Clock.Now().UTC()}
 	got := ""
 	for _, cand := range a.Warm {
-		err := claimUnderLock(ctx, e.HostDir, e.Who, lab, cand, owner)
+		err := pools.Claim(ctx, e.HostDir, e.Who, lab, cand, owner)
 		if err == nil {
 			got = cand
 			break
@@ -215,9 +178,9 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 	return nil
 }
 
-// RetireAndDelete retires a spare (claims it for nobody, so no adopter
-// takes it meanwhile), then deletes it, and says whether it did. One a
-// sandbox adopted since it was seen is left to its owner.
+// RetireAndDelete retires a spare (pools.Retire), then deletes it, and
+// says whether it did. One a sandbox adopted since it was seen is left to
+// its owner.
 func RetireAndDelete(
 	ctx context.Context,
 	drv Driver,
@@ -227,14 +190,7 @@ func RetireAndDelete(
 	now time.Time,
 	instance string,
 ) (bool, error) {
-	err := claimUnderLock(ctx, hostDir, who, lab, instance, drivers.Owner{Retired: true, Since: now.UTC()})
-	switch {
-	case errors.Is(err, drivers.ErrOwned):
-		drivers.Progressf(ctx, "%s was adopted meanwhile; it is its sandbox's now", instance)
-		return false, nil
-	case errors.Is(err, drivers.ErrNotFound):
-		return false, nil
-	case err != nil:
+	if retired, err := pools.Retire(ctx, lab, hostDir, who, now, instance); !retired {
 		return false, err
 	}
 	return true, remove(ctx, drv, instance)

@@ -1,4 +1,8 @@
-package reconcile
+// Package snapshots carries out a door's snapshot operations on a live
+// sandbox (take, restore, delete, list, export to and import from a host
+// file) and decides whether a sandbox may be cloned. The engine hands it
+// what it needs (Ops, CloneChecks); it never reaches the engine.
+package snapshots
 
 import (
 	"context"
@@ -7,34 +11,36 @@ import (
 	"slices"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// MaxSnapshots bounds how many snapshots one sandbox keeps: each holds
-// disk (and memory) of the host's, and an agent asks for them.
-const MaxSnapshots = 16
+// Max bounds how many snapshots one sandbox keeps: each holds disk (and
+// memory) of the host's, and an agent asks for them.
+const Max = 16
 
-// SnapshotOp is what a snapshot request does.
-type SnapshotOp string
+// Op is what a snapshot request does.
+type Op string
 
 const (
-	SnapshotCreate  SnapshotOp = "create"
-	SnapshotRestore SnapshotOp = "restore"
-	SnapshotDelete  SnapshotOp = "delete"
-	SnapshotList    SnapshotOp = "list"
-	// SnapshotExport writes a snapshot into a new host file (Path);
-	// SnapshotImport makes a host file, an export, a new snapshot.
-	SnapshotExport SnapshotOp = "export"
-	SnapshotImport SnapshotOp = "import"
+	Create  Op = "create"
+	Restore Op = "restore"
+	Delete  Op = "delete"
+	List    Op = "list"
+	// Export writes a snapshot into a new host file (Path); Import makes a
+	// host file, an export, a new snapshot.
+	Export Op = "export"
+	Import Op = "import"
 )
 
-// SnapshotRequest is a door's snapshot operation on one sandbox.
-type SnapshotRequest struct {
-	Op      SnapshotOp
+// Request is a door's snapshot operation on one sandbox.
+type Request struct {
+	Op      Op
 	Sandbox string
 	Name    string // the snapshot; not for list
 	// Path is the host file of an export or import, untrusted: relative
@@ -42,9 +48,9 @@ type SnapshotRequest struct {
 	Path string
 }
 
-// SnapshotResult is what a snapshot operation did: the snapshot it
-// created, restored or deleted, or (list) every one the sandbox has.
-type SnapshotResult struct {
+// Result is what a snapshot operation did: the snapshot it created,
+// restored or deleted, or (list) every one the sandbox has.
+type Result struct {
 	Sandbox   string
 	Instance  string
 	Driver    string
@@ -53,18 +59,36 @@ type SnapshotResult struct {
 	Path      string // the host file exported to or imported from, resolved
 }
 
-// Snapshot carries out a snapshot operation. The engine decides what a
-// door never does: the name is one a snapshot may have, the sandbox holds
+// Targets finds the sandbox a request names: one that holds a live lease,
+// with its backend (the engine's Target).
+type Targets interface {
+	Target(ws spec.Options, name string) (*sandbox.Target, error)
+}
+
+// Ops carries snapshot operations out with what the engine hands it.
+type Ops struct {
+	Targets Targets
+	// Locks takes the sandbox's lock, and the state file's as long as the
+	// engine waits for it.
+	Locks admission.Locks
+	Clock clock.Clock
+	// HostPaths are the operator's host paths for a workspace: where an
+	// export may be written and an import read.
+	HostPaths func(workspace string) hostpath.Policy
+}
+
+// Do carries out a snapshot operation. It decides what a door never
+// does: the name is one a snapshot may have, the sandbox holds
 // a live lease, its backend keeps snapshots (SNAPSHOT_UNSUPPORTED
 // otherwise), a name is taken once (SNAPSHOT_EXISTS) and within
-// MaxSnapshots (SNAPSHOT_LIMIT_EXCEEDED), and the snapshot exists
+// Max (SNAPSHOT_LIMIT_EXCEEDED), and the snapshot exists
 // (SNAPSHOT_NOT_FOUND). The sandbox's lock is held throughout, so no run
 // changes its VM meanwhile; what was taken (or imported) is recorded in
 // the state file and forgotten with the sandbox's VM. Export and import
 // move a snapshot to and from a host file under the copy tools' host path
-// rules (snapshotport.go).
-func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequest) (*SnapshotResult, error) {
-	if req.Op != SnapshotList {
+// rules (port.go).
+func (o Ops) Do(ctx context.Context, ws spec.Options, req Request) (*Result, error) {
+	if req.Op != List {
 		if err := drivers.CheckSnapshotName("name", req.Name); err != nil {
 			return nil, err
 		}
@@ -73,14 +97,14 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 	if err != nil {
 		return nil, err
 	}
-	if req.Op != SnapshotList {
-		locks, err := e.locks().Sandboxes(ctx, filepath.Join(root, spec.Dir), []string{req.Sandbox}, admission.WaitBusy)
+	if req.Op != List {
+		locks, err := o.Locks.Sandboxes(ctx, filepath.Join(root, spec.Dir), []string{req.Sandbox}, admission.WaitBusy)
 		if err != nil {
 			return nil, err
 		}
 		defer locks.Release()
 	}
-	tgt, sn, err := e.snapshotTarget(ws, req.Sandbox)
+	tgt, sn, err := o.target(ws, req.Sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -88,18 +112,18 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 	if err != nil {
 		return nil, err
 	}
-	res := &SnapshotResult{Sandbox: tgt.Sandbox, Instance: tgt.Instance, Driver: tgt.DriverName}
+	res := &Result{Sandbox: tgt.Sandbox, Instance: tgt.Instance, Driver: tgt.DriverName}
 	switch req.Op {
-	case SnapshotList:
-		res.Snapshots, err = e.listed(tgt, have)
-	case SnapshotCreate:
-		res.Snapshot, err = e.takeSnapshot(ctx, tgt, sn, have, req.Name)
-	case SnapshotRestore, SnapshotDelete:
-		res.Snapshot, err = e.changeSnapshot(ctx, tgt, sn, have, req)
-	case SnapshotExport:
-		res.Snapshot, res.Path, err = e.exportSnapshot(ctx, tgt, have, req)
-	case SnapshotImport:
-		res.Snapshot, res.Path, err = e.importSnapshot(ctx, tgt, sn, have, req)
+	case List:
+		res.Snapshots, err = listed(tgt, have)
+	case Create:
+		res.Snapshot, err = o.take(ctx, tgt, sn, have, req.Name)
+	case Restore, Delete:
+		res.Snapshot, err = o.change(ctx, tgt, sn, have, req)
+	case Export:
+		res.Snapshot, res.Path, err = o.export(ctx, tgt, have, req)
+	case Import:
+		res.Snapshot, res.Path, err = o.importFile(ctx, tgt, sn, have, req)
 	default:
 		err = coded.New(coded.InvalidArguments, map[string]any{"op": string(req.Op)}, "unknown snapshot operation %q",
 			req.Op)
@@ -110,9 +134,9 @@ func (e *Engine) Snapshot(ctx context.Context, ws spec.Options, req SnapshotRequ
 	return res, nil
 }
 
-// snapshotTarget finds a live sandbox whose backend keeps snapshots.
-func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, drivers.Snapshotter, error) {
-	tgt, err := e.Target(ws, name)
+// target finds a live sandbox whose backend keeps snapshots.
+func (o Ops) target(ws spec.Options, name string) (*sandbox.Target, drivers.Snapshotter, error) {
+	tgt, err := o.Targets.Target(ws, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +154,7 @@ func (e *Engine) snapshotTarget(ws spec.Options, name string) (*sandbox.Target, 
 // listed is what the backend has, with what the state file recorded of
 // each (when it was taken, by which driver); the backend's word decides
 // which exist.
-func (e *Engine) listed(tgt *sandbox.Target, have []drivers.SnapshotInfo) ([]*state.Snapshot, error) {
+func listed(tgt *sandbox.Target, have []drivers.SnapshotInfo) ([]*state.Snapshot, error) {
 	rec, err := state.Read(filepath.Join(tgt.Resolved.Root, spec.Dir), tgt.Resolved.Root, tgt.Resolved.WorkspaceID)
 	if err != nil {
 		return nil, err
@@ -154,7 +178,7 @@ func snapshotRecord(tgt *sandbox.Target, info drivers.SnapshotInfo) *state.Snaps
 		CreatedAt: info.CreatedAt, SizeBytes: info.SizeBytes}
 }
 
-func (e *Engine) takeSnapshot(
+func (o Ops) take(
 	ctx context.Context,
 	tgt *sandbox.Target,
 	sn drivers.Snapshotter,
@@ -170,9 +194,9 @@ func (e *Engine) takeSnapshot(
 	}
 	s := snapshotRecord(tgt, info)
 	if s.CreatedAt.IsZero() {
-		s.CreatedAt = e.Clock.Now().UTC()
+		s.CreatedAt = o.Clock.Now().UTC()
 	}
-	return s, e.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
+	return s, o.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
 }
 
 // checkNewSnapshot refuses a name taken, or one snapshot too many.
@@ -182,8 +206,8 @@ func checkNewSnapshot(tgt *sandbox.Target, have []drivers.SnapshotInfo, name str
 		return coded.New(coded.SnapshotExists, details,
 			"sandbox %s has a snapshot %s already; delete it first or choose another name", tgt.Sandbox, name)
 	}
-	if len(have) >= MaxSnapshots {
-		details["max_snapshots"] = MaxSnapshots
+	if len(have) >= Max {
+		details["max_snapshots"] = Max
 		return coded.New(coded.SnapshotLimit, details,
 			"sandbox %s keeps %d snapshots, the most a sandbox may; delete one first", tgt.Sandbox, len(have))
 	}
@@ -195,32 +219,32 @@ func notFoundSnapshot(tgt *sandbox.Target, have []drivers.SnapshotInfo, name str
 		"snapshots": names(have)}, "sandbox %s has no snapshot %s (it has: %v)", tgt.Sandbox, name, names(have))
 }
 
-func (e *Engine) changeSnapshot(
+func (o Ops) change(
 	ctx context.Context,
 	tgt *sandbox.Target,
 	sn drivers.Snapshotter,
 	have []drivers.SnapshotInfo,
-	req SnapshotRequest,
+	req Request,
 ) (*state.Snapshot, error) {
 	i := slices.IndexFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == req.Name })
 	if i < 0 {
 		return nil, notFoundSnapshot(tgt, have, req.Name)
 	}
 	s := snapshotRecord(tgt, have[i])
-	if req.Op == SnapshotRestore {
-		return s, e.whileStopped(ctx, tgt, func() error { return sn.RestoreSnapshot(ctx, tgt.Instance, req.Name) })
+	if req.Op == Restore {
+		return s, o.whileStopped(ctx, tgt, func() error { return sn.RestoreSnapshot(ctx, tgt.Instance, req.Name) })
 	}
 	err := sn.DeleteSnapshot(ctx, tgt.Instance, req.Name)
 	if err != nil && !errors.Is(err, drivers.ErrSnapshotNotFound) {
 		return nil, err
 	}
-	return s, e.updateState(ctx, tgt, func(f *state.File) { f.DropSnapshot(tgt.Sandbox, req.Name) })
+	return s, o.updateState(ctx, tgt, func(f *state.File) { f.DropSnapshot(tgt.Sandbox, req.Name) })
 }
 
 // updateState changes the target's workspace's state file under its lock.
-func (e *Engine) updateState(ctx context.Context, tgt *sandbox.Target, change func(*state.File)) error {
+func (o Ops) updateState(ctx context.Context, tgt *sandbox.Target, change func(*state.File)) error {
 	r := tgt.Resolved
-	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, e.holder(), e.LockTimeout)
+	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, o.Locks.Who, o.Locks.Timeout)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package snapshots
 
 import (
 	"context"
@@ -41,11 +41,11 @@ func porter(tgt *sandbox.Target) (drivers.SnapshotPorter, error) {
 	return p, nil
 }
 
-func (e *Engine) exportSnapshot(
+func (o Ops) export(
 	ctx context.Context,
 	tgt *sandbox.Target,
 	have []drivers.SnapshotInfo,
-	req SnapshotRequest,
+	req Request,
 ) (*state.Snapshot, string, error) {
 	i := slices.IndexFunc(have, func(s drivers.SnapshotInfo) bool { return s.Name == req.Name })
 	if i < 0 {
@@ -55,7 +55,7 @@ func (e *Engine) exportSnapshot(
 	if err != nil {
 		return nil, "", err
 	}
-	w, err := e.Policy.HostPaths(tgt.Resolved.Root).Writer(tgt.Resolved.Root, req.Path,
+	w, err := o.HostPaths(tgt.Resolved.Root).Writer(tgt.Resolved.Root, req.Path,
 		hostpath.Guard{Protect: tgt.Resolved.Config.Sync.Protect})
 	if err != nil {
 		return nil, "", err
@@ -106,12 +106,12 @@ func exists(shown string, err error) error {
 		coded.Clip(shown), err)
 }
 
-func (e *Engine) importSnapshot(
+func (o Ops) importFile(
 	ctx context.Context,
 	tgt *sandbox.Target,
 	sn drivers.Snapshotter,
 	have []drivers.SnapshotInfo,
-	req SnapshotRequest,
+	req Request,
 ) (*state.Snapshot, string, error) {
 	if err := checkNewSnapshot(tgt, have, req.Name); err != nil {
 		return nil, "", err
@@ -120,11 +120,11 @@ func (e *Engine) importSnapshot(
 	if err != nil {
 		return nil, "", err
 	}
-	src, err := e.importSource(tgt, req.Path)
+	src, err := o.importSource(tgt, req.Path)
 	if err != nil {
 		return nil, "", err
 	}
-	err = e.whileStopped(ctx, tgt, func() error { return p.ImportSnapshot(ctx, tgt.Instance, req.Name, src) })
+	err = o.whileStopped(ctx, tgt, func() error { return p.ImportSnapshot(ctx, tgt.Instance, req.Name, src) })
 	if err != nil {
 		return nil, "", err
 	}
@@ -134,19 +134,19 @@ func (e *Engine) importSnapshot(
 			s.SizeBytes = after[i].SizeBytes
 		}
 	}
-	s.CreatedAt = e.Clock.Now().UTC() // when it became this sandbox's
-	return s, src, e.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
+	s.CreatedAt = o.Clock.Now().UTC() // when it became this sandbox's
+	return s, src, o.updateState(ctx, tgt, func(f *state.File) { f.PutSnapshot(s) })
 }
 
 // importSource is the resolved path of the file to import: inside the
 // allowed host paths, and a regular file that is not a link.
-func (e *Engine) importSource(tgt *sandbox.Target, path string) (string, error) {
+func (o Ops) importSource(tgt *sandbox.Target, path string) (string, error) {
 	base := tgt.Resolved.Root
 	abs := path
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(base, path)
 	}
-	place, err := e.Policy.HostPaths(base).Confine(base, path) // first: nothing outside is looked at
+	place, err := o.HostPaths(base).Confine(base, path) // first: nothing outside is looked at
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +170,7 @@ func (e *Engine) importSource(tgt *sandbox.Target, path string) (string, error) 
 // whileStopped runs op; when the backend answers drivers.ErrStopFirst the
 // VM is stopped, op runs again, and the VM is started after with its
 // declared spec, as a clone of a running Lima VM does.
-func (e *Engine) whileStopped(ctx context.Context, tgt *sandbox.Target, op func() error) error {
+func (o Ops) whileStopped(ctx context.Context, tgt *sandbox.Target, op func() error) error {
 	err := op()
 	if !errors.Is(err, drivers.ErrStopFirst) {
 		return err
