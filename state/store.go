@@ -158,7 +158,7 @@ func (l *Looked) Again() (*Looked, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading state journal: %w", err)
 	}
-	if !l.seen.stale && same(snap, l.seen.snap) && same(journal, l.seen.journal) {
+	if !l.seen.stale && same(snap, l.seen.snap) && same(journal, l.seen.journal.seen) {
 		return l, nil
 	}
 	return Look(l.dir, l.root, l.workspaceID)
@@ -209,7 +209,7 @@ func (s *Store) readAll() error {
 // write makes: state.json's bytes (whole) when they held all of it.
 func (s *Store) keepBefore(whole []byte) error {
 	s.before = whole
-	if whole != nil && s.seen.entries > 0 {
+	if whole != nil && s.seen.journal.lines > 0 {
 		var buf bytes.Buffer
 		if err := statefile.Write(&buf, s.file); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (s *Store) Close() error {
 		return err
 	}
 	s.wrote = false
-	if s.seen.entries == 0 && !s.seen.stale {
+	if s.seen.journal.lines == 0 && !s.seen.stale {
 		return nil
 	}
 	return s.writeWhole()

@@ -5,128 +5,211 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// JournalVersion is the journal format this build writes.
-const JournalVersion = 1
+// A journal is one of sbf's files that change a little at a time: JSON
+// lines, the first a head (the whole map, or the file that holds it),
+// each later one a write holding only what it changed, keyed by name. A
+// last line without its newline is a write that never finished: readers
+// skip it and the next writer cuts it off. The state journal
+// (.sandboxforge/state.journal) continues state.json: its head names the
+// state.json it extends (a journal whose head does not match, state.json
+// written whole or restored by hand after it, is stale and read as empty)
+// and its records are keyed "sandboxes/NAME", "tasks/ID" and "snapshots".
 
-// The journal (.sandboxforge/state.journal) holds the writes made since
-// state.json was last written whole, one JSON line each, so a transition
-// costs what it changed rather than the whole state. Its first line names
-// the file it extends; a journal whose head does not match state.json
-// (state.json was written whole, or restored by hand, after it) is stale
-// and read as empty.
-
-// JournalHead is the journal's first line.
-type JournalHead struct {
-	Version int    `json:"journal"`
-	Lineage string `json:"lineage"` // state.json's ("" when there was none)
-	Serial  int64  `json:"serial"`  // state.json's: the first entry is Serial+1
+// JournalLine is one line of a journal. V is an entry, M what the file
+// says beside its entries.
+type JournalLine[V, M any] struct {
+	Map int `json:"map,omitempty"` // the head's: 1
+	// Journal is the state journal head's version, so that a build that
+	// reads only version 1 refuses the file rather than skip its lines.
+	Journal int          `json:"journal,omitempty"`
+	All     map[string]V `json:"all,omitempty"` // the head's: every entry
+	Meta    M            `json:"meta,omitzero"`
+	Put     map[string]V `json:"put,omitempty"`    // a write's: entries made or replaced…
+	Delete  []string     `json:"delete,omitempty"` // …and dropped
 }
 
-// Entry is one write: the records it replaced. A record that is null was
-// dropped.
-type Entry struct {
-	Serial    int64               `json:"serial"`
-	Lineage   string              `json:"lineage"`
-	WrittenBy string              `json:"written_by,omitempty"`
-	Sandboxes map[string]*Sandbox `json:"sandboxes,omitempty"`
-	Tasks     map[string]*Task    `json:"tasks,omitempty"`
-	// Snapshots is the whole list when the write changed it.
-	Snapshots *[]*Snapshot `json:"snapshots,omitempty"`
-}
-
-// Extends reports whether a journal with this head continues f.
-func (h JournalHead) Extends(f *File) bool {
-	return h.Version == JournalVersion && h.Lineage == f.Lineage && h.Serial == f.Serial
-}
-
-// Apply makes the entry's changes to f (which it continues: the caller
-// checked the serial).
-func (e *Entry) Apply(f *File) {
-	f.Serial, f.Lineage, f.WrittenBy = e.Serial, e.Lineage, e.WrittenBy
-	if f.Sandboxes == nil {
-		f.Sandboxes = map[string]*Sandbox{}
-	}
-	for name, sb := range e.Sandboxes {
-		if sb == nil {
-			delete(f.Sandboxes, name)
-		} else {
-			f.Sandboxes[name] = sb
-		}
-	}
-	for id, t := range e.Tasks {
-		switch {
-		case t == nil:
-			delete(f.Tasks, id)
-		case f.Tasks == nil:
-			f.Tasks = map[string]*Task{id: t}
-		default:
-			f.Tasks[id] = t
-		}
-	}
-	if e.Snapshots != nil {
-		f.Snapshots = *e.Snapshots
-	}
-}
-
-// AppendLine encodes v as one journal line.
-func AppendLine(buf *bytes.Buffer, v any) error {
+// EncodeLine is v as one journal line.
+func EncodeLine(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encoding a state journal line: %w", err)
+		return nil, fmt.Errorf("encoding a journal line: %w", err)
 	}
-	buf.Write(data)
-	buf.WriteByte('\n')
-	return nil
+	return append(data, '\n'), nil
+}
+
+// JournalVersion is the state journal format this build writes: version 2
+// is JournalLines; version 1 (an entry per write holding the records it
+// replaced) is still read, and the next write replaces it.
+const JournalVersion = 2
+
+// StateMark is what a state journal line says of the file: the head, the
+// lineage and serial of the state.json it continues; a write, its serial.
+type StateMark struct {
+	Lineage   string `json:"lineage,omitempty"`
+	Serial    int64  `json:"serial"`
+	WrittenBy string `json:"written_by,omitempty"`
+}
+
+// StateLine is a line of the state journal: records as their JSON.
+type StateLine = JournalLine[json.RawMessage, StateMark]
+
+// The state journal's record keys.
+const SnapshotsKey = "snapshots" // the whole list
+
+func SandboxKey(name string) string { return "sandboxes/" + name }
+func TaskKey(id string) string      { return "tasks/" + id }
+
+// JournalHead is the head of a state journal that continues f as it is.
+func JournalHead(f *File) StateLine {
+	return StateLine{Map: 1, Journal: JournalVersion, Meta: StateMark{Lineage: f.Lineage, Serial: f.Serial}}
 }
 
 // ErrStaleJournal is a journal that does not continue the state file.
 var ErrStaleJournal = errors.New("the state journal does not continue state.json")
 
-// ReadJournal applies the complete lines of a journal to f, which must be
-// the file the journal's head names (ErrStaleJournal otherwise). It
-// returns how many bytes it consumed: a last line without its newline is
-// a write that never finished, left for the next writer to cut off.
+// ReadJournal applies a state journal's whole lines to f, which its head
+// must continue (ErrStaleJournal otherwise), and returns its version (0:
+// not even a head).
 func ReadJournal(data []byte, f *File) (int, error) {
 	line, rest, ok := bytes.Cut(data, []byte("\n"))
 	if !ok {
-		return 0, nil // not even a whole head: nothing was written after it
+		return 0, nil
 	}
-	var head JournalHead
+	var head struct {
+		StateLine
+		Lineage string `json:"lineage"` // version 1's
+		Serial  int64  `json:"serial"`
+	}
 	if err := json.Unmarshal(line, &head); err != nil {
 		return 0, fmt.Errorf("state journal head: %w", err)
 	}
-	if head.Version > JournalVersion {
+	switch {
+	case head.Journal > JournalVersion:
 		return 0, fmt.Errorf("state journal written by a newer sbf (version %d; this build reads %d)",
-			head.Version, JournalVersion)
-	}
-	if !head.Extends(f) {
+			head.Journal, JournalVersion)
+	case head.Journal == 1 && head.Lineage == f.Lineage && head.Serial == f.Serial:
+		return 1, readV1(rest, f)
+	case head.Journal != JournalVersion || head.Meta.Lineage != f.Lineage || head.Meta.Serial != f.Serial:
 		return 0, ErrStaleJournal
 	}
-	n, err := ReadEntries(rest, f)
-	return len(line) + 1 + n, err
+	return JournalVersion, ReadChanges(rest, f)
 }
 
-// ReadEntries applies complete entry lines (no head) to f and returns the
-// bytes consumed.
-func ReadEntries(data []byte, f *File) (int, error) {
-	consumed := 0
-	for {
+// ReadChanges applies whole write lines (no head) to f.
+func ReadChanges(data []byte, f *File) error {
+	return eachLine(data, func(line []byte) error {
+		var l StateLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		if l.Meta.Serial != f.Serial+1 {
+			return fmt.Errorf("serial %d does not follow %d", l.Meta.Serial, f.Serial)
+		}
+		f.Serial, f.WrittenBy = l.Meta.Serial, l.Meta.WrittenBy
+		return f.apply(l.Put, l.Delete)
+	})
+}
+
+// apply replaces the records at put's keys and drops those at del's.
+func (f *File) apply(put map[string]json.RawMessage, del []string) error {
+	for _, key := range del {
+		if err := f.put(key, nil); err != nil {
+			return err
+		}
+	}
+	for key, raw := range put {
+		if err := f.put(key, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// put replaces the record at key with raw (nil: drops it).
+func (f *File) put(key string, raw json.RawMessage) error {
+	kind, name, _ := strings.Cut(key, "/")
+	var err error
+	switch {
+	case kind == "sandboxes":
+		err = putRecord(f.Sandboxes, name, raw)
+	case kind == "tasks":
+		if f.Tasks == nil {
+			f.Tasks = map[string]*Task{}
+		}
+		err = putRecord(f.Tasks, name, raw)
+	case key == SnapshotsKey:
+		f.Snapshots = nil
+		if raw != nil {
+			err = json.Unmarshal(raw, &f.Snapshots)
+		}
+	default:
+		err = errors.New("no such record")
+	}
+	if err != nil {
+		return fmt.Errorf("record %q: %w", key, err)
+	}
+	return nil
+}
+
+func putRecord[T any](m map[string]*T, name string, raw json.RawMessage) error {
+	if raw == nil || string(raw) == "null" {
+		delete(m, name)
+		return nil
+	}
+	rec := new(T)
+	m[name] = rec
+	return json.Unmarshal(raw, rec)
+}
+
+// eachLine calls do with each whole line, naming the line that failed.
+func eachLine(data []byte, do func(line []byte) error) error {
+	for at := 0; ; {
 		line, rest, ok := bytes.Cut(data, []byte("\n"))
 		if !ok {
-			return consumed, nil
+			return nil
 		}
-		var e Entry
+		if err := do(line); err != nil {
+			return fmt.Errorf("state journal line at byte %d: %w", at, err)
+		}
+		at, data = at+len(line)+1, rest
+	}
+}
+
+// entryV1 is a version 1 write: the records it replaced (null: dropped),
+// the snapshot list whole when it changed.
+type entryV1 struct {
+	Serial    int64                      `json:"serial"`
+	Lineage   string                     `json:"lineage"`
+	WrittenBy string                     `json:"written_by,omitempty"`
+	Sandboxes map[string]json.RawMessage `json:"sandboxes,omitempty"`
+	Tasks     map[string]json.RawMessage `json:"tasks,omitempty"`
+	Snapshots json.RawMessage            `json:"snapshots,omitempty"`
+}
+
+// readV1 applies a version 1 journal's writes to f.
+func readV1(data []byte, f *File) error {
+	return eachLine(data, func(line []byte) error {
+		var e entryV1
 		if err := json.Unmarshal(line, &e); err != nil {
-			return consumed, fmt.Errorf("state journal line at byte %d: %w", consumed, err)
+			return err
 		}
 		if e.Serial != f.Serial+1 || f.Lineage != "" && e.Lineage != f.Lineage {
-			return consumed, fmt.Errorf("state journal line at byte %d: serial %d (lineage %s) does not follow %d (%s)",
-				consumed, e.Serial, e.Lineage, f.Serial, f.Lineage)
+			return fmt.Errorf("serial %d (lineage %s) does not follow %d (%s)", e.Serial, e.Lineage, f.Serial, f.Lineage)
 		}
-		e.Apply(f)
-		consumed += len(line) + 1
-		data = rest
-	}
+		f.Serial, f.Lineage, f.WrittenBy = e.Serial, e.Lineage, e.WrittenBy
+		put := map[string]json.RawMessage{}
+		for name, raw := range e.Sandboxes {
+			put[SandboxKey(name)] = raw
+		}
+		for id, raw := range e.Tasks {
+			put[TaskKey(id)] = raw
+		}
+		if e.Snapshots != nil {
+			put[SnapshotsKey] = e.Snapshots
+		}
+		return f.apply(put, nil)
+	})
 }
