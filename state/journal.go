@@ -58,7 +58,7 @@ func (j *journal) read(limit int64) (lines []byte, fresh bool, err error) {
 		return nil, false, &ownfile.Error{Path: j.file.Path(), Problem: fmt.Sprintf("%d bytes", info.Size()), Limit: limit}
 	}
 	if fresh = j.seen == nil || !os.SameFile(info, j.seen) || info.Size() < j.off; fresh {
-		j.off, j.head, j.lines = 0, 0, 0
+		*j = journal{file: j.file, reads: j.reads} // a failure below leaves it to be read whole
 	}
 	data := make([]byte, info.Size()-j.off)
 	if _, err := fh.ReadAt(data, j.off); err != nil {

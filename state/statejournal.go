@@ -85,26 +85,26 @@ func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 }
 
 // refresh brings the store's state up to the files, under the lock: the
-// journal's new lines when nothing else changed, everything otherwise.
-func (s *Store) refresh() error {
+// journal's new lines when nothing else changed, everything otherwise
+// (reread; whole is then state.json's bytes, nil when there was none).
+func (s *Store) refresh() (reread bool, whole []byte, err error) {
 	if !s.seen.stale {
 		snap, err := s.own.Stat(FileName)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("reading state: %w", err)
+			return false, nil, fmt.Errorf("reading state: %w", err)
 		}
 		if same(snap, s.seen.snap) {
-			ok, err := s.readNewLines()
-			if ok || err != nil {
-				return err
+			if ok, err := s.readNewLines(); ok || err != nil {
+				return false, nil, err
 			}
 		}
 	}
-	f, v, _, err := read(s.dir, s.root, s.workspaceID)
+	f, v, whole, err := read(s.dir, s.root, s.workspaceID)
 	if err != nil {
-		return err
+		return false, nil, err
 	}
 	s.file, s.seen = f, v
-	return nil
+	return true, whole, nil
 }
 
 // readNewLines applies what other writers appended to the journal since
