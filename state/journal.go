@@ -39,12 +39,13 @@ var compactFloor int64 = 64 << 10
 
 // read returns the whole lines added since the last look, or every line
 // (fresh: the first is the head) when the file is not the one last read.
-// A missing file is fresh with no lines.
+// A missing file has no lines (fresh when there was one).
 func (j *journal) read(limit int64) (lines []byte, fresh bool, err error) {
 	fh, err := j.file.OpenFile(os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
+		fresh = j.seen != nil
 		*j = journal{file: j.file, reads: j.reads}
-		return nil, true, nil
+		return nil, fresh, nil
 	}
 	if err != nil {
 		return nil, false, err
@@ -148,7 +149,7 @@ func (j *journalMap[V, M]) refresh() error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}
-	if fresh {
+	if fresh || j.seen == nil { // rewritten, or there is none
 		var zero M
 		j.m, j.meta = nil, zero
 	}

@@ -467,3 +467,17 @@ func TestHostMapsReadEarlierFilesAndSkipATornLine(t *testing.T) {
 		t.Errorf("the earlier ledger read as %v %v %v, counted %s", set, known, err, ledger.CountedAt())
 	}
 }
+
+// An index file holding no whole map (a first write that never finished)
+// is made anew by the next write, as a missing one is.
+func TestHostIndexWithoutAWholeHeadIsMadeAnew(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "instances.index"), []byte(`{"map":1,"all":{"sbf-x-a":{"inst`), 0o644)
+	idx := OpenHostIndex(dir)
+	if err := idx.Put(IndexEntry{Instance: "sbf-x-b", Sandbox: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := OpenHostIndex(dir).All(); err != nil || len(all) != 1 || all[0].Sandbox != "b" {
+		t.Errorf("after a write: %+v, %v", all, err)
+	}
+}

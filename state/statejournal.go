@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxforge/sbf/internal/coded"
-	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
@@ -110,13 +109,10 @@ func (s *Store) refresh() (reread bool, whole []byte, err error) {
 // readNewLines applies what other writers appended to the journal since
 // this store last looked; false means the journal is not the one it read.
 func (s *Store) readNewLines() (bool, error) {
-	if s.seen.version != statefile.JournalVersion {
-		return s.seen.journal.seen == nil && !exists(s.own, JournalName), nil
-	}
 	j := s.seen.journal
 	lines, fresh, err := j.read(MaxFileBytes)
-	if err != nil || fresh {
-		return false, err
+	if err != nil || fresh || len(lines) > 0 && s.seen.version != statefile.JournalVersion {
+		return false, err // another file, or lines this build does not append to
 	}
 	if j.reads != s.seen.journal.reads {
 		readcount.Add(readcount.State) // the lines others appended
@@ -126,11 +122,6 @@ func (s *Store) readNewLines() (bool, error) {
 	}
 	s.seen.journal = j
 	return true, nil
-}
-
-func exists(own ownfile.Folder, name string) bool {
-	_, err := own.Stat(name)
-	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // commit records tx's change: one journal line, or state.json written
