@@ -21,7 +21,6 @@ const JournalName = "state.journal"
 type view struct {
 	snap    fs.FileInfo // state.json (nil: it did not exist)
 	journal journal     // state.journal, as far as it was applied
-	version int         // the journal's format (0: not even a head)
 	stale   bool        // read everything again before the next write
 }
 
@@ -73,7 +72,7 @@ func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 	if err != nil {
 		return nil, v, nil, fmt.Errorf("reading state journal %s: %w", v.journal.file.Path(), err)
 	}
-	v.version, err = statefile.ReadJournal(lines, f)
+	err = statefile.ReadJournal(lines, f)
 	if errors.Is(err, statefile.ErrStaleJournal) {
 		return f, v, data, err
 	}
@@ -111,8 +110,8 @@ func (s *Store) refresh() (reread bool, whole []byte, err error) {
 func (s *Store) readNewLines() (bool, error) {
 	j := s.seen.journal
 	lines, fresh, err := j.read(MaxFileBytes)
-	if err != nil || fresh || len(lines) > 0 && s.seen.version != statefile.JournalVersion {
-		return false, err // another file, or lines this build does not append to
+	if err != nil || fresh {
+		return false, err
 	}
 	if j.reads != s.seen.journal.reads {
 		readcount.Add(readcount.State) // the lines others appended
@@ -143,8 +142,7 @@ func (s *Store) commit(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	if tx.whole || s.seen.stale || s.seen.version != statefile.JournalVersion ||
-		s.seen.journal.due(len(data), sizeOf(s.seen.snap)) {
+	if tx.whole || s.seen.stale || s.seen.journal.head == 0 || s.seen.journal.due(len(data), sizeOf(s.seen.snap)) {
 		return s.writeWhole()
 	}
 	if err := s.seen.journal.append(data); err != nil {
@@ -187,6 +185,6 @@ func (s *Store) writeWhole() error {
 	if err != nil {
 		return err
 	}
-	s.seen = view{snap: snap, journal: j, version: statefile.JournalVersion}
+	s.seen = view{snap: snap, journal: j}
 	return nil
 }

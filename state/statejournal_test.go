@@ -247,8 +247,8 @@ func TestAStoreOpenedAfterALookReadsOnlyWhatChanged(t *testing.T) {
 }
 
 // A journal an earlier build wrote (version 1: an entry per write holding
-// the records it replaced) is read; the next write replaces it with this
-// build's, and nothing it held is lost.
+// the records it replaced) is read and appended to; the next compaction
+// (here Close) replaces it with this build's, and nothing it held is lost.
 func TestAVersion1JournalIsReadThenReplaced(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := open(t, dir, 0)
@@ -266,13 +266,19 @@ func TestAVersion1JournalIsReadThenReplaced(t *testing.T) {
 	}
 	next, _ := open(t, dir, 0)
 	writeSandbox(t, next, "c", Running)
-	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
-	if !strings.HasPrefix(string(journal), `{"map":1,"journal":2,"meta":{"lineage":"`+lineage+`","serial":3}}`) {
-		t.Errorf("the next write kept the version 1 journal:\n%s", journal)
-	}
 	if f := readState(t, dir); f.Serial != 3 || f.Sandboxes["b"] == nil || f.Sandboxes["c"] == nil ||
 		f.Tasks["t1"] == nil {
 		t.Errorf("after the write: serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
+	}
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
+	if string(journal) != `{"map":1,"journal":2,"meta":{"lineage":"`+lineage+`","serial":3}}`+"\n" {
+		t.Errorf("the compaction kept the version 1 journal:\n%s", journal)
+	}
+	if f := readState(t, dir); f.Serial != 3 || len(f.Sandboxes) != 2 || f.Tasks["t1"] == nil {
+		t.Errorf("after the compaction: serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
 	}
 }
 

@@ -41,8 +41,8 @@ func EncodeLine(v any) ([]byte, error) {
 }
 
 // JournalVersion is the state journal format this build writes: version 2
-// is JournalLines; version 1 (an entry per write holding the records it
-// replaced) is still read, and the next write replaces it.
+// is JournalLines. Version 1's lines (lineage and serial at the top, then
+// the records a write replaced, null for one dropped) are still read.
 const JournalVersion = 2
 
 // StateMark is what a state journal line says of the file: the head, the
@@ -71,64 +71,83 @@ func JournalHead(f *File) StateLine {
 var ErrStaleJournal = errors.New("the state journal does not continue state.json")
 
 // ReadJournal applies a state journal's whole lines to f, which its head
-// must continue (ErrStaleJournal otherwise), and returns its version (0:
-// not even a head).
-func ReadJournal(data []byte, f *File) (int, error) {
+// must continue (ErrStaleJournal otherwise).
+func ReadJournal(data []byte, f *File) error {
 	line, rest, ok := bytes.Cut(data, []byte("\n"))
 	if !ok {
-		return 0, nil
+		return nil // not even a whole head: nothing was written after it
 	}
-	var head struct {
-		StateLine
-		Lineage string `json:"lineage"` // version 1's
-		Serial  int64  `json:"serial"`
+	head, err := decodeLine(line)
+	if err != nil {
+		return fmt.Errorf("state journal head: %w", err)
 	}
-	if err := json.Unmarshal(line, &head); err != nil {
-		return 0, fmt.Errorf("state journal head: %w", err)
-	}
-	switch {
-	case head.Journal > JournalVersion:
-		return 0, fmt.Errorf("state journal written by a newer sbf (version %d; this build reads %d)",
+	if head.Journal > JournalVersion {
+		return fmt.Errorf("state journal written by a newer sbf (version %d; this build reads %d)",
 			head.Journal, JournalVersion)
-	case head.Journal == 1 && head.Lineage == f.Lineage && head.Serial == f.Serial:
-		return 1, readV1(rest, f)
-	case head.Journal != JournalVersion || head.Meta.Lineage != f.Lineage || head.Meta.Serial != f.Serial:
-		return 0, ErrStaleJournal
 	}
-	return JournalVersion, ReadChanges(rest, f)
+	if head.Journal == 0 || head.Meta.Lineage != f.Lineage || head.Meta.Serial != f.Serial {
+		return ErrStaleJournal
+	}
+	return ReadChanges(rest, f)
 }
 
 // ReadChanges applies whole write lines (no head) to f.
 func ReadChanges(data []byte, f *File) error {
-	return eachLine(data, func(line []byte) error {
-		var l StateLine
-		if err := json.Unmarshal(line, &l); err != nil {
-			return err
+	for at := 0; ; {
+		line, rest, ok := bytes.Cut(data, []byte("\n"))
+		if !ok {
+			return nil
 		}
-		if l.Meta.Serial != f.Serial+1 {
-			return fmt.Errorf("serial %d does not follow %d", l.Meta.Serial, f.Serial)
+		l, err := decodeLine(line)
+		if err == nil && (l.Meta.Serial != f.Serial+1 || l.Meta.Lineage != "" && l.Meta.Lineage != f.Lineage) {
+			err = fmt.Errorf("serial %d (lineage %s) does not follow %d (%s)", l.Meta.Serial, l.Meta.Lineage,
+				f.Serial, f.Lineage)
+		}
+		for _, key := range l.Delete {
+			if err == nil {
+				err = f.put(key, nil)
+			}
+		}
+		for key, raw := range l.Put {
+			if err == nil {
+				err = f.put(key, raw)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("state journal line at byte %d: %w", at, err)
 		}
 		f.Serial, f.WrittenBy = l.Meta.Serial, l.Meta.WrittenBy
-		return f.apply(l.Put, l.Delete)
-	})
+		at, data = at+len(line)+1, rest
+	}
 }
 
-// apply replaces the records at put's keys and drops those at del's.
-func (f *File) apply(put map[string]json.RawMessage, del []string) error {
-	for _, key := range del {
-		if err := f.put(key, nil); err != nil {
-			return err
-		}
+// decodeLine reads a state journal line of either version as this
+// build's.
+func decodeLine(line []byte) (StateLine, error) {
+	var l struct {
+		StateLine
+		StateMark                            // version 1's
+		Sandboxes map[string]json.RawMessage `json:"sandboxes"`
+		Tasks     map[string]json.RawMessage `json:"tasks"`
+		Snapshots json.RawMessage            `json:"snapshots"`
 	}
-	for key, raw := range put {
-		if err := f.put(key, raw); err != nil {
-			return err
-		}
+	if err := json.Unmarshal(line, &l); err != nil || l.Journal > 1 || l.StateLine.Meta.Serial != 0 {
+		return l.StateLine, err
 	}
-	return nil
+	v2 := StateLine{Journal: l.Journal, Meta: l.StateMark, Put: map[string]json.RawMessage{}}
+	for name, raw := range l.Sandboxes {
+		v2.Put[SandboxKey(name)] = raw
+	}
+	for id, raw := range l.Tasks {
+		v2.Put[TaskKey(id)] = raw
+	}
+	if l.Snapshots != nil {
+		v2.Put[SnapshotsKey] = l.Snapshots
+	}
+	return v2, nil
 }
 
-// put replaces the record at key with raw (nil: drops it).
+// put replaces the record at key with raw (nil or null: drops it).
 func (f *File) put(key string, raw json.RawMessage) error {
 	kind, name, _ := strings.Cut(key, "/")
 	var err error
@@ -162,54 +181,4 @@ func putRecord[T any](m map[string]*T, name string, raw json.RawMessage) error {
 	rec := new(T)
 	m[name] = rec
 	return json.Unmarshal(raw, rec)
-}
-
-// eachLine calls do with each whole line, naming the line that failed.
-func eachLine(data []byte, do func(line []byte) error) error {
-	for at := 0; ; {
-		line, rest, ok := bytes.Cut(data, []byte("\n"))
-		if !ok {
-			return nil
-		}
-		if err := do(line); err != nil {
-			return fmt.Errorf("state journal line at byte %d: %w", at, err)
-		}
-		at, data = at+len(line)+1, rest
-	}
-}
-
-// entryV1 is a version 1 write: the records it replaced (null: dropped),
-// the snapshot list whole when it changed.
-type entryV1 struct {
-	Serial    int64                      `json:"serial"`
-	Lineage   string                     `json:"lineage"`
-	WrittenBy string                     `json:"written_by,omitempty"`
-	Sandboxes map[string]json.RawMessage `json:"sandboxes,omitempty"`
-	Tasks     map[string]json.RawMessage `json:"tasks,omitempty"`
-	Snapshots json.RawMessage            `json:"snapshots,omitempty"`
-}
-
-// readV1 applies a version 1 journal's writes to f.
-func readV1(data []byte, f *File) error {
-	return eachLine(data, func(line []byte) error {
-		var e entryV1
-		if err := json.Unmarshal(line, &e); err != nil {
-			return err
-		}
-		if e.Serial != f.Serial+1 || f.Lineage != "" && e.Lineage != f.Lineage {
-			return fmt.Errorf("serial %d (lineage %s) does not follow %d (%s)", e.Serial, e.Lineage, f.Serial, f.Lineage)
-		}
-		f.Serial, f.Lineage, f.WrittenBy = e.Serial, e.Lineage, e.WrittenBy
-		put := map[string]json.RawMessage{}
-		for name, raw := range e.Sandboxes {
-			put[SandboxKey(name)] = raw
-		}
-		for id, raw := range e.Tasks {
-			put[TaskKey(id)] = raw
-		}
-		if e.Snapshots != nil {
-			put[SnapshotsKey] = e.Snapshots
-		}
-		return f.apply(put, nil)
-	})
 }
