@@ -25,7 +25,7 @@ type HostIndex struct {
 	dir string
 	own ownfile.Folder // dir, whose files are sbf's own
 	mu  sync.Mutex
-	j   journalMap[IndexEntry]
+	j   journalMap[IndexEntry, struct{}]
 }
 
 // IndexEntry is one instance's line in the host index.
@@ -41,7 +41,8 @@ type IndexEntry struct {
 // OpenHostIndex uses dir (created when first written).
 func OpenHostIndex(dir string) *HostIndex {
 	own := ownfile.At(dir)
-	return &HostIndex{dir: dir, own: own, j: journalMap[IndexEntry]{file: own.File("instances.index")}}
+	return &HostIndex{dir: dir, own: own,
+		j: journalMap[IndexEntry, struct{}]{journal: journal{file: own.File("instances.index")}}}
 }
 
 // Dir is where the index lives.

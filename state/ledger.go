@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"maps"
 	"sync"
 	"time"
@@ -18,7 +17,7 @@ import (
 // a long-lived process reads only the lines others added since.
 type Ledger struct {
 	mu sync.Mutex // the admission lock serialises processes; this, goroutines
-	j  journalMap[bool]
+	j  journalMap[bool, ledgerMeta]
 }
 
 type ledgerMeta struct {
@@ -27,7 +26,8 @@ type ledgerMeta struct {
 
 // OpenLedger uses admission/ledger in the state home stateDir.
 func OpenLedger(stateDir string) *Ledger {
-	return &Ledger{j: journalMap[bool]{file: ownfile.At(stateDir).Sub("admission").File("ledger")}}
+	file := ownfile.At(stateDir).Sub("admission").File("ledger")
+	return &Ledger{j: journalMap[bool, ledgerMeta]{journal: journal{file: file}}}
 }
 
 // Instances is the set as the file holds it now (known false: there is no
@@ -45,9 +45,7 @@ func (l *Ledger) Instances() (set map[string]bool, known bool, err error) {
 func (l *Ledger) CountedAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var m ledgerMeta
-	json.Unmarshal(l.j.meta, &m)
-	return m.CountedAt
+	return l.j.meta.CountedAt
 }
 
 // Add records an admitted instance (nothing, when there is no ledger).
@@ -77,10 +75,6 @@ func (l *Ledger) Remove(instance string) error {
 func (l *Ledger) Reset(instances map[string]bool, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	meta, err := json.Marshal(ledgerMeta{CountedAt: now})
-	if err != nil {
-		return err
-	}
-	l.j.m, l.j.meta = maps.Clone(instances), meta
+	l.j.m, l.j.meta = maps.Clone(instances), ledgerMeta{CountedAt: now}
 	return l.j.rewrite()
 }

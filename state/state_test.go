@@ -372,3 +372,112 @@ func TestIndexReadsAreCountedWhenTheyRead(t *testing.T) {
 		}
 	}
 }
+
+// Issue 43: a sync that renews every lease changes every entry, and the
+// index used to keep each such line until it held as many lines as
+// entries: 217 KB a sync at 1,000 sandboxes, unreadable (past 16 MiB)
+// after 78 of them. Rewritten by size, the file stays within twice its
+// live content; a sync that changes nothing writes nothing, and one
+// changed entry appends one short line.
+func TestHostIndexStaysBoundedBySize(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "instances.index")
+	idx := OpenHostIndex(dir)
+	end := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	size := func() int64 {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+		t.Fatal(err)
+	}
+	compacted := size()
+	for i := range 40 {
+		end = end.Add(time.Second)
+		if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+			t.Fatal(err)
+		}
+		if got := size(); got > 3*compacted {
+			t.Fatalf("after %d renewals the index holds %d bytes, its live content %d", i+1, got, compacted)
+		}
+	}
+	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("a sync that changed nothing wrote %d bytes", len(after)-len(before))
+	}
+	fresh := OpenHostIndex(t.TempDir())
+	fresh.PutAll(indexEntries(1000, end))
+	before, _ = os.ReadFile(filepath.Join(fresh.Dir(), "instances.index"))
+	changed := indexEntries(1000, end)
+	changed[7].ExpiresAt = end.Add(time.Hour)
+	if err := fresh.PutAll(changed); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(fresh.Dir(), "instances.index"))
+	if added := after[len(before):]; string(after[:len(before)]) != string(before) ||
+		strings.Count(string(added), "\n") != 1 || len(added) > 512 {
+		t.Errorf("one changed entry wrote %d bytes:\n%s", len(after)-len(before), added)
+	}
+	if e, ok := OpenHostIndex(fresh.Dir()).Lookup("sb00007"); !ok || !e.ExpiresAt.Equal(end.Add(time.Hour)) {
+		t.Errorf("the changed entry read back as %+v", e)
+	}
+}
+
+// The host maps are read as earlier builds wrote them (the same format:
+// the whole map, then put and delete lines); a line a crashed writer left
+// unfinished is skipped, and the next write cuts it off.
+func TestHostMapsReadEarlierFilesAndSkipATornLine(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "instances.index"), []byte(
+		`{"map":1,"all":{"sbf-x-a":{"instance":"sbf-x-a","sandbox":"a","driver":"sim","workspace_root":"/w",`+
+			`"workspace_id":"ws_a"}}}`+"\n"+
+			`{"put":{"sbf-x-b":{"instance":"sbf-x-b","sandbox":"b","driver":"sim","workspace_root":"/w",`+
+			`"workspace_id":"ws_a","expires_at":"2026-11-25T12:00:00Z"}}}`+"\n"+
+			`{"delete":["sbf-x-a"]}`+"\n"+`{"put":{"sbf-x-c":{"inst`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "admission"), 0o755)
+	os.WriteFile(filepath.Join(dir, "admission", "ledger"), []byte(
+		`{"map":1,"all":{"sbf-x-a":true},"meta":{"counted_at":"2026-11-25T12:00:00Z"}}`+"\n"+
+			`{"put":{"sbf-x-b":true}}`+"\n"), 0o644)
+	idx := OpenHostIndex(dir)
+	if all, err := idx.All(); err != nil || len(all) != 1 || all[0].Sandbox != "b" || all[0].ExpiresAt.IsZero() {
+		t.Fatalf("the earlier index read as %+v, %v", all, err)
+	}
+	if err := idx.Put(IndexEntry{Instance: "sbf-x-d", Sandbox: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "instances.index")); strings.Contains(string(data), `"inst`+"{") ||
+		!strings.HasSuffix(string(data), `"sandbox":"d","driver":"","workspace_root":"","workspace_id":""}}}`+"\n") {
+		t.Errorf("the unfinished line was not cut off:\n%s", data)
+	}
+	if all, _ := OpenHostIndex(dir).All(); len(all) != 2 {
+		t.Errorf("after the write: %+v", all)
+	}
+	ledger := OpenLedger(dir)
+	set, known, err := ledger.Instances()
+	if err != nil || !known || len(set) != 2 || !ledger.CountedAt().Equal(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("the earlier ledger read as %v %v %v, counted %s", set, known, err, ledger.CountedAt())
+	}
+}
+
+// An index file holding no whole map (a first write that never finished)
+// is made anew by the next write, as a missing one is.
+func TestHostIndexWithoutAWholeHeadIsMadeAnew(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "instances.index"), []byte(`{"map":1,"all":{"sbf-x-a":{"inst`), 0o644)
+	idx := OpenHostIndex(dir)
+	if err := idx.Put(IndexEntry{Instance: "sbf-x-b", Sandbox: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := OpenHostIndex(dir).All(); err != nil || len(all) != 1 || all[0].Sandbox != "b" {
+		t.Errorf("after a write: %+v, %v", all, err)
+	}
+}

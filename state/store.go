@@ -133,17 +133,8 @@ var minLockWait = 30 * time.Second
 // Open reads the workspace's state under its lock, waiting up to timeout
 // (at least 30 seconds) for it.
 func Open(ctx context.Context, dir, root, workspaceID string, who flock.Holder, timeout time.Duration) (*Store, error) {
-	if err := EnsureDir(dir); err != nil {
-		return nil, err
-	}
-	s := &Store{dir: dir, root: root, workspaceID: workspaceID, own: Folder(dir), who: who,
-		wait: max(timeout, minLockWait)}
-	lock, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Release()
-	return s, s.readAll()
+	l := &Looked{dir: dir, root: root, workspaceID: workspaceID, seen: view{stale: true}} // nothing seen yet
+	return OpenAfter(ctx, l, who, timeout)
 }
 
 // Again is the state now: l when neither state.json nor the journal
@@ -158,7 +149,7 @@ func (l *Looked) Again() (*Looked, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading state journal: %w", err)
 	}
-	if !l.seen.stale && same(snap, l.seen.snap) && same(journal, l.seen.journal) {
+	if !l.seen.stale && same(snap, l.seen.snap) && same(journal, l.seen.journal.seen) {
 		return l, nil
 	}
 	return Look(l.dir, l.root, l.workspaceID)
@@ -178,38 +169,25 @@ func OpenAfter(ctx context.Context, l *Looked, who flock.Holder, timeout time.Du
 		return nil, err
 	}
 	defer lock.Release()
-	snap, err := s.own.Stat(FileName)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading state: %w", err)
+	if l.File != nil {
+		s.file = l.File.Clone() // the look's stays as it was
 	}
-	if l.seen.stale || !same(snap, l.seen.snap) {
-		return s, s.readAll()
+	s.seen = l.seen
+	reread, whole, err := s.refresh()
+	if err != nil {
+		return nil, err
 	}
-	s.file, s.seen = l.File.Clone(), l.seen
-	if ok, err := s.readNewLines(); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return s, s.readAll()
+	if !reread {
+		whole = l.whole
 	}
-	return s, s.keepBefore(l.whole)
-}
-
-// readAll reads the state whole, under the lock.
-func (s *Store) readAll() error {
-	var whole []byte
-	var err error
-	if s.file, s.seen, whole, err = read(s.dir, s.root, s.workspaceID); err != nil {
-		return err
-	}
-	return s.keepBefore(whole)
+	return s, s.keepBefore(whole)
 }
 
 // keepBefore keeps the state as the run found it, the backup its first
 // write makes: state.json's bytes (whole) when they held all of it.
 func (s *Store) keepBefore(whole []byte) error {
 	s.before = whole
-	if whole != nil && s.seen.entries > 0 {
+	if whole != nil && s.seen.journal.lines > 0 {
 		var buf bytes.Buffer
 		if err := statefile.Write(&buf, s.file); err != nil {
 			return err
@@ -260,7 +238,7 @@ func (s *Store) write(change func(*Tx)) error {
 		return err
 	}
 	defer lock.Release()
-	if err := s.refresh(); err != nil {
+	if _, _, err := s.refresh(); err != nil {
 		return err
 	}
 	if err := s.backUp(); err != nil {
@@ -303,11 +281,11 @@ func (s *Store) Close() error {
 		return err
 	}
 	defer lock.Release()
-	if err := s.refresh(); err != nil {
+	if _, _, err := s.refresh(); err != nil {
 		return err
 	}
 	s.wrote = false
-	if s.seen.entries == 0 && !s.seen.stale {
+	if s.seen.journal.lines == 0 && !s.seen.stale {
 		return nil
 	}
 	return s.writeWhole()

@@ -78,49 +78,41 @@ func (tx *Tx) Snapshots(change func(*File)) {
 	change(tx.f)
 }
 
-// entry is what the write changed, as a journal line (nil: nothing did);
-// records asked to be forgotten leave the state here.
-func (tx *Tx) entry() *statefile.Entry {
-	e := &statefile.Entry{}
+// change is what the write changed, as a journal line (nil: nothing
+// did); records asked to be forgotten leave the state here.
+func (tx *Tx) change() *statefile.StateLine {
+	l := &statefile.StateLine{}
 	if tx.whole {
-		return e
+		return l
 	}
-	changed := false
+	note := func(key string, before, after []byte) {
+		switch {
+		case bytes.Equal(before, after):
+		case string(after) == "null":
+			l.Delete = append(l.Delete, key)
+		case l.Put == nil:
+			l.Put = map[string]json.RawMessage{key: after}
+		default:
+			l.Put[key] = after
+		}
+	}
 	for name, before := range tx.sandboxes {
-		rec := tx.f.Sandboxes[name]
-		if rec != nil && rec.Phase == Forgotten {
+		if rec := tx.f.Sandboxes[name]; rec != nil && rec.Phase == Forgotten {
 			delete(tx.f.Sandboxes, name)
-			rec = nil
 		}
-		if bytes.Equal(encode(rec), before) {
-			continue
-		}
-		if e.Sandboxes == nil {
-			e.Sandboxes = map[string]*Sandbox{}
-		}
-		e.Sandboxes[name], changed = rec, true
+		note(statefile.SandboxKey(name), before, encode(tx.f.Sandboxes[name]))
 	}
 	for id, before := range tx.tasks {
-		t := tx.f.Tasks[id]
-		if bytes.Equal(encode(t), before) {
-			continue
-		}
-		if e.Tasks == nil {
-			e.Tasks = map[string]*Task{}
-		}
-		e.Tasks[id], changed = t, true
+		note(statefile.TaskKey(id), before, encode(tx.f.Tasks[id]))
 	}
-	if tx.snapshots != nil && !bytes.Equal(encode(tx.f.Snapshots), tx.snapshots) {
-		list := slices.Clone(tx.f.Snapshots)
-		if list == nil {
-			list = []*Snapshot{}
-		}
-		e.Snapshots, changed = &list, true
+	if tx.snapshots != nil {
+		note(statefile.SnapshotsKey, tx.snapshots, encode(tx.f.Snapshots))
 	}
-	if !changed {
+	if len(l.Put) == 0 && len(l.Delete) == 0 {
 		return nil
 	}
-	return e
+	slices.Sort(l.Delete)
+	return l
 }
 
 // Sandbox is a copy of one sandbox's record as the store last saw it.

@@ -5,128 +5,180 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// JournalVersion is the journal format this build writes.
-const JournalVersion = 1
+// A journal is one of sbf's files that change a little at a time: JSON
+// lines, the first a head (the whole map, or the file that holds it),
+// each later one a write holding only what it changed, keyed by name. A
+// last line without its newline is a write that never finished: readers
+// skip it and the next writer cuts it off. The state journal
+// (.sandboxforge/state.journal) continues state.json: its head names the
+// state.json it extends (a journal whose head does not match, state.json
+// written whole or restored by hand after it, is stale and read as empty)
+// and its records are keyed "sandboxes/NAME", "tasks/ID" and "snapshots".
 
-// The journal (.sandboxforge/state.journal) holds the writes made since
-// state.json was last written whole, one JSON line each, so a transition
-// costs what it changed rather than the whole state. Its first line names
-// the file it extends; a journal whose head does not match state.json
-// (state.json was written whole, or restored by hand, after it) is stale
-// and read as empty.
-
-// JournalHead is the journal's first line.
-type JournalHead struct {
-	Version int    `json:"journal"`
-	Lineage string `json:"lineage"` // state.json's ("" when there was none)
-	Serial  int64  `json:"serial"`  // state.json's: the first entry is Serial+1
+// JournalLine is one line of a journal. V is an entry, M what the file
+// says beside its entries.
+type JournalLine[V, M any] struct {
+	Map int `json:"map,omitempty"` // the head's: 1
+	// Journal is the state journal head's version, so that a build that
+	// reads only version 1 refuses the file rather than skip its lines.
+	Journal int          `json:"journal,omitempty"`
+	All     map[string]V `json:"all,omitempty"` // the head's: every entry
+	Meta    M            `json:"meta,omitzero"`
+	Put     map[string]V `json:"put,omitempty"`    // a write's: entries made or replaced…
+	Delete  []string     `json:"delete,omitempty"` // …and dropped
 }
 
-// Entry is one write: the records it replaced. A record that is null was
-// dropped.
-type Entry struct {
-	Serial    int64               `json:"serial"`
-	Lineage   string              `json:"lineage"`
-	WrittenBy string              `json:"written_by,omitempty"`
-	Sandboxes map[string]*Sandbox `json:"sandboxes,omitempty"`
-	Tasks     map[string]*Task    `json:"tasks,omitempty"`
-	// Snapshots is the whole list when the write changed it.
-	Snapshots *[]*Snapshot `json:"snapshots,omitempty"`
-}
-
-// Extends reports whether a journal with this head continues f.
-func (h JournalHead) Extends(f *File) bool {
-	return h.Version == JournalVersion && h.Lineage == f.Lineage && h.Serial == f.Serial
-}
-
-// Apply makes the entry's changes to f (which it continues: the caller
-// checked the serial).
-func (e *Entry) Apply(f *File) {
-	f.Serial, f.Lineage, f.WrittenBy = e.Serial, e.Lineage, e.WrittenBy
-	if f.Sandboxes == nil {
-		f.Sandboxes = map[string]*Sandbox{}
-	}
-	for name, sb := range e.Sandboxes {
-		if sb == nil {
-			delete(f.Sandboxes, name)
-		} else {
-			f.Sandboxes[name] = sb
-		}
-	}
-	for id, t := range e.Tasks {
-		switch {
-		case t == nil:
-			delete(f.Tasks, id)
-		case f.Tasks == nil:
-			f.Tasks = map[string]*Task{id: t}
-		default:
-			f.Tasks[id] = t
-		}
-	}
-	if e.Snapshots != nil {
-		f.Snapshots = *e.Snapshots
-	}
-}
-
-// AppendLine encodes v as one journal line.
-func AppendLine(buf *bytes.Buffer, v any) error {
+// EncodeLine is v as one journal line.
+func EncodeLine(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encoding a state journal line: %w", err)
+		return nil, fmt.Errorf("encoding a journal line: %w", err)
 	}
-	buf.Write(data)
-	buf.WriteByte('\n')
-	return nil
+	return append(data, '\n'), nil
+}
+
+// JournalVersion is the state journal format this build writes: version 2
+// is JournalLines. Version 1's lines (lineage and serial at the top, then
+// the records a write replaced, null for one dropped) are still read.
+const JournalVersion = 2
+
+// StateMark is what a state journal line says of the file: the head, the
+// lineage and serial of the state.json it continues; a write, its serial.
+type StateMark struct {
+	Lineage   string `json:"lineage,omitempty"`
+	Serial    int64  `json:"serial"`
+	WrittenBy string `json:"written_by,omitempty"`
+}
+
+// StateLine is a line of the state journal: records as their JSON.
+type StateLine = JournalLine[json.RawMessage, StateMark]
+
+// The state journal's record keys.
+const SnapshotsKey = "snapshots" // the whole list
+
+func SandboxKey(name string) string { return "sandboxes/" + name }
+func TaskKey(id string) string      { return "tasks/" + id }
+
+// JournalHead is the head of a state journal that continues f as it is.
+func JournalHead(f *File) StateLine {
+	return StateLine{Map: 1, Journal: JournalVersion, Meta: StateMark{Lineage: f.Lineage, Serial: f.Serial}}
 }
 
 // ErrStaleJournal is a journal that does not continue the state file.
 var ErrStaleJournal = errors.New("the state journal does not continue state.json")
 
-// ReadJournal applies the complete lines of a journal to f, which must be
-// the file the journal's head names (ErrStaleJournal otherwise). It
-// returns how many bytes it consumed: a last line without its newline is
-// a write that never finished, left for the next writer to cut off.
-func ReadJournal(data []byte, f *File) (int, error) {
+// ReadJournal applies a state journal's whole lines to f, which its head
+// must continue (ErrStaleJournal otherwise).
+func ReadJournal(data []byte, f *File) error {
 	line, rest, ok := bytes.Cut(data, []byte("\n"))
 	if !ok {
-		return 0, nil // not even a whole head: nothing was written after it
+		return nil // not even a whole head: nothing was written after it
 	}
-	var head JournalHead
-	if err := json.Unmarshal(line, &head); err != nil {
-		return 0, fmt.Errorf("state journal head: %w", err)
+	head, err := decodeLine(line)
+	if err != nil {
+		return fmt.Errorf("state journal head: %w", err)
 	}
-	if head.Version > JournalVersion {
-		return 0, fmt.Errorf("state journal written by a newer sbf (version %d; this build reads %d)",
-			head.Version, JournalVersion)
+	if head.Journal > JournalVersion {
+		return fmt.Errorf("state journal written by a newer sbf (version %d; this build reads %d)",
+			head.Journal, JournalVersion)
 	}
-	if !head.Extends(f) {
-		return 0, ErrStaleJournal
+	if head.Journal == 0 || head.Meta.Lineage != f.Lineage || head.Meta.Serial != f.Serial {
+		return ErrStaleJournal
 	}
-	n, err := ReadEntries(rest, f)
-	return len(line) + 1 + n, err
+	return ReadChanges(rest, f)
 }
 
-// ReadEntries applies complete entry lines (no head) to f and returns the
-// bytes consumed.
-func ReadEntries(data []byte, f *File) (int, error) {
-	consumed := 0
-	for {
+// ReadChanges applies whole write lines (no head) to f.
+func ReadChanges(data []byte, f *File) error {
+	for at := 0; ; {
 		line, rest, ok := bytes.Cut(data, []byte("\n"))
 		if !ok {
-			return consumed, nil
+			return nil
 		}
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			return consumed, fmt.Errorf("state journal line at byte %d: %w", consumed, err)
+		l, err := decodeLine(line)
+		if err == nil && (l.Meta.Serial != f.Serial+1 || l.Meta.Lineage != "" && l.Meta.Lineage != f.Lineage) {
+			err = fmt.Errorf("serial %d (lineage %s) does not follow %d (%s)", l.Meta.Serial, l.Meta.Lineage,
+				f.Serial, f.Lineage)
 		}
-		if e.Serial != f.Serial+1 || f.Lineage != "" && e.Lineage != f.Lineage {
-			return consumed, fmt.Errorf("state journal line at byte %d: serial %d (lineage %s) does not follow %d (%s)",
-				consumed, e.Serial, e.Lineage, f.Serial, f.Lineage)
+		for _, key := range l.Delete {
+			if err == nil {
+				err = f.put(key, nil)
+			}
 		}
-		e.Apply(f)
-		consumed += len(line) + 1
-		data = rest
+		for key, raw := range l.Put {
+			if err == nil {
+				err = f.put(key, raw)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("state journal line at byte %d: %w", at, err)
+		}
+		f.Serial, f.WrittenBy = l.Meta.Serial, l.Meta.WrittenBy
+		at, data = at+len(line)+1, rest
 	}
+}
+
+// decodeLine reads a state journal line of either version as this
+// build's.
+func decodeLine(line []byte) (StateLine, error) {
+	var l struct {
+		StateLine
+		StateMark                            // version 1's
+		Sandboxes map[string]json.RawMessage `json:"sandboxes"`
+		Tasks     map[string]json.RawMessage `json:"tasks"`
+		Snapshots json.RawMessage            `json:"snapshots"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil || l.Journal > 1 || l.StateLine.Meta.Serial != 0 {
+		return l.StateLine, err
+	}
+	v2 := StateLine{Journal: l.Journal, Meta: l.StateMark, Put: map[string]json.RawMessage{}}
+	for name, raw := range l.Sandboxes {
+		v2.Put[SandboxKey(name)] = raw
+	}
+	for id, raw := range l.Tasks {
+		v2.Put[TaskKey(id)] = raw
+	}
+	if l.Snapshots != nil {
+		v2.Put[SnapshotsKey] = l.Snapshots
+	}
+	return v2, nil
+}
+
+// put replaces the record at key with raw (nil or null: drops it).
+func (f *File) put(key string, raw json.RawMessage) error {
+	kind, name, _ := strings.Cut(key, "/")
+	var err error
+	switch {
+	case kind == "sandboxes":
+		err = putRecord(f.Sandboxes, name, raw)
+	case kind == "tasks":
+		if f.Tasks == nil {
+			f.Tasks = map[string]*Task{}
+		}
+		err = putRecord(f.Tasks, name, raw)
+	case key == SnapshotsKey:
+		f.Snapshots = nil
+		if raw != nil {
+			err = json.Unmarshal(raw, &f.Snapshots)
+		}
+	default:
+		err = errors.New("no such record")
+	}
+	if err != nil {
+		return fmt.Errorf("record %q: %w", key, err)
+	}
+	return nil
+}
+
+func putRecord[T any](m map[string]*T, name string, raw json.RawMessage) error {
+	if raw == nil || string(raw) == "null" {
+		delete(m, name)
+		return nil
+	}
+	rec := new(T)
+	m[name] = rec
+	return json.Unmarshal(raw, rec)
 }

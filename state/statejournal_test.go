@@ -2,12 +2,14 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/readcount"
@@ -46,6 +48,11 @@ func TestATransitionAppendsWhatItChanged(t *testing.T) {
 	if lines := strings.Count(string(journal), "\n"); lines != 21 {
 		t.Errorf("journal has %d lines, want a head and 20 entries:\n%s", lines, journal)
 	}
+	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n")[1:] {
+		if strings.Count(line, `"sandboxes/`) != 1 || len(line) > 256 {
+			t.Errorf("a line holds more than the record it changed: %s", line)
+		}
+	}
 	f := readState(t, dir)
 	if f.Serial != 21 || len(f.Sandboxes) != 21 || f.Sandboxes["sb07"].Phase != Running {
 		t.Errorf("read back: serial %d, %d records", f.Serial, len(f.Sandboxes))
@@ -55,15 +62,15 @@ func TestATransitionAppendsWhatItChanged(t *testing.T) {
 // Past the journal's limit a write rewrites state.json whole and starts a
 // new journal; what is read stays the same.
 func TestTheJournalIsCompacted(t *testing.T) {
-	defer func(old int64) { compactAt = old }(compactAt)
-	compactAt = 2048
+	defer func(old int64) { compactFloor = old }(compactFloor)
+	compactFloor = 2048
 	dir := t.TempDir()
 	s, _ := open(t, dir, 0)
 	for i := range 100 {
 		writeSandbox(t, s, fmt.Sprintf("sb%02d", i%30), []Phase{Creating, Running}[(i/30)%2])
 	}
 	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
-	if int64(len(journal)) > 2*compactAt {
+	if int64(len(journal)) > 2*compactFloor {
 		t.Errorf("the journal grew to %d bytes", len(journal))
 	}
 	f := readState(t, dir)
@@ -185,7 +192,7 @@ func TestCloseFoldsTheJournalIntoStateJSON(t *testing.T) {
 // rewritten), and a plan's second look reads nothing when nothing changed.
 // What it then holds is what a fresh read holds.
 func TestAStoreOpenedAfterALookReadsOnlyWhatChanged(t *testing.T) {
-	defer func(old int64) { compactAt = old }(compactAt)
+	defer func(old int64) { compactFloor = old }(compactFloor)
 	dir := t.TempDir()
 	other, _ := open(t, dir, 0)
 	writeSandbox(t, other, "a", Creating)
@@ -226,7 +233,7 @@ func TestAStoreOpenedAfterALookReadsOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the store missed the other writer's line: %+v", got.Sandboxes)
 	}
 	l = look()
-	compactAt = 0 // the next write rewrites state.json whole
+	compactFloor = 0 // the next write rewrites state.json whole
 	writeSandbox(t, other, "c", Running)
 	if s = openAfter(l); s.Snapshot().Sandboxes["c"] == nil {
 		t.Error("the store missed a rewritten state.json")
@@ -236,5 +243,78 @@ func TestAStoreOpenedAfterALookReadsOnlyWhatChanged(t *testing.T) {
 	}
 	if l.File.Sandboxes["c"] != nil {
 		t.Error("the first look's file was changed")
+	}
+}
+
+// A journal an earlier build wrote (version 1: an entry per write holding
+// the records it replaced) is read and appended to; the next compaction
+// (here Close) replaces it with this build's, and nothing it held is lost.
+func TestAVersion1JournalIsReadThenReplaced(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, 0)
+	writeSandbox(t, s, "a", Running)
+	s.Close()
+	lineage := readState(t, dir).Lineage
+	os.WriteFile(filepath.Join(dir, JournalName), []byte(`{"journal":1,"lineage":"`+lineage+`","serial":1}`+"\n"+
+		`{"serial":2,"lineage":"`+lineage+`","written_by":"0.9","sandboxes":{"a":null,"b":{"driver":"sim",`+
+		`"instance":"sbf-x-b","phase":"running","updated_at":"2026-11-25T12:00:00Z"}},"tasks":{"t1":{"task_id":"t1",`+
+		`"sandbox":"b","instance":"sbf-x-b","command":"make","status":"running","pid":7,`+
+		`"created_at":"2026-11-25T12:00:00Z","log_path":"/l","exit_path":"/e"}}}`+"\n"), 0o644)
+	if f := readState(t, dir); f.Serial != 2 || f.Sandboxes["a"] != nil || f.Sandboxes["b"] == nil ||
+		f.Tasks["t1"] == nil || f.WrittenBy != "0.9" {
+		t.Fatalf("the version 1 journal read as serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
+	}
+	next, _ := open(t, dir, 0)
+	writeSandbox(t, next, "c", Running)
+	if f := readState(t, dir); f.Serial != 3 || f.Sandboxes["b"] == nil || f.Sandboxes["c"] == nil ||
+		f.Tasks["t1"] == nil {
+		t.Errorf("after the write: serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
+	}
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
+	if string(journal) != `{"map":1,"journal":2,"meta":{"lineage":"`+lineage+`","serial":3}}`+"\n" {
+		t.Errorf("the compaction kept the version 1 journal:\n%s", journal)
+	}
+	if f := readState(t, dir); f.Serial != 3 || len(f.Sandboxes) != 2 || f.Tasks["t1"] == nil {
+		t.Errorf("after the compaction: serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
+	}
+}
+
+// Every kind of record goes through journal lines and reads back as the
+// writer holds it: tasks, the snapshot list, records dropped.
+func TestJournalLinesRoundTripEveryRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, 0)
+	writeSandbox(t, s, "a", Running)
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	writes := []func(tx *Tx){
+		func(tx *Tx) { tx.Sandbox("b").Phase = Creating },
+		func(tx *Tx) {
+			tx.PutTask(&Task{ID: "t1", Sandbox: "a", Command: "make", Status: "running", CreatedAt: at})
+		},
+		func(tx *Tx) {
+			tx.Snapshots(func(f *File) { f.PutSnapshot(&Snapshot{Sandbox: "a", Name: "s1", CreatedAt: at}) })
+		},
+		func(tx *Tx) { tx.Task("t1").Status = "succeeded" },
+		func(tx *Tx) { tx.Sandbox("a").Phase = Forgotten },
+		func(tx *Tx) { tx.Snapshots(func(f *File) { f.DropSnapshotsOf("a", "") }) },
+	}
+	for _, w := range writes {
+		if err := s.Write(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal, _ := os.ReadFile(filepath.Join(dir, JournalName))
+	if lines := strings.Count(string(journal), "\n"); lines != 1+len(writes) {
+		t.Errorf("the journal has %d lines, want a head and %d writes:\n%s", lines, len(writes), journal)
+	}
+	want, _ := json.Marshal(s.Snapshot())
+	if got, _ := json.Marshal(readState(t, dir)); string(got) != string(want) {
+		t.Errorf("read back:\n%s\nwant\n%s", got, want)
+	}
+	if f := readState(t, dir); f.Sandboxes["a"] != nil || f.Tasks["t1"].Status != "succeeded" || f.Serial != 7 {
+		t.Errorf("read back: serial %d, %v, %v", f.Serial, f.Sandboxes, f.Tasks)
 	}
 }
