@@ -12,6 +12,14 @@ type AllLister interface {
 	ListAll(ctx context.Context) ([]Instance, error)
 }
 
+// Inspector looks up named instances without listing the rest: what a
+// run touched, after it, whatever the number of instances the backend
+// holds. Names it does not find are left out (not an error); what it
+// reports of the others is what List would.
+type Inspector interface {
+	Inspect(ctx context.Context, names []string) ([]Instance, error)
+}
+
 // Capabilities are what a backend can do beyond the lifecycle every Driver
 // has, as Lima's driver Info says: each field one optional interface, nil
 // when the backend lacks it. This struct is their one list: CapabilitiesOf
@@ -39,6 +47,7 @@ type Capabilities struct {
 	ExportSnapshots SnapshotPorter // snapshots outlive their instance
 	Clone           Cloner         // clone_of, from_snapshot
 	ListAll         AllLister      // instances under any name (import-v1)
+	Inspect         Inspector      // named instances alone (what a run touched)
 }
 
 // CapabilitiesOf finds what d can do: each interface field of Capabilities

@@ -33,7 +33,8 @@ func TestEachRequestResolvesItsWorkspaceOnce(t *testing.T) {
 	}
 	once := bounds{readcount.Resolve: 1, readcount.SpecLoad: 1, readcount.Policy: 1}
 	request := bounds{readcount.Resolve: 1, readcount.SpecLoad: 1, readcount.Policy: 1, readcount.SpecMerge: 3,
-		readcount.Overrides: 1, readcount.State: 1, readcount.Index: 1, readcount.List: 2, readcount.ListCap: 1}
+		readcount.Overrides: 1, readcount.State: 1, readcount.Index: 1, readcount.List: 1, readcount.ListCap: 1,
+		readcount.Inspect: 1}
 	id := call("create_instance", map[string]any{"workspace_root": f.root}, 1, request)["instance_id"]
 	call("run_command", map[string]any{"instance_id": id, "command": "true"}, 1, once) // the first read is cached
 	warm := bounds{readcount.Resolve: 1, readcount.SpecLoad: 0, readcount.Overrides: 0, readcount.Policy: 1,

@@ -257,7 +257,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	outcome := exec.Outcome()
 	res.Applied, res.State, res.Outcome = true, u.store.Snapshot(), &outcome
 	if len(res.Plan.Actions) > 0 {
-		res.Observed = e.observe(ctx, r, desired, res.State)
+		res.Observed = e.observeAfter(ctx, r, desired, res.State, res.Observed, res.Plan)
 	}
 	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {

@@ -3,6 +3,9 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"maps"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -40,7 +43,31 @@ func listed(t *testing.T, d drivers.Driver) map[string]drivers.Instance {
 		}
 		out[inst.Name] = inst
 	}
+	inspected(t, d, out)
 	return out
+}
+
+// inspected checks that a backend that looks instances up (Inspector)
+// says of each what List says, and leaves out a name it does not hold.
+func inspected(t *testing.T, d drivers.Driver, listed map[string]drivers.Instance) {
+	t.Helper()
+	in := drivers.CapabilitiesOf(d).Inspect
+	if in == nil {
+		return
+	}
+	names := append(slices.Sorted(maps.Keys(listed)), drivers.InstanceName("ffffffff", "never-made"))
+	got, err := in.Inspect(context.Background(), names)
+	if err != nil {
+		t.Fatalf("Inspect %v: %v", names, err)
+	}
+	if len(got) != len(listed) {
+		t.Errorf("Inspect %v reports %d instances; List reports %d", names, len(got), len(listed))
+	}
+	for _, inst := range got {
+		if !reflect.DeepEqual(inst, listed[inst.Name]) {
+			t.Errorf("Inspect says %+v; List says %+v", inst, listed[inst.Name])
+		}
+	}
 }
 
 func absent(t *testing.T, d drivers.Driver, name string) {

@@ -271,3 +271,23 @@ func TestAFailedLimactlIsNeverWordedEmpty(t *testing.T) {
 		t.Errorf("a limactl that exits 3 silently: %v", err)
 	}
 }
+
+// Inspect asks limactl about the named instances alone, and only those
+// with a folder (limactl fails on a name it cannot match).
+func TestInspectListsOnlyTheNamedInstancesThatExist(t *testing.T) {
+	f := newFake(t)
+	f.env["LIMA_HOME"] = t.TempDir()
+	os.MkdirAll(filepath.Join(f.env["LIMA_HOME"], "sbf-01234567-api"), 0o755)
+	f.reply("list", `{"name":"sbf-01234567-api","status":"Running","sshLocalPort":41537}`+"\n", "", 0)
+	d := f.driver()
+	insts, err := d.Inspect(context.Background(), []string{"sbf-01234567-api", "sbf-01234567-gone"})
+	if err != nil || len(insts) != 1 || insts[0].SSH != "127.0.0.1:41537" || insts[0].Status != drivers.Running {
+		t.Errorf("Inspect = %+v, %v", insts, err)
+	}
+	if got := f.argv(); got[len(got)-1] != "--tty=false list --json sbf-01234567-api" {
+		t.Errorf("limactl was asked %q", got)
+	}
+	if insts, err := d.Inspect(context.Background(), []string{"sbf-01234567-gone"}); err != nil || len(insts) != 0 {
+		t.Errorf("Inspect of a name without a folder = %+v, %v", insts, err)
+	}
+}

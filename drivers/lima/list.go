@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -30,15 +31,38 @@ type listedInstance struct {
 // keeps no labels, so sbf's are the ones named as sbf names them, and
 // those carrying sbf's label files in their folder (drivers.Labeler).
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
-	return d.list(ctx, func(name string, label *drivers.Label) bool { return drivers.ManagedName(name) || label != nil })
+	return d.list(ctx, managedOrLabelled)
 }
 
-// list reports the instances limactl lists that keep passes, labelled.
+func managedOrLabelled(name string, label *drivers.Label) bool {
+	return drivers.ManagedName(name) || label != nil
+}
+
+// Inspect reports the named instances that exist, as List would, with one
+// `limactl list --json NAME...`, which reads only their folders. A name
+// without a folder is left out beforehand: limactl fails on one it cannot
+// match.
+func (d *Driver) Inspect(ctx context.Context, names []string) ([]drivers.Instance, error) {
+	var present []string
+	for _, name := range names {
+		if _, err := os.Stat(d.instanceDir(name)); err == nil {
+			present = append(present, name)
+		}
+	}
+	if len(present) == 0 {
+		return nil, nil
+	}
+	return d.list(ctx, managedOrLabelled, present...)
+}
+
+// list reports the instances limactl lists (all, or the names given) that
+// keep passes, labelled.
 func (d *Driver) list(
 	ctx context.Context,
 	keep func(name string, label *drivers.Label) bool,
+	names ...string,
 ) ([]drivers.Instance, error) {
-	out, _, err := d.run(ctx, nil, "list", "--json")
+	out, _, err := d.run(ctx, nil, append([]string{"list", "--json"}, names...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -96,30 +96,50 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	}
 	var out []drivers.Instance
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok {
-			continue
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			if out, err = d.appendInstance(out, name); err != nil {
+				return nil, err
+			}
 		}
-		r, err := d.read(name)
-		if errors.Is(err, drivers.ErrNotFound) {
-			continue // deleted since the folder was read
-		}
-		if err != nil {
-			return nil, err
-		}
-		label, err := drivers.ReadLabelDir(d.labelDir(name))
-		if err != nil {
-			return nil, err
-		}
-		inst := drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
-			SSH: "sim://" + r.Name, Label: label, Created: r.CreatedAt}
-		if r.Status == drivers.Booting {
-			inst.BootStep = bootHeld
-		}
-		out = append(out, inst)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, d.end("list", "", nil)
+}
+
+// Inspect reports the named instances that exist, as List would.
+func (d *Driver) Inspect(ctx context.Context, names []string) ([]drivers.Instance, error) {
+	if err := d.begin(ctx, "inspect", ""); err != nil {
+		return nil, err
+	}
+	var out []drivers.Instance
+	for _, name := range names {
+		var err error
+		if out, err = d.appendInstance(out, name); err != nil {
+			return nil, err
+		}
+	}
+	return out, d.end("inspect", "", nil)
+}
+
+// appendInstance appends what List says of instance name, when it exists.
+func (d *Driver) appendInstance(out []drivers.Instance, name string) ([]drivers.Instance, error) {
+	r, err := d.read(name)
+	if errors.Is(err, drivers.ErrNotFound) {
+		return out, nil // deleted since the folder was read
+	}
+	if err != nil {
+		return nil, err
+	}
+	label, err := drivers.ReadLabelDir(d.labelDir(name))
+	if err != nil {
+		return nil, err
+	}
+	inst := drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
+		SSH: "sim://" + r.Name, Label: label, Created: r.CreatedAt}
+	if r.Status == drivers.Booting {
+		inst.BootStep = bootHeld
+	}
+	return append(out, inst), nil
 }
 
 // Create makes a stopped instance.

@@ -1,7 +1,7 @@
 // Package readcount counts what a request reads of the world it works on:
 // the workspace path resolved, the spec loaded and merged, the overrides
-// document, the state file, the host index, a driver's listing and the
-// served-folder policy. A request should build its workspace once and hand
+// document, the state file, the host index, a driver's listing (and its look
+// at the instances a run touched) and the served-folder policy. A request should build its workspace once and hand
 // it on, so each count is a cost a test can hold (mcpserver/loads_test.go,
 // cli/loads_test.go) and the server exports (sbf_reads_total).
 //
@@ -26,12 +26,13 @@ const (
 	Index                 // the host index read, whole or its new lines (finding it unchanged is no read)
 	List                  // a driver asked for its instances (observing a workspace)
 	ListCap               // a driver asked for its instances to count the host's cap
+	Inspect               // a driver asked for the instances a run touched, after it (drivers.Inspector)
 	Policy                // a folder checked against the served roots (policy.WorkspaceAs)
 	kinds
 )
 
 var names = [kinds]string{"resolve", "spec_load", "spec_merge", "overrides", "state", "index", "list", "list_cap",
-	"policy"}
+	"inspect", "policy"}
 
 func (k Kind) String() string { return names[k] }
 

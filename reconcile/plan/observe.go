@@ -82,3 +82,22 @@ func (obs *Observed) add(inst drivers.Instance, workspaceID, tag string) {
 		obs.Instances[inst.Name] = inst
 	}
 }
+
+// Refresh replaces what was observed of a driver's named instances with
+// what it reports of them now (found: a name it no longer reports is
+// gone), leaving every other instance as it was observed.
+func (obs *Observed) Refresh(workspaceID, driver string, names []string, found []drivers.Instance) {
+	gone := map[string]bool{}
+	for _, n := range names {
+		gone[n] = true
+		delete(obs.Instances, n)
+	}
+	maps.DeleteFunc(obs.Owned, func(_, instance string) bool { return gone[instance] })
+	obs.Spares = slices.DeleteFunc(obs.Spares, func(s Spare) bool { return gone[s.Name] })
+	tag := drivers.WorkspaceTag(workspaceID)
+	for _, inst := range found {
+		inst.Driver = driver
+		obs.add(inst, workspaceID, tag)
+	}
+	sort.Slice(obs.Spares, func(i, j int) bool { return obs.Spares[i].Name < obs.Spares[j].Name })
+}
