@@ -128,35 +128,37 @@ func (s *Server) touch(r *spec.Resolved) {
 // touched, plus every workspace the host index holds a lease for (so
 // leases created before a restart still expire). It returns when ctx ends.
 func (s *Server) RunLoop(ctx context.Context, report func(spec.Options, *reconcile.Result, error)) error {
-	return s.cfg.Engine.Watch(ctx, reconcile.WatchOptions{
-		Workspaces: s.loopWorkspaces,
-		Interval:   s.cfg.Settings.SweepInterval,
-		Wake:       s.wake,
-		// metrics.go counts each pass first; logging.go tells the clients what it did
-		Report:     s.observed("workspace", s.logged(report)),
-		PoolReport: s.observed("pool", report), // a pool pass is reported as a pass whose actions are spares'
-		State:      s.metrics.loopState,
-	})
+	o := s.watchOptions()
+	o.Interval, o.Wake, o.State = s.cfg.Settings.SweepInterval, s.wake, s.metrics.loopState
+	// metrics.go counts each pass first; logging.go tells the clients what it did
+	o.Report = s.observed("workspace", s.logged(report))
+	o.PoolReport = s.observed("pool", report) // a pool pass is reported as a pass whose actions are spares'
+	return s.cfg.Engine.Watch(ctx, o)
 }
 
-func (s *Server) loopWorkspaces() []spec.Options {
-	roots := map[string]bool{}
-	s.mu.Lock()
-	for r := range s.touched {
-		roots[r] = true
+// watchOptions are the workspaces the loop watches: those this server
+// touched and every one holding a lease, as a request would read them.
+func (s *Server) watchOptions() reconcile.WatchOptions {
+	options := func(root string) (spec.Options, bool) {
+		ws, err := s.options(root, nil)
+		return ws, err == nil
 	}
-	s.mu.Unlock()
-	for _, r := range s.cfg.Engine.LeasedWorkspaces() {
-		roots[r] = true
-	}
-	var out []spec.Options
-	for _, r := range slices.Sorted(maps.Keys(roots)) {
-		if ws, err := s.options(r, nil); err == nil {
-			out = append(out, ws)
+	return reconcile.WatchOptions{Leased: options, Workspaces: func() []spec.Options {
+		s.mu.Lock()
+		roots := slices.Sorted(maps.Keys(s.touched))
+		s.mu.Unlock()
+		var out []spec.Options
+		for _, r := range roots {
+			if ws, ok := options(r); ok {
+				out = append(out, ws)
+			}
 		}
-	}
-	return out
+		return out
+	}}
 }
+
+// loopWorkspaces are the workspaces the loop passes over now.
+func (s *Server) loopWorkspaces() []spec.Options { return s.cfg.Engine.Watched(s.watchOptions()) }
 
 func newInstanceID() string {
 	var b [4]byte

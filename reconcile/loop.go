@@ -13,7 +13,15 @@ import (
 // WatchOptions configure the reconcile loop (reconcile/loop.Options, with
 // the engine's results in its reports).
 type WatchOptions struct {
-	Workspaces    func() []spec.Options
+	// Workspaces are the workspaces a door named or touched, asked before
+	// each pass.
+	Workspaces func() []spec.Options
+	// Leased, when set, adds every workspace the host index holds a live
+	// lease for (so leases taken before the loop started, or by another
+	// process while it runs, still end), each made into the options a pass
+	// reads it with (false: left out); the loop then wakes when a lease is
+	// taken, renewed or dropped.
+	Leased        func(root string) (spec.Options, bool)
 	Interval      time.Duration
 	Wake          <-chan struct{}
 	Report        func(spec.Options, *Result, error) // hears each workspace pass
@@ -58,8 +66,17 @@ func (e *Engine) Watch(ctx context.Context, o WatchOptions) error {
 func (e *Engine) watch(ctx context.Context, o WatchOptions, asleep func(until time.Time, running int)) error {
 	adopted, stop := e.adoptions.subscribe()
 	defer stop()
+	wake := o.Wake
+	if o.Leased != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		woken := make(chan struct{}, 1)
+		done := make(chan struct{})
+		go func() { defer close(done); e.wakeOnLeases(ctx, o.Wake, woken, leasePoll) }()
+		defer func() { cancel(); <-done }()
+		wake = woken
+	}
 	return loop.Run(ctx, engineReconciler{e}, loop.Options{
-		Workspaces: o.Workspaces, Interval: o.Interval, Wake: o.Wake, Adopted: adopted,
+		Workspaces: func() []spec.Options { return e.Watched(o) }, Interval: o.Interval, Wake: wake, Adopted: adopted,
 		Report: reportTo(o.Report), PoolReport: reportTo(o.PoolReport), Workers: o.Workers,
 		MaxBackoff: o.MaxBackoff, PassTimeout: o.PassTimeout, ParkedRecheck: o.ParkedRecheck,
 		StopGrace: o.StopGrace, State: o.State, Jitter: o.Jitter, Clock: e.Clock, Asleep: asleep,

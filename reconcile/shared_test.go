@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -115,5 +116,41 @@ func TestABlockedRequestTakesNoLease(t *testing.T) {
 	}
 	if r, _ := h.eng.Load(h.ws()); len(r.Config.Leases) != 0 || r.AdHoc["web"] {
 		t.Errorf("a lease or a declaration was written: leases %v, ad hoc %v", r.Config.Leases, r.AdHoc)
+	}
+}
+
+// A loop over leased workspaces passes over one whose lease another
+// process took after it started, without waiting for its interval, and
+// over a door's own workspace once, however both name it.
+func TestALoopOverLeasesWakesForALeaseTakenLater(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	other := t.TempDir()
+	passed := make(chan string, 16)
+	o := WatchOptions{Interval: time.Hour, Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
+		Leased: func(root string) (spec.Options, bool) { return spec.Options{Root: root, Host: h.ws().Host}, true },
+		Report: func(ws spec.Options, _ *Result, _ error) { passed <- ws.Root }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.eng.Watch(ctx, o) }()
+	defer func() { cancel(); <-done }()
+	if root := <-passed; root != h.root {
+		t.Fatalf("the first pass was over %s, want %s", root, h.root)
+	}
+	if err := h.eng.index().Put(state.IndexEntry{Instance: "sbf-2-b", Sandbox: "b", WorkspaceRoot: other,
+		ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.After(20 * time.Second); ; {
+		select {
+		case root := <-passed:
+			if root == other {
+				if got := h.eng.Watched(o); len(got) != 2 {
+					t.Errorf("the loop watches %d workspaces, want 2: %v", len(got), got)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("no pass over the workspace whose lease was taken after the loop started")
+		}
 	}
 }

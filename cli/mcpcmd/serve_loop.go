@@ -1,7 +1,6 @@
 package mcpcmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
-	"github.com/sandboxforge/sbf/state"
 )
 
 // withLoopOnly adds to `sbf serve` what running it as a service needs
@@ -86,34 +84,18 @@ func (a cmds) serveLoop(dirs []string) error {
 		return err
 	}
 	eng.Events = nil // the loop reports its actions itself (logPass)
-	index := state.OpenHostIndex(eng.HostDir)
-	workspaces := func() []spec.Options { return named }
+	o := reconcile.WatchOptions{Workspaces: func() []spec.Options { return named }, Interval: settings.SweepInterval,
+		Report: a.logPass, PoolReport: a.logPass} // a pool pass is reported as a pass whose actions are spares'
 	what := strings.Join(dirs, ", ")
 	if len(named) == 0 {
-		workspaces = func() []spec.Options { return a.loopWorkspaces(eng.LeasedWorkspaces()) }
-		what = "every workspace holding a lease in " + index.Dir()
+		o.Leased = func(root string) (spec.Options, bool) { return a.loopWorkspace(root), true }
+		what = "every workspace holding a lease in " + eng.HostDir
 	}
 	ctx, stop := signal.NotifyContext(a.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	wake := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		watchIndex(ctx, index, wake, 2*time.Second)
-	}()
 	fmt.Fprintf(a.Stderr(), "sbf: reconciling %s every %s, at each lease end and when a lease changes; SIGTERM stops\n",
 		what, settings.SweepInterval)
-	err = eng.Watch(ctx, reconcile.WatchOptions{
-		Workspaces: workspaces,
-		Interval:   settings.SweepInterval,
-		Wake:       wake,
-		Report:     a.logPass,
-		PoolReport: a.logPass, // a pool pass is reported as a pass whose actions are spares'
-	})
-	stop()
-	wg.Wait()
-	return err
+	return eng.Watch(ctx, o)
 }
 
 func (a cmds) namedWorkspaces(dirs []string) ([]spec.Options, error) {
@@ -131,53 +113,8 @@ func (a cmds) namedWorkspaces(dirs []string) ([]spec.Options, error) {
 	return out, nil
 }
 
-// loopWorkspaces are the engine's leased workspaces (the same set the MCP
-// server's loop watches), as the loop reads them.
-func (a cmds) loopWorkspaces(roots []string) []spec.Options {
-	var out []spec.Options
-	for _, r := range roots {
-		out = append(out, a.loopWorkspace(r))
-	}
-	return out
-}
-
 func (a cmds) loopWorkspace(root string) spec.Options {
 	return spec.Options{Root: root, Host: spec.CurrentHost(), ConfigHome: a.ConfigHome()}
-}
-
-// watchIndex wakes the loop when a lease in the host index is created,
-// renewed or dropped, so a lease taken by `sbf up` after the loop started
-// is watched at once rather than at the next interval. It polls: the index
-// is a folder of small files, and a poll works on every OS alike.
-func watchIndex(ctx context.Context, index *state.HostIndex, wake chan<- struct{}, every time.Duration) {
-	last := leaseFingerprint(index)
-	t := clock.Real{}.NewTicker(every) // files change in real time, whatever SBF_NOW says
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		if fp := leaseFingerprint(index); fp != last {
-			last = fp
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// leaseFingerprint changes when any lease does, and not when a pass
-// rewrites the index as it was.
-func leaseFingerprint(index *state.HostIndex) string {
-	entries, _ := index.All()
-	var b strings.Builder
-	for _, e := range entries {
-		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", e.Instance, e.WorkspaceRoot, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
-	}
-	return b.String()
 }
 
 // openLog opens --log-file for appending, each line prefixed with the time
