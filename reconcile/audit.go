@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -21,8 +22,9 @@ type Audit struct {
 }
 
 // audit appends one history line per sandbox the run was about: what the
-// plan did to it, or the error that stopped it.
-func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error) {
+// plan did to it, or the error that stopped it, when the run began and how
+// long it took.
+func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error, start time.Time) {
 	if opts.Audit == nil {
 		return
 	}
@@ -54,10 +56,10 @@ func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error) {
 	}
 	sort.Strings(names)
 	history := sandbox.WorkspaceHistory(root)
-	now := e.Clock.Now()
+	took := e.Clock.Now().Sub(start).Milliseconds()
 	for _, name := range names {
-		ev := sandbox.Event{Time: now, Door: opts.Audit.Door, Tool: opts.Audit.Tool, Sandbox: name,
-			InstanceID: name, Detail: strings.Join(done[name], ", ")}
+		ev := sandbox.Event{Time: start.UTC(), Door: opts.Audit.Door, Tool: opts.Audit.Tool, Sandbox: name,
+			InstanceID: name, Detail: strings.Join(done[name], ", "), DurationMS: took}
 		if ferr := failureOf(err, name); ferr != nil {
 			c := coded.Of(ferr, coded.Unknown)
 			ev.ErrorCode, ev.Error = c.Code, c.Message

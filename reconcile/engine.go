@@ -133,8 +133,9 @@ func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Resu
 // then executes the plan, recording every outcome.
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
 	ws, opts = resolvedOnce(ws), decided(opts)
+	start := e.Clock.Now()
 	res, err := e.apply(ctx, ws, opts)
-	e.audit(ws, opts, res, err)
+	e.audit(ws, opts, res, err, start)
 	return res, err
 }
 

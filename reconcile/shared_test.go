@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
@@ -152,5 +153,21 @@ func TestALoopOverLeasesWakesForALeaseTakenLater(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no pass over the workspace whose lease was taken after the loop started")
 		}
+	}
+}
+
+// A lifecycle line in the history says when the run began and how long it
+// took, as a command's line does.
+func TestALifecycleLineSaysHowLongTheRunTook(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
+	begun := h.clock.Now()
+	confirm := func(*plan.Plan) (bool, error) { h.clock.Advance(1500 * time.Millisecond); return true, nil }
+	if _, err := h.eng.Apply(context.Background(), h.ws(), Options{Intent: Up{Sandboxes: []string{"api"}},
+		Confirm: confirm, Audit: &Audit{Door: "cli", Tool: "up"}}); err != nil {
+		t.Fatal(err)
+	}
+	events, err := sandbox.WorkspaceHistory(h.root).Read(func(sandbox.Event) bool { return true }, 0)
+	if err != nil || len(events) != 1 || events[0].DurationMS != 1500 || !events[0].Time.Equal(begun) {
+		t.Errorf("the up's history line: %+v %v (want it begun at %s, 1500 ms long)", events, err, begun)
 	}
 }
