@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/executor"
@@ -73,6 +74,9 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 	}
 	if !planOnly {
 		if err := e.preflight(u.r, u.rec, opts.Targets); err != nil {
+			return nil, err
+		}
+		if err := e.refusedAtCap(u); err != nil {
 			return nil, err
 		}
 	}
@@ -326,4 +330,29 @@ func blockedRequest(in Intent, p *plan.Plan) bool {
 func isLoopPass(in Intent) bool {
 	_, ok := in.(Reconcile)
 	return ok
+}
+
+// refusedAtCap refuses, before the run waits for any lock another run
+// holds, the sandboxes an Up would create that the host's cap refuses now
+// (admission.Host.Refused): a create past the cap fails at once, however
+// many creates are in flight. Those with a live record are left to the
+// plan, which knows whether their VM is still there.
+func (e *Engine) refusedAtCap(u *run) error {
+	up, ok := u.opts.Intent.(Up)
+	if !ok || e.HostDir == "" {
+		return nil
+	}
+	host, _ := e.admission(u.r, plan.DesiredFrom(u.r), u.rec).(*admission.Host)
+	if host == nil {
+		return nil
+	}
+	for _, name := range up.Sandboxes {
+		if rec := u.rec.Sandboxes[name]; rec != nil && !rec.Phase.Terminal() {
+			continue
+		}
+		if err := host.Refused(drivers.InstanceName(u.id, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

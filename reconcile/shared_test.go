@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -59,24 +61,33 @@ func TestARefusedCreateIsInTheHistory(t *testing.T) {
 }
 
 // A create refused before anything was made leaves nothing behind: no
-// record kept for days, no host index entry, no declaration.
+// record kept for days, no host index entry, no declaration, whether the
+// ledger refused it before any lock (a count a moment ago) or a full count
+// under the host's lock did.
 func TestARefusedCreateLeavesNoRecord(t *testing.T) {
-	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
-	h.eng.HostDir = filepath.Join(h.root, "host")
-	h.mustApply()
-	res, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
-		Intent: Up{Sandboxes: []string{"web"}}})
-	if coded.Of(err, "").Code != coded.InstanceLimit {
-		t.Fatalf("a create past the cap: %v", err)
-	}
-	if rec := res.State.Sandboxes["web"]; rec != nil {
-		t.Errorf("the refused sandbox is recorded: %+v", rec)
-	}
-	if e, ok := h.eng.index().Lookup("web"); ok {
-		t.Errorf("the refused sandbox is in the host index: %+v", e)
-	}
-	if r, _ := h.eng.Load(h.ws()); r.AdHoc["web"] {
-		t.Errorf("the refused sandbox is still declared")
+	for _, counted := range []string{"a moment ago", "long ago"} {
+		h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+		h.eng.HostDir = filepath.Join(h.root, "host")
+		h.mustApply()
+		if counted == "long ago" {
+			h.clock.Advance(time.Minute)
+		}
+		_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+			Intent: Up{Sandboxes: []string{"web"}}})
+		if coded.Of(err, "").Code != coded.InstanceLimit {
+			t.Fatalf("counted %s: a create past the cap: %v", counted, err)
+		}
+		_, id, _ := spec.WorkspaceIdentity(h.root)
+		rec, err := state.Read(filepath.Join(h.root, spec.Dir), h.root, id)
+		if err != nil || rec.Sandboxes["web"] != nil {
+			t.Errorf("counted %s: the refused sandbox is recorded: %+v %v", counted, rec.Sandboxes["web"], err)
+		}
+		if e, ok := h.eng.index().Lookup("web"); ok {
+			t.Errorf("counted %s: the refused sandbox is in the host index: %+v", counted, e)
+		}
+		if r, _ := h.eng.Load(h.ws()); r.AdHoc["web"] {
+			t.Errorf("counted %s: the refused sandbox is still declared", counted)
+		}
 	}
 }
 
@@ -169,5 +180,35 @@ func TestALifecycleLineSaysHowLongTheRunTook(t *testing.T) {
 	events, err := sandbox.WorkspaceHistory(h.root).Read(func(sandbox.Event) bool { return true }, 0)
 	if err != nil || len(events) != 1 || events[0].DurationMS != 1500 || !events[0].Time.Equal(begun) {
 		t.Errorf("the up's history line: %+v %v (want it begun at %s, 1500 ms long)", events, err, begun)
+	}
+}
+
+// A create past the host's cap is refused at once, even while another
+// process holds the host's admission lock (a full count of a slow backend
+// in flight): the ledger's count, taken a moment ago, answers before any
+// lock is waited for.
+func TestACreatePastTheCapFailsFast(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
+	h.eng.HostDir = filepath.Join(h.root, "host")
+	h.eng.LockTimeout = time.Hour
+	h.mustApply()
+	up := func(ctx context.Context, name string) error {
+		_, err := h.eng.Apply(ctx, h.ws(), Options{Intent: Up{Sandboxes: []string{name}}})
+		return err
+	}
+	if err := up(context.Background(), "web"); coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Fatalf("a create past the cap: %v", err)
+	}
+	held, err := flock.Acquire(context.Background(), ownfile.At(h.eng.HostDir).File("admission.lock"),
+		flock.Holder{Command: "a count in flight"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := up(ctx, "db"); coded.Of(err, "").Code != coded.InstanceLimit {
+		t.Errorf("a create past the cap while another process counts: %v (want %s at once)", err,
+			coded.InstanceLimit)
 	}
 }

@@ -86,9 +86,8 @@ func (h *Host) Admit(ctx context.Context, instance string) (func(), error) {
 			}
 			return h.reserve(ctx, resDir, instance)
 		}
-		counted := ledger.CountedAt()
-		if !counted.IsZero() && h.Clock.Now().Sub(counted) < recountAfter && !h.mayEvict(instance, others) {
-			return nil, limitError(h.Max, len(others), sortedSet(others), h.MaxSource)
+		if err := h.fullNow(instance, others); err != nil {
+			return nil, err
 		}
 	}
 	active, err := h.count(ctx, resDir, instance)
@@ -104,6 +103,34 @@ func (h *Host) Admit(ctx context.Context, instance string) (func(), error) {
 		return nil, err
 	}
 	return h.reserve(ctx, resDir, instance)
+}
+
+// Refused says, without waiting for the host-wide lock, that instance
+// would be refused now: the ledger is full and a full count a moment ago
+// found no room (nil when it may be admitted, or when only a count under
+// the lock can tell). A create past the cap then fails at once instead of
+// queueing behind the creates in flight; Admit decides every admission.
+func (h *Host) Refused(instance string) error {
+	set, known, err := h.ledger().Instances()
+	if err != nil || !known || h.Max <= 0 {
+		return nil
+	}
+	others := maps.Clone(set)
+	delete(others, instance) // replacing an instance does not add one
+	if len(others) < h.Max {
+		return nil
+	}
+	return h.fullNow(instance, others)
+}
+
+// fullNow is INSTANCE_LIMIT_EXCEEDED when others fill the cap as a full
+// count found a moment ago, and no spare could make room for instance.
+func (h *Host) fullNow(instance string, others map[string]bool) error {
+	counted := h.ledger().CountedAt()
+	if !counted.IsZero() && h.Clock.Now().Sub(counted) < recountAfter && !h.mayEvict(instance, others) {
+		return limitError(h.Max, len(others), sortedSet(others), h.MaxSource)
+	}
+	return nil
 }
 
 // mayEvict says whether a full count could make room for instance by
