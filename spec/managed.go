@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -120,4 +121,32 @@ func (m *Managed) drop(section, name string) {
 	if len(s) == 0 {
 		delete(m.tree, section)
 	}
+}
+
+// Keys is a table as a layer sets it, for Declare: each key its tag names,
+// typed as the decoder reads TOML (int64, float64, string, bool, []any,
+// tables as maps, a duration as its spelling). For tables of plain keys,
+// such as a sandbox's: it renders no secret or time.
+func Keys(table any) map[string]any { return treeOf(reflect.ValueOf(table)).(map[string]any) }
+
+func treeOf(v reflect.Value) any {
+	switch {
+	case v.Type() == durationType:
+		return Duration(v.Int()).String()
+	case v.Kind() == reflect.Struct:
+		out := map[string]any{}
+		for _, f := range fieldsOf(v.Type()) {
+			out[f.key] = treeOf(v.FieldByIndex(f.index))
+		}
+		return out
+	case v.Kind() == reflect.Slice:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = treeOf(v.Index(i))
+		}
+		return out
+	case v.CanInt():
+		return v.Int()
+	}
+	return v.Interface()
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"reflect"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/byname"
 )
 
 // Pool is a [pool.NAME] table: keep Size booted, idle VMs of one shape.
@@ -30,19 +32,13 @@ const (
 	DefaultPoolMaxIdle = 24 * time.Hour
 )
 
-// poolFrom is a pool's starting point: [vm]'s shape keys and the pool
-// defaults, before its own table is laid over it.
+// poolFrom is a pool's starting point: [vm]'s shape keys (Pool's fields
+// that VM has, TestAPoolsShapeKeysAreVMKeys) and the pool defaults, before its
+// own table is laid over it.
 func poolFrom(vm VM) Pool {
-	return Pool{Driver: vm.Driver, CPUs: vm.CPUs, MemoryGiB: vm.MemoryGiB, DiskGiB: vm.DiskGiB, Arch: vm.Arch,
-		VMType: vm.VMType, Template: vm.Template, Image: vm.Image, Emulation: vm.Emulation,
-		Size: DefaultPoolSize, MaxIdle: Duration(DefaultPoolMaxIdle), Runtime: true}
-}
-
-// VM is the pool's shape as a [vm] table, so spares are described the way
-// sandboxes are.
-func (p Pool) VM() VM {
-	return VM{Driver: p.Driver, CPUs: p.CPUs, MemoryGiB: p.MemoryGiB, DiskGiB: p.DiskGiB, Arch: p.Arch,
-		VMType: p.VMType, Template: p.Template, Image: p.Image, Emulation: p.Emulation, Mounts: []string{}}
+	p := Pool{Size: DefaultPoolSize, MaxIdle: Duration(DefaultPoolMaxIdle), Runtime: true}
+	byname.Copy(&p, vm)
+	return p
 }
 
 // resolvePools builds each pool from the final [vm] plus the keys its own

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/images"
+	"github.com/sandboxforge/sbf/internal/byname"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -84,27 +85,22 @@ func DesiredFrom(r *spec.Resolved) Desired {
 	return d
 }
 
+// vmSpec is the one conversion of a sandbox's keys to the VM a driver
+// makes: the keys drivers.Spec declares under their names are taken as
+// written (TestEveryVMKeyReachesTheDriverAndTheStateFile), then those a
+// driver must see resolved.
 func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drivers.Spec {
-	im := sb.Image
-	arch := drivers.CanonicalArch(sb.Arch)
-	if arch == "" {
-		arch = drivers.CanonicalArch(host.Arch)
+	var s drivers.Spec
+	byname.Copy(&s, sb)
+	s.Name, s.Arch = instance, drivers.CanonicalArch(sb.Arch)
+	if s.Arch == "" {
+		s.Arch = drivers.CanonicalArch(host.Arch)
 	}
-	return drivers.Spec{
-		Image: drivers.Image{Location: absPath(root, im.Location), Digest: im.Digest, Kernel: absPath(root, im.Kernel),
-			KernelCmdline: im.KernelCmdline, Initrd: absPath(root, im.Initrd)},
-		Name:      instance,
-		CPUs:      sb.CPUs,
-		MemoryGiB: sb.MemoryGiB,
-		DiskGiB:   sb.DiskGiB,
-		Arch:      arch,
-		VMType:    sb.VMType,
-		Template:  sb.Template,
-		Mounts:    absMounts(root, sb.Mounts),
-		Ports:     nilIfEmpty(sb.Ports),
-		Emulation: sb.Emulation,
-		Egress:    egressOf(sb.Network),
+	for _, p := range []*string{&s.Image.Location, &s.Image.Kernel, &s.Image.Initrd} {
+		*p = absPath(root, *p)
 	}
+	s.Mounts, s.Ports, s.Egress = absMounts(root, sb.Mounts), nilIfEmpty(sb.Ports), egressOf(sb.Network)
+	return s
 }
 
 // egressOf is a network table as a VM's policy: nil when unrestricted.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/byname"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -59,8 +60,9 @@ func desiredPools(r *spec.Resolved) map[string]DesiredPool {
 	out := map[string]DesiredPool{}
 	for name, p := range r.Config.Pools {
 		driver := r.Host.ResolveDriver(p.Driver)
-		vm := vmSpec("", spec.Sandbox{VM: p.VM(), Network: r.Config.Network}, r.Root, r.Host)
-		vm.Mounts, vm.Ports = nil, nil
+		sb := spec.Sandbox{Network: r.Config.Network} // a spare has no mounts or ports
+		byname.Copy(&sb.VM, p)
+		vm := vmSpec("", sb, r.Root, r.Host)
 		out[name] = DesiredPool{Name: name, Driver: driver, Shape: drivers.Shape(driver, vm), VM: vm, Size: p.Size,
 			MaxIdle: p.MaxIdle.Std(), Runtime: p.Runtime, Install: r.Config.Docker.InstallIfMissing}
 	}

@@ -2,6 +2,7 @@ package snapshots
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -103,48 +104,37 @@ func freeCloneName(r *spec.Resolved, rec *state.File, source string) string {
 	}
 }
 
-// CloneKeys are the keys a clone is declared with: what makes its VM the
-// same as its source's, and what runs in it. Host ports stay the
-// source's alone (a host port is taken once).
+// CloneKeys are the keys a clone is declared with: its source's, as the
+// spec's tags name them (spec.Keys: a key added to a sandbox is cloned with
+// no line here), but for its host ports (a host port is taken once), what
+// sbf records of the source alone and empty values, which the clone takes
+// from [vm] as its source did.
 func CloneKeys(sb spec.Sandbox) map[string]any {
-	keys := map[string]any{"cpus": int64(sb.CPUs), "memory_gib": sb.MemoryGiB, "disk_gib": sb.DiskGiB,
-		"runtime": sb.Runtime, "compose": sb.Compose}
-	for k, v := range map[string]string{"driver": sb.Driver, "arch": sb.Arch, "vm_type": sb.VMType,
-		"template": sb.Template, "emulation": sb.Emulation} {
-		if v != "" {
-			keys[k] = v
-		}
+	keys := spec.Keys(sb)
+	network := keys["network"]
+	for _, k := range []string{"ports", "adopt", "clone_of", "from_snapshot", "network"} {
+		delete(keys, k)
 	}
-	if sb.TTL > 0 {
-		keys["ttl"] = sb.TTL.String()
-	}
-	if len(sb.Mounts) > 0 {
-		keys["mounts"] = anyList(sb.Mounts)
-	}
-	if len(sb.Services) > 0 {
-		keys["services"] = anyList(sb.Services)
-	}
-	image := map[string]any{}
-	for k, v := range map[string]string{"location": sb.Image.Location, "digest": sb.Image.Digest,
-		"kernel": sb.Image.Kernel, "kernel_cmdline": sb.Image.KernelCmdline, "initrd": sb.Image.Initrd} {
-		if v != "" {
-			image[k] = v
-		}
-	}
-	if len(image) > 0 {
-		keys["image"] = image
-	}
+	dropEmpty(keys)
 	if sb.Network.Egress != "" {
-		// The copy is held to its source's network policy, never a wider one.
-		keys["network"] = map[string]any{"egress": sb.Network.Egress, "allow": anyList(sb.Network.Allow)}
+		// The copy is held to its source's network policy, never a wider
+		// one: an empty allow list stays, not [network]'s.
+		keys["network"] = network
 	}
 	return keys
 }
 
-func anyList(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
+// dropEmpty removes a table's empty strings, lists and tables.
+func dropEmpty(table map[string]any) {
+	for k, v := range table {
+		if sub, ok := v.(map[string]any); ok {
+			dropEmpty(sub)
+		}
+		switch rv := reflect.ValueOf(v); rv.Kind() {
+		case reflect.String, reflect.Slice, reflect.Map:
+			if rv.Len() == 0 {
+				delete(table, k)
+			}
+		}
 	}
-	return out
 }

@@ -57,3 +57,20 @@ func TestACloneKeepsItsSourcesShapeButNotItsHostPorts(t *testing.T) {
 		t.Errorf("keys %v", keys)
 	}
 }
+
+// A clone is held to its source's network policy even where the source's
+// allow list is empty (an allowlist that lets nothing through): the empty
+// list is declared, never left to [network]'s. Empty keys are left out.
+func TestACloneKeepsAnEmptyAllowList(t *testing.T) {
+	sb := spec.Sandbox{Network: spec.Network{Egress: "allowlist", Allow: []string{}}}
+	keys := CloneKeys(sb)
+	net, _ := keys["network"].(map[string]any)
+	if allow, ok := net["allow"].([]any); !ok || len(allow) != 0 || net["egress"] != "allowlist" {
+		t.Errorf("network %#v", keys["network"])
+	}
+	for _, k := range []string{"arch", "ttl", "mounts", "image", "services"} {
+		if _, ok := keys[k]; ok {
+			t.Errorf("the empty key %s is declared: %v", k, keys)
+		}
+	}
+}
