@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,33 +136,4 @@ func (h History) rotate() error {
 		return fmt.Errorf("rotating the history: %w", err)
 	}
 	return nil
-}
-
-// Read returns the newest limit events that keep says to (all when keep
-// is nil; all of them when limit ≤ 0), oldest first. Lines that do not
-// parse are skipped.
-func (h History) Read(keep func(Event) bool, limit int) ([]Event, error) {
-	var out []Event
-	own := h.own()
-	for _, name := range []string{HistoryFile + ".1", HistoryFile} {
-		data, _, err := own.ReadFile(name, h.maxRead())
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the history: %w", err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var ev Event
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && (keep == nil || keep(ev)) {
-				out = append(out, ev)
-			}
-		}
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out, nil
 }

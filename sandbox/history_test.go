@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -95,4 +96,53 @@ extra_env = { API_KEY = "k3y-value" }
 	if got := redact(in); got != want {
 		t.Errorf("redacted:\n got %s\nwant %s", got, want)
 	}
+}
+
+// The newest events, read from the end of the files chunk by chunk, are
+// the tail of the whole history whatever the limit, filter or line lengths
+// (lines straddle the chunks read).
+func TestTheNewestEventsAreTheHistorysTail(t *testing.T) {
+	h := history(t, 200<<10)
+	for i := range 3000 {
+		h.Append(sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i%7),
+			Command: strings.Repeat("c", i%1500)}, nil)
+	}
+	odd := func(e sandbox.Event) bool { return e.Time.Unix()%2 == 1 }
+	for _, keep := range []func(sandbox.Event) bool{nil, odd} {
+		all := readWhole(t, h, keep)
+		if len(all) < 50 {
+			t.Fatalf("the whole history: %d events", len(all))
+		}
+		for _, limit := range []int{1, 2, 37, 500, len(all), len(all) + 5, 0} {
+			got, err := h.Read(keep, limit)
+			want := all
+			if limit > 0 {
+				want = all[max(0, len(all)-limit):]
+			}
+			if err != nil || len(got) != len(want) || !got[0].Time.Equal(want[0].Time) ||
+				!got[len(got)-1].Time.Equal(want[len(want)-1].Time) {
+				t.Errorf("limit %d: %d events from %v, want %d from %v (%v)", limit, len(got), got[0].Time,
+					len(want), want[0].Time, err)
+			}
+		}
+	}
+}
+
+// readWhole is the history as its files hold it, oldest first, read line
+// by line from the start.
+func readWhole(t *testing.T, h sandbox.History, keep func(sandbox.Event) bool) []sandbox.Event {
+	var out []sandbox.Event
+	for _, name := range []string{sandbox.HistoryFile + ".1", sandbox.HistoryFile} {
+		data, err := os.ReadFile(filepath.Join(h.Dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			var ev sandbox.Event
+			if json.Unmarshal([]byte(line), &ev) == nil && (keep == nil || keep(ev)) {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
 }
