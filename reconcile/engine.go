@@ -134,7 +134,7 @@ func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Resu
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
 	ws, opts = resolvedOnce(ws), decided(opts)
 	res, err := e.apply(ctx, ws, opts)
-	e.audit(ws, opts, res, err)
+	e.audit(ctx, ws, opts, res, err)
 	return res, err
 }
 
