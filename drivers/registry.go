@@ -217,6 +217,13 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
+	// AutoRank is how much the backend wants to be what [vm] driver = "auto"
+	// names on a host (runtime.GOOS and GOARCH spellings): the linked
+	// backend ranking it highest is (Auto). Nil or 0: never.
+	AutoRank func(os, arch string) int
+	// VMType is the vm_type the backend's VMs run on a host when no layer
+	// names one ("": none); a spec's default is its "auto" backend's.
+	VMType func(os, arch string) string
 	// Zero is a nil pointer of the type New returns: what the backend can
 	// do beyond the lifecycle is CapabilitiesOf(Zero), known without
 	// building it (never call them). Nil: nothing is known until built.
@@ -308,14 +315,37 @@ func Names() []string {
 	return slices.Sorted(maps.Keys(registry.m))
 }
 
+// Auto is the backend [vm] driver = "auto" names on a host: the linked one
+// ranking it highest (Registration.AutoRank; of equals, the first by name),
+// "" when none wants to be; and the vm_type its VMs run there by default.
+func Auto(os, arch string) (backend, vmType string) {
+	best := 0
+	for _, name := range Names() {
+		r, _ := Lookup(name)
+		if r.AutoRank == nil {
+			continue
+		}
+		if rank := r.AutoRank(os, arch); rank > best {
+			best, backend, vmType = rank, name, ""
+			if r.VMType != nil {
+				vmType = r.VMType(os, arch)
+			}
+		}
+	}
+	return backend, vmType
+}
+
 // Linked is the registry as a workspace spec sees it (spec.Backends): the
-// names a driver key may say and each backend's settings table. The engine
+// names a driver key may say, what "auto" names on a host and each
+// backend's settings table. The engine
 // hands it to spec.Load, which never links a backend.
 var Linked linked
 
 type linked struct{}
 
 func (linked) Names() []string { return Names() }
+
+func (linked) Auto(os, arch string) (backend, vmType string) { return Auto(os, arch) }
 
 func (linked) Table(backend string) (keys map[string]string, doc string, ok bool) {
 	r, ok := Lookup(backend)
