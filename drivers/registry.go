@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,6 +168,10 @@ type Env struct {
 	// GuestHostPorts are the host ports a guest may reach whatever its
 	// egress mode: the operator's [policy] guest_host_ports.
 	GuestHostPorts []int
+	// Executable is sbf's own program, which runs the backends' Commands
+	// (`Executable NAME ARGS...`): set only by the process root, "" in a
+	// process that cannot start them (a command line run in process).
+	Executable string
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);
@@ -237,6 +242,22 @@ type Registration struct {
 	SettingsDoc string
 	// V1 says how SandboxForge v1's VMs become this backend's sandboxes.
 	V1 V1Import
+	// Commands are hidden subcommands of sbf the backend runs in processes
+	// of its own (vz's VM supervisor): the command line offers each, and
+	// the backend starts them with Env.Executable.
+	Commands []Command
+}
+
+// Command is a hidden subcommand of sbf a backend runs in a process of
+// its own, `sbf NAME ARGS...`: the command line checks only the number of
+// arguments and leaves SIGINT and SIGTERM to it.
+type Command struct {
+	Name  string // a word no other linked backend's command uses
+	Usage string // its arguments, for the usage line (INSTANCE_DIR)
+	Short string
+	Args  int // how many arguments it takes
+	// Run runs the command; SIGINT and SIGTERM cancel ctx.
+	Run func(ctx context.Context, args []string) error
 }
 
 // Setting is one key of a backend's settings table. Every value is a
@@ -282,8 +303,37 @@ func Register(r Registration) {
 			panic("drivers: bad or duplicate setting " + r.Name + "." + s.Key)
 		}
 	}
-	r.Settings = slices.Clone(r.Settings)
+	for _, c := range r.Commands {
+		if c.Name == "" || strings.ContainsAny(c.Name, " \t") || c.Run == nil || commandNamed(c.Name) {
+			panic("drivers: bad or duplicate command " + r.Name + "." + c.Name)
+		}
+	}
+	r.Settings, r.Commands = slices.Clone(r.Settings), slices.Clone(r.Commands)
 	registry.m[r.Name] = r
+}
+
+// commandNamed says whether a registered backend offers a command of this
+// name; the caller holds the registry's lock.
+func commandNamed(name string) bool {
+	for _, r := range registry.m {
+		if slices.ContainsFunc(r.Commands, func(c Command) bool { return c.Name == name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Commands are the hidden subcommands the registered backends offer,
+// sorted by name.
+func Commands() []Command {
+	registry.RLock()
+	defer registry.RUnlock()
+	var out []Command
+	for _, r := range registry.m {
+		out = append(out, r.Commands...)
+	}
+	slices.SortFunc(out, func(a, b Command) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // V1Backends maps SandboxForge v1's backend names to the linked backends

@@ -19,8 +19,6 @@ import (
 // backend or import one (issue 41.5 moves each into its driver's
 // registration). A file leaving the list must leave it here too.
 var knownDriverKnowledge = map[string]string{
-	"cli/main.go":                        "vz's supervisor starter",
-	"cli/vzrun.go":                       "sbf vz-run, the vz supervisor",
 	"sandbox/sandboxtest/sandboxtest.go": "the sim's world for the data plane's tests",
 }
 
