@@ -30,7 +30,7 @@ func TestABrokeredExecReadsNoSpec(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan int, 1)
 	go func() {
-		served <- runIn(ctx, nil, nil, []string{"-C", root, "exec-broker", "web"}, testGetenv(t, env),
+		served <- runIn(ctx, processRoot{}, nil, []string{"-C", root, "exec-broker", "web"}, testGetenv(t, env),
 			strings.NewReader(""), io.Discard, io.Discard)
 	}()
 	defer func() { cancel(); <-served }()

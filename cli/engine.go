@@ -83,7 +83,8 @@ func (a *app) driverEnv(c clock.Clock) drivers.Env {
 		HostArch: runtime.GOARCH, Debug: a.debugf, HostExec: pol.HostExec,
 		GuestWritable:    append(slices.Clone(pol.WorkspaceRoots), pol.AllowedPaths...),
 		WorkspaceHolding: spec.WorkspaceHolding,
-		GuestHostPorts:   pol.GuestHostPorts}
+		GuestHostPorts:   pol.GuestHostPorts,
+		Executable:       a.executable}
 }
 
 // layerEnv is the environment secrets (${VAR}) and, when a workspace asks

@@ -25,7 +25,7 @@ func (a *app) note(tgt *sandbox.Target, ev sandbox.Event, start time.Time, err e
 		c := coded.Of(err, coded.Unknown)
 		ev.ErrorCode, ev.Error = c.Code, c.Message
 	}
-	if werr := sandbox.WorkspaceHistory(tgt.Resolved.Root).Append(ev,
+	if werr := sandbox.WorkspaceHistory(tgt.Resolved.Root).Append(a.context(), ev,
 		sandbox.Redactor(tgt.Resolved, tgt.Getenv)); werr != nil {
 		a.debugf("history: %v", werr)
 	}

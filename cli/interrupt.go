@@ -12,6 +12,8 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/reconcile"
+
+	"github.com/spf13/cobra"
 )
 
 // interrupts turns Ctrl-C and SIGTERM into the command's cancellation.
@@ -33,10 +35,16 @@ type interrupts struct {
 // ownSignals are the commands that handle SIGINT and SIGTERM themselves:
 // loops and servers that save their state on the way out (within a service
 // manager's stop timeout), terminals and port forwards, the hidden helpers
-// QEMU and Lima run, and sbf-server's handoffs.
+// QEMU and Lima run, and sbf-server's handoffs; the backends' own commands
+// too (handlesSignals).
 var ownSignals = map[string]bool{"serve": true, "mcp": true, "reconcile": true, "port-forward": true,
-	"shell": true, "exec": true, "exec-broker": true, "vz-run": true, "egress-proxy": true, "egress-qemu": true,
+	"shell": true, "exec": true, "exec-broker": true, "egress-proxy": true, "egress-qemu": true,
 	"egress-relay": true}
+
+// handlesSignals says whether cmd hears SIGINT and SIGTERM itself.
+func handlesSignals(cmd *cobra.Command) bool {
+	return ownSignals[cmd.Name()] || cmd.Annotations[backendCommand] != ""
+}
 
 // interruptGrace is how long a cancelled command may take to end: long
 // enough to delete, at once, a VM it was making (a third Ctrl-C does not wait).

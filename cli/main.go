@@ -22,20 +22,24 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/sandboxforge/sbf/drivers/all" // every backend registers itself
-	"github.com/sandboxforge/sbf/drivers/vz"
 	"github.com/sandboxforge/sbf/internal/buildinfo"
 )
 
 // Main runs the command line of this process and returns its exit code.
 // server is what sbf-server adds; nil for sbf.
 func Main(server *Server) int {
-	// The vz driver runs each VM under `sbf vz-run DIR`, this same binary.
-	if exe, err := os.Executable(); err == nil {
-		vz.SetSupervisorStarter(vz.CommandStarter(exe, "vz-run"))
-	}
 	state.SbfVersion = version // every state file records the sbf that wrote it
 	ctx, in := interruptible(context.Background(), os.Stderr)
-	return runIn(ctx, in, server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	// Backends run their hidden commands (vz's VM supervisors) with this same binary.
+	exe, _ := os.Executable()
+	return runIn(ctx, processRoot{in, exe}, server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// processRoot is what only the process sbf runs in knows; zero when a
+// command line runs in process (tests).
+type processRoot struct {
+	interrupts *interrupts // hears SIGINT and SIGTERM for the commands that do not themselves
+	executable string      // sbf's own program (drivers.Env.Executable)
 }
 
 // app is what every subcommand shares: where it reads and writes, and the
@@ -59,6 +63,7 @@ type app struct {
 	runCtx        context.Context
 	interrupts    *interrupts
 	stopListening func()
+	executable    string         // processRoot's
 	closers       []func() error // the drivers a command built, closed when it ends
 	polish        func()         // gives the help text its final form (polishWhenShown)
 }
@@ -114,27 +119,26 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 }
 
 func runWith(server *Server, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runIn(context.Background(), nil, server, args, getenv, stdin, stdout, stderr)
+	return runIn(context.Background(), processRoot{}, server, args, getenv, stdin, stdout, stderr)
 }
 
-// runIn runs one command with ctx; in, when set, hears interrupts for the
-// commands that do not handle signals themselves.
-func runIn(ctx context.Context, in *interrupts, server *Server, args []string, getenv func(string) string,
+// runIn runs one command with ctx in the process root.
+func runIn(ctx context.Context, root processRoot, server *Server, args []string, getenv func(string) string,
 	stdin io.Reader, stdout, stderr io.Writer) int {
 	// What a command waits for outside a run's steps (a lock another sbf
 	// holds, a sandbox still booting) is said on stderr as it waits.
 	ctx = waits.WithListener(ctx, waitLines(stderr))
 	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server, runCtx: ctx,
-		interrupts: in}
-	root := a.rootCommand()
-	root.SetArgs(terraformSpellings(args))
+		interrupts: root.interrupts, executable: root.executable}
+	sbf := a.rootCommand()
+	sbf.SetArgs(terraformSpellings(args))
 	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) { // descriptions are help text
 		a.polish()
 	}
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	sbf.SetIn(stdin)
+	sbf.SetOut(stdout)
+	sbf.SetErr(stderr)
+	cmd, err := sbf.ExecuteContextC(ctx)
 	for _, close := range a.closers {
 		close()
 	}
@@ -189,7 +193,7 @@ func (a *app) rootCommand() *cobra.Command {
 	// The usage text says what the default is; pflag would add (default ".").
 	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if a.interrupts != nil && !ownSignals[cmd.Name()] {
+		if a.interrupts != nil && !handlesSignals(cmd) {
 			a.stopListening = a.interrupts.listen()
 		}
 		return a.findWorkspace(cmd)
@@ -207,7 +211,6 @@ func (a *app) rootCommand() *cobra.Command {
 		a.execCommand(),
 		a.shellCommand(),
 		a.execBrokerCommand(),
-		a.vzRunCommand(),
 		a.cpCommand(),
 		a.syncCommand(),
 		a.taskCommand(),
@@ -225,6 +228,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.egressCommand())
 	root.AddCommand(a.sandboxToolCommands()...)
 	root.AddCommand(a.docsCommand())
+	root.AddCommand(a.backendCommands()...)
 	a.addHabits(root)                // habits.go: docker's and kubectl's words
 	a.polish = polishWhenShown(root) // helptext.go: examples and value words, once every command exists
 	return root

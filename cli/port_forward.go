@@ -84,7 +84,7 @@ func (a *app) portForward(name string, pairs []portPair) error {
 	admit := func() error { _, err := eng.Target(ws, name); return err }
 	ended := make(chan struct{}, len(pairs))
 	for _, p := range pairs {
-		f, err := tgt.Forward(p.Local, p.Remote, admit)
+		f, err := tgt.Forward(ctx, p.Local, p.Remote, admit)
 		if err != nil {
 			return err
 		}

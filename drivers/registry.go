@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,6 +168,10 @@ type Env struct {
 	// GuestHostPorts are the host ports a guest may reach whatever its
 	// egress mode: the operator's [policy] guest_host_ports.
 	GuestHostPorts []int
+	// Executable is sbf's own program, which runs the backends' Commands
+	// (`Executable NAME ARGS...`): set only by the process root, "" in a
+	// process that cannot start them (a command line run in process).
+	Executable string
 }
 
 // Duration reads a setting holding a positive duration (zero when unset);
@@ -217,6 +222,13 @@ type Registration struct {
 	// Remote backends run their VMs elsewhere (a cluster): this host's CPUs,
 	// memory and disk are not theirs to check.
 	Remote bool
+	// AutoRank is how much the backend wants to be what [vm] driver = "auto"
+	// names on a host (runtime.GOOS and GOARCH spellings): the linked
+	// backend ranking it highest is (Auto). Nil or 0: never.
+	AutoRank func(os, arch string) int
+	// VMType is the vm_type the backend's VMs run on a host when no layer
+	// names one ("": none); a spec's default is its "auto" backend's.
+	VMType func(os, arch string) string
 	// Zero is a nil pointer of the type New returns: what the backend can
 	// do beyond the lifecycle is CapabilitiesOf(Zero), known without
 	// building it (never call them). Nil: nothing is known until built.
@@ -230,6 +242,22 @@ type Registration struct {
 	SettingsDoc string
 	// V1 says how SandboxForge v1's VMs become this backend's sandboxes.
 	V1 V1Import
+	// Commands are hidden subcommands of sbf the backend runs in processes
+	// of its own (vz's VM supervisor): the command line offers each, and
+	// the backend starts them with Env.Executable.
+	Commands []Command
+}
+
+// Command is a hidden subcommand of sbf a backend runs in a process of
+// its own, `sbf NAME ARGS...`: the command line checks only the number of
+// arguments and leaves SIGINT and SIGTERM to it.
+type Command struct {
+	Name  string // a word no other linked backend's command uses
+	Usage string // its arguments, for the usage line (INSTANCE_DIR)
+	Short string
+	Args  int // how many arguments it takes
+	// Run runs the command; SIGINT and SIGTERM cancel ctx.
+	Run func(ctx context.Context, args []string) error
 }
 
 // Setting is one key of a backend's settings table. Every value is a
@@ -275,8 +303,37 @@ func Register(r Registration) {
 			panic("drivers: bad or duplicate setting " + r.Name + "." + s.Key)
 		}
 	}
-	r.Settings = slices.Clone(r.Settings)
+	for _, c := range r.Commands {
+		if c.Name == "" || strings.ContainsAny(c.Name, " \t") || c.Run == nil || commandNamed(c.Name) {
+			panic("drivers: bad or duplicate command " + r.Name + "." + c.Name)
+		}
+	}
+	r.Settings, r.Commands = slices.Clone(r.Settings), slices.Clone(r.Commands)
 	registry.m[r.Name] = r
+}
+
+// commandNamed says whether a registered backend offers a command of this
+// name; the caller holds the registry's lock.
+func commandNamed(name string) bool {
+	for _, r := range registry.m {
+		if slices.ContainsFunc(r.Commands, func(c Command) bool { return c.Name == name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Commands are the hidden subcommands the registered backends offer,
+// sorted by name.
+func Commands() []Command {
+	registry.RLock()
+	defer registry.RUnlock()
+	var out []Command
+	for _, r := range registry.m {
+		out = append(out, r.Commands...)
+	}
+	slices.SortFunc(out, func(a, b Command) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // V1Backends maps SandboxForge v1's backend names to the linked backends
@@ -308,14 +365,37 @@ func Names() []string {
 	return slices.Sorted(maps.Keys(registry.m))
 }
 
+// Auto is the backend [vm] driver = "auto" names on a host: the linked one
+// ranking it highest (Registration.AutoRank; of equals, the first by name),
+// "" when none wants to be; and the vm_type its VMs run there by default.
+func Auto(os, arch string) (backend, vmType string) {
+	best := 0
+	for _, name := range Names() {
+		r, _ := Lookup(name)
+		if r.AutoRank == nil {
+			continue
+		}
+		if rank := r.AutoRank(os, arch); rank > best {
+			best, backend, vmType = rank, name, ""
+			if r.VMType != nil {
+				vmType = r.VMType(os, arch)
+			}
+		}
+	}
+	return backend, vmType
+}
+
 // Linked is the registry as a workspace spec sees it (spec.Backends): the
-// names a driver key may say and each backend's settings table. The engine
+// names a driver key may say, what "auto" names on a host and each
+// backend's settings table. The engine
 // hands it to spec.Load, which never links a backend.
 var Linked linked
 
 type linked struct{}
 
 func (linked) Names() []string { return Names() }
+
+func (linked) Auto(os, arch string) (backend, vmType string) { return Auto(os, arch) }
 
 func (linked) Table(backend string) (keys map[string]string, doc string, ok bool) {
 	r, ok := Lookup(backend)

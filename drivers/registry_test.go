@@ -3,6 +3,7 @@ package drivers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -67,6 +68,37 @@ func TestRegisterRefusesWhatASpecCouldNotSay(t *testing.T) {
 				}
 			}()
 			Register(bad)
+		}()
+	}
+}
+
+// "auto" is the registered backend ranking a host highest, with its
+// vm_type; a backend's commands are offered once each, by name.
+func TestAutoRankAndCommands(t *testing.T) {
+	newDriver := func(context.Context, Env) (Driver, error) { return nil, nil }
+	run := func(context.Context, []string) error { return nil }
+	Register(Registration{Name: "autotest", New: newDriver,
+		AutoRank: func(os, _ string) int { return map[string]int{"plan9": 9}[os] },
+		VMType:   func(os, arch string) string { return os + "/" + arch },
+		Commands: []Command{{Name: "autotest-run", Args: 1, Run: run}}})
+	if backend, vmType := Linked.Auto("plan9", "mips"); backend != "autotest" || vmType != "plan9/mips" {
+		t.Errorf("auto on plan9 = %q %q", backend, vmType)
+	}
+	if backend, vmType := Auto("aix", "ppc64"); backend == "autotest" || vmType == "aix/ppc64" {
+		t.Errorf("a backend ranking a host 0 is its auto: %q %q", backend, vmType)
+	}
+	if !slices.ContainsFunc(Commands(), func(c Command) bool { return c.Name == "autotest-run" && c.Args == 1 }) {
+		t.Errorf("commands %v", Commands())
+	}
+	for i, bad := range [][]Command{{{Name: "autotest-run", Run: run}}, {{Name: "norun"}}, {{Name: "a b", Run: run}},
+		{{Name: "", Run: run}}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("registered the commands %+v", bad)
+				}
+			}()
+			Register(Registration{Name: fmt.Sprint("badcmd", i), New: newDriver, Commands: bad})
 		}()
 	}
 }

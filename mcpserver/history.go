@@ -86,7 +86,7 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 		redact = sandbox.Redactor(nil, nil)
 	}
 	// The history must not fail the call it records.
-	_ = sandbox.WorkspaceHistory(entry.WorkspaceRoot).Append(ev, redact)
+	_ = sandbox.WorkspaceHistory(entry.WorkspaceRoot).Append(ctx, ev, redact)
 }
 
 // asMap is a result as JSON sees it.

@@ -103,7 +103,7 @@ func (s *Server) exposePort(ctx context.Context, a exposeArgs) (any, error) {
 		return exposedJSON(e), nil
 	}
 	admit := func() error { _, err := s.cfg.Engine.Target(ws, tgt.Sandbox); return err }
-	fwd, err := tgt.Forward(hostPort, a.Port, admit)
+	fwd, err := tgt.Forward(ctx, hostPort, a.Port, admit)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -65,6 +66,7 @@ type Server struct {
 
 // New builds the server and registers every tool.
 func New(cfg Config) *Server {
+	cfg.Host = cfg.Host.With(drivers.Linked) // what "auto" names here is the registry's word
 	s := &Server{
 		cfg:     cfg,
 		index:   state.OpenHostIndex(cfg.Engine.HostDir),

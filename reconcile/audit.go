@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sort"
@@ -24,7 +25,8 @@ type Audit struct {
 // audit appends one history line per sandbox the run was about: what the
 // plan did to it, or the error that stopped it, when the run began and how
 // long it took.
-func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error, start time.Time) {
+func (e *Engine) audit(ctx context.Context, ws spec.Options, opts Options, res *Result, err error,
+	start time.Time) {
 	if opts.Audit == nil {
 		return
 	}
@@ -64,7 +66,7 @@ func (e *Engine) audit(ws spec.Options, opts Options, res *Result, err error, st
 			c := coded.Of(ferr, coded.Unknown)
 			ev.ErrorCode, ev.Error = c.Code, c.Message
 		}
-		_ = history.Append(ev, redact) // the history must not fail the run it records
+		_ = history.Append(ctx, ev, redact) // the history must not fail the run it records
 	}
 }
 

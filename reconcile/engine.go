@@ -135,7 +135,7 @@ func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	ws, opts = resolvedOnce(ws), decided(opts)
 	start := e.Clock.Now()
 	res, err := e.apply(ctx, ws, opts)
-	e.audit(ws, opts, res, err, start)
+	e.audit(ctx, ws, opts, res, err, start)
 	return res, err
 }
 

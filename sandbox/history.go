@@ -77,7 +77,7 @@ func (h History) maxRead() int64 { return h.limit() + 64<<10 }
 // Append writes one event, redacted by redact, under the history's lock
 // (CLI and MCP server may append at once). A workspace without sbf's
 // folder has nothing to record (no sandbox ever ran there).
-func (h History) Append(ev Event, redact func(string) string) error {
+func (h History) Append(ctx context.Context, ev Event, redact func(string) string) error {
 	own := h.own()
 	if ok, err := own.Exists(); !ok {
 		return err
@@ -92,7 +92,9 @@ func (h History) Append(ev Event, redact func(string) string) error {
 	if err != nil {
 		return err
 	}
-	lock, err := flock.Acquire(context.Background(), own.File(HistoryFile+".lock"),
+	// A run the caller cancelled is recorded all the same: the wait for the
+	// lock is bounded by historyLockWait, not by the caller's end.
+	lock, err := flock.Acquire(context.WithoutCancel(ctx), own.File(HistoryFile+".lock"),
 		flock.Holder{Command: "sbf history", PID: os.Getpid()}, historyLockWait)
 	if err != nil {
 		return fmt.Errorf("recording %s in the history: %w", ev.Tool, err)

@@ -29,8 +29,8 @@ func TestHistoryAppendsWholeLines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			code := i
-			if err := h.Append(sandbox.Event{Tool: "exec", Sandbox: "api", Command: strings.Repeat("x", 3000),
-				ExitCode: &code}, nil); err != nil {
+			ev := sandbox.Event{Tool: "exec", Sandbox: "api", Command: strings.Repeat("x", 3000), ExitCode: &code}
+			if err := h.Append(t.Context(), ev, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -52,7 +52,7 @@ func TestHistoryAppendsWholeLines(t *testing.T) {
 func TestHistoryRotates(t *testing.T) {
 	h := history(t, 1000)
 	for i := range 60 {
-		h.Append(sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i)}, nil)
+		h.Append(t.Context(), sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i)}, nil)
 	}
 	cur, _ := os.Stat(filepath.Join(h.Dir, sandbox.HistoryFile))
 	old, _ := os.Stat(filepath.Join(h.Dir, sandbox.HistoryFile+".1"))
@@ -72,7 +72,7 @@ func TestHistoryRotates(t *testing.T) {
 // Where sbf keeps nothing, the history keeps nothing either.
 func TestHistoryWritesNothingWithoutTheStateFolder(t *testing.T) {
 	h := sandbox.History{Dir: filepath.Join(t.TempDir(), "absent")}
-	if err := h.Append(sandbox.Event{Tool: "t"}, nil); err != nil {
+	if err := h.Append(t.Context(), sandbox.Event{Tool: "t"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(h.Dir); !os.IsNotExist(err) {
@@ -104,7 +104,7 @@ extra_env = { API_KEY = "k3y-value" }
 func TestTheNewestEventsAreTheHistorysTail(t *testing.T) {
 	h := history(t, 200<<10)
 	for i := range 3000 {
-		h.Append(sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i%7),
+		h.Append(t.Context(), sandbox.Event{Time: time.Unix(int64(i), 0), Tool: "t", Sandbox: fmt.Sprint("s", i%7),
 			Command: strings.Repeat("c", i%1500)}, nil)
 	}
 	odd := func(e sandbox.Event) bool { return e.Time.Unix()%2 == 1 }

@@ -33,8 +33,12 @@ type Forward struct {
 	GuestPort int
 	HostPort  int
 
-	ln     net.Listener
-	dial   func(ctx context.Context) (net.Conn, error)
+	ln   net.Listener
+	dial func(ctx context.Context) (net.Conn, error)
+	// ctx is the starting call's, without its end: a forward outlives the
+	// call that started it (an MCP tool call returns at once) and runs
+	// until Close, so its dials keep the call's values but not its deadline.
+	ctx    context.Context
 	admit  func() error // nil: every connection; else refuses once the sandbox ended
 	done   chan struct{}
 	closed sync.Once
@@ -60,8 +64,8 @@ func CheckPort(field string, port int, optional bool) error {
 // Forward starts forwarding 127.0.0.1:hostPort (a free port when 0) to
 // guestPort in the target. admit, when set, is asked before each new
 // connection and ends the forward when it fails (the sandbox's lease
-// ran out). The forward runs until Close.
-func (t *Target) Forward(hostPort, guestPort int, admit func() error) (*Forward, error) {
+// ran out). The forward runs until Close, whenever ctx ends.
+func (t *Target) Forward(ctx context.Context, hostPort, guestPort int, admit func() error) (*Forward, error) {
 	if err := CheckPort("port", guestPort, false); err != nil {
 		return nil, err
 	}
@@ -95,7 +99,7 @@ func (t *Target) Forward(hostPort, guestPort int, admit func() error) (*Forward,
 	}
 	f := &Forward{Sandbox: t.Sandbox, Instance: t.Instance, GuestPort: guestPort,
 		HostPort: ln.Addr().(*net.TCPAddr).Port, ln: ln, admit: admit, done: make(chan struct{}),
-		conns: map[net.Conn]bool{}}
+		conns: map[net.Conn]bool{}, ctx: context.WithoutCancel(ctx)}
 	f.dial = func(ctx context.Context) (net.Conn, error) { return pd.DialGuest(ctx, t.Instance, guestPort) }
 	go f.serve()
 	return f, nil
@@ -183,7 +187,7 @@ func (f *Forward) carry(host net.Conn) {
 		return
 	}
 	defer f.untrack(host)
-	ctx, cancel := context.WithTimeout(context.Background(), guestDialTimeout)
+	ctx, cancel := context.WithTimeout(f.ctx, guestDialTimeout)
 	guest, err := f.dial(ctx)
 	cancel()
 	if err != nil {

@@ -33,7 +33,7 @@ func roundTrip(t *testing.T, addr, msg string) string {
 func TestForwardCarriesConnectionsToTheGuest(t *testing.T) {
 	tgt, _ := simTarget(t)
 	port := guestEcho(t)
-	f, err := tgt.Forward(0, port, nil)
+	f, err := tgt.Forward(t.Context(), 0, port, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestForwardCarriesConnectionsToTheGuest(t *testing.T) {
 // Close ends the connections a forward carries, not only its listener.
 func TestForwardCloseEndsOpenConnections(t *testing.T) {
 	tgt, _ := simTarget(t)
-	f, err := tgt.Forward(0, guestEcho(t), nil)
+	f, err := tgt.Forward(t.Context(), 0, guestEcho(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestForwardCloseEndsOpenConnections(t *testing.T) {
 func TestForwardStopsWhenItsSandboxIsNoLongerAdmitted(t *testing.T) {
 	tgt, _ := simTarget(t)
 	var ended atomic.Bool
-	f, err := tgt.Forward(0, guestEcho(t), func() error {
+	f, err := tgt.Forward(t.Context(), 0, guestEcho(t), func() error {
 		if ended.Load() {
 			return errors.New("lease ended")
 		}
@@ -117,7 +117,7 @@ func TestForwardRefusals(t *testing.T) {
 		"the sim's own port":      {port, port, coded.InvalidArguments},
 		"a host port in use here": {port, 1, sandbox.CodePortInUse},
 	} {
-		f, err := tgt.Forward(c.host, c.guest, nil)
+		f, err := tgt.Forward(t.Context(), c.host, c.guest, nil)
 		if f != nil {
 			f.Close()
 		}

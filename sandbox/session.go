@@ -240,7 +240,7 @@ func (ss *Sessions) Start(ctx context.Context, tgt *Target, req SessionRequest) 
 	if s.maxKept <= 0 {
 		s.maxKept = policy.DefaultMaxOutputBytes
 	}
-	if err := ss.admit(s); err != nil {
+	if err := ss.admit(ctx, s); err != nil {
 		cancel()
 		r.Close()
 		w.Close()
@@ -319,7 +319,7 @@ func (ss *Sessions) runner(tgt *Target, req SessionRequest, command string) (
 // admit adds a session to the table unless its workspace's share or the
 // table is full. The second refusal says no more than that: how many
 // sessions other workspaces hold is theirs.
-func (ss *Sessions) admit(s *Session) error {
+func (ss *Sessions) admit(ctx context.Context, s *Session) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	open := 0
@@ -344,7 +344,7 @@ func (ss *Sessions) admit(s *Session) error {
 	ss.live[s.ID] = s
 	if !ss.sweeping {
 		ss.sweeping = true
-		go ss.sweeper()
+		go ss.sweeper(context.WithoutCancel(ctx))
 	}
 	return nil
 }

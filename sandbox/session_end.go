@@ -11,13 +11,15 @@ import (
 // server, or closed (session.go).
 
 // sweeper ends idle sessions and those whose sandbox has ended, until
-// the table is empty (the next Start starts it again).
-func (ss *Sessions) sweeper() {
+// the table is empty (the next Start starts it again). It outlives the
+// call whose Start began it, so ctx is that call's without its end
+// (context.WithoutCancel): its values, not its deadline.
+func (ss *Sessions) sweeper(ctx context.Context) {
 	every := min(max(ss.idle()/4, time.Second), sessionLiveEvery)
 	t := ss.Clock.NewTicker(every)
 	defer t.Stop()
 	for range t.C() {
-		ss.Sweep(context.Background())
+		ss.Sweep(ctx)
 		ss.mu.Lock()
 		if len(ss.live) == 0 {
 			ss.sweeping = false

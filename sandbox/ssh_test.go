@@ -62,7 +62,7 @@ func TestFileToolsOverSSH(t *testing.T) {
 
 func TestForwardOverSSH(t *testing.T) {
 	tgt := sshTarget(t)
-	f, err := tgt.Forward(0, guestEcho(t), nil)
+	f, err := tgt.Forward(t.Context(), 0, guestEcho(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

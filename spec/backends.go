@@ -27,6 +27,10 @@ type Backends interface {
 	// (every value is a string) and the table's doc; linked is false for
 	// a backend this build does not link.
 	Table(backend string) (keys map[string]string, doc string, linked bool)
+	// Auto is the backend driver = "auto" names on a host of this OS and
+	// architecture (runtime.GOOS and GOARCH spellings) and the vm_type its
+	// VMs run there by default; "" when no linked backend wants to be.
+	Auto(os, arch string) (backend, vmType string)
 }
 
 // noBackends stands in for a nil Backends: nothing is linked.
@@ -34,6 +38,7 @@ type noBackends struct{}
 
 func (noBackends) Names() []string                                { return nil }
 func (noBackends) Table(string) (map[string]string, string, bool) { return nil, "", false }
+func (noBackends) Auto(string, string) (string, string)           { return "", "" }
 
 func orNone(b Backends) Backends {
 	if b == nil {

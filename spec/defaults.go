@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"runtime"
 	"time"
 )
@@ -10,32 +11,35 @@ import (
 type Host struct {
 	OS   string // runtime.GOOS spelling: linux, darwin, windows
 	Arch string // runtime.GOARCH spelling
+	// auto and vmType are the linked backends' answer for this host
+	// (Backends.Auto): what driver = "auto" names and the default vm_type.
+	// Load asks its Options.Backends; With asks others.
+	auto, vmType string
 }
 
 // CurrentHost describes the machine sbf runs on.
 func CurrentHost() Host { return Host{OS: runtime.GOOS, Arch: runtime.GOARCH} }
 
-// DefaultVMType is Lima's natural vmType for the host: vz on macOS, qemu
-// on Linux, none elsewhere.
-func (h Host) DefaultVMType() string {
-	switch h.OS {
-	case "darwin":
-		return "vz"
-	case "linux":
-		return "qemu"
+// With is the host as the backends b see it: which one "auto" names there
+// and the vm_type its VMs run by default. Nil b leaves h as it is.
+func (h Host) With(b Backends) Host {
+	if b != nil {
+		h.auto, h.vmType = b.Auto(h.OS, h.Arch)
 	}
-	return ""
+	return h
 }
 
-// ResolveDriver turns "auto" into the backend this host runs.
+// DefaultVMType is the vm_type of the "auto" backend's VMs on the host
+// when no layer names one ("": none, or no backends were asked).
+func (h Host) DefaultVMType() string { return h.vmType }
+
+// ResolveDriver turns "auto" into the backend this host runs; it stays
+// "auto" when no linked backend wants to be (the engine then says so).
 func (h Host) ResolveDriver(driver string) string {
-	if driver != "auto" && driver != "" {
+	if driver != "" && driver != "auto" {
 		return driver
 	}
-	if h.OS == "windows" {
-		return "hyperv"
-	}
-	return "lima"
+	return cmp.Or(h.auto, "auto")
 }
 
 // Defaults returns the built-in layer: SandboxForge v1's defaults plus

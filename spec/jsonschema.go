@@ -13,7 +13,7 @@ import (
 // same struct tags the loader enforces, so the two cannot disagree; b are
 // the backends a driver key may name, each with its settings table.
 func JSONSchema(b Backends) ([]byte, error) {
-	defaults := reflect.ValueOf(Defaults(Host{OS: "linux"}))
+	defaults := reflect.ValueOf(Defaults(Host{OS: "linux"}.With(b)))
 	root := schemaOf{orNone(b)}.object(reflect.TypeFor[Config](), defaults)
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["title"] = "SandboxForge workspace (.sandboxforge.toml)"

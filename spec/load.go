@@ -96,6 +96,7 @@ type Resolved struct {
 // every problem in every layer.
 func Load(opts Options) (*Resolved, error) {
 	readcount.Add(readcount.SpecLoad)
+	opts.Host = opts.Host.With(opts.Backends)
 	root, id, err := opts.Identity()
 	if err != nil {
 		return nil, Errors{{File: opts.Root, Message: err.Error()}}

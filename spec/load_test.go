@@ -128,7 +128,7 @@ func TestHostAwareDefaults(t *testing.T) {
 		{"darwin", "vz", "lima"},
 		{"windows", "", "hyperv"},
 	} {
-		h := Host{OS: tc.os}
+		h := Host{OS: tc.os}.With(linked)
 		if got := Defaults(h).VM.VMType; got != tc.vmType {
 			t.Errorf("%s: vm_type = %q, want %q", tc.os, got, tc.vmType)
 		}
@@ -137,6 +137,9 @@ func TestHostAwareDefaults(t *testing.T) {
 		}
 		if got := h.ResolveDriver("sim"); got != "sim" {
 			t.Errorf("%s: an explicit driver must be kept, got %q", tc.os, got)
+		}
+		if got := (Host{OS: tc.os}).ResolveDriver("auto"); got != "auto" {
+			t.Errorf("%s: with no backend asked, auto resolved to %q", tc.os, got)
 		}
 	}
 }

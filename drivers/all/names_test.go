@@ -15,19 +15,10 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 )
 
-// knownDriverKnowledge are the files outside drivers/ that still name a
-// backend or import one (issue 41.5 moves each into its driver's
-// registration). A file leaving the list must leave it here too.
-var knownDriverKnowledge = map[string]string{
-	"spec/defaults.go":                   `"auto" resolves to lima or hyperv; Lima's vm_type "vz"`,
-	"cli/main.go":                        "vz's supervisor starter",
-	"cli/vzrun.go":                       "sbf vz-run, the vz supervisor",
-	"sandbox/sandboxtest/sandboxtest.go": "the sim's world for the data plane's tests",
-}
-
 // A backend is its package plus one import line: outside drivers/ no Go
 // file (tests aside) says a linked backend's name as a string or imports
-// a backend's package, but for the files known above.
+// a backend's package; what a backend knows is its registration's
+// (drivers.Registration), which the others ask (issue 41.5).
 func TestDriverNamesStayInDrivers(t *testing.T) {
 	names := map[string]bool{}
 	for _, n := range drivers.Names() {
@@ -78,13 +69,6 @@ func TestDriverNamesStayInDrivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, what := range found {
-		if _, known := knownDriverKnowledge[file]; !known {
-			t.Errorf("%s names the backend %s: ask the registry (drivers.Lookup, spec.Backends) instead", file, what)
-		}
-	}
-	for file := range knownDriverKnowledge {
-		if _, still := found[file]; !still {
-			t.Errorf("%s no longer names a backend: drop it from knownDriverKnowledge", file)
-		}
+		t.Errorf("%s names the backend %s: ask the registry (drivers.Lookup, spec.Backends) instead", file, what)
 	}
 }

@@ -16,6 +16,13 @@ func init() {
 		// v1's Hyper-V VMs; it lists only the VMs its Notes marker names as sbf's, so v1's stay
 		// invisible to it until it can list every name.
 		V1: drivers.V1Import{Backends: []string{"hyperv"}},
+		// "auto" is Hyper-V on Windows, ahead of Lima.
+		AutoRank: func(os, _ string) int {
+			if os == "windows" {
+				return 2
+			}
+			return 0
+		},
 		New: func(ctx context.Context, env drivers.Env) (drivers.Driver, error) {
 			o, err := optionsFrom(env)
 			if err != nil {

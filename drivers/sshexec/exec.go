@@ -51,7 +51,7 @@ func (p *Pool) execShell(
 		return drivers.ExecResult{}, false, nil
 	}
 	defer sh.mu.Unlock()
-	res, err := sh.run(ctx, req, p.forwarder(instance))
+	res, err := sh.run(ctx, req, p.forwarder(ctx, instance))
 	if sh.broken {
 		p.dropShell(instance, sh)
 		if ctx.Err() == nil && res.Stdout == "" && res.Stderr == "" {
@@ -82,7 +82,7 @@ func (p *Pool) execSession(ctx context.Context, instance string, req drivers.Exe
 	if err := s.Start("printf '%s %d\\n' " + marker + " $$ >&2; exec " + remoteCommand(req)); err != nil {
 		return drivers.ExecResult{}, err
 	}
-	f := p.forwarder(instance)
+	f := p.forwarder(ctx, instance)
 	stop := f.run(req.Signals)
 	defer stop()
 	errCopied := make(chan struct{})

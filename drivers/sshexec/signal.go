@@ -32,9 +32,11 @@ func killSession(pid int, sig drivers.Signal) string {
 }
 
 // signalSession delivers sig to the session leader leads in the instance, giving
-// up after signalWait (the connection may be what failed).
-func (p *Pool) signalSession(instance string, leader int, sig drivers.Signal) {
-	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
+// up after signalWait (the connection may be what failed). A KILL is sent
+// because the command's ctx ended, so the delivery must outlive it: it keeps
+// ctx's values (context.WithoutCancel) and is bounded by signalWait alone.
+func (p *Pool) signalSession(ctx context.Context, instance string, leader int, sig drivers.Signal) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalWait)
 	defer cancel()
 	s, err := p.session(ctx, instance)
 	if err != nil {
@@ -51,6 +53,7 @@ const signalWait = 10 * time.Second
 // forwarder passes a request's signals to the command once its session
 // leader is known, and can end the command outright.
 type forwarder struct {
+	ctx      context.Context // the command's: signals are delivered with its values
 	p        *Pool
 	instance string
 	mu       sync.Mutex
@@ -59,8 +62,8 @@ type forwarder struct {
 	done     chan struct{}
 }
 
-func (p *Pool) forwarder(instance string) *forwarder {
-	return &forwarder{p: p, instance: instance, known: make(chan struct{}), done: make(chan struct{})}
+func (p *Pool) forwarder(ctx context.Context, instance string) *forwarder {
+	return &forwarder{ctx: ctx, p: p, instance: instance, known: make(chan struct{}), done: make(chan struct{})}
 }
 
 // learn records the command's session leader.
@@ -88,7 +91,7 @@ func (f *forwarder) run(signals <-chan drivers.Signal) (stop func()) {
 			case sig := <-signals:
 				select {
 				case <-f.known:
-					f.p.signalSession(f.instance, f.leaderPID(), sig)
+					f.p.signalSession(f.ctx, f.instance, f.leaderPID(), sig)
 				case <-f.done:
 					return
 				}
@@ -106,7 +109,7 @@ func (f *forwarder) run(signals <-chan drivers.Signal) (stop func()) {
 func (f *forwarder) kill() {
 	select {
 	case <-f.known:
-		f.p.signalSession(f.instance, f.leaderPID(), "KILL")
+		f.p.signalSession(f.ctx, f.instance, f.leaderPID(), "KILL")
 	case <-f.p.opts.Clock.After(2 * time.Second):
 	}
 }

@@ -37,7 +37,7 @@ func Diagnose(ctx context.Context, o Options, specs []drivers.Spec) drivers.Diag
 	}
 	if o.StartSupervisor == nil {
 		diag.Add(drivers.Check{Name: "supervisor", Status: drivers.CheckFail, Detail: "this sbf cannot start sbf vz-run",
-			NextSteps: []string{"use an sbf whose main calls vz.SetSupervisorStarter"}})
+			NextSteps: []string{"run sbf or sbf-server itself, not sbf's command line in process"}})
 	}
 	diag.Add(checkEntitlement(o))
 	for _, s := range specs {

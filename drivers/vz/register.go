@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/vz/supervisor"
 )
 
 // The driver is registered on every OS, so a committed spec that says
@@ -25,7 +26,23 @@ func init() {
 			return New(o)
 		},
 		Diagnose: drivers.DiagnoseWith(Name, optionsFrom, Diagnose),
+		Commands: []drivers.Command{{Name: supervisorCommand, Usage: "INSTANCE_DIR", Args: 1,
+			Short: "Run one vz VM until it powers off or is stopped (started by the vz driver itself)",
+			Run:   func(ctx context.Context, args []string) error { return supervisor.Run(ctx, args[0]) }}},
 	})
+}
+
+// supervisorCommand is sbf's hidden subcommand that supervises one
+// instance's VM: `sbf vz-run DIR`, which CommandStarter starts detached.
+const supervisorCommand = "vz-run"
+
+// supervisorStarter starts `sbf vz-run DIR` with sbf's own program; nil
+// when this process knows none (Env.Executable).
+func supervisorStarter(exe string) func(dir string) error {
+	if exe == "" {
+		return nil
+	}
+	return CommandStarter(exe, supervisorCommand)
 }
 
 // optionsFrom reads the driver's settings from sbf's environment:
@@ -37,7 +54,7 @@ func optionsFrom(env drivers.Env) (Options, error) {
 		return Options{}, err
 	}
 	return Options{Dir: defaultDir(env.Getenv, env.StateDir), HostOS: env.HostOS, HostArch: env.HostArch,
-		Getenv: env.Getenv, Clock: env.Clock, Debug: env.Debug, StartSupervisor: supervisorStarter(),
+		Getenv: env.Getenv, Clock: env.Clock, Debug: env.Debug, StartSupervisor: supervisorStarter(env.Executable),
 		StartTimeout: timeout}, nil
 }
 
@@ -61,8 +78,8 @@ func available(o Options) error {
 			`or use the lima driver ([vm] driver = "lima")`)
 	}
 	if o.StartSupervisor == nil {
-		return unavailable("backend_unavailable", "this sbf cannot start the vz supervisor (sbf vz-run)",
-			"use an sbf whose main calls vz.SetSupervisorStarter")
+		return unavailable("backend_unavailable", "this sbf cannot start the vz supervisor (sbf vz-run): it "+
+			"does not know its own program", "run sbf or sbf-server itself, not sbf's command line in process")
 	}
 	return nil
 }

@@ -14,11 +14,9 @@
 package vz
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -43,7 +41,7 @@ type Options struct {
 	Clock    clock.Clock
 	Debug    func(format string, args ...any)
 	// StartSupervisor starts, detached from this process, a process that
-	// calls RunSupervisor on the instance folder dir, and returns once
+	// calls supervisor.Run on the instance folder dir, and returns once
 	// that process is started (not once the VM runs). sbf's is
 	// CommandStarter(sbf's own path, "vz-run"): `sbf vz-run DIR`. Required.
 	StartSupervisor func(dir string) error
@@ -168,30 +166,6 @@ func (d *Driver) folder(instance string) layout.Folder {
 
 // Dir is the folder that holds the instances.
 func (d *Driver) Dir() string { return d.opts.Dir }
-
-var starter struct {
-	sync.Mutex
-	start func(dir string) error
-}
-
-// SetSupervisorStarter tells the registered driver how to start a
-// supervisor: sbf's main calls it once, with
-// CommandStarter(its own path, "vz-run").
-func SetSupervisorStarter(start func(dir string) error) {
-	starter.Lock()
-	defer starter.Unlock()
-	starter.start = start
-}
-
-func supervisorStarter() func(dir string) error {
-	starter.Lock()
-	defer starter.Unlock()
-	return starter.start
-}
-
-// RunSupervisor is what `sbf vz-run DIR` runs: the supervisor of the
-// instance in dir (see package supervisor), on Virtualization.framework.
-func RunSupervisor(ctx context.Context, dir string) error { return supervisor.Run(ctx, dir) }
 
 // frameworkMissing says why this build cannot boot machines, "" when it
 // can; a variable, so tests can pretend a Mac with the framework.

@@ -1,17 +1,17 @@
 // Package sandboxtest makes data-plane targets for tests without the
-// engine: a workspace with a spec, its sandbox's VM running on the sim
-// driver, and a fake clock.
+// engine: a workspace with a spec, its sandbox's VM running on the one
+// test-only backend linked (the sim), and a fake clock.
 package sandboxtest
 
 import (
-	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
-	"github.com/sandboxforge/sbf/drivers/sim"
+	_ "github.com/sandboxforge/sbf/drivers/all" // the backends, the test-only one among them
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -25,6 +25,7 @@ var T0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 type Sandbox struct {
 	Root     string
 	Name     string
+	Backend  string // the test-only backend the VM runs on
 	Clock    *clock.Fake
 	Driver   drivers.Driver
 	Resolved *spec.Resolved
@@ -35,7 +36,8 @@ type Sandbox struct {
 }
 
 // New writes specText to a new workspace, loads it and boots the named
-// sandbox's VM on the sim (its world below the workspace's world/).
+// sandbox's VM on the test-only backend (its world below the workspace's
+// world/).
 func New(t testing.TB, specText, name string) *Sandbox {
 	t.Helper()
 	root := t.TempDir()
@@ -47,20 +49,39 @@ func New(t testing.TB, specText, name string) *Sandbox {
 		t.Fatal(err)
 	}
 	c := clock.NewFake(T0)
-	d, err := sim.New(sim.Options{Dir: filepath.Join(root, "world"), Clock: c})
+	backend, d := testBackend(t, r.Root, c)
+	vm := drivers.Spec{Name: drivers.InstanceName(r.WorkspaceID, name), CPUs: 1, MemoryGiB: 1, DiskGiB: 10}
+	if err := d.Create(t.Context(), vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(t.Context(), vm); err != nil {
+		t.Fatal(err)
+	}
+	return &Sandbox{Root: r.Root, Name: name, Backend: backend, Clock: c, Driver: d, Resolved: r,
+		Getenv: func(string) string { return "" }}
+}
+
+// testBackend builds the one test-only backend linked (drivers.Registration.TestOnly)
+// as the engine would, its commands allowed on this host (as SBF_ENABLE_SIM=1
+// allows them) and its world below root's world/.
+func testBackend(t testing.TB, root string, c clock.Clock) (string, drivers.Driver) {
+	t.Helper()
+	var testOnly []drivers.Registration
+	for _, name := range drivers.Names() {
+		if reg, _ := drivers.Lookup(name); reg.TestOnly {
+			testOnly = append(testOnly, reg)
+		}
+	}
+	if len(testOnly) != 1 {
+		t.Fatalf("sandboxtest runs its VMs on the one test-only backend linked; %d are", len(testOnly))
+	}
+	d, err := testOnly[0].New(t.Context(), drivers.Env{Getenv: func(string) string { return "" }, Clock: c,
+		StateDir: filepath.Join(root, "world"), Workspace: root, HostOS: runtime.GOOS, HostArch: runtime.GOARCH,
+		HostExec: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := drivers.Spec{Name: drivers.InstanceName(r.WorkspaceID, name), CPUs: 1, MemoryGiB: 1, DiskGiB: 10}
-	ctx := context.Background()
-	if err := d.Create(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx, vm); err != nil {
-		t.Fatal(err)
-	}
-	return &Sandbox{Root: r.Root, Name: name, Clock: c, Driver: d, Resolved: r,
-		Getenv: func(string) string { return "" }}
+	return testOnly[0].Name, d
 }
 
 // Instance is the sandbox's VM.
@@ -68,6 +89,6 @@ func (s *Sandbox) Instance() string { return drivers.InstanceName(s.Resolved.Wor
 
 // Target is the sandbox as the engine would hand it to the data plane.
 func (s *Sandbox) Target() *sandbox.Target {
-	return &sandbox.Target{Resolved: s.Resolved, Sandbox: s.Name, Instance: s.Instance(), DriverName: sim.Name,
+	return &sandbox.Target{Resolved: s.Resolved, Sandbox: s.Name, Instance: s.Instance(), DriverName: s.Backend,
 		Record: s.Record, Clock: s.Clock, Getenv: s.Getenv, Open: func() (drivers.Driver, error) { return s.Driver, nil }}
 }
