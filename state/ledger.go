@@ -41,6 +41,21 @@ func (l *Ledger) Instances() (set map[string]bool, known bool, err error) {
 	return maps.Clone(l.j.m), l.j.m != nil, nil
 }
 
+// Others counts the instances the ledger holds besides instance, without
+// copying the set: what an admission asks of it on every create.
+func (l *Ledger) Others(instance string) (n int, known bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.j.refresh(); err != nil {
+		return 0, false, err
+	}
+	n = len(l.j.m)
+	if l.j.m[instance] {
+		n--
+	}
+	return n, l.j.m != nil, nil
+}
+
 // CountedAt is when the set was last counted in full (zero: never).
 func (l *Ledger) CountedAt() time.Time {
 	l.mu.Lock()

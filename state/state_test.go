@@ -481,3 +481,20 @@ func TestHostIndexWithoutAWholeHeadIsMadeAnew(t *testing.T) {
 		t.Errorf("after a write: %+v, %v", all, err)
 	}
 }
+
+// The ledger counts the instances besides one without copying its set:
+// an instance it holds is not counted twice when it is admitted again.
+func TestTheLedgerCountsTheOthers(t *testing.T) {
+	ledger := OpenLedger(t.TempDir())
+	if _, known, err := ledger.Others("a"); known || err != nil {
+		t.Fatalf("a ledger never counted is known: %v", err)
+	}
+	if err := ledger.Reset(map[string]bool{"a": true, "b": true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for instance, want := range map[string]int{"a": 1, "c": 2} {
+		if n, known, err := ledger.Others(instance); n != want || !known || err != nil {
+			t.Errorf("besides %s: %d (known %v, %v), want %d", instance, n, known, err, want)
+		}
+	}
+}

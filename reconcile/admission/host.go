@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -77,16 +76,14 @@ func (h *Host) Admit(ctx context.Context, instance string) (func(), error) {
 	}
 	defer lock.Release()
 	ledger := h.ledger()
-	if set, known, err := ledger.Instances(); err == nil && known {
-		others := maps.Clone(set)
-		delete(others, instance) // replacing an instance does not add one
-		if len(others) < h.Max {
+	if others, known, err := ledger.Others(instance); err == nil && known { // replacing one adds none
+		if others < h.Max {
 			if err := ledger.Add(instance); err != nil {
 				return nil, err
 			}
 			return h.reserve(ctx, resDir, instance)
 		}
-		if err := h.fullNow(instance, others); err != nil {
+		if err := h.fullNow(instance); err != nil {
 			return nil, err
 		}
 	}
@@ -111,26 +108,30 @@ func (h *Host) Admit(ctx context.Context, instance string) (func(), error) {
 // the lock can tell). A create past the cap then fails at once instead of
 // queueing behind the creates in flight; Admit decides every admission.
 func (h *Host) Refused(instance string) error {
-	set, known, err := h.ledger().Instances()
-	if err != nil || !known || h.Max <= 0 {
+	others, known, err := h.ledger().Others(instance)
+	if err != nil || !known || h.Max <= 0 || others < h.Max {
 		return nil
 	}
-	others := maps.Clone(set)
-	delete(others, instance) // replacing an instance does not add one
-	if len(others) < h.Max {
-		return nil
-	}
-	return h.fullNow(instance, others)
+	return h.fullNow(instance)
 }
 
-// fullNow is INSTANCE_LIMIT_EXCEEDED when others fill the cap as a full
-// count found a moment ago, and no spare could make room for instance.
-func (h *Host) fullNow(instance string, others map[string]bool) error {
+// fullNow is INSTANCE_LIMIT_EXCEEDED when the ledger's other instances fill
+// the cap as a full count found a moment ago, and no spare could make room
+// for instance. Only then is the ledger's set copied, for the message.
+func (h *Host) fullNow(instance string) error {
 	counted := h.ledger().CountedAt()
-	if !counted.IsZero() && h.Clock.Now().Sub(counted) < recountAfter && !h.mayEvict(instance, others) {
-		return limitError(h.Max, len(others), sortedSet(others), h.MaxSource)
+	if counted.IsZero() || h.Clock.Now().Sub(counted) >= recountAfter {
+		return nil
 	}
-	return nil
+	set, _, err := h.ledger().Instances()
+	if err != nil {
+		return nil // a count under the lock decides
+	}
+	delete(set, instance)
+	if len(set) < h.Max || h.mayEvict(instance, set) {
+		return nil
+	}
+	return limitError(h.Max, len(set), sortedSet(set), h.MaxSource)
 }
 
 // mayEvict says whether a full count could make room for instance by
