@@ -91,7 +91,7 @@ func DesiredFrom(r *spec.Resolved) Desired {
 // driver must see resolved.
 func vmSpec(instance string, sb spec.Sandbox, root string, host spec.Host) drivers.Spec {
 	var s drivers.Spec
-	byname.Copy(&s, sb)
+	byname.Copy(&s, &sb)
 	s.Name, s.Arch = instance, drivers.CanonicalArch(sb.Arch)
 	if s.Arch == "" {
 		s.Arch = drivers.CanonicalArch(host.Arch)
