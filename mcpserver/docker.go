@@ -86,35 +86,30 @@ type validateImageArgs struct {
 }
 
 func (s *Server) registerDocker() {
-	addTool(
-		s,
-		"docker_build",
-		"Build an image in an instance, reusing the [build] cached image when it matches the workspace's git state.",
-		s.dockerBuild,
-	)
-	addTool(s, "docker_run", "Run a container in an instance (detached by default).", s.dockerRun)
-	addTool(s, "docker_exec", "Run a command in a container of an instance.", s.dockerExec)
-	addTool(s, "docker_logs", "Return a container's output.", s.dockerLogs)
-	addTool(
-		s,
-		"docker_compose",
-		"Run docker compose in an instance; up and restart of the stack sbf converges go through the engine.",
-		s.dockerCompose,
-	)
-	addTool(s, "docker_ps", "List an instance's containers.", s.dockerPs)
-	addTool(s, "docker_images", "List an instance's images.", s.dockerImages)
-	addTool(
-		s,
-		"docker_cleanup",
-		"Prune stopped containers and unused images (and more with mode aggressive).",
-		s.dockerCleanup,
-	)
-	addTool(
-		s,
-		"validate_image",
-		"Judge an image against the workspace's git state and dependencies: reuse, warn, rebuild or fail.",
-		s.validateImage,
-	)
+	addTool(s, toolDef{name: "docker_build", title: "Build a Docker image",
+		about: "Build an image in an instance, reusing the [build] cached image when it matches the workspace's " +
+			"git state. Returns image_tag, cache_hit and the build's exit_code, stdout and stderr."}, s.dockerBuild)
+	addTool(s, toolDef{name: "docker_run", title: "Run a container",
+		about: "Run a container in an instance (detached by default). Returns container (its id) and the " +
+			"command's exit_code, stdout and stderr."}, s.dockerRun)
+	addTool(s, toolDef{name: "docker_exec", title: "Exec in a container",
+		about: "Run a command in a container of an instance. Returns exit_code, stdout, stderr and timed_out."},
+		s.dockerExec)
+	addTool(s, toolDef{name: "docker_logs", title: "Read a container's logs",
+		about: "Read a container's output. Returns it as stdout and stderr."}, s.dockerLogs)
+	addTool(s, toolDef{name: "docker_compose", title: "Run docker compose",
+		about: "Run docker compose in an instance; up and restart of the stack sbf converges go through the " +
+			"engine. Returns the command's exit_code, stdout and stderr, and project_dir."}, s.dockerCompose)
+	addTool(s, toolDef{name: "docker_ps", title: "List containers",
+		about: "List an instance's containers. Returns docker ps's output as stdout."}, s.dockerPs)
+	addTool(s, toolDef{name: "docker_images", title: "List images",
+		about: "List an instance's images. Returns docker images' output as stdout."}, s.dockerImages)
+	addTool(s, toolDef{name: "docker_cleanup", title: "Clean up Docker",
+		about: "Prune stopped containers and unused images (and more with mode aggressive). Returns the prune's " +
+			"output."}, s.dockerCleanup)
+	addTool(s, toolDef{name: "validate_image", title: "Validate a Docker image",
+		about: "Judge an image against the workspace's git state and dependencies. Returns valid, recommendation " +
+			"(reuse, warn, rebuild or fail) and the reasons."}, s.validateImage)
 }
 
 // docker resolves an instance and its docker command (v1's gates, then

@@ -21,9 +21,10 @@ type ephemeralArgs struct {
 }
 
 func (s *Server) registerEphemeral() {
-	addTool(s, "run_ephemeral", "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm "+
-		"spare when the workspace's pool has one), the command runs, the sandbox is destroyed, and the command's "+
-		"result comes back as run_command's. Long boots report progress.", s.runEphemeral)
+	addTool(s, toolDef{name: "run_ephemeral", title: "Run a command in a throwaway sandbox",
+		about: "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm spare when the " +
+			"workspace's pool has one), the command runs, the sandbox is destroyed. Returns run_command's " +
+			"result plus warm_spare, sandbox_ready_ms and destroyed. Long boots report progress."}, s.runEphemeral)
 }
 
 // runEphemeral is create_instance (no bootstrap), run_command and

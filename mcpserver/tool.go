@@ -23,6 +23,13 @@ func asToolError(err error) *coded.Error {
 	return coded.Of(err, coded.BackendCommand)
 }
 
+// toolDef declares a tool where its handler is registered: its name, the
+// title a client shows, and what it does and returns, said once for an
+// LLM that reads it before its first call.
+type toolDef struct {
+	name, title, about string
+}
+
 // addTool registers a tool whose input schema is derived from A: fields
 // without omitempty are required, a field's `default` tag is its schema's
 // default. Arguments the tool does not take are ignored, as v1 did, and
@@ -33,17 +40,21 @@ func asToolError(err error) *coded.Error {
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
 // envelope. A call waits for one of the server's call slots (inflight.go).
-func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
+func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any, error)) {
+	name := def.name
 	tool := mcp.NewTool(
 		name,
-		mcp.WithDescription(description),
+		mcp.WithDescription(def.about),
 		mcp.WithInputSchema[A](),
 		mcp.WithToolAnnotation(annotations(name)),
 	)
+	// The title where the protocol (2025-06-18 on) and SDK helpers read it,
+	// and in the annotations, where clients of 2025-03-26 read it.
+	tool.Title, tool.Annotations.Title = def.title, def.title
 	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
-	s.describeTool(&tool) // toolschema.go: title, output schema, enums and bounds (advertised only)
+	s.describeTool(&tool) // toolschema.go: output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {

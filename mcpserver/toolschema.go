@@ -12,73 +12,13 @@ import (
 )
 
 // What a tool's listing says beyond its Go types (issue 31: schemas an LLM
-// can rely on): a title, the output schema (outputs.go), and for each
+// can rely on): the output schema (outputs.go), and for each
 // argument with a fixed set of values its enum, for each bounded number
 // its bounds. Each bound is the one the handler (or the operator's
 // ceiling) enforces, never a wider one: a call the schema allows is one
 // the server may accept. The server still checks arguments against the
 // schema without these (args.go), so v1's error codes for out-of-range
 // values (TTL_INVALID …) are kept.
-
-var toolTitles = map[string]string{
-	"create_instance":            "Create a sandbox",
-	"run_ephemeral":              "Run a command in a throwaway sandbox",
-	"start_session":              "Start an exec session",
-	"read_session":               "Read an exec session's output",
-	"write_session":              "Write to an exec session's stdin",
-	"signal_session":             "Signal an exec session",
-	"close_session":              "Close an exec session",
-	"move_path":                  "Move a guest path",
-	"copy_path":                  "Copy a guest path",
-	"path_exists":                "Say whether a guest path exists",
-	"list_instances":             "List sandboxes",
-	"destroy_instance":           "Destroy a sandbox",
-	"extend_instance_ttl":        "Extend a sandbox's lease",
-	"clone_instance":             "Clone a sandbox",
-	"validate_workspace_config":  "Validate the workspace config",
-	"plan":                       "Plan the workspace's sandboxes",
-	"apply":                      "Apply the workspace's sandboxes",
-	"get_desired_state":          "Show the desired state",
-	"prepare_workspace":          "Prepare a sandbox's workspace",
-	"run_command":                "Run a command",
-	"copy_to_instance":           "Copy into a sandbox",
-	"copy_from_instance":         "Copy out of a sandbox",
-	"sync_workspace_to_instance": "Sync the workspace into a sandbox",
-	"sync_instance_to_workspace": "Sync a sandbox folder back",
-	"collect_artifacts":          "Collect artifacts",
-	"read_file":                  "Read a guest file",
-	"write_file":                 "Write a guest file",
-	"list_files":                 "List a guest folder",
-	"stat_path":                  "Inspect a guest path",
-	"make_dir":                   "Make a guest folder",
-	"remove_path":                "Remove a guest path",
-	"start_background_task":      "Start a background task",
-	"get_task_status":            "Get a task's status",
-	"get_task_logs":              "Get a task's logs",
-	"stop_task":                  "Stop a task",
-	"validate_image":             "Validate a Docker image",
-	"docker_build":               "Build a Docker image",
-	"docker_run":                 "Run a container",
-	"docker_exec":                "Exec in a container",
-	"docker_logs":                "Read a container's logs",
-	"docker_compose":             "Run docker compose",
-	"docker_ps":                  "List containers",
-	"docker_images":              "List images",
-	"docker_cleanup":             "Clean up Docker",
-	"snapshot_instance":          "Snapshot a sandbox",
-	"list_snapshots":             "List snapshots",
-	"restore_snapshot":           "Restore a snapshot",
-	"delete_snapshot":            "Delete a snapshot",
-	"export_snapshot":            "Export a snapshot",
-	"import_snapshot":            "Import a snapshot",
-	"expose_port":                "Expose a guest port",
-	"unexpose_port":              "Unexpose a guest port",
-	"list_exposed_ports":         "List exposed ports",
-	"get_instance_stats":         "Get a sandbox's resource use",
-	"get_history":                "Get the call history",
-	"health":                     "Check sandbox health",
-	"get_egress_log":             "Read the egress log",
-}
 
 // argRule is what an argument's schema gains.
 type argRule struct {
@@ -163,10 +103,9 @@ func ceilingRules(c policy.Ceilings) map[string]map[string]argRule {
 	return out
 }
 
-// describeTool adds the title, the output schema and the argument rules
-// to a tool about to be registered.
+// describeTool adds the output schema and the argument rules to a tool
+// about to be registered.
 func (s *Server) describeTool(tool *mcp.Tool) {
-	tool.Annotations.Title = toolTitles[tool.Name]
 	if out := outputSchema(tool.Name); out != nil {
 		tool.RawOutputSchema = out
 	}
