@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // What a tool's listing says beyond its Go types (issue 31: schemas an LLM
@@ -24,6 +25,9 @@ import (
 type argRule struct {
 	enum     []string
 	min, max *float64
+	above    *float64 // exclusiveMinimum: a size, which must be positive
+	// maxLength bounds a string's characters (a write's content).
+	maxLength *int
 	// props are the properties of an object argument whose keys are fixed.
 	props map[string]any
 }
@@ -40,8 +44,11 @@ func signalNames() []string {
 
 func bounds(lo, hi float64) argRule { return argRule{min: &lo, max: &hi} }
 func atLeast(lo float64) argRule    { return argRule{min: &lo} }
+func atMost(hi float64) argRule     { return argRule{max: &hi} }
+func positive() argRule             { zero := 0.0; return argRule{above: &zero} }
+func longest(n int) argRule         { return argRule{maxLength: &n} }
 
-// argRules are the rules of every server; ceilings (serverArgRules) add
+// argRules are the rules of every server; ceilings (ceilingRules) add
 // the operator's.
 var argRules = map[string]map[string]argRule{
 	"docker_compose": {"action": {enum: []string{"build", "down", "exec", "logs", "ps", "pull", "restart", "stop",
@@ -55,7 +62,10 @@ var argRules = map[string]map[string]argRule{
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
 		"limit": bounds(1, sandbox.MaxReadLimit)},
-	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}},
+	// A write's decoded bytes are bounded (the description says so); its
+	// characters are never more than its bytes, so maxLength is the bound
+	// JSON Schema can state (multi-byte text may still be refused under it).
+	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}, "content": longest(sandbox.MaxWriteBytes)},
 	"list_files": {"limit": bounds(1, sandbox.MaxListLimit)},
 	"validate_image": {"checks": {props: map[string]any{
 		"git_commit":    map[string]any{"type": "boolean"},
@@ -63,15 +73,16 @@ var argRules = map[string]map[string]argRule{
 		"git_dirty":     map[string]any{"type": []string{"string", "boolean"}, "enum": enumOf(dirtyPolicies, true, false)},
 		"max_age_hours": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
 	}}},
-	"run_command":         {"timeout_seconds": atLeast(1)},
-	"run_ephemeral":       {"timeout_seconds": atLeast(1), "cpus": atLeast(1)},
-	"docker_exec":         {"timeout_seconds": atLeast(1)},
-	"docker_logs":         {"tail": atLeast(0)},
-	"get_history":         {"limit": bounds(1, maxHistoryLimit)},
-	"get_egress_log":      {"tail": bounds(1, 1000)}, // egress.go's bound
-	"expose_port":         {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
-	"unexpose_port":       {"port": bounds(1, 65535)},
-	"create_instance":     {"ttl_minutes": atLeast(1), "cpus": atLeast(1)},
+	"run_command":    {"timeout_seconds": atLeast(1)},
+	"run_ephemeral":  {"timeout_seconds": atLeast(1), "cpus": atLeast(1), "memory_gib": positive()},
+	"docker_exec":    {"timeout_seconds": atLeast(1)},
+	"docker_logs":    {"tail": atLeast(0)},
+	"get_history":    {"limit": bounds(1, maxHistoryLimit)},
+	"get_egress_log": {"tail": bounds(1, 1000)}, // egress.go's bound
+	"expose_port":    {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
+	"unexpose_port":  {"port": bounds(1, 65535)},
+	"create_instance": {"ttl_minutes": atLeast(1), "cpus": atLeast(1), "memory_gib": positive(),
+		"disk_gib": positive()},
 	"extend_instance_ttl": {"ttl_minutes": atLeast(1)},
 	"clone_instance":      {"ttl_minutes": atLeast(1)},
 }
@@ -85,20 +96,39 @@ func enumOf(strs []string, extra ...any) []any {
 }
 
 // ceilingRules are the bounds the operator's ceilings set: the longest
-// lease when the operator set one (without, each workspace's [lease]
-// max_ttl decides, which no single schema can say), and the most output
-// a command keeps.
-func ceilingRules(c policy.Ceilings) map[string]map[string]argRule {
+// lease (the operator's ceiling, else a workspace's default [lease]
+// max_ttl; a workspace may set a shorter one, which no single schema can
+// say), the largest VM a call may ask for (VM_SIZE_LIMIT_EXCEEDED past
+// [policy] max_cpus, max_memory_gib, max_disk_gib) and the most output a
+// command keeps.
+func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map[string]argRule {
 	c = c.Defaulted()
 	out := map[string]map[string]argRule{
-		"run_command":   {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
-		"run_ephemeral": {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_command":     {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_ephemeral":   {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"create_instance": {},
 	}
+	maxTTL := defaultMaxTTL
 	if c.MaxTTL.Value > 0 {
-		ttl := bounds(1, float64(c.MaxTTL.Value/time.Minute))
-		for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
-			out[tool] = map[string]argRule{"ttl_minutes": ttl}
+		maxTTL = c.MaxTTL.Value
+	}
+	ttl := bounds(1, float64(maxTTL/time.Minute))
+	for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
+		if out[tool] == nil {
+			out[tool] = map[string]argRule{}
 		}
+		out[tool]["ttl_minutes"] = ttl
+	}
+	for _, tool := range []string{"create_instance", "run_ephemeral"} {
+		if c.MaxCPUs.Value > 0 {
+			out[tool]["cpus"] = atMost(float64(c.MaxCPUs.Value))
+		}
+		if c.MaxMemoryGiB.Value > 0 {
+			out[tool]["memory_gib"] = atMost(c.MaxMemoryGiB.Value)
+		}
+	}
+	if c.MaxDiskGiB.Value > 0 {
+		out["create_instance"]["disk_gib"] = atMost(c.MaxDiskGiB.Value)
 	}
 	return out
 }
@@ -129,13 +159,19 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 			if r.max != nil {
 				prop["maximum"] = *r.max
 			}
+			if r.above != nil {
+				prop["exclusiveMinimum"] = *r.above
+			}
+			if r.maxLength != nil {
+				prop["maxLength"] = *r.maxLength
+			}
 			if r.props != nil {
 				prop["properties"] = r.props
 			}
 		}
 	}
 	apply(argRules[tool.Name])
-	apply(ceilingRules(s.cfg.Policy.Ceilings)[tool.Name])
+	apply(ceilingRules(s.cfg.Policy.Ceilings, spec.Defaults(s.cfg.Host).Lease.MaxTTL.Std())[tool.Name])
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: encoding its input schema: %v", tool.Name, err))

@@ -22,10 +22,7 @@ var enumLike = regexp.MustCompile(`(?i)\bone of\b|^\w+ or \w+[.;,]|^\w+ \(defaul
 
 // unbounded are the numeric arguments with no bound to state, and why.
 var unbounded = map[string]string{
-	"get_task_logs.tail":         "0 or less returns every line",
-	"create_instance.memory_gib": "the workspace's [vm] bounds decide",
-	"create_instance.disk_gib":   "the workspace's [vm] bounds decide",
-	"run_ephemeral.memory_gib":   "the workspace's [vm] bounds decide",
+	"get_task_logs.tail": "0 or less returns every line",
 }
 
 func listedTools(t *testing.T, f *fixture) []map[string]any {
@@ -89,7 +86,9 @@ func TestEveryToolIsDescribed(t *testing.T) {
 					}
 				}
 			case strings.Contains(types, "integer") || strings.Contains(types, "number"):
-				if _, ok := prop["minimum"]; !ok && unbounded[name+"."+arg] == "" {
+				_, atLeast := prop["minimum"]
+				_, above := prop["exclusiveMinimum"]
+				if !atLeast && !above && unbounded[name+"."+arg] == "" {
 					t.Errorf("%s.%s is a number without a minimum", name, arg)
 				}
 			}
