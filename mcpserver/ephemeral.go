@@ -44,7 +44,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Intent: reconcile.Up{Sandboxes: []string{id}, Keys: keys}, Audit: audited("run_ephemeral")})
 	if err != nil {
-		return nil, v1Error(err, id)
+		return nil, v1Error(err, "") // nothing was made: the refusal names no instance
 	}
 	s.touch(res.Resolved) // should the destroy below fail, the loop ends the lease
 	ready := s.cfg.Engine.Clock.Now().Sub(start)

@@ -90,7 +90,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 			"bootstrap_error": asToolError(err)})
 	}
 	if err != nil {
-		return nil, v1Error(err, id)
+		return nil, v1Error(err, "") // nothing was made: the refusal names no instance
 	}
 	s.touch(res.Resolved)
 	out := s.instanceSummary(res, id)

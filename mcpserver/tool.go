@@ -114,10 +114,10 @@ func withWarnings(out any, warnings []string) any {
 	return m
 }
 
-// errorResult renders the envelope, bounded; warnings (ignored arguments)
-// go into its details.
+// errorResult renders the envelope, bounded, with the next calls an agent
+// can make; warnings (ignored arguments) go into its details.
 func errorResult(te *coded.Error, warnings ...string) *mcp.CallToolResult {
-	te = bounded(te)
+	te = bounded(withNextSteps(te)) // v1errors.go
 	if len(warnings) > 0 {
 		if te.Details == nil {
 			te.Details = map[string]any{}
