@@ -13,7 +13,7 @@ type egressLogArgs struct {
 }
 
 func (s *Server) registerEgress() {
-	addTool(s, toolDef{name: "get_egress_log", title: "Read the egress log",
+	addTool(s, toolDef{name: "get_egress_log", set: setObserve, title: "Read the egress log",
 		about: "Read what the instance's network policy let through or refused: its egress proxy's decisions " +
 			"(allowed or denied, host, port, bytes, reason), oldest first. Returns entries and count; a driver " +
 			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)

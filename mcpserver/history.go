@@ -148,7 +148,7 @@ const (
 )
 
 func (s *Server) registerHistory() {
-	addTool(s, toolDef{name: "get_history", title: "Get the call history",
+	addTool(s, toolDef{name: "get_history", set: setObserve, title: "Get the call history",
 		about: "The recent commands and tool calls that acted on a workspace's sandboxes, from MCP and the sbf " +
 			"CLI (secrets redacted). Returns events (tool or command, time, outcome each) and count."}, s.getHistory)
 }

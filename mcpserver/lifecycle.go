@@ -37,17 +37,17 @@ type listArgs struct {
 }
 
 func (s *Server) registerLifecycle() {
-	addTool(s, toolDef{name: "create_instance", title: "Create a sandbox",
+	addTool(s, toolDef{name: "create_instance", set: setCore, v1: true, title: "Create a sandbox",
 		about: "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose " +
 			"when auto_bootstrap). Returns its instance_id, which the other tools take, its expires_at and, " +
 			"when bootstrapped, what preparing it did."}, s.createInstance)
-	addTool(s, toolDef{name: "list_instances", title: "List sandboxes",
+	addTool(s, toolDef{name: "list_instances", set: setCore, v1: true, title: "List sandboxes",
 		about: "List sbf instances on this host. Returns instances, one row each with its instance_id, status, " +
 			"phase, lease end and drift, and whether the backend is available."}, s.listInstances)
-	addTool(s, toolDef{name: "destroy_instance", title: "Destroy a sandbox",
+	addTool(s, toolDef{name: "destroy_instance", set: setCore, v1: true, title: "Destroy a sandbox",
 		about: "Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean " +
 			"stop). Works on expired instances too. Returns the instance_id and its status."}, s.destroyInstance)
-	addTool(s, toolDef{name: "extend_instance_ttl", title: "Extend a sandbox's lease",
+	addTool(s, toolDef{name: "extend_instance_ttl", set: setCore, v1: true, title: "Extend a sandbox's lease",
 		about: "Move an instance's lease end later by ttl_minutes. Returns the new expires_at."}, s.extendInstance)
 }
 

@@ -24,10 +24,13 @@ func asToolError(err error) *coded.Error {
 }
 
 // toolDef declares a tool where its handler is registered: its name, the
-// title a client shows, and what it does and returns, said once for an
-// LLM that reads it before its first call.
+// title a client shows, what it does and returns (said once, for an LLM
+// that reads it before its first call), the toolset it is listed in and
+// whether it is one of SandboxForge v1's (toolsets.go).
 type toolDef struct {
 	name, title, about string
+	set                toolset
+	v1                 bool
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -42,15 +45,17 @@ type toolDef struct {
 // envelope. A call waits for one of the server's call slots (inflight.go).
 func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any, error)) {
 	name := def.name
+	s.listing.defs[name] = def // toolsets.go: which sessions list it
 	tool := mcp.NewTool(
 		name,
 		mcp.WithDescription(def.about),
 		mcp.WithInputSchema[A](),
 		mcp.WithToolAnnotation(annotations(name)),
 	)
-	// The title where the protocol (2025-06-18 on) and SDK helpers read it,
-	// and in the annotations, where clients of 2025-03-26 read it.
-	tool.Title, tool.Annotations.Title = def.title, def.title
+	// The title where the protocol (2025-06-18 on) and the SDKs' display
+	// helpers read it first; not again in the annotations (2025-03-26's
+	// place), which every turn of a conversation would carry twice.
+	tool.Title = def.title
 	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)

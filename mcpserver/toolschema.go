@@ -55,6 +55,7 @@ var argRules = map[string]map[string]argRule{
 		"up"}}, "tail": atLeast(0)},
 	"docker_cleanup": {"mode": {enum: []string{"safe", "aggressive"}}},
 	"signal_session": {"signal": {enum: signalNames()}},
+	"enable_toolset": {"toolset": {enum: toolsetNames()}},
 	"start_session":  {"timeout_seconds": atLeast(1)},
 	"read_session": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxSessionRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},

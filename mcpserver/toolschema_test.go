@@ -40,11 +40,10 @@ func listedTools(t *testing.T, f *fixture) []map[string]any {
 }
 
 // Every tool has a title (top-level, where the protocol and the SDKs'
-// display helpers read it, and the same in its annotations for clients of
-// 2025-03-26), a description saying what it returns, and an output schema
-// (a valid JSON Schema of an object); every argument that lists its
-// values has an enum holding them; every number has a lower bound unless
-// unbounded says why.
+// display helpers read it), a description saying what it returns, and an
+// output schema (a valid JSON Schema of an object); every argument that
+// lists its values has an enum holding them; every number has a lower
+// bound unless unbounded says why.
 func TestEveryToolIsDescribed(t *testing.T) {
 	f := newFixture(t, simSpec)
 	tools := listedTools(t, f)
@@ -56,9 +55,6 @@ func TestEveryToolIsDescribed(t *testing.T) {
 		title, _ := tool["title"].(string)
 		if title == "" {
 			t.Errorf("%s has no top-level title", name)
-		}
-		if ann, _ := tool["annotations"].(map[string]any); ann == nil || ann["title"] != title {
-			t.Errorf("%s: its annotations' title is not its title %q: %v", name, title, ann)
 		}
 		if desc, _ := tool["description"].(string); !strings.Contains(desc, "Returns ") {
 			t.Errorf("%s: its description does not say what it returns: %q", name, desc)
