@@ -62,9 +62,9 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or "+
 			"MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions),
 	)
-	cmd.Flags().StringVar(&f.toolsets, "toolsets", "", "the toolsets tools/list holds, by `NAMES` separated by "+
-		"commas: all, default (core and every v1 tool), or of "+strings.Join(mcpserver.ToolsetNames(), ", ")+
-		" (default: default, or SBF_TOOLSETS); a client lists more with enable_toolset")
+	cmd.Flags().StringVar(&f.toolsets, "toolsets", "", "the toolsets tools/list holds: `NAMES` separated by "+
+		"commas, each all, default (core and every v1 tool) or one of "+strings.Join(mcpserver.ToolsetNames(), ", ")+
+		" (default: SBF_TOOLSETS, else default); a client lists more with enable_toolset")
 	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
 		fmt.Sprintf("end HTTP sessions idle this long (default %s, or "+
 			"MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle),
