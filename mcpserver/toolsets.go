@@ -118,8 +118,13 @@ func ToolsetNames() []string {
 type toolListing struct {
 	mu       sync.Mutex
 	operator map[toolset]bool
-	sessions map[string]map[toolset]bool // forgotten when the session ends
-	defs     map[string]toolDef
+	// sessions are the toolsets registered sessions switched on, forgotten
+	// when the session ends: only a registered session's end is heard, so
+	// only those keep a list (a 2026-07-28 client over HTTP has a session
+	// of its own for each request, never registered).
+	sessions   map[string]map[toolset]bool
+	registered map[string]bool
+	defs       map[string]toolDef
 }
 
 // listed says whether a tool is in the list of toolsets on.
@@ -133,6 +138,7 @@ func (def toolDef) listed(on map[toolset]bool) bool {
 func (s *Server) toolsetOptions(hooks *server.Hooks) []server.ServerOption {
 	l := &s.listing
 	l.operator, l.sessions, l.defs = map[toolset]bool{}, map[string]map[toolset]bool{}, map[string]toolDef{}
+	l.registered = map[string]bool{}
 	chosen := s.cfg.Settings.Toolsets
 	if len(chosen) == 0 {
 		chosen = []string{ToolsetsDefault}
@@ -150,9 +156,15 @@ func (s *Server) toolsetOptions(hooks *server.Hooks) []server.ServerOption {
 		on := s.toolsetsOn(ctx)
 		res.Tools = slices.DeleteFunc(res.Tools, func(t mcp.Tool) bool { return !l.defs[t.Name].listed(on) })
 	})
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+		l.mu.Lock()
+		l.registered[cs.SessionID()] = true
+		l.mu.Unlock()
+	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		l.mu.Lock()
 		delete(l.sessions, cs.SessionID())
+		delete(l.registered, cs.SessionID())
 		l.mu.Unlock()
 	})
 	return nil
@@ -194,11 +206,13 @@ func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, e
 				map[string]any{"field": "toolset", "allowed": toolsetNames()})
 		}
 		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil || cs.SessionID() == "" {
-			return nil, newToolError(coded.InvalidArguments, "this connection has no session to list more "+
-				"tools in; every tool answers its name even when it is not listed", map[string]any{"field": "toolset"})
-		}
 		s.listing.mu.Lock()
+		if cs == nil || !s.listing.registered[cs.SessionID()] {
+			s.listing.mu.Unlock()
+			return nil, newToolError(coded.InvalidArguments, "this request has no session to keep a tool list "+
+				"in (a client of 2026-07-28 over HTTP): the operator's --toolsets decide what tools/list holds, "+
+				"and every tool answers its name even when it is not listed", map[string]any{"field": "toolset"})
+		}
 		on := s.listing.sessions[cs.SessionID()]
 		if on == nil {
 			on = map[toolset]bool{}

@@ -73,6 +73,11 @@ func TestEnableToolsetListsMoreForItsSession(t *testing.T) {
 	f := newFixture(t, simSpec)
 	f.start(Settings{SweepInterval: time.Minute, Session: "local", Toolsets: []string{"core"}})
 	a, b := f.caller("a"), f.caller("b")
+	for _, c := range []*caller{a, b} {
+		if err := f.srv.MCP().RegisterSession(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before, _ := f.listAs(a)
 	if slices.Contains(before, "read_file") || slices.Contains(before, "docker_ps") ||
 		!slices.Contains(before, "enable_toolset") || !slices.Contains(before, "run_command") {
@@ -111,6 +116,21 @@ func TestEnableToolsetListsMoreForItsSession(t *testing.T) {
 	if out, isErr := f.toolAs(a, "enable_toolset", map[string]any{"toolset": "everything"}); !isErr ||
 		out["error_code"] != "INVALID_ARGUMENTS" {
 		t.Errorf("an unknown toolset: %v", out)
+	}
+	// A session the server never registered (a 2026-07-28 request over
+	// HTTP) keeps no list: it is told so, and nothing is kept for it.
+	if out, isErr := f.toolAs(f.caller("unregistered"), "enable_toolset", map[string]any{"toolset": "files"}); !isErr ||
+		!strings.Contains(out["message"].(string), "no session") {
+		t.Errorf("an unregistered session: %v", out)
+	}
+	// A session that ended is forgotten.
+	f.srv.MCP().UnregisterSession(context.Background(), "a")
+	f.srv.listing.mu.Lock()
+	_, kept := f.srv.listing.sessions["a"]
+	kept = kept || f.srv.listing.registered["a"] || len(f.srv.listing.sessions) != 0
+	f.srv.listing.mu.Unlock()
+	if kept {
+		t.Error("a session's toolsets are kept after its end")
 	}
 }
 
