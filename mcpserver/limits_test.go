@@ -104,7 +104,7 @@ func walkLimits(t *testing.T, ceilings policy.Ceilings) {
 		"run_command":         {"instance_id": id, "command": "true"},
 		"read_file":           {"instance_id": id, "path": "f.txt"},
 		"list_files":          {"instance_id": id, "path": "."},
-		"write_file":          {"instance_id": id, "path": "g.txt"},
+		"write_file":          {"instance_id": id, "path": "g.txt", "content": "x"},
 		"start_session":       {"instance_id": id, "command": "true"},
 		"read_session":        {"session_id": session.id},
 		"get_task_logs":       {"instance_id": id, "task_id": task, "cursor": 0},
@@ -112,6 +112,18 @@ func walkLimits(t *testing.T, ceilings policy.Ceilings) {
 		"get_egress_log":      {"instance_id": id},
 		"expose_port":         {"instance_id": id, "port": 8080},
 		"unexpose_port":       {"instance_id": id},
+		"stat_path":           {"instance_id": id},
+		"path_exists":         {"instance_id": id},
+		"remove_path":         {"instance_id": id},
+		"make_dir":            {"instance_id": id},
+		"move_path":           {"instance_id": id, "src": "no-src", "dst": "no-dst"},
+		"copy_path":           {"instance_id": id, "src": "no-src", "dst": "no-dst"},
+		"collect_artifacts":   {"instance_id": id, "remote_paths": []any{"f.txt"}, "local_dest": "artifacts"},
+		"snapshot_instance":   {"instance_id": id},
+		"restore_snapshot":    {"instance_id": id},
+		"delete_snapshot":     {"instance_id": id},
+		"export_snapshot":     {"instance_id": id, "local_path": "snap.export"},
+		"import_snapshot":     {"instance_id": id, "local_path": "nothing.export"},
 	}
 	call := func(tool, arg string, v any) (map[string]any, bool) {
 		args := map[string]any{}
@@ -136,7 +148,9 @@ func walkLimits(t *testing.T, ceilings policy.Ceilings) {
 			types := strings.Join(typeNames(prop["type"]), ",")
 			numeric := strings.Contains(types, "integer") || strings.Contains(types, "number")
 			maxLen, hasLen := prop["maxLength"].(float64)
-			if !numeric && !hasLen {
+			_, hasMinLen := prop["minLength"].(float64)
+			_, hasMinItems := prop["minItems"].(float64)
+			if !numeric && !hasLen && !hasMinLen && !hasMinItems {
 				continue
 			}
 			if _, ok := base[name]; !ok {
@@ -147,6 +161,19 @@ func walkLimits(t *testing.T, ceilings policy.Ceilings) {
 			}
 			key := name + "." + arg
 			probed++
+			if hasMinLen || hasMinItems { // nothing: an empty string or list
+				var none any = ""
+				if hasMinItems {
+					none = []any{}
+				}
+				if out, isErr := call(name, arg, none); !isErr || !refusedFor(out, arg) {
+					t.Errorf("%s: %v (under its minimum) was not refused for it: %v", key, none,
+						clipTo(fmt.Sprint(out), 400))
+				}
+			}
+			if hasMinItems {
+				continue
+			}
 			if hasLen { // a string: one character past its length
 				out, isErr := call(name, arg, strings.Repeat("x", int(maxLen)+1))
 				if bound, ok := boundOf(out, arg); !isErr || !ok || bound != maxLen {

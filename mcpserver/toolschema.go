@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -26,8 +27,11 @@ type argRule struct {
 	enum     []string
 	min, max *float64
 	above    *float64 // exclusiveMinimum: a size, which must be positive
-	// maxLength bounds a string's characters (a write's content).
-	maxLength *int
+	// A string's bounds: its characters (a guest path, a write's content),
+	// the pattern a name follows; an array's fewest items.
+	minLength, maxLength *int
+	pattern              string
+	minItems             *int
 	// props are the properties of an object argument whose keys are fixed.
 	props map[string]any
 }
@@ -48,6 +52,27 @@ func atMost(hi float64) argRule     { return argRule{max: &hi} }
 func positive() argRule             { zero := 0.0; return argRule{above: &zero} }
 func longest(n int) argRule         { return argRule{maxLength: &n} }
 
+// guestPath is a guest path argument, as sandbox.CheckGuestPath takes it:
+// not empty, at most MaxGuestPath bytes (so at most as many characters).
+func guestPath() argRule {
+	one, most := 1, sandbox.MaxGuestPath
+	return argRule{minLength: &one, maxLength: &most}
+}
+
+// nonEmpty is an array argument of at least one item.
+func nonEmpty() argRule {
+	one := 1
+	return argRule{minItems: &one}
+}
+
+// snapshotName is drivers.CheckSnapshotName's rule (names.Snapshot) in
+// JSON Schema: a letter or digit, then letters, digits, '.', '-', '_'
+// with no "..", at most 64 in all.
+func snapshotName() argRule {
+	most := drivers.MaxSnapshotName
+	return argRule{maxLength: &most, pattern: `^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$`}
+}
+
 // argRules are the rules of every server; ceilings (ceilingRules) add
 // the operator's.
 var argRules = map[string]map[string]argRule{
@@ -62,12 +87,25 @@ var argRules = map[string]map[string]argRule{
 	"get_task_logs": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxLogRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
-		"limit": bounds(1, sandbox.MaxReadLimit)},
+		"limit": bounds(1, sandbox.MaxReadLimit), "path": guestPath()},
 	// A write's decoded bytes are bounded (the description says so); its
 	// characters are never more than its bytes, so maxLength is the bound
 	// JSON Schema can state (multi-byte text may still be refused under it).
-	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}, "content": longest(sandbox.MaxWriteBytes)},
-	"list_files": {"limit": bounds(1, sandbox.MaxListLimit)},
+	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}, "content": longest(sandbox.MaxWriteBytes),
+		"path": guestPath()},
+	"list_files":        {"limit": bounds(1, sandbox.MaxListLimit), "path": guestPath()},
+	"stat_path":         {"path": guestPath()},
+	"path_exists":       {"path": guestPath()},
+	"remove_path":       {"path": guestPath()},
+	"make_dir":          {"path": guestPath()},
+	"move_path":         {"src": guestPath(), "dst": guestPath()},
+	"copy_path":         {"src": guestPath(), "dst": guestPath()},
+	"collect_artifacts": {"remote_paths": nonEmpty()}, // sandbox.Collect refuses none
+	"snapshot_instance": {"name": snapshotName()},
+	"restore_snapshot":  {"name": snapshotName()},
+	"delete_snapshot":   {"name": snapshotName()},
+	"export_snapshot":   {"name": snapshotName()},
+	"import_snapshot":   {"name": snapshotName()},
 	"validate_image": {"checks": {props: map[string]any{
 		"git_commit":    map[string]any{"type": "boolean"},
 		"dependencies":  map[string]any{"type": "boolean"},
@@ -85,7 +123,7 @@ var argRules = map[string]map[string]argRule{
 	"create_instance": {"ttl_minutes": atLeast(1), "cpus": atLeast(1), "memory_gib": positive(),
 		"disk_gib": positive()},
 	"extend_instance_ttl": {"ttl_minutes": atLeast(1)},
-	"clone_instance":      {"ttl_minutes": atLeast(1)},
+	"clone_instance":      {"ttl_minutes": atLeast(1), "snapshot": snapshotName()},
 }
 
 func enumOf(strs []string, extra ...any) []any {
@@ -163,8 +201,17 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 			if r.above != nil {
 				prop["exclusiveMinimum"] = *r.above
 			}
+			if r.minLength != nil {
+				prop["minLength"] = *r.minLength
+			}
 			if r.maxLength != nil {
 				prop["maxLength"] = *r.maxLength
+			}
+			if r.pattern != "" {
+				prop["pattern"] = r.pattern
+			}
+			if r.minItems != nil {
+				prop["minItems"] = *r.minItems
 			}
 			if r.props != nil {
 				prop["properties"] = r.props

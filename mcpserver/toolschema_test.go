@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sandboxforge/sbf/internal/names"
 	"github.com/sandboxforge/sbf/internal/policy"
 )
 
@@ -201,5 +202,19 @@ func TestTimedOutCommandCountsItsStderr(t *testing.T) {
 	}
 	if n, _ := out["stderr_bytes"].(float64); int(n) < len(stderr) {
 		t.Errorf("stderr_bytes %v, but stderr holds %d bytes: %q", out["stderr_bytes"], len(stderr), stderr)
+	}
+}
+
+// The snapshot name pattern the schemas state is names.Snapshot's rule:
+// a name it allows is one the server takes, and the other way round.
+func TestSnapshotNamePatternIsTheServersRule(t *testing.T) {
+	r := snapshotName()
+	re := regexp.MustCompile(r.pattern)
+	for _, name := range []string{"a", "clean", "v1.2-rc_3", "a.", "a.b.c", "a..b", "..", ".a", "-a", "_a", "a/b",
+		"a b", "ä", "", "a-", strings.Repeat("x", 64), strings.Repeat("x", 65), "9", "a.-b", "a._", "a.."} {
+		stated := re.MatchString(name) && len(name) <= *r.maxLength
+		if stated != names.Snapshot(name) {
+			t.Errorf("%q: the schema says %v, the server %v", name, stated, names.Snapshot(name))
+		}
 	}
 }
