@@ -84,7 +84,7 @@ func New(cfg Config) *Server {
 		server.WithRecovery(),
 		server.WithInstructions(instructions(cfg))) // instructions.go
 	options = append(options, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
-	options = append(options, s.toolsetOptions(hooks)...) // toolsets.go: what tools/list holds
+	s.watchToolsets(hooks)                                // toolsets.go: what tools/list holds
 	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
 	s.registerLifecycle()

@@ -132,10 +132,12 @@ func (def toolDef) listed(on map[toolset]bool) bool {
 	return def.set == setAlways || on[def.set] || def.v1 && on[setV1]
 }
 
-// toolsetOptions sets the operator's toolsets up and filters each
+// watchToolsets sets the operator's toolsets up and filters each
 // tools/list answer to the toolsets on for its session. The filter is an
 // after-list hook, not mcp-go's tool filter, which also refuses calls.
-func (s *Server) toolsetOptions(hooks *server.Hooks) []server.ServerOption {
+// The tools' declarations (defs) are written as they are registered,
+// before the server serves, and only read after.
+func (s *Server) watchToolsets(hooks *server.Hooks) {
 	l := &s.listing
 	l.operator, l.sessions, l.defs = map[toolset]bool{}, map[string]map[toolset]bool{}, map[string]toolDef{}
 	l.registered = map[string]bool{}
@@ -167,7 +169,6 @@ func (s *Server) toolsetOptions(hooks *server.Hooks) []server.ServerOption {
 		delete(l.registered, cs.SessionID())
 		l.mu.Unlock()
 	})
-	return nil
 }
 
 // toolsetsOn are the toolsets listed for the caller's session.
