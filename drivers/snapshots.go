@@ -88,7 +88,8 @@ func CheckSnapshotName(field, name string) error {
 	if ValidSnapshotName(name) {
 		return nil
 	}
-	return coded.New(coded.InvalidArguments, map[string]any{"field": field, "value": coded.Clip(name)},
+	return coded.New(coded.InvalidArguments, map[string]any{"field": field, "value": coded.Clip(name),
+		"max": MaxSnapshotName},
 		"%s %q is not a snapshot name (1-%d letters, digits, '.', '-' and '_', starting with a letter or digit)",
 		field, coded.Clip(name), MaxSnapshotName)
 }

@@ -100,6 +100,7 @@ func TestNoToolOutputCarriesASecret(t *testing.T) {
 	check("validate_image", map[string]any{"instance_id": id, "image_name": "app:dev"})
 	agentCanaryCalls(check, id)   // agenttools_test.go
 	sessionCanaryCalls(check, id) // execsessions_test.go
+	check("enable_toolset", map[string]any{"toolset": "files"})
 	check("destroy_instance", map[string]any{"instance_id": id})
 
 	// Errors about secret-bearing keys name the key, never the value.

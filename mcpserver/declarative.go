@@ -34,31 +34,23 @@ type desiredArgs struct {
 }
 
 func (s *Server) registerWorkspace() {
-	addTool(
-		s,
-		"validate_workspace_config",
-		"Resolve a workspace's layered .sandboxforge.toml (with optional overrides) and report every problem.",
-		s.validate,
-	)
-	addTool(
-		s,
-		"prepare_workspace",
-		"Converge everything an instance's workspace declares for it: VM, container runtime, services, compose stack.",
-		s.prepareWorkspace,
-	)
-	addTool(s, "plan", "Show what apply would change in a workspace, with the cause of every action.", s.plan)
-	addTool(
-		s,
-		"apply",
-		"Converge a workspace to its desired state (acquiring or renewing leases) and return the plan it executed.",
-		s.apply,
-	)
-	addTool(
-		s,
-		"get_desired_state",
-		"Return a workspace's resolved desired state, its sources and the managed overrides (leases, ad-hoc sandboxes).",
-		s.desiredState,
-	)
+	addTool(s, toolDef{name: "validate_workspace_config", set: setWorkspace, v1: true,
+		title: "Validate the workspace config",
+		about: "Resolve a workspace's layered .sandboxforge.toml (with optional overrides). Returns valid, every " +
+			"problem as diagnostics (key and message) and the effective config."}, s.validate)
+	addTool(s, toolDef{name: "prepare_workspace", set: setWorkspace, v1: true, title: "Prepare a sandbox's workspace",
+		about: "Converge everything an instance's workspace declares for it: VM, container runtime, services, " +
+			"compose stack. Returns runtime_ready, docker_command, services and their readiness, connection_env " +
+			"(secrets redacted) and workspace_paths."}, s.prepareWorkspace)
+	addTool(s, toolDef{name: "plan", set: setWorkspace, title: "Plan the workspace's sandboxes",
+		about: "Show what apply would change in a workspace. Returns plan, its actions each with its cause, and " +
+			"text, the plan as sbf plan prints it."}, s.plan)
+	addTool(s, toolDef{name: "apply", set: setWorkspace, title: "Apply the workspace's sandboxes",
+		about: "Converge a workspace to its desired state (acquiring or renewing leases). Returns applied, the " +
+			"plan it executed and each sandbox's state after it."}, s.apply)
+	addTool(s, toolDef{name: "get_desired_state", set: setWorkspace, title: "Show the desired state",
+		about: "Read a workspace's resolved desired state. Returns config, its sources and managed_overrides " +
+			"(leases, ad-hoc sandboxes)."}, s.desiredState)
 }
 
 func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {

@@ -54,7 +54,7 @@ type dockerLogsArgs struct {
 type dockerComposeArgs struct {
 	InstanceID string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	ProjectDir string   `json:"project_dir" jsonschema:"Guest folder of the compose project. For a sandbox with compose = true, the workspace root (or ~/.sbf/sbf-SANDBOX in the guest) names the stack sbf converges: up and restart then go through the engine."`
-	Action     string   `json:"action" jsonschema:"One of build, down, exec, logs, ps, pull, restart, stop, up."`
+	Action     string   `json:"action" jsonschema:"The compose command."`
 	File       string   `json:"file,omitempty" jsonschema:"Compose file (-f)."`
 	Services   []string `json:"services,omitempty" jsonschema:"Services the action applies to (exec uses the first)."`
 	Detach     *bool    `json:"detach,omitempty" default:"true" jsonschema:"up -d; default true."`
@@ -82,39 +82,34 @@ type validateImageArgs struct {
 	InstanceID    string         `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
 	ImageName     string         `json:"image_name" jsonschema:"Image in the guest to judge."`
 	WorkspaceRoot string         `json:"workspace_root,omitempty" jsonschema:"Workspace whose git state and [build] settings the image is judged against; default the instance's (must be inside the allowed folders)."`
-	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks: git_commit, dependencies (booleans), git_dirty (warn_and_rebuild, rebuild, warn, fail, disabled), max_age_hours (number, or null for any age)."`
+	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks (max_age_hours null: any age)."`
 }
 
 func (s *Server) registerDocker() {
-	addTool(
-		s,
-		"docker_build",
-		"Build an image in an instance, reusing the [build] cached image when it matches the workspace's git state.",
-		s.dockerBuild,
-	)
-	addTool(s, "docker_run", "Run a container in an instance (detached by default).", s.dockerRun)
-	addTool(s, "docker_exec", "Run a command in a container of an instance.", s.dockerExec)
-	addTool(s, "docker_logs", "Return a container's output.", s.dockerLogs)
-	addTool(
-		s,
-		"docker_compose",
-		"Run docker compose in an instance; up and restart of the stack sbf converges go through the engine.",
-		s.dockerCompose,
-	)
-	addTool(s, "docker_ps", "List an instance's containers.", s.dockerPs)
-	addTool(s, "docker_images", "List an instance's images.", s.dockerImages)
-	addTool(
-		s,
-		"docker_cleanup",
-		"Prune stopped containers and unused images (and more with mode aggressive).",
-		s.dockerCleanup,
-	)
-	addTool(
-		s,
-		"validate_image",
-		"Judge an image against the workspace's git state and dependencies: reuse, warn, rebuild or fail.",
-		s.validateImage,
-	)
+	addTool(s, toolDef{name: "docker_build", set: setDocker, v1: true, title: "Build a Docker image",
+		about: "Build an image in an instance, reusing the [build] cached image when it matches the workspace's " +
+			"git state. Returns image_tag, cache_hit and the build's exit_code, stdout and stderr."}, s.dockerBuild)
+	addTool(s, toolDef{name: "docker_run", set: setDocker, v1: true, title: "Run a container",
+		about: "Run a container in an instance (detached by default). Returns container (its id) and the " +
+			"command's exit_code, stdout and stderr."}, s.dockerRun)
+	addTool(s, toolDef{name: "docker_exec", set: setDocker, v1: true, title: "Exec in a container",
+		about: "Run a command in a container of an instance. Returns exit_code, stdout, stderr and timed_out."},
+		s.dockerExec)
+	addTool(s, toolDef{name: "docker_logs", set: setDocker, v1: true, title: "Read a container's logs",
+		about: "Read a container's output. Returns it as stdout and stderr."}, s.dockerLogs)
+	addTool(s, toolDef{name: "docker_compose", set: setDocker, v1: true, title: "Run docker compose",
+		about: "Run docker compose in an instance; up and restart of the stack sbf converges go through the " +
+			"engine. Returns the command's exit_code, stdout and stderr, and project_dir."}, s.dockerCompose)
+	addTool(s, toolDef{name: "docker_ps", set: setDocker, v1: true, title: "List containers",
+		about: "List an instance's containers. Returns docker ps's output as stdout."}, s.dockerPs)
+	addTool(s, toolDef{name: "docker_images", set: setDocker, v1: true, title: "List images",
+		about: "List an instance's images. Returns docker images' output as stdout."}, s.dockerImages)
+	addTool(s, toolDef{name: "docker_cleanup", set: setDocker, v1: true, title: "Clean up Docker",
+		about: "Prune stopped containers and unused images (and more with mode aggressive). Returns the prune's " +
+			"output."}, s.dockerCleanup)
+	addTool(s, toolDef{name: "validate_image", set: setDocker, v1: true, title: "Validate a Docker image",
+		about: "Judge an image against the workspace's git state and dependencies. Returns valid, recommendation " +
+			"(reuse, warn, rebuild or fail) and the reasons."}, s.validateImage)
 }
 
 // docker resolves an instance and its docker command (v1's gates, then

@@ -13,9 +13,10 @@ type egressLogArgs struct {
 }
 
 func (s *Server) registerEgress() {
-	addTool(s, "get_egress_log", "What the instance's network policy let through or refused: its egress proxy's "+
-		"decisions (allowed or denied, host, port, bytes, reason), oldest first. A driver that enforces no "+
-		"policy answers POLICY_UNSUPPORTED.", s.egressLog)
+	addTool(s, toolDef{name: "get_egress_log", set: setObserve, title: "Read the egress log",
+		about: "Read what the instance's network policy let through or refused: its egress proxy's decisions " +
+			"(allowed or denied, host, port, bytes, reason), oldest first. Returns entries and count; a driver " +
+			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)
 }
 
 func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {

@@ -15,15 +15,16 @@ type ephemeralArgs struct {
 	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
-	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (default 1 MiB, at most the server's ceiling)."`
+	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept; the rest is counted."`
 	CPUs           *int              `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for the sandbox (a warm spare of that shape is taken when a pool has one)."`
 	MemoryGiB      *float64          `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for the sandbox."`
 }
 
 func (s *Server) registerEphemeral() {
-	addTool(s, "run_ephemeral", "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm "+
-		"spare when the workspace's pool has one), the command runs, the sandbox is destroyed, and the command's "+
-		"result comes back as run_command's. Long boots report progress.", s.runEphemeral)
+	addTool(s, toolDef{name: "run_ephemeral", set: setCore, title: "Run a command in a throwaway sandbox",
+		about: "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm spare when the " +
+			"workspace's pool has one), the command runs, the sandbox is destroyed. Returns run_command's " +
+			"result plus warm_spare, sandbox_ready_ms and destroyed. Long boots report progress."}, s.runEphemeral)
 }
 
 // runEphemeral is create_instance (no bootstrap), run_command and
@@ -43,7 +44,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{
 		Intent: reconcile.Up{Sandboxes: []string{id}, Keys: keys}, Audit: audited("run_ephemeral")})
 	if err != nil {
-		return nil, v1Error(err, id)
+		return nil, v1Error(err, "") // nothing was made: the refusal names no instance
 	}
 	s.touch(res.Resolved) // should the destroy below fail, the loop ends the lease
 	ready := s.cfg.Engine.Clock.Now().Sub(start)

@@ -216,6 +216,7 @@ func TestUnknownArgumentsAreIgnoredWithAWarning(t *testing.T) {
 // annotations, so clients assumed every tool destructive. Read-only tools
 // are also idempotent and closed; see hints.go for the meaning of each.
 var wantHints = map[string]hints{
+	"enable_toolset":             {idempotent: true},
 	"create_instance":            {openWorld: true},
 	"list_instances":             {readOnly: true, idempotent: true},
 	"destroy_instance":           {destructive: true, idempotent: true},

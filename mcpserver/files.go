@@ -66,13 +66,21 @@ var fileHints = map[string]hints{
 }
 
 func (s *Server) registerFiles() {
-	addTool(s, "read_file", "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64.", s.readFile)
-	addTool(s, "write_file", "Create or replace a guest file atomically, with its mode.", s.writeFile)
-	addTool(s, "list_files", "List a guest folder: its entries, or everything below it with recursive.", s.listFiles)
-	addTool(s, "stat_path", "Describe a guest path (type, size, mode, modified, link target) or say it is absent.",
-		s.statPath)
-	addTool(s, "remove_path", "Remove a guest file, link or folder (recursive for a non-empty folder).", s.removePath)
-	addTool(s, "make_dir", "Create a guest folder (and its parents, by default).", s.makeDir)
+	addTool(s, toolDef{name: "read_file", set: setFiles, title: "Read a guest file",
+		about: "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64. Returns content, " +
+			"size, truncated and next_offset."}, s.readFile)
+	addTool(s, toolDef{name: "write_file", set: setFiles, title: "Write a guest file",
+		about: "Create or replace a guest file atomically, with its mode. Returns bytes_written and mode."}, s.writeFile)
+	addTool(s, toolDef{name: "list_files", set: setFiles, title: "List a guest folder",
+		about: "List a guest folder (everything below it with recursive). Returns entries (path, type, size, " +
+			"mode, modified), count and truncated."}, s.listFiles)
+	addTool(s, toolDef{name: "stat_path", set: setFiles, title: "Inspect a guest path",
+		about: "Describe a guest path. Returns exists and, when it does, its type, size, mode, modified and link " +
+			"target."}, s.statPath)
+	addTool(s, toolDef{name: "remove_path", set: setFiles, title: "Remove a guest path",
+		about: "Remove a guest file, link or folder (recursive for a non-empty folder). Returns removed."}, s.removePath)
+	addTool(s, toolDef{name: "make_dir", set: setFiles, title: "Make a guest folder",
+		about: "Create a guest folder (and its parents, by default). Returns path and created."}, s.makeDir)
 }
 
 func (s *Server) readFile(ctx context.Context, a readFileArgs) (any, error) {

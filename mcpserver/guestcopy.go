@@ -35,10 +35,16 @@ var guestCopyHints = map[string]hints{
 func init() { maps.Copy(toolHints, guestCopyHints) }
 
 func (s *Server) registerGuestCopies() {
-	addTool(s, "move_path", "Move or rename a guest file, link or folder inside an instance.", s.movePath)
-	addTool(s, "copy_path", "Copy a guest file, link or folder inside an instance, or into another instance of "+
-		"the same workspace (dst_instance_id), bounded by the operator's copy ceiling.", s.copyPath)
-	addTool(s, "path_exists", "Say whether a guest path exists (a dangling link too) and what it is.", s.pathExists)
+	addTool(s, toolDef{name: "move_path", set: setFiles, title: "Move a guest path",
+		about: "Move or rename a guest file, link or folder inside an instance. Returns src, dst and moved."},
+		s.movePath)
+	addTool(s, toolDef{name: "copy_path", set: setFiles, title: "Copy a guest path",
+		about: "Copy a guest file, link or folder inside an instance, or into another instance of the same " +
+			"workspace (dst_instance_id), bounded by the operator's copy ceiling. Returns src, dst and copied."},
+		s.copyPath)
+	addTool(s, toolDef{name: "path_exists", set: setFiles, title: "Say whether a guest path exists",
+		about: "Say whether a guest path exists (a dangling link too). Returns exists and type (file, dir, link " +
+			"or other)."}, s.pathExists)
 }
 
 func (a relocateArgs) relocation() sandbox.Relocation {

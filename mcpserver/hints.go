@@ -74,6 +74,8 @@ var toolHints = map[string]hints{
 	"docker_exec":    {destructive: true, openWorld: true},  // an arbitrary command
 	"docker_compose": {destructive: true, openWorld: true},  // down removes containers; up pulls
 	"docker_cleanup": {destructive: true, idempotent: true}, // prunes
+	// It changes only what this session's tools/list holds.
+	"enable_toolset": {idempotent: true},
 }
 
 // unknownHints are the protocol's defaults, for a tool missing from

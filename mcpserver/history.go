@@ -148,8 +148,9 @@ const (
 )
 
 func (s *Server) registerHistory() {
-	addTool(s, "get_history", "The recent commands and tool calls that acted on a workspace's sandboxes, from "+
-		"MCP and the sbf CLI, oldest first (secrets redacted).", s.getHistory)
+	addTool(s, toolDef{name: "get_history", set: setObserve, title: "Get the call history",
+		about: "The recent commands and tool calls that acted on a workspace's sandboxes, from MCP and the sbf " +
+			"CLI (secrets redacted). Returns events (tool or command, time, outcome each) and count."}, s.getHistory)
 }
 
 func (s *Server) getHistory(ctx context.Context, a historyArgs) (any, error) {

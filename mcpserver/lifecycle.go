@@ -37,27 +37,18 @@ type listArgs struct {
 }
 
 func (s *Server) registerLifecycle() {
-	addTool(
-		s,
-		"create_instance",
-		"Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose when "+
-			"auto_bootstrap).",
-		s.createInstance,
-	)
-	addTool(
-		s,
-		"list_instances",
-		"List sbf instances on this host with their lease, live status and drift.",
-		s.listInstances,
-	)
-	addTool(
-		s,
-		"destroy_instance",
-		"Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean stop). "+
-			"Works on expired instances too.",
-		s.destroyInstance,
-	)
-	addTool(s, "extend_instance_ttl", "Move an instance's lease end later by ttl_minutes.", s.extendInstance)
+	addTool(s, toolDef{name: "create_instance", set: setCore, v1: true, title: "Create a sandbox",
+		about: "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose " +
+			"when auto_bootstrap). Returns its instance_id, which the other tools take, its expires_at and, " +
+			"when bootstrapped, what preparing it did."}, s.createInstance)
+	addTool(s, toolDef{name: "list_instances", set: setCore, v1: true, title: "List sandboxes",
+		about: "List sbf instances on this host. Returns instances, one row each with its instance_id, status, " +
+			"phase, lease end and drift, and whether the backend is available."}, s.listInstances)
+	addTool(s, toolDef{name: "destroy_instance", set: setCore, v1: true, title: "Destroy a sandbox",
+		about: "Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean " +
+			"stop). Works on expired instances too. Returns the instance_id and its status."}, s.destroyInstance)
+	addTool(s, toolDef{name: "extend_instance_ttl", set: setCore, v1: true, title: "Extend a sandbox's lease",
+		about: "Move an instance's lease end later by ttl_minutes. Returns the new expires_at."}, s.extendInstance)
 }
 
 // shapeKeys are the [vm] keys a tool's shape arguments set.
@@ -99,7 +90,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 			"bootstrap_error": asToolError(err)})
 	}
 	if err != nil {
-		return nil, v1Error(err, id)
+		return nil, v1Error(err, "") // nothing was made: the refusal names no instance
 	}
 	s.touch(res.Resolved)
 	out := s.instanceSummary(res, id)

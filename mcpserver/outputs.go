@@ -18,14 +18,12 @@ import (
 // would refuse an answer the server meant.
 
 var (
-	instanceIDField = "instance_id s: The instance id the other tools take (inst_…, or a backend name for " +
-		"sandboxes a spec declares)."
-	execFields = []string{
-		instanceIDField, "command s: The command as run.", "exit_code i?: Its exit status.",
-		"stdout s: Standard output, cut at the output ceiling.", "stderr s: Standard error, cut likewise.",
-		"duration_ms n", "timed_out b: The command was killed at its timeout.",
-		"stdout_truncated b", "stderr_truncated b",
-	}
+	// The input schemas say what an instance id is, and the descriptions
+	// what a command's result holds: every turn of an agent's conversation
+	// carries the tool list, so a field is described once.
+	instanceIDField = "instance_id s"
+	execFields      = []string{instanceIDField, "command s", "exit_code i?", "stdout s", "stderr s", "duration_ms n",
+		"timed_out b", "stdout_truncated b", "stderr_truncated b"}
 	snapshotFields = []string{instanceIDField, "name s: The snapshot's name.", "backend s",
 		"created_at s?", "size_bytes n?: Bytes on disk when the backend says.", "status s"}
 	summaryFields = []string{
@@ -142,7 +140,8 @@ var toolOutputs = map[string][]string{
 		"partial b: Some figures could not be read."},
 	"get_history": {"events a: The newest calls first, each with its tool, time, outcome and detail.", "count i",
 		"workspace_root s", "instance_id s?"},
-	"health": {"healthy b", "sandboxes a: Each sandbox's phase, drift and problems.", "workspace_root s"},
+	"health":         {"healthy b", "sandboxes a: Each sandbox's phase, drift and problems.", "workspace_root s"},
+	"enable_toolset": {"toolsets a: Each toolset's name, about, tools and whether they are listed."},
 	"get_egress_log": {instanceIDField, "sandbox s", "entries a: The newest egress decisions: destination, " +
 		"verdict, time.", "count i"},
 }
@@ -161,8 +160,9 @@ func outputSchema(tool string) json.RawMessage {
 	if !ok {
 		return nil
 	}
-	props := map[string]any{"warnings": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-		"description": "What sbf corrected or left out; the call still succeeded."}}
+	// warnings: what sbf corrected or left out, the call still succeeded (the
+	// instructions say so once).
+	props := map[string]any{"warnings": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}
 	for _, f := range list {
 		decl, desc, _ := strings.Cut(f, ": ")
 		name, typ, _ := strings.Cut(decl, " ")
@@ -188,7 +188,8 @@ func outputSchema(tool string) json.RawMessage {
 		}
 		props[name] = prop
 	}
-	raw, err := json.Marshal(map[string]any{"type": "object", "properties": props, "additionalProperties": true})
+	// additionalProperties is JSON Schema's default, true: not said again.
+	raw, err := json.Marshal(map[string]any{"type": "object", "properties": props})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: encoding its output schema: %v", tool, err))
 	}

@@ -65,11 +65,15 @@ var portHints = map[string]hints{
 }
 
 func (s *Server) registerPorts() {
-	addTool(s, "expose_port", "Forward a guest port to a port on this host's loopback (127.0.0.1) "+
-		"until unexpose_port, the sandbox's end or the server's.", s.exposePort)
-	addTool(s, "unexpose_port", "Stop forwarding a guest port that expose_port forwarded.", s.unexposePort)
-	addTool(s, "list_exposed_ports", "List the guest ports this server forwards, with their host ports.",
-		s.listExposedPorts)
+	addTool(s, toolDef{name: "expose_port", set: setObserve, title: "Expose a guest port",
+		about: "Forward a guest port to a port on this host's loopback (127.0.0.1) until unexpose_port, the " +
+			"sandbox's end or the server's. Returns host_port and url."}, s.exposePort)
+	addTool(s, toolDef{name: "unexpose_port", set: setObserve, title: "Unexpose a guest port",
+		about: "Stop forwarding a guest port that expose_port forwarded. Returns the forward's status and counts."},
+		s.unexposePort)
+	addTool(s, toolDef{name: "list_exposed_ports", set: setObserve, title: "List exposed ports",
+		about: "List the guest ports this server forwards. Returns ports, each as expose_port answers it, and " +
+			"count."}, s.listExposedPorts)
 }
 
 func (s *Server) exposePort(ctx context.Context, a exposeArgs) (any, error) {

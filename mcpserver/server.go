@@ -62,6 +62,7 @@ type Server struct {
 
 	execSessions *sandbox.Sessions // execsessions.go
 	calls        *callSlots        // inflight.go: the tool calls at work and waiting
+	listing      toolListing       // toolsets.go: the toolsets each session lists
 }
 
 // New builds the server and registers every tool.
@@ -79,12 +80,13 @@ func New(cfg Config) *Server {
 	hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { s.sessions.Add(-1) })
 	options := append(s.taskOptions(hooks),
 		server.WithHooks(hooks),
-		server.WithToolCapabilities(false),
+		server.WithToolCapabilities(true), // toolsets.go: enable_toolset changes a session's list
 		// resources.go: the list grows as workspaces are served; subscriptions.go: updates
 		server.WithResourceCapabilities(true, true),
 		server.WithRecovery(),
 		server.WithInstructions(instructions(cfg))) // instructions.go
 	options = append(options, s.surfaceOptions(hooks)...) // logging.go: logging, completions, prompts
+	s.watchToolsets(hooks)                                // toolsets.go: what tools/list holds
 	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
 	s.registerLifecycle()
@@ -96,6 +98,7 @@ func New(cfg Config) *Server {
 	s.registerPrompts()
 	s.registerSessionTools()
 	s.registerEphemeral()
+	s.registerToolsets()
 	return s
 }
 

@@ -61,6 +61,9 @@ func newFixture(t testing.TB, specText string) *fixture {
 // start builds a server over the same host state, as a restarted process
 // would see it.
 func (f *fixture) start(settings Settings) {
+	if settings.Toolsets == nil { // every tool listed, so tests that walk the list see them all
+		settings.Toolsets = []string{ToolsetsAll}
+	}
 	eng := &reconcile.Engine{
 		Clock: f.clock, HostDir: f.hostDir, Parallelism: 4, LockTimeout: time.Minute, Policy: f.policy,
 		Who:   flock.Holder{Command: "mcp test", PID: os.Getpid()},

@@ -45,6 +45,9 @@ type Settings struct {
 	// at once (8 times as many may wait, the rest are SERVER_BUSY); 0:
 	// DefaultMaxToolCalls.
 	MaxToolCalls int
+	// Toolsets are SBF_TOOLSETS (or --toolsets): the toolsets tools/list
+	// holds (toolsets.go); none: core and every v1 tool.
+	Toolsets []string
 	// Warnings are what the variables asked for and did not get (an
 	// MCP_HTTP_HOST off loopback without MCP_HTTP_ALLOW_NON_LOOPBACK).
 	Warnings []string
@@ -99,6 +102,11 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 	}
 	if n, ok := num("SBF_MAX_TOOL_CALLS", 1); ok {
 		s.MaxToolCalls = n
+	}
+	if sets, err := ParseToolsets(getenv("SBF_TOOLSETS")); err != nil {
+		errs = append(errs, "SBF_TOOLSETS: "+err.Error())
+	} else {
+		s.Toolsets = sets
 	}
 	if b := strings.ToLower(strings.TrimSpace(getenv("SANDBOX_BACKEND"))); b != "" {
 		if allowed := append([]string{"auto"}, drivers.Names()...); slices.Contains(allowed, b) {

@@ -45,22 +45,30 @@ var snapshotHints = map[string]hints{
 }
 
 func (s *Server) registerSnapshots() {
-	addTool(s, "snapshot_instance", "Take a snapshot (name) of an instance's VM: its disk, and its memory where "+
-		"the backend keeps that (Lima QEMU). SNAPSHOT_UNSUPPORTED on backends without snapshots.",
-		s.snapshotOp(reconcile.SnapshotCreate))
-	addTool(s, "list_snapshots", "List an instance's snapshots with when they were taken and their size "+
-		"when known.", s.listSnapshots)
-	addTool(s, "restore_snapshot", "Bring an instance's VM back to a snapshot; what was written since is lost.",
-		s.snapshotOp(reconcile.SnapshotRestore))
-	addTool(s, "delete_snapshot", "Delete one of an instance's snapshots.", s.snapshotOp(reconcile.SnapshotDelete))
-	addTool(s, "export_snapshot", "Write one of an instance's snapshots into a new host file (local_path), which "+
-		"outlives the instance and which sbf never deletes. Lima: the disk only, not the memory.",
-		s.portOp(reconcile.SnapshotExport))
-	addTool(s, "import_snapshot", "Make a host file written by export_snapshot (same backend) a new snapshot "+
-		"(name) of an instance; restore_snapshot then brings the VM to it. The VM's current disk is kept.",
-		s.portOp(reconcile.SnapshotImport))
-	addTool(s, "clone_instance", "Make a new instance, with its own lease, whose VM starts as a copy of this "+
-		"instance's disk (or of its snapshot). Counts against the instance cap. Returns the new instance_id.",
+	addTool(s, toolDef{name: "snapshot_instance", set: setSnapshots, title: "Snapshot a sandbox",
+		about: "Take a snapshot (name) of an instance's VM: its disk, and its memory where the backend keeps that " +
+			"(Lima QEMU). SNAPSHOT_UNSUPPORTED on backends without snapshots. Returns the snapshot's name, " +
+			"created_at and status."}, s.snapshotOp(reconcile.SnapshotCreate))
+	addTool(s, toolDef{name: "list_snapshots", set: setSnapshots, title: "List snapshots",
+		about: "List an instance's snapshots. Returns snapshots (name, created_at, size_bytes when known) and " +
+			"count."}, s.listSnapshots)
+	addTool(s, toolDef{name: "restore_snapshot", set: setSnapshots, title: "Restore a snapshot",
+		about: "Bring an instance's VM back to a snapshot; what was written since is lost. Returns the snapshot's " +
+			"name and status."}, s.snapshotOp(reconcile.SnapshotRestore))
+	addTool(s, toolDef{name: "delete_snapshot", set: setSnapshots, title: "Delete a snapshot",
+		about: "Delete one of an instance's snapshots. Returns its name and status."},
+		s.snapshotOp(reconcile.SnapshotDelete))
+	addTool(s, toolDef{name: "export_snapshot", set: setSnapshots, title: "Export a snapshot",
+		about: "Write one of an instance's snapshots into a new host file (local_path), which outlives the " +
+			"instance and which sbf never deletes. Lima: the disk only, not the memory. Returns local_path and " +
+			"status."}, s.portOp(reconcile.SnapshotExport))
+	addTool(s, toolDef{name: "import_snapshot", set: setSnapshots, title: "Import a snapshot",
+		about: "Make a host file written by export_snapshot (same backend) a new snapshot (name) of an instance; " +
+			"restore_snapshot then brings the VM to it. The VM's current disk is kept. Returns the snapshot's " +
+			"name and status."}, s.portOp(reconcile.SnapshotImport))
+	addTool(s, toolDef{name: "clone_instance", set: setSnapshots, title: "Clone a sandbox",
+		about: "Make a new instance, with its own lease, whose VM starts as a copy of this instance's disk (or of " +
+			"its snapshot). Counts against the instance cap. Returns the new instance_id and its expires_at."},
 		s.cloneInstance)
 }
 

@@ -365,7 +365,8 @@ func TestANamedCloneAnswersAnIDTheToolsTake(t *testing.T) {
 // The initialize result names the served workspace and the first call.
 func TestInstructionsNameTheWorkspace(t *testing.T) {
 	got := instructions(Config{DefaultRoot: "/srv/app"})
-	if !strings.Contains(got, "/srv/app") || !strings.Contains(got, `create_instance {workspace_root: "/srv/app"}`) {
+	if !strings.Contains(got, "/srv/app") || !strings.Contains(got, `create_instance {workspace_root: "/srv/app"}`) ||
+		!strings.Contains(got, "enable_toolset") {
 		t.Errorf("instructions: %s", got)
 	}
 }

@@ -23,6 +23,16 @@ func asToolError(err error) *coded.Error {
 	return coded.Of(err, coded.BackendCommand)
 }
 
+// toolDef declares a tool where its handler is registered: its name, the
+// title a client shows, what it does and returns (said once, for an LLM
+// that reads it before its first call), the toolset it is listed in and
+// whether it is one of SandboxForge v1's (toolsets.go).
+type toolDef struct {
+	name, title, about string
+	set                toolset
+	v1                 bool
+}
+
 // addTool registers a tool whose input schema is derived from A: fields
 // without omitempty are required, a field's `default` tag is its schema's
 // default. Arguments the tool does not take are ignored, as v1 did, and
@@ -33,17 +43,23 @@ func asToolError(err error) *coded.Error {
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
 // envelope. A call waits for one of the server's call slots (inflight.go).
-func addTool[A any](s *Server, name, description string, handle func(context.Context, A) (any, error)) {
+func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any, error)) {
+	name := def.name
+	s.listing.defs[name] = def // toolsets.go: which sessions list it
 	tool := mcp.NewTool(
 		name,
-		mcp.WithDescription(description),
+		mcp.WithDescription(def.about),
 		mcp.WithInputSchema[A](),
 		mcp.WithToolAnnotation(annotations(name)),
 	)
+	// The title where the protocol (2025-06-18 on) and the SDKs' display
+	// helpers read it first; not again in the annotations (2025-03-26's
+	// place), which every turn of a conversation would carry twice.
+	tool.Title = def.title
 	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
-	s.describeTool(&tool) // toolschema.go: title, output schema, enums and bounds (advertised only)
+	s.describeTool(&tool) // toolschema.go: output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {
@@ -103,10 +119,10 @@ func withWarnings(out any, warnings []string) any {
 	return m
 }
 
-// errorResult renders the envelope, bounded; warnings (ignored arguments)
-// go into its details.
+// errorResult renders the envelope, bounded, with the next calls an agent
+// can make; warnings (ignored arguments) go into its details.
 func errorResult(te *coded.Error, warnings ...string) *mcp.CallToolResult {
-	te = bounded(te)
+	te = bounded(withNextSteps(te)) // v1errors.go
 	if len(warnings) > 0 {
 		if te.Details == nil {
 			te.Details = map[string]any{}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/sandbox"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // What a tool's listing says beyond its Go types (issue 31: schemas an LLM
-// can rely on): a title, the output schema (outputs.go), and for each
+// can rely on): the output schema (outputs.go), and for each
 // argument with a fixed set of values its enum, for each bounded number
 // its bounds. Each bound is the one the handler (or the operator's
 // ceiling) enforces, never a wider one: a call the schema allows is one
@@ -20,70 +22,16 @@ import (
 // schema without these (args.go), so v1's error codes for out-of-range
 // values (TTL_INVALID …) are kept.
 
-var toolTitles = map[string]string{
-	"create_instance":            "Create a sandbox",
-	"run_ephemeral":              "Run a command in a throwaway sandbox",
-	"start_session":              "Start an exec session",
-	"read_session":               "Read an exec session's output",
-	"write_session":              "Write to an exec session's stdin",
-	"signal_session":             "Signal an exec session",
-	"close_session":              "Close an exec session",
-	"move_path":                  "Move a guest path",
-	"copy_path":                  "Copy a guest path",
-	"path_exists":                "Say whether a guest path exists",
-	"list_instances":             "List sandboxes",
-	"destroy_instance":           "Destroy a sandbox",
-	"extend_instance_ttl":        "Extend a sandbox's lease",
-	"clone_instance":             "Clone a sandbox",
-	"validate_workspace_config":  "Validate the workspace config",
-	"plan":                       "Plan the workspace's sandboxes",
-	"apply":                      "Apply the workspace's sandboxes",
-	"get_desired_state":          "Show the desired state",
-	"prepare_workspace":          "Prepare a sandbox's workspace",
-	"run_command":                "Run a command",
-	"copy_to_instance":           "Copy into a sandbox",
-	"copy_from_instance":         "Copy out of a sandbox",
-	"sync_workspace_to_instance": "Sync the workspace into a sandbox",
-	"sync_instance_to_workspace": "Sync a sandbox folder back",
-	"collect_artifacts":          "Collect artifacts",
-	"read_file":                  "Read a guest file",
-	"write_file":                 "Write a guest file",
-	"list_files":                 "List a guest folder",
-	"stat_path":                  "Inspect a guest path",
-	"make_dir":                   "Make a guest folder",
-	"remove_path":                "Remove a guest path",
-	"start_background_task":      "Start a background task",
-	"get_task_status":            "Get a task's status",
-	"get_task_logs":              "Get a task's logs",
-	"stop_task":                  "Stop a task",
-	"validate_image":             "Validate a Docker image",
-	"docker_build":               "Build a Docker image",
-	"docker_run":                 "Run a container",
-	"docker_exec":                "Exec in a container",
-	"docker_logs":                "Read a container's logs",
-	"docker_compose":             "Run docker compose",
-	"docker_ps":                  "List containers",
-	"docker_images":              "List images",
-	"docker_cleanup":             "Clean up Docker",
-	"snapshot_instance":          "Snapshot a sandbox",
-	"list_snapshots":             "List snapshots",
-	"restore_snapshot":           "Restore a snapshot",
-	"delete_snapshot":            "Delete a snapshot",
-	"export_snapshot":            "Export a snapshot",
-	"import_snapshot":            "Import a snapshot",
-	"expose_port":                "Expose a guest port",
-	"unexpose_port":              "Unexpose a guest port",
-	"list_exposed_ports":         "List exposed ports",
-	"get_instance_stats":         "Get a sandbox's resource use",
-	"get_history":                "Get the call history",
-	"health":                     "Check sandbox health",
-	"get_egress_log":             "Read the egress log",
-}
-
 // argRule is what an argument's schema gains.
 type argRule struct {
 	enum     []string
 	min, max *float64
+	above    *float64 // exclusiveMinimum: a size, which must be positive
+	// A string's bounds: its characters (a guest path, a write's content),
+	// the pattern a name follows; an array's fewest items.
+	minLength, maxLength *int
+	pattern              string
+	minItems             *int
 	// props are the properties of an object argument whose keys are fixed.
 	props map[string]any
 }
@@ -100,40 +48,82 @@ func signalNames() []string {
 
 func bounds(lo, hi float64) argRule { return argRule{min: &lo, max: &hi} }
 func atLeast(lo float64) argRule    { return argRule{min: &lo} }
+func atMost(hi float64) argRule     { return argRule{max: &hi} }
+func positive() argRule             { zero := 0.0; return argRule{above: &zero} }
+func longest(n int) argRule         { return argRule{maxLength: &n} }
 
-// argRules are the rules of every server; ceilings (serverArgRules) add
+// guestPath is a guest path argument, as sandbox.CheckGuestPath takes it:
+// not empty, at most MaxGuestPath bytes (so at most as many characters).
+func guestPath() argRule {
+	one, most := 1, sandbox.MaxGuestPath
+	return argRule{minLength: &one, maxLength: &most}
+}
+
+// nonEmpty is an array argument of at least one item.
+func nonEmpty() argRule {
+	one := 1
+	return argRule{minItems: &one}
+}
+
+// snapshotName is drivers.CheckSnapshotName's rule (names.Snapshot) in
+// JSON Schema: a letter or digit, then letters, digits, '.', '-', '_'
+// with no "..", at most 64 in all.
+func snapshotName() argRule {
+	most := drivers.MaxSnapshotName
+	return argRule{maxLength: &most, pattern: `^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$`}
+}
+
+// argRules are the rules of every server; ceilings (ceilingRules) add
 // the operator's.
 var argRules = map[string]map[string]argRule{
 	"docker_compose": {"action": {enum: []string{"build", "down", "exec", "logs", "ps", "pull", "restart", "stop",
 		"up"}}, "tail": atLeast(0)},
 	"docker_cleanup": {"mode": {enum: []string{"safe", "aggressive"}}},
 	"signal_session": {"signal": {enum: signalNames()}},
+	"enable_toolset": {"toolset": {enum: toolsetNames()}},
 	"start_session":  {"timeout_seconds": atLeast(1)},
 	"read_session": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxSessionRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"get_task_logs": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxLogRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
-		"limit": bounds(1, sandbox.MaxReadLimit)},
-	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}},
-	"list_files": {"limit": bounds(1, sandbox.MaxListLimit)},
+		"limit": bounds(1, sandbox.MaxReadLimit), "path": guestPath()},
+	// A write's decoded bytes are bounded (the description says so); its
+	// characters are never more than its bytes, so maxLength is the bound
+	// JSON Schema can state (multi-byte text may still be refused under it).
+	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}, "content": longest(sandbox.MaxWriteBytes),
+		"path": guestPath()},
+	"list_files":        {"limit": bounds(1, sandbox.MaxListLimit), "path": guestPath()},
+	"stat_path":         {"path": guestPath()},
+	"path_exists":       {"path": guestPath()},
+	"remove_path":       {"path": guestPath()},
+	"make_dir":          {"path": guestPath()},
+	"move_path":         {"src": guestPath(), "dst": guestPath()},
+	"copy_path":         {"src": guestPath(), "dst": guestPath()},
+	"collect_artifacts": {"remote_paths": nonEmpty()}, // sandbox.Collect refuses none
+	"snapshot_instance": {"name": snapshotName()},
+	"restore_snapshot":  {"name": snapshotName()},
+	"delete_snapshot":   {"name": snapshotName()},
+	"export_snapshot":   {"name": snapshotName()},
+	"import_snapshot":   {"name": snapshotName()},
 	"validate_image": {"checks": {props: map[string]any{
 		"git_commit":    map[string]any{"type": "boolean"},
 		"dependencies":  map[string]any{"type": "boolean"},
 		"git_dirty":     map[string]any{"type": []string{"string", "boolean"}, "enum": enumOf(dirtyPolicies, true, false)},
 		"max_age_hours": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
 	}}},
-	"run_command":         {"timeout_seconds": atLeast(1)},
-	"run_ephemeral":       {"timeout_seconds": atLeast(1), "cpus": atLeast(1)},
-	"docker_exec":         {"timeout_seconds": atLeast(1)},
-	"docker_logs":         {"tail": atLeast(0)},
-	"get_history":         {"limit": bounds(1, maxHistoryLimit)},
-	"get_egress_log":      {"tail": bounds(1, 1000)}, // egress.go's bound
-	"expose_port":         {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
-	"unexpose_port":       {"port": bounds(1, 65535)},
-	"create_instance":     {"ttl_minutes": atLeast(1), "cpus": atLeast(1)},
+	"run_command":    {"timeout_seconds": atLeast(1)},
+	"run_ephemeral":  {"timeout_seconds": atLeast(1), "cpus": atLeast(1), "memory_gib": positive()},
+	"docker_exec":    {"timeout_seconds": atLeast(1)},
+	"docker_logs":    {"tail": atLeast(0)},
+	"get_history":    {"limit": bounds(1, maxHistoryLimit)},
+	"get_egress_log": {"tail": bounds(1, 1000)}, // egress.go's bound
+	"expose_port":    {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
+	"unexpose_port":  {"port": bounds(1, 65535)},
+	"create_instance": {"ttl_minutes": atLeast(1), "cpus": atLeast(1), "memory_gib": positive(),
+		"disk_gib": positive()},
 	"extend_instance_ttl": {"ttl_minutes": atLeast(1)},
-	"clone_instance":      {"ttl_minutes": atLeast(1)},
+	"clone_instance":      {"ttl_minutes": atLeast(1), "snapshot": snapshotName()},
 }
 
 func enumOf(strs []string, extra ...any) []any {
@@ -145,28 +135,46 @@ func enumOf(strs []string, extra ...any) []any {
 }
 
 // ceilingRules are the bounds the operator's ceilings set: the longest
-// lease when the operator set one (without, each workspace's [lease]
-// max_ttl decides, which no single schema can say), and the most output
-// a command keeps.
-func ceilingRules(c policy.Ceilings) map[string]map[string]argRule {
+// lease (the operator's ceiling, else a workspace's default [lease]
+// max_ttl; a workspace may set a shorter one, which no single schema can
+// say), the largest VM a call may ask for (VM_SIZE_LIMIT_EXCEEDED past
+// [policy] max_cpus, max_memory_gib, max_disk_gib) and the most output a
+// command keeps.
+func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map[string]argRule {
 	c = c.Defaulted()
 	out := map[string]map[string]argRule{
-		"run_command":   {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
-		"run_ephemeral": {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_command":     {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"run_ephemeral":   {"max_output_bytes": bounds(1, float64(c.MaxOutputBytes.Value))},
+		"create_instance": {},
 	}
+	maxTTL := defaultMaxTTL
 	if c.MaxTTL.Value > 0 {
-		ttl := bounds(1, float64(c.MaxTTL.Value/time.Minute))
-		for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
-			out[tool] = map[string]argRule{"ttl_minutes": ttl}
+		maxTTL = c.MaxTTL.Value
+	}
+	ttl := bounds(1, float64(maxTTL/time.Minute))
+	for _, tool := range []string{"create_instance", "extend_instance_ttl", "clone_instance"} {
+		if out[tool] == nil {
+			out[tool] = map[string]argRule{}
 		}
+		out[tool]["ttl_minutes"] = ttl
+	}
+	for _, tool := range []string{"create_instance", "run_ephemeral"} {
+		if c.MaxCPUs.Value > 0 {
+			out[tool]["cpus"] = atMost(float64(c.MaxCPUs.Value))
+		}
+		if c.MaxMemoryGiB.Value > 0 {
+			out[tool]["memory_gib"] = atMost(c.MaxMemoryGiB.Value)
+		}
+	}
+	if c.MaxDiskGiB.Value > 0 {
+		out["create_instance"]["disk_gib"] = atMost(c.MaxDiskGiB.Value)
 	}
 	return out
 }
 
-// describeTool adds the title, the output schema and the argument rules
-// to a tool about to be registered.
+// describeTool adds the output schema and the argument rules to a tool
+// about to be registered.
 func (s *Server) describeTool(tool *mcp.Tool) {
-	tool.Annotations.Title = toolTitles[tool.Name]
 	if out := outputSchema(tool.Name); out != nil {
 		tool.RawOutputSchema = out
 	}
@@ -190,13 +198,28 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 			if r.max != nil {
 				prop["maximum"] = *r.max
 			}
+			if r.above != nil {
+				prop["exclusiveMinimum"] = *r.above
+			}
+			if r.minLength != nil {
+				prop["minLength"] = *r.minLength
+			}
+			if r.maxLength != nil {
+				prop["maxLength"] = *r.maxLength
+			}
+			if r.pattern != "" {
+				prop["pattern"] = r.pattern
+			}
+			if r.minItems != nil {
+				prop["minItems"] = *r.minItems
+			}
 			if r.props != nil {
 				prop["properties"] = r.props
 			}
 		}
 	}
 	apply(argRules[tool.Name])
-	apply(ceilingRules(s.cfg.Policy.Ceilings)[tool.Name])
+	apply(ceilingRules(s.cfg.Policy.Ceilings, spec.Defaults(s.cfg.Host).Lease.MaxTTL.Std())[tool.Name])
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: encoding its input schema: %v", tool.Name, err))

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sandboxforge/sbf/internal/names"
 	"github.com/sandboxforge/sbf/internal/policy"
 )
 
@@ -22,10 +23,7 @@ var enumLike = regexp.MustCompile(`(?i)\bone of\b|^\w+ or \w+[.;,]|^\w+ \(defaul
 
 // unbounded are the numeric arguments with no bound to state, and why.
 var unbounded = map[string]string{
-	"get_task_logs.tail":         "0 or less returns every line",
-	"create_instance.memory_gib": "the workspace's [vm] bounds decide",
-	"create_instance.disk_gib":   "the workspace's [vm] bounds decide",
-	"run_ephemeral.memory_gib":   "the workspace's [vm] bounds decide",
+	"get_task_logs.tail": "0 or less returns every line",
 }
 
 func listedTools(t *testing.T, f *fixture) []map[string]any {
@@ -42,9 +40,11 @@ func listedTools(t *testing.T, f *fixture) []map[string]any {
 	return tools
 }
 
-// Every tool has a title and an output schema (a valid JSON Schema of an
-// object); every argument that lists its values has an enum holding
-// them; every number has a lower bound unless unbounded says why.
+// Every tool has a title (top-level, where the protocol and the SDKs'
+// display helpers read it), a description saying what it returns, and an
+// output schema (a valid JSON Schema of an object); every argument that
+// lists its values has an enum holding them; every number has a lower
+// bound unless unbounded says why.
 func TestEveryToolIsDescribed(t *testing.T) {
 	f := newFixture(t, simSpec)
 	tools := listedTools(t, f)
@@ -53,8 +53,12 @@ func TestEveryToolIsDescribed(t *testing.T) {
 	}
 	for _, tool := range tools {
 		name := tool["name"].(string)
-		if ann, _ := tool["annotations"].(map[string]any); ann == nil || ann["title"] == "" || ann["title"] == nil {
-			t.Errorf("%s has no title", name)
+		title, _ := tool["title"].(string)
+		if title == "" {
+			t.Errorf("%s has no top-level title", name)
+		}
+		if desc, _ := tool["description"].(string); !strings.Contains(desc, "Returns ") {
+			t.Errorf("%s: its description does not say what it returns: %q", name, desc)
 		}
 		out, _ := tool["outputSchema"].(map[string]any)
 		if out == nil || out["type"] != "object" {
@@ -79,7 +83,9 @@ func TestEveryToolIsDescribed(t *testing.T) {
 					}
 				}
 			case strings.Contains(types, "integer") || strings.Contains(types, "number"):
-				if _, ok := prop["minimum"]; !ok && unbounded[name+"."+arg] == "" {
+				_, atLeast := prop["minimum"]
+				_, above := prop["exclusiveMinimum"]
+				if !atLeast && !above && unbounded[name+"."+arg] == "" {
 					t.Errorf("%s.%s is a number without a minimum", name, arg)
 				}
 			}
@@ -196,5 +202,19 @@ func TestTimedOutCommandCountsItsStderr(t *testing.T) {
 	}
 	if n, _ := out["stderr_bytes"].(float64); int(n) < len(stderr) {
 		t.Errorf("stderr_bytes %v, but stderr holds %d bytes: %q", out["stderr_bytes"], len(stderr), stderr)
+	}
+}
+
+// The snapshot name pattern the schemas state is names.Snapshot's rule:
+// a name it allows is one the server takes, and the other way round.
+func TestSnapshotNamePatternIsTheServersRule(t *testing.T) {
+	r := snapshotName()
+	re := regexp.MustCompile(r.pattern)
+	for _, name := range []string{"a", "clean", "v1.2-rc_3", "a.", "a.b.c", "a..b", "..", ".a", "-a", "_a", "a/b",
+		"a b", "ä", "", "a-", strings.Repeat("x", 64), strings.Repeat("x", 65), "9", "a.-b", "a._", "a.."} {
+		stated := re.MatchString(name) && len(name) <= *r.maxLength
+		if stated != names.Snapshot(name) {
+			t.Errorf("%q: the schema says %v, the server %v", name, stated, names.Snapshot(name))
+		}
 	}
 }

@@ -22,6 +22,9 @@ import (
 //     for one that does. A link in a served root that leads out is
 //     refused the same way.
 //  2. Inside, it must exist and be a folder (WORKSPACE_CONFIG_INVALID).
+//     A relative folder is refused before anything is looked at, saying
+//     it must be absolute: it would be the server's working folder's,
+//     never the client's.
 //  3. Its workspace is the nearest folder at or above it, not above the
 //     served root that holds it, with a spec: as the CLI finds one from
 //     where it runs. A subfolder of a workspace gets that workspace's
@@ -64,6 +67,9 @@ func outsideClientRoots(folder, root string, client []string) error {
 // servedFolder resolves folder inside the served roots; top is the
 // outermost served root that holds it ("" with no served roots).
 func servedFolder(p policy.Policy, folder string) (real, top string, err error) {
+	if !filepath.IsAbs(folder) {
+		return "", "", workspaceInvalid(folder, "must be absolute")
+	}
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return "", "", workspaceInvalid(folder, "cannot be resolved")

@@ -111,3 +111,17 @@ func code(err error) string {
 	}
 	return ""
 }
+
+// A relative folder is refused as one that must be absolute, before
+// anything is looked at: resolved, it would be the server's working
+// folder's (here a served workspace), never the client's.
+func TestARelativeFolderMustBeAbsolute(t *testing.T) {
+	base, p := servedWorld(t)
+	t.Chdir(base)
+	for _, given := range []string{"ws", "./ws/sub", "nothing-here", "."} {
+		_, err := ServedWorkspace(p, given, nil)
+		if code(err) != coded.ConfigInvalid || !strings.Contains(err.Error(), "workspace_root must be absolute") {
+			t.Errorf("%q: %v", given, err)
+		}
+	}
+}

@@ -39,7 +39,7 @@ const (
 	MaxWriteBytes    = 8 << 20
 	DefaultListLimit = 1000
 	MaxListLimit     = 10000
-	maxGuestPath     = 4096
+	MaxGuestPath     = 4096
 	fileToolTimeout  = 60 * time.Second
 )
 
@@ -65,9 +65,9 @@ func CheckGuestPath(field, p string) error {
 		return coded.New(coded.InvalidArguments, map[string]any{"field": field}, "%s cannot be empty", field)
 	case strings.ContainsRune(p, 0):
 		return coded.New(coded.InvalidArguments, map[string]any{"field": field}, "%s contains a NUL byte", field)
-	case len(p) > maxGuestPath:
-		return coded.New(coded.InvalidArguments, map[string]any{"field": field},
-			"%s is %d bytes long; at most %d", field, len(p), maxGuestPath)
+	case len(p) > MaxGuestPath:
+		return coded.New(coded.InvalidArguments, map[string]any{"field": field, "max": MaxGuestPath},
+			"%s is %d bytes long; at most %d", field, len(p), MaxGuestPath)
 	}
 	return nil
 }

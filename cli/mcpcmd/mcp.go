@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ type mcpFlags struct {
 	sessionIdle      time.Duration
 	workspaceRoots   []string
 	metrics          string // metrics.go
+	toolsets         string
 }
 
 func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
@@ -60,6 +62,9 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or "+
 			"MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions),
 	)
+	cmd.Flags().StringVar(&f.toolsets, "toolsets", "", "the toolsets tools/list holds: `NAMES` separated by "+
+		"commas, each all, default (core and every v1 tool) or one of "+strings.Join(mcpserver.ToolsetNames(), ", ")+
+		" (default: SBF_TOOLSETS, else default); a client lists more with enable_toolset")
 	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
 		fmt.Sprintf("end HTTP sessions idle this long (default %s, or "+
 			"MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle),
@@ -141,6 +146,11 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	settings, err := mcpserver.ReadSettings(a.Getenv)
 	if err != nil {
 		return err
+	}
+	if f.toolsets != "" {
+		if settings.Toolsets, err = mcpserver.ParseToolsets(f.toolsets); err != nil {
+			return coded.New(coded.InvalidArguments, map[string]any{"flag": "toolsets"}, "--toolsets: %v", err)
+		}
 	}
 	httpAddr := f.http
 	if !stdio && httpAddr == "" || stdio && httpAddr == "" && settings.EnableHTTP != nil && *settings.EnableHTTP {
