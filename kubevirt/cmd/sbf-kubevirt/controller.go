@@ -29,6 +29,8 @@ func controller(ctx context.Context, args []string) error {
 		"comma-separated namespaces to serve (default $SBF_KUBEVIRT_NAMESPACES; empty: every namespace)")
 	resync := fs.Duration("resync", time.Minute, "a full pass at least this often, whatever the watch says")
 	metrics := fs.String("metrics-addr", "", "serve Prometheus text metrics on this address (e.g. :9090)")
+	grace := fs.Duration("unleased-grace", 15*time.Minute,
+		"delete an sbf VM that carries no lease end this long after its creation")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,7 +45,7 @@ func controller(ctx context.Context, args []string) error {
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "sbf-kubevirt controller: "+f+"\n", a...) }
 	var m counters
 	o := expiry.Options{Client: c, Namespaces: splitComma(*namespaces), Clock: clock.Real{}, Resync: *resync,
-		Logf: logf, OnPass: m.record}
+		UnleasedGrace: *grace, Logf: logf, OnPass: m.record}
 	ctrl, err := expiry.New(o)
 	if err != nil {
 		return err
@@ -57,7 +59,8 @@ func controller(ctx context.Context, args []string) error {
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
-	logf("serving %s: halting and deleting sbf VMs past their lease end", describe(o.Namespaces))
+	logf("serving %s: deleting sbf VMs past their lease end, or with none %s after their creation",
+		describe(o.Namespaces), *grace)
 	return ctrl.Run(ctx)
 }
 
@@ -83,6 +86,7 @@ func splitComma(v string) []string {
 type counters struct {
 	mu                      sync.Mutex
 	passes, expired, failed int
+	unleased                int
 	garbled, watched        int
 	lastPass                time.Time
 }
@@ -92,6 +96,7 @@ func (m *counters) record(r expiry.Report) {
 	defer m.mu.Unlock()
 	m.passes++
 	m.expired += len(r.Expired)
+	m.unleased += len(r.Unleased)
 	if r.Err != nil {
 		m.failed++
 	}
@@ -105,6 +110,7 @@ func (m *counters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE sbf_expiry_passes_total counter\nsbf_expiry_passes_total %d\n", m.passes)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_failed_passes_total counter\nsbf_expiry_failed_passes_total %d\n", m.failed)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_expired_total counter\nsbf_expiry_expired_total %d\n", m.expired)
+	fmt.Fprintf(w, "# TYPE sbf_expiry_unleased_total counter\nsbf_expiry_unleased_total %d\n", m.unleased)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_garbled_vms gauge\nsbf_expiry_garbled_vms %d\n", m.garbled)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_leased_vms gauge\nsbf_expiry_leased_vms %d\n", m.watched)
 	if !m.lastPass.IsZero() {
