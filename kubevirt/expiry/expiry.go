@@ -59,10 +59,12 @@ type Options struct {
 	// an sbf older than Spec.LeaseEnd wrote it only once the VM ran, within its 10-minute
 	// start timeout).
 	UnleasedGrace time.Duration
-	// MayAct, when set, is asked before every deletion; false skips it and fails the pass
-	// (a replica that cannot prove it holds the controller's Lease).
-	MayAct func() error
-	Logf   func(format string, args ...any)
+	// MayAct, when set, is asked before every deletion; an error skips it and fails the
+	// pass (a replica that cannot prove it holds the controller's Lease: leader.Fence).
+	MayAct func(context.Context) error
+	// Identity names this replica in the Events it records.
+	Identity string
+	Logf     func(format string, args ...any)
 	// OnPass, when set, is told what each pass did (metrics, tests).
 	OnPass func(Report)
 }
@@ -276,7 +278,7 @@ var errMoved = errors.New("the VM changed its lease or went since it was read")
 func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string, leased bool) error {
 	for attempt := 0; ; attempt++ {
 		if c.o.MayAct != nil {
-			if err := c.o.MayAct(); err != nil {
+			if err := c.o.MayAct(ctx); err != nil {
 				return fmt.Errorf("not deleting: %w", err)
 			}
 		}
@@ -308,7 +310,8 @@ func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, 
 			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID},
 		Reason: reason, Message: message, Type: corev1.EventTypeNormal, Count: 1,
 		FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: "sbf-kubevirt-controller"},
+		Source:            corev1.EventSource{Component: "sbf-kubevirt-controller", Host: c.o.Identity},
+		ReportingInstance: c.o.Identity, ReportingController: "sandboxforge.dev/sbf-kubevirt-controller",
 	}
 	if err := c.o.Client.Create(ctx, ev); err != nil {
 		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)

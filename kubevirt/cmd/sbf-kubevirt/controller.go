@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 	"github.com/sandboxforge/sbf/kubevirt/expiry"
+	"github.com/sandboxforge/sbf/kubevirt/leader"
 )
 
 // controller enforces every sbf VM's lease in the cluster (package expiry):
@@ -43,9 +44,20 @@ func controller(ctx context.Context, args []string) error {
 		return err
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "sbf-kubevirt controller: "+f+"\n", a...) }
+	// Under serve-leader, every deletion first proves this replica still holds the Lease: a
+	// supervisor frozen past its renew deadline cannot stop this process in time.
+	fence, err := leader.FenceFromEnv(cfg, os.Getenv)
+	if err != nil {
+		return err
+	}
+	var mayAct func(context.Context) error
+	identity, _ := os.Hostname()
+	if fence != nil {
+		mayAct, identity = fence.Check, fence.Identity
+	}
 	var m counters
 	o := expiry.Options{Client: c, Namespaces: splitComma(*namespaces), Clock: clock.Real{}, Resync: *resync,
-		UnleasedGrace: *grace, Logf: logf, OnPass: m.record}
+		UnleasedGrace: *grace, MayAct: mayAct, Identity: identity, Logf: logf, OnPass: m.record}
 	ctrl, err := expiry.New(o)
 	if err != nil {
 		return err
