@@ -136,16 +136,19 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 }
 
 // makeVM creates the action's VM, stopped: from its image, or as a copy
-// of its source's disk.
+// of its source's disk. The VM is made with its lease end (Spec.LeaseEnd),
+// so a backend that keeps leases on its instances never holds one without.
 func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
+	s := *a.Spec
+	s.LeaseEnd = a.ExpiresAt
 	if a.Source == nil {
-		return drv.Create(ctx, *a.Spec)
+		return drv.Create(ctx, s)
 	}
 	cl := drivers.CapabilitiesOf(drv).Clone
 	if cl == nil {
 		return drivers.NoSnapshots(a.Driver)
 	}
-	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)
+	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, s)
 }
 
 // remove stops then deletes an instance; one already gone is fine.
