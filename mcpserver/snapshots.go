@@ -13,18 +13,18 @@ import (
 // limits) and records.
 
 type snapshotArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Name       string `json:"name" jsonschema:"The snapshot's name: 1-64 letters, digits, '.', '-' and '_', starting with a letter or digit (each instance's own)."`
 }
 
 type portArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Name       string `json:"name" jsonschema:"The snapshot's name (export: one the instance has; import: a new one)."`
 	LocalPath  string `json:"local_path" jsonschema:"Host file, inside the workspace (or another allowed folder); relative to the workspace. Export: a new file (never overwritten). Import: a file export_snapshot wrote."`
 }
 
 type listSnapshotsArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 }
 
 type cloneArgs struct {
