@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -267,4 +268,37 @@ func TestConcurrentForksNeverShareANameNorPassTheCap(t *testing.T) {
 		t.Fatalf("%d of 2 forks refused at the cap, want 1", refused)
 	}
 	h.leftNothing(t, "api", "api-fork-1", "api-fork-2")
+}
+
+// egressSim enforces network policies for the sandboxes the files declare
+// and refuses them for a fork's children, so a test sees whether a child
+// keeps its source's policy and whether the fork asks before making it.
+type egressSim struct{ *sim.Driver }
+
+func (egressSim) EnforceEgress(_ context.Context, s drivers.Spec) error {
+	if strings.Contains(s.Name, "-fork-") {
+		return &drivers.PolicyError{Driver: "sim", Reason: "no proxy for children in this test"}
+	}
+	return nil
+}
+
+func TestAForkIsHeldToItsSourcesNetworkPolicy(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.api.network]\negress = \"deny\"\n")
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := h.driver(name, r)
+		if err != nil {
+			return nil, err
+		}
+		return egressSim{d.(*sim.Driver)}, nil
+	}
+	h.mustApply()
+	since := h.logLen()
+	_, err := h.fork(ForkRequest{Source: "api", Count: 2})
+	if c := coded.Of(err, ""); c == nil || c.Code != coded.PolicyUnsupported || c.Details["egress"] != "deny" {
+		t.Fatalf("a child whose source's policy the backend cannot enforce: %v", err)
+	}
+	if n, ops := h.mutations(since); n != 0 {
+		t.Errorf("the refused fork changed the world: %+v", ops[since:])
+	}
+	h.leftNothing(t, "api")
 }

@@ -36,6 +36,9 @@ func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error
 		s.Name = drivers.InstanceName(f.r.WorkspaceID, name)
 		specs[name] = s
 	}
+	if err := f.validate(ctx, d); err != nil {
+		return err
+	}
 	admit := e.admission(f.r, d, f.rec)
 	release, err := admitAll(ctx, admit, f.names, specs)
 	if err != nil {
@@ -60,6 +63,25 @@ func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error
 		}
 	}
 	return err
+}
+
+// validate refuses children whose backend cannot honour their spec as
+// every plan checks it: a network policy (the source's, which each child
+// keeps) it cannot enforce outside the guest is POLICY_UNSUPPORTED, never
+// a child running open.
+func (f *forking) validate(ctx context.Context, d plan.Desired) error {
+	only := d
+	only.Sandboxes = map[string]plan.DesiredSandbox{}
+	for _, name := range f.names {
+		only.Sandboxes[name] = d.Sandboxes[name]
+	}
+	invalid := ValidateSpecs(ctx, only, nil, func(name string) (Driver, error) { return f.e.Drivers(name, f.r) })
+	for _, name := range f.names {
+		if err := invalid[name]; err != nil {
+			return fmt.Errorf("sandbox %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // running refuses a source whose VM is not running: a fork copies memory.
