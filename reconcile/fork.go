@@ -150,28 +150,28 @@ func (f *forking) edit(children []string) Edit {
 	}
 }
 
-// desired is the workspace with the children declared (in memory only):
-// what their VMs are, as every later plan will want them.
-func (f *forking) desired() (plan.Desired, error) {
+// declared is the workspace with children declared and leased (in
+// memory only): what their VMs are, as every later plan will want them.
+func (f *forking) declared(children []string) (*spec.Resolved, error) {
 	managed, err := f.r.Managed()
 	if err != nil {
-		return plan.Desired{}, err
+		return nil, err
 	}
-	if err := f.edit(f.names)(managed, EditContext{Resolved: f.r, State: f.rec, Now: f.now}); err != nil {
-		return plan.Desired{}, err
+	if err := f.edit(children)(managed, EditContext{Resolved: f.r, State: f.rec, Now: f.now}); err != nil {
+		return nil, err
 	}
-	after, err := f.r.WithManaged(managed)
-	if err != nil {
-		return plan.Desired{}, err
-	}
-	return plan.DesiredFrom(after), nil
+	return f.r.WithManaged(managed)
 }
 
 // record declares and leases the children made, then records each as
 // running with its source's layers (its memory and disk are the source's).
 func (f *forking) record(ctx context.Context, made []string, specs map[string]drivers.Spec) error {
 	e, r := f.e, f.r
-	if err := e.writeEdit(ctx, r, r, f.rec, f.edit(made), f.now); err != nil {
+	after, err := f.declared(made)
+	if err != nil {
+		return err
+	}
+	if err := e.writeEdit(ctx, r, after, f.rec, f.edit(made), f.now); err != nil {
 		return err
 	}
 	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, e.holder(), e.LockTimeout)
@@ -179,10 +179,6 @@ func (f *forking) record(ctx context.Context, made []string, specs map[string]dr
 		return err
 	}
 	defer store.Close()
-	after, err := r.Fresh()
-	if err != nil {
-		return err
-	}
 	now := e.Clock.Now().UTC()
 	src := f.rec.Sandboxes[f.req.Source]
 	err = store.Write(func(tx *state.Tx) {
@@ -195,12 +191,9 @@ func (f *forking) record(ctx context.Context, made []string, specs map[string]dr
 				guest := *src.Guest
 				rec.Guest = &guest
 			}
-			if l, ok := after.Config.Leases[name]; ok {
-				end := l.ExpiresAt
-				rec.ExpiresAt = &end
-				f.res.Children = append(f.res.Children, ForkedChild{Sandbox: name, Instance: rec.Instance,
-					ExpiresAt: end})
-			}
+			end := after.Config.Leases[name].ExpiresAt
+			rec.ExpiresAt = &end
+			f.res.Children = append(f.res.Children, ForkedChild{Sandbox: name, Instance: rec.Instance, ExpiresAt: end})
 		}
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
 )
 
 func (h *harness) fork(req ForkRequest) (*ForkResult, error) {
@@ -101,6 +102,9 @@ func TestAForkMakesRunningChildrenFromTheSourcesStateWithoutABoot(t *testing.T) 
 		}
 		if sb := rec.Sandboxes[c.Sandbox]; sb == nil || sb.Phase != "running" || sb.Instance != c.Instance {
 			t.Errorf("%s recorded %+v", c.Sandbox, sb)
+		}
+		if e, ok := state.OpenHostIndex(h.hostDir).Lookup(c.Instance); !ok || !e.ExpiresAt.Equal(c.ExpiresAt) {
+			t.Errorf("%s in the host index: %+v %v", c.Sandbox, e, ok)
 		}
 	}
 	if p := h.plan(); !p.Empty() {

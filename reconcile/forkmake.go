@@ -17,10 +17,11 @@ import (
 // by one and records those it made; what it cannot keep it deletes.
 func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error {
 	e, source := f.e, f.req.Source
-	d, err := f.desired()
+	after, err := f.declared(f.names)
 	if err != nil {
 		return err
 	}
+	d := plan.DesiredFrom(after)
 	src, ok := d.Sandboxes[source]
 	if !ok {
 		return notDeclared(f.r, source)
