@@ -40,6 +40,15 @@ func (h *harness) leftNothing(t *testing.T, want ...string) {
 	if !slices.Equal(insts, wantInsts) {
 		t.Errorf("world %v, want %v", insts, wantInsts)
 	}
+	h.knowsOnly(t, want...)
+	if left, _ := filepath.Glob(filepath.Join(h.simDir, "snapshots", ".work-*")); len(left) > 0 {
+		t.Errorf("saved fork state left: %v", left)
+	}
+}
+
+// knowsOnly fails unless nothing but want is declared or recorded.
+func (h *harness) knowsOnly(t *testing.T, want ...string) {
+	t.Helper()
 	r, _ := h.eng.Load(h.ws())
 	for name := range r.Config.Sandboxes {
 		if !slices.Contains(want, name) {
@@ -50,9 +59,6 @@ func (h *harness) leftNothing(t *testing.T, want ...string) {
 		if !slices.Contains(want, name) {
 			t.Errorf("%s is recorded", name)
 		}
-	}
-	if left, _ := filepath.Glob(filepath.Join(h.simDir, "snapshots", ".work-*")); len(left) > 0 {
-		t.Errorf("saved fork state left: %v", left)
 	}
 }
 
