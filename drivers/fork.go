@@ -81,15 +81,34 @@ type ForkIdentity struct {
 	Now time.Time `json:"now"`
 }
 
-// NewForkIdentity draws a child's identity: its hostname, a new machine
-// id and a new seed from the host's random source.
-func NewForkIdentity(hostname string, now time.Time) (ForkIdentity, error) {
+// NewForkIdentity draws a child's identity: its hostname (name as a host
+// name: lowercase letters, digits and '-', at most 63), a new machine id
+// and a new seed from the host's random source.
+func NewForkIdentity(name string, now time.Time) (ForkIdentity, error) {
 	var b [16 + 32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return ForkIdentity{}, fmt.Errorf("drawing a fork child's machine id: %w", err)
 	}
-	return ForkIdentity{Hostname: hostname, MachineID: hex.EncodeToString(b[:16]),
+	return ForkIdentity{Hostname: hostLabel(name), MachineID: hex.EncodeToString(b[:16]),
 		Seed: hex.EncodeToString(b[16:]), Now: now.UTC()}, nil
+}
+
+// hostLabel is name as one DNS label: what GuestScript writes unquoted.
+func hostLabel(name string) string {
+	label := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, name)
+	label = strings.Trim(label[:min(len(label), 63)], "-")
+	if label == "" {
+		return "sbf-fork"
+	}
+	return label
 }
 
 // GuestScript is the shell a Linux guest runs, as root, to take the
