@@ -17,6 +17,7 @@ func (a *app) forkCommand() *cobra.Command {
 	var f convergeFlags
 	var ttl, prefix string
 	var count int
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "fork SOURCE",
 		Short: "Copy a running sandbox, memory and all, into new running sandboxes",
@@ -25,13 +26,14 @@ func (a *app) forkCommand() *cobra.Command {
 			"own copy-on-write disk, its own hostname and machine id, fresh randomness, and SOURCE's VM keys,\n" +
 			"network policy and mounts (not its host ports). Each holds a lease of its own (default SOURCE's\n" +
 			"length, within lease.max_ttl) and counts against [lease] max_instances: a fork the cap cannot hold\n" +
-			"whole makes none. A failed fork removes what it made; Ctrl-C keeps the children already running.\n" +
+			"whole makes none. A failed fork removes what it made; Ctrl-C keeps the children already running;\n" +
+			"--dry-run shows the children a fork would make, or why it would be refused, and makes nothing.\n" +
 			"Drivers that cannot fork (vz, hyperv, kubevirt and lima for now) answer FORK_UNSUPPORTED with the\n" +
 			"next step: a clone from a disk snapshot (sbf snapshot create, sbf clone --snapshot).",
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeSandbox,
 		RunE: func(_ *cobra.Command, list []string) error {
-			req := reconcile.ForkRequest{Source: list[0], Count: count, NamePrefix: prefix}
+			req := reconcile.ForkRequest{Source: list[0], Count: count, NamePrefix: prefix, DryRun: dryRun}
 			if ttl != "" {
 				d, err := spec.ParseDuration(ttl)
 				if err != nil {
@@ -46,6 +48,8 @@ func (a *app) forkCommand() *cobra.Command {
 	cmd.Flags().IntVar(&count, "count", 1, fmt.Sprintf("how many children (1 to %d)", reconcile.MaxForkChildren))
 	cmd.Flags().StringVar(&prefix, "name-prefix", "", "name the children PREFIX-1, PREFIX-2 … (default SOURCE-fork)")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "each child's lease length (30m, 2h, 1d); default: SOURCE's lease length")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the children a fork would make, or why it would be refused; "+
+		"make nothing")
 	return cmd
 }
 
@@ -61,7 +65,7 @@ func (a *app) fork(f *convergeFlags, req reconcile.ForkRequest) error {
 		children = res.Children
 	}
 	if f.asJSON {
-		rep := map[string]any{"source": req.Source, "children": children}
+		rep := map[string]any{"source": req.Source, "children": children, "dry_run": req.DryRun}
 		if res != nil {
 			rep["paused_ms"] = res.Paused.Milliseconds()
 		}
@@ -76,17 +80,21 @@ func (a *app) fork(f *convergeFlags, req reconcile.ForkRequest) error {
 		}
 		return nil
 	}
-	if len(children) > 0 {
-		names := make([]string, len(children))
-		for i, c := range children {
-			names[i] = c.Sandbox
-		}
+	names := make([]string, len(children))
+	for i, c := range children {
+		names[i] = c.Sandbox
+	}
+	switch {
+	case len(children) == 0:
+		return err
+	case req.DryRun:
+		fmt.Fprintf(a.stdout, "A fork of %s would make %s (nothing was made):\n", req.Source, strings.Join(names, ", "))
+	default:
 		fmt.Fprintf(a.stdout, "Forked %s into %s (the source paused %s).\n", req.Source, strings.Join(names, ", "),
 			res.Paused.Round(time.Millisecond))
-		for _, c := range children {
-			fmt.Fprintf(a.stdout, "  %s  %s  lease ends %s\n", c.Sandbox, c.Instance,
-				c.ExpiresAt.UTC().Format(time.RFC3339))
-		}
+	}
+	for _, c := range children {
+		fmt.Fprintf(a.stdout, "  %s  %s  lease ends %s\n", c.Sandbox, c.Instance, c.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return err
 }

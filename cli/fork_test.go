@@ -15,7 +15,11 @@ func TestForkCommand(t *testing.T) {
 		!strings.Contains(r.stderr, "instance limit reached") {
 		t.Fatalf("a fork the cap cannot hold whole: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r := w.run(nil, "fork", "api", "--name-prefix", "try")
+	r := w.run(nil, "fork", "api", "--name-prefix", "try", "--count", "1", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "A fork of api would make try-1 (nothing was made)") {
+		t.Fatalf("fork --dry-run: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = w.run(nil, "fork", "api", "--name-prefix", "try")
 	if r.code != 0 || !strings.Contains(r.stdout, "Forked api into try-1 (the source paused ") ||
 		!strings.Contains(r.stderr, "api: save for fork done") || !strings.Contains(r.stderr, "try-1: fork done") {
 		t.Fatalf("fork: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -30,6 +30,11 @@ type ForkRequest struct {
 	NamePrefix string
 	// TTL is each child's lease length (nil: the source's lease length).
 	TTL *time.Duration
+	// DryRun decides and checks everything a fork would (the names, the
+	// leases, the capability, the policy, that the source runs) and makes,
+	// locks and records nothing: the children in the result are those a
+	// fork would make now. The host's cap is counted only by a fork itself.
+	DryRun bool
 	// Audit names the door that asked, for the workspace's history.
 	Audit *Audit
 }
@@ -74,7 +79,9 @@ func (e *Engine) Fork(ctx context.Context, ws spec.Options, req ForkRequest) (*F
 	if err != nil {
 		err = fmt.Errorf("forking %s: %w", req.Source, err)
 	}
-	e.auditFork(ctx, ws, f, err, start)
+	if !req.DryRun {
+		e.auditFork(ctx, ws, f, err, start)
+	}
 	return f.res, err
 }
 
@@ -101,12 +108,15 @@ func (f *forking) run(ctx context.Context, ws spec.Options) error {
 	}
 	// The source's lock first: forks of one source (and any run changing
 	// it) take turns, so the children's names are decided once, under it.
+	// A dry run looks, as a plan does.
 	dir := filepath.Join(root, spec.Dir)
-	held, err := e.locks().Sandboxes(ctx, dir, []string{f.req.Source}, admission.WaitBusy)
-	if err != nil {
-		return err
+	if !f.req.DryRun {
+		held, err := e.locks().Sandboxes(ctx, dir, []string{f.req.Source}, admission.WaitBusy)
+		if err != nil {
+			return err
+		}
+		defer held.Release()
 	}
-	defer held.Release()
 	f.now = e.Clock.Now()
 	looked, r, err := e.read(ws, f.now)
 	if err != nil {
@@ -119,12 +129,14 @@ func (f *forking) run(ctx context.Context, ws spec.Options) error {
 	if err != nil {
 		return err
 	}
-	children, err := e.locks().Sandboxes(ctx, dir, names, admission.WaitBusy)
-	if err != nil {
-		return err
-	}
-	defer children.Release()
 	f.names = names
+	if !f.req.DryRun {
+		children, err := e.locks().Sandboxes(ctx, dir, names, admission.WaitBusy)
+		if err != nil {
+			return err
+		}
+		defer children.Release()
+	}
 	return f.makeChildren(ctx, forker)
 }
 

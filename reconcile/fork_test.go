@@ -313,3 +313,34 @@ func TestAForkIsHeldToItsSourcesNetworkPolicy(t *testing.T) {
 	}
 	h.leftNothing(t, "api")
 }
+
+// A dry run says what a fork would make, or refuses as the fork would,
+// and makes, declares, records and writes into the history nothing.
+func TestAForkDryRunMakesNothing(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 10\n[sandboxes.api]\nttl = \"45m\"\n")
+	h.mustApply()
+	since := h.logLen()
+	res, err := h.fork(ForkRequest{Source: "api", Count: 2, DryRun: true, Audit: &Audit{Door: "cli", Tool: "fork"}})
+	if err != nil || len(res.Children) != 2 || res.Children[1].Sandbox != "api-fork-2" ||
+		res.Children[1].Instance != h.instance("api-fork-2") || !res.Children[1].ExpiresAt.Equal(t0.Add(45*time.Minute)) {
+		t.Fatalf("dry run: %+v %v", res, err)
+	}
+	h.eng.Drivers = func(name string, r *spec.Resolved) (Driver, error) {
+		d, err := h.driver(name, r)
+		if err != nil {
+			return nil, err
+		}
+		return plainDriver{Driver: d, Execer: d.(drivers.Execer)}, nil
+	}
+	if _, err := h.fork(ForkRequest{Source: "api", Count: 1, DryRun: true}); codeOf(err) != coded.ForkUnsupported {
+		t.Errorf("a dry run on a backend that cannot fork: %v", err)
+	}
+	if n, ops := h.mutations(since); n != 0 {
+		t.Errorf("a dry run changed the world: %+v", ops[since:])
+	}
+	h.knowsOnly(t, "api")
+	if events, _ := sandbox.WorkspaceHistory(h.root).Read(func(e sandbox.Event) bool { return e.Tool == "fork" },
+		0); len(events) != 0 {
+		t.Errorf("a dry run wrote history: %+v", events)
+	}
+}

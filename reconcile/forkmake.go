@@ -28,9 +28,6 @@ func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error
 	}
 	srcSpec := src.VM
 	srcSpec.Name = f.rec.Sandboxes[source].Instance
-	if err := f.running(ctx, srcSpec.Name, src.Driver); err != nil {
-		return err
-	}
 	specs := map[string]drivers.Spec{}
 	for _, name := range f.names {
 		s := d.Sandboxes[name].VM
@@ -39,6 +36,16 @@ func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error
 	}
 	if err := f.validate(ctx, d); err != nil {
 		return err
+	}
+	if err := f.running(ctx, srcSpec.Name, src.Driver); err != nil {
+		return err
+	}
+	if f.req.DryRun {
+		for _, name := range f.names {
+			f.res.Children = append(f.res.Children, ForkedChild{Sandbox: name, Instance: specs[name].Name,
+				ExpiresAt: after.Config.Leases[name].ExpiresAt})
+		}
+		return nil
 	}
 	admit := e.admission(f.r, d, f.rec)
 	release, err := admitAll(ctx, admit, f.names, specs)
