@@ -26,7 +26,9 @@ import (
 //     says, its disk a copy-on-write layer over the frozen one (never a
 //     file the source or a sibling writes), its memory restored from the
 //     saved state, running without a boot, and its identity refreshed
-//     (ForkIdentity) before anything of sbf's reaches it. QEMU: a qcow2
+//     (ForkIdentity) before anything of sbf's reaches it; its network
+//     policy (child.Spec.Egress, the source's) is enforced as Start
+//     enforces one, or the child is not started. QEMU: a qcow2
 //     overlay and -incoming from the saved state with a new vmgenid; vz:
 //     an APFS clone of the disk and RestoreMachineStateFromURL; Hyper-V:
 //     a differencing disk and the checkpoint's saved state.
