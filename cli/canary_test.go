@@ -79,6 +79,7 @@ func TestNoCommandOutputCarriesASecret(t *testing.T) {
 		{"snapshot", "import", "api", "s4", filepath.Join(dir, "s2.export"), "--json"},
 		{"snapshot", "delete", "api", "s2"}, {"snapshot", "delete", "api", "s1", "--json"},
 		{"clone", "db"}, {"clone", "db", "--json"},
+		{"fork", "db"}, {"fork", "db", "--json"},
 		{"reconcile"}, {"reconcile", "--json"},
 		{"schema"}, {"doctor"}, {"doctor", "--json"},
 		{"destroy", "scratch", "--auto-approve"}, {"destroy", "--auto-approve", "--json"},

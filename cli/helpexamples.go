@@ -13,6 +13,7 @@ var commandExamples = map[string]string{
 		"  sbf plan --out plan.json && sbf apply plan.json",
 	"cat":   "  sbf cat api:/etc/os-release\n  sbf cat /var/log/app.log --offset 1024 --limit 4096",
 	"clone": "  sbf clone api api-copy\n  sbf clone api api-before --snapshot before-upgrade --ttl 2h",
+	"fork":  "  sbf fork api\n  sbf fork api --count 4 --name-prefix try --ttl 1h",
 	"destroy": "  sbf destroy                    # every sandbox of the workspace, after asking\n" +
 		"  sbf destroy api --auto-approve",
 	"doctor":       "  sbf doctor\n  sbf doctor --only image --json",

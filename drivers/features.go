@@ -46,6 +46,7 @@ type Capabilities struct {
 	Snapshots       Snapshotter
 	ExportSnapshots SnapshotPorter // snapshots outlive their instance
 	Clone           Cloner         // clone_of, from_snapshot
+	Fork            Forker         // running copies from saved memory (sbf fork)
 	ListAll         AllLister      // instances under any name (import-v1)
 	Inspect         Inspector      // named instances alone (what a run touched)
 }

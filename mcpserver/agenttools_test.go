@@ -20,6 +20,7 @@ func init() {
 		"snapshot_instance": {}, "list_snapshots": readOnly,
 		"restore_snapshot": {destructive: true, idempotent: true}, "delete_snapshot": {destructive: true, idempotent: true},
 		"clone_instance": {openWorld: true}, "export_snapshot": {}, "import_snapshot": {},
+		"fork_instance": {openWorld: true},
 	} {
 		wantHints[name] = h
 	}
@@ -65,6 +66,7 @@ func agentCanaryCalls(check func(string, map[string]any) map[string]any, id stri
 	check("import_snapshot", map[string]any{"instance_id": id, "name": "s2", "local_path": "s1.snap"})
 	check("delete_snapshot", map[string]any{"instance_id": id, "name": "s1"})
 	check("clone_instance", map[string]any{"instance_id": id})
+	check("fork_instance", map[string]any{"instance_id": id})
 }
 
 // historyFile reports whether path is the history or its lock: the

@@ -101,6 +101,7 @@ func walkLimits(t *testing.T, ceilings policy.Ceilings) {
 		"run_ephemeral":       {"workspace_root": f.root, "command": "true"},
 		"extend_instance_ttl": {"instance_id": id},
 		"clone_instance":      {"instance_id": id},
+		"fork_instance":       {"instance_id": id},
 		"run_command":         {"instance_id": id, "command": "true"},
 		"read_file":           {"instance_id": id, "path": "f.txt"},
 		"list_files":          {"instance_id": id, "path": "."},

@@ -46,6 +46,9 @@ var ops = map[string]bool{
 	"delete-snapshot": true,
 	"list-snapshots":  true,
 	"clone":           true,
+	// forks (fork.go)
+	"fork-save":  true,
+	"fork-child": true,
 }
 
 func parseFaults(s string) ([]fault, error) {

@@ -47,6 +47,10 @@ const (
 	SnapshotNotFound    = "SNAPSHOT_NOT_FOUND"
 	SnapshotExists      = "SNAPSHOT_EXISTS"
 	SnapshotLimit       = "SNAPSHOT_LIMIT_EXCEEDED"
+	// ForkUnsupported is a backend (or a VM of it) that cannot copy a
+	// running sandbox from its memory; the details name the next step (a
+	// clone from a disk snapshot).
+	ForkUnsupported = "FORK_UNSUPPORTED"
 	// ServiceManagerUnreachable is a host whose user service manager (a
 	// systemd user instance, launchd, the task scheduler) could not be asked.
 	ServiceManagerUnreachable = "SERVICE_MANAGER_UNREACHABLE"

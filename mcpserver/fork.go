@@ -1,0 +1,60 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// fork_instance (issue 44): running copies of an instance from its
+// memory. The tool renames its arguments into the engine's ForkRequest;
+// the engine decides the rest (names, leases, the cap, the capability).
+
+type forkArgs struct {
+	InstanceID string `json:"instance_id" jsonschema:"The running instance to fork."`
+	Count      *int   `json:"count,omitempty" jsonschema:"How many children to make (1 to 8); default 1. A fork the instance cap cannot hold whole makes none."`
+}
+
+func init() {
+	taskTools["fork_instance"] = true                   // minutes on a real VM: a task, cancelled by tasks/cancel
+	unrecorded["fork_instance"] = true                  // the engine records each child (audited)
+	toolHints["fork_instance"] = hints{openWorld: true} // new VMs each call, like clone_instance
+	argRules["fork_instance"] = map[string]argRule{"count": bounds(1, reconcile.MaxForkChildren)}
+	toolOutputs["fork_instance"] = []string{"source_instance_id s: The instance forked.",
+		"children a: One per child: instance_id, backend_instance_name, expires_at.",
+		"count i: How many children were made.",
+		"paused_ms i: How long the source was paused while its state was saved."}
+}
+
+func (s *Server) forkInstance(ctx context.Context, a forkArgs) (any, error) {
+	e, ws, err := s.instance(ctx, a.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	count := 1
+	if a.Count != nil {
+		count = *a.Count
+	}
+	// Children named inst_…-N are their own instance ids.
+	req := reconcile.ForkRequest{Source: e.Sandbox, Count: count, NamePrefix: newInstanceID(),
+		Audit: audited("fork_instance")}
+	res, err := s.cfg.Engine.Fork(ctx, ws, req)
+	if err != nil {
+		return nil, v1Error(err, a.InstanceID)
+	}
+	children := []map[string]any{}
+	for _, c := range res.Children {
+		children = append(children, map[string]any{
+			"instance_id":           instanceID(state.IndexEntry{Sandbox: c.Sandbox, Instance: c.Instance}),
+			"backend_instance_name": c.Instance,
+			"expires_at":            iso(c.ExpiresAt),
+		})
+	}
+	if len(children) == 0 {
+		return nil, fmt.Errorf("forking %s made no child", a.InstanceID)
+	}
+	return map[string]any{"source_instance_id": a.InstanceID, "children": children, "count": len(children),
+		"paused_ms": res.Paused.Milliseconds()}, nil
+}

@@ -1,0 +1,232 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile/executor"
+	"github.com/sandboxforge/sbf/reconcile/plan"
+)
+
+// makeChildren admits every child, saves the source once, starts the children one
+// by one and records those it made; what it cannot keep it deletes.
+func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error {
+	e, source := f.e, f.req.Source
+	after, err := f.declared(f.names)
+	if err != nil {
+		return err
+	}
+	d := plan.DesiredFrom(after)
+	src, ok := d.Sandboxes[source]
+	if !ok {
+		return notDeclared(f.r, source)
+	}
+	srcSpec := src.VM
+	srcSpec.Name = f.rec.Sandboxes[source].Instance
+	specs := map[string]drivers.Spec{}
+	for _, name := range f.names {
+		s := d.Sandboxes[name].VM
+		s.Name = drivers.InstanceName(f.r.WorkspaceID, name)
+		specs[name] = s
+	}
+	if err := f.validate(ctx, d); err != nil {
+		return err
+	}
+	if err := f.running(ctx, srcSpec.Name, src.Driver); err != nil {
+		return err
+	}
+	if f.req.DryRun {
+		for _, name := range f.names {
+			f.res.Children = append(f.res.Children, ForkedChild{Sandbox: name, Instance: specs[name].Name,
+				ExpiresAt: after.Config.Leases[name].ExpiresAt})
+		}
+		return nil
+	}
+	admit := e.admission(f.r, d, f.rec)
+	release, err := admitAll(ctx, admit, f.names, specs)
+	if err != nil {
+		return err // nothing was made
+	}
+	defer release()
+	events := e.eventsOf(ctx, f.r.Root)
+	made, err := f.children(ctx, forker, srcSpec, specs, events)
+	undo := context.WithoutCancel(ctx)
+	if err != nil && ctx.Err() == nil {
+		made = nil // a failed fork keeps nothing; a cancelled one keeps the children running
+	}
+	keep := slices.Clone(made)
+	if len(keep) > 0 {
+		if rerr := f.record(undo, keep, specs); rerr != nil {
+			err, keep = errors.Join(err, rerr), nil
+		}
+	}
+	for _, name := range f.names {
+		if !slices.Contains(keep, name) {
+			err = errors.Join(err, f.remove(undo, admit, src.Driver, specs[name].Name))
+		}
+	}
+	return err
+}
+
+// validate refuses children whose backend cannot honour their spec as
+// every plan checks it: a network policy (the source's, which each child
+// keeps) it cannot enforce outside the guest is POLICY_UNSUPPORTED, never
+// a child running open.
+func (f *forking) validate(ctx context.Context, d plan.Desired) error {
+	only := d
+	only.Sandboxes = map[string]plan.DesiredSandbox{}
+	for _, name := range f.names {
+		only.Sandboxes[name] = d.Sandboxes[name]
+	}
+	invalid := ValidateSpecs(ctx, only, nil, func(name string) (Driver, error) { return f.e.Drivers(name, f.r) })
+	for _, name := range f.names {
+		if err := invalid[name]; err != nil {
+			return fmt.Errorf("sandbox %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// running refuses a source whose VM is not running: a fork copies memory.
+func (f *forking) running(ctx context.Context, instance, driver string) error {
+	drv, err := f.e.Drivers(driver, f.r)
+	if err != nil {
+		return err
+	}
+	list, err := inspect(ctx, drv, instance)
+	if err != nil {
+		return fmt.Errorf("looking at %s: %w", instance, err)
+	}
+	for _, inst := range list {
+		if inst.Name == instance && inst.Status == drivers.Running {
+			return nil
+		}
+	}
+	return coded.New(coded.InstanceNotReady, map[string]any{"sandbox": f.req.Source, "instance": instance},
+		"sandbox %s is not running: a fork copies a running VM's memory (start it with 'sbf up %s', or clone "+
+			"its disk with 'sbf clone %s')", f.req.Source, f.req.Source, f.req.Source)
+}
+
+func inspect(ctx context.Context, drv Driver, instance string) ([]drivers.Instance, error) {
+	if in := drivers.CapabilitiesOf(drv).Inspect; in != nil {
+		return in.Inspect(ctx, []string{instance})
+	}
+	return drv.List(ctx)
+}
+
+// admitAll reserves a place under the host's cap for every child before
+// any is made; a refusal lets go of the places taken, so a fork refused
+// at the cap leaves nothing behind.
+func admitAll(ctx context.Context, admit executor.Admitter, names []string,
+	specs map[string]drivers.Spec) (func(), error) {
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	if admit == nil {
+		return release, nil
+	}
+	for _, name := range names {
+		rel, err := admit.Admit(ctx, specs[name].Name)
+		if err != nil {
+			release()
+			for _, taken := range names[:len(releases)] {
+				forgetAdmitted(ctx, admit, specs[taken].Name)
+			}
+			return nil, err
+		}
+		releases = append(releases, rel)
+	}
+	return release, nil
+}
+
+// forgetAdmitted tells the host's ledger an admitted instance was never
+// made, so its place is free at once.
+func forgetAdmitted(ctx context.Context, admit executor.Admitter, instance string) {
+	if g, ok := admit.(interface {
+		Gone(context.Context, string) error
+	}); ok {
+		g.Gone(ctx, instance) // best effort: a full count at the cap finds it absent anyway
+	}
+}
+
+// children saves the source and starts the children in turn until one
+// fails or ctx ends; made are those running.
+func (f *forking) children(ctx context.Context, forker drivers.Forker, src drivers.Spec,
+	specs map[string]drivers.Spec, events func(Event)) (made []string, err error) {
+	step := func(who string, kind plan.Kind, do func(context.Context) error) error {
+		began := clock.Real{}.Now()
+		emit(events, Event{Sandbox: who, Kind: kind})
+		sctx := drivers.WithProgress(ctx, func(msg string) { emit(events, Event{Sandbox: who, Kind: kind, Message: msg}) })
+		err := do(sctx)
+		emit(events, Event{Sandbox: who, Kind: kind, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(began)})
+		return err
+	}
+	var img drivers.ForkImage
+	began := clock.Real{}.Now()
+	err = step(f.req.Source, ForkSave, func(ctx context.Context) (err error) {
+		img, err = forker.SaveForFork(ctx, src)
+		return err
+	})
+	f.res.Paused = clock.Real{}.Now().Sub(began)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: saving its state: %w", f.req.Source, err)
+	}
+	defer func() { err = errors.Join(err, img.Release(context.WithoutCancel(ctx))) }()
+	for _, name := range f.names {
+		if ctx.Err() != nil {
+			return made, fmt.Errorf("cancelled after %d of %d children: %w", len(made), len(f.names), ctx.Err())
+		}
+		id, ierr := drivers.NewForkIdentity(specs[name].Name, f.e.Clock.Now())
+		if ierr != nil {
+			return made, ierr
+		}
+		child := drivers.ForkChild{Spec: specs[name], Identity: id}
+		if err := step(name, ForkChild, func(ctx context.Context) error { return img.StartChild(ctx, child) }); err != nil {
+			return made, fmt.Errorf("sandbox %s: %w", name, err)
+		}
+		made = append(made, name)
+	}
+	return made, nil
+}
+
+// remove deletes a child the fork does not keep (one it cut short, or
+// every one of a failed fork); one never made is not there to delete.
+func (f *forking) remove(ctx context.Context, admit executor.Admitter, driver, instance string) error {
+	drv, err := f.e.Drivers(driver, f.r)
+	if err != nil {
+		return err
+	}
+	if err := removeInstance(ctx, drv, instance); err != nil {
+		return fmt.Errorf("deleting %s, made by a fork that did not finish: %w", instance, err)
+	}
+	if admit != nil {
+		forgetAdmitted(ctx, admit, instance)
+	}
+	return nil
+}
+
+// removeInstance halts (where the backend can) and deletes an instance
+// nothing ran in yet; one already gone is fine.
+func removeInstance(ctx context.Context, drv Driver, instance string) error {
+	if fs := drivers.CapabilitiesOf(drv).ForceStop; fs != nil {
+		_ = fs.ForceStop(ctx, instance) // Delete removes a running instance too
+	}
+	if err := drv.Delete(ctx, instance); err != nil && !errors.Is(err, drivers.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func emit(events func(Event), ev Event) {
+	if events != nil {
+		events(ev)
+	}
+}
