@@ -76,7 +76,8 @@ func (sh shipped) of(t *testing.T, names ...string) []rbacv1.PolicyRule {
 // (under serve-leader, its Lease made by the manifests) deletes a VM past its lease and one
 // with none, with their Events, and may not write a VM nor touch the loop's Lease; the loop
 // (the engine through the plugin, and serve-leader) creates, starts, records leases on,
-// stops and deletes a sandbox and leads on its Lease, and may not touch the controller's.
+// stops and deletes a sandbox (the VM naming its maker, the loop's user) and leads on its
+// Lease, and may not touch the controller's.
 // A forbidden call on any path fails it.
 func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	s := newSpace(t, quick)
@@ -92,6 +93,8 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	}
 	if vms := vmsIn(t, s); len(vms) != 1 || vms[0].Annotations[driver.AnnotationLeaseEnd] == "" {
 		t.Fatalf("after apply as the loop: %+v", vms)
+	} else if by := vms[0].Annotations[driver.AnnotationCreatedBy]; by != "rbac-loop" {
+		t.Errorf("the VM says it was made by %q; want the loop's user, rbac-loop", by)
 	}
 	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{All: true}}); err != nil {
 		t.Fatalf("sbf destroy as the loop: %v", err)
