@@ -25,8 +25,9 @@ func serveLeader(ctx context.Context, args []string) error {
 	o := leader.Options{Stdout: os.Stdout, Stderr: os.Stderr, Logf: func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "sbf-kubevirt: "+f+"\n", a...)
 	}}
-	fs.StringVar(&o.Namespace, "namespace", firstSet(os.Getenv("POD_NAMESPACE"), os.Getenv("SBF_KUBEVIRT_NAMESPACE")),
-		"the Lease's namespace (default $POD_NAMESPACE, else $SBF_KUBEVIRT_NAMESPACE)")
+	fs.StringVar(&o.Namespace, "namespace", firstSet(os.Getenv("POD_NAMESPACE"), os.Getenv("SBF_KUBEVIRT_NAMESPACE"),
+		driver.ContextNamespace(os.Getenv)),
+		"the Lease's namespace (default $POD_NAMESPACE, else $SBF_KUBEVIRT_NAMESPACE, else the kubeconfig context's)")
 	fs.StringVar(&o.Lease, "lease", "sbf-loop", "the Lease's name")
 	fs.StringVar(&o.Identity, "identity", firstSet(os.Getenv("POD_NAME"), host),
 		"this replica's name (default $POD_NAME, else the host name)")
