@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,19 +335,17 @@ func TestAVMWithNoLeaseGoesAfterTheGrace(t *testing.T) {
 	if gone := time.Since(made); gone < 3*time.Second {
 		t.Errorf("deleted %s after its creation, inside its 3s grace", gone)
 	}
+	// An Event is recorded asynchronously (client-go's broadcaster), so it
+	// is waited for rather than looked up once.
 	var events corev1.EventList
-	if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, ev := range events.Items {
-		if ev.InvolvedObject.Name == "unleased" && ev.Reason == expiry.ReasonNoLease {
-			found = true
+	waitFor(t, "the VM's "+expiry.ReasonNoLease+" Event (controller output:\n"+out.String()+")", func() bool {
+		if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !found {
-		t.Errorf("no %s Event on the VM: %+v\n%s", expiry.ReasonNoLease, events.Items, out)
-	}
+		return slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
+			return ev.InvolvedObject.Name == "unleased" && ev.Reason == expiry.ReasonNoLease
+		})
+	})
 	if vm := other.vm(t, "in-grace"); vm == nil || vm.DeletionTimestamp != nil {
 		t.Errorf("a VM inside its grace was deleted")
 	}

@@ -29,6 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	var cleanups []func()
 	if kubetest.Bins() != "" {
 		dir, err := os.MkdirTemp("", "sbf-kubevirt-test")
 		if err != nil {
@@ -42,9 +43,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "building sbf-kubevirt:", err)
 			os.Exit(1)
 		}
-		defer os.RemoveAll(dir)
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 	}
-	kubetest.Main(m, &cluster)
+	kubetest.Main(m, &cluster, cleanups...)
 }
 
 // space is a namespace of the test cluster with the stand-in KubeVirt in it.

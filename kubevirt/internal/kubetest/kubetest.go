@@ -70,17 +70,26 @@ const SkipEnv = "SBF_KUBE_SKIP"
 
 // Main runs a test package's tests against one cluster, started once. Without the
 // binaries it fails the package, unless SkipEnv=1.
-func Main(m *testing.M, c **Cluster) {
+// cleanups run before Main exits (os.Exit skips a TestMain's defers).
+func Main(m *testing.M, c **Cluster, cleanups ...func()) {
+	code := run(m, c)
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M, c **Cluster) int {
 	cluster, skip, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	if cluster == nil {
 		if os.Getenv(SkipEnv) != "1" {
 			fmt.Fprintln(os.Stderr, "FAIL: the kubevirt tests need a real API server:", skip+
 				"; or set "+SkipEnv+"=1 to skip them (they then prove nothing)")
-			os.Exit(1)
+			return 1
 		}
 		fmt.Println("SKIP kubevirt tests against a real API server ("+SkipEnv+"=1):", skip)
 	}
@@ -89,7 +98,7 @@ func Main(m *testing.M, c **Cluster) {
 	if cluster != nil {
 		cluster.Env.Stop()
 	}
-	os.Exit(code)
+	return code
 }
 
 // Need skips t when there is no cluster.
