@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -132,8 +133,9 @@ func (j *journal) replace(head []byte) error {
 // facts kept elsewhere, rebuilt by whoever finds them gone.
 type journalMap[V, M any] struct {
 	journal
-	m    map[string]V // nil: there is no file
-	meta M
+	m     map[string]V // nil: there is no file
+	meta  M
+	limit int64 // the largest file read (0: maxMapBytes)
 }
 
 type mapLine[V, M any] = statefile.JournalLine[V, M]
@@ -145,7 +147,11 @@ const maxMapBytes = 16 << 20
 // refresh reads what changed since the last look: the new lines of the
 // same file, or the whole file when it was rewritten.
 func (j *journalMap[V, M]) refresh() error {
-	data, fresh, err := j.read(maxMapBytes)
+	limit := j.limit
+	if limit == 0 {
+		limit = maxMapBytes
+	}
+	data, fresh, err := j.read(limit)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}
@@ -213,4 +219,45 @@ func (j *journalMap[V, M]) rewrite() error {
 		return fmt.Errorf("creating %s: %w", j.file.Dir.Path(), err)
 	}
 	return j.replace(head)
+}
+
+// headMeta is what the head of a journal map's file says beside its
+// entries, read from its first bytes only (the head encodes it before
+// them): a look that costs the same whatever the file holds. A missing
+// file, or a head that does not say, is the zero M.
+func headMeta[M any](file ownfile.File) (M, error) {
+	var meta M
+	fh, err := file.OpenFile(os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return meta, nil
+	}
+	if err != nil {
+		return meta, err
+	}
+	defer fh.Close()
+	dec := json.NewDecoder(io.LimitReader(fh, 64<<10))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return meta, nil // not a head: whoever reads it whole says so
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return meta, nil
+		}
+		switch key {
+		case "meta":
+			if err := dec.Decode(&meta); err != nil {
+				var zero M
+				return zero, nil
+			}
+			return meta, nil
+		case "all", "put", "delete":
+			return meta, nil // the entries come after meta: there is none
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return meta, nil
+		}
+	}
+	return meta, nil
 }

@@ -143,7 +143,7 @@ func (s *Store) commit(tx *Tx) error {
 		return err
 	}
 	if tx.whole || s.seen.stale || s.seen.journal.head == 0 || s.seen.journal.due(len(data), sizeOf(s.seen.snap)) {
-		return s.writeWhole()
+		return s.writeWhole(false)
 	}
 	if err := s.seen.journal.append(data); err != nil {
 		return fmt.Errorf("writing state journal: %w", err)
@@ -160,8 +160,15 @@ func sizeOf(info fs.FileInfo) int64 {
 
 // writeWhole writes state.json, then a journal that continues it: a crash
 // between the two leaves a journal that no longer matches, read as empty.
-func (s *Store) writeWhole() error {
+// At the end of a run (archive) the records of ended sandboxes move to the
+// archive first: mid-run, a later write of the run may still name them.
+func (s *Store) writeWhole(archive bool) error {
 	dropForgotten(s.file)
+	if archive {
+		if err := s.archiveEnded(); err != nil {
+			return err
+		}
+	}
 	var data bytes.Buffer
 	if err := statefile.Write(&data, s.file); err != nil {
 		return err

@@ -28,11 +28,13 @@ const (
 	ListCap               // a driver asked for its instances to count the host's cap
 	Inspect               // a driver asked for the instances a run touched, after it (drivers.Inspector)
 	Policy                // a folder checked against the served roots (policy.WorkspaceAs)
+	Archive               // a workspace's archive of ended records read (its head's first bytes are no read)
 	kinds
 )
 
 var names = [kinds]string{"resolve", "spec_load", "spec_merge", "overrides", "state", "index", "list", "list_cap",
-	"inspect", "policy"}
+	"inspect", "policy",
+	"archive"}
 
 func (k Kind) String() string { return names[k] }
 
