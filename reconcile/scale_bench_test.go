@@ -25,7 +25,7 @@ func BenchmarkFirstApply(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				h := newHarness(b, scaleSpec(n))
-				h.eng.Parallelism = 8
+				h.eng.Parallelism, h.volatile = 8, true // the engine's cost, not the sim's disk
 				b.StartTimer()
 				start, cpu := time.Now(), cpuTime()
 				res, err := h.apply()
@@ -47,7 +47,7 @@ func BenchmarkNoopApply(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism = 8
+			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
 			for b.Loop() {
 				if res, err := h.apply(); err != nil || !res.Plan.Empty() {
@@ -64,7 +64,7 @@ func BenchmarkStatus(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism = 8
+			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
 			for b.Loop() {
 				res, err := h.planWith(passOptions())

@@ -88,3 +88,14 @@ func (c Counts) String() string {
 	}
 	return s
 }
+
+// syncs counts the durable writes (an fsync of a file or a folder) the
+// process made: what a step costs the disk beyond its reads. A test holds
+// it per create and per destroy (state.TestACreateSyncsTwice).
+var syncs atomic.Int64
+
+// Synced counts one fsync.
+func Synced() { syncs.Add(1) }
+
+// Syncs are the fsyncs counted so far.
+func Syncs() int64 { return syncs.Load() }
