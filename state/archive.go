@@ -116,7 +116,7 @@ func earliest(a, b time.Time) time.Time {
 // new head, so the head's oldest stays true.
 func (a *archive) add(put map[string]json.RawMessage, oldest time.Time) error {
 	if a.m != nil && (oldest.IsZero() || !a.meta.Oldest.IsZero() && !oldest.Before(a.meta.Oldest)) {
-		return a.change(put, nil)
+		return a.change(put, nil, true)
 	}
 	if a.m == nil {
 		a.m = map[string]json.RawMessage{}

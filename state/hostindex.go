@@ -123,7 +123,7 @@ func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEn
 		return err
 	}
 	put, del := change(h.j.m)
-	if err := h.j.change(put, del); err != nil {
+	if err := h.j.change(put, del, true); err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
 
@@ -88,8 +89,9 @@ func (j *journal) due(n int, live int64) bool {
 }
 
 // append writes one line after the lines read, first cutting off a line a
-// crashed writer left unfinished, and syncs it.
-func (j *journal) append(line []byte) error {
+// crashed writer left unfinished; durable syncs it, else its owner does
+// (Store.Sync: one fsync for the writes of a step).
+func (j *journal) append(line []byte, durable bool) error {
 	fh, err := j.file.OpenFile(os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
@@ -103,8 +105,10 @@ func (j *journal) append(line []byte) error {
 	if _, err := fh.WriteAt(line, j.off); err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
 	}
-	if err := fh.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", j.file.Path(), err)
+	if durable {
+		if err := syncFile(fh); err != nil {
+			return fmt.Errorf("syncing %s: %w", j.file.Path(), err)
+		}
 	}
 	info, err := fh.Stat()
 	if err != nil {
@@ -116,6 +120,12 @@ func (j *journal) append(line []byte) error {
 }
 
 // replace writes the file anew (atomically), holding only head.
+// syncFile syncs an open file, counted (readcount.Syncs).
+func syncFile(fh *os.File) error {
+	readcount.Synced()
+	return fh.Sync()
+}
+
 func (j *journal) replace(head []byte) error {
 	if err := j.file.Dir.WriteFile(j.file.Name, head, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
@@ -190,8 +200,10 @@ func (j *journalMap[V, M]) apply(put map[string]V, del []string) {
 
 // change appends one line holding the change, or rewrites the file when
 // the changes outgrow the map. Nothing is written when there is no file
-// (rewrite makes one) or no change.
-func (j *journalMap[V, M]) change(put map[string]V, del []string) error {
+// (rewrite makes one) or no change. A change that is not durable is not
+// synced: one whose loss to a power cut leaves a cache that is still
+// right (a superset of the ledger's instances).
+func (j *journalMap[V, M]) change(put map[string]V, del []string, durable bool) error {
 	if j.m == nil || len(put) == 0 && len(del) == 0 {
 		return nil
 	}
@@ -203,7 +215,7 @@ func (j *journalMap[V, M]) change(put map[string]V, del []string) error {
 	if j.due(len(line), j.head) {
 		return j.rewrite()
 	}
-	return j.append(line)
+	return j.append(line, durable)
 }
 
 // rewrite writes the whole map (an empty one when there was none).

@@ -125,6 +125,10 @@ type Store struct {
 	wrote    bool // since Close last folded the journal in
 	// undeclared says which sandboxes no file declares: Archive.
 	undeclared func(name string) bool
+	// writes counts the lines appended, synced those made durable (Sync,
+	// or a whole write); syncMu lets one Sync at a time fsync for all.
+	writes, synced int64
+	syncMu         sync.Mutex
 }
 
 // minLockWait is the least a writer waits for the state lock: it is held
