@@ -20,7 +20,7 @@ func scaleSpec(n int) string {
 // BenchmarkFirstApply is the first `sbf apply` of n sandboxes on the sim
 // with zero latency: what state writes and admission cost as n grows.
 func BenchmarkFirstApply(b *testing.B) {
-	for _, n := range []int{10, 100, 1000, 5000} {
+	for _, n := range []int{10, 100, 1000, 5000, 10000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
@@ -49,11 +49,13 @@ func BenchmarkNoopApply(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
 			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
+			cpu := cpuTime()
 			for b.Loop() {
 				if res, err := h.apply(); err != nil || !res.Plan.Empty() {
 					b.Fatalf("apply: %v", err)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
 }
@@ -66,12 +68,14 @@ func BenchmarkStatus(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
 			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
+			cpu := cpuTime()
 			for b.Loop() {
 				res, err := h.planWith(passOptions())
 				if err != nil || len(res.Status()) != n {
 					b.Fatalf("status: %v", err)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
 }
