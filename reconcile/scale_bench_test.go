@@ -1,10 +1,18 @@
 package reconcile
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+	"github.com/sandboxforge/sbf/state/statefile"
 )
 
 // scaleSpec declares n sim sandboxes with a cap that admits them all.
@@ -78,4 +86,66 @@ func BenchmarkStatus(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkFilesAfterNoopApplies is what 1,000 no-op applies of n
+// sandboxes, a second apart (each renews every lease), leave in the state
+// file, its journal and the host index: files-ratio is their bytes over
+// the bytes they hold when written whole (issue 43: at most 2).
+func BenchmarkFilesAfterNoopApplies(b *testing.B) {
+	const applies = 1000
+	for _, n := range []int{100} {
+		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				h := newHarness(b, scaleSpec(n))
+				h.eng.Parallelism, h.volatile = 8, true
+				h.mustApply()
+				for range applies {
+					h.clock.Advance(time.Second)
+					h.mustApply()
+				}
+				files := []string{filepath.Join(h.root, spec.Dir, state.FileName),
+					filepath.Join(h.root, spec.Dir, state.JournalName), filepath.Join(h.hostDir, "instances.index")}
+				used := sizes(b, files...)
+				b.ReportMetric(float64(used), "files-B")
+				b.ReportMetric(float64(used)/float64(liveBytes(b, h)), "files-ratio")
+			}
+		})
+	}
+}
+
+// sizes adds the files' sizes (a missing one is 0).
+func sizes(b *testing.B, paths ...string) int64 {
+	var total int64
+	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil {
+			total += info.Size()
+		}
+	}
+	return total
+}
+
+// liveBytes is what the state and the index hold, written whole.
+func liveBytes(b *testing.B, h *harness) int64 {
+	_, id, err := spec.WorkspaceIdentity(h.root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := state.Read(filepath.Join(h.root, spec.Dir), h.root, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var whole bytes.Buffer
+	if err := statefile.Write(&whole, f); err != nil {
+		b.Fatal(err)
+	}
+	entries, err := state.OpenHostIndex(h.hostDir).All()
+	if err != nil {
+		b.Fatal(err)
+	}
+	index, err := json.Marshal(entries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int64(whole.Len() + len(index))
 }
