@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/ownfile"
 	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
@@ -136,5 +138,31 @@ func TestArchivedRecordsGoAfterKeepRecords(t *testing.T) {
 	}
 	if gone, _ := s.ForgetEnded(keep, ended.Add(keep+90*time.Second)); len(gone) != 0 {
 		t.Errorf("forgotten twice: %v", gone)
+	}
+}
+
+// The archive is sbf's own file (SECURITY.md rule 42): a link in its place
+// is refused, by its readers and by a run's look at its head, never read.
+func TestTheArchiveIsNeverALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	head := `{"map":1,"meta":{"oldest":"2020-01-01T00:00:00Z"},"all":{}}` + "\n"
+	if err := os.WriteFile(target, []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, ArchiveName)); err != nil {
+		t.Fatal(err)
+	}
+	var own *ownfile.Error
+	if _, err := WithEnded(dir, New("/ws", "ws_0123456789ab")); !errors.As(err, &own) {
+		t.Errorf("WithEnded through a link: %v", err)
+	}
+	if _, _, err := Ended(dir, "web"); !errors.As(err, &own) {
+		t.Errorf("Ended through a link: %v", err)
+	}
+	s, _ := open(t, dir, 0)
+	defer s.Close()
+	if _, err := s.ForgetEnded(time.Hour, ended); !errors.As(err, &own) {
+		t.Errorf("a run's look at the archive's head through a link: %v", err)
 	}
 }
