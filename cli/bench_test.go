@@ -6,16 +6,20 @@ import (
 	"testing"
 )
 
+// volatileSim has the sim sync nothing: the benchmarks measure sbf, not
+// the sim's disk.
+var volatileSim = []string{"SBF_SIM_VOLATILE=1"}
+
 // BenchmarkConvergedApplyProcess is `sbf apply --auto-approve` on a
 // converged sim workspace as a user runs it: process start, spec load,
 // state lock, lease renewal, one list, an empty plan.
 func BenchmarkConvergedApplyProcess(b *testing.B) {
 	w := newSimWorkspace(b, simSpec)
-	if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
+	if r := w.run(volatileSim, "apply", "--auto-approve"); r.code != 0 {
 		b.Fatalf("setup apply: %s", r.stderr)
 	}
 	for b.Loop() {
-		if r := w.run(nil, "apply", "--auto-approve"); r.code != 0 {
+		if r := w.run(volatileSim, "apply", "--auto-approve"); r.code != 0 {
 			b.Fatalf("apply: %s", r.stderr)
 		}
 	}
@@ -32,11 +36,11 @@ func BenchmarkStatusProcess(b *testing.B) {
 				fmt.Fprintf(&text, "[sandboxes.sb%04d]\n", i)
 			}
 			w := newSimWorkspace(b, text.String())
-			if r := w.run(nil, "apply", "--auto-approve", "--parallelism", "8"); r.code != 0 {
+			if r := w.run(volatileSim, "apply", "--auto-approve", "--parallelism", "8"); r.code != 0 {
 				b.Fatalf("setup apply: %s", r.stderr)
 			}
 			for b.Loop() {
-				if r := w.run(nil, "status", "--json"); r.code != 0 {
+				if r := w.run(volatileSim, "status", "--json"); r.code != 0 {
 					b.Fatalf("status: %s", r.stderr)
 				}
 			}

@@ -34,7 +34,8 @@ func (a *app) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := eng.Plan(a.context(), ws, reconcile.Options{Intent: reconcile.Reconcile{}})
+			// The archive's ended sandboxes are listed (--all) or counted.
+			res, err := eng.Plan(a.context(), ws, reconcile.Options{Intent: reconcile.Reconcile{}, Ended: true})
 			if res == nil {
 				return a.reportError(err, f.asJSON)
 			}

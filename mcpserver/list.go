@@ -23,7 +23,7 @@ func (s *Server) workspaceRows(
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Intent: reconcile.Reconcile{}})
+	res, err := s.cfg.Engine.Plan(ctx, ws, reconcile.Options{Intent: reconcile.Reconcile{}, Ended: includeExpired})
 	if res == nil {
 		return nil, nil, err
 	}

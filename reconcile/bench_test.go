@@ -49,6 +49,7 @@ func BenchmarkPlan(b *testing.B) {
 // sim world, plan nothing.
 func BenchmarkConvergedApply(b *testing.B) {
 	h := newHarness(b, twoSandboxes)
+	h.volatile = true
 	h.mustApply()
 	b.ResetTimer()
 	for b.Loop() {

@@ -25,7 +25,7 @@ func BenchmarkConcurrentCreates(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		h := newHarness(b, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 5\n")
-		h.latency, h.simClock = "create=300ms,start=200ms", clock.Real{}
+		h.latency, h.simClock, h.volatile = "create=300ms,start=200ms", clock.Real{}, true
 		h.eng.LockTimeout = 5 * time.Minute
 		b.StartTimer()
 		lat := make([]time.Duration, callers)

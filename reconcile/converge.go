@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
@@ -101,12 +102,38 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		if u.store, err = state.OpenAfter(ctx, u.looked, e.holder(), e.LockTimeout); err != nil {
 			return u, err
 		}
+		if err := e.forgetEnded(ctx, u); err != nil {
+			return u, err
+		}
+		u.store.Archive(func(name string) bool { // as the run leaves the desired state
+			_, declared := u.r.Config.Sandboxes[name]
+			return !declared
+		})
 		u.rec = u.store.Snapshot()
 	}
 	if u.before, err = u.before.Fresh(); err != nil { // re-read only if another run edited it
 		return u, err
 	}
+	if planOnly && opts.Ended {
+		if u.rec, err = state.WithEnded(u.dir, u.rec); err != nil {
+			return u, err
+		}
+	}
 	return u, u.applyRequest(e)
+}
+
+// forgetEnded drops the archived records of ended sandboxes that outlived
+// [lease] keep_records, and their host index entries: what the planner
+// does for the records a run reads (Refresh to Forgotten).
+func (e *Engine) forgetEnded(ctx context.Context, u *run) error {
+	gone, err := u.store.ForgetEnded(ctx, u.before.Config.Lease.KeepRecords.Std(), u.now)
+	if err != nil || len(gone) == 0 || e.HostDir == "" {
+		return err
+	}
+	if err := e.index().RemoveAll(gone); err != nil {
+		return fmt.Errorf("updating the host instance index: %w", err)
+	}
+	return nil
 }
 
 // read is what a request reads first: the state file, then the desired
@@ -269,7 +296,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
 		e.adoptions.notify()
 	}
-	applyErr = errors.Join(applyErr, e.pruneIndex(r, res.State))
+	applyErr = errors.Join(applyErr, e.pruneIndex(r, res.State, res.Plan.Forgotten()))
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
 

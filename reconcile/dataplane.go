@@ -27,8 +27,12 @@ func (s taskStore) ReadTasks() (map[string]*state.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := state.Read(filepath.Join(root, spec.Dir), root, id)
+	dir := filepath.Join(root, spec.Dir)
+	f, err := state.Read(dir, root, id)
 	if err != nil {
+		return nil, err
+	}
+	if f, err = state.WithEnded(dir, f); err != nil { // a task's saved output outlives its sandbox's record
 		return nil, err
 	}
 	return f.Tasks, nil

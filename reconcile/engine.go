@@ -93,6 +93,10 @@ type Options struct {
 	// Audit, when set, names the door and command that asked: the run is
 	// recorded in the workspace's history.
 	Audit *Audit
+	// Ended has a plan (Engine.Plan) see the records of ended sandboxes the
+	// archive keeps too (status --all, list_instances' include_expired); a
+	// run never reads them.
+	Ended bool
 }
 
 // Result is what a convergence saw and did.
@@ -209,7 +213,7 @@ func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []stri
 		return fmt.Errorf("forgetting %v, never made: %w", never, err)
 	}
 	back.State = store.Snapshot()
-	return e.pruneIndex(r, back.State)
+	return e.pruneIndex(r, back.State, never)
 }
 
 // preflight fails before anything is written when a backend the run
@@ -310,16 +314,18 @@ func (e *Engine) index() *state.HostIndex {
 	return e.hostIndex
 }
 
-// pruneIndex drops the host index entries of the workspace's sandboxes
-// that are neither declared nor recorded any more (a forgotten record's).
-func (e *Engine) pruneIndex(r *spec.Resolved, rec *state.File) error {
-	if e.HostDir == "" {
+// pruneIndex drops the host index entries of the sandboxes a run forgot
+// that are neither declared nor recorded any more. Only those: an ended
+// sandbox's record kept in the archive keeps its entry too, and a run
+// reads no archive.
+func (e *Engine) pruneIndex(r *spec.Resolved, rec *state.File, forgot []string) error {
+	if e.HostDir == "" || len(forgot) == 0 {
 		return nil
 	}
 	err := e.index().Prune(r.WorkspaceID, func(name string) bool {
 		_, declared := r.Config.Sandboxes[name]
 		_, recorded := rec.Sandboxes[name]
-		return declared || recorded
+		return declared || recorded || !slices.Contains(forgot, name)
 	})
 	if err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)

@@ -40,6 +40,7 @@ type harness struct {
 	simClock clock.Clock
 	eng      *Engine
 	guests   *guestWorld // when set, sim instances have fake Docker guests
+	volatile bool        // the sim syncs nothing (SBF_SIM_VOLATILE): a benchmark measures the engine
 }
 
 func newHarness(t testing.TB, specText string) *harness {
@@ -68,7 +69,8 @@ func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
 	if h.simClock != nil {
 		c = h.simClock
 	}
-	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Boot: h.boot, Clock: c})
+	d, err := sim.New(sim.Options{Dir: h.simDir, Faults: h.faults, Latency: h.latency, Boot: h.boot, Clock: c,
+		Volatile: h.volatile})
 	if err != nil || h.guests == nil {
 		return d, err
 	}

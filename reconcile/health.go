@@ -33,7 +33,7 @@ type SandboxHealth struct {
 // `true` in every sandbox that holds a live lease. healthy is false when
 // one of those is down or does not answer.
 func (e *Engine) Health(ctx context.Context, ws spec.Options) (out []SandboxHealth, healthy bool, err error) {
-	res, err := e.Plan(ctx, ws, Options{Intent: Reconcile{}})
+	res, err := e.Plan(ctx, ws, Options{Intent: Reconcile{}, Ended: true}) // "no lease" rows for ended ones too
 	if res == nil {
 		return nil, false, err
 	}

@@ -127,8 +127,7 @@ func destroyEdit(names []string) Edit {
 			names = sortedNames(r)
 		}
 		for _, name := range names {
-			_, declared := r.Config.Sandboxes[name]
-			if _, recorded := c.State.Sandboxes[name]; !declared && !recorded {
+			if _, declared := r.Config.Sandboxes[name]; !declared && !recorded(r, c.State, name) {
 				return notDeclared(r, name)
 			}
 			m.DropLease(name)

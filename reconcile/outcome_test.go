@@ -85,7 +85,7 @@ func TestKeepRenewsNothing(t *testing.T) {
 
 func (h *harness) mustPlanState(t *testing.T) *state.File {
 	t.Helper()
-	res, err := h.planWith(passOptions())
+	res, err := h.planWith(Options{Intent: Reconcile{}, Ended: true}) // as status --all sees it
 	if err != nil {
 		t.Fatal(err)
 	}

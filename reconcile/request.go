@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -256,13 +257,23 @@ func namesSomething(in Intent) error {
 // a name never declared nor recorded, INSTANCE_TERMINAL (destroyed or
 // expired) for one that was, as CheckLease words it.
 func live(r *spec.Resolved, rec *state.File, name string, now time.Time) error {
-	if _, declared := r.Config.Sandboxes[name]; !declared && (rec == nil || rec.Sandboxes[name] == nil) {
+	if _, declared := r.Config.Sandboxes[name]; !declared && !recorded(r, rec, name) {
 		return notDeclared(r, name)
 	}
 	if err := CheckLease(r, name, now); err != nil {
 		return err
 	}
 	return nil
+}
+
+// recorded says whether the state records a sandbox, or the archive of
+// ended ones does: read only for a name the state does not record.
+func recorded(r *spec.Resolved, rec *state.File, name string) bool {
+	if rec != nil && rec.Sandboxes[name] != nil {
+		return true
+	}
+	_, ended, err := state.Ended(filepath.Join(r.Root, spec.Dir), name)
+	return err == nil && ended
 }
 
 // bootstrapKeys decides an ad-hoc sandbox's bootstrap for the backend it

@@ -1,10 +1,18 @@
 package reconcile
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+	"github.com/sandboxforge/sbf/state/statefile"
 )
 
 // scaleSpec declares n sim sandboxes with a cap that admits them all.
@@ -20,12 +28,12 @@ func scaleSpec(n int) string {
 // BenchmarkFirstApply is the first `sbf apply` of n sandboxes on the sim
 // with zero latency: what state writes and admission cost as n grows.
 func BenchmarkFirstApply(b *testing.B) {
-	for _, n := range []int{10, 100, 1000, 5000} {
+	for _, n := range []int{10, 100, 1000, 5000, 10000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				h := newHarness(b, scaleSpec(n))
-				h.eng.Parallelism = 8
+				h.eng.Parallelism, h.volatile = 8, true // the engine's cost, not the sim's disk
 				b.StartTimer()
 				start, cpu := time.Now(), cpuTime()
 				res, err := h.apply()
@@ -47,13 +55,15 @@ func BenchmarkNoopApply(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism = 8
+			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
+			cpu := cpuTime()
 			for b.Loop() {
 				if res, err := h.apply(); err != nil || !res.Plan.Empty() {
 					b.Fatalf("apply: %v", err)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
 }
@@ -64,14 +74,78 @@ func BenchmarkStatus(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism = 8
+			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
+			cpu := cpuTime()
 			for b.Loop() {
 				res, err := h.planWith(passOptions())
 				if err != nil || len(res.Status()) != n {
 					b.Fatalf("status: %v", err)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkFilesAfterNoopApplies is what 1,000 no-op applies of n
+// sandboxes, a second apart (each renews every lease), leave in the state
+// file, its journal and the host index: files-ratio is their bytes over
+// the bytes they hold when written whole (issue 43: at most 2).
+func BenchmarkFilesAfterNoopApplies(b *testing.B) {
+	const applies = 1000
+	for _, n := range []int{100} {
+		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				h := newHarness(b, scaleSpec(n))
+				h.eng.Parallelism, h.volatile = 8, true
+				h.mustApply()
+				for range applies {
+					h.clock.Advance(time.Second)
+					h.mustApply()
+				}
+				files := []string{filepath.Join(h.root, spec.Dir, state.FileName),
+					filepath.Join(h.root, spec.Dir, state.JournalName), filepath.Join(h.hostDir, "instances.index")}
+				used := sizes(b, files...)
+				b.ReportMetric(float64(used), "files-B")
+				b.ReportMetric(float64(used)/float64(liveBytes(b, h)), "files-ratio")
+			}
+		})
+	}
+}
+
+// sizes adds the files' sizes (a missing one is 0).
+func sizes(b *testing.B, paths ...string) int64 {
+	var total int64
+	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil {
+			total += info.Size()
+		}
+	}
+	return total
+}
+
+// liveBytes is what the state and the index hold, written whole.
+func liveBytes(b *testing.B, h *harness) int64 {
+	_, id, err := spec.WorkspaceIdentity(h.root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := state.Read(filepath.Join(h.root, spec.Dir), h.root, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var whole bytes.Buffer
+	if err := statefile.Write(&whole, f); err != nil {
+		b.Fatal(err)
+	}
+	entries, err := state.OpenHostIndex(h.hostDir).All()
+	if err != nil {
+		b.Fatal(err)
+	}
+	index, err := json.Marshal(entries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int64(whole.Len() + len(index))
 }

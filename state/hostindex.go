@@ -71,12 +71,19 @@ func sameEntry(a, b IndexEntry) bool {
 }
 
 // Remove drops an instance's entry; a missing one is fine.
-func (h *HostIndex) Remove(instance string) error {
+func (h *HostIndex) Remove(instance string) error { return h.RemoveAll([]string{instance}) }
+
+// RemoveAll drops the entries of instances in one write; missing ones are fine.
+func (h *HostIndex) RemoveAll(instances []string) error {
 	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
-		if _, ok := m[instance]; !ok {
-			return nil, nil
+		var del []string
+		for _, inst := range instances {
+			if _, ok := m[inst]; ok {
+				del = append(del, inst)
+			}
 		}
-		return nil, []string{instance}
+		slices.Sort(del)
+		return nil, del
 	})
 }
 
@@ -116,7 +123,7 @@ func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEn
 		return err
 	}
 	put, del := change(h.j.m)
-	if err := h.j.change(put, del); err != nil {
+	if err := h.j.change(put, del, true); err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil

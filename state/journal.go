@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
 	"github.com/sandboxforge/sbf/internal/ownfile"
+	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state/statefile"
 )
 
@@ -87,8 +89,9 @@ func (j *journal) due(n int, live int64) bool {
 }
 
 // append writes one line after the lines read, first cutting off a line a
-// crashed writer left unfinished, and syncs it.
-func (j *journal) append(line []byte) error {
+// crashed writer left unfinished; durable syncs it, else its owner does
+// (Store.Sync: one fsync for the writes of a step).
+func (j *journal) append(line []byte, durable bool) error {
 	fh, err := j.file.OpenFile(os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
@@ -102,8 +105,10 @@ func (j *journal) append(line []byte) error {
 	if _, err := fh.WriteAt(line, j.off); err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
 	}
-	if err := fh.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", j.file.Path(), err)
+	if durable {
+		if err := syncFile(fh); err != nil {
+			return fmt.Errorf("syncing %s: %w", j.file.Path(), err)
+		}
 	}
 	info, err := fh.Stat()
 	if err != nil {
@@ -115,6 +120,12 @@ func (j *journal) append(line []byte) error {
 }
 
 // replace writes the file anew (atomically), holding only head.
+// syncFile syncs an open file, counted (readcount.Syncs).
+func syncFile(fh *os.File) error {
+	readcount.Synced()
+	return fh.Sync()
+}
+
 func (j *journal) replace(head []byte) error {
 	if err := j.file.Dir.WriteFile(j.file.Name, head, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", j.file.Path(), err)
@@ -132,8 +143,9 @@ func (j *journal) replace(head []byte) error {
 // facts kept elsewhere, rebuilt by whoever finds them gone.
 type journalMap[V, M any] struct {
 	journal
-	m    map[string]V // nil: there is no file
-	meta M
+	m     map[string]V // nil: there is no file
+	meta  M
+	limit int64 // the largest file read (0: maxMapBytes)
 }
 
 type mapLine[V, M any] = statefile.JournalLine[V, M]
@@ -145,7 +157,11 @@ const maxMapBytes = 16 << 20
 // refresh reads what changed since the last look: the new lines of the
 // same file, or the whole file when it was rewritten.
 func (j *journalMap[V, M]) refresh() error {
-	data, fresh, err := j.read(maxMapBytes)
+	limit := j.limit
+	if limit == 0 {
+		limit = maxMapBytes
+	}
+	data, fresh, err := j.read(limit)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", j.file.Path(), err)
 	}
@@ -184,8 +200,10 @@ func (j *journalMap[V, M]) apply(put map[string]V, del []string) {
 
 // change appends one line holding the change, or rewrites the file when
 // the changes outgrow the map. Nothing is written when there is no file
-// (rewrite makes one) or no change.
-func (j *journalMap[V, M]) change(put map[string]V, del []string) error {
+// (rewrite makes one) or no change. A change that is not durable is not
+// synced: one whose loss to a power cut leaves a cache that is still
+// right (a superset of the ledger's instances).
+func (j *journalMap[V, M]) change(put map[string]V, del []string, durable bool) error {
 	if j.m == nil || len(put) == 0 && len(del) == 0 {
 		return nil
 	}
@@ -197,7 +215,7 @@ func (j *journalMap[V, M]) change(put map[string]V, del []string) error {
 	if j.due(len(line), j.head) {
 		return j.rewrite()
 	}
-	return j.append(line)
+	return j.append(line, durable)
 }
 
 // rewrite writes the whole map (an empty one when there was none).
@@ -213,4 +231,45 @@ func (j *journalMap[V, M]) rewrite() error {
 		return fmt.Errorf("creating %s: %w", j.file.Dir.Path(), err)
 	}
 	return j.replace(head)
+}
+
+// headMeta is what the head of a journal map's file says beside its
+// entries, read from its first bytes only (the head encodes it before
+// them): a look that costs the same whatever the file holds. A missing
+// file, or a head that does not say, is the zero M.
+func headMeta[M any](file ownfile.File) (M, error) {
+	var meta M
+	fh, err := file.OpenFile(os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return meta, nil
+	}
+	if err != nil {
+		return meta, err
+	}
+	defer fh.Close()
+	dec := json.NewDecoder(io.LimitReader(fh, 64<<10))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return meta, nil // not a head: whoever reads it whole says so
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return meta, nil
+		}
+		switch key {
+		case "meta":
+			if err := dec.Decode(&meta); err != nil {
+				var zero M
+				return zero, nil
+			}
+			return meta, nil
+		case "all", "put", "delete":
+			return meta, nil // the entries come after meta: there is none
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return meta, nil
+		}
+	}
+	return meta, nil
 }

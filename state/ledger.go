@@ -73,17 +73,19 @@ func (l *Ledger) Add(instance string) error {
 	if l.j.m[instance] {
 		return nil
 	}
-	return l.j.change(map[string]bool{instance: true}, nil)
+	return l.j.change(map[string]bool{instance: true}, nil, true)
 }
 
-// Remove records an instance that is gone.
+// Remove records an instance that is gone. It is not synced: were it lost
+// to a power cut, the set would still hold every instance that counts (the
+// next full count drops the one gone), so a destroy costs no fsync here.
 func (l *Ledger) Remove(instance string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.j.refresh(); err != nil || !l.j.m[instance] {
 		return err
 	}
-	return l.j.change(nil, []string{instance})
+	return l.j.change(nil, []string{instance}, false)
 }
 
 // Reset replaces the set with a full count's, made at now.

@@ -123,6 +123,12 @@ type Store struct {
 	before   []byte
 	backedUp bool
 	wrote    bool // since Close last folded the journal in
+	// undeclared says which sandboxes no file declares: Archive.
+	undeclared func(name string) bool
+	// writes counts the lines appended, synced those made durable (Sync,
+	// or a whole write); syncMu lets one Sync at a time fsync for all.
+	writes, synced int64
+	syncMu         sync.Mutex
 }
 
 // minLockWait is the least a writer waits for the state lock: it is held
@@ -255,6 +261,16 @@ func (s *Store) write(change func(*Tx)) error {
 }
 
 // backUp writes the backup once per Store: the state as the run found it.
+// holdsEnded says whether the state holds a record the archive should.
+func (s *Store) holdsEnded() bool {
+	for name, sb := range s.file.Sandboxes {
+		if s.archived(name, sb) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Store) backUp() error {
 	if s.backedUp || s.before == nil {
 		return nil
@@ -285,8 +301,8 @@ func (s *Store) Close() error {
 		return err
 	}
 	s.wrote = false
-	if s.seen.journal.lines == 0 && !s.seen.stale {
+	if s.seen.journal.lines == 0 && !s.seen.stale && !s.holdsEnded() {
 		return nil
 	}
-	return s.writeWhole()
+	return s.writeWhole(true)
 }

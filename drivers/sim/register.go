@@ -30,7 +30,7 @@ func init() {
 			}
 			return New(Options{Dir: dir, Latency: env.Getenv("SBF_SIM_LATENCY"),
 				Faults: env.Getenv("SBF_SIM_FAULTS"), Boot: env.Getenv("SBF_SIM_BOOT"), Clock: env.Clock,
-				Tool: env.Getenv("SBF_SIM_TOOL")})
+				Tool: env.Getenv("SBF_SIM_TOOL"), Volatile: env.Getenv("SBF_SIM_VOLATILE") == "1"})
 		},
 		Diagnose: func(_ context.Context, env drivers.Env, _ []drivers.Spec) drivers.Diagnosis {
 			if !env.HostExec {

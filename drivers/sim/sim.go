@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/atomicfile"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/ownfile"
 )
 
 // Name is the driver name in specs.
@@ -39,6 +40,10 @@ type Options struct {
 	// a child process, `TOOL SECONDS`, started as a backend starts its CLI
 	// (limactl): an operation fails when it does, as when a signal ends it.
 	Tool string
+	// Volatile (SBF_SIM_VOLATILE=1) replaces the world's records without
+	// syncing them, so a benchmark measures the engine rather than the
+	// sim's disk; by default they are as durable as sbf's own files.
+	Volatile bool
 }
 
 // Driver is one simulated world.
@@ -49,6 +54,8 @@ type Driver struct {
 	faults  []fault
 	tool    string
 	boot    []fault // SBF_SIM_BOOT's holds
+	// volatile: records are not synced (Options.Volatile)
+	volatile bool
 }
 
 // record is one instance as stored in the world.
@@ -79,7 +86,8 @@ func New(opts Options) (*Driver, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "instances"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating sim world %s: %w", opts.Dir, err)
 	}
-	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults, boot: boot, tool: opts.Tool}, nil
+	return &Driver{dir: opts.Dir, clock: opts.Clock, latency: lat, faults: faults, boot: boot, tool: opts.Tool,
+		volatile: opts.Volatile}, nil
 }
 
 // Dir is the world's folder.
@@ -334,6 +342,10 @@ func (d *Driver) write(r record) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
+	}
+	if d.volatile {
+		f := ownfile.PathFile(d.path(r.Name))
+		return f.Dir.WriteVolatile(f.Name, data, 0o644)
 	}
 	return atomicfile.WriteFile(d.path(r.Name), data, 0o644)
 }

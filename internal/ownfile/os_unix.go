@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // nonBlock keeps an open from waiting on a FIFO swapped in after the look.
@@ -22,5 +24,6 @@ func syncDir(r *os.Root) error {
 		return err
 	}
 	defer d.Close()
+	readcount.Synced()
 	return d.Sync()
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/sandboxforge/sbf/internal/readcount"
 )
 
 // WriteFile replaces the file with data so that a reader sees the old
@@ -18,24 +20,32 @@ import (
 // target never touched), then the folder synced. The folder must be there
 // (Make makes it).
 func (f Folder) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	return f.write(name, data, perm, false)
+	return f.write(name, data, perm, false, true)
+}
+
+// WriteVolatile replaces the file as WriteFile does (a reader sees the old
+// content or the new), but syncs neither it nor the folder: for a file
+// whose loss to a power cut costs nothing (the sim's world when a
+// benchmark measures the engine, not the disk).
+func (f Folder) WriteVolatile(name string, data []byte, perm fs.FileMode) error {
+	return f.write(name, data, perm, false, false)
 }
 
 // WriteNew writes the file as WriteFile does unless anything is at the
 // name already, a link included (fs.ErrExist): of two writers at once, one
 // wins and the other reads its file.
 func (f Folder) WriteNew(name string, data []byte, perm fs.FileMode) error {
-	return f.write(name, data, perm, true)
+	return f.write(name, data, perm, true, true)
 }
 
-func (f Folder) write(name string, data []byte, perm fs.FileMode, fresh bool) error {
+func (f Folder) write(name string, data []byte, perm fs.FileMode, fresh, durable bool) error {
 	r, err := f.root(false)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	shown := filepath.Join(f.Path(), name)
-	tmp, err := writeTemp(r, name, data, perm)
+	tmp, err := writeTemp(r, name, data, perm, durable)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", shown, err)
 	}
@@ -48,6 +58,9 @@ func (f Folder) write(name string, data []byte, perm fs.FileMode, fresh bool) er
 	if err != nil {
 		return fmt.Errorf("replacing %s: %w", shown, err)
 	}
+	if !durable {
+		return nil
+	}
 	if err := syncDir(r); err != nil {
 		return fmt.Errorf("syncing %s: %w", f.Path(), err)
 	}
@@ -55,7 +68,7 @@ func (f Folder) write(name string, data []byte, perm fs.FileMode, fresh bool) er
 }
 
 // writeTemp writes data to a new file beside name and returns its name.
-func writeTemp(r *os.Root, name string, data []byte, perm fs.FileMode) (string, error) {
+func writeTemp(r *os.Root, name string, data []byte, perm fs.FileMode, durable bool) (string, error) {
 	var tmp string
 	var fh *os.File
 	for range 10 {
@@ -76,8 +89,9 @@ func writeTemp(r *os.Root, name string, data []byte, perm fs.FileMode) (string, 
 	if err == nil && runtime.GOOS != "windows" {
 		err = fh.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = fh.Sync()
+		readcount.Synced()
 	}
 	if cerr := fh.Close(); err == nil {
 		err = cerr

@@ -28,11 +28,13 @@ const (
 	ListCap               // a driver asked for its instances to count the host's cap
 	Inspect               // a driver asked for the instances a run touched, after it (drivers.Inspector)
 	Policy                // a folder checked against the served roots (policy.WorkspaceAs)
+	Archive               // a workspace's archive of ended records read (its head's first bytes are no read)
 	kinds
 )
 
 var names = [kinds]string{"resolve", "spec_load", "spec_merge", "overrides", "state", "index", "list", "list_cap",
-	"inspect", "policy"}
+	"inspect", "policy",
+	"archive"}
 
 func (k Kind) String() string { return names[k] }
 
@@ -86,3 +88,14 @@ func (c Counts) String() string {
 	}
 	return s
 }
+
+// syncs counts the durable writes (an fsync of a file or a folder) the
+// process made: what a step costs the disk beyond its reads. A test holds
+// it per create and per destroy (state.TestACreateSyncsTwice).
+var syncs atomic.Int64
+
+// Synced counts one fsync.
+func Synced() { syncs.Add(1) }
+
+// Syncs are the fsyncs counted so far.
+func Syncs() int64 { return syncs.Load() }

@@ -15,7 +15,7 @@ func TestCountsSince(t *testing.T) {
 	if s := got.String(); s != "resolve=1 state=2" {
 		t.Errorf("shown as %q", s)
 	}
-	if len(Kinds()) != len(names) || Kinds()[len(names)-1].String() != "policy" {
+	if len(Kinds()) != len(names) || Kinds()[len(names)-1].String() != "archive" {
 		t.Errorf("kinds %v", Kinds())
 	}
 }

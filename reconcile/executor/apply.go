@@ -21,9 +21,11 @@ import (
 // registered backend provides.
 type Driver = drivers.Driver
 
-// Recorder persists state changes; state.Store is one.
+// Recorder persists state changes; state.Store is one. Writes need not be
+// durable until Sync, which the executor calls at the end of each step.
 type Recorder interface {
 	Write(change func(*state.Tx)) error
+	Sync() error
 	Snapshot() *state.File
 	Sandbox(name string) (*state.Sandbox, bool)
 	TasksOf(sandbox string) []*state.Task

@@ -36,6 +36,11 @@ func (e *Executor) run(ctx context.Context, a plan.Action, step int) error {
 			err = errors.Join(err, rerr)
 		}
 	}
+	// The step's state changes are committed together, with those of the
+	// steps that ended meanwhile (state.Store.Sync).
+	if serr := e.Record.Sync(); serr != nil {
+		err = errors.Join(err, fmt.Errorf("recording %s of %s: %w", a.Kind, who, serr))
+	}
 	e.emit(Event{Sandbox: who, Kind: a.Kind, Step: step, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(start)})
 	return err
 }

@@ -384,6 +384,17 @@ func recordDrift(r *state.Sandbox, ds DesiredSandbox, instance string) string {
 	return ""
 }
 
+// Forgotten are the sandboxes whose records the plan drops.
+func (p *Plan) Forgotten() []string {
+	var out []string
+	for _, r := range p.Refresh {
+		if r.Phase == state.Forgotten {
+			out = append(out, r.Sandbox)
+		}
+	}
+	return out
+}
+
 // Adopts reports whether the plan adopts an instance (a spare or an
 // imported VM).
 func (p *Plan) Adopts() bool {

@@ -24,11 +24,13 @@ type JournalLine[V, M any] struct {
 	Map int `json:"map,omitempty"` // the head's: 1
 	// Journal is the state journal head's version, so that a build that
 	// reads only version 1 refuses the file rather than skip its lines.
-	Journal int          `json:"journal,omitempty"`
-	All     map[string]V `json:"all,omitempty"` // the head's: every entry
-	Meta    M            `json:"meta,omitzero"`
-	Put     map[string]V `json:"put,omitempty"`    // a write's: entries made or replaced…
-	Delete  []string     `json:"delete,omitempty"` // …and dropped
+	Journal int `json:"journal,omitempty"`
+	// Meta comes before the entries, so a reader may take it from the
+	// head's first bytes without reading every entry (state.headMeta).
+	Meta   M            `json:"meta,omitzero"`
+	All    map[string]V `json:"all,omitempty"`    // the head's: every entry
+	Put    map[string]V `json:"put,omitempty"`    // a write's: entries made or replaced…
+	Delete []string     `json:"delete,omitempty"` // …and dropped
 }
 
 // EncodeLine is v as one journal line.
