@@ -60,7 +60,7 @@ func (a *app) engine(command string, f engineFlags) (*reconcile.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	backends := reconcile.OpenBackends(a.driverEnv(c))
+	backends := reconcile.OpenBackends(a.context(), a.driverEnv(c))
 	a.closers = append(a.closers, backends.Close) // closed when the command ends
 	return &reconcile.Engine{
 		Clock:       c,

@@ -1,54 +1,56 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// An MCP client that kills `sbf mcp` (SIGKILL, after its grace period)
-// takes sbf-server with it: no reconcile loop is left running for nobody.
-func TestKilledMCPHandOffTakesTheServerWithIt(t *testing.T) {
+// `sbf mcp` is one process: sbf becomes sbf-server (same pid) instead of
+// waiting for it as its child, so the client's process is the server
+// (issue 42.5: the waiting parent held 19 MiB), it answers there, and a
+// client that kills it (SIGKILL, after its grace period) leaves no server
+// running for nobody.
+func TestMCPHandOffIsOneProcess(t *testing.T) {
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	c := w.cmd(nil, "mcp")
-	// Input kept open (Wait would close a StdinPipe): the server must not
-	// end for want of it.
-	in, keep, err := os.Pipe()
+	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer keep.Close()
-	c.Stdin = in
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	in.Close()
-	var server int
-	for deadline := time.Now().Add(10 * time.Second); server == 0 && time.Now().Before(deadline); {
-		// The child belongs to the thread that started it (handOff locks one),
-		// not always the main one: look at every thread's children.
-		lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", c.Process.Pid))
-		for _, l := range lists {
-			if kids, _ := os.ReadFile(l); server == 0 {
-				server, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	defer c.Process.Kill()
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",`+
+		`"capabilities":{},"clientInfo":{"name":"one","version":"1"}}}`)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"serverInfo"`) {
+		t.Fatalf("initialize: %v %q", err, line)
 	}
-	if server == 0 {
-		t.Fatal("sbf mcp started no sbf-server")
+	pid := c.Process.Pid
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil || filepath.Base(exe) != ServerBinary {
+		t.Errorf("the process the client started runs %q (%v), not %s", exe, err, ServerBinary)
+	}
+	if kib, procs := treeRSS(pid); procs != 1 {
+		t.Errorf("sbf mcp runs as %d processes (%.0f KiB in all)", procs, kib)
 	}
 	c.Process.Kill()
 	c.Wait()
-	for deadline := time.Now().Add(10 * time.Second); processAlive(server); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); processAlive(pid); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			syscall.Kill(server, syscall.SIGKILL)
-			t.Fatalf("sbf-server (pid %d) still runs 10 s after its sbf was killed", server)
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("sbf mcp (pid %d) still runs 10 s after it was killed", pid)
 		}
 	}
 }

@@ -2,7 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -11,7 +16,9 @@ import (
 )
 
 // BenchmarkMCPStdioProcess measures tool round trips to a real `sbf mcp`
-// process over stdio, then the server's resident memory after 1,000 calls.
+// process over stdio, then the resident memory of `sbf mcp` after 1,000
+// calls and after 1,000 run_command calls, counted across every process
+// it runs as (issue 42.5: the server and any process it started).
 func BenchmarkMCPStdioProcess(b *testing.B) {
 	w := newSimWorkspace(b, "[vm]\ndriver = \"sim\"\n")
 	var server *exec.Cmd
@@ -55,8 +62,58 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 		}
 		for b.Loop() {
 		}
-		if kib, ok := procStatus(server.Process.Pid, "VmRSS:"); ok {
-			b.ReportMetric(kib, "rss-KiB")
+		kib, procs := treeRSS(server.Process.Pid)
+		b.ReportMetric(kib, "rss-KiB")
+		b.ReportMetric(float64(procs), "processes")
+	})
+	id := ""
+	b.Run("rss-after-1000-run_command", func(b *testing.B) {
+		if id == "" {
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = "list_instances", nil
+			res, err := c.CallTool(ctx, req)
+			if err != nil || res.IsError {
+				b.Fatalf("list_instances: %v %v", err, res)
+			}
+			rows, _ := res.StructuredContent.(map[string]any)["instances"].([]any)
+			if len(rows) == 0 {
+				b.Fatal("no instance")
+			}
+			id, _ = rows[0].(map[string]any)["instance_id"].(string)
+			for range 1000 {
+				call("run_command", map[string]any{"instance_id": id, "command": "true"})
+			}
+		}
+		for b.Loop() {
+		}
+		kib, procs := treeRSS(server.Process.Pid)
+		b.ReportMetric(kib/1024, "rss-MiB")
+		b.ReportMetric(float64(procs), "processes")
+		// The server's own: its heap and stacks, and the pages of its binary.
+		for _, part := range []string{"RssAnon", "RssFile"} {
+			if v, ok := procStatus(server.Process.Pid, part+":"); ok {
+				b.ReportMetric(v/1024, part+"-MiB")
+			}
 		}
 	})
+}
+
+// treeRSS is the resident memory of a process and of every process below
+// it (Linux: /proc's children lists, of every thread), and how many they
+// are.
+func treeRSS(pid int) (kib float64, procs int) {
+	if rss, ok := procStatus(pid, "VmRSS:"); ok {
+		kib, procs = rss, 1
+	}
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, l := range lists {
+		kids, _ := os.ReadFile(l)
+		for _, f := range strings.Fields(string(kids)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				k, n := treeRSS(child)
+				kib, procs = kib+k, procs+n
+			}
+		}
+	}
+	return kib, procs
 }

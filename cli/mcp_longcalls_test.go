@@ -28,3 +28,22 @@ func TestTypeScriptSDKLongCallsReportProgressAndRunAsTasks(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// An agent's whole flow through the official TypeScript SDK over stdio
+// (issue 42): logging at debug, a create with progress and a total, a
+// command, the files toolset switched on and a file written and read,
+// the destroy, and the log lines of its workspace heard along the way.
+// mcpserver/testdata/tsclient/flow.mjs holds the calls.
+func TestTypeScriptSDKAgentFlow(t *testing.T) {
+	t.Parallel()
+	ensureTSClient(t)
+	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	c := exec.Command("node", "flow.mjs", sbfBinary, w.root)
+	c.Dir = tsClientDir
+	c.Env = slices.Clone(w.env)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("an agent's flow through the TypeScript SDK: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

@@ -31,6 +31,9 @@ func newProgress(w io.Writer, heartbeat time.Duration) *progress {
 
 // event is the executor's Events callback.
 func (p *progress) event(ev reconcile.Event) {
+	if ev.Lease != nil {
+		return // a lease end recorded is no step: the command's result says it
+	}
 	key := fmt.Sprintf("%s: %s", ev.Sandbox, ev.Kind)
 	p.mu.Lock()
 	defer p.mu.Unlock()

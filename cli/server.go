@@ -49,11 +49,19 @@ func (a *app) serverCommands() []*cobra.Command {
 // handOff runs sbf-server with this command line, on this process's
 // standard streams and environment, and ends with its exit code. It adds
 // nothing: a server serves what its command line names (a -C the user
-// typed is in list), never the folder it was started in.
+// typed is in list), never the folder it was started in. Where it can
+// (unix, sbf's own process), it becomes sbf-server: an sbf parent that
+// only waits held 19 MiB for nothing (issue 42.5). Otherwise (Windows, an
+// sbf run in process by a test) sbf-server is its child, ended with it.
 func (a *app) handOff(name string, list []string) error {
 	bin, err := a.serverBinary()
 	if err != nil {
 		return err
+	}
+	if canExecServer && a.executable != "" {
+		err := execServer(bin, append([]string{bin, name}, list...))
+		return coded.New(coded.BackendUnavailable, map[string]any{"binary": bin},
+			"starting %s in place of sbf: %v", bin, err)
 	}
 	cmd := exec.Command(bin, append([]string{name}, list...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = a.stdin, a.stdout, a.stderr, os.Environ()

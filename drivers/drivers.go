@@ -43,6 +43,12 @@ type Spec struct {
 	// backend gives it. A backend that cannot enforce it says so
 	// (EgressEnforcer); none may run the VM with it unenforced.
 	Egress *Egress `json:"egress,omitempty"`
+	// LeaseEnd, on a create, is when the sandbox's lease ends: a backend that records leases
+	// on its instances (LeaseRecorder) writes it with the instance's first write, so an
+	// instance never exists without its lease however the creating sbf dies. It belongs to
+	// the create, not to what the VM is: never compared, never recorded as the VM's spec
+	// (the record's lease is the sandbox's).
+	LeaseEnd *time.Time `json:"lease_end,omitempty"`
 }
 
 // Egress is a VM's network policy: Mode "deny" (no route out) or

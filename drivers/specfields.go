@@ -88,6 +88,8 @@ var specFields = []specField{
 	{"Emulation", func(cur, want Spec, _ string) []Change {
 		return str("emulation", cur.Emulation, want.Emulation, NoEffect)
 	}},
+	// A create's lease end, not what the VM is: the planner keeps leases (Plan.Leases).
+	{"LeaseEnd", func(Spec, Spec, string) []Change { return nil }},
 }
 
 func diffDisk(cur, want Spec, _ string) []Change {

@@ -48,6 +48,10 @@ const (
 	// unknownTaskID is what a request for another's task asks mcp-go for:
 	// no task has it, so the answer is the one an id that never existed gets.
 	unknownTaskID = "sbf-no-such-task"
+	// taskPollMillis is the pollInterval a task suggests (mcp-go sets none):
+	// an engine step takes seconds, a boot minutes; every 2 s picks a short
+	// command's result up soon without a client polling a boot in a loop.
+	taskPollMillis = int64(2000)
 )
 
 // taskExecution says whether a tool may run as a task.
@@ -132,6 +136,7 @@ func (s *Server) taskOptions(hooks *server.Hooks) []server.ServerOption {
 		}
 		req.Params.Meta.AdditionalFields[taskLinkField] = &taskLink{session: sessionOf(ctx)}
 	})
+	s.suggestPolling(hooks)
 	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
 		created, ok := result.(*mcp.CreateTaskResult)
 		if link := linkOf(*req); ok && link != nil {
@@ -260,4 +265,28 @@ func sessionOf(ctx context.Context) string {
 		return cs.SessionID()
 	}
 	return ""
+}
+
+// suggestPolling has every task the server answers with (made, got,
+// listed) suggest its pollInterval.
+func (s *Server) suggestPolling(hooks *server.Hooks) {
+	suggest := func(t *mcp.Task) {
+		if t.PollInterval == nil {
+			every := taskPollMillis
+			t.PollInterval = &every
+		}
+	}
+	hooks.AddAfterCallTool(func(_ context.Context, _ any, _ *mcp.CallToolRequest, result any) {
+		if created, ok := result.(*mcp.CreateTaskResult); ok {
+			suggest(&created.Task)
+		}
+	})
+	hooks.AddAfterGetTask(func(_ context.Context, _ any, _ *mcp.GetTaskRequest, res *mcp.GetTaskResult) {
+		suggest(&res.Task)
+	})
+	hooks.AddAfterListTasks(func(_ context.Context, _ any, _ *mcp.ListTasksRequest, res *mcp.ListTasksResult) {
+		for i := range res.Tasks {
+			suggest(&res.Tasks[i])
+		}
+	})
 }

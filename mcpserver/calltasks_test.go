@@ -48,7 +48,7 @@ func (f *fixture) waitTask(id string) string {
 
 // A long call started as a task runs to its end after tools/call has
 // answered (mcp-go#897 would cancel it at once), and tasks/result holds
-// what the call would have returned.
+// what the call would have returned; the task suggests a pollInterval.
 func TestACreateRunsAsATask(t *testing.T) {
 	f := newFixture(t, simSpec)
 	f.srv.cfg.Engine.Drivers = func(string, *spec.Resolved) (reconcile.Driver, error) {
@@ -63,6 +63,17 @@ func TestACreateRunsAsATask(t *testing.T) {
 		t.Errorf("a task without a ttl is kept %v ms; want at most the server's %d", task["ttl"], maxTaskTTLMillis)
 	}
 	id := task["taskId"].(string)
+	// Each answer naming the task suggests how often to poll it.
+	got := f.rpc(3, "tasks/get", map[string]any{"taskId": id})
+	listed, _ := f.rpc(3, "tasks/list", map[string]any{})["tasks"].([]any)
+	for _, named := range append([]any{task, got}, listed...) {
+		if every, _ := named.(map[string]any)["pollInterval"].(float64); int64(every) != taskPollMillis {
+			t.Errorf("a task suggests pollInterval %v, want %d: %v", every, taskPollMillis, named)
+		}
+	}
+	if len(listed) != 1 {
+		t.Errorf("tasks/list: %v", listed)
+	}
 	if status := f.waitTask(id); status != "completed" {
 		t.Fatalf("task ended %s: %v", status, f.rpc(3, "tasks/get", map[string]any{"taskId": id}))
 	}

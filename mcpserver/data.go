@@ -13,29 +13,29 @@ import (
 )
 
 type runArgs struct {
-	InstanceID     string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID     string            `json:"instance_id"`
 	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
-	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
 	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept (at most the operator's [policy] max_output_bytes); the rest is counted and dropped."`
 }
 
 type copyArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	LocalPath  string `json:"local_path" jsonschema:"Host path, inside the workspace (or another allowed folder); relative to the workspace."`
 	RemotePath string `json:"remote_path" jsonschema:"Guest path."`
 }
 
 type syncArgs struct {
-	InstanceID string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string   `json:"instance_id"`
 	LocalPath  string   `json:"local_path" jsonschema:"Host folder, inside the workspace (or another allowed folder)."`
 	RemotePath string   `json:"remote_path" jsonschema:"Guest folder."`
 	Exclude    []string `json:"exclude,omitempty" jsonschema:"fnmatch patterns replacing [sync] exclude_patterns (.git is still left out unless [sync] include_git)."`
 }
 
 type collectArgs struct {
-	InstanceID  string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID  string   `json:"instance_id"`
 	RemotePaths []string `json:"remote_paths" jsonschema:"Guest files or folders to collect."`
 	LocalDest   string   `json:"local_dest" jsonschema:"Host folder (created if missing), inside the workspace or another allowed folder."`
 }

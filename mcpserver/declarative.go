@@ -19,8 +19,8 @@ type validateArgs struct {
 }
 
 type prepareArgs struct {
-	InstanceID      string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	IncludeServices *bool  `json:"include_services,omitempty" default:"true" jsonschema:"Run the sandbox's MySQL/Redis services (ANDed with [infra] include_services_by_default). Default true."`
+	InstanceID      string `json:"instance_id"`
+	IncludeServices *bool  `json:"include_services,omitempty" default:"true" jsonschema:"Run the sandbox's MySQL/Redis services (ANDed with [infra] include_services_by_default)."`
 	WaitForReady    bool   `json:"wait_for_ready,omitempty" default:"false" jsonschema:"Wait until services answer their readiness probes."`
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 type dockerBuildArgs struct {
-	InstanceID  string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID  string            `json:"instance_id"`
 	ContextPath string            `json:"context_path" jsonschema:"Build context: a folder in the guest."`
 	ImageTag    string            `json:"image_tag" jsonschema:"Tag of the image to build (repository:tag)."`
 	Dockerfile  string            `json:"dockerfile,omitempty" jsonschema:"Dockerfile path (docker build -f)."`
@@ -24,7 +24,7 @@ type dockerBuildArgs struct {
 }
 
 type dockerRunArgs struct {
-	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string            `json:"instance_id"`
 	Image      string            `json:"image" jsonschema:"Image to run."`
 	Command    string            `json:"command,omitempty" jsonschema:"Command, run with sh -lc in the container."`
 	Name       string            `json:"name,omitempty" jsonschema:"Container name."`
@@ -32,32 +32,32 @@ type dockerRunArgs struct {
 	Volumes    []string          `json:"volumes,omitempty" jsonschema:"Volumes (-v), as docker takes them."`
 	Ports      []string          `json:"ports,omitempty" jsonschema:"Published ports (-p), as docker takes them."`
 	Workdir    string            `json:"workdir,omitempty" jsonschema:"Working directory in the container (-w)."`
-	Detach     *bool             `json:"detach,omitempty" default:"true" jsonschema:"Run in the background (-d); default true."`
+	Detach     *bool             `json:"detach,omitempty" default:"true" jsonschema:"Run in the background (-d)."`
 	Privileged bool              `json:"privileged,omitempty" default:"false" jsonschema:"Run privileged."`
 }
 
 type dockerExecArgs struct {
-	InstanceID     string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID     string `json:"instance_id"`
 	Container      string `json:"container" jsonschema:"Container name or id."`
 	Command        string `json:"command" jsonschema:"Command, run with sh -lc in the container."`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds."`
 }
 
 type dockerLogsArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Container  string `json:"container" jsonschema:"Container name or id."`
-	Tail       *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (default 500)."`
+	Tail       *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return."`
 	Follow     bool   `json:"follow,omitempty" default:"false" jsonschema:"Follow the output; returns what came within 30 seconds."`
 	Since      string `json:"since,omitempty" jsonschema:"Only lines since this time or duration (docker logs --since)."`
 }
 
 type dockerComposeArgs struct {
-	InstanceID string   `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	ProjectDir string   `json:"project_dir" jsonschema:"Guest folder of the compose project. For a sandbox with compose = true, the workspace root (or ~/.sbf/sbf-SANDBOX in the guest) names the stack sbf converges: up and restart then go through the engine."`
+	InstanceID string   `json:"instance_id"`
+	ProjectDir string   `json:"project_dir" jsonschema:"Guest folder of the compose project; the workspace root (or ~/.sbf/sbf-SANDBOX) names the stack sbf converges (compose = true)."`
 	Action     string   `json:"action" jsonschema:"The compose command."`
 	File       string   `json:"file,omitempty" jsonschema:"Compose file (-f)."`
 	Services   []string `json:"services,omitempty" jsonschema:"Services the action applies to (exec uses the first)."`
-	Detach     *bool    `json:"detach,omitempty" default:"true" jsonschema:"up -d; default true."`
+	Detach     *bool    `json:"detach,omitempty" default:"true" jsonschema:"up -d."`
 	Command    string   `json:"command,omitempty" jsonschema:"Command for exec, run with sh -lc."`
 	Follow     bool     `json:"follow,omitempty" default:"false" jsonschema:"logs --follow; returns what came within 30 seconds."`
 	Since      string   `json:"since,omitempty" jsonschema:"logs --since."`
@@ -65,21 +65,21 @@ type dockerComposeArgs struct {
 }
 
 type dockerPsArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	All        bool   `json:"all,omitempty" default:"false" jsonschema:"Include stopped containers (-a)."`
 }
 
 type dockerImagesArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 }
 
 type dockerCleanupArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Mode       string `json:"mode,omitempty" default:"\"safe\"" jsonschema:"safe (default): stopped containers and dangling images; aggressive: also every unused image, network and volume."`
+	InstanceID string `json:"instance_id"`
+	Mode       string `json:"mode,omitempty" default:"\"safe\"" jsonschema:"safe: stopped containers and dangling images; aggressive: also every unused image, network and volume."`
 }
 
 type validateImageArgs struct {
-	InstanceID    string         `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID    string         `json:"instance_id"`
 	ImageName     string         `json:"image_name" jsonschema:"Image in the guest to judge."`
 	WorkspaceRoot string         `json:"workspace_root,omitempty" jsonschema:"Workspace whose git state and [build] settings the image is judged against; default the instance's (must be inside the allowed folders)."`
 	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks (max_age_hours null: any age)."`

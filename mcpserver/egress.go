@@ -8,8 +8,8 @@ import (
 )
 
 type egressLogArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
-	Tail       *int   `json:"tail,omitempty" jsonschema:"The newest decisions to return (default 100, at most 1000)."`
+	InstanceID string `json:"instance_id"`
+	Tail       *int   `json:"tail,omitempty" default:"100" jsonschema:"The newest decisions to return."`
 }
 
 func (s *Server) registerEgress() {

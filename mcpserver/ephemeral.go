@@ -12,19 +12,19 @@ import (
 type ephemeralArgs struct {
 	WorkspaceRoot  string            `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
 	Command        string            `json:"command" jsonschema:"Shell command, run with sh -c in the guest."`
-	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds (default 600)."`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty" default:"600" jsonschema:"Kill the command after this many seconds."`
 	Workdir        string            `json:"workdir,omitempty" jsonschema:"Guest folder to run in."`
 	Env            map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
 	MaxOutputBytes *int              `json:"max_output_bytes,omitempty" default:"1048576" jsonschema:"Bytes of stdout and of stderr kept; the rest is counted."`
-	CPUs           *int              `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for the sandbox (a warm spare of that shape is taken when a pool has one)."`
+	CPUs           *int              `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for the sandbox (a pool's spare of that shape is taken)."`
 	MemoryGiB      *float64          `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for the sandbox."`
 }
 
 func (s *Server) registerEphemeral() {
 	addTool(s, toolDef{name: "run_ephemeral", set: setCore, title: "Run a command in a throwaway sandbox",
-		about: "Run one command in a sandbox of its own, in one call: the sandbox is made (a warm spare when the " +
-			"workspace's pool has one), the command runs, the sandbox is destroyed. Returns run_command's " +
-			"result plus warm_spare, sandbox_ready_ms and destroyed. Long boots report progress."}, s.runEphemeral)
+		about: "Make a sandbox (a pool's warm spare when there is one), run one command in it and destroy it, " +
+			"in one call. Returns run_command's result plus warm_spare, sandbox_ready_ms and destroyed."},
+		s.runEphemeral)
 }
 
 // runEphemeral is create_instance (no bootstrap), run_command and

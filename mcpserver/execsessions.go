@@ -19,7 +19,7 @@ import (
 // translate its answers into JSON and nothing more.
 
 type startSessionArgs struct {
-	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string            `json:"instance_id"`
 	Argv       []string          `json:"argv,omitempty" jsonschema:"The command as a list of words, each passed as is (give argv or command)."`
 	Command    string            `json:"command,omitempty" jsonschema:"A shell command line, run by sh -c (give argv or command)."`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
@@ -30,9 +30,9 @@ type startSessionArgs struct {
 
 type readSessionArgs struct {
 	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
-	Cursor    *int64 `json:"cursor,omitempty" jsonschema:"Where to read from: 0 (the default) for the start, else the next_cursor of the last read."`
-	MaxBytes  *int   `json:"max_bytes,omitempty" jsonschema:"Most output bytes to return (default 65536, at most 1048576)."`
-	WaitMS    *int   `json:"wait_ms,omitempty" jsonschema:"When there is no new output yet, wait up to this long for some (default 0, at most 30000)."`
+	Cursor    *int64 `json:"cursor,omitempty" default:"0" jsonschema:"Where to read from: 0 for the start, else the last read's next_cursor."`
+	MaxBytes  *int   `json:"max_bytes,omitempty" default:"65536" jsonschema:"Most output bytes to return."`
+	WaitMS    *int   `json:"wait_ms,omitempty" default:"0" jsonschema:"When there is no new output yet, wait up to this long for some."`
 }
 
 type writeSessionArgs struct {

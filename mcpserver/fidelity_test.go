@@ -249,7 +249,9 @@ var wantHints = map[string]hints{
 }
 
 // Every registered tool says, in tools/list, exactly what wantHints says:
-// all four hints explicit.
+// destructiveHint and openWorldHint explicit (the protocol defaults both
+// to true), readOnlyHint and idempotentHint explicit when true (missing,
+// both are false).
 func TestToolAnnotationsAreTruthful(t *testing.T) {
 	f := newFixture(t, simSpec)
 	res, err := f.c.ListTools(context.Background(), mcp.ListToolsRequest{})
@@ -267,10 +269,17 @@ func TestToolAnnotationsAreTruthful(t *testing.T) {
 			name string
 			got  *bool
 			want bool
-		}{{"readOnlyHint", a.ReadOnlyHint, want.readOnly}, {"destructiveHint", a.DestructiveHint, want.destructive},
-			{"idempotentHint", a.IdempotentHint, want.idempotent}, {"openWorldHint", a.OpenWorldHint, want.openWorld}} {
-			if h.got == nil || *h.got != h.want {
-				t.Errorf("%s: %s = %v, want %v", tool.Name, h.name, deref(h.got), h.want)
+			// omittable: a missing hint is false.
+			omittable bool
+		}{{"readOnlyHint", a.ReadOnlyHint, want.readOnly, true},
+			{"destructiveHint", a.DestructiveHint, want.destructive, false},
+			{"idempotentHint", a.IdempotentHint, want.idempotent, true},
+			{"openWorldHint", a.OpenWorldHint, want.openWorld, false}} {
+			said := h.got != nil
+			wrong := said && *h.got != h.want || !said && h.want
+			if wrong || !said && !h.omittable || said && h.omittable && !*h.got {
+				t.Errorf("%s: %s = %v, want %v (said only when true: %v)", tool.Name, h.name, deref(h.got), h.want,
+					h.omittable)
 			}
 		}
 	}
@@ -278,7 +287,7 @@ func TestToolAnnotationsAreTruthful(t *testing.T) {
 		t.Errorf("only %d tools listed", len(res.Tools))
 	}
 	// Unknown tools get the protocol's worst case, never "read-only".
-	if a := annotations("no_such_tool"); *a.ReadOnlyHint || !*a.DestructiveHint || *a.IdempotentHint ||
+	if a := annotations("no_such_tool"); a.ReadOnlyHint != nil || !*a.DestructiveHint || a.IdempotentHint != nil ||
 		!*a.OpenWorldHint {
 		t.Errorf("a tool without hints is annotated %+v", a)
 	}

@@ -15,45 +15,45 @@ import (
 // their host-path policy.
 
 type readFileArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Path       string `json:"path" jsonschema:"Guest file; a relative path is relative to the guest user's home."`
 	Encoding   string `json:"encoding,omitempty" jsonschema:"utf8 or base64. Default: utf8 when the bytes are UTF-8, else base64 (the result says which)."`
-	Offset     *int64 `json:"offset,omitempty" jsonschema:"Byte to start at (default 0)."`
-	Limit      *int   `json:"limit,omitempty" jsonschema:"Bytes to read (default 1 MiB, at most 4 MiB); truncated and next_offset say whether more follows."`
+	Offset     *int64 `json:"offset,omitempty" default:"0" jsonschema:"Byte to start at."`
+	Limit      *int   `json:"limit,omitempty" default:"1048576" jsonschema:"Bytes to read; truncated and next_offset say whether more follows."`
 }
 
 type writeFileArgs struct {
-	InstanceID  string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID  string `json:"instance_id"`
 	Path        string `json:"path" jsonschema:"Guest file to create or replace (atomically: a reader sees the old file or the new one)."`
 	Content     string `json:"content" jsonschema:"The whole new content (at most 8 MiB once decoded)."`
-	Encoding    string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64: how content is encoded."`
+	Encoding    string `json:"encoding,omitempty" default:"\"utf8\"" jsonschema:"utf8 or base64: how content is encoded."`
 	Mode        string `json:"mode,omitempty" jsonschema:"Octal permissions such as 0644; default: an existing file's, else 0644."`
 	MakeParents bool   `json:"make_parents,omitempty" jsonschema:"Create missing parent folders."`
 }
 
 type listFilesArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Path       string `json:"path" jsonschema:"Guest folder."`
 	Recursive  bool   `json:"recursive,omitempty" jsonschema:"List everything below the folder, not only its entries."`
-	Limit      *int   `json:"limit,omitempty" jsonschema:"Entries to return (default 1000, at most 10000); truncated says whether there were more."`
+	Limit      *int   `json:"limit,omitempty" default:"1000" jsonschema:"Entries to return; truncated says whether there were more."`
 }
 
 type guestPathArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Path       string `json:"path" jsonschema:"Guest path."`
 }
 
 type removePathArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Path       string `json:"path" jsonschema:"Guest file, link or folder to remove (a link is removed, not followed)."`
 	Recursive  bool   `json:"recursive,omitempty" jsonschema:"Remove a folder with everything in it (without: only an empty one)."`
 }
 
 type makeDirArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Path       string `json:"path" jsonschema:"Guest folder to create."`
-	Mode       string `json:"mode,omitempty" jsonschema:"Octal permissions such as 0755 (the default)."`
-	Parents    *bool  `json:"parents,omitempty" jsonschema:"Create missing parent folders too (default true)."`
+	Mode       string `json:"mode,omitempty" default:"\"0755\"" jsonschema:"Octal permissions."`
+	Parents    *bool  `json:"parents,omitempty" default:"true" jsonschema:"Create missing parent folders too."`
 }
 
 var fileHints = map[string]hints{

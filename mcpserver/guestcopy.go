@@ -14,7 +14,7 @@ import (
 // operator's copy ceiling.
 
 type relocateArgs struct {
-	InstanceID  string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID  string `json:"instance_id"`
 	Src         string `json:"src" jsonschema:"Guest file, link or folder; a relative path is relative to the guest user's home."`
 	Dst         string `json:"dst" jsonschema:"Guest path it goes to (the full new path, not a folder to put it in)."`
 	Overwrite   bool   `json:"overwrite,omitempty" jsonschema:"Replace what is at dst (a folder with everything in it); without it an existing dst is refused."`

@@ -82,16 +82,27 @@ var toolHints = map[string]hints{
 // toolHints: assume the worst. (A test fails for every such tool.)
 var unknownHints = hints{destructive: true, openWorld: true}
 
-// annotations are a tool's hints as MCP annotations, every one explicit.
+// annotations are a tool's hints as MCP annotations. destructiveHint and
+// openWorldHint are always said: the protocol's default for both is true,
+// and a client that read a missing one as false would think a tool safer
+// than it is. readOnlyHint and idempotentHint are said only when true:
+// missing, they are false by the protocol and by any reading, and every
+// turn of a conversation carries the list.
 func annotations(name string) mcp.ToolAnnotation {
 	h, ok := toolHints[name]
 	if !ok {
 		h = unknownHints
 	}
+	onlyTrue := func(b bool) *bool {
+		if !b {
+			return nil
+		}
+		return mcp.ToBoolPtr(true)
+	}
 	return mcp.ToolAnnotation{
-		ReadOnlyHint:    mcp.ToBoolPtr(h.readOnly),
+		ReadOnlyHint:    onlyTrue(h.readOnly),
 		DestructiveHint: mcp.ToBoolPtr(h.destructive),
-		IdempotentHint:  mcp.ToBoolPtr(h.idempotent),
+		IdempotentHint:  onlyTrue(h.idempotent),
 		OpenWorldHint:   mcp.ToBoolPtr(h.openWorld),
 	}
 }

@@ -139,7 +139,7 @@ func toInt64(v any) int64 {
 type historyArgs struct {
 	InstanceID    string `json:"instance_id,omitempty" jsonschema:"Only this instance's calls (default: every sandbox of the workspace)."`
 	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"The workspace whose history to read, when no instance_id names it (default: the server's)."`
-	Limit         *int   `json:"limit,omitempty" jsonschema:"The newest calls to return (default 100, at most 1000)."`
+	Limit         *int   `json:"limit,omitempty" default:"100" jsonschema:"The newest calls to return."`
 }
 
 const (

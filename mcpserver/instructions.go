@@ -36,10 +36,11 @@ func instructions(cfg Config) string {
 		first = served[0]
 	}
 	b.WriteString("First calls: create_instance {workspace_root: \"" + first + "\"} (an absolute path; returns " +
-		"instance_id, an inst_ id), then run_command {instance_id, command}; list_instances shows what exists; " +
-		"extend_instance_ttl keeps a sandbox past its lease; destroy_instance ends it. plan/apply converge the " +
-		"sandboxes .sandboxforge.toml declares. Prompts start_sandbox, run_tests and bring_results_back walk " +
-		"through the usual workflow; logging/setLevel warning announces expiring leases.\n")
+		"instance_id, the inst_ id every instance tool takes), then run_command {instance_id, command}; " +
+		"list_instances shows what exists; extend_instance_ttl keeps a sandbox past its lease; destroy_instance " +
+		"ends it. plan/apply converge the sandboxes .sandboxforge.toml declares. Prompts start_sandbox, " +
+		"run_tests and bring_results_back walk through the usual workflow; logging/setLevel info tells each " +
+		"step and lease of your workspaces, warning only expiring leases.\n")
 	b.WriteString("A result's warnings list what sbf corrected or left out (an unknown argument); the call " +
 		"succeeded. tools/list holds some toolsets; enable_toolset lists the others (files, sessions, " +
 		"snapshots, ports and stats…) and adds one to this session's list.")

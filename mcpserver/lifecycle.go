@@ -15,7 +15,7 @@ import (
 type createArgs struct {
 	WorkspaceRoot string   `json:"workspace_root" jsonschema:"Absolute path of the workspace folder (where .sandboxforge.toml lives)."`
 	TTLMinutes    *int     `json:"ttl_minutes,omitempty" jsonschema:"Lease length in minutes; default [lease] default_ttl (30). At most [lease] max_ttl."`
-	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" default:"true" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation. Default true."`
+	AutoBootstrap *bool    `json:"auto_bootstrap,omitempty" default:"true" jsonschema:"Prepare the workspace (runtime, services, compose) right after creation."`
 	WaitForReady  bool     `json:"wait_for_ready,omitempty" default:"false" jsonschema:"When bootstrapping, wait until services answer their readiness probes."`
 	CPUs          *int     `json:"cpus,omitempty" jsonschema:"Override [vm] cpus for this instance."`
 	MemoryGiB     *float64 `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for this instance."`
@@ -23,12 +23,12 @@ type createArgs struct {
 }
 
 type instanceArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Force      bool   `json:"force,omitempty" default:"false" jsonschema:"Delete the VM at once, without a clean stop (a VM still booting always is)."`
 }
 
 type extendArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	TTLMinutes int    `json:"ttl_minutes" jsonschema:"Minutes to add to the lease; at most [lease] max_ttl per call, within max_lifetime overall."`
 }
 

@@ -98,6 +98,7 @@ func (s *Server) logPass(ws spec.Options, res *reconcile.Result, err error) {
 	if res == nil {
 		return
 	}
+	s.logPassDone(ws.Root, res)
 	if res.Outcome != nil {
 		for _, a := range res.Outcome.Done {
 			s.logAction(ws.Root, res, a, nil)
@@ -108,6 +109,24 @@ func (s *Server) logPass(ws spec.Options, res *reconcile.Result, err error) {
 	}
 	s.warnLeases(ws.Root, res)
 	s.warnEgress(ws.Root, res) // egresslog.go
+}
+
+// logPassDone says at debug that a pass looked at a workspace: what it
+// found to do and when the next lease there ends.
+func (s *Server) logPassDone(root string, res *reconcile.Result) {
+	done, failed := 0, 0
+	if res.Outcome != nil {
+		done, failed = len(res.Outcome.Done), len(res.Outcome.Failed)
+	}
+	data := map[string]any{"event": "loop_pass", "workspace_root": root, "sandboxes": len(res.Desired.Sandboxes),
+		"actions_done": done, "actions_failed": failed}
+	msg := fmt.Sprintf("loop pass: %d sandboxes, %d actions done, %d failed", len(res.Desired.Sandboxes), done, failed)
+	if !res.NextExpiry.IsZero() {
+		data["next_expiry"] = iso(res.NextExpiry)
+		msg += "; next lease end " + iso(res.NextExpiry)
+	}
+	data["message"] = msg
+	s.notify(mcp.LoggingLevelDebug, root, data)
 }
 
 // logAction: an expiry or a deletion is a warning (the agent loses its

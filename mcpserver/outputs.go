@@ -10,7 +10,7 @@ import (
 // an agent knows the fields before its first call and a validating client
 // can check them. Every result is an object that may carry more fields
 // than listed (additionalProperties: an answer grows, as v1's did, without
-// breaking a client) and a "warnings" list. A field is written
+// breaking a client) and a "warnings" list (said in the instructions). A field is written
 // "name type: description"; types are s(tring), i(nteger), n(umber),
 // b(oolean), a(rray), o(bject), * (any), and a trailing ? allows null.
 // Nothing is marked required: some fields are left out on some paths
@@ -24,17 +24,20 @@ var (
 	instanceIDField = "instance_id s"
 	execFields      = []string{instanceIDField, "command s", "exit_code i?", "stdout s", "stderr s", "duration_ms n",
 		"timed_out b", "stdout_truncated b", "stderr_truncated b"}
-	snapshotFields = []string{instanceIDField, "name s: The snapshot's name.", "backend s",
+	snapshotFields = []string{instanceIDField, "name s", "backend s",
 		"created_at s?", "size_bytes n?: Bytes on disk when the backend says.", "status s"}
+	// A sandbox's summary names a new instance (create, clone): its
+	// instance_id is described, so it is listed though the call took one.
 	summaryFields = []string{
-		instanceIDField, "backend s: The backend (driver) running it.", "status s",
+		"instance_id s: Its id, which the other tools take.", "backend s: The backend (driver) running it.",
+		"status s",
 		"created_at s?: When its VM was made (RFC 3339, UTC).", "expires_at s?: When its lease ends.",
 		"ssh_port i?", "workspace_root s", "workspace_id s", "backend_instance_name s: The backend's name for it.",
 	}
-	portFields = []string{instanceIDField, "port i: The guest port.", "host_port i: The port on 127.0.0.1.",
+	portFields = []string{instanceIDField, "port i", "host_port i: The port on 127.0.0.1.",
 		"host s", "url s", "status s", "created_at s?", "connections i", "failed_connections i", "bytes_in n",
 		"bytes_out n"}
-	sessionFields = []string{"session_id s: The id the other session tools take.", instanceIDField,
+	sessionFields = []string{"session_id s", instanceIDField,
 		"command s", "tty b", "status s: running or ended.", "started_at s", "output_bytes n: Output so far.",
 		"buffer_dropped_bytes n: Output the bounded buffer let go.", "idle_timeout_seconds i", "stdin_closed b",
 		"exit o?: exit_code, reason, timed_out, ended_at once it ended."}
@@ -146,6 +149,30 @@ var toolOutputs = map[string][]string{
 		"verdict, time.", "count i"},
 }
 
+// withoutEchoes leaves out of a tool's output schema the fields that
+// only echo a required argument (an instance_id, a path, a command): the
+// caller knows them, the answer still carries them (additionalProperties
+// is true) and every turn of a conversation carries the list. A field
+// with a description says more than an echo (a clone's instance_id is the
+// new instance's) and stays.
+func withoutEchoes(out json.RawMessage, required []string) json.RawMessage {
+	var schema map[string]any
+	if err := json.Unmarshal(out, &schema); err != nil {
+		panic(fmt.Sprintf("reading an output schema: %v", err))
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for _, arg := range required {
+		if p, ok := props[arg].(map[string]any); ok && p["description"] == nil {
+			delete(props, arg)
+		}
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("encoding an output schema: %v", err))
+	}
+	return raw
+}
+
 // fields copies a shared list so an append never writes into another
 // tool's.
 func fields(f []string) []string { return append([]string(nil), f...) }
@@ -160,9 +187,10 @@ func outputSchema(tool string) json.RawMessage {
 	if !ok {
 		return nil
 	}
-	// warnings: what sbf corrected or left out, the call still succeeded (the
-	// instructions say so once).
-	props := map[string]any{"warnings": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}
+	// warnings (what sbf corrected or left out; the call still succeeded)
+	// may come with any answer: the instructions say so once, not every
+	// output schema.
+	props := map[string]any{}
 	for _, f := range list {
 		decl, desc, _ := strings.Cut(f, ": ")
 		name, typ, _ := strings.Cut(decl, " ")

@@ -44,13 +44,13 @@ type portTable struct {
 func portKey(id string, port int) string { return id + "/" + strconv.Itoa(port) }
 
 type exposeArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Port       int    `json:"port" jsonschema:"The guest port (a server listening in the sandbox, on its loopback or all addresses)."`
 	HostPort   *int   `json:"host_port,omitempty" jsonschema:"The host port, on 127.0.0.1 (default: a free one; the result's host_port)."`
 }
 
 type unexposeArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 	Port       int    `json:"port" jsonschema:"The guest port expose_port forwarded."`
 }
 

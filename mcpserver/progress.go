@@ -28,8 +28,13 @@ type callProgress struct {
 	start time.Time
 
 	mu   sync.Mutex
-	sent float64 // progress must increase with every notification
-	step string  // what the call is doing, as the last event said
+	step string // what the call is doing, as the last event said
+	// The progress sent: the steps done, plus a fraction that grows with
+	// each notification since (n/(n+1): below the next step, and strictly
+	// increasing, as the protocol asks). The total, once an engine run
+	// says its steps, is every run's steps plus one: the call's own answer.
+	done, since int
+	runs        map[uint64]int // each engine run of the call → its steps
 }
 
 // withProgress reports a call's progress when its client asked for it
@@ -40,8 +45,8 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 		return ctx, func() {}
 	}
 	p := &callProgress{s: s, ctx: ctx, token: req.Params.Meta.ProgressToken, tool: tool,
-		start: s.cfg.Engine.Clock.Now(), step: "starting"}
-	p.send(tool + ": started")
+		start: s.cfg.Engine.Clock.Now(), step: "starting", runs: map[uint64]int{}}
+	p.send(tool+": started", false)
 	done := make(chan struct{})
 	beat := s.cfg.Settings.ProgressBeat
 	if beat <= 0 {
@@ -71,13 +76,15 @@ func (p *callProgress) wait(msg string) {
 	p.mu.Lock()
 	p.step = msg
 	p.mu.Unlock()
-	p.send(p.tool + ": " + msg)
+	p.send(p.tool+": "+msg, false)
 }
 
 // event turns an engine step into a notification.
 func (p *callProgress) event(ev reconcile.Event) {
 	what := fmt.Sprintf("%s: %s", ev.Sandbox, ev.Kind)
 	switch {
+	case ev.Lease != nil:
+		what = fmt.Sprintf("%s: lease until %s", ev.Sandbox, iso(ev.Lease.New))
 	case ev.Done && ev.Err != nil:
 		what = fmt.Sprintf("%s failed after %s: %v", what, ev.Elapsed.Round(time.Second), ev.Err)
 	case ev.Done:
@@ -87,8 +94,11 @@ func (p *callProgress) event(ev reconcile.Event) {
 	}
 	p.mu.Lock()
 	p.step = what
+	if ev.Run != 0 {
+		p.runs[ev.Run] = ev.Steps
+	}
 	p.mu.Unlock()
-	p.send(what)
+	p.send(what, ev.Done && ev.Lease == nil)
 }
 
 // beat repeats what the call waits for, with how long it has run.
@@ -97,14 +107,27 @@ func (p *callProgress) beat() {
 	step := p.step
 	p.mu.Unlock()
 	elapsed := p.s.cfg.Engine.Clock.Now().Sub(p.start).Round(time.Second)
-	p.send(fmt.Sprintf("%s still running after %s; waiting for: %s", p.tool, elapsed, step))
+	p.send(fmt.Sprintf("%s still running after %s; waiting for: %s", p.tool, elapsed, step), false)
 }
 
-func (p *callProgress) send(message string) {
+// send notifies the client; stepDone says an engine step just ended.
+func (p *callProgress) send(message string, stepDone bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // notifications leave in order, each with a greater progress
-	p.sent++
+	if stepDone {
+		p.done, p.since = p.done+1, 0
+	} else {
+		p.since++
+	}
+	params := map[string]any{"progressToken": p.token,
+		"progress": float64(p.done) + float64(p.since)/float64(p.since+1), "message": clip(message)}
+	if len(p.runs) > 0 {
+		total := 1
+		for _, steps := range p.runs {
+			total += steps
+		}
+		params["total"] = float64(total)
+	}
 	// A client that went away is no reason to fail the call.
-	_ = p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
-		"progressToken": p.token, "progress": p.sent, "message": clip(message)})
+	_ = p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", params)
 }

@@ -37,7 +37,7 @@ func progressOf(f *fixture) func() []map[string]any {
 // A call given a progress token reports each engine step and, while a
 // step is silent (a VM booting), beats at least every 10 s with what it
 // waits for: a client that resets its timeout on progress never times a
-// boot out.
+// boot out. Once the engine knows the steps, progress has a total.
 func TestLongCallsReportProgress(t *testing.T) {
 	f := newFixture(t, simSpec)
 	f.srv.cfg.Engine.Drivers = func(string, *spec.Resolved) (reconcile.Driver, error) {
@@ -71,7 +71,7 @@ func TestLongCallsReportProgress(t *testing.T) {
 	}
 	got := progress()
 	var last float64
-	var beats, created int
+	var beats, created, totals int
 	for _, n := range got {
 		p, _ := n["progress"].(float64)
 		msg, _ := n["message"].(string)
@@ -79,6 +79,16 @@ func TestLongCallsReportProgress(t *testing.T) {
 			t.Errorf("notification %v: want token boot-1 and progress above %v", n, last)
 		}
 		last = p
+		// Once the engine's run says its steps, each notification has a
+		// total the progress stays below until the call answers.
+		if total, ok := n["total"].(float64); ok {
+			totals++
+			if p >= total {
+				t.Errorf("notification %v: progress at or past its total", n)
+			}
+		} else if totals > 0 {
+			t.Errorf("notification %v has no total after one had it", n)
+		}
 		if strings.Contains(msg, "still running") && strings.Contains(msg, "waiting for: ") &&
 			strings.Contains(msg, ": create") {
 			beats++
@@ -86,6 +96,9 @@ func TestLongCallsReportProgress(t *testing.T) {
 		if strings.Contains(msg, ": create done in ") {
 			created++
 		}
+	}
+	if totals == 0 {
+		t.Errorf("no notification says a total: %v", got)
 	}
 	if beats < 3 || created != 1 {
 		t.Errorf("%d beats naming the create (want ≥ 3 over a 35 s boot), %d create done (want 1): %v",

@@ -8,8 +8,9 @@ import (
 )
 
 // openSchema is a tool's generated input schema made to say what the tool
-// does: additionalProperties true (unknown arguments are accepted with a
-// warning, as v1 accepted them) and each argument's default, from the
+// does: no additionalProperties, JSON Schema's default of true (unknown
+// arguments are accepted with a warning, as v1 accepted them; the list
+// does not say so 58 times) and each argument's default, from the
 // `default` tag (a JSON value) of A's field. A tag that is not JSON, or
 // names no argument of the schema, is a programming error.
 func openSchema[A any](tool string, raw json.RawMessage) json.RawMessage {
@@ -17,7 +18,7 @@ func openSchema[A any](tool string, raw json.RawMessage) json.RawMessage {
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool, err))
 	}
-	schema["additionalProperties"] = true
+	delete(schema, "additionalProperties")
 	props, _ := schema["properties"].(map[string]any)
 	t := reflect.TypeFor[A]()
 	for i := range t.NumField() {

@@ -8,7 +8,7 @@ import (
 )
 
 type statsArgs struct {
-	InstanceID string `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string `json:"instance_id"`
 }
 
 type healthArgs struct {

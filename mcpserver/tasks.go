@@ -11,7 +11,7 @@ import (
 )
 
 type startTaskArgs struct {
-	InstanceID string            `json:"instance_id" jsonschema:"An instance id from create_instance or list_instances."`
+	InstanceID string            `json:"instance_id"`
 	Command    string            `json:"command" jsonschema:"Shell command run detached in the guest."`
 	Cwd        string            `json:"cwd,omitempty" jsonschema:"Guest folder to run in."`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"Environment variables for the command."`
@@ -23,11 +23,11 @@ type taskArgs struct {
 
 type taskLogsArgs struct {
 	TaskID string `json:"task_id" jsonschema:"A task id from start_background_task."`
-	Tail   *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (default 500; 0 or less: all)."`
+	Tail   *int   `json:"tail,omitempty" default:"500" jsonschema:"Last lines to return (0 or less: all)."`
 	// Following the output (execsessions.go's cursor reads, for tasks).
 	Cursor   *int64 `json:"cursor,omitempty" jsonschema:"Follow the output: return bytes from this offset (0 for the start, then the last next_cursor) instead of the last lines."`
-	MaxBytes *int   `json:"max_bytes,omitempty" jsonschema:"With cursor: most bytes to return (default 65536, at most 1048576)."`
-	WaitMS   *int   `json:"wait_ms,omitempty" jsonschema:"With cursor: when there is nothing new yet, wait up to this long for more (default 0, at most 30000)."`
+	MaxBytes *int   `json:"max_bytes,omitempty" default:"65536" jsonschema:"With cursor: most bytes to return."`
+	WaitMS   *int   `json:"wait_ms,omitempty" default:"0" jsonschema:"With cursor: when there is nothing new yet, wait up to this long for more."`
 }
 
 type stopTaskArgs struct {

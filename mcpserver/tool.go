@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/reconcile"
 )
 
 // newToolError builds the envelope message first, as tools read best.
@@ -76,6 +77,7 @@ func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any
 		ctx = withCallScope(ctx)          // callscope.go
 		ctx, forget := s.asTask(ctx, req) // calltasks.go
 		defer forget()
+		ctx = reconcile.WithEvents(ctx, s.logStep)  // steplog.go
 		ctx, stop := s.withProgress(ctx, name, req) // progress.go
 		defer stop()
 		release, err := s.calls.acquire(ctx, name) // inflight.go: held until the result is rendered

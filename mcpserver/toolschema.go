@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -175,12 +176,18 @@ func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map
 // describeTool adds the output schema and the argument rules to a tool
 // about to be registered.
 func (s *Server) describeTool(tool *mcp.Tool) {
-	if out := outputSchema(tool.Name); out != nil {
-		tool.RawOutputSchema = out
-	}
 	var schema map[string]any
 	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
+	}
+	if out := outputSchema(tool.Name); out != nil {
+		var required []string
+		listed, _ := schema["required"].([]any)
+		for _, arg := range listed {
+			name, _ := arg.(string)
+			required = append(required, name)
+		}
+		tool.RawOutputSchema = withoutEchoes(out, required)
 	}
 	props, _ := schema["properties"].(map[string]any)
 	apply := func(rules map[string]argRule) {
@@ -218,6 +225,9 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 			}
 		}
 	}
+	for _, p := range props {
+		advertiseUnnulled(p)
+	}
 	apply(argRules[tool.Name])
 	apply(ceilingRules(s.cfg.Policy.Ceilings, spec.Defaults(s.cfg.Host).Lease.MaxTTL.Std())[tool.Name])
 	raw, err := json.Marshal(schema)
@@ -225,4 +235,17 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 		panic(fmt.Sprintf("tool %s: encoding its input schema: %v", tool.Name, err))
 	}
 	tool.RawInputSchema = raw
+}
+
+// advertiseUnnulled lists an optional argument the server also takes as
+// null (a pointer field: ["null", "integer"]) as its type alone: leaving
+// it out means the same, and a call the listed schema allows is still one
+// the server accepts; every turn of a conversation carries the list.
+func advertiseUnnulled(prop any) {
+	p, _ := prop.(map[string]any)
+	types, _ := p["type"].([]any)
+	if len(types) != 2 || !slices.Contains(types, any("null")) {
+		return
+	}
+	p["type"] = types[slices.IndexFunc(types, func(t any) bool { return t != "null" })]
 }

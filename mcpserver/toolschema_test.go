@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,8 +58,13 @@ func TestEveryToolIsDescribed(t *testing.T) {
 		if title == "" {
 			t.Errorf("%s has no top-level title", name)
 		}
-		if desc, _ := tool["description"].(string); !strings.Contains(desc, "Returns ") {
+		desc, _ := tool["description"].(string)
+		if !strings.Contains(desc, "Returns ") {
 			t.Errorf("%s: its description does not say what it returns: %q", name, desc)
+		}
+		// An instance_id argument is described once, where it is made.
+		if name == "create_instance" && !strings.Contains(desc, "instance_id, which the other tools take") {
+			t.Errorf("create_instance does not say what an instance_id is for: %q", desc)
 		}
 		out, _ := tool["outputSchema"].(map[string]any)
 		if out == nil || out["type"] != "object" {
@@ -70,6 +76,9 @@ func TestEveryToolIsDescribed(t *testing.T) {
 		for arg, p := range props {
 			prop := p.(map[string]any)
 			desc, _ := prop["description"].(string)
+			if desc == "" && arg != "instance_id" {
+				t.Errorf("%s.%s has no description", name, arg)
+			}
 			types := strings.Join(typeNames(prop["type"]), ",")
 			switch {
 			case strings.Contains(types, "string") && enumLike.MatchString(desc):
@@ -215,6 +224,41 @@ func TestSnapshotNamePatternIsTheServersRule(t *testing.T) {
 		stated := re.MatchString(name) && len(name) <= *r.maxLength
 		if stated != names.Snapshot(name) {
 			t.Errorf("%q: the schema says %v, the server %v", name, stated, names.Snapshot(name))
+		}
+	}
+}
+
+// An output schema leaves out only the fields that echo a required
+// argument and say nothing more (no description): a field that names
+// something new, as create_instance's and clone_instance's instance_id
+// (the new instance's, though clone takes the source's), stays listed.
+func TestOutputSchemasLeaveOutOnlyEchoes(t *testing.T) {
+	f := newFixture(t, simSpec)
+	for _, tool := range listedTools(t, f) {
+		name := tool["name"].(string)
+		var full map[string]any
+		if err := json.Unmarshal(outputSchema(name), &full); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		listed := tool["outputSchema"].(map[string]any)["properties"].(map[string]any)
+		required, _ := tool["inputSchema"].(map[string]any)["required"].([]any)
+		for field, p := range full["properties"].(map[string]any) {
+			if _, ok := listed[field]; ok {
+				continue
+			}
+			described := p.(map[string]any)["description"] != nil
+			if described || !slices.Contains(required, any(field)) {
+				t.Errorf("%s's output schema leaves out %s, which is no mere echo of an argument", name, field)
+			}
+		}
+	}
+	made := map[string]string{"create_instance": "instance_id", "clone_instance": "instance_id",
+		"start_session": "session_id"}
+	for _, tool := range listedTools(t, f) {
+		name, _ := tool["name"].(string)
+		props := tool["outputSchema"].(map[string]any)["properties"].(map[string]any)
+		if id := made[name]; id != "" && props[id] == nil {
+			t.Errorf("%s does not list the %s it makes: %v", name, id, props)
 		}
 	}
 }

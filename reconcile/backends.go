@@ -18,7 +18,7 @@ import (
 // Backends builds drivers from the registry: each once per process, or
 // once per workspace for a backend that keeps its world there (sim). env
 // is completed with the workspace's root.
-func Backends(env drivers.Env) DriverFactory { return OpenBackends(env).Get }
+func Backends(ctx context.Context, env drivers.Env) DriverFactory { return OpenBackends(ctx, env).Get }
 
 // BackendSet is the drivers one process built, closed together when it
 // is done (a plugin's process, kept connections).
@@ -26,11 +26,16 @@ type BackendSet struct {
 	Get   DriverFactory
 	mu    sync.Mutex
 	cache map[string]Driver
+	// life is what drivers are built with: the opener's values without
+	// its cancellation, since a driver outlives the request that first
+	// needed it (an interrupted run still finishes its steps with it);
+	// Close ends them.
+	life context.Context
 }
 
 // OpenBackends is Backends with a way to close what it built.
-func OpenBackends(env drivers.Env) *BackendSet {
-	set := &BackendSet{cache: map[string]Driver{}}
+func OpenBackends(ctx context.Context, env drivers.Env) *BackendSet {
+	set := &BackendSet{cache: map[string]Driver{}, life: context.WithoutCancel(ctx)}
 	set.Get = set.factory(env)
 	return set
 }
@@ -69,7 +74,7 @@ func (b *BackendSet) factory(env drivers.Env) DriverFactory {
 		if d, ok := cache[key]; ok {
 			return d, nil
 		}
-		d, err := reg.New(context.Background(), e)
+		d, err := reg.New(b.life, e)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ func TestABackendSetClosesWhatItBuilt(t *testing.T) {
 				return closingDriver{closed: &closed}, nil
 			}})
 	}
-	set := OpenBackends(drivers.Env{})
+	set := OpenBackends(context.Background(), drivers.Env{})
 	for range 3 {
 		if _, err := set.Get("closetest", &spec.Resolved{Root: "/ws"}); err != nil {
 			t.Fatal(err)

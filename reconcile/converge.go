@@ -303,7 +303,7 @@ func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *ex
 		Clock:       e.Clock,
 		Admit:       e.admission(r, desired, u.rec),
 		Parallelism: e.Parallelism,
-		Events:      e.eventsOf(ctx),
+		Events:      e.eventsOf(ctx, r.Root),
 		WorkspaceID: u.id,
 		HostDir:     e.HostDir,
 		Who:         e.holder(),

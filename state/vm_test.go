@@ -10,10 +10,12 @@ import (
 
 // Every field of a driver spec survives the state file's record of it,
 // byte for byte in JSON: a field added to drivers.Spec fails here until
-// the format learns it (a new optional field, or a new version).
+// the format learns it (a new optional field, or a new version). LeaseEnd
+// is a create's, not the VM's: the record's lease is the sandbox's own.
 func TestTheVMRecordKeepsEverySpecField(t *testing.T) {
 	s := drivers.Spec{}
 	fill(reflect.ValueOf(&s).Elem())
+	s.LeaseEnd = nil
 	back := SpecOf(RecordOf(s))
 	if !reflect.DeepEqual(back, s) {
 		t.Errorf("round trip lost fields:\n got %+v\nwant %+v", back, s)
@@ -51,6 +53,9 @@ func fill(v reflect.Value) {
 		fill(v.Elem())
 	case reflect.Struct:
 		for i := range v.NumField() {
+			if !v.Field(i).CanSet() {
+				continue // a time.Time's inside
+			}
 			fill(v.Field(i))
 		}
 	}

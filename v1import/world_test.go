@@ -44,7 +44,7 @@ func (w world) engine(t *testing.T, now string) *reconcile.Engine {
 	c := clock.Fixed{T: at}
 	env := drivers.Env{Getenv: func(k string) string { return w.env[k] }, Clock: c, StateDir: w.host,
 		HostOS: runtime.GOOS, HostArch: runtime.GOARCH, HostExec: true}
-	return &reconcile.Engine{Clock: c, Drivers: reconcile.Backends(env), HostDir: w.host}
+	return &reconcile.Engine{Clock: c, Drivers: reconcile.Backends(context.Background(), env), HostDir: w.host}
 }
 
 // ws is how a workspace of this world is loaded.

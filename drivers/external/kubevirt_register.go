@@ -18,7 +18,10 @@ var KubeVirt = Program{
 	Build:  "build the plugin: make sbf-kubevirt (it writes bin/sbf-kubevirt beside bin/sbf)",
 	Env: []string{"KUBECONFIG", "HOME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
 		"SBF_KUBEVIRT_NAMESPACE", "SBF_KUBEVIRT_IMAGE", "SBF_KUBEVIRT_STORAGE_CLASS", "SBF_KUBEVIRT_INSTANCETYPE",
-		"SBF_KUBEVIRT_PREFERENCE", "SBF_KUBEVIRT_START_TIMEOUT", "SBF_KUBEVIRT_SSH_USER", "SBF_KUBEVIRT_POLL"},
+		"SBF_KUBEVIRT_PREFERENCE", "SBF_KUBEVIRT_START_TIMEOUT", "SBF_KUBEVIRT_SSH_USER", "SBF_KUBEVIRT_POLL",
+		// Set by sbf-kubevirt serve-leader for the loop it runs: the plugin then writes to
+		// the cluster only while the Lease proves this replica leads (kubevirt/leader.Fence).
+		"SBF_LEADER_LEASE", "SBF_LEADER_IDENTITY", "SBF_LEADER_RENEW_DEADLINE"},
 }
 
 // kubeVirtSettings are [vm.kubevirt] (and [sandboxes.NAME.kubevirt]): what a sandbox's

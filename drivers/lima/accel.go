@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/proc"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxforge/sbf/internal/proc"
+
+	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/atomicfile"
 )
 
@@ -27,7 +29,18 @@ type Accel struct {
 	Reason string `json:"reason,omitempty"`
 	// Fix is what would make KVM usable, when sbf can tell.
 	Fix string `json:"fix,omitempty"`
+	// CPU is the QEMU CPU model KVM ran a guest with, when Usable.
+	CPU string `json:"cpu,omitempty"`
+	// Kernel is the Linux kernel the probe booted ("" when none was at
+	// hand, so only a boot sector ran); Tried, what failed before.
+	Kernel string   `json:"kernel,omitempty"`
+	Tried  []string `json:"tried,omitempty"`
 }
+
+// cpuModels are the CPU models tried under KVM, in order: the host's own,
+// then the host's without IA32_ARCH_CAPABILITIES, an MSR that some nested
+// hosts refuse to set (QEMU aborts: "failed to set MSR 0x10a").
+var cpuModels = []string{"host", "host,-arch-capabilities"}
 
 // kvmDevice is a variable so tests can point it at a file of their own.
 var kvmDevice = "/dev/kvm"
@@ -56,17 +69,19 @@ const probeExit = 85
 const probeTimeout = 8 * time.Second
 
 // detectAccel decides whether QEMU at path can use KVM, trusting an
-// earlier answer for the same boot of the host and the same QEMU.
+// earlier answer for the same boot of the host and the same QEMU (unless
+// that answer had no kernel to boot and one is at hand now).
 func (d *Driver) detectAccel(ctx context.Context, qemu string) Accel {
 	cacheFile := filepath.Join(d.opts.StateDir, "lima", "accel.json")
 	bootID := readBootID()
+	kernel := d.probeKernel()
 	var cached Accel
 	if b, err := os.ReadFile(cacheFile); err == nil && json.Unmarshal(b, &cached) == nil &&
-		cached.BootID == bootID && cached.QEMU == qemu && bootID != "" {
+		cached.BootID == bootID && cached.QEMU == qemu && bootID != "" && (cached.Kernel != "" || kernel == "") {
 		return cached
 	}
-	a := probeAccel(ctx, qemu, filepath.Join(d.opts.StateDir, "lima"))
-	a.BootID, a.QEMU = bootID, qemu
+	a := probeAccel(ctx, qemu, filepath.Join(d.opts.StateDir, "lima"), kernel)
+	a.BootID, a.QEMU, a.Kernel = bootID, qemu, kernel
 	if b, err := json.MarshalIndent(a, "", "  "); err == nil && d.opts.StateDir != "" {
 		if os.MkdirAll(filepath.Dir(cacheFile), 0o755) == nil {
 			_ = atomicfile.WriteFile(cacheFile, append(b, '\n'), 0o644) // only a cache
@@ -83,8 +98,12 @@ func readBootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// probeAccel checks the device, then boots bootSector under KVM.
-func probeAccel(ctx context.Context, qemu, workDir string) Accel {
+// probeAccel checks the device, then tries each CPU model under KVM: a
+// boot sector first (fast to fail), then the kernel, when there is one.
+// Without a kernel only the host's own model is trusted, on the boot
+// sector's word, as before the kernel probe: a fallback model exists for
+// hosts that are known to need the stronger proof.
+func probeAccel(ctx context.Context, qemu, workDir, kernel string) Accel {
 	f, err := os.OpenFile(kvmDevice, os.O_RDWR, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -97,10 +116,60 @@ func probeAccel(ctx context.Context, qemu, workDir string) Accel {
 		return Accel{Reason: fmt.Sprintf("cannot open %s: %v", kvmDevice, err)}
 	}
 	f.Close()
-	if ok, reason := bootProbe(ctx, qemu, workDir, probeTimeout, "-accel", "kvm", "-cpu", "host"); !ok {
-		return Accel{Reason: reason}
+	drivers.Progressf(ctx, "checking whether KVM runs guests here (once per boot of this host, at most %s)",
+		time.Duration(len(cpuModels))*(probeTimeout+kernelProbeTimeout))
+	var tried []string
+	for i, model := range cpuModels {
+		kvm := []string{"-accel", "kvm", "-cpu", model}
+		ok, why := bootProbe(ctx, qemu, workDir, probeTimeout, kvm...)
+		switch {
+		case ok && kernel != "":
+			ok, why = kernelProbe(ctx, qemu, kernel, workDir, kernelProbeTimeout, kvm...)
+		case ok && i > 0:
+			ok, why = false, "a boot sector ran, but no Linux kernel was at hand to show that one boots"
+		}
+		if ok {
+			return Accel{Usable: true, CPU: model, Tried: tried}
+		}
+		tried = append(tried, "-cpu "+model+": "+why)
 	}
-	return Accel{Usable: true}
+	return Accel{Reason: strings.Join(tried, "; "), Tried: tried}
+}
+
+// osRelease and bootDir are variables so tests can point them elsewhere.
+var osRelease, bootDir = "/proc/sys/kernel/osrelease", "/boot"
+
+// probeKernel is an x86 Linux kernel the KVM probe can boot: the host's
+// own, else one an instance of this driver boots; "" when there is none.
+func (d *Driver) probeKernel() string {
+	var candidates []string
+	if rel, err := os.ReadFile(osRelease); err == nil {
+		candidates = append(candidates, filepath.Join(bootDir, "vmlinuz-"+strings.TrimSpace(string(rel))))
+	}
+	candidates = append(candidates, filepath.Join(bootDir, "vmlinuz"))
+	if home := limaHome(d.opts.Getenv); home != "" {
+		found, _ := filepath.Glob(filepath.Join(home, "*", "kernel"))
+		candidates = append(candidates, found...)
+	}
+	for _, c := range candidates {
+		if isBzImage(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// isBzImage tells an x86 kernel (the "HdrS" boot protocol header at
+// 0x202) from another arch's, which an x86 QEMU cannot boot.
+func isBzImage(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = f.ReadAt(magic, 0x202)
+	return err == nil && string(magic) == "HdrS"
 }
 
 // bootProbe boots bootSector with QEMU and the given accelerator flags;

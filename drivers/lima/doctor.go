@@ -89,7 +89,7 @@ func (d *Driver) diagnoseQEMU(ctx context.Context, diag *drivers.Diagnosis, spec
 	}
 	a := d.detectAccel(ctx, qemu)
 	if a.Usable {
-		diag.Add(drivers.Check{Name: "virtualization", Status: drivers.CheckOK, Detail: "KVM runs guests"})
+		diag.Add(drivers.Check{Name: "virtualization", Status: drivers.CheckOK, Detail: accelDetail(a)})
 		return "hardware virtualization (KVM)"
 	}
 	steps := []string{}
@@ -110,6 +110,20 @@ func (d *Driver) diagnoseQEMU(ctx context.Context, diag *drivers.Diagnosis, spec
 		},
 	)
 	return ""
+}
+
+// accelDetail says how KVM was shown to work and what failed first.
+func accelDetail(a Accel) string {
+	detail := "KVM runs guests with -cpu " + a.CPU
+	if a.Kernel != "" {
+		detail += " (a Linux kernel, " + a.Kernel + ", reached user space)"
+	} else {
+		detail += " (a boot sector ran; no Linux kernel was at hand to boot)"
+	}
+	if len(a.Tried) > 0 {
+		detail += "; tried first: " + strings.Join(a.Tried, "; ")
+	}
+	return detail
 }
 
 func qemuVersion(ctx context.Context, qemu string) string {

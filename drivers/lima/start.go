@@ -106,6 +106,8 @@ type qemuChoice struct {
 	Args   []string
 	TCG    bool
 	Reason string // why there is no usable KVM, when TCG
+	// CPU is the model KVM runs guests with, when it is not Lima's "host".
+	CPU string
 }
 
 // startEnv is the environment `limactl start` needs beyond sbf's own: for
@@ -128,6 +130,12 @@ func (d *Driver) startEnv(ctx context.Context, s drivers.Spec) ([]string, error)
 		"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + d.opts.Getenv("PATH"),
 		// What the ssh wrapper did, for when a slow boot still ends degraded.
 		"SBF_SSH_WRAPPER_LOG=" + filepath.Join(filepath.Dir(dir), "ssh-wrapper.log"),
+	}
+	if q.CPU != "" {
+		// Lima v1.2.1 fixes cpuType in lima.yaml when the instance is made;
+		// the model that works is a fact of this boot of the host, so the
+		// wrapper, which starts every QEMU, substitutes it for "host".
+		env = append(env, "SBF_QEMU_CPU="+q.CPU)
 	}
 	if q.TCG {
 		env = append(env, "SBF_QEMU_TCG=1")
@@ -177,6 +185,9 @@ func (d *Driver) chooseQEMU(ctx context.Context, s drivers.Spec) (qemuChoice, er
 	if mode != "always" {
 		a := d.detectAccel(ctx, real)
 		if a.Usable {
+			if a.CPU != cpuModels[0] {
+				q.CPU = a.CPU
+			}
 			return q, nil
 		}
 		if mode == "never" {

@@ -14,11 +14,12 @@ import (
 	"github.com/sandboxforge/sbf/egress"
 )
 
-// withKVM points the driver's KVM device at path for one test.
+// withKVM points the driver's KVM device at path for one test, and the
+// host's kernels at an empty folder (a test gives the probe a kernel itself).
 func withKVM(t *testing.T, path string) {
-	old := kvmDevice
-	kvmDevice = path
-	t.Cleanup(func() { kvmDevice = old })
+	old, oldBoot := kvmDevice, bootDir
+	kvmDevice, bootDir = path, t.TempDir()
+	t.Cleanup(func() { kvmDevice, bootDir = old, oldBoot })
 }
 
 // fakeQEMU is a qemu-system-x86_64 that exits with code, after printing
@@ -111,7 +112,8 @@ func TestUsableKVMNeedsNoWrapper(t *testing.T) {
 	}
 	env, _ := os.ReadFile(filepath.Join(f.dir, "start.env"))
 	if !strings.Contains(string(env), "SBF_EGRESS_CONFIG=") || strings.Contains(string(env), "SBF_QEMU_TCG") ||
-		len(said) != 0 {
+		strings.Contains(string(env), "SBF_QEMU_CPU") ||
+		len(said) != 1 || !strings.Contains(said[0], "checking whether KVM") {
 		t.Errorf("env %s, progress %q", env, said)
 	}
 	launch, err := egress.ReadLaunchConfig(filepath.Join(f.state, "lima", "egress", qemuSpec.Name, "launch.json"))

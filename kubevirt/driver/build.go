@@ -116,9 +116,15 @@ func newVM(s drivers.Spec, set Settings, g guest) (*kv.VirtualMachine, error) {
 	name := ObjectName(s.Name)
 	labels := ownershipLabels(s.Name, g.WorkspaceID)
 	halted := kv.RunStrategyHalted
+	annotations := map[string]string{AnnotationInstance: s.Name}
+	if s.LeaseEnd != nil {
+		// With the VM's first write: the cluster's controller expires it by this whatever
+		// becomes of the sbf that made it (expiry).
+		annotations[AnnotationLeaseEnd] = leaseStamp(*s.LeaseEnd)
+	}
 	vm := &kv.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: set.Namespace, Labels: labels,
-			Annotations: map[string]string{AnnotationInstance: s.Name}},
+			Annotations: annotations},
 		Spec: kv.VirtualMachineSpec{
 			RunStrategy: &halted,
 			Template: &kv.VirtualMachineInstanceTemplateSpec{

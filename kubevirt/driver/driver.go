@@ -119,6 +119,9 @@ func (d *Driver) ready() error {
 	return nil
 }
 
+// Config is the cluster the driver talks to.
+func (d *Driver) Config() *rest.Config { return d.cfg }
+
 // Namespace is where the driver's VMs live.
 func (d *Driver) Namespace() string { return d.set.Namespace }
 

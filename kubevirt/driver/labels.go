@@ -42,9 +42,18 @@ func setAnnotation(vm *kv.VirtualMachine, key string, v any) error {
 	return nil
 }
 
-// MarkSpare records that a pool made the VM and that it is ready.
+// MarkSpare records that a pool made the VM and that it is ready; its lease is its idle
+// time from now (the pool deletes it then too), until a claim gives it a sandbox's.
 func (d *Driver) MarkSpare(ctx context.Context, instance string, s drivers.SpareLabel) error {
-	return d.update(ctx, instance, func(vm *kv.VirtualMachine) error { return setAnnotation(vm, AnnotationSpare, s) })
+	return d.update(ctx, instance, func(vm *kv.VirtualMachine) error {
+		if err := setAnnotation(vm, AnnotationSpare, s); err != nil {
+			return err
+		}
+		if !s.IdleUntil.IsZero() {
+			vm.Annotations[AnnotationLeaseEnd] = leaseStamp(s.IdleUntil)
+		}
+		return nil
+	})
 }
 
 // Claim records the VM's owner, and relabels it with the owner's workspace and sandbox.
@@ -113,7 +122,16 @@ func (d *Driver) RecordLease(ctx context.Context, instance string, expiresAt tim
 		if vm.Annotations == nil {
 			vm.Annotations = map[string]string{}
 		}
-		vm.Annotations[AnnotationLeaseEnd] = expiresAt.UTC().Format(time.RFC3339)
+		vm.Annotations[AnnotationLeaseEnd] = leaseStamp(expiresAt)
 		return nil
 	})
+}
+
+// leaseStamp is a lease end as the annotation holds it: RFC 3339, whole seconds, rounded
+// up so that truncation never ends a lease early.
+func leaseStamp(t time.Time) string {
+	if t2 := t.Truncate(time.Second); !t2.Equal(t) {
+		t = t2.Add(time.Second)
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -1,16 +1,23 @@
-// Package expiry is the cluster's side of sbf's leases: it halts and deletes every
-// sbf-labelled VirtualMachine whose lease annotation (sandboxforge.dev/lease-expires-at) is
-// past, in the namespaces it is given, for every workspace, from the annotation alone.
+// Package expiry is the cluster's side of sbf's leases: it deletes every sbf-labelled
+// VirtualMachine whose lease annotation (sandboxforge.dev/lease-expires-at) is past, or
+// that has carried none for longer than a short grace, in the namespaces it is given, for
+// every workspace, from the annotation alone.
 //
 // A lease is otherwise enforced only by the sbf that holds it, when that sbf runs: a laptop
-// that is closed leaves its VM running in the cluster until it opens again. The annotation
-// is what any sbf writes when it acquires, renews or extends a lease (drivers.LeaseRecorder),
-// so following it needs no workspace folder and no state file; the laptop's sbf finds the
-// VM gone at its next run and records the sandbox expired, as it would have itself.
+// that is closed leaves its VM running in the cluster until it opens again. sbf writes the
+// annotation with the VM's first write (drivers.Spec.LeaseEnd) and moves it whenever it
+// renews or extends the lease (drivers.LeaseRecorder), so following it needs no workspace
+// folder and no state file; the laptop's sbf finds the VM gone at its next run and records
+// the sandbox expired, as it would have itself. A VM without one was made by hand or by an
+// sbf older than that; past UnleasedGrace from its creation it goes too.
 //
-// What is never touched: a VM without sbf's managed-by label (whatever its name), a VM with
-// no lease annotation (sbf's own loop decides for it), and a VM whose annotation does not
-// parse (reported, not deleted: a typo must not destroy someone's work).
+// The controller only reads and deletes VMs: each deletion is conditional on the version it
+// decided on, so a renewal written in between wins. Why a VM went is a Kubernetes Event on
+// it (LeaseExpired, NoLease) and a log line.
+//
+// What is never touched: a VM without sbf's managed-by label (whatever its name), and a VM
+// whose annotation does not parse (reported, not deleted: a typo must not destroy someone's
+// work).
 package expiry
 
 import (
@@ -20,7 +27,9 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +38,11 @@ import (
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 )
 
-// AnnotationExpiredAt records, on a VM the controller halted, the lease end it acted on, so
-// whoever finds the VM halted (before its deletion completes) sees why.
-const AnnotationExpiredAt = "sandboxforge.dev/expired-at"
+// Reasons of the Events the controller records on a VM it deletes.
+const (
+	ReasonLeaseExpired = "LeaseExpired"
+	ReasonNoLease      = "NoLease"
+)
 
 // Options configure a Controller.
 type Options struct {
@@ -44,7 +55,16 @@ type Options struct {
 	Resync time.Duration
 	// Retry is the wait after a failed pass or a broken watch (default 5s).
 	Retry time.Duration
-	Logf  func(format string, args ...any)
+	// UnleasedGrace is how long a VM may carry no lease end after its creation (default 15m:
+	// an sbf older than Spec.LeaseEnd wrote it only once the VM ran, within its 10-minute
+	// start timeout).
+	UnleasedGrace time.Duration
+	// MayAct, when set, is asked before every deletion; an error skips it and fails the
+	// pass (a replica that cannot prove it holds the controller's Lease: leader.Fence).
+	MayAct func(context.Context) error
+	// Identity names this replica in the Events it records.
+	Identity string
+	Logf     func(format string, args ...any)
 	// OnPass, when set, is told what each pass did (metrics, tests).
 	OnPass func(Report)
 }
@@ -52,11 +72,13 @@ type Options struct {
 // Report is one pass over the VMs.
 type Report struct {
 	At      time.Time
-	Expired []string // namespace/name of the VMs halted and deleted
-	Garbled []string // namespace/name: annotation, for VMs whose lease end does not parse
-	Watched int      // sbf-labelled VMs with a lease end still ahead
-	Next    time.Time
-	Err     error
+	Expired []string // namespace/name of the VMs deleted, their lease ended or missing
+	// Unleased are those of Expired that carried no lease end past UnleasedGrace.
+	Unleased []string
+	Garbled  []string // namespace/name: annotation, for VMs whose lease end does not parse
+	Watched  int      // sbf-labelled VMs with a lease end still ahead
+	Next     time.Time
+	Err      error
 }
 
 // Controller follows the lease annotations of sbf's VMs.
@@ -79,6 +101,9 @@ func New(o Options) (*Controller, error) {
 	}
 	if o.Retry <= 0 {
 		o.Retry = 5 * time.Second
+	}
+	if o.UnleasedGrace <= 0 {
+		o.UnleasedGrace = 15 * time.Minute
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -176,6 +201,7 @@ func (c *Controller) Pass(ctx context.Context) Report {
 	}
 	sort.Strings(rep.Expired)
 	sort.Strings(rep.Garbled)
+	sort.Strings(rep.Unleased)
 	rep.Err = errors.Join(errs...)
 	if rep.Err != nil {
 		c.o.Logf("%v", rep.Err)
@@ -192,19 +218,20 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		return
 	}
 	raw, ok := vm.Annotations[driver.AnnotationLeaseEnd]
+	var end time.Time
+	reason, why := ReasonLeaseExpired, "its lease ended "+raw
 	if !ok {
-		return
-	}
-	end, err := time.Parse(time.RFC3339, raw)
-	if err != nil {
-		rep.Garbled = append(rep.Garbled, key+": "+raw)
-		if c.garbled[key] != vm.ResourceVersion {
-			c.garbled[key] = vm.ResourceVersion
-			c.o.Logf("VirtualMachine %s: annotation %s=%q is not an RFC 3339 time; left running "+
-				"(the owner's sbf renews it, or fix it: kubectl -n %s annotate vm %s %s=...)",
-				key, driver.AnnotationLeaseEnd, raw, vm.Namespace, vm.Name, driver.AnnotationLeaseEnd)
+		// No lease: a VM made by hand or by an older sbf; it gets the grace from its creation.
+		end = vm.CreationTimestamp.Add(c.o.UnleasedGrace)
+		reason = ReasonNoLease
+		why = fmt.Sprintf("it carried no lease end (%s) for %s since its creation", driver.AnnotationLeaseEnd,
+			c.o.UnleasedGrace)
+	} else {
+		var err error
+		if end, err = time.Parse(time.RFC3339, raw); err != nil {
+			c.garbledVM(vm, key, raw, rep)
+			return
 		}
-		return
 	}
 	delete(c.garbled, key)
 	if rep.At.Before(end) {
@@ -214,10 +241,14 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		}
 		return
 	}
-	switch err := c.expire(ctx, vm, raw); {
+	switch err := c.expire(ctx, vm, raw, ok); {
 	case err == nil:
 		rep.Expired = append(rep.Expired, key)
-		c.o.Logf("VirtualMachine %s: lease ended %s; halted and deleted", key, raw)
+		if !ok {
+			rep.Unleased = append(rep.Unleased, key)
+		}
+		c.o.Logf("VirtualMachine %s: deleted: %s", key, why)
+		c.record(ctx, vm, reason, "sbf-kubevirt controller deleted the VirtualMachine: "+why)
 	case errors.Is(err, errMoved) || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		// Someone wrote it since the list (a renewal, most likely) or deleted it: the watch
 		// brings the next pass, which reads it afresh.
@@ -227,16 +258,31 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 	}
 }
 
+func (c *Controller) garbledVM(vm *kv.VirtualMachine, key, raw string, rep *Report) {
+	rep.Garbled = append(rep.Garbled, key+": "+raw)
+	if c.garbled[key] != vm.ResourceVersion {
+		c.garbled[key] = vm.ResourceVersion
+		c.o.Logf("VirtualMachine %s: annotation %s=%q is not an RFC 3339 time; left running "+
+			"(the owner's sbf renews it, or fix it: kubectl -n %s annotate vm %s %s=...)",
+			key, driver.AnnotationLeaseEnd, raw, vm.Namespace, vm.Name, driver.AnnotationLeaseEnd)
+	}
+}
+
 // errMoved is a lease annotation that moved (a renewal) or a VM that went while expiring.
 var errMoved = errors.New("the VM changed its lease or went since it was read")
 
-// expire halts vm, then deletes it, each write conditional on the version it read: a
-// renewal written in between makes the write fail, never the VM go. A conflict caused by
-// anything else (KubeVirt writes the VM's status as it halts) is no reason to keep the VM:
-// it is read again and, its lease end unmoved, expired again.
-func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string) error {
+// expire deletes vm, conditional on the version it read: a renewal written in between makes
+// the deletion fail, never the VM go. A conflict caused by anything else (KubeVirt writes the
+// VM's status) is no reason to keep the VM: it is read again and, its lease end unmoved
+// (still absent for one that had none), deleted again.
+func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string, leased bool) error {
 	for attempt := 0; ; attempt++ {
-		err := c.haltAndDelete(ctx, vm, leaseEnd)
+		if c.o.MayAct != nil {
+			if err := c.o.MayAct(ctx); err != nil {
+				return fmt.Errorf("not deleting: %w", err)
+			}
+		}
+		err := c.o.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID, ResourceVersion: &vm.ResourceVersion})
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
@@ -244,28 +290,32 @@ func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd
 		if err := c.o.Client.Get(ctx, client.ObjectKeyFromObject(vm), fresh); err != nil {
 			return err
 		}
+		end, has := fresh.Annotations[driver.AnnotationLeaseEnd]
 		if fresh.UID != vm.UID || fresh.DeletionTimestamp != nil ||
-			fresh.Labels[driver.LabelManagedBy] != driver.ManagedBy ||
-			fresh.Annotations[driver.AnnotationLeaseEnd] != leaseEnd {
+			fresh.Labels[driver.LabelManagedBy] != driver.ManagedBy || end != leaseEnd || has != leased {
 			return errMoved
 		}
 		vm = fresh
 	}
 }
 
-func (c *Controller) haltAndDelete(ctx context.Context, vm *kv.VirtualMachine, leaseEnd string) error {
-	rs := vm.Spec.RunStrategy
-	if rs == nil || *rs != kv.RunStrategyHalted || vm.Annotations[AnnotationExpiredAt] != leaseEnd {
-		halted := kv.RunStrategyHalted
-		vm.Spec.RunStrategy = &halted
-		vm.Annotations[AnnotationExpiredAt] = leaseEnd
-		if err := c.o.Client.Update(ctx, vm); err != nil {
-			return err
-		}
+// record leaves an Event on vm saying why it went (kubectl describe, kubectl get events),
+// best effort: the deletion is done, and the log says it too.
+func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
+	now := metav1.NewTime(c.o.Clock.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: vm.Name + ".", Namespace: vm.Namespace,
+			Labels: map[string]string{driver.LabelManagedBy: driver.ManagedBy}},
+		InvolvedObject: corev1.ObjectReference{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachine",
+			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID},
+		Reason: reason, Message: message, Type: corev1.EventTypeNormal, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now,
+		Source:            corev1.EventSource{Component: "sbf-kubevirt-controller", Host: c.o.Identity},
+		ReportingInstance: c.o.Identity, ReportingController: "sandboxforge.dev/sbf-kubevirt-controller",
 	}
-	// A renewal that lands between the two writes finds the VM halted, not gone; its sbf
-	// starts it again on its next pass.
-	return c.o.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID, ResourceVersion: &vm.ResourceVersion})
+	if err := c.o.Client.Create(ctx, ev); err != nil {
+		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)
+	}
 }
 
 func where(namespace string) string {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sandboxforge/sbf/kubevirt/driver"
@@ -16,15 +17,7 @@ import (
 // asks it in sbf doctor, and converges and destroys a sandbox through it.
 func TestSbfFindsThePluginBesideItself(t *testing.T) {
 	s := newSpace(t, quick)
-	bin := filepath.Dir(plugin)
-	sbf := filepath.Join(bin, "sbf")
-	if _, err := os.Stat(sbf); err != nil {
-		build := exec.Command("go", "build", "-o", sbf, "./cmd/sbf")
-		build.Dir = "../.." // sbf is built in its own module, which links no client-go
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building sbf: %v\n%s", err, out)
-		}
-	}
+	sbf := sbfBinary(t)
 	ws, home := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, ".sandboxforge.toml"), []byte(oneSandbox), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,4 +64,22 @@ func TestSbfFindsThePluginBesideItself(t *testing.T) {
 	if vms := w.vms(t); len(vms) != 0 {
 		t.Errorf("after sbf destroy: %d VMs", len(vms))
 	}
+}
+
+var buildSbf sync.Mutex
+
+// sbfBinary is sbf built from the main module beside the plugin, where sbf finds it.
+func sbfBinary(t *testing.T) string {
+	t.Helper()
+	buildSbf.Lock()
+	defer buildSbf.Unlock()
+	sbf := filepath.Join(filepath.Dir(plugin), "sbf")
+	if _, err := os.Stat(sbf); err != nil {
+		build := exec.Command("go", "build", "-o", sbf, "./cmd/sbf")
+		build.Dir = "../.." // sbf is built in its own module, which links no client-go
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building sbf: %v\n%s", err, out)
+		}
+	}
+	return sbf
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,9 +132,9 @@ func (s space) addSbfVM(t *testing.T, name, leaseEnd string) {
 	}
 }
 
-// A VM made by one sbf that never runs again is halted and deleted by the controller in
-// the pass at its lease end, not before; foreign VMs, VMs with no lease annotation and VMs
-// whose annotation does not parse keep their resourceVersion; the sbf that made the VM
+// A VM made by one sbf that never runs again is deleted by the controller in
+// the pass at its lease end, not before; foreign VMs, VMs with no lease annotation still in
+// their grace and VMs whose annotation does not parse keep their resourceVersion; the sbf that made the VM
 // records the sandbox expired at its next run.
 func TestTheControllerExpiresAVMNoSbfRunsFor(t *testing.T) {
 	s := newSpace(t, quick)
@@ -261,9 +262,9 @@ func TestTheControllerCommandExpiresOnTime(t *testing.T) {
 	}
 }
 
-// Someone writes the VM between the controller's read and its halt: a renewal (the lease
-// annotation moved) keeps the VM, not marked expired, not deleted; any other write (KubeVirt
-// writing the VM as it halts it) does not save it, and it goes in that same pass.
+// Someone writes the VM between the controller's read and its deletion: a renewal (the
+// lease annotation moved) keeps the VM; any other write (KubeVirt writing the VM's status)
+// does not save it, and it goes in that same pass.
 func TestAWriteRacingTheExpiry(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -280,8 +281,8 @@ func TestAWriteRacingTheExpiry(t *testing.T) {
 			s.addSbfVM(t, "racing", t0.Add(-time.Minute).Format(time.RFC3339))
 			s.settled(t, "racing")
 			var once sync.Once
-			p := runExpiryWith(t, interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch,
-				obj client.Object, opts ...client.UpdateOption) error {
+			p := runExpiryWith(t, interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch,
+				obj client.Object, opts ...client.DeleteOption) error {
 				once.Do(func() {
 					var vm kv.VirtualMachine
 					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &vm); err != nil {
@@ -293,13 +294,12 @@ func TestAWriteRacingTheExpiry(t *testing.T) {
 						t.Error(err)
 					}
 				})
-				return c.Update(ctx, obj, opts...)
+				return c.Delete(ctx, obj, opts...)
 			}}, s.ns)
 			rep := p.after(t, t0)
 			vm := s.vm(t, "racing")
 			if !tc.expires {
-				if len(rep.Expired) != 0 || vm == nil || vm.DeletionTimestamp != nil ||
-					vm.Annotations[expiry.AnnotationExpiredAt] != "" {
+				if len(rep.Expired) != 0 || vm == nil || vm.DeletionTimestamp != nil {
 					t.Fatalf("renewed while being expired: %+v; the VM: %+v", rep, vm)
 				}
 				waitFor(t, "a pass that follows the renewal", func() bool {
@@ -313,5 +313,41 @@ func TestAWriteRacingTheExpiry(t *testing.T) {
 				t.Fatalf("expired VM written by someone else in between: %+v; the VM: %+v", rep, vm)
 			}
 		})
+	}
+}
+
+// A VM labelled as sbf's that carries no lease end (made by hand, or by an sbf older than
+// the lease on create) goes once the grace from its creation is over, and an Event on it
+// says why; a VM still in its grace stays.
+func TestAVMWithNoLeaseGoesAfterTheGrace(t *testing.T) {
+	s := newSpace(t, quick)
+	s.addSbfVM(t, "unleased", "")
+	made := s.vm(t, "unleased").CreationTimestamp.Time
+	out := startController(t, s, "--unleased-grace", "3s")
+	other := newSpace(t, quick)
+	other.addSbfVM(t, "in-grace", "")
+	startController(t, other, "--unleased-grace", "1h")
+	waitFor(t, "the unleased VM to go", func() bool {
+		vm := s.vm(t, "unleased")
+		return vm == nil || vm.DeletionTimestamp != nil
+	})
+	if gone := time.Since(made); gone < 3*time.Second {
+		t.Errorf("deleted %s after its creation, inside its 3s grace", gone)
+	}
+	var events corev1.EventList
+	if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Name == "unleased" && ev.Reason == expiry.ReasonNoLease {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no %s Event on the VM: %+v\n%s", expiry.ReasonNoLease, events.Items, out)
+	}
+	if vm := other.vm(t, "in-grace"); vm == nil || vm.DeletionTimestamp != nil {
+		t.Errorf("a VM inside its grace was deleted")
 	}
 }

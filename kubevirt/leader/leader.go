@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -163,6 +164,10 @@ func Run(ctx context.Context, o Options) error {
 func runWhileLeading(ctx, leadCtx context.Context, o Options, lock *guardedLock) error {
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
 	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
+	// What the command needs to prove, before each write, that this replica still leads
+	// (Fence): when this process cannot stop it in time (frozen), the Lease says so.
+	cmd.Env = append(os.Environ(), EnvLease+"="+o.Namespace+"/"+o.Lease, EnvIdentity+"="+o.Identity,
+		EnvRenewDeadline+"="+o.RenewDeadline.String())
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %v: %w", o.Command, err)

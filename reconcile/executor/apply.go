@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -35,15 +36,28 @@ type Admitter interface {
 }
 
 // Event reports progress of one action: its start, its end (Done), and
-// in between what the driver says it waits for (Message).
+// in between what the driver says it waits for (Message); or a lease end
+// the run recorded (Lease, Done, no Kind). Every event of one Apply
+// carries its Run, numbered across the process so a listener hearing
+// several runs tells them apart, and the count of its plan's actions
+// (Steps); an action's events carry its place among them (Step, from 1).
+// Workspace is the root of the workspace the run converges, set by the
+// engine that runs it.
 type Event struct {
-	Sandbox string
-	Kind    plan.Kind
-	Done    bool
-	Err     error
-	Elapsed time.Duration
-	Message string
+	Sandbox     string
+	Kind        plan.Kind
+	Done        bool
+	Err         error
+	Elapsed     time.Duration
+	Message     string
+	Lease       *plan.LeaseRenewal
+	Run         uint64
+	Step, Steps int
+	Workspace   string
 }
+
+// runs numbers the Applies of this process (Event.Run).
+var runs atomic.Uint64
 
 // Executor carries out a plan. It makes no decisions: every step it takes
 // is named by the plan; it only orders them, records each outcome in the
@@ -69,6 +83,9 @@ type Executor struct {
 	emitMu  sync.Mutex
 	adopted sync.Map // sandbox → the instance its adopt ended with
 	outcome Outcome
+	// runID and steps are what every event of the current Apply carries.
+	runID uint64
+	steps int
 }
 
 // Apply executes p. Sandboxes are independent and run in parallel (up to
@@ -78,6 +95,7 @@ type Executor struct {
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 	steps := make([]step, len(p.Actions))
 	e.outcome = Outcome{NotAttempted: p.Actions} // until the lease ends are recorded
+	e.runID, e.steps = runs.Add(1), len(p.Actions)
 	if len(p.Refresh) > 0 || len(p.Leases) > 0 {
 		if err := e.Record.Write(func(tx *state.Tx) {
 			for _, r := range p.Refresh {
@@ -89,6 +107,9 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 			}
 		}); err != nil {
 			return fmt.Errorf("recording state corrections and lease ends: %w", err)
+		}
+		for _, l := range p.Leases {
+			e.emit(Event{Sandbox: l.Sandbox, Lease: &l, Done: true})
 		}
 	}
 	chains := chainsOf(p.Actions)
@@ -131,7 +152,7 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 					a.Instance = inst.(string) // the steps after an adopt go to what it took
 				}
 				current, steps[k].ran = k, true
-				errs[i] = e.run(ctx, a)
+				errs[i] = e.run(ctx, a, k+1)
 				steps[k].err = errs[i]
 				if errs[i] != nil {
 					return
@@ -229,6 +250,7 @@ func (e *Executor) noteTx(a plan.Action, change func(*state.Tx, *state.Sandbox))
 }
 
 func (e *Executor) emit(ev Event) {
+	ev.Run, ev.Steps = e.runID, e.steps
 	if e.Events != nil {
 		e.emitMu.Lock()
 		defer e.emitMu.Unlock()

@@ -11,8 +11,9 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// run performs one action and records its outcome.
-func (e *Executor) run(ctx context.Context, a plan.Action) error {
+// run performs one action, the step-th of its plan, and records its
+// outcome.
+func (e *Executor) run(ctx context.Context, a plan.Action, step int) error {
 	// How long an action took is real time: e.Clock may be pinned (SBF_NOW)
 	// or fake, and a step of minutes would show as "done (0s)".
 	start := clock.Real{}.Now()
@@ -20,8 +21,10 @@ func (e *Executor) run(ctx context.Context, a plan.Action) error {
 	if who == "" {
 		who = a.Subject() + " " + a.Instance // a spare
 	}
-	e.emit(Event{Sandbox: who, Kind: a.Kind})
-	ctx = drivers.WithProgress(ctx, func(msg string) { e.emit(Event{Sandbox: who, Kind: a.Kind, Message: msg}) })
+	e.emit(Event{Sandbox: who, Kind: a.Kind, Step: step})
+	ctx = drivers.WithProgress(ctx, func(msg string) {
+		e.emit(Event{Sandbox: who, Kind: a.Kind, Step: step, Message: msg})
+	})
 	err := e.perform(ctx, a)
 	if err != nil && a.Sandbox == "" {
 		err = fmt.Errorf("%s: %s %s: %w", a.Subject(), a.Kind, a.Instance, err)
@@ -33,7 +36,7 @@ func (e *Executor) run(ctx context.Context, a plan.Action) error {
 			err = errors.Join(err, rerr)
 		}
 	}
-	e.emit(Event{Sandbox: who, Kind: a.Kind, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(start)})
+	e.emit(Event{Sandbox: who, Kind: a.Kind, Step: step, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(start)})
 	return err
 }
 
@@ -136,16 +139,19 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 }
 
 // makeVM creates the action's VM, stopped: from its image, or as a copy
-// of its source's disk.
+// of its source's disk. The VM is made with its lease end (Spec.LeaseEnd),
+// so a backend that keeps leases on its instances never holds one without.
 func makeVM(ctx context.Context, drv Driver, a plan.Action) error {
+	s := *a.Spec
+	s.LeaseEnd = a.ExpiresAt
 	if a.Source == nil {
-		return drv.Create(ctx, *a.Spec)
+		return drv.Create(ctx, s)
 	}
 	cl := drivers.CapabilitiesOf(drv).Clone
 	if cl == nil {
 		return drivers.NoSnapshots(a.Driver)
 	}
-	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, *a.Spec)
+	return cl.Clone(ctx, a.Source.Spec, a.Source.Snapshot, s)
 }
 
 // remove stops then deletes an instance; one already gone is fine.

@@ -122,6 +122,10 @@ func (e *Executor) performSpare(ctx context.Context, drv Driver, a plan.Action) 
 	return fmt.Errorf("unknown action %q for a spare", a.Kind)
 }
 
+// spareBoot is how long a new spare may take to boot and be made ready
+// before its lease ends: a backend's boot wait is 10 minutes by default.
+const spareBoot = 15 * time.Minute
+
 // createSpare reserves the spare's name (its admission slot, a lock held
 // until the spare is labelled: others see it in flight), creates and
 // starts it, makes its runtime ready when asked, then labels it as a
@@ -148,7 +152,13 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 			}
 		}
 	}
-	if err := drv.Create(ctx, *a.Spec); err != nil {
+	// A spare's lease is its idle time, counted from a boot that may take
+	// up to spareBoot: its labelling moves the end to IdleUntil (a backend
+	// keeping leases writes it there), its claim to the sandbox's lease.
+	s := *a.Spec
+	end := e.Clock.Now().UTC().Add(spareBoot + a.Spare.MaxIdle)
+	s.LeaseEnd = &end
+	if err := drv.Create(ctx, s); err != nil {
 		return err
 	}
 	done := false

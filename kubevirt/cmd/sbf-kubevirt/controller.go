@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 	"github.com/sandboxforge/sbf/kubevirt/expiry"
+	"github.com/sandboxforge/sbf/kubevirt/leader"
 )
 
 // controller enforces every sbf VM's lease in the cluster (package expiry):
@@ -29,6 +30,8 @@ func controller(ctx context.Context, args []string) error {
 		"comma-separated namespaces to serve (default $SBF_KUBEVIRT_NAMESPACES; empty: every namespace)")
 	resync := fs.Duration("resync", time.Minute, "a full pass at least this often, whatever the watch says")
 	metrics := fs.String("metrics-addr", "", "serve Prometheus text metrics on this address (e.g. :9090)")
+	grace := fs.Duration("unleased-grace", 15*time.Minute,
+		"delete an sbf VM that carries no lease end this long after its creation")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,9 +44,20 @@ func controller(ctx context.Context, args []string) error {
 		return err
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "sbf-kubevirt controller: "+f+"\n", a...) }
+	// Under serve-leader, every deletion first proves this replica still holds the Lease: a
+	// supervisor frozen past its renew deadline cannot stop this process in time.
+	fence, err := leader.FenceFromEnv(cfg, os.Getenv)
+	if err != nil {
+		return err
+	}
+	var mayAct func(context.Context) error
+	identity, _ := os.Hostname()
+	if fence != nil {
+		mayAct, identity = fence.Check, fence.Identity
+	}
 	var m counters
 	o := expiry.Options{Client: c, Namespaces: splitComma(*namespaces), Clock: clock.Real{}, Resync: *resync,
-		Logf: logf, OnPass: m.record}
+		UnleasedGrace: *grace, MayAct: mayAct, Identity: identity, Logf: logf, OnPass: m.record}
 	ctrl, err := expiry.New(o)
 	if err != nil {
 		return err
@@ -57,7 +71,8 @@ func controller(ctx context.Context, args []string) error {
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
-	logf("serving %s: halting and deleting sbf VMs past their lease end", describe(o.Namespaces))
+	logf("serving %s: deleting sbf VMs past their lease end, or with none %s after their creation",
+		describe(o.Namespaces), *grace)
 	return ctrl.Run(ctx)
 }
 
@@ -83,6 +98,7 @@ func splitComma(v string) []string {
 type counters struct {
 	mu                      sync.Mutex
 	passes, expired, failed int
+	unleased                int
 	garbled, watched        int
 	lastPass                time.Time
 }
@@ -92,6 +108,7 @@ func (m *counters) record(r expiry.Report) {
 	defer m.mu.Unlock()
 	m.passes++
 	m.expired += len(r.Expired)
+	m.unleased += len(r.Unleased)
 	if r.Err != nil {
 		m.failed++
 	}
@@ -105,6 +122,7 @@ func (m *counters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE sbf_expiry_passes_total counter\nsbf_expiry_passes_total %d\n", m.passes)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_failed_passes_total counter\nsbf_expiry_failed_passes_total %d\n", m.failed)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_expired_total counter\nsbf_expiry_expired_total %d\n", m.expired)
+	fmt.Fprintf(w, "# TYPE sbf_expiry_unleased_total counter\nsbf_expiry_unleased_total %d\n", m.unleased)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_garbled_vms gauge\nsbf_expiry_garbled_vms %d\n", m.garbled)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_leased_vms gauge\nsbf_expiry_leased_vms %d\n", m.watched)
 	if !m.lastPass.IsZero() {

@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/external"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/kubevirt/driver"
+	"github.com/sandboxforge/sbf/kubevirt/leader"
 )
 
 // version is set at link time (-X main.version=..., by make sbf-kubevirt, the release and
@@ -101,9 +102,16 @@ func main() {
 func plugin(ctx context.Context) error {
 	var p external.Plugin
 	d, err := driver.New(driver.Options{Getenv: os.Getenv, Clock: clock.Real{}})
-	if err != nil {
+	var fence *leader.Fence
+	if err == nil {
+		fence, err = leader.FenceFromEnv(d.Config(), os.Getenv)
+	}
+	switch {
+	case err != nil:
 		p = broken{err}
-	} else {
+	case fence != nil:
+		p = fenced{Driver: d, fence: fence}
+	default:
 		p = d
 	}
 	return external.Serve(ctx, os.Stdin, os.Stdout, p)
