@@ -83,6 +83,13 @@ func (r *Result) Status() []SandboxStatus {
 			}
 		}
 		row.Live, row.Drift = r.live(row.Instance, row.Driver, rec)
+		if rec != nil && row.Live == "absent" && (rec.Phase == state.Running || rec.Phase == state.Stopped) &&
+			row.ExpiresAt != nil && !r.Now.Before(*row.ExpiresAt) {
+			// Its lease ended and its instance went: expired where it ran (a cluster's
+			// controller deletes a VM at its lease end whether sbf runs or not), as the next
+			// apply records it; not drift.
+			row.Phase, row.Drift = state.Expired, ""
+		}
 		if inst, ok := r.Observed.Instances[row.Instance]; ok && row.CreatedAt == nil && !inst.Created.IsZero() {
 			created := inst.Created.UTC()
 			row.CreatedAt = &created

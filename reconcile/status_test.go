@@ -1,6 +1,9 @@
 package reconcile
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +29,24 @@ func TestAStatusRowJudgesItsLeaseAtOnce(t *testing.T) {
 	}
 	if rows = h.status(t); rows[0].Lease != LeaseEnded || rows[0].Phase != state.Expired {
 		t.Errorf("after the loop's pass: %+v", rows[0])
+	}
+}
+
+// An instance that went at its lease's end behind sbf's back (a cluster's controller
+// deleted it while no sbf ran) is shown expired, as the next apply records it, not as a
+// recorded running sandbox whose instance is missing; one that went inside its lease is
+// still drift.
+func TestAnInstanceGoneAtItsLeaseEndIsExpired(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\nttl = \"30m\"\n[sandboxes.api]\n")
+	h.mustApply()
+	os.Remove(filepath.Join(h.simDir, "instances", h.instance("api")+".json")) // the cluster deleted it
+	if rows := h.status(t); rows[0].Phase != state.Running || !strings.Contains(rows[0].Drift, "missing") {
+		t.Errorf("gone inside its lease: %+v", rows[0])
+	}
+	h.clock.Advance(30 * time.Minute)
+	rows := h.status(t)
+	if rows[0].Phase != state.Expired || rows[0].Drift != "" || rows[0].Lease != LeaseEnded {
+		t.Errorf("gone at its lease's end: %+v; want expired, no drift", rows[0])
 	}
 }
 

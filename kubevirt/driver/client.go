@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -17,11 +18,12 @@ import (
 )
 
 // Scheme holds the types the driver reads and writes: KubeVirt's VMs and VMIs, pods
-// (port-forward), namespaces, PVCs, NetworkPolicies ([network]) and access reviews.
+// (port-forward), namespaces, PVCs, NetworkPolicies ([network]), access reviews and the self
+// review (created-by).
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authzv1.AddToScheme, kv.AddToScheme,
-		networkingv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, authzv1.AddToScheme,
+		authnv1.AddToScheme, kv.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // the schemes are fixed at build time
 		}

@@ -8,6 +8,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,8 @@ type Driver struct {
 	guest  guest
 	fwd    *forwarder
 	getenv func(string) string
+	who    sync.Once
+	user   string // whoami's answer
 }
 
 // Options build a Driver.

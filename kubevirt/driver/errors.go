@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -30,6 +31,8 @@ func (d *Driver) apiError(doing string, err error) error {
 		return fmt.Errorf("%s: %w", doing, &drivers.UnavailableError{Driver: Name, Reason: err.Error(),
 			ProbableCause: "backend_credentials_rejected", NextSteps: []string{
 				"renew the credentials of your kubeconfig (" + d.where + ")", "sbf doctor checks them"}})
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("%s: %w", doing, notInstalled(d.where, err))
 	case isUnreachable(err):
 		return fmt.Errorf("%s: %w", doing, unreachable(err))
 	}
@@ -43,6 +46,18 @@ func (d *Driver) forbidden(reason string) *drivers.UnavailableError {
 			"uses (kubectl -n %s apply -f deploy/kubevirt/rbac.yaml, then a RoleBinding)", d.set.Namespace, d.set.Namespace),
 		"sbf doctor lists every verb the cluster refuses",
 	}}
+}
+
+// notInstalled is a cluster that serves no KubeVirt resources (its CRDs are missing), as the
+// API's discovery answers for any call on a VirtualMachine.
+func notInstalled(where string, err error) *drivers.UnavailableError {
+	return &drivers.UnavailableError{Driver: Name, ProbableCause: "kubevirt_not_installed",
+		Reason: "the cluster (" + where + ") serves no kubevirt.io/v1 VirtualMachines: KubeVirt is not installed " +
+			"there (" + err.Error() + ")",
+		NextSteps: []string{"install KubeVirt on the cluster (its operator and a KubeVirt resource), " +
+			"or point KUBECONFIG (or its current context) at a cluster that has it",
+			"or choose another driver: [vm] driver in .sandboxforge.toml",
+			"sbf doctor checks the API, KubeVirt's CRDs and the RBAC verbs sbf needs"}}
 }
 
 func unreachable(err error) *drivers.UnavailableError {

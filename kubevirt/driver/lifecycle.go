@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,6 +92,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	}
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
+	}
+	if who := d.whoami(ctx); who != "" {
+		vm.Annotations[AnnotationCreatedBy] = who
 	}
 	if err := d.c.Create(ctx, vm); err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -377,4 +381,16 @@ func (d *Driver) notRunning(err error, goal string) *drivers.UnavailableError {
 			"kubectl get kubevirt -A: the KubeVirt resource's Available condition says why",
 			"kubectl -n kubevirt get pods: virt-api, virt-controller and virt-handler should be running",
 			"sbf doctor checks it"}}
+}
+
+// whoami is the user the API server knows these credentials as (a SelfSubjectReview, which
+// every authenticated user may make), asked once; "" when it cannot say (an older server).
+func (d *Driver) whoami(ctx context.Context) string {
+	d.who.Do(func() {
+		review := &authnv1.SelfSubjectReview{}
+		if err := d.c.Create(ctx, review); err == nil {
+			d.user = review.Status.UserInfo.Username
+		}
+	})
+	return d.user
 }

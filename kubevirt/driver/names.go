@@ -25,8 +25,11 @@ const (
 
 	AnnotationInstance = "sandboxforge.dev/instance"
 	AnnotationLeaseEnd = "sandboxforge.dev/lease-expires-at"
-	AnnotationSpare    = "sandboxforge.dev/spare"
-	AnnotationOwner    = "sandboxforge.dev/owner"
+	// AnnotationCreatedBy is the Kubernetes user that made the VM, as the API server named
+	// it to sbf (a SelfSubjectReview): for people looking at the cluster, not a permission.
+	AnnotationCreatedBy = "sandboxforge.dev/created-by"
+	AnnotationSpare     = "sandboxforge.dev/spare"
+	AnnotationOwner     = "sandboxforge.dev/owner"
 )
 
 // ObjectName is the VirtualMachine's name for an sbf instance name. Instance names may

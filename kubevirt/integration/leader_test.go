@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Short lease timings, so a takeover happens within seconds.
@@ -207,4 +208,34 @@ func TestServeLeaderAnswersProbes(t *testing.T) {
 			t.Errorf("%s: %s", path, res.Status)
 		}
 	}
+}
+
+// serve-leader with no --namespace, POD_NAMESPACE or SBF_KUBEVIRT_NAMESPACE keeps its Lease
+// in the namespace of the kubeconfig's context, as kubectl and the driver do.
+func TestServeLeaderTakesTheKubeconfigsNamespace(t *testing.T) {
+	s := newSpace(t, quick)
+	kc, err := clientcmd.LoadFromFile(s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = s.ns
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"serve-leader", "--identity", "k1"}, short...)
+	cmd := exec.Command(plugin, append(args, "--", "sleep", "60")...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + path}
+	out := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "the Lease in the context's namespace", func() bool {
+		if strings.Contains(out.String(), "required") {
+			t.Fatalf("serve-leader: %s", out)
+		}
+		return holder(t, s) == "k1"
+	})
 }

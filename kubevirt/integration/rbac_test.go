@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -73,7 +76,8 @@ func (sh shipped) of(t *testing.T, names ...string) []rbacv1.PolicyRule {
 // (under serve-leader, its Lease made by the manifests) deletes a VM past its lease and one
 // with none, with their Events, and may not write a VM nor touch the loop's Lease; the loop
 // (the engine through the plugin, and serve-leader) creates, starts, records leases on,
-// stops and deletes a sandbox and leads on its Lease, and may not touch the controller's.
+// stops and deletes a sandbox (the VM naming its maker, the loop's user) and leads on its
+// Lease, and may not touch the controller's.
 // A forbidden call on any path fails it.
 func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	s := newSpace(t, quick)
@@ -89,6 +93,8 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	}
 	if vms := vmsIn(t, s); len(vms) != 1 || vms[0].Annotations[driver.AnnotationLeaseEnd] == "" {
 		t.Fatalf("after apply as the loop: %+v", vms)
+	} else if by := vms[0].Annotations[driver.AnnotationCreatedBy]; by != "rbac-loop" {
+		t.Errorf("the VM says it was made by %q; want the loop's user, rbac-loop", by)
 	}
 	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{All: true}}); err != nil {
 		t.Fatalf("sbf destroy as the loop: %v", err)
@@ -179,4 +185,62 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) *testutil.SyncBu
 		}
 	})
 	return out
+}
+
+// The controller's probes (serve-leader's, as the Deployment points them) fail while its
+// passes fail, here because its ClusterRole is not bound, and pass while they succeed.
+func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		roles []string
+		want  int
+	}{
+		{"bound", []string{"ClusterRole/sbf-kubevirt-lease-controller", "Role/sbf-controller-election"}, http.StatusOK},
+		{"its ClusterRole not bound", []string{"Role/sbf-controller-election"}, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSpace(t, quick)
+			sh := shippedRBAC(t, s)
+			cfg := cluster.User(t, "probes-"+strings.ReplaceAll(tc.name, " ", "-"), s.ns, sh.of(t, tc.roles...))
+			probes, metrics := freeAddr(t), freeAddr(t)
+			cmd := []string{"serve-leader", "--namespace", s.ns, "--lease", "sbf-controller", "--identity", "p1",
+				"--health-addr", probes, "--command-health", "http://" + metrics + "/healthz"}
+			cmd = append(append(cmd, short...), "--", plugin, "controller", "--namespaces", s.ns,
+				"--metrics-addr", metrics, "--retry", "200ms")
+			out := runPlugin(t, kubetest.Kubeconfig(t, cfg), cmd...)
+			var got int
+			var body string
+			waitFor(t, "the probes to say "+http.StatusText(tc.want), func() bool {
+				for _, path := range []string{"/healthz", "/readyz"} {
+					res, err := http.Get("http://" + probes + path)
+					if err != nil {
+						return false
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					got, body = res.StatusCode, string(b)
+					if got != tc.want || !strings.Contains(out.String(), "leading") {
+						return false
+					}
+				}
+				// The command's own health answers: the probes asked it, not a port not open yet.
+				res, err := http.Get("http://" + metrics + "/healthz")
+				if err == nil {
+					res.Body.Close()
+				}
+				return err == nil && res.StatusCode == tc.want
+			})
+			t.Logf("%s: %d %s", tc.name, got, strings.TrimSpace(body))
+		})
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

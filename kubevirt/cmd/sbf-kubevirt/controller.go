@@ -30,6 +30,7 @@ func controller(ctx context.Context, args []string) error {
 		"comma-separated namespaces to serve (default $SBF_KUBEVIRT_NAMESPACES; empty: every namespace)")
 	resync := fs.Duration("resync", time.Minute, "a full pass at least this often, whatever the watch says")
 	metrics := fs.String("metrics-addr", "", "serve Prometheus text metrics on this address (e.g. :9090)")
+	retry := fs.Duration("retry", 5*time.Second, "the wait after a failed pass")
 	grace := fs.Duration("unleased-grace", 15*time.Minute,
 		"delete an sbf VM that carries no lease end this long after its creation")
 	if err := fs.Parse(args); err != nil {
@@ -57,7 +58,7 @@ func controller(ctx context.Context, args []string) error {
 	}
 	var m counters
 	o := expiry.Options{Client: c, Namespaces: splitComma(*namespaces), Clock: clock.Real{}, Resync: *resync,
-		UnleasedGrace: *grace, MayAct: mayAct, Identity: identity, Logf: logf, OnPass: m.record}
+		Retry: *retry, UnleasedGrace: *grace, MayAct: mayAct, Identity: identity, Logf: logf, OnPass: m.record}
 	ctrl, err := expiry.New(o)
 	if err != nil {
 		return err
@@ -67,7 +68,10 @@ func controller(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", *metrics, err)
 		}
-		srv := &http.Server{Handler: &m, ReadHeaderTimeout: 5 * time.Second}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", &m)
+		mux.HandleFunc("/healthz", m.healthz)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
@@ -99,6 +103,8 @@ type counters struct {
 	mu                      sync.Mutex
 	passes, expired, failed int
 	unleased                int
+	failing                 int   // passes failed in a row
+	lastErr                 error // the last pass's failure
 	garbled, watched        int
 	lastPass                time.Time
 }
@@ -109,10 +115,31 @@ func (m *counters) record(r expiry.Report) {
 	m.passes++
 	m.expired += len(r.Expired)
 	m.unleased += len(r.Unleased)
+	m.lastErr = r.Err
 	if r.Err != nil {
 		m.failed++
+		m.failing++
+	} else {
+		m.failing = 0
 	}
 	m.garbled, m.watched, m.lastPass = len(r.Garbled), r.Watched, r.At
+}
+
+// failingPasses is how many passes in a row must fail before /healthz says so: one may fail
+// on a conflict or a dropped connection and the next heal it.
+const failingPasses = 3
+
+// healthz fails while the controller's passes fail (RBAC taken away, KubeVirt's CRDs gone, a
+// fence it cannot pass): serve-leader's probes ask it (--command-health), so the kubelet
+// sees a controller that enforces nothing.
+func (m *counters) healthz(w http.ResponseWriter, _ *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failing >= failingPasses {
+		http.Error(w, fmt.Sprintf("the last %d passes failed: %v", m.failing, m.lastErr), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintf(w, "ok: %d passes, %d failed in a row\n", m.passes, m.failing)
 }
 
 func (m *counters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
