@@ -21,7 +21,7 @@ func TestForkCommand(t *testing.T) {
 	}
 	r = w.run(nil, "fork", "api", "--name-prefix", "try")
 	if r.code != 0 || !strings.Contains(r.stdout, "Forked api into try-1 (the source paused ") ||
-		!strings.Contains(r.stderr, "api: save for fork done") || !strings.Contains(r.stderr, "try-1: fork done") {
+		!strings.Contains(r.stderr, "api: save done") || !strings.Contains(r.stderr, "try-1: fork done") {
 		t.Fatalf("fork: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := w.run(nil, "exec", "try-1", "--", "cat", "a.txt"); r.stdout != "warm\n" {

@@ -14,7 +14,7 @@ import (
 
 type forkArgs struct {
 	InstanceID string `json:"instance_id" jsonschema:"The running instance to fork."`
-	Count      *int   `json:"count,omitempty" jsonschema:"How many children to make (1 to 8); default 1. A fork the instance cap cannot hold whole makes none."`
+	Count      *int   `json:"count,omitempty" jsonschema:"How many children." default:"1"`
 }
 
 func init() {
@@ -22,10 +22,8 @@ func init() {
 	unrecorded["fork_instance"] = true                  // the engine records each child (audited)
 	toolHints["fork_instance"] = hints{openWorld: true} // new VMs each call, like clone_instance
 	argRules["fork_instance"] = map[string]argRule{"count": bounds(1, reconcile.MaxForkChildren)}
-	toolOutputs["fork_instance"] = []string{"source_instance_id s: The instance forked.",
-		"children a: One per child: instance_id, backend_instance_name, expires_at.",
-		"count i: How many children were made.",
-		"paused_ms i: How long the source was paused while its state was saved."}
+	toolOutputs["fork_instance"] = []string{"children a: Each child's instance_id, backend_instance_name, expires_at.",
+		"count i", "paused_ms i: How long the source was paused."}
 }
 
 func (s *Server) forkInstance(ctx context.Context, a forkArgs) (any, error) {

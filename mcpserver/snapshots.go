@@ -71,11 +71,9 @@ func (s *Server) registerSnapshots() {
 			"its snapshot). Counts against the instance cap. Returns the new instance_id and its expires_at."},
 		s.cloneInstance)
 	addTool(s, toolDef{name: "fork_instance", set: setSnapshots, title: "Fork a running sandbox",
-		about: "Make count new running instances (1 to 8) from this running instance's memory, without a boot: each " +
-			"with its own copy-on-write disk, hostname, machine id and lease, and the source's network policy and " +
-			"mounts; the source pauses while its state is saved, then runs on. Counts against the instance cap " +
-			"(a fork it cannot hold whole makes none). FORK_UNSUPPORTED on backends that cannot, naming the next " +
-			"step (clone_instance from a snapshot). Returns the children's instance_id and expires_at."},
+		about: "Make count running instances from this running instance's memory, without a boot, each with its " +
+			"own disk, identity and lease. Counts against the instance cap (all or none). FORK_UNSUPPORTED names " +
+			"the next step where a backend cannot. Returns the children."},
 		s.forkInstance)
 }
 

@@ -54,9 +54,10 @@ type ForkedChild struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Progress kinds a fork reports (Event.Kind).
+// Progress kinds a fork reports (Event.Kind): the source's save, then
+// each child's start; Step and Steps count them (1 + Count).
 const (
-	ForkSave  plan.Kind = "save for fork"
+	ForkSave  plan.Kind = "save"
 	ForkChild plan.Kind = "fork"
 )
 

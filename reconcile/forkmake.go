@@ -161,12 +161,20 @@ func forgetAdmitted(ctx context.Context, admit executor.Admitter, instance strin
 // fails or ctx ends; made are those running.
 func (f *forking) children(ctx context.Context, forker drivers.Forker, src drivers.Spec,
 	specs map[string]drivers.Spec, events func(Event)) (made []string, err error) {
+	steps, n := 1+len(f.names), 0
 	step := func(who string, kind plan.Kind, do func(context.Context) error) error {
 		began := clock.Real{}.Now()
-		emit(events, Event{Sandbox: who, Kind: kind})
-		sctx := drivers.WithProgress(ctx, func(msg string) { emit(events, Event{Sandbox: who, Kind: kind, Message: msg}) })
+		n++
+		ev := Event{Sandbox: who, Kind: kind, Step: n, Steps: steps}
+		emit(events, ev)
+		sctx := drivers.WithProgress(ctx, func(msg string) {
+			withMsg := ev
+			withMsg.Message = msg
+			emit(events, withMsg)
+		})
 		err := do(sctx)
-		emit(events, Event{Sandbox: who, Kind: kind, Done: true, Err: err, Elapsed: clock.Real{}.Now().Sub(began)})
+		ev.Done, ev.Err, ev.Elapsed = true, err, clock.Real{}.Now().Sub(began)
+		emit(events, ev)
 		return err
 	}
 	var img drivers.ForkImage
