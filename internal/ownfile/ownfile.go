@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Folder is a folder of sbf's own files: base, opened as the operator
@@ -193,6 +194,26 @@ func (f Folder) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, err
 }
 
 func openIn(r *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.File, error) {
+	// sbf replaces its files atomically (a new file renamed over the old)
+	// and readers take no lock: another file under the name at the open
+	// than at the look may be such a replacement, so the open is tried
+	// again; a link is refused at the next look.
+	for range replacedTries {
+		fh, err := openOnce(r, name, shown, flag, perm)
+		if !errors.Is(err, errReplaced) {
+			return fh, err
+		}
+	}
+	return nil, refused(shown, problemLink)
+}
+
+// replacedTries bounds the opens of a file replaced meanwhile each time.
+const replacedTries = 8
+
+// errReplaced is another file under the name at the open than at the look.
+var errReplaced = errors.New("replaced while opened")
+
+func openOnce(r *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.File, error) {
 	before, err := r.Lstat(name)
 	switch {
 	case err == nil:
@@ -205,6 +226,9 @@ func openIn(r *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.Fil
 		before = nil
 	}
 	fh, err := r.OpenFile(name, flag|nonBlock, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errReplaced // a link since the look: the next look says so
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +243,7 @@ func openIn(r *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.Fil
 		}
 	}
 	if err == nil && !sameFile(before, opened) {
-		err = refused(shown, problemLink)
+		err = errReplaced
 	}
 	if err != nil {
 		fh.Close()

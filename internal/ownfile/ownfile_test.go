@@ -208,3 +208,87 @@ func TestMissingFilesAndFoldersAreMissing(t *testing.T) {
 		t.Errorf("its file: %v %v", info.Mode(), err)
 	}
 }
+
+// sbf replaces its files atomically (a new file renamed over the old), and
+// readers take no lock: a replacement between a reader's look and its open
+// is not a link (TestParallelEditsLoseNothing once failed so, "is a link").
+func TestAReplacementWhileOpeningIsNotALink(t *testing.T) {
+	own := In(t.TempDir(), ".sandboxforge")
+	if err := own.Make(); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.WriteVolatile("overrides.toml", []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := own.WriteVolatile("overrides.toml", []byte(strings.Repeat("b", i%7+1)), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 20000 {
+		if _, _, err := own.ReadFile("overrides.toml", 100); err != nil {
+			t.Errorf("a read beside a replacing writer: %v", err)
+			break
+		}
+	}
+	close(stop)
+	<-done
+}
+
+// A link swapped in and out under the name while readers open it (each
+// swap a rename, as an attacker would make it atomic) is never followed:
+// a read gives the regular file's bytes or is refused as a link.
+func TestALinkSwappedInWhileOpeningIsNeverFollowed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".sandboxforge")
+	own := At(filepath.Dir(dir)).Sub(".sandboxforge")
+	if err := own.Make(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "target"), []byte("followed"), 0o644)
+	os.Symlink("target", filepath.Join(dir, "link"))
+	os.WriteFile(filepath.Join(dir, "state.json"), []byte("regular"), 0o644)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Swap a link in, then a regular file, each by a rename.
+			tmp := filepath.Join(dir, "swap")
+			if i%2 == 0 {
+				os.Symlink("target", tmp)
+			} else {
+				os.WriteFile(tmp, []byte("regular"), 0o644)
+			}
+			os.Rename(tmp, filepath.Join(dir, "state.json"))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	refusals := 0
+	for range 20000 {
+		data, _, err := own.ReadFile("state.json", 100)
+		switch {
+		case err != nil && codeOf(err) == coded.StateFileLink:
+			refusals++
+		case err != nil:
+			t.Fatalf("read: %v", err)
+		case string(data) != "regular":
+			t.Fatalf("a read followed the link: %q", data)
+		}
+	}
+	t.Logf("%d of 20000 reads refused as a link", refusals)
+}
