@@ -130,32 +130,10 @@ func (id ForkIdentity) GuestScript() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// ForkUnsupportedError is a backend that cannot fork (at all, or this
-// VM): why, and what would do instead.
-type ForkUnsupportedError struct {
-	Driver    string
-	Reason    string
-	NextSteps []string
-}
-
-func (e *ForkUnsupportedError) Error() string {
-	msg := fmt.Sprintf("the %s driver %s", e.Driver, e.Reason)
-	if len(e.NextSteps) > 0 {
-		msg += " (next: " + strings.Join(e.NextSteps, "; ") + ")"
-	}
-	return msg
-}
-
-// Coded is the error's FORK_UNSUPPORTED form.
-func (e *ForkUnsupportedError) Coded() *coded.Error {
-	return coded.New(coded.ForkUnsupported, map[string]any{"driver": e.Driver, "reason": e.Reason,
-		"next_steps": e.NextSteps}, "%s", e.Error())
-}
-
 // ForkUnsupported says a backend cannot fork, why (a phrase after "the
 // NAME driver") and what to do instead.
 func ForkUnsupported(driver, reason string, steps ...string) error {
-	return &ForkUnsupportedError{Driver: driver, Reason: reason, NextSteps: steps}
+	return &UnsupportedError{Code: coded.ForkUnsupported, Driver: driver, Reason: reason, NextSteps: steps}
 }
 
 // NoFork is FORK_UNSUPPORTED for a backend without the capability: the

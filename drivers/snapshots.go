@@ -94,15 +94,17 @@ func CheckSnapshotName(field, name string) error {
 		field, coded.Clip(name), MaxSnapshotName)
 }
 
-// SnapshotUnsupportedError is a backend that keeps no snapshots or makes
-// no clones (at all, or of this VM): why, and what would.
-type SnapshotUnsupportedError struct {
+// UnsupportedError is a capability a backend lacks (at all, or for this
+// VM): snapshots and clones, forks. Code says which; Reason is a phrase
+// after "the NAME driver"; NextSteps say what would do instead.
+type UnsupportedError struct {
+	Code      string
 	Driver    string
 	Reason    string
 	NextSteps []string
 }
 
-func (e *SnapshotUnsupportedError) Error() string {
+func (e *UnsupportedError) Error() string {
 	msg := fmt.Sprintf("the %s driver %s", e.Driver, e.Reason)
 	if len(e.NextSteps) > 0 {
 		msg += " (next: " + strings.Join(e.NextSteps, "; ") + ")"
@@ -110,9 +112,9 @@ func (e *SnapshotUnsupportedError) Error() string {
 	return msg
 }
 
-// Coded is the error's SNAPSHOT_UNSUPPORTED form.
-func (e *SnapshotUnsupportedError) Coded() *coded.Error {
-	return coded.New(coded.SnapshotUnsupported, map[string]any{"driver": e.Driver, "reason": e.Reason,
+// Coded is the error's coded form (SNAPSHOT_UNSUPPORTED, FORK_UNSUPPORTED).
+func (e *UnsupportedError) Coded() *coded.Error {
+	return coded.New(e.Code, map[string]any{"driver": e.Driver, "reason": e.Reason,
 		"next_steps": e.NextSteps}, "%s", e.Error())
 }
 
@@ -120,7 +122,7 @@ func (e *SnapshotUnsupportedError) Coded() *coded.Error {
 // phrase after "the NAME driver": "keeps no snapshots of vm_type vz"),
 // and what to do instead.
 func SnapshotUnsupported(driver, reason string, steps ...string) error {
-	return &SnapshotUnsupportedError{Driver: driver, Reason: reason, NextSteps: steps}
+	return &UnsupportedError{Code: coded.SnapshotUnsupported, Driver: driver, Reason: reason, NextSteps: steps}
 }
 
 // NoSnapshots is SNAPSHOT_UNSUPPORTED for a backend without the capability. What each could use:
