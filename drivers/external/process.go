@@ -3,12 +3,13 @@ package external
 import (
 	"errors"
 	"fmt"
-	"github.com/sandboxforge/sbf/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/sandboxforge/sbf/internal/proc"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/hostpath"
@@ -88,7 +89,7 @@ func (g guestPlaces) untrusted(dir, path string) string {
 		return "is relative: it names whatever folder sbf runs in"
 	}
 	for _, p := range []string{dir, path} {
-		real, err := filepath.EvalSymlinks(p)
+		real, err := hostpath.Real(p)
 		if err != nil {
 			return "cannot be resolved: " + err.Error()
 		}
@@ -117,7 +118,7 @@ func realPaths(dirs []string) []string {
 		if abs, err := filepath.Abs(d); err == nil {
 			d = abs
 		}
-		if real, err := filepath.EvalSymlinks(d); err == nil {
+		if real, err := hostpath.Real(d); err == nil {
 			d = real
 		}
 		out = append(out, d)

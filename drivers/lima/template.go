@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sandboxforge/sbf/internal/hostpath"
 	"gopkg.in/yaml.v3"
 )
 
@@ -28,7 +29,10 @@ func newTemplateStore(limactl string, getenv func(string) string) templateStore 
 	if home := limaHome(getenv); home != "" {
 		dirs = append(dirs, filepath.Join(home, "_templates"))
 	}
-	if real, err := filepath.EvalSymlinks(limactl); err == nil {
+	if abs, err := filepath.Abs(limactl); err == nil {
+		limactl = abs
+	}
+	if real, err := hostpath.Real(limactl); err == nil {
 		dirs = append(dirs, filepath.Join(filepath.Dir(filepath.Dir(real)), "share", "lima", "templates"))
 	}
 	return templateStore{dirs: dirs}

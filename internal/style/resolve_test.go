@@ -9,26 +9,18 @@ import (
 	"testing"
 )
 
-// operatorBinaries resolve where the operator's own programs live, each
-// with why it is not a path sbf holds to the allowed places.
-var operatorBinaries = map[string]string{
-	"drivers/lima/template.go": "limactl's real folder locates the templates Lima ships beside it",
-	"drivers/external/process.go": "a plugin's PATH folder and program, and the folders guests may write, are " +
-		"the operator's: sbf refuses to run a plugin whose real path lies where a guest writes",
-}
-
 // Issue 41, point 3: every host path sbf resolves (workspace roots, mounts,
 // served and client roots, policy folders, reserved places) goes through
 // internal/hostpath's walker, which looks at nothing off the way to the
 // allowed places. filepath.EvalSymlinks answers "does not exist" before
 // anyone asked whether the path was allowed: outside test code only
-// internal/hostpath and the files in operatorBinaries call it.
+// internal/hostpath calls it (the operator's own programs, limactl's and a
+// plugin's real paths, go through hostpath.Real too).
 func TestHostPathsResolveThroughTheWalker(t *testing.T) {
 	fset := token.NewFileSet()
 	walkGo(t, func(path string) error {
 		rel := filepath.ToSlash(strings.TrimPrefix(path, filepath.Join("..", "..")+string(filepath.Separator)))
-		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(rel, "internal/hostpath/") ||
-			operatorBinaries[rel] != "" {
+		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(rel, "internal/hostpath/") {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
