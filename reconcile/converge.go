@@ -130,7 +130,7 @@ func (e *Engine) forgetEnded(ctx context.Context, u *run) error {
 	if err != nil || len(gone) == 0 || e.HostDir == "" {
 		return err
 	}
-	if err := e.index().RemoveAll(gone); err != nil {
+	if err := e.index().RemoveAll(ctx, gone); err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil
@@ -293,10 +293,10 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
-		applyErr = errors.Join(applyErr, e.indexLeases(r, res.State))
+		applyErr = errors.Join(applyErr, e.indexLeases(ctx, r, res.State))
 		e.adoptions.notify()
 	}
-	applyErr = errors.Join(applyErr, e.pruneIndex(r, res.State, res.Plan.Forgotten()))
+	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.State, res.Plan.Forgotten()))
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
 

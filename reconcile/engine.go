@@ -213,7 +213,7 @@ func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []stri
 		return fmt.Errorf("forgetting %v, never made: %w", never, err)
 	}
 	back.State = store.Snapshot()
-	return e.pruneIndex(r, back.State, never)
+	return e.pruneIndex(ctx, r, back.State, never)
 }
 
 // preflight fails before anything is written when a backend the run
@@ -262,7 +262,7 @@ func (e *Engine) writeEdit(
 	if err := spec.EditManaged(ctx, r, e.holder(), func(m *spec.Managed) error { return edit(m, c) }); err != nil {
 		return fmt.Errorf("writing the desired state: %w", err)
 	}
-	return e.indexLeases(r, rec)
+	return e.indexLeases(ctx, r, rec)
 }
 
 func (e *Engine) runner(r *spec.Resolved) func(driver, instance string) (guest.Runner, error) {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 // The host index: which leased sandboxes this host holds, written beside
 // each edit of the desired state and pruned of what a run forgot.
 
-func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
+func (e *Engine) indexLeases(ctx context.Context, r *spec.Resolved, rec *state.File) error {
 	if e.HostDir == "" {
 		return nil
 	}
@@ -31,7 +32,7 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 			WorkspaceRoot: r.Root, WorkspaceID: r.WorkspaceID}
 		if sb := rec.Sandboxes[name]; sb != nil && sb.Instance != "" && sb.Instance != entry.Instance {
 			// An adopted instance keeps its own name; the index follows it.
-			if err := idx.Remove(entry.Instance); err != nil {
+			if err := idx.Remove(ctx, entry.Instance); err != nil {
 				return fmt.Errorf("updating the host instance index: %w", err)
 			}
 			entry.Instance = sb.Instance
@@ -46,7 +47,7 @@ func (e *Engine) indexLeases(r *spec.Resolved, rec *state.File) error {
 		}
 		entries = append(entries, entry)
 	}
-	if err := idx.PutAll(entries); err != nil {
+	if err := idx.PutAll(ctx, entries); err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)
 	}
 	return nil
@@ -66,11 +67,11 @@ func (e *Engine) index() *state.HostIndex {
 // that are neither declared nor recorded any more. Only those: an ended
 // sandbox's record kept in the archive keeps its entry too, and a run
 // reads no archive.
-func (e *Engine) pruneIndex(r *spec.Resolved, rec *state.File, forgot []string) error {
+func (e *Engine) pruneIndex(ctx context.Context, r *spec.Resolved, rec *state.File, forgot []string) error {
 	if e.HostDir == "" || len(forgot) == 0 {
 		return nil
 	}
-	err := e.index().Prune(r.WorkspaceID, func(name string) bool {
+	err := e.index().Prune(ctx, r.WorkspaceID, func(name string) bool {
 		_, declared := r.Config.Sandboxes[name]
 		_, recorded := rec.Sandboxes[name]
 		return declared || recorded || !slices.Contains(forgot, name)

@@ -104,7 +104,7 @@ func TestLeasedWorkspacesAreWhatTheLoopsWatch(t *testing.T) {
 		{Instance: "sbf-3-c", Sandbox: "c", WorkspaceRoot: gone, ExpiresAt: exp},
 		{Instance: "sbf-4-d", Sandbox: "d", WorkspaceRoot: t.TempDir()}, // no lease
 	} {
-		if err := h.eng.index().Put(e); err != nil {
+		if err := h.eng.index().Put(t.Context(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestALoopOverLeasesWakesForALeaseTakenLater(t *testing.T) {
 	if root := <-passed; root != h.root {
 		t.Fatalf("the first pass was over %s, want %s", root, h.root)
 	}
-	if err := h.eng.index().Put(state.IndexEntry{Instance: "sbf-2-b", Sandbox: "b", WorkspaceRoot: other,
+	if err := h.eng.index().Put(t.Context(), state.IndexEntry{Instance: "sbf-2-b", Sandbox: "b", WorkspaceRoot: other,
 		ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

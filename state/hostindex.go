@@ -49,12 +49,14 @@ func OpenHostIndex(dir string) *HostIndex {
 func (h *HostIndex) Dir() string { return h.dir }
 
 // Put records or replaces an entry.
-func (h *HostIndex) Put(e IndexEntry) error { return h.PutAll([]IndexEntry{e}) }
+func (h *HostIndex) Put(ctx context.Context, e IndexEntry) error {
+	return h.PutAll(ctx, []IndexEntry{e})
+}
 
 // PutAll records or replaces entries in one write, leaving out those
 // already recorded as they are.
-func (h *HostIndex) PutAll(entries []IndexEntry) error {
-	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+func (h *HostIndex) PutAll(ctx context.Context, entries []IndexEntry) error {
+	return h.write(ctx, func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
 		put := map[string]IndexEntry{}
 		for _, e := range entries {
 			if old, ok := m[e.Instance]; !ok || !sameEntry(old, e) {
@@ -71,11 +73,13 @@ func sameEntry(a, b IndexEntry) bool {
 }
 
 // Remove drops an instance's entry; a missing one is fine.
-func (h *HostIndex) Remove(instance string) error { return h.RemoveAll([]string{instance}) }
+func (h *HostIndex) Remove(ctx context.Context, instance string) error {
+	return h.RemoveAll(ctx, []string{instance})
+}
 
 // RemoveAll drops the entries of instances in one write; missing ones are fine.
-func (h *HostIndex) RemoveAll(instances []string) error {
-	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+func (h *HostIndex) RemoveAll(ctx context.Context, instances []string) error {
+	return h.write(ctx, func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
 		var del []string
 		for _, inst := range instances {
 			if _, ok := m[inst]; ok {
@@ -92,8 +96,8 @@ func (h *HostIndex) RemoveAll(instances []string) error {
 // (after [lease] keep_records), the entry goes too. An ended sandbox whose
 // record is kept keeps its entry, so its id still finds its workspace
 // (INSTANCE_TERMINAL, list_instances' include_expired).
-func (h *HostIndex) Prune(workspaceID string, keep func(sandbox string) bool) error {
-	return h.write(func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
+func (h *HostIndex) Prune(ctx context.Context, workspaceID string, keep func(sandbox string) bool) error {
+	return h.write(ctx, func(m map[string]IndexEntry) (map[string]IndexEntry, []string) {
 		var del []string
 		for name, e := range m {
 			if e.WorkspaceID == workspaceID && e.ExpiresAt.IsZero() && !keep(e.Sandbox) {
@@ -105,15 +109,19 @@ func (h *HostIndex) Prune(workspaceID string, keep func(sandbox string) bool) er
 	})
 }
 
+// indexChange returns the entries to put and the instances to delete.
+type indexChange func(map[string]IndexEntry) (map[string]IndexEntry, []string)
+
 // write changes the index under its host-wide lock, from the file as it
-// is now.
-func (h *HostIndex) write(change func(map[string]IndexEntry) (map[string]IndexEntry, []string)) error {
+// is now. It waits for the lock with ctx's values but not its cancellation:
+// a run interrupted after it made or removed an instance still records it.
+func (h *HostIndex) write(ctx context.Context, change indexChange) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.own.Make(); err != nil {
 		return fmt.Errorf("creating host index %s: %w", h.dir, err)
 	}
-	lock, err := flock.Acquire(context.Background(), h.own.File("instances.lock"),
+	lock, err := flock.Acquire(context.WithoutCancel(ctx), h.own.File("instances.lock"),
 		flock.Holder{Command: "sbf (host instance index)", PID: os.Getpid()}, time.Minute)
 	if err != nil {
 		return fmt.Errorf("updating the host instance index: %w", err)

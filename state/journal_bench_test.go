@@ -29,7 +29,7 @@ func BenchmarkIndexSync(b *testing.B) {
 			dir := b.TempDir()
 			idx := OpenHostIndex(dir)
 			end := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-			if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+			if err := idx.PutAll(b.Context(), indexEntries(1000, end)); err != nil {
 				b.Fatal(err)
 			}
 			var written int64
@@ -39,7 +39,7 @@ func BenchmarkIndexSync(b *testing.B) {
 				if renewed {
 					end = end.Add(time.Second)
 				}
-				if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+				if err := idx.PutAll(b.Context(), indexEntries(1000, end)); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()

@@ -102,7 +102,7 @@ func TestHostMapsRefuseLinks(t *testing.T) {
 	if _, err := idx.All(); codeOf(err) != coded.StateFileLink {
 		t.Errorf("index read: %v", err)
 	}
-	if err := idx.Put(IndexEntry{Instance: "sbf-x-a", Sandbox: "a"}); codeOf(err) != coded.StateFileLink {
+	if err := idx.Put(t.Context(), IndexEntry{Instance: "sbf-x-a", Sandbox: "a"}); codeOf(err) != coded.StateFileLink {
 		t.Errorf("index write: %v", err)
 	}
 	if _, _, err := OpenLedger(home).Instances(); codeOf(err) != coded.StateFileLink {

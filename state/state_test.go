@@ -247,7 +247,7 @@ func TestHostIndex(t *testing.T) {
 		{Instance: "sbf-01234567-inst_1a2b3c4d", Sandbox: "inst_1a2b3c4d", WorkspaceRoot: "/a", ExpiresAt: exp},
 		{Instance: "sbf-89abcdef-api", Sandbox: "api", WorkspaceRoot: "/b"},
 	} {
-		if err := idx.Put(e); err != nil {
+		if err := idx.Put(t.Context(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,11 +276,11 @@ func TestHostIndexPrune(t *testing.T) {
 		{Instance: "sbf-01234567-leased", Sandbox: "leased", WorkspaceID: "ws_a", ExpiresAt: exp}, // a lease: kept
 		{Instance: "sbf-89abcdef-gone", Sandbox: "gone", WorkspaceID: "ws_b"},                     // another workspace's
 	} {
-		if err := idx.Put(e); err != nil {
+		if err := idx.Put(t.Context(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := idx.Prune("ws_a", func(name string) bool { return name == "ended" }); err != nil {
+	if err := idx.Prune(t.Context(), "ws_a", func(name string) bool { return name == "ended" }); err != nil {
 		t.Fatal(err)
 	}
 	all, _ := idx.All()
@@ -309,7 +309,8 @@ func TestHostIndexReadsTheOldLayout(t *testing.T) {
 	if e, ok := idx.Lookup("api"); !ok || e.WorkspaceID != "ws_a" {
 		t.Fatalf("the old layout's entry was not found: %+v %v", e, ok)
 	}
-	if err := idx.Put(IndexEntry{Instance: "sbf-01234567-web", Sandbox: "web", WorkspaceID: "ws_a"}); err != nil {
+	web := IndexEntry{Instance: "sbf-01234567-web", Sandbox: "web", WorkspaceID: "ws_a"}
+	if err := idx.Put(t.Context(), web); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
@@ -327,14 +328,14 @@ func TestHostIndexSeesOtherWriters(t *testing.T) {
 	reader, writer := OpenHostIndex(dir), OpenHostIndex(dir)
 	for i := range 200 { // past the point where the file is rewritten whole
 		name := fmt.Sprintf("sb%03d", i)
-		if err := writer.Put(IndexEntry{Instance: "sbf-01234567-" + name, Sandbox: name}); err != nil {
+		if err := writer.Put(t.Context(), IndexEntry{Instance: "sbf-01234567-" + name, Sandbox: name}); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := reader.Lookup(name); !ok {
 			t.Fatalf("entry %d was not seen", i)
 		}
 	}
-	writer.Remove("sbf-01234567-sb007")
+	writer.Remove(t.Context(), "sbf-01234567-sb007")
 	if _, ok := reader.Lookup("sb007"); ok {
 		t.Error("a removed entry is still found")
 	}
@@ -356,7 +357,7 @@ func TestIndexReadsAreCountedWhenTheyRead(t *testing.T) {
 		}
 	}
 	put := func(name string) {
-		if err := writer.Put(IndexEntry{Instance: "sbf-x-" + name, Sandbox: name}); err != nil {
+		if err := writer.Put(t.Context(), IndexEntry{Instance: "sbf-x-" + name, Sandbox: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,35 +392,35 @@ func TestHostIndexStaysBoundedBySize(t *testing.T) {
 		}
 		return info.Size()
 	}
-	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+	if err := idx.PutAll(t.Context(), indexEntries(1000, end)); err != nil {
 		t.Fatal(err)
 	}
 	compacted := size()
 	for i := range 40 {
 		end = end.Add(time.Second)
-		if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+		if err := idx.PutAll(t.Context(), indexEntries(1000, end)); err != nil {
 			t.Fatal(err)
 		}
 		if got := size(); got > 3*compacted {
 			t.Fatalf("after %d renewals the index holds %d bytes, its live content %d", i+1, got, compacted)
 		}
 	}
-	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+	if err := idx.PutAll(t.Context(), indexEntries(1000, end)); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	if err := idx.PutAll(indexEntries(1000, end)); err != nil {
+	if err := idx.PutAll(t.Context(), indexEntries(1000, end)); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Errorf("a sync that changed nothing wrote %d bytes", len(after)-len(before))
 	}
 	fresh := OpenHostIndex(t.TempDir())
-	fresh.PutAll(indexEntries(1000, end))
+	fresh.PutAll(t.Context(), indexEntries(1000, end))
 	before, _ = os.ReadFile(filepath.Join(fresh.Dir(), "instances.index"))
 	changed := indexEntries(1000, end)
 	changed[7].ExpiresAt = end.Add(time.Hour)
-	if err := fresh.PutAll(changed); err != nil {
+	if err := fresh.PutAll(t.Context(), changed); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(filepath.Join(fresh.Dir(), "instances.index"))
@@ -451,7 +452,7 @@ func TestHostMapsReadEarlierFilesAndSkipATornLine(t *testing.T) {
 	if all, err := idx.All(); err != nil || len(all) != 1 || all[0].Sandbox != "b" || all[0].ExpiresAt.IsZero() {
 		t.Fatalf("the earlier index read as %+v, %v", all, err)
 	}
-	if err := idx.Put(IndexEntry{Instance: "sbf-x-d", Sandbox: "d"}); err != nil {
+	if err := idx.Put(t.Context(), IndexEntry{Instance: "sbf-x-d", Sandbox: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "instances.index")); strings.Contains(string(data), `"inst`+"{") ||
@@ -474,7 +475,7 @@ func TestHostIndexWithoutAWholeHeadIsMadeAnew(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "instances.index"), []byte(`{"map":1,"all":{"sbf-x-a":{"inst`), 0o644)
 	idx := OpenHostIndex(dir)
-	if err := idx.Put(IndexEntry{Instance: "sbf-x-b", Sandbox: "b"}); err != nil {
+	if err := idx.Put(t.Context(), IndexEntry{Instance: "sbf-x-b", Sandbox: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	if all, err := OpenHostIndex(dir).All(); err != nil || len(all) != 1 || all[0].Sandbox != "b" {

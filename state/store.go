@@ -125,6 +125,9 @@ type Store struct {
 	wrote    bool // since Close last folded the journal in
 	// undeclared says which sandboxes no file declares: Archive.
 	undeclared func(name string) bool
+	// life is the opener's context without its cancellation: a write
+	// records what a run did even after the run was interrupted.
+	life context.Context
 	// writes counts the lines appended, synced those made durable (Sync,
 	// or a whole write); syncMu lets one Sync at a time fsync for all.
 	writes, synced int64
@@ -169,7 +172,7 @@ func OpenAfter(ctx context.Context, l *Looked, who flock.Holder, timeout time.Du
 		return nil, err
 	}
 	s := &Store{dir: l.dir, root: l.root, workspaceID: l.workspaceID, own: Folder(l.dir), who: who,
-		wait: max(timeout, minLockWait)}
+		wait: max(timeout, minLockWait), life: context.WithoutCancel(ctx)}
 	lock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -239,7 +242,7 @@ func (s *Store) Write(change func(*Tx)) error { return s.write(change) }
 func (s *Store) write(change func(*Tx)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lock, err := s.lock(context.Background())
+	lock, err := s.lock(s.life)
 	if err != nil {
 		return err
 	}
@@ -292,7 +295,7 @@ func (s *Store) Close() error {
 	if !s.wrote {
 		return nil
 	}
-	lock, err := s.lock(context.Background())
+	lock, err := s.lock(s.life)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,6 @@ var processRoots = map[string]string{
 	"drivers/drivertest/check.go":                  "the driver contract, run by tests",
 	"drivers/vz/supervisor/supervisortest/fake.go": "a fake supervisor process for tests",
 	"internal/testutil/npm.go":                     "a test helper's npm lock",
-	"state/store.go":                               "left (issue 41): Store's lock on a path without a context",
-	"state/hostindex.go":                           "left (issue 41): the host index's lock without a context",
 }
 
 // Below the process roots a context comes from the caller, so that an
