@@ -204,6 +204,7 @@ func TestRealVM(t *testing.T) {
 		t.Errorf("nproc after the change = %q", out)
 	}
 	t.Run("egress", func(t *testing.T) { testEgressEnforced(t, w, hosts, direct) })
+	t.Run("fork", func(t *testing.T) { testFork(t, w) })
 	w.must("sbf extend api 30m", "extend", "api", "30m")
 	w.write(".sandboxforge.toml", specText(1, true)) // the sandboxes after this one start unrestricted
 

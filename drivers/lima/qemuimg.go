@@ -64,6 +64,7 @@ func (q qemuImg) exportDisk(ctx context.Context, disk, name, dst string) error {
 type imageInfo struct {
 	VirtualSize    int64  `json:"virtual-size"`
 	BackingFile    string `json:"backing-filename"`
+	BackingFormat  string `json:"backing-filename-format"`
 	FormatSpecific struct {
 		Data struct {
 			DataFile string `json:"data-file"`

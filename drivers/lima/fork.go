@@ -1,0 +1,259 @@
+package lima
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/shellquote"
+)
+
+// A fork of a Lima QEMU VM (docs/drivers.md, Fork): the source is paused
+// over QMP, its disk frozen into a read-only base (blockdev-snapshot-sync:
+// it writes on into a new overlay, which takes the name Lima opens), its
+// memory saved to a file, and resumed. A child is a Lima instance made from
+// the child's spec whose diffdisk is a qcow2 overlay of that base; the
+// QEMU wrapper starts it with -incoming from the saved memory (the file
+// fork-incoming in its folder), and it is resumed once the memory is in.
+//
+// Backing files are named relative to the image (the base's "basedisk",
+// an overlay's base), and every file of the chain is hard-linked into each
+// instance's folder: deleting any instance (limactl delete removes its
+// folder) leaves the others' chains whole, and no instance writes a file
+// another reads.
+
+// forkIncoming is the saved memory a child's QEMU starts from, removed
+// once it is in: a later restart boots.
+const forkIncoming = "fork-incoming"
+
+// migratePoll is how often a save's progress is asked for.
+const migratePoll = 50 * time.Millisecond
+
+// SaveForFork pauses the running instance, freezes its disk, saves its
+// memory and resumes it (drivers.Forker).
+func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.ForkImage, error) {
+	if source.VMType != "" && source.VMType != "qemu" {
+		return nil, drivers.ForkUnsupported("lima", "forks only QEMU VMs (this one runs on "+source.VMType+")",
+			fmt.Sprintf("clone it instead: sbf clone %s (its processes start again from a boot)", source.Name))
+	}
+	var id [6]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("naming the fork of %s: %w", source.Name, err)
+	}
+	tag := hex.EncodeToString(id[:])
+	f := &forkImage{d: d, dir: d.instanceDir(source.Name), base: "fork-base-" + tag + ".qcow2",
+		state: "fork-" + tag + ".state"}
+	q, err := dialQMP(ctx, filepath.Join(f.dir, "qmp.sock"))
+	if err != nil {
+		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
+	}
+	defer q.Close()
+	disk, err := q.disk(ctx, "diffdisk", "")
+	if err != nil {
+		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
+	}
+	if err := q.do(ctx, "stop", nil, nil); err != nil {
+		return nil, fmt.Errorf("pausing %s to fork it: %w", source.Name, err)
+	}
+	froze, saveErr := f.save(ctx, q, disk)
+	// The source runs on whatever the save did, even when the fork was cancelled.
+	life := context.WithoutCancel(ctx)
+	saveErr = errors.Join(saveErr, q.do(life, "cont", nil, nil))
+	if froze {
+		saveErr = errors.Join(saveErr, f.rename(life, q, disk))
+	}
+	if saveErr != nil {
+		os.Remove(filepath.Join(f.dir, f.state))
+		return nil, fmt.Errorf("forking %s: %w", source.Name, saveErr)
+	}
+	return f, nil
+}
+
+// forkImage is one saved source: its folder, its frozen base and memory.
+type forkImage struct {
+	d                *Driver
+	dir, base, state string
+}
+
+// save freezes the paused source's disk and writes its memory to f.state;
+// froze says whether the disk now writes to the new overlay (which rename
+// must then name diffdisk, whatever else failed).
+func (f *forkImage) save(ctx context.Context, q *qmp, disk qmpBlock) (froze bool, err error) {
+	overlay := filepath.Join(f.dir, "diffdisk.fork")
+	os.Remove(overlay) // a fork that died before its rename
+	if err := q.do(ctx, "blockdev-snapshot-sync", map[string]any{"device": disk.Device,
+		"snapshot-file": overlay, "format": "qcow2"}, nil); err != nil {
+		return false, fmt.Errorf("freezing the disk: %w", err)
+	}
+	if err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(8) << 30}, nil); err != nil {
+		return true, err
+	}
+	uri := "exec:cat > " + shellquote.Quote(filepath.Join(f.dir, f.state))
+	if err := q.do(ctx, "migrate", map[string]any{"uri": uri}, nil); err != nil {
+		return true, fmt.Errorf("saving the memory: %w", err)
+	}
+	for {
+		var m struct {
+			Status string `json:"status"`
+			Error  string `json:"error-desc"`
+		}
+		if err := q.do(ctx, "query-migrate", nil, &m); err != nil {
+			return true, err
+		}
+		switch m.Status {
+		case "completed":
+			return true, f.relativeBacking(ctx)
+		case "failed", "cancelled":
+			return true, fmt.Errorf("saving the memory: %s %s", m.Status, m.Error)
+		}
+		if err := clock.Sleep(ctx, clock.Real{}, migratePoll); err != nil {
+			q.do(context.WithoutCancel(ctx), "migrate_cancel", nil, nil)
+			return true, err
+		}
+	}
+}
+
+// relativeBacking makes the frozen disk name what it backs on relative to
+// its folder (Lima names basedisk by its absolute path), so that the chain
+// linked into a child's folder is whole there. It runs while the source's
+// images are inactive (a completed migration released their locks; cont
+// reads the header again): QEMU's change-backing-file would record the
+// wrong backing format for a raw basedisk.
+func (f *forkImage) relativeBacking(ctx context.Context) error {
+	img, err := f.d.findQemuImg()
+	if err != nil {
+		return err
+	}
+	frozen := filepath.Join(f.dir, "diffdisk")
+	info, err := img.info(ctx, frozen)
+	if err != nil || info.BackingFile == "" {
+		return err
+	}
+	_, err = img.run(ctx, "rebase", "-u", "-f", "qcow2", "-F", info.BackingFormat, "-b",
+		filepath.Base(info.BackingFile), frozen)
+	return err
+}
+
+// rename gives the frozen disk its base name and the overlay the source
+// writes to the name Lima opens, which names the base relative to its folder.
+func (f *forkImage) rename(ctx context.Context, q *qmp, disk qmpBlock) error {
+	diff := filepath.Join(f.dir, "diffdisk")
+	if err := os.Rename(diff, filepath.Join(f.dir, f.base)); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(f.dir, "diffdisk.fork"), diff); err != nil {
+		return err
+	}
+	top, err := q.disk(ctx, "", disk.Device)
+	if err != nil {
+		return err
+	}
+	return q.do(ctx, "change-backing-file", map[string]any{"device": disk.Device,
+		"image-node-name": top.Inserted.NodeName, "backing-file": f.base}, nil)
+}
+
+// StartChild makes the child's instance over the frozen base, starts its
+// QEMU from the saved memory, resumes it and gives it its own identity.
+func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) error {
+	d, name := f.d, child.Spec.Name
+	if err := d.Create(ctx, child.Spec); err != nil {
+		return err
+	}
+	cdir := d.instanceDir(name)
+	if err := f.childDisk(ctx, cdir); err != nil {
+		return fmt.Errorf("making fork child %s's disk: %w", name, err)
+	}
+	if err := os.Link(filepath.Join(f.dir, f.state), filepath.Join(cdir, forkIncoming)); err != nil {
+		return fmt.Errorf("making fork child %s: %w", name, err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- d.Start(ctx, child.Spec) }()
+	resumed := f.resume(ctx, cdir, started)
+	if err := errors.Join(resumed, <-started); err != nil {
+		return fmt.Errorf("starting fork child %s: %w", name, err)
+	}
+	return f.takeIdentity(ctx, name, child.Identity)
+}
+
+// childDisk links the source's chain (and boot files) into the child's folder cdir and
+// makes the child's diffdisk an overlay of the frozen base.
+func (f *forkImage) childDisk(ctx context.Context, cdir string) error {
+	bases, err := filepath.Glob(filepath.Join(f.dir, "fork-base-*.qcow2")) // an earlier fork's are in the chain
+	if err != nil {
+		return err
+	}
+	for _, file := range append([]string{"basedisk", "kernel", "kernel.cmdline", "initrd"}, bases...) {
+		file = filepath.Base(file)
+		if err := os.Link(filepath.Join(f.dir, file), filepath.Join(cdir, file)); err != nil &&
+			!errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	img, err := f.d.findQemuImg()
+	if err != nil {
+		return err
+	}
+	_, err = img.run(ctx, "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", f.base, filepath.Join(cdir, "diffdisk"))
+	return err
+}
+
+// resume waits until the child's QEMU has read the saved memory (it then
+// stands paused, as its source was saved) and runs it. Lima's start waits
+// for the guest meanwhile; a start that ends first ends the wait.
+func (f *forkImage) resume(ctx context.Context, cdir string, started chan error) error {
+	defer os.Remove(filepath.Join(cdir, forkIncoming))
+	for {
+		if q, err := dialQMP(ctx, filepath.Join(cdir, "qmp.sock")); err == nil {
+			st, err := q.status(ctx)
+			if err == nil && st == "paused" {
+				err = q.do(ctx, "cont", nil, nil)
+				q.Close()
+				return err
+			}
+			q.Close()
+		}
+		select {
+		case err := <-started:
+			started <- err // for StartChild
+			if err == nil {
+				err = errors.New("Lima started it before its memory was restored")
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(migratePoll * 4):
+		}
+	}
+}
+
+// takeIdentity gives the child its hostname, machine id, random seed and
+// clock over its own new connection (the driver keeps one per instance).
+func (f *forkImage) takeIdentity(ctx context.Context, name string, id drivers.ForkIdentity) error {
+	res, err := f.d.Exec(ctx, name, drivers.ExecRequest{Command: "sudo -n sh -c " +
+		shellquote.Quote(id.GuestScript())})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))
+	}
+	if err != nil {
+		return fmt.Errorf("giving fork child %s its own identity: %w", name, err)
+	}
+	f.d.dropConn(name) // the next command's login sees the new hostname
+	return nil
+}
+
+// Release removes the saved memory; the frozen base stays while a disk
+// chain names it.
+func (f *forkImage) Release(context.Context) error {
+	if err := os.Remove(filepath.Join(f.dir, f.state)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing a fork's saved memory: %w", err)
+	}
+	return nil
+}

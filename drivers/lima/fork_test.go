@@ -1,0 +1,172 @@
+package lima
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+)
+
+// realQEMUInstance starts a real QEMU (software emulation, no guest OS) as
+// Lima would for instance name in home: a qcow2 diffdisk over a raw
+// basedisk named by its absolute path, and the monitor socket in the folder
+// (one client at a time: mon connects for each use).
+func realQEMUInstance(t *testing.T, home, name string) (dir string, mon func(func(*qmp))) {
+	t.Helper()
+	for _, tool := range []string{"qemu-system-x86_64", "qemu-img", "qemu-io"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (scripts/host-deps.sh installs it)", tool)
+		}
+	}
+	dir = filepath.Join(home, name)
+	os.MkdirAll(dir, 0o700)
+	run(t, "qemu-img", "create", "-q", "-f", "raw", filepath.Join(dir, "basedisk"), "64M")
+	run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", filepath.Join(dir, "basedisk"),
+		filepath.Join(dir, "diffdisk"))
+	sock := filepath.Join(dir, "qmp.sock")
+	cmd := exec.Command("qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", "64", "-display", "none",
+		"-nodefaults", "-chardev", "socket,id=char-qmp,path="+sock+",server=on,wait=off", "-qmp", "chardev:char-qmp",
+		"-drive", "file="+filepath.Join(dir, "diffdisk")+",if=virtio,format=qcow2", "-device", "vmgenid,guid=auto")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return dir, func(use func(*qmp)) {
+		t.Helper()
+		for i := 0; ; i++ {
+			q, err := dialQMP(t.Context(), sock)
+			if err == nil {
+				defer q.Close()
+				use(q)
+				return
+			} else if i == 200 {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// writeGuestDisk writes 64 KiB of pattern at offset through QEMU's own
+// block layer, as the guest would.
+func writeGuestDisk(t *testing.T, mon func(func(*qmp)), pattern string, offset int) {
+	t.Helper()
+	cmd := map[string]any{"command-line": `qemu-io virtio0 "write -P ` + pattern + " " + strconv.Itoa(offset) + ` 64k"`}
+	mon(func(q *qmp) {
+		if err := q.do(t.Context(), "human-monitor-command", cmd, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// holds says whether image reads pattern at offset (offline, read-only).
+func holds(t *testing.T, image, pattern string, offset int) bool {
+	out, _ := exec.Command("qemu-io", "-r", "-f", "qcow2", "-c",
+		"read -P "+pattern+" "+strconv.Itoa(offset)+" 64k", image).CombinedOutput()
+	return !strings.Contains(string(out), "verification failed") && !strings.Contains(string(out), "Could not open")
+}
+
+func backingOf(t *testing.T, image string) string {
+	var info struct {
+		Backing string `json:"backing-filename"`
+	}
+	json.Unmarshal([]byte(run(t, "qemu-img", "info", "-U", "--output=json", image)), &info)
+	return info.Backing
+}
+
+// A save pauses the source, freezes its disk into a base and its memory
+// into a file, and the source runs on writing to a disk of its own; a
+// child's disk made from the base keeps what was written before the fork
+// and nothing after, and stays whole when the source's folder is deleted.
+func TestAForkSaveFreezesTheDiskAndTheSourceRunsOn(t *testing.T) {
+	f := newFake(t)
+	home := t.TempDir()
+	f.env["LIMA_HOME"] = home
+	f.env["PATH"] = os.Getenv("PATH")
+	d := f.driver()
+	dir, mon := realQEMUInstance(t, home, "sbf-src")
+	writeGuestDisk(t, mon, "0xab", 0) // before the fork
+
+	img, err := d.SaveForFork(t.Context(), drivers.Spec{Name: "sbf-src", VMType: "qemu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := img.(*forkImage)
+	mon(func(q *qmp) {
+		if st, err := q.status(t.Context()); err != nil || st != "running" {
+			t.Fatalf("the source after the save: %q %v; want running", st, err)
+		}
+	})
+	if info, err := os.Stat(filepath.Join(dir, fi.state)); err != nil || info.Size() == 0 {
+		t.Fatalf("no saved memory: %v", err)
+	}
+	writeGuestDisk(t, mon, "0xcd", 64<<10) // the source after the fork
+
+	child := filepath.Join(home, "sbf-child")
+	os.MkdirAll(child, 0o700)
+	if err := fi.childDisk(context.Background(), child); err != nil {
+		t.Fatal(err)
+	}
+	if err := img.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, fi.state)); !os.IsNotExist(err) {
+		t.Errorf("Release left the saved memory: %v", err)
+	}
+	mon(func(q *qmp) { q.do(t.Context(), "quit", nil, nil) })
+	time.Sleep(200 * time.Millisecond)
+
+	base := filepath.Join(dir, fi.base)
+	if got := backingOf(t, filepath.Join(dir, "diffdisk")); got != fi.base {
+		t.Errorf("the source's diffdisk backs on %q; want %q (relative)", got, fi.base)
+	}
+	if got := backingOf(t, base); got != "basedisk" {
+		t.Errorf("the frozen base backs on %q; want basedisk (relative)", got)
+	}
+	checks := []struct {
+		what, image, pattern string
+		offset               int
+	}{
+		{"the source keeps the pre-fork write", filepath.Join(dir, "diffdisk"), "0xab", 0},
+		{"the source keeps its later write under the name Lima opens", filepath.Join(dir, "diffdisk"), "0xcd", 64 << 10},
+		{"the base holds the pre-fork write", base, "0xab", 0},
+		{"the base never sees the source's later write", base, "0", 64 << 10},
+	}
+	for _, c := range checks {
+		if !holds(t, c.image, c.pattern, c.offset) {
+			t.Error(c.what)
+		}
+	}
+	os.RemoveAll(dir) // limactl delete of the source
+	if !holds(t, filepath.Join(child, "diffdisk"), "0xab", 0) || !holds(t, filepath.Join(child, "diffdisk"), "0", 64<<10) {
+		t.Error("the child's disk, its source deleted, does not read the disk as it was at the fork")
+	}
+}
+
+// A VM Lima does not run on QEMU cannot be forked: refused before
+// anything is asked of it.
+func TestAForkOfANonQEMUVMIsRefused(t *testing.T) {
+	f := newFake(t)
+	_, err := f.driver().SaveForFork(t.Context(), drivers.Spec{Name: "sbf-x", VMType: "vz"})
+	var u *drivers.UnsupportedError
+	if !errors.As(err, &u) {
+		t.Fatalf("err = %v; want FORK_UNSUPPORTED", err)
+	}
+}
