@@ -93,6 +93,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
 	}
+	if err := d.admitOwner(ctx, s.Name); err != nil {
+		return err
+	}
 	if who := d.whoami(ctx); who != "" {
 		vm.Annotations[AnnotationCreatedBy] = who
 	}

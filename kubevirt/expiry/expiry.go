@@ -76,9 +76,12 @@ type Report struct {
 	// Unleased are those of Expired that carried no lease end past UnleasedGrace.
 	Unleased []string
 	Garbled  []string // namespace/name: annotation, for VMs whose lease end does not parse
-	Watched  int      // sbf-labelled VMs with a lease end still ahead
-	Next     time.Time
-	Err      error
+	// OverCeiling are the VMs deleted because their owner held more than the namespace's
+	// per-owner ceiling (namespace/name).
+	OverCeiling []string
+	Watched     int // sbf-labelled VMs with a lease end still ahead
+	Next        time.Time
+	Err         error
 }
 
 // Controller follows the lease annotations of sbf's VMs.
@@ -195,11 +198,16 @@ func (c *Controller) Pass(ctx context.Context) Report {
 			errs = append(errs, fmt.Errorf("listing sbf's VirtualMachines in %s: %w", where(ns), err))
 			continue
 		}
+		var kept []*kv.VirtualMachine
 		for i := range vms.Items {
-			c.one(ctx, &vms.Items[i], &rep, &errs)
+			if c.one(ctx, &vms.Items[i], &rep, &errs) {
+				kept = append(kept, &vms.Items[i])
+			}
 		}
+		c.ceilings(ctx, kept, &rep, &errs)
 	}
 	sort.Strings(rep.Expired)
+	sort.Strings(rep.OverCeiling)
 	sort.Strings(rep.Garbled)
 	sort.Strings(rep.Unleased)
 	rep.Err = errors.Join(errs...)
@@ -209,13 +217,13 @@ func (c *Controller) Pass(ctx context.Context) Report {
 	return rep
 }
 
-// one decides for a single VM, as the list showed it.
-func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report, errs *[]error) {
+// one decides for a single VM, as the list showed it, and says whether it stays.
+func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report, errs *[]error) bool {
 	key := vm.Namespace + "/" + vm.Name
 	// The list selects on the label already; checking again costs nothing and keeps the
 	// promise whatever the selector does.
 	if vm.Labels[driver.LabelManagedBy] != driver.ManagedBy || vm.DeletionTimestamp != nil {
-		return
+		return false
 	}
 	raw, ok := vm.Annotations[driver.AnnotationLeaseEnd]
 	var end time.Time
@@ -230,7 +238,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		var err error
 		if end, err = time.Parse(time.RFC3339, raw); err != nil {
 			c.garbledVM(vm, key, raw, rep)
-			return
+			return true
 		}
 	}
 	delete(c.garbled, key)
@@ -239,7 +247,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		if rep.Next.IsZero() || end.Before(rep.Next) {
 			rep.Next = end
 		}
-		return
+		return true
 	}
 	switch err := c.expire(ctx, vm, raw, ok); {
 	case err == nil:
@@ -255,7 +263,9 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		c.wake()
 	default:
 		*errs = append(*errs, fmt.Errorf("expiring VirtualMachine %s: %w", key, err))
+		return true
 	}
+	return false
 }
 
 func (c *Controller) garbledVM(vm *kv.VirtualMachine, key, raw string, rep *Report) {
