@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -80,6 +83,19 @@ func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
 	}
 	if got := heldBy(t, s); got["alice"] != 1 || got["bob"] != 1 || len(got) != 2 {
 		t.Fatalf("VMs by owner: %v; want one each", got)
+	}
+
+	// Bob sees who holds what, from the VM objects: the same record as alice's sbf.
+	list := exec.Command(plugin, "holders", "--namespace", s.ns, "--json")
+	list.Env = append(os.Environ(), "KUBECONFIG="+bob)
+	held, err := list.Output()
+	if err != nil {
+		t.Fatalf("sbf-kubevirt holders as bob: %v", err)
+	}
+	var h driver.Holdings
+	if err := json.Unmarshal(held, &h); err != nil || h.Ceiling != 1 || h.ByOwner["alice"] != 1 ||
+		h.ByOwner["bob"] != 1 || len(h.VMs) != 2 || h.VMs[0].Owner != "alice" || h.VMs[0].LeaseEnd == "" {
+		t.Errorf("sbf-kubevirt holders as bob: %v\n%s", err, held)
 	}
 
 	halted := kv.RunStrategyHalted
