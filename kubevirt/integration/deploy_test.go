@@ -94,7 +94,8 @@ func manifests(t *testing.T, system, vms string) []*unstructured.Unstructured {
 			}
 			u := &unstructured.Unstructured{Object: obj}
 			switch u.GetKind() {
-			case "Namespace", "ClusterRole", "ClusterRoleBinding":
+			case "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+				"ValidatingAdmissionPolicyBinding":
 			default:
 				if u.GetNamespace() == "" {
 					t.Errorf("%s: %s %s names no namespace", f, u.GetKind(), u.GetName())
