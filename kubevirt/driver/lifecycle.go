@@ -109,6 +109,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 		}
 		return d.apiError("creating VirtualMachine "+d.key(s.Name).String(), err)
 	}
+	d.event(ctx, vm, ReasonCreated, fmt.Sprintf("sbf made the VirtualMachine for sandbox %s of workspace %s, "+
+		"halted, its lease until %s", vm.Labels[LabelSandbox], vm.Labels[LabelWorkspaceTag],
+		vm.Annotations[AnnotationLeaseEnd]))
 	if s.Egress == nil {
 		return nil
 	}
@@ -168,6 +171,9 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 			return true, "", nil
 		}
 		if err := d.launcherRefused(vmi); err != nil {
+			if vm, _ := d.get(ctx, s.Name); vm != nil {
+				d.event(ctx, vm, ReasonStartRefused, err.Error())
+			}
 			return false, "", fmt.Errorf("starting %s: %w", s.Name, err)
 		}
 		return false, fmt.Sprintf("VirtualMachineInstance is %s", phaseOf(vmi)), nil

@@ -27,9 +27,7 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -312,18 +310,8 @@ func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd
 // record leaves an Event on vm saying why it went (kubectl describe, kubectl get events),
 // best effort: the deletion is done, and the log says it too.
 func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
-	now := metav1.NewTime(c.o.Clock.Now())
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: vm.Name + ".", Namespace: vm.Namespace,
-			Labels: map[string]string{driver.LabelManagedBy: driver.ManagedBy}},
-		InvolvedObject: corev1.ObjectReference{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachine",
-			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID},
-		Reason: reason, Message: message, Type: corev1.EventTypeNormal, Count: 1,
-		FirstTimestamp: now, LastTimestamp: now,
-		Source:            corev1.EventSource{Component: "sbf-kubevirt-controller", Host: c.o.Identity},
-		ReportingInstance: c.o.Identity, ReportingController: "sandboxforge.dev/sbf-kubevirt-controller",
-	}
-	if err := c.o.Client.Create(ctx, ev); err != nil {
+	src := driver.EventSource{Component: "sbf-kubevirt-controller", Instance: c.o.Identity, Clock: c.o.Clock}
+	if err := driver.RecordEvent(ctx, c.o.Client, src, vm, reason, message); err != nil {
 		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)
 	}
 }

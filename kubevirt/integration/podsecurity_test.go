@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/kubevirt/driver"
 )
 
 // A VM whose namespace enforces Pod Security "restricted" cannot start (KubeVirt's launcher
@@ -26,6 +27,9 @@ func TestAVMThatPodSecurityStopsIsNamedNotPending(t *testing.T) {
 	}
 	if !strings.Contains(c.Message, "violates PodSecurity") {
 		t.Errorf("the message hides the API server's refusal: %s", c.Message)
+	}
+	if vms := vmsIn(t, s); len(vms) != 1 || eventsOn(t, s, vms[0].Name)[driver.ReasonStartRefused] == nil {
+		t.Errorf("no %s Event on the VM that cannot start", driver.ReasonStartRefused)
 	}
 	t.Logf("refused after %s (start timeout 1m): %s", took.Round(time.Millisecond), c.Message)
 }

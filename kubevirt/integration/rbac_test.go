@@ -128,6 +128,17 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	} else if by := vms[0].Annotations[driver.AnnotationCreatedBy]; by != "rbac-loop" {
 		t.Errorf("the VM says it was made by %q; want the loop's user, rbac-loop", by)
 	}
+	w.clock.Advance(10 * time.Minute)
+	if _, err := w.apply(); err != nil { // a renewal: the lease end moves
+		t.Fatalf("sbf apply (renew) as the loop: %v", err)
+	}
+	vm := vmsIn(t, s)[0]
+	for _, reason := range []string{driver.ReasonCreated, driver.ReasonLeaseRecorded} {
+		ev := eventsOn(t, s, vm.Name)[reason]
+		if ev == nil || ev.ReportingInstance != "rbac-loop" || ev.InvolvedObject.UID != vm.UID {
+			t.Errorf("the %s Event on the VM: %+v", reason, ev)
+		}
+	}
 	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{All: true}}); err != nil {
 		t.Fatalf("sbf destroy as the loop: %v", err)
 	}
@@ -286,4 +297,20 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// eventsOn is the last Event of each reason on the VM named vm in s.
+func eventsOn(t *testing.T, s space, vm string) map[string]*corev1.Event {
+	t.Helper()
+	var events corev1.EventList
+	if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Event{}
+	for i := range events.Items {
+		if ev := &events.Items[i]; ev.InvolvedObject.Name == vm {
+			out[ev.Reason] = ev
+		}
+	}
+	return out
 }
