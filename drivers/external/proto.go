@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
 // ProtocolVersion is what Hello exchanges; a plugin speaking another refuses.
@@ -130,6 +131,9 @@ type Error struct {
 	Unavailable *drivers.UnavailableError `json:"unavailable,omitempty"`
 	Spec        *drivers.SpecError        `json:"spec,omitempty"`
 	Policy      *drivers.PolicyError      `json:"policy,omitempty"`
+	// Coded is a refusal the plugin coded itself (a cluster's per-owner ceiling:
+	// INSTANCE_LIMIT_EXCEEDED), its code and details kept as the plugin gave them.
+	Coded *coded.Error `json:"coded,omitempty"`
 }
 
 // EncodeError is err as it crosses the wire.
@@ -150,6 +154,10 @@ func EncodeError(err error) *Error {
 	var p *drivers.PolicyError
 	if errors.As(err, &p) {
 		e.Policy = p
+	}
+	var c *coded.Error
+	if errors.As(err, &c) {
+		e.Coded = c
 	}
 	return e
 }
@@ -182,6 +190,9 @@ func (e *Error) Decode(instance string) error {
 	}
 	if e.Policy != nil {
 		r.kinds = append(r.kinds, e.Policy)
+	}
+	if e.Coded != nil {
+		r.kinds = append(r.kinds, e.Coded)
 	}
 	return r
 }

@@ -24,12 +24,17 @@ var Needed = []Access{
 	{Resource: "pods/portforward", Verbs: []string{"create"}},
 	{Resource: "persistentvolumeclaims", Verbs: []string{"get", "update"}},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "create", "update", "delete"}},
+	// The cluster's per-owner ceiling (owners.go), read before each create.
+	{Resource: "configmaps", Name: PolicyConfigMap, Verbs: []string{"get"}},
+	// What sbf did to a VM and by whom: an Event on it (events.go).
+	{Resource: "events", Verbs: []string{"create"}},
 }
 
-// Access is verbs on a resource of an API group ("" is the core group).
+// Access is verbs on a resource of an API group ("" is the core group), on the object Name
+// alone when it is set (RBAC's resourceNames).
 type Access struct {
-	Group, Resource string
-	Verbs           []string
+	Group, Resource, Name string
+	Verbs                 []string
 }
 
 // Diagnose checks, without stopping at the first problem: the API answers, KubeVirt is
@@ -164,7 +169,7 @@ func (d *Driver) allowed(ctx context.Context, a Access, namespace string) string
 		res, sub, _ := strings.Cut(a.Resource, "/")
 		review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: a.Group,
-				Resource: res, Subresource: sub}}}
+				Resource: res, Subresource: sub, Name: a.Name}}}
 		if err := d.c.Create(ctx, review); err != nil || !review.Status.Allowed {
 			refused = append(refused, fmt.Sprintf("%s %s", verb, qualified(a)))
 		}
@@ -173,10 +178,14 @@ func (d *Driver) allowed(ctx context.Context, a Access, namespace string) string
 }
 
 func qualified(a Access) string {
-	if a.Group == "" {
-		return a.Resource
+	q := a.Resource
+	if a.Group != "" {
+		q += "." + a.Group
 	}
-	return a.Resource + "." + a.Group
+	if a.Name != "" {
+		q += " " + a.Name
+	}
+	return q
 }
 
 // checkEnforcement says, when a sandbox has a network policy, what sbf cannot check: that

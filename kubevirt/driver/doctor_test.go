@@ -67,8 +67,11 @@ func TestDoctor(t *testing.T) {
 	// Exactly the verbs deploy/kubevirt/rbac.yaml grants are enough.
 	var rules []rbacv1.PolicyRule
 	for _, a := range Needed {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource},
-			Verbs: a.Verbs})
+		rule := rbacv1.PolicyRule{APIGroups: []string{a.Group}, Resources: []string{a.Resource}, Verbs: a.Verbs}
+		if a.Name != "" {
+			rule.ResourceNames = []string{a.Name}
+		}
+		rules = append(rules, rule)
 	}
 	granted := doctorAs(t, ns, cluster.User(t, "doctor-granted", ns, rules))
 	if !granted.Usable {

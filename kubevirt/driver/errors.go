@@ -42,8 +42,9 @@ func (d *Driver) apiError(doing string, err error) error {
 // forbidden is a refusal by RBAC, with what grants the verbs.
 func (d *Driver) forbidden(reason string) *drivers.UnavailableError {
 	return &drivers.UnavailableError{Driver: Name, Reason: reason, ProbableCause: "rbac_forbidden", NextSteps: []string{
-		fmt.Sprintf("bind the Role of deploy/kubevirt/rbac.yaml in namespace %s to the user or service account sbf "+
-			"uses (kubectl -n %s apply -f deploy/kubevirt/rbac.yaml, then a RoleBinding)", d.set.Namespace, d.set.Namespace),
+		fmt.Sprintf("bind the Role sbf-kubevirt of deploy/kubevirt/rbac.yaml (made in the VMs' namespace, sbf-vms) in "+
+			"namespace %s to the user or service account sbf uses: kubectl -n %s create rolebinding sbf-kubevirt-USER "+
+			"--role sbf-kubevirt --user USER", d.set.Namespace, d.set.Namespace),
 		"sbf doctor lists every verb the cluster refuses",
 	}}
 }

@@ -118,13 +118,21 @@ func own(vm *kv.VirtualMachine, instance string, o drivers.Owner) {
 // RecordLease annotates the VM with its lease's end, for people and tools that look at
 // the cluster; sbf's own record of the lease is the workspace's.
 func (d *Driver) RecordLease(ctx context.Context, instance string, expiresAt time.Time) error {
-	return d.update(ctx, instance, func(vm *kv.VirtualMachine) error {
+	var moved *kv.VirtualMachine
+	err := d.update(ctx, instance, func(vm *kv.VirtualMachine) error {
 		if vm.Annotations == nil {
 			vm.Annotations = map[string]string{}
+		}
+		if vm.Annotations[AnnotationLeaseEnd] != leaseStamp(expiresAt) {
+			moved = vm
 		}
 		vm.Annotations[AnnotationLeaseEnd] = leaseStamp(expiresAt)
 		return nil
 	})
+	if err == nil && moved != nil {
+		d.event(ctx, moved, ReasonLeaseRecorded, "sbf moved the lease end to "+leaseStamp(expiresAt))
+	}
+	return err
 }
 
 // leaseStamp is a lease end as the annotation holds it: RFC 3339, whole seconds, rounded

@@ -93,6 +93,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
 	}
+	if err := d.admitOwner(ctx, s.Name); err != nil {
+		return err
+	}
 	if who := d.whoami(ctx); who != "" {
 		vm.Annotations[AnnotationCreatedBy] = who
 	}
@@ -106,6 +109,9 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 		}
 		return d.apiError("creating VirtualMachine "+d.key(s.Name).String(), err)
 	}
+	d.event(ctx, vm, ReasonCreated, fmt.Sprintf("sbf made the VirtualMachine for sandbox %s of workspace %s, "+
+		"halted, its lease until %s", vm.Labels[LabelSandbox], vm.Labels[LabelWorkspaceTag],
+		vm.Annotations[AnnotationLeaseEnd]))
 	if s.Egress == nil {
 		return nil
 	}
@@ -155,16 +161,22 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", s.Name, err)
 	}
-	return d.waitFor(ctx, s.Name, "ready", d.set.StartTimeout, func(vmi *kv.VirtualMachineInstance) (bool, string) {
+	return d.waitFor(ctx, s.Name, "ready", d.set.StartTimeout, func(vmi *kv.VirtualMachineInstance) (bool, string, error) {
 		switch {
 		case vmi == nil:
-			return false, "waiting for KubeVirt to create the VirtualMachineInstance"
+			return false, "waiting for KubeVirt to create the VirtualMachineInstance", nil
 		case vmi.Status.Phase == kv.Failed:
-			return false, "failed"
+			return false, "", fmt.Errorf("%s: the VirtualMachineInstance failed: %s", s.Name, failure(vmi))
 		case vmi.Status.Phase == kv.Running && ready(vmi):
-			return true, ""
+			return true, "", nil
 		}
-		return false, fmt.Sprintf("VirtualMachineInstance is %s", phaseOf(vmi))
+		if err := d.launcherRefused(vmi); err != nil {
+			if vm, _ := d.get(ctx, s.Name); vm != nil {
+				d.event(ctx, vm, ReasonStartRefused, err.Error())
+			}
+			return false, "", fmt.Errorf("starting %s: %w", s.Name, err)
+		}
+		return false, fmt.Sprintf("VirtualMachineInstance is %s", phaseOf(vmi)), nil
 	})
 }
 
@@ -283,7 +295,7 @@ func (d *Driver) vmi(ctx context.Context, instance string) (*kv.VirtualMachineIn
 
 // waitFor looks at instance's VMI until done says so, reporting what it waits for.
 func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout time.Duration,
-	done func(*kv.VirtualMachineInstance) (bool, string)) error {
+	done func(*kv.VirtualMachineInstance) (bool, string, error)) error {
 	deadline := d.clock.Now().Add(timeout)
 	last := ""
 	for looked := false; ; looked = true {
@@ -291,12 +303,9 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 		if err != nil {
 			return err
 		}
-		ok, why := done(vmi)
-		if ok {
-			return nil
-		}
-		if why == "failed" {
-			return fmt.Errorf("%s: the VirtualMachineInstance failed: %s", instance, failure(vmi))
+		ok, why, err := done(vmi)
+		if ok || err != nil {
+			return err
 		}
 		if !looked {
 			// With KubeVirt down nothing makes, stops or removes a VMI (nor lifts a VM's
@@ -322,19 +331,20 @@ func (d *Driver) waitFor(ctx context.Context, instance, goal string, timeout tim
 
 // waitGone waits for instance's VMI (and with vmToo its VM) to be gone.
 func (d *Driver) waitGone(ctx context.Context, instance string, vmToo bool) error {
-	return d.waitFor(ctx, instance, "gone", d.set.StartTimeout, func(vmi *kv.VirtualMachineInstance) (bool, string) {
+	gone := func(vmi *kv.VirtualMachineInstance) (bool, string, error) {
 		if vmi != nil {
-			return false, fmt.Sprintf("waiting for the VirtualMachineInstance (%s) to go", phaseOf(vmi))
+			return false, fmt.Sprintf("waiting for the VirtualMachineInstance (%s) to go", phaseOf(vmi)), nil
 		}
 		if !vmToo {
-			return true, ""
+			return true, "", nil
 		}
 		var vm kv.VirtualMachine
 		if err := d.c.Get(ctx, d.key(instance), &vm); apierrors.IsNotFound(err) {
-			return true, ""
+			return true, "", nil
 		}
-		return false, "waiting for the VirtualMachine to go"
-	})
+		return false, "waiting for the VirtualMachine to go", nil
+	}
+	return d.waitFor(ctx, instance, "gone", d.set.StartTimeout, gone)
 }
 
 func phaseOf(vmi *kv.VirtualMachineInstance) string {

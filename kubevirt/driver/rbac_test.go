@@ -47,14 +47,21 @@ func TestTheShippedRoleIsExactlyWhatTheDriverUses(t *testing.T) {
 	role := shippedRole(t, "sbf-kubevirt")
 	granted := map[string][]string{}
 	for _, r := range role.Rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
-				granted[g+"/"+res] = append(granted[g+"/"+res], r.Verbs...)
+				for _, n := range names {
+					key := g + "/" + res + "/" + n
+					granted[key] = append(granted[key], r.Verbs...)
+				}
 			}
 		}
 	}
 	for _, a := range Needed {
-		key := a.Group + "/" + a.Resource
+		key := a.Group + "/" + a.Resource + "/" + a.Name
 		got := slices.Sorted(slices.Values(granted[key]))
 		if want := slices.Sorted(slices.Values(a.Verbs)); !slices.Equal(got, want) {
 			t.Errorf("%s: the Role grants %v; the driver uses %v", key, got, want)

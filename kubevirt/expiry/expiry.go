@@ -27,9 +27,7 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +74,12 @@ type Report struct {
 	// Unleased are those of Expired that carried no lease end past UnleasedGrace.
 	Unleased []string
 	Garbled  []string // namespace/name: annotation, for VMs whose lease end does not parse
-	Watched  int      // sbf-labelled VMs with a lease end still ahead
-	Next     time.Time
-	Err      error
+	// OverCeiling are the VMs deleted because their owner held more than the namespace's
+	// per-owner ceiling (namespace/name).
+	OverCeiling []string
+	Watched     int // sbf-labelled VMs with a lease end still ahead
+	Next        time.Time
+	Err         error
 }
 
 // Controller follows the lease annotations of sbf's VMs.
@@ -195,11 +196,16 @@ func (c *Controller) Pass(ctx context.Context) Report {
 			errs = append(errs, fmt.Errorf("listing sbf's VirtualMachines in %s: %w", where(ns), err))
 			continue
 		}
+		var kept []*kv.VirtualMachine
 		for i := range vms.Items {
-			c.one(ctx, &vms.Items[i], &rep, &errs)
+			if c.one(ctx, &vms.Items[i], &rep, &errs) {
+				kept = append(kept, &vms.Items[i])
+			}
 		}
+		c.ceilings(ctx, kept, &rep, &errs)
 	}
 	sort.Strings(rep.Expired)
+	sort.Strings(rep.OverCeiling)
 	sort.Strings(rep.Garbled)
 	sort.Strings(rep.Unleased)
 	rep.Err = errors.Join(errs...)
@@ -209,13 +215,13 @@ func (c *Controller) Pass(ctx context.Context) Report {
 	return rep
 }
 
-// one decides for a single VM, as the list showed it.
-func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report, errs *[]error) {
+// one decides for a single VM, as the list showed it, and says whether it stays.
+func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report, errs *[]error) bool {
 	key := vm.Namespace + "/" + vm.Name
 	// The list selects on the label already; checking again costs nothing and keeps the
 	// promise whatever the selector does.
 	if vm.Labels[driver.LabelManagedBy] != driver.ManagedBy || vm.DeletionTimestamp != nil {
-		return
+		return false
 	}
 	raw, ok := vm.Annotations[driver.AnnotationLeaseEnd]
 	var end time.Time
@@ -230,7 +236,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		var err error
 		if end, err = time.Parse(time.RFC3339, raw); err != nil {
 			c.garbledVM(vm, key, raw, rep)
-			return
+			return true
 		}
 	}
 	delete(c.garbled, key)
@@ -239,7 +245,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		if rep.Next.IsZero() || end.Before(rep.Next) {
 			rep.Next = end
 		}
-		return
+		return true
 	}
 	switch err := c.expire(ctx, vm, raw, ok); {
 	case err == nil:
@@ -255,7 +261,9 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 		c.wake()
 	default:
 		*errs = append(*errs, fmt.Errorf("expiring VirtualMachine %s: %w", key, err))
+		return true
 	}
+	return false
 }
 
 func (c *Controller) garbledVM(vm *kv.VirtualMachine, key, raw string, rep *Report) {
@@ -302,18 +310,8 @@ func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd
 // record leaves an Event on vm saying why it went (kubectl describe, kubectl get events),
 // best effort: the deletion is done, and the log says it too.
 func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
-	now := metav1.NewTime(c.o.Clock.Now())
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: vm.Name + ".", Namespace: vm.Namespace,
-			Labels: map[string]string{driver.LabelManagedBy: driver.ManagedBy}},
-		InvolvedObject: corev1.ObjectReference{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachine",
-			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID},
-		Reason: reason, Message: message, Type: corev1.EventTypeNormal, Count: 1,
-		FirstTimestamp: now, LastTimestamp: now,
-		Source:            corev1.EventSource{Component: "sbf-kubevirt-controller", Host: c.o.Identity},
-		ReportingInstance: c.o.Identity, ReportingController: "sandboxforge.dev/sbf-kubevirt-controller",
-	}
-	if err := c.o.Client.Create(ctx, ev); err != nil {
+	src := driver.EventSource{Component: "sbf-kubevirt-controller", Instance: c.o.Identity, Clock: c.o.Clock}
+	if err := driver.RecordEvent(ctx, c.o.Client, src, vm, reason, message); err != nil {
 		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -42,27 +43,44 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 	w.got = append(w.got, text)
 }
 
-// manifests reads the objects kustomization.yaml lists, as kustomize would place them in
-// namespace.
-func manifests(t *testing.T, namespace string) []*unstructured.Unstructured {
+// The namespaces deploy/kubevirt names: the controllers' and the VMs'.
+const (
+	shippedSystemNS = "sbf-system"
+	shippedVMsNS    = "sbf-vms"
+)
+
+// manifests reads the objects kustomization.yaml lists, with the namespaces they name
+// (sbf-system, sbf-vms) renamed to system and vms, the test's. Every namespaced object must
+// name its namespace: kubectl would put one that does not in whatever namespace its context
+// names.
+func manifests(t *testing.T, system, vms string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := filepath.Join("..", "..", "deploy", "kubevirt")
 	var k struct {
+		Namespace string   `json:"namespace"`
 		Resources []string `json:"resources"`
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err == nil {
 		err = sigsyaml.Unmarshal(data, &k)
 	}
-	if err != nil || len(k.Resources) == 0 {
-		t.Fatalf("kustomization.yaml: %v (%d resources)", err, len(k.Resources))
+	if err != nil || len(k.Resources) == 0 || k.Namespace != "" {
+		t.Fatalf("kustomization.yaml: %v (%d resources, namespace %q: want none, which would put the VMs "+
+			"and the controllers in one)", err, len(k.Resources), k.Namespace)
 	}
+	rename := regexp.MustCompile(`\b(` + shippedSystemNS + `|` + shippedVMsNS + `)\b`)
 	var out []*unstructured.Unstructured
 	for _, f := range k.Resources {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
+		data = rename.ReplaceAllFunc(data, func(m []byte) []byte {
+			if string(m) == shippedSystemNS {
+				return []byte(system)
+			}
+			return []byte(vms)
+		})
 		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 		for {
 			var obj map[string]any
@@ -75,12 +93,13 @@ func manifests(t *testing.T, namespace string) []*unstructured.Unstructured {
 				continue
 			}
 			u := &unstructured.Unstructured{Object: obj}
-			if u.GetKind() == "ClusterRoleBinding" {
-				subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
-				for _, s := range subjects {
-					s.(map[string]any)["namespace"] = namespace
+			switch u.GetKind() {
+			case "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+				"ValidatingAdmissionPolicyBinding":
+			default:
+				if u.GetNamespace() == "" {
+					t.Errorf("%s: %s %s names no namespace", f, u.GetKind(), u.GetName())
 				}
-				unstructured.SetNestedSlice(obj, subjects, "subjects")
 			}
 			out = append(out, u)
 		}
@@ -88,23 +107,17 @@ func manifests(t *testing.T, namespace string) []*unstructured.Unstructured {
 	return out
 }
 
-// deploy/kubevirt, applied server-side (dry run) into a namespace that enforces Pod
-// Security "restricted", is admitted without a warning; so are the pods its Deployments
-// would make (this API server runs no controller-manager to make them, so they are
-// created, dry run, from the Deployments' templates).
-func TestTheManifestsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
-	s := newSpace(t, quick)
+// deploy/kubevirt puts the controllers and the VMs in namespaces of their own: applied
+// server-side, its Namespaces make the controllers' enforce Pod Security "restricted", and
+// there the rest (dry run) is admitted without a warning, and so are the pods its Deployments
+// would make (this API server runs no controller-manager to make them, so they are created,
+// dry run, from the Deployments' templates); both Deployments act on the VMs' namespace,
+// where a VM starts (its launcher pod, which restricted refuses, admitted).
+func TestTheManifestsKeepTheVMsApartFromRestrictedControllers(t *testing.T) {
+	vms := newSpace(t, quick)
+	system := cluster.Namespace(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cluster.Config)
-	ns, err := cs.CoreV1().Namespaces().Get(ctx, s.ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	ns.Labels["pod-security.kubernetes.io/warn"] = "restricted"
-	if _, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	warn := &warnings{}
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.WarningHandler = warn
@@ -112,41 +125,35 @@ func TestTheManifestsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(
 		discovery.NewDiscoveryClientForConfigOrDie(cfg)))
 	dry := []string{metav1.DryRunAll}
-
-	// A pod that breaks the profile is refused here: the namespace does enforce it. Pod
-	// Security admission reads namespaces from an informer, which sees the label shortly
-	// after the update (under load, not at once).
-	root := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: s.ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	refused := func() error {
-		_, err := cs.CoreV1().Pods(s.ns).Create(ctx, root, metav1.CreateOptions{DryRun: dry})
-		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
-			return fmt.Errorf("a pod with no security context was not refused: %v", err)
-		}
-		return nil
-	}
-	err = refused()
-	for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); err = refused() {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	pods := 0
-	for _, u := range manifests(t, s.ns) {
+	apply := func(u *unstructured.Unstructured, opts metav1.ApplyOptions) {
+		t.Helper()
 		m, err := mapper.RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
 		if err != nil {
 			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 		var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
 		if m.Scope.Name() == "namespace" {
-			u.SetNamespace(s.ns)
-			r = dyn.Resource(m.Resource).Namespace(s.ns)
+			r = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
 		}
-		if _, err := r.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "sbf-test", DryRun: dry}); err != nil {
+		opts.FieldManager = "sbf-test"
+		if _, err := r.Apply(ctx, u.GetName(), u, opts); err != nil {
 			t.Errorf("applying %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
+	}
+	objs := manifests(t, system, vms.ns)
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			apply(u, metav1.ApplyOptions{}) // for real: their labels are what is tested
+		}
+	}
+	waitRestricted(t, system)
+
+	pods := 0
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			continue
+		}
+		apply(u, metav1.ApplyOptions{DryRun: dry})
 		if u.GetKind() != "Deployment" {
 			continue
 		}
@@ -155,13 +162,23 @@ func TestTheManifestsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &pod); err != nil {
 			t.Fatal(err)
 		}
-		pod.Name, pod.Namespace = u.GetName()+"-pod", s.ns
-		if _, err := cs.CoreV1().Pods(s.ns).Create(ctx, &pod, metav1.CreateOptions{DryRun: dry}); err != nil {
+		if u.GetNamespace() != system {
+			t.Errorf("Deployment %s is in %s; want the controllers' namespace", u.GetName(), u.GetNamespace())
+		}
+		pod.Name, pod.Namespace = u.GetName()+"-pod", u.GetNamespace()
+		if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, &pod, metav1.CreateOptions{DryRun: dry}); err != nil {
 			t.Errorf("the pod of Deployment %s: %v", u.GetName(), err)
 		}
 		pc := pod.Spec.Containers[0]
 		if pc.LivenessProbe == nil || pc.ReadinessProbe == nil {
 			t.Errorf("Deployment %s has no liveness or readiness probe", u.GetName())
+		}
+		serves := map[string]string{}
+		for _, e := range pc.Env {
+			serves[e.Name] = e.Value
+		}
+		if serves["SBF_KUBEVIRT_NAMESPACE"] != vms.ns && serves["SBF_KUBEVIRT_NAMESPACES"] != vms.ns {
+			t.Errorf("Deployment %s acts on %v; want the VMs' namespace %s", u.GetName(), serves, vms.ns)
 		}
 		pods++
 	}
@@ -169,10 +186,54 @@ func TestTheManifestsAreAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 		t.Errorf("%d Deployments in deploy/kubevirt; want the loop's and the controller's", pods)
 	}
 	warn.mu.Lock()
-	defer warn.mu.Unlock()
 	for _, w := range warn.got {
 		t.Errorf("warning: %s", w)
 	}
+	warn.mu.Unlock()
+	if _, err := newWorkspace(t, vms, "").apply(); err != nil {
+		t.Errorf("a VM in the shipped VMs' namespace: %v", err)
+	}
+}
+
+// waitRestricted waits until ns enforces Pod Security "restricted": a pod that breaks the
+// profile is refused. Pod Security admission reads namespaces from an informer, which sees
+// a label shortly after it is written (under load, not at once).
+func waitRestricted(t *testing.T, ns string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cluster.Config)
+	root := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	refused := func() error {
+		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		_, err := cs.CoreV1().Pods(ns).Create(context.Background(), root, dry)
+		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+			return fmt.Errorf("namespace %s: a pod with no security context was not refused: %v", ns, err)
+		}
+		return nil
+	}
+	err := refused()
+	for deadline := time.Now().Add(30 * time.Second); err != nil && time.Now().Before(deadline); err = refused() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restrict labels ns to enforce Pod Security "restricted", as a team would label the
+// controllers' namespace, and waits until it does.
+func restrict(t *testing.T, ns string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cluster.Config)
+	got, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRestricted(t, ns)
 }
 
 // sbf-kubevirt version names a version even when built without one (go build: the VCS

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +30,20 @@ import (
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
-// shipped reads deploy/kubevirt's rules by kind and name, and makes its Leases in s.ns as
-// kubectl apply -k would.
+// shipped is deploy/kubevirt's RBAC, its namespaces renamed to the test's: the rules of
+// each Role and ClusterRole, by kind and name, and its bindings. shippedRBAC makes its
+// Leases where the manifests put them, as kubectl apply -k would.
 type shipped struct {
-	rules map[string][]rbacv1.PolicyRule
+	system, vms space // the controllers' namespace and the VMs'
+	rules       map[string][]rbacv1.PolicyRule
+	bindings    []rbacv1.RoleBinding // ClusterRoleBindings too, by Kind
 }
 
-func shippedRBAC(t *testing.T, s space) shipped {
+func shippedRBAC(t *testing.T, vms space) shipped {
 	t.Helper()
-	sh := shipped{rules: map[string][]rbacv1.PolicyRule{}}
-	for _, u := range manifests(t, s.ns) {
+	sh := shipped{vms: vms, system: space{ns: cluster.Namespace(t), admin: vms.admin, kubeconfig: vms.kubeconfig},
+		rules: map[string][]rbacv1.PolicyRule{}}
+	for _, u := range manifests(t, sh.system.ns, vms.ns) {
 		switch u.GetKind() {
 		case "Role", "ClusterRole":
 			var r rbacv1.ClusterRole
@@ -46,9 +51,16 @@ func shippedRBAC(t *testing.T, s space) shipped {
 				t.Fatal(err)
 			}
 			sh.rules[u.GetKind()+"/"+u.GetName()] = r.Rules
+		case "RoleBinding", "ClusterRoleBinding":
+			var b rbacv1.RoleBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
+				t.Fatal(err)
+			}
+			b.Kind = u.GetKind()
+			sh.bindings = append(sh.bindings, b)
 		case "Lease":
-			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: s.ns}}
-			_, err := kubernetes.NewForConfigOrDie(cluster.Config).CoordinationV1().Leases(s.ns).Create(
+			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}}
+			_, err := kubernetes.NewForConfigOrDie(cluster.Config).CoordinationV1().Leases(u.GetNamespace()).Create(
 				context.Background(), l, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -58,33 +70,53 @@ func shippedRBAC(t *testing.T, s space) shipped {
 	return sh
 }
 
-func (sh shipped) of(t *testing.T, names ...string) []rbacv1.PolicyRule {
+// as makes user, bound to what the manifests bind to ServiceAccount sa (of the controllers'
+// namespace), in the namespace of each binding, but the roles skip names ("ClusterRole/x").
+// A ClusterRoleBinding fails the test: it would let sa act in every namespace.
+func (sh shipped) as(t *testing.T, user, sa string, skip ...string) *rest.Config {
 	t.Helper()
-	var out []rbacv1.PolicyRule
-	for _, n := range names {
-		r, ok := sh.rules[n]
-		if !ok {
-			t.Fatalf("deploy/kubevirt has no %s", n)
+	cfg := cluster.User(t, user, sh.system.ns, nil)
+	bound := 0
+	for _, b := range sh.bindings {
+		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == sh.system.ns
+		}) {
+			continue
 		}
-		out = append(out, r...)
+		if b.Kind != "RoleBinding" {
+			t.Fatalf("%s %s binds %s in every namespace; want a RoleBinding where it acts", b.Kind, b.Name, sa)
+		}
+		role := b.RoleRef.Kind + "/" + b.RoleRef.Name
+		rules, ok := sh.rules[role]
+		if !ok {
+			t.Fatalf("RoleBinding %s/%s names %s, which deploy/kubevirt does not make", b.Namespace, b.Name, role)
+		}
+		bound++
+		if !slices.Contains(skip, role) {
+			cluster.Grant(t, user, user+"-"+b.Name, b.Namespace, rules)
+		}
 	}
-	return out
+	if bound == 0 {
+		t.Fatalf("deploy/kubevirt binds nothing to ServiceAccount %s", sa)
+	}
+	return cfg
 }
 
 // Each process runs every one of its paths as a user bound to exactly what deploy/kubevirt
-// grants its ServiceAccount, and each is refused what the others may do: the controller
-// (under serve-leader, its Lease made by the manifests) deletes a VM past its lease and one
-// with none, with their Events, and may not write a VM nor touch the loop's Lease; the loop
-// (the engine through the plugin, and serve-leader) creates, starts, records leases on,
-// stops and deletes a sandbox (the VM naming its maker, the loop's user) and leads on its
-// Lease, and may not touch the controller's.
+// grants its ServiceAccount, where it grants it, and each is refused what the others may
+// do: the controller (under serve-leader, its Lease in the controllers' namespace) deletes a
+// VM past its lease and one with none, with their Events, in the VMs' namespace, and may not
+// write a VM, delete one elsewhere, nor touch the loop's Lease; the loop (the engine through
+// the plugin, and serve-leader) creates, starts, records leases on, stops and deletes a
+// sandbox in the VMs' namespace (the VM naming its maker, the loop's user) and leads on its
+// Lease, and may not make a VM in its own namespace nor touch the controller's Lease.
 // A forbidden call on any path fails it.
 func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
-	ctrlCfg := cluster.User(t, "rbac-controller", s.ns,
-		sh.of(t, "ClusterRole/sbf-kubevirt-lease-controller", "Role/sbf-controller-election"))
-	loopCfg := cluster.User(t, "rbac-loop", s.ns, sh.of(t, "Role/sbf-kubevirt", "Role/sbf-loop-election"))
+	sys := sh.system
+	ctrlCfg := sh.as(t, "rbac-controller", "sbf-controller")
+	loopCfg := sh.as(t, "rbac-loop", "sbf-loop")
 
 	// The loop (first: its workspace runs on a fake clock, days before the controller's).
 	w := newWorkspace(t, s, kubetest.Kubeconfig(t, loopCfg))
@@ -96,11 +128,22 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	} else if by := vms[0].Annotations[driver.AnnotationCreatedBy]; by != "rbac-loop" {
 		t.Errorf("the VM says it was made by %q; want the loop's user, rbac-loop", by)
 	}
+	w.clock.Advance(10 * time.Minute)
+	if _, err := w.apply(); err != nil { // a renewal: the lease end moves
+		t.Fatalf("sbf apply (renew) as the loop: %v", err)
+	}
+	vm := vmsIn(t, s)[0]
+	for _, reason := range []string{driver.ReasonCreated, driver.ReasonLeaseRecorded} {
+		ev := eventsOn(t, s, vm.Name)[reason]
+		if ev == nil || ev.ReportingInstance != "rbac-loop" || ev.InvolvedObject.UID != vm.UID {
+			t.Errorf("the %s Event on the VM: %+v", reason, ev)
+		}
+	}
 	if _, err := w.converge(reconcile.Options{Intent: reconcile.Destroy{All: true}}); err != nil {
 		t.Fatalf("sbf destroy as the loop: %v", err)
 	}
-	r := startReplicaWith(t, s, "l1", t.TempDir()+"/acting.log", kubetest.Kubeconfig(t, loopCfg), short)
-	waitFor(t, "the loop's replica to lead", func() bool { return leaseHolder(t, s, "sbf-loop") == "l1" })
+	r := startReplicaWith(t, sys, "l1", t.TempDir()+"/acting.log", kubetest.Kubeconfig(t, loopCfg), short)
+	waitFor(t, "the loop's replica to lead", func() bool { return leaseHolder(t, sys, "sbf-loop") == "l1" })
 	if strings.Contains(strings.ToLower(r.stderr.String()), "forbidden") {
 		t.Errorf("the loop's serve-leader was refused a call:\n%s", r.stderr)
 	}
@@ -108,7 +151,7 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	// The controller.
 	s.addSbfVM(t, "past", "2026-01-01T00:00:00Z")
 	s.addSbfVM(t, "unleased", "")
-	cmd := []string{"serve-leader", "--namespace", s.ns, "--lease", "sbf-controller", "--identity", "c1"}
+	cmd := []string{"serve-leader", "--namespace", sys.ns, "--lease", "sbf-controller", "--identity", "c1"}
 	cmd = append(append(cmd, short...), "--", plugin, "controller", "--namespaces", s.ns, "--unleased-grace", "2s")
 	out := runPlugin(t, kubetest.Kubeconfig(t, ctrlCfg), cmd...)
 	waitFor(t, "the controller to delete both VMs", func() bool { return len(vmsIn(t, s)) == 0 })
@@ -144,17 +187,28 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 			return c.Update(ctx, &vm)
 		}},
 		{"the controller reading the loop's Lease", ctrlCfg, func(cs *kubernetes.Clientset, _ client.Client) error {
-			_, err := cs.CoordinationV1().Leases(s.ns).Get(ctx, "sbf-loop", metav1.GetOptions{})
+			_, err := cs.CoordinationV1().Leases(sys.ns).Get(ctx, "sbf-loop", metav1.GetOptions{})
 			return err
 		}},
 		{"the loop reading the controller's Lease", loopCfg, func(cs *kubernetes.Clientset, _ client.Client) error {
-			_, err := cs.CoordinationV1().Leases(s.ns).Get(ctx, "sbf-controller", metav1.GetOptions{})
+			_, err := cs.CoordinationV1().Leases(sys.ns).Get(ctx, "sbf-controller", metav1.GetOptions{})
 			return err
 		}},
 		{"the loop making a Lease", loopCfg, func(cs *kubernetes.Clientset, _ client.Client) error {
-			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "another", Namespace: s.ns}}
-			_, err := cs.CoordinationV1().Leases(s.ns).Create(ctx, l, metav1.CreateOptions{})
+			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "another", Namespace: sys.ns}}
+			_, err := cs.CoordinationV1().Leases(sys.ns).Create(ctx, l, metav1.CreateOptions{})
 			return err
+		}},
+		{"the controller deleting a VM elsewhere", ctrlCfg, func(_ *kubernetes.Clientset, c client.Client) error {
+			sys.addSbfVM(t, "elsewhere", "2026-01-01T00:00:00Z")
+			vm := &kv.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: sys.ns}}
+			return c.Delete(ctx, vm)
+		}},
+		{"the loop making a VM in the controllers' namespace", loopCfg, func(_ *kubernetes.Clientset, c client.Client) error {
+			halted := kv.RunStrategyHalted
+			vm := &kv.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: sys.ns},
+				Spec: kv.VirtualMachineSpec{RunStrategy: &halted, Template: &kv.VirtualMachineInstanceTemplateSpec{}}}
+			return c.Create(ctx, vm)
 		}},
 	} {
 		c, err := driver.NewClient(tc.cfg)
@@ -191,19 +245,19 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) *testutil.SyncBu
 // passes fail, here because its ClusterRole is not bound, and pass while they succeed.
 func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		roles []string
-		want  int
+		name string
+		skip []string
+		want int
 	}{
-		{"bound", []string{"ClusterRole/sbf-kubevirt-lease-controller", "Role/sbf-controller-election"}, http.StatusOK},
-		{"its ClusterRole not bound", []string{"Role/sbf-controller-election"}, http.StatusServiceUnavailable},
+		{"bound", nil, http.StatusOK},
+		{"its ClusterRole not bound", []string{"ClusterRole/sbf-kubevirt-lease-controller"}, http.StatusServiceUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSpace(t, quick)
 			sh := shippedRBAC(t, s)
-			cfg := cluster.User(t, "probes-"+strings.ReplaceAll(tc.name, " ", "-"), s.ns, sh.of(t, tc.roles...))
+			cfg := sh.as(t, "probes-"+strings.ReplaceAll(tc.name, " ", "-"), "sbf-controller", tc.skip...)
 			probes, metrics := freeAddr(t), freeAddr(t)
-			cmd := []string{"serve-leader", "--namespace", s.ns, "--lease", "sbf-controller", "--identity", "p1",
+			cmd := []string{"serve-leader", "--namespace", sh.system.ns, "--lease", "sbf-controller", "--identity", "p1",
 				"--health-addr", probes, "--command-health", "http://" + metrics + "/healthz"}
 			cmd = append(append(cmd, short...), "--", plugin, "controller", "--namespaces", s.ns,
 				"--metrics-addr", metrics, "--retry", "200ms")
@@ -243,4 +297,20 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// eventsOn is the last Event of each reason on the VM named vm in s.
+func eventsOn(t *testing.T, s space, vm string) map[string]*corev1.Event {
+	t.Helper()
+	var events corev1.EventList
+	if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Event{}
+	for i := range events.Items {
+		if ev := &events.Items[i]; ev.InvolvedObject.Name == vm {
+			out[ev.Reason] = ev
+		}
+	}
+	return out
 }

@@ -102,7 +102,7 @@ func splitComma(v string) []string {
 type counters struct {
 	mu                      sync.Mutex
 	passes, expired, failed int
-	unleased                int
+	unleased, overCeiling   int
 	failing                 int   // passes failed in a row
 	lastErr                 error // the last pass's failure
 	garbled, watched        int
@@ -115,6 +115,7 @@ func (m *counters) record(r expiry.Report) {
 	m.passes++
 	m.expired += len(r.Expired)
 	m.unleased += len(r.Unleased)
+	m.overCeiling += len(r.OverCeiling)
 	m.lastErr = r.Err
 	if r.Err != nil {
 		m.failed++
@@ -150,6 +151,7 @@ func (m *counters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE sbf_expiry_failed_passes_total counter\nsbf_expiry_failed_passes_total %d\n", m.failed)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_expired_total counter\nsbf_expiry_expired_total %d\n", m.expired)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_unleased_total counter\nsbf_expiry_unleased_total %d\n", m.unleased)
+	fmt.Fprintf(w, "# TYPE sbf_expiry_over_ceiling_total counter\nsbf_expiry_over_ceiling_total %d\n", m.overCeiling)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_garbled_vms gauge\nsbf_expiry_garbled_vms %d\n", m.garbled)
 	fmt.Fprintf(w, "# TYPE sbf_expiry_leased_vms gauge\nsbf_expiry_leased_vms %d\n", m.watched)
 	if !m.lastPass.IsZero() {

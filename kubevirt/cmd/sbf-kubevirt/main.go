@@ -5,6 +5,7 @@
 //	sbf-kubevirt plugin        serve the driver to sbf on stdin/stdout (sbf starts it)
 //	sbf-kubevirt serve-leader  run a command (sbf reconcile --watch) only while holding a Lease
 //	sbf-kubevirt controller    halt and delete every sbf VM past its lease (run under serve-leader)
+//	sbf-kubevirt holders       who holds which sbf VM in a namespace, from the VMs themselves
 //	sbf-kubevirt version
 package main
 
@@ -65,7 +66,8 @@ func versionString() string {
 	return "devel-" + rev + dirty
 }
 
-const usage = `usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | controller [flags] | version`
+const usage = "usage: sbf-kubevirt plugin | serve-leader [flags] -- COMMAND [ARGS...] | controller [flags] |\n" +
+	"       holders [--namespace NS] [--json] | version"
 
 func main() {
 	// The libraries' own logging would only interleave with sbf's output.
@@ -85,6 +87,8 @@ func main() {
 		err = serveLeader(ctx, os.Args[2:])
 	case "controller":
 		err = controller(ctx, os.Args[2:])
+	case "holders":
+		err = holders(ctx, os.Args[2:], os.Stdout)
 	case "version":
 		fmt.Println("sbf-kubevirt", versionString(), "protocol", external.ProtocolVersion)
 	default:

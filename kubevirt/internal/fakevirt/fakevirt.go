@@ -7,8 +7,10 @@ package fakevirt
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,8 +125,9 @@ func (k *Controller) reconcile(ctx context.Context, vm *kv.VirtualMachine) {
 		if k.due(vm, k.o.StartDelay) {
 			k.boot(ctx, vm)
 		}
-	case !deleting && runs(vm) && vmi.DeletionTimestamp == nil && vmi.Status.Phase == "":
-		k.run(ctx, vm, vmi) // a boot cut short: its pod or its status is missing
+	case !deleting && runs(vm) && vmi.DeletionTimestamp == nil &&
+		(vmi.Status.Phase == "" || vmi.Status.Phase == kv.Pending):
+		k.run(ctx, vm, vmi) // a boot cut short, or a launcher pod refused: KubeVirt tries again
 	}
 	k.status(ctx, vm, vmi)
 }
@@ -151,10 +154,11 @@ func (k *Controller) boot(ctx context.Context, vm *kv.VirtualMachine) {
 // run makes the VMI's launcher pod, then marks the VMI running: in that order, as in
 // KubeVirt (the VMI runs in the pod), so that whoever sees the VMI ready finds its pod.
 func (k *Controller) run(ctx context.Context, vm *kv.VirtualMachine, vmi *kv.VirtualMachineInstance) {
-	vmi.Status.NodeName = "stand-in"
 	if err := k.launcher(ctx, vmi); err != nil {
+		k.refused(ctx, vmi, err)
 		return
 	}
+	vmi.Status.NodeName = "stand-in"
 	vmi.Status.Phase = kv.Running
 	vmi.Status.Interfaces = []kv.VirtualMachineInstanceNetworkInterface{
 		{Name: "default", IP: k.o.IP, IPs: []string{k.o.IP}}}
@@ -170,6 +174,29 @@ func (k *Controller) run(ctx context.Context, vm *kv.VirtualMachine, vmi *kv.Vir
 	k.c.Update(ctx, vmi) // VMIs have no status subresource: the object carries it
 }
 
+// refused records, as KubeVirt's VMI controller does, a launcher pod the API server would not
+// admit: the VMI stays Pending with a Synchronized=False condition, reason FailedCreate, in
+// KubeVirt's words (pkg/virt-controller/watch/vmi: "it needs a privileged namespace to run"
+// for a Pod Security refusal), and KubeVirt tries again.
+func (k *Controller) refused(ctx context.Context, vmi *kv.VirtualMachineInstance, err error) {
+	msg := fmt.Sprintf("failed to create virtual machine pod: %v", err)
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity") {
+		msg = fmt.Sprintf("failed to create pod for vmi %s/%s, it needs a privileged namespace to run: %v",
+			vmi.Namespace, vmi.Name, err)
+	}
+	cond := kv.VirtualMachineInstanceCondition{Type: kv.VirtualMachineInstanceSynchronized,
+		Status: corev1.ConditionFalse, Reason: FailedCreatePodReason, Message: msg}
+	if vmi.Status.Phase == kv.Pending && slices.Contains(vmi.Status.Conditions, cond) {
+		return
+	}
+	vmi.Status.Phase = kv.Pending
+	vmi.Status.Conditions = []kv.VirtualMachineInstanceCondition{cond}
+	k.c.Update(ctx, vmi)
+}
+
+// FailedCreatePodReason is KubeVirt's reason for a launcher pod it could not create.
+const FailedCreatePodReason = "FailedCreate"
+
 // launcher makes the VMI's virt-launcher pod, bound to a node that does not exist: there
 // is no kubelet behind it to forward ports to. Labelled as KubeVirt's podLabels
 // (pkg/virt-controller/services/template.go) labels it: the VMI's labels, then its own.
@@ -184,7 +211,7 @@ func (k *Controller) launcher(ctx context.Context, vmi *kv.VirtualMachineInstanc
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: vmi.Namespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: kv.GroupVersion.String(), Kind: "VirtualMachineInstance",
 				Name: vmi.Name, UID: vmi.UID, Controller: &yes}}},
-		Spec: corev1.PodSpec{NodeName: vmi.Status.NodeName,
+		Spec: corev1.PodSpec{NodeName: "stand-in",
 			Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	}
 	if err := k.c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {

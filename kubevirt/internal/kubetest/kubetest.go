@@ -142,20 +142,26 @@ func (c *Cluster) User(t testing.TB, name, namespace string, rules []rbacv1.Poli
 		t.Fatal(err)
 	}
 	if rules != nil {
-		ctx := context.Background()
-		cs := kubernetes.NewForConfigOrDie(c.Config)
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Rules: rules}
-		if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}}}
-		if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		c.Grant(t, name, name, namespace, rules)
 	}
 	return u.Config()
+}
+
+// Grant gives user what rules grant in namespace: a Role and a RoleBinding, both named role.
+func (c *Cluster) Grant(t testing.TB, user, role, namespace string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	r := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: namespace}, Rules: rules}
+	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: namespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Kubeconfig writes cfg as a kubeconfig file, for code that finds its cluster the usual

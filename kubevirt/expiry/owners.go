@@ -1,0 +1,78 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kv "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandboxforge/sbf/kubevirt/driver"
+)
+
+// ReasonOverOwnerCeiling is the Event on a VM deleted because its owner held more VMs in its
+// namespace than the cluster's per-owner ceiling allows.
+const ReasonOverOwnerCeiling = "OverOwnerCeiling"
+
+type ownerKey struct{ namespace, owner string }
+
+// ceilings enforces each namespace's per-owner ceiling (driver.OwnerCeiling) on the VMs a
+// pass kept: an owner (the VM's created-by) holding more than it keeps the oldest, and the
+// newest go, each deletion fenced and conditional on the version read, with an Event. sbf
+// refuses such a create itself; this holds against VMs made past it by a race of two sbf
+// processes or by hand. A VM naming no owner counts for nobody.
+func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep *Report, errs *[]error) {
+	held := map[ownerKey][]*kv.VirtualMachine{}
+	for _, vm := range vms {
+		if who := driver.HeldBy(vm); who != "" {
+			k := ownerKey{vm.Namespace, who}
+			held[k] = append(held[k], vm)
+		}
+	}
+	ceiling := map[string]int{}
+	for k, list := range held {
+		max, known := ceiling[k.namespace]
+		if !known {
+			var err error
+			if max, err = driver.OwnerCeiling(ctx, c.o.Client, k.namespace); err != nil {
+				*errs = append(*errs, err)
+			}
+			ceiling[k.namespace] = max
+		}
+		if max == 0 || len(list) <= max {
+			continue
+		}
+		sort.SliceStable(list, func(i, j int) bool {
+			a, b := list[i].CreationTimestamp, list[j].CreationTimestamp
+			return a.Before(&b) || (a.Equal(&b) && list[i].Name < list[j].Name)
+		})
+		for _, vm := range list[max:] {
+			key := vm.Namespace + "/" + vm.Name
+			if err := c.deleteAsRead(ctx, vm); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				c.wake() // written or gone since the list: the next pass reads it afresh
+				continue
+			} else if err != nil {
+				*errs = append(*errs, fmt.Errorf("deleting VirtualMachine %s past its owner's ceiling: %w", key, err))
+				continue
+			}
+			rep.OverCeiling = append(rep.OverCeiling, key)
+			why := fmt.Sprintf("its owner %s held %d VMs in namespace %s, more than the %d of ConfigMap %s %s; "+
+				"the newest go", k.owner, len(list), k.namespace, max, driver.PolicyConfigMap, driver.PolicyMaxPerOwner)
+			c.o.Logf("VirtualMachine %s: deleted: %s", key, why)
+			c.record(ctx, vm, ReasonOverOwnerCeiling, "sbf-kubevirt controller deleted the VirtualMachine: "+why)
+		}
+	}
+}
+
+// deleteAsRead deletes vm, fenced, conditional on the version the pass read: one written
+// since (its owner's sbf deleting it, a renewal) is left to the next pass.
+func (c *Controller) deleteAsRead(ctx context.Context, vm *kv.VirtualMachine) error {
+	if c.o.MayAct != nil {
+		if err := c.o.MayAct(ctx); err != nil {
+			return fmt.Errorf("not deleting: %w", err)
+		}
+	}
+	return c.o.Client.Delete(ctx, vm, client.Preconditions{UID: &vm.UID, ResourceVersion: &vm.ResourceVersion})
+}

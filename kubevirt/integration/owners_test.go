@@ -1,0 +1,195 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	kv "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/kubevirt/driver"
+	"github.com/sandboxforge/sbf/kubevirt/expiry"
+	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
+)
+
+// shippedPolicy makes deploy/kubevirt's policy for the VMs' namespace: its ConfigMap, the
+// per-owner ceiling set to max, and its admission policy and binding (cluster-wide objects,
+// gone with the test), and waits until the API server enforces the policy.
+func shippedPolicy(t *testing.T, sh shipped, max string) {
+	t.Helper()
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cluster.Config)
+	made := 0
+	for _, u := range manifests(t, sh.system.ns, sh.vms.ns) {
+		switch u.GetKind() {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if cm.Name != driver.PolicyConfigMap || cm.Namespace != sh.vms.ns || cm.Data[driver.PolicyMaxPerOwner] == "" {
+				t.Fatalf("deploy/kubevirt's policy: %+v; want a ceiling in the VMs' namespace", cm)
+			}
+			cm.Data[driver.PolicyMaxPerOwner] = max
+			if err := sh.vms.admin.Create(ctx, &cm); err != nil {
+				t.Fatal(err)
+			}
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			resource := map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[u.GetKind()]
+			gvr := admissionregistrationv1.SchemeGroupVersion.WithResource(resource)
+			u.SetName(u.GetName() + "-" + sh.vms.ns)
+			if u.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				unstructured.SetNestedField(u.Object, u.GetName(), "spec", "policyName")
+			}
+			if _, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+			t.Cleanup(func() { dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{}) })
+		default:
+			continue
+		}
+		made++
+	}
+	if made != 3 {
+		t.Fatalf("deploy/kubevirt's policy: %d objects; want the ConfigMap, the admission policy and its binding", made)
+	}
+}
+
+// forged is a VM, halted, that names owner as its maker.
+func forged(ns, name, owner string) *kv.VirtualMachine {
+	halted := kv.RunStrategyHalted
+	vm := &kv.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+		Labels:      map[string]string{driver.LabelManagedBy: driver.ManagedBy},
+		Annotations: map[string]string{driver.AnnotationLeaseEnd: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}},
+		Spec: kv.VirtualMachineSpec{RunStrategy: &halted, Template: &kv.VirtualMachineInstanceTemplateSpec{}}}
+	if owner != "" {
+		vm.Annotations[driver.AnnotationCreatedBy] = owner
+	}
+	return vm
+}
+
+// heldBy counts the VMs of s by the owner each names.
+func heldBy(t *testing.T, s space) map[string]int {
+	out := map[string]int{}
+	for _, vm := range vmsIn(t, s) {
+		out[driver.HeldBy(&vm)]++
+	}
+	return out
+}
+
+// Two people, each bound to the shipped Role, share the VMs' namespace under the shipped
+// policy with a ceiling of one VM per owner: alice's second sandbox is refused, coded, naming
+// what she holds, and nothing is made for it; bob's first is made, and bob lists both. The
+// owner a VM names is its maker (the shipped admission policy): alice may make no VM in
+// bob's name or in none, nor hand hers to him. One more she makes by hand, past sbf, is
+// deleted by the controller, the newest of hers, with an Event; her first and bob's stay.
+func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	shippedPolicy(t, sh, "1")
+	role := sh.rules["Role/sbf-kubevirt"]
+	aliceCfg := cluster.User(t, "alice", s.ns, role)
+	alice := kubetest.Kubeconfig(t, aliceCfg)
+	bob := kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	// The owner a VM names is its maker: alice may not make one in bob's name, nor one naming
+	// nobody (the admission policy; it takes effect shortly after it is made); sbf, naming its
+	// user, passes it.
+	aliceAPI, err := driver.NewClient(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry := client.DryRunAll
+	waitFor(t, "the admission policy to refuse a VM in bob's name", func() bool {
+		return apierrors.IsInvalid(aliceAPI.Create(context.Background(), forged(s.ns, "in-bobs-name", "bob"), dry))
+	})
+	if err := aliceAPI.Create(context.Background(), forged(s.ns, "nobodys", ""), dry); !apierrors.IsInvalid(err) {
+		t.Errorf("alice making a VM naming no maker: %v; want it refused", err)
+	}
+	now := func(w *workspace) *workspace { w.clock.Advance(time.Since(t0)); return w } // the controller's clock
+
+	if _, err := now(newWorkspace(t, s, alice)).apply(); err != nil {
+		t.Fatalf("alice's first sandbox: %v", err)
+	}
+	_, err = now(newWorkspace(t, s, alice)).apply()
+	if err == nil {
+		t.Fatalf("alice's second sandbox was made past her ceiling of one: %v", heldBy(t, s))
+	}
+	c := coded.Of(err, coded.Unknown)
+	if c.Code != coded.InstanceLimit || c.Details["owner"] != "alice" || c.Details["max_instances"] != float64(1) {
+		t.Fatalf("alice's second sandbox, past her ceiling: %#v", c)
+	}
+	if _, err := now(newWorkspace(t, s, bob)).apply(); err != nil {
+		t.Fatalf("bob's first sandbox: %v", err)
+	}
+	if got := heldBy(t, s); got["alice"] != 1 || got["bob"] != 1 || len(got) != 2 {
+		t.Fatalf("VMs by owner: %v; want one each", got)
+	}
+
+	// Bob sees who holds what, from the VM objects: the same record as alice's sbf.
+	list := exec.Command(plugin, "holders", "--namespace", s.ns, "--json")
+	list.Env = append(os.Environ(), "KUBECONFIG="+bob)
+	held, err := list.Output()
+	if err != nil {
+		t.Fatalf("sbf-kubevirt holders as bob: %v", err)
+	}
+	var h driver.Holdings
+	if err := json.Unmarshal(held, &h); err != nil || h.Ceiling != 1 || h.ByOwner["alice"] != 1 ||
+		h.ByOwner["bob"] != 1 || len(h.VMs) != 2 || h.VMs[0].Owner != "alice" || h.VMs[0].LeaseEnd == "" {
+		t.Errorf("sbf-kubevirt holders as bob: %v\n%s", err, held)
+	}
+
+	// ... nor disown hers.
+	mine := vmsIn(t, s)
+	for i := range mine {
+		if driver.HeldBy(&mine[i]) == "alice" {
+			mine[i].Annotations[driver.AnnotationCreatedBy] = "bob"
+			if err := aliceAPI.Update(context.Background(), &mine[i], dry); !apierrors.IsInvalid(err) {
+				t.Errorf("alice handing her VM to bob: %v; want it refused", err)
+			}
+		}
+	}
+
+	// Alice makes one more by hand, past sbf and her ceiling: the controller deletes it, the
+	// newest of hers.
+	extra := forged(s.ns, "alices-extra", "alice")
+	time.Sleep(time.Second) // creation times have whole seconds: the extra is the newest
+	if err := aliceAPI.Create(context.Background(), extra); err != nil {
+		t.Fatalf("alice making a VM in her own name by hand: %v", err)
+	}
+	ctrl := kubetest.Kubeconfig(t, sh.as(t, "owners-controller", "sbf-controller"))
+	out := runPlugin(t, ctrl, "controller", "--namespaces", s.ns)
+	waitFor(t, "the controller to delete alice's extra VM", func() bool { return heldBy(t, s)["alice"] == 1 })
+	if got := heldBy(t, s); got["bob"] != 1 {
+		t.Errorf("VMs by owner after the controller's pass: %v", got)
+	}
+	for _, vm := range vmsIn(t, s) {
+		if vm.Name == extra.Name {
+			t.Errorf("the controller deleted alice's first VM, not the newest:\n%s", out)
+		}
+	}
+	waitFor(t, "the Event", func() bool {
+		var events corev1.EventList
+		if err := s.admin.List(context.Background(), &events, client.InNamespace(s.ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == extra.Name && ev.Reason == expiry.ReasonOverOwnerCeiling {
+				return true
+			}
+		}
+		return false
+	})
+}
