@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -50,15 +51,22 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 	}
 	tag := hex.EncodeToString(id[:])
 	f := &forkImage{d: d, dir: d.instanceDir(source.Name), base: "fork-base-" + tag + ".qcow2",
-		state: "fork-" + tag + ".state"}
+		state: "fork-" + tag + ".state", overlay: "diffdisk.fork-" + tag}
 	q, err := dialQMP(ctx, filepath.Join(f.dir, "qmp.sock"))
 	if err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
 	}
 	defer q.Close()
-	disk, err := q.disk(ctx, "diffdisk", "")
+	disk, err := q.disk(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
+	}
+	if strings.Contains(disk.Inserted.File, "diffdisk.fork-") {
+		// QEMU 7.2 fails a second save of a VM it saved and resumed
+		// ("bdrv_inactivate_all() failed"): refused before it is paused.
+		return nil, drivers.ForkUnsupported("lima", "forks a QEMU VM once per start (QEMU cannot save its disks "+
+			"again after a save it resumed from)", "fork one of its children instead: sbf fork "+source.Name+"-fork-1",
+			"or restart it first (sbf stop "+source.Name+", then sbf apply), then fork it")
 	}
 	if err := q.do(ctx, "stop", nil, nil); err != nil {
 		return nil, fmt.Errorf("pausing %s to fork it: %w", source.Name, err)
@@ -79,16 +87,18 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 
 // forkImage is one saved source: its folder, its frozen base and memory.
 type forkImage struct {
-	d                *Driver
-	dir, base, state string
+	d                         *Driver
+	dir, base, state, overlay string
 }
 
 // save freezes the paused source's disk and writes its memory to f.state;
 // froze says whether the disk now writes to the new overlay (which rename
 // must then name diffdisk, whatever else failed).
 func (f *forkImage) save(ctx context.Context, q *qmp, disk qmpBlock) (froze bool, err error) {
-	overlay := filepath.Join(f.dir, "diffdisk.fork")
-	os.Remove(overlay) // a fork that died before its rename
+	// A name no file and no node of QEMU's had: QEMU keeps the names it opened
+	// (a later fork's diffdisk is, to QEMU, the overlay an earlier one made),
+	// and an overlay created at such a name would be its own backing file.
+	overlay := filepath.Join(f.dir, f.overlay)
 	if err := q.do(ctx, "blockdev-snapshot-sync", map[string]any{"device": disk.Device,
 		"snapshot-file": overlay, "format": "qcow2"}, nil); err != nil {
 		return false, fmt.Errorf("freezing the disk: %w", err)
@@ -149,10 +159,10 @@ func (f *forkImage) rename(ctx context.Context, q *qmp, disk qmpBlock) error {
 	if err := os.Rename(diff, filepath.Join(f.dir, f.base)); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(f.dir, "diffdisk.fork"), diff); err != nil {
+	if err := os.Rename(filepath.Join(f.dir, f.overlay), diff); err != nil {
 		return err
 	}
-	top, err := q.disk(ctx, "", disk.Device)
+	top, err := q.disk(ctx, disk.Device)
 	if err != nil {
 		return err
 	}
@@ -183,7 +193,8 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	return f.takeIdentity(ctx, name, child.Identity)
 }
 
-// childDisk links the source's chain (and boot files) into the child's folder cdir and
+// childDisk links the source's chain (and boot files) into the child's folder cdir, in place
+// of what limactl create made there, and
 // makes the child's diffdisk an overlay of the frozen base.
 func (f *forkImage) childDisk(ctx context.Context, cdir string) error {
 	bases, err := filepath.Glob(filepath.Join(f.dir, "fork-base-*.qcow2")) // an earlier fork's are in the chain
@@ -192,11 +203,15 @@ func (f *forkImage) childDisk(ctx context.Context, cdir string) error {
 	}
 	for _, file := range append([]string{"basedisk", "kernel", "kernel.cmdline", "initrd"}, bases...) {
 		file = filepath.Base(file)
-		if err := os.Link(filepath.Join(f.dir, file), filepath.Join(cdir, file)); err != nil &&
-			!errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(f.dir, file)); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		os.Remove(filepath.Join(cdir, file)) // limactl create copied the image: the source's is the one
+		if err := os.Link(filepath.Join(f.dir, file), filepath.Join(cdir, file)); err != nil {
 			return err
 		}
 	}
+	os.Remove(filepath.Join(cdir, "diffdisk"))
 	img, err := f.d.findQemuImg()
 	if err != nil {
 		return err

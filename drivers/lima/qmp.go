@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 )
 
@@ -105,22 +104,26 @@ type qmpBlock struct {
 		File        string `json:"file"`
 		NodeName    string `json:"node-name"`
 		BackingFile string `json:"backing_file"`
+		ReadOnly    bool   `json:"ro"`
 	} `json:"inserted"`
 }
 
-// disk finds the device whose top image is the file named base (Lima's
-// diffdisk), or, with base empty, the device named device.
-func (q *qmp) disk(ctx context.Context, base, device string) (qmpBlock, error) {
+// disk finds Lima's VM disk, the one writable disk (the other, cidata, is
+// a read-only CD): by what it is, since its file name is what QEMU opened,
+// which a fork renames. With device set, the disk of that name.
+func (q *qmp) disk(ctx context.Context, device string) (qmpBlock, error) {
 	var blocks []qmpBlock
 	if err := q.do(ctx, "query-block", nil, &blocks); err != nil {
 		return qmpBlock{}, err
 	}
+	var found []qmpBlock
 	for _, b := range blocks {
-		switch {
-		case b.Inserted == nil:
-		case base == "" && b.Device == device, base != "" && strings.HasSuffix(b.Inserted.File, "/"+base):
-			return b, nil
+		if b.Inserted != nil && (b.Device == device || device == "" && !b.Inserted.ReadOnly) {
+			found = append(found, b)
 		}
 	}
-	return qmpBlock{}, fmt.Errorf("QEMU has no disk %s%s", base, device)
+	if len(found) != 1 {
+		return qmpBlock{}, fmt.Errorf("QEMU has %d writable disks%s; want Lima's one", len(found), device)
+	}
+	return found[0], nil
 }
