@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/executor"
@@ -33,12 +32,14 @@ type run struct {
 	looked   *state.Looked // the request's first look at the state
 	locks    *admission.Held
 	waited   []string // the sandboxes a first plan acted on (lockActedOn)
+	reserved reserved // the slots the run reserved under the instance cap
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	u, err := e.begin(ctx, ws, opts, planOnly)
 	if u != nil {
 		defer u.release() // the sandbox locks the run took, whenever it took them
+		defer e.unreserve(ctx, u)
 	}
 	if u != nil && u.store != nil {
 		defer u.store.Close() // state.json whole again once the run is done
@@ -79,8 +80,8 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		if err := e.preflight(u.r, u.rec, opts.Targets); err != nil {
 			return nil, err
 		}
-		if err := e.refusedAtCap(u); err != nil {
-			return nil, err
+		if err := e.reserveAtCap(ctx, u); err != nil {
+			return u, err
 		}
 	}
 	// Other runs may have finished meanwhile: what they changed is read
@@ -307,7 +308,7 @@ func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *ex
 		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
 		Record:      u.store,
 		Clock:       e.Clock,
-		Admit:       e.admission(r, desired, u.rec),
+		Admit:       u.reserved.noting(e.admission(r, desired, u.rec)),
 		Parallelism: e.Parallelism,
 		Events:      e.eventsOf(ctx, r.Root),
 		WorkspaceID: u.id,
@@ -336,29 +337,4 @@ func blockedRequest(in Intent, p *plan.Plan) bool {
 func isLoopPass(in Intent) bool {
 	_, ok := in.(Reconcile)
 	return ok
-}
-
-// refusedAtCap refuses, before the run waits for any lock another run
-// holds, the sandboxes an Up would create that the host's cap refuses now
-// (admission.Host.Refused): a create past the cap fails at once, however
-// many creates are in flight. Those with a live record are left to the
-// plan, which knows whether their VM is still there.
-func (e *Engine) refusedAtCap(u *run) error {
-	up, ok := u.opts.Intent.(Up)
-	if !ok || e.HostDir == "" {
-		return nil
-	}
-	host, _ := e.admission(u.r, plan.DesiredFrom(u.r), u.rec).(*admission.Host)
-	if host == nil {
-		return nil
-	}
-	for _, name := range up.Sandboxes {
-		if rec := u.rec.Sandboxes[name]; rec != nil && !rec.Phase.Terminal() {
-			continue
-		}
-		if err := host.Refused(drivers.InstanceName(u.id, name)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
