@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/reconcile/admission"
 	"github.com/sandboxforge/sbf/reconcile/executor"
@@ -32,12 +31,15 @@ type run struct {
 	store    *state.Store
 	looked   *state.Looked // the request's first look at the state
 	locks    *admission.Held
+	waited   []string // the sandboxes a first plan acted on (lockActedOn)
+	reserved reserved // the slots the run reserved under the instance cap
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	u, err := e.begin(ctx, ws, opts, planOnly)
-	if u != nil && u.locks != nil {
-		defer u.locks.Release()
+	if u != nil {
+		defer u.release() // the sandbox locks the run took, whenever it took them
+		defer e.unreserve(ctx, u)
 	}
 	if u != nil && u.store != nil {
 		defer u.store.Close() // state.json whole again once the run is done
@@ -54,9 +56,10 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 
 // begin reads and decides what a run needs before it plans: the desired
 // state with the request's edit, the backends it needs (a run that cannot
-// use one writes nothing), the locks of the sandboxes it may act on, and
-// then — since other runs may have finished with them meanwhile — the
-// state and the managed overrides once more.
+// use one writes nothing), and then — since other runs may have finished
+// meanwhile — the state and the managed overrides once more. The locks of
+// the sandboxes it acts on are taken once a first plan names them
+// (lockActedOn).
 func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*run, error) {
 	u := &run{ws: ws, opts: opts, planOnly: planOnly, now: e.Clock.Now()}
 	var err error
@@ -77,22 +80,12 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		if err := e.preflight(u.r, u.rec, opts.Targets); err != nil {
 			return nil, err
 		}
-		if err := e.refusedAtCap(u); err != nil {
-			return nil, err
-		}
-	}
-	if !isPools(opts.Intent) {
-		names := admission.WithSources(u.r, u.rec, admission.Touched(u.r, u.rec, opts.Targets))
-		mode := lockModeOf(opts, planOnly)
-		if u.locks, err = e.locks().Sandboxes(ctx, u.dir, names, mode); err != nil {
+		if err := e.reserveAtCap(ctx, u); err != nil {
 			return u, err
 		}
-		if mode == admission.SkipBusy {
-			u.locks.YieldCopies(func(name string) string { return plan.SourceOf(u.r, u.rec, name) })
-		}
 	}
-	// Other runs may have finished with these sandboxes meanwhile: what they
-	// changed is read again (only that, when the request looked already).
+	// Other runs may have finished meanwhile: what they changed is read
+	// again (only that, when the request looked already).
 	if planOnly {
 		if u.looked, err = u.looked.Again(); err != nil {
 			return u, err
@@ -107,7 +100,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		}
 		u.store.Archive(func(name string) bool { // as the run leaves the desired state
 			_, declared := u.r.Config.Sandboxes[name]
-			return !declared
+			return !declared && (isPools(opts.Intent) || u.locks.Holds(name)) // a record the run holds
 		})
 		u.rec = u.store.Snapshot()
 	}
@@ -183,28 +176,28 @@ func (u *run) applyRequest(e *Engine) error {
 	return err
 }
 
-// targets are what the run may act on: its targets, less the sandboxes
-// another run holds (a loop pass leaves those alone) and those that
-// appeared after it locked (a request added them: they are its run's), or
-// that it found only on the backends and leaves (admission.Locks.Found); none says that
-// leaves nothing.
+// targets are what the run may act on: its targets, or, once it took the
+// locks of the sandboxes a first plan acts on (lockActedOn), those of them
+// it holds (less those another run holds, that a loop pass leaves alone);
+// none says that leaves nothing.
 func (u *run) targets() (targets []string, none bool) {
-	if u.planOnly || u.locks == nil || !u.locks.Partial() && u.holdsAll() {
+	if u.planOnly || u.locks == nil {
 		return u.opts.Targets, false
 	}
-	held := u.locks.Names()
+	var held []string
+	for _, name := range u.locks.Names() {
+		if len(u.opts.Targets) == 0 || slices.Contains(u.opts.Targets, name) {
+			held = append(held, name)
+		}
+	}
 	return held, len(held) == 0
 }
 
-// holdsAll says whether the run holds every sandbox it may act on as the
-// desired state and the state file read after its locks name them.
-func (u *run) holdsAll() bool {
-	for _, name := range admission.Touched(u.r, u.rec, u.opts.Targets) {
-		if !u.locks.Holds(name) {
-			return false
-		}
+// release lets go of the sandbox locks the run took.
+func (u *run) release() {
+	if u.locks != nil {
+		u.locks.Release()
 	}
-	return true
 }
 
 // busy names a run that held a sandbox while this one planned.
@@ -229,40 +222,27 @@ func lockModeOf(opts Options, planOnly bool) admission.Mode {
 }
 
 // convergeSandboxes plans the workspace's sandboxes and, unless only a
-// plan is asked for, carries the plan out.
+// plan is asked for, carries the plan out. The first plan is made holding
+// no sandbox's lock; the run then takes the locks of the sandboxes that
+// plan acts on and, if there are any, plans again from what the state and
+// the backends say under them (lockActedOn): a converged workspace costs
+// no lock of its sandboxes.
 func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*Result, error) {
-	r, rec := u.r, u.rec
-	desired := plan.DesiredFrom(r)
-	desired.Force = forced(u.opts.Intent)
-	if _, none := u.targets(); none {
-		return u.nothingHeld(res, desired), nil
+	look, done, err := e.planSandboxes(ctx, u, res, nil)
+	if err != nil || done {
+		return res, err
 	}
-	layers, err := resolveLayers(ctx, r, leaseLive(desired, u.now), e.Env)
+	again, err := e.lockActedOn(ctx, u, res, look.found)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
-	for name, l := range layers {
-		sb := desired.Sandboxes[name]
-		sb.Layers = l
-		desired.Sandboxes[name] = sb
+	if again {
+		first := look
+		if look, done, err = e.planSandboxes(ctx, u, res, &first); err != nil || done {
+			return res, err
+		}
 	}
-	res.Observed = e.observe(ctx, r, desired, rec)
-	if err := e.locks().Found(ctx, u.locks, u.dir, plan.Found(desired, rec, res.Observed), u.planOnly,
-		func() (func(string) bool, error) { return e.namedNow(u) }); err != nil {
-		return nil, err
-	}
-	res.Busy = u.busy()
-	targets, none := u.targets()
-	if none {
-		return u.nothingHeld(res, desired), nil
-	}
-	res.Observed.Invalid = ValidateSpecs(ctx, desired, res.Observed.Unavailable,
-		func(name string) (Driver, error) { return e.Drivers(name, r) })
-	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
-		res.Observed, u.now, targets, e.runner(r))
-	res.Plan = plan.ComputeFor(desired, rec, res.Observed, u.now, targets).Only(targets).Without(u.locks.LeftAlone())
-	res.Desired, res.Now = desired, u.now
-	res.NextExpiry = nextExpiry(desired, u.now)
+	r, rec, desired, layers := u.r, u.rec, look.desired, look.layers
 	if u.opts.Saved != nil {
 		if err := u.opts.Saved.check(rec, res.Plan); err != nil {
 			return res, err
@@ -328,7 +308,7 @@ func (e *Engine) executor(ctx context.Context, u *run, desired plan.Desired) *ex
 		Drivers:     func(name string) (Driver, error) { return e.Drivers(name, r) },
 		Record:      u.store,
 		Clock:       e.Clock,
-		Admit:       e.admission(r, desired, u.rec),
+		Admit:       u.reserved.noting(e.admission(r, desired, u.rec)),
 		Parallelism: e.Parallelism,
 		Events:      e.eventsOf(ctx, r.Root),
 		WorkspaceID: u.id,
@@ -357,29 +337,4 @@ func blockedRequest(in Intent, p *plan.Plan) bool {
 func isLoopPass(in Intent) bool {
 	_, ok := in.(Reconcile)
 	return ok
-}
-
-// refusedAtCap refuses, before the run waits for any lock another run
-// holds, the sandboxes an Up would create that the host's cap refuses now
-// (admission.Host.Refused): a create past the cap fails at once, however
-// many creates are in flight. Those with a live record are left to the
-// plan, which knows whether their VM is still there.
-func (e *Engine) refusedAtCap(u *run) error {
-	up, ok := u.opts.Intent.(Up)
-	if !ok || e.HostDir == "" {
-		return nil
-	}
-	host, _ := e.admission(u.r, plan.DesiredFrom(u.r), u.rec).(*admission.Host)
-	if host == nil {
-		return nil
-	}
-	for _, name := range up.Sandboxes {
-		if rec := u.rec.Sandboxes[name]; rec != nil && !rec.Phase.Terminal() {
-			continue
-		}
-		if err := host.Refused(drivers.InstanceName(u.id, name)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

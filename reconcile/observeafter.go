@@ -19,7 +19,14 @@ import (
 // instances up (drivers.Inspector) is listed again, as before the run.
 func (e *Engine) observeAfter(ctx context.Context, r *spec.Resolved, d plan.Desired, rec *state.File,
 	before plan.Observed, p *plan.Plan) plan.Observed {
-	touched := touchedInstances(p, rec)
+	return e.lookUp(ctx, r, d, rec, before, touchedInstances(p, rec))
+}
+
+// lookUp is what was observed before with the touched instances (by
+// driver) looked up again; a backend that cannot look instances up is
+// listed again.
+func (e *Engine) lookUp(ctx context.Context, r *spec.Resolved, d plan.Desired, rec *state.File,
+	before plan.Observed, touched map[string][]string) plan.Observed {
 	found := map[string][]drivers.Instance{}
 	for driver, names := range touched {
 		drv, err := e.Drivers(driver, r)
@@ -50,11 +57,7 @@ func (e *Engine) observeAfter(ctx context.Context, r *spec.Resolved, d plan.Desi
 // adoption could take, and the one its sandbox's record now names.
 func touchedInstances(p *plan.Plan, rec *state.File) map[string][]string {
 	out := map[string][]string{}
-	add := func(driver, instance string) {
-		if driver != "" && instance != "" && !slices.Contains(out[driver], instance) {
-			out[driver] = append(out[driver], instance)
-		}
-	}
+	add := addInstance(out)
 	for _, a := range p.Actions {
 		add(a.Driver, a.Instance)
 		add(a.OldDriver, a.Instance)
@@ -66,4 +69,13 @@ func touchedInstances(p *plan.Plan, rec *state.File) map[string][]string {
 		}
 	}
 	return out
+}
+
+// addInstance adds to out an instance of a driver, once.
+func addInstance(out map[string][]string) func(driver, instance string) {
+	return func(driver, instance string) {
+		if driver != "" && instance != "" && !slices.Contains(out[driver], instance) {
+			out[driver] = append(out[driver], instance)
+		}
+	}
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// A loop pass locks the sandboxes it knows, then reads the desired state
-// again: one a request added in between is that request's run's, and the
-// pass leaves it alone (it would otherwise plan it from a half-written
-// record, beside the run that holds it).
+// A run locks the sandboxes its first plan acts on, then reads the desired
+// state again: one a request added in between is that request's run's, and
+// the run leaves it alone (it would otherwise plan it from a half-written
+// record, beside the run that holds it). Before it locks, its first plan
+// looks at its targets (all: nil).
 func TestARunActsOnlyOnTheSandboxesItHolds(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n[sandboxes.web]\n")
 	r, err := h.eng.Load(h.ws())
@@ -36,13 +37,21 @@ func TestARunActsOnlyOnTheSandboxesItHolds(t *testing.T) {
 		return h
 	}
 	rec := &state.File{Sandboxes: map[string]*state.Sandbox{}}
-	u := &run{r: r, rec: rec, locks: hold("api")}
+	u := &run{r: r, rec: rec}
+	if got, none := u.targets(); got != nil || none {
+		t.Errorf("a first plan acts on %v (none %v); want all (nil)", got, none)
+	}
+	u.locks = hold("api")
 	if got, none := u.targets(); !slices.Equal(got, []string{"api"}) || none {
 		t.Errorf("a pass holding api of api and web acts on %v (none %v); want [api]", got, none)
 	}
 	u.locks = hold("api", "web")
-	if got, none := u.targets(); got != nil || none {
-		t.Errorf("a pass holding every sandbox acts on %v (none %v); want all (nil)", got, none)
+	if got, none := u.targets(); !slices.Equal(got, []string{"api", "web"}) || none {
+		t.Errorf("a pass holding every sandbox acts on %v (none %v); want [api web]", got, none)
+	}
+	u.opts.Targets = []string{"web"}
+	if got, none := u.targets(); !slices.Equal(got, []string{"web"}) || none {
+		t.Errorf("a run asked about web, holding it and its source api, acts on %v (none %v); want [web]", got, none)
 	}
 }
 

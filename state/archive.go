@@ -47,8 +47,13 @@ func openArchive(own ownfile.Folder) *archive {
 // not bring the lease back); a record of a sandbox never made is dropped
 // by the run that rolled it back.
 func (s *Store) archived(name string, sb *Sandbox) bool {
-	return s.undeclared != nil && sb.Phase == Destroyed && (sb.VM != nil || sb.CreatedAt != nil) &&
-		s.undeclared(name)
+	return s.undeclared != nil && Archivable(sb) && s.undeclared(name)
+}
+
+// Archivable says whether a record may leave the state for the archive
+// once no file declares its sandbox: it is destroyed and had a VM.
+func Archivable(sb *Sandbox) bool {
+	return sb.Phase == Destroyed && (sb.VM != nil || sb.CreatedAt != nil)
 }
 
 // Archive has the end of the store's run move the records of destroyed

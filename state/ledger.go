@@ -56,6 +56,16 @@ func (l *Ledger) Others(instance string) (n int, known bool, err error) {
 	return n, l.j.m != nil, nil
 }
 
+// Has says whether the ledger holds instance.
+func (l *Ledger) Has(instance string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.j.refresh(); err != nil {
+		return false, err
+	}
+	return l.j.m[instance], nil
+}
+
 // CountedAt is when the set was last counted in full (zero: never).
 func (l *Ledger) CountedAt() time.Time {
 	l.mu.Lock()

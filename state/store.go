@@ -223,6 +223,24 @@ func (s *Store) Snapshot() *File {
 	return s.file.Clone()
 }
 
+// Reload reads, under the lock, what other writers changed since the
+// store last looked (only the journal's new lines, unless state.json was
+// rewritten): a run that planned before it took the locks of the
+// sandboxes it acts on plans again from the state as it is under them.
+func (s *Store) Reload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if _, _, err := s.refresh(); err != nil {
+		return fmt.Errorf("reading the state again: %w", err)
+	}
+	return nil
+}
+
 // Update changes the state as a whole and writes it whole: for changes
 // that touch most records. Write is the per-record form.
 func (s *Store) Update(change func(*File)) error {

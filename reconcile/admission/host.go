@@ -115,6 +115,67 @@ func (h *Host) Refused(instance string) error {
 	return h.fullNow(instance)
 }
 
+// Reserve is a create's admission before it waits for any lock another
+// create holds: refused at once when the ledger was full a moment ago
+// (Refused); else, under the host-wide lock, it adds instance to the ledger
+// when the ledger (which holds every instance admitted or reserved so far)
+// has room, and refuses it with INSTANCE_LIMIT_EXCEEDED when a full count
+// finds none. It never deletes a spare: when one could make room, or the
+// backends cannot be counted now, it decides nothing (false, nil) and the
+// create's Admit decides as before. Admit still confirms every create
+// under the lock, so the cap holds exactly whatever a reservation said;
+// added says the ledger holds instance because of this call, which the
+// run that made it takes back (Gone) unless it went on to create it. A
+// reservation left by a killed process is an instance no backend lists:
+// the next full count drops it.
+func (h *Host) Reserve(ctx context.Context, instance string) (added bool, err error) {
+	if h.Max <= 0 {
+		return false, nil
+	}
+	if err := h.Refused(instance); err != nil { // full a moment ago: no lock is waited for
+		return false, err
+	}
+	if err := reservations(h.Dir).Make(); err != nil {
+		return false, fmt.Errorf("creating %s: %w", reservations(h.Dir).Path(), err)
+	}
+	lock, err := flock.Acquire(ctx, ownfile.At(h.Dir).File("admission.lock"), h.Who, 2*time.Minute)
+	if err != nil {
+		return false, fmt.Errorf("waiting for the host-wide instance count: %w", err)
+	}
+	defer lock.Release()
+	ledger := h.ledger()
+	others, known, err := ledger.Others(instance)
+	if err != nil {
+		return false, nil // Admit decides
+	}
+	if has, err := ledger.Has(instance); err != nil || has {
+		return false, nil // counted already
+	}
+	if known && others < h.Max {
+		return true, ledger.Add(instance)
+	}
+	if known {
+		if err := h.fullNow(instance); err != nil {
+			return false, err
+		}
+	}
+	active, _, err := h.active(ctx, reservations(h.Dir))
+	if err != nil {
+		return false, nil // Admit decides
+	}
+	counted := active[instance]
+	delete(active, instance)
+	if len(active) >= h.Max {
+		if h.mayEvict(instance, active) {
+			return false, nil
+		}
+		ledger.Reset(active, h.Clock.Now()) // a cache: the next refusal is a lookup
+		return false, limitError(h.Max, len(active), sortedSet(active), h.MaxSource)
+	}
+	active[instance] = true
+	return !counted, ledger.Reset(active, h.Clock.Now())
+}
+
 // fullNow is INSTANCE_LIMIT_EXCEEDED when the ledger's other instances fill
 // the cap as a full count found a moment ago, and no spare could make room
 // for instance. Only then is the ledger's set copied, for the message.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -114,26 +115,6 @@ func holderOf(le *flock.LockedError) *flock.Holder {
 	return &flock.Holder{Command: "another sbf process"}
 }
 
-// Touched are the sandboxes a run may act on: its targets, else every one
-// declared or recorded.
-func Touched(r *spec.Resolved, rec *state.File, targets []string) []string {
-	if len(targets) > 0 {
-		return targets
-	}
-	seen := map[string]bool{}
-	for n := range r.Config.Sandboxes {
-		seen[n] = true
-	}
-	for n := range rec.Sandboxes {
-		seen[n] = true
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	return out
-}
-
 // WithSources adds to names the sandboxes whose disks theirs are copied
 // from: a run that may make a copy holds its source, so no other run
 // changes (or a backend stops) the source meanwhile.
@@ -177,7 +158,11 @@ func (k Locks) Found(ctx context.Context, into *Held, dir string, found []string
 	if peek {
 		mode = PeekBusy
 	}
-	h, err := k.Sandboxes(ctx, dir, found, mode)
+	// A sandbox the run holds already (it had a record when the run took
+	// its locks) is not locked twice: a second lock of this process's own
+	// would find it busy.
+	toLock := slices.DeleteFunc(slices.Clone(found), into.Holds)
+	h, err := k.Sandboxes(ctx, dir, toLock, mode)
 	if err != nil {
 		return err
 	}
@@ -201,6 +186,8 @@ func (k Locks) Found(ctx context.Context, into *Held, dir string, found []string
 	for _, name := range free {
 		if named(name) {
 			into.left = append(into.left, name)
+		} else if into.Holds(name) {
+			continue // an orphan now, and held already
 		} else if l := h.locks[name]; l != nil {
 			into.locks[name] = l
 			delete(h.locks, name)
@@ -209,8 +196,23 @@ func (k Locks) Found(ctx context.Context, into *Held, dir string, found []string
 	return nil
 }
 
-// Holds says whether the run holds sandbox name's lock.
-func (h *Held) Holds(name string) bool { return h.locks[name] != nil }
+// TryMore adds to into the locks of names (less those it holds) that are
+// free now, trying each once and noting no holder: for what a run does on
+// the side, such as archiving an ended record, which it leaves to a later
+// run when another holds the sandbox. Waiting for none, it keeps the lock
+// order's promise however late it comes.
+func (k Locks) TryMore(ctx context.Context, into *Held, dir string, names []string) error {
+	names = slices.DeleteFunc(slices.Clone(names), into.Holds)
+	h, err := k.Sandboxes(ctx, dir, names, SkipBusy)
+	if err != nil {
+		return err
+	}
+	maps.Copy(into.locks, h.locks)
+	return nil
+}
+
+// Holds says whether the run holds sandbox name's lock (none: it holds no lock yet).
+func (h *Held) Holds(name string) bool { return h != nil && h.locks[name] != nil }
 
 // Busy are the runs holding the sandboxes this run leaves alone, by sandbox.
 func (h *Held) Busy() map[string]*flock.Holder { return h.busy }

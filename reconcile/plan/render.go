@@ -256,6 +256,15 @@ func (p *Plan) Without(names []string) *Plan {
 	return p.filter(func(sandbox string) bool { return !drop[sandbox] })
 }
 
+// Holding keeps the steps (actions, record corrections, lease ends) on
+// the sandboxes held says a run holds, and the sandbox-less ones (spares')
+// when spares; every problem stays, as the run's first plan found them.
+func (p *Plan) Holding(held func(sandbox string) bool, spares bool) *Plan {
+	out := p.filter(func(sandbox string) bool { return held(sandbox) || spares && sandbox == "" })
+	out.Problems = p.Problems
+	return out
+}
+
 func setOf(names []string) map[string]bool {
 	set := make(map[string]bool, len(names))
 	for _, n := range names {
