@@ -156,6 +156,14 @@ func (s *Server) prepared(
 	return out, nil
 }
 
+// optional is a string that is null when empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil

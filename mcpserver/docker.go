@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"maps"
 	"strings"
 	"time"
 
@@ -136,12 +135,24 @@ func withInstance(err error, id string) error {
 }
 
 // dockerResult is the fields every docker tool returns.
-func dockerResult(id string, r docker.DockerResult, extra map[string]any) map[string]any {
-	out := map[string]any{"instance_id": id, "command": r.Command, "exit_code": r.ExitCode, "stdout": r.Stdout,
-		"stderr": r.Stderr, "duration_ms": r.DurationMS, "timed_out": r.TimedOut,
-		"stdout_truncated": r.StdoutTruncated, "stderr_truncated": r.StderrTruncated}
-	maps.Copy(out, extra)
-	return out
+func dockerResult(id string, r docker.DockerResult) execResult {
+	return execOf(id, r.Command, r.ExecResult)
+}
+
+// containerResult is a Docker tool's answer that names its container.
+type containerResult struct {
+	execResult
+	Container *string `json:"container"`
+}
+
+type dockerPsResult struct {
+	execResult
+	All bool `json:"all"`
+}
+
+type dockerCleanupResult struct {
+	execResult
+	Mode string `json:"mode"`
 }
 
 func orDefault[T any](p *T, def T) T {
@@ -151,7 +162,7 @@ func orDefault[T any](p *T, def T) T {
 	return *p
 }
 
-func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
+func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (*containerResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -162,14 +173,14 @@ func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	var container any
+	var container *string
 	if first, _, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n"); first != "" {
-		container = first
+		container = &first
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), container}, nil
 }
 
-func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) {
+func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (*containerResult, error) {
 	timeout := orDefault(a.TimeoutSeconds, 600)
 	if timeout <= 0 {
 		return nil, newToolError(
@@ -186,10 +197,10 @@ func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) 
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), &a.Container}, nil
 }
 
-func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (any, error) {
+func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (*containerResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -198,10 +209,10 @@ func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (any, error) 
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), &a.Container}, nil
 }
 
-func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
+func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (*dockerPsResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -210,10 +221,10 @@ func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"all": a.All}), nil
+	return &dockerPsResult{dockerResult(a.InstanceID, res), a.All}, nil
 }
 
-func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (any, error) {
+func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (*execResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -222,10 +233,11 @@ func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (any, err
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, nil), nil
+	r := dockerResult(a.InstanceID, res)
+	return &r, nil
 }
 
-func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (any, error) {
+func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (*dockerCleanupResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -238,5 +250,5 @@ func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (any, e
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"mode": mode}), nil
+	return &dockerCleanupResult{dockerResult(a.InstanceID, res), mode}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -32,6 +33,7 @@ type toolDef struct {
 	name, title, about string
 	set                toolset
 	v1                 bool
+	output             map[string]any // the output schema, from the handler's result type
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -44,8 +46,11 @@ type toolDef struct {
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
 // envelope. A call waits for one of the server's call slots (inflight.go).
-func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any, error)) {
+func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (R, error)) {
 	name := def.name
+	if t := reflect.TypeFor[R](); t.Kind() != reflect.Interface {
+		def.output = resultSchema(t) // outputs.go
+	}
 	s.listing.defs[name] = def // toolsets.go: which sessions list it
 	tool := mcp.NewTool(
 		name,
@@ -60,7 +65,7 @@ func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any
 	tool.Execution = taskExecution(name) // calltasks.go
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
-	s.describeTool(&tool) // toolschema.go: output schema, enums and bounds (advertised only)
+	s.describeTool(&tool, def.output) // toolschema.go: output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {
@@ -90,7 +95,7 @@ func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}
-		return structuredResult(withWarnings(out, warnings)), nil
+		return structuredResult(withWarnings(any(out), warnings)), nil
 	})
 }
 

@@ -175,19 +175,22 @@ func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map
 
 // describeTool adds the output schema and the argument rules to a tool
 // about to be registered.
-func (s *Server) describeTool(tool *mcp.Tool) {
+func (s *Server) describeTool(tool *mcp.Tool, output map[string]any) {
 	var schema map[string]any
 	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
 	}
-	if out := outputSchema(tool.Name); out != nil {
+	if output == nil {
+		output = outputSchema(tool.Name)
+	}
+	if output != nil {
 		var required []string
 		listed, _ := schema["required"].([]any)
 		for _, arg := range listed {
 			name, _ := arg.(string)
 			required = append(required, name)
 		}
-		tool.RawOutputSchema = withoutEchoes(out, required)
+		tool.RawOutputSchema = withoutEchoes(output, required)
 	}
 	props, _ := schema["properties"].(map[string]any)
 	apply := func(rules map[string]argRule) {
