@@ -63,9 +63,9 @@ func execOf(id, command string, r drivers.ExecResult) execResult {
 // runResult is run_command's answer: the command's, with what was counted.
 type runResult struct {
 	execResult
-	StdoutBytes    int64 `json:"stdout_bytes" jsonschema:"Bytes the command wrote to stdout, kept or not."`
-	StderrBytes    int64 `json:"stderr_bytes" jsonschema:"Bytes it wrote to stderr (and sbf's timeout note), kept or not."`
-	MaxOutputBytes int   `json:"max_output_bytes" jsonschema:"The bytes of each stream kept."`
+	StdoutBytes    int64 `json:"stdout_bytes" jsonschema:"Bytes written, kept or not."`
+	StderrBytes    int64 `json:"stderr_bytes" jsonschema:"Bytes written (and sbf's timeout note), kept or not."`
+	MaxOutputBytes int   `json:"max_output_bytes" jsonschema:"Bytes of each stream kept."`
 }
 
 // copyResult is what a copy between host and guest answers.
@@ -82,10 +82,11 @@ type copyBackResult struct {
 	skippedResult
 }
 
-// skippedResult names what a copy from a guest left out.
+// skippedResult names what a copy from a guest left out: links that led
+// outside the destination, protected paths (the tools' descriptions say so).
 type skippedResult struct {
-	SkippedLinks []hostpath.SkippedLink `json:"skipped_links" jsonschema:"Links left out because they led outside the destination."`
-	SkippedPaths []hostpath.SkippedPath `json:"skipped_paths" jsonschema:"Protected paths left out."`
+	SkippedLinks []hostpath.SkippedLink `json:"skipped_links"`
+	SkippedPaths []hostpath.SkippedPath `json:"skipped_paths"`
 	Warnings     []string               `json:"warnings,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
@@ -19,7 +20,14 @@ func (s *Server) registerEgress() {
 			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)
 }
 
-func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {
+type egressLogResult struct {
+	InstanceID string         `json:"instance_id"`
+	Sandbox    string         `json:"sandbox"`
+	Entries    []egress.Entry `json:"entries" jsonschema:"The newest egress decisions: destination, verdict, time."`
+	Count      int            `json:"count"`
+}
+
+func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (*egressLogResult, error) {
 	tail := 100
 	if a.Tail != nil {
 		if tail = *a.Tail; tail <= 0 || tail > 1000 {
@@ -35,6 +43,5 @@ func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "sandbox": tgt.Sandbox, "entries": entries,
-		"count": len(entries)}, nil
+	return &egressLogResult{a.InstanceID, tgt.Sandbox, entries, len(entries)}, nil
 }

@@ -51,7 +51,35 @@ func (a relocateArgs) relocation() sandbox.Relocation {
 	return sandbox.Relocation{Src: a.Src, Dst: a.Dst, Overwrite: a.Overwrite, MakeParents: a.MakeParents}
 }
 
-func (s *Server) movePath(ctx context.Context, a relocateArgs) (any, error) {
+type moveResult struct {
+	InstanceID string `json:"instance_id"`
+	Src        string `json:"src"`
+	Dst        string `json:"dst"`
+	Moved      bool   `json:"moved"`
+}
+
+type copyPathResult struct {
+	InstanceID string `json:"instance_id"`
+	Src        string `json:"src"`
+	Dst        string `json:"dst"`
+	Copied     bool   `json:"copied"`
+	*copyAcross
+}
+
+// copyAcross is what a copy into another instance adds.
+type copyAcross struct {
+	DstInstanceID string `json:"dst_instance_id"`
+	ArchiveBytes  int64  `json:"archive_bytes"`
+}
+
+type existsResult struct {
+	InstanceID string  `json:"instance_id"`
+	Path       string  `json:"path"`
+	Exists     bool    `json:"exists"`
+	Type       *string `json:"type" jsonschema:"file, dir, link or other."`
+}
+
+func (s *Server) movePath(ctx context.Context, a relocateArgs) (*moveResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -59,15 +87,15 @@ func (s *Server) movePath(ctx context.Context, a relocateArgs) (any, error) {
 	if err := tgt.MovePath(ctx, a.relocation()); err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "moved": true}, nil
+	return &moveResult{a.InstanceID, a.Src, a.Dst, true}, nil
 }
 
-func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (any, error) {
+func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (*copyPathResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "copied": true}
+	out := &copyPathResult{InstanceID: a.InstanceID, Src: a.Src, Dst: a.Dst, Copied: true}
 	if a.DstInstanceID == "" || a.DstInstanceID == a.InstanceID {
 		if err := tgt.CopyPath(ctx, a.relocation()); err != nil {
 			return nil, err
@@ -88,11 +116,11 @@ func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out["dst_instance_id"], out["archive_bytes"] = a.DstInstanceID, n
+	out.copyAcross = &copyAcross{a.DstInstanceID, n}
 	return out, nil
 }
 
-func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (any, error) {
+func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (*existsResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -101,9 +129,9 @@ func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"instance_id": a.InstanceID, "path": a.Path, "exists": ok, "type": nil}
+	out := &existsResult{InstanceID: a.InstanceID, Path: a.Path, Exists: ok}
 	if ok {
-		out["type"] = kind
+		out.Type = &kind
 	}
 	return out, nil
 }

@@ -77,8 +77,40 @@ func (s *Server) registerSnapshots() {
 		s.forkInstance)
 }
 
-func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snapshotArgs) (any, error) {
-	return func(ctx context.Context, a snapshotArgs) (any, error) {
+// snapshotInfo is a snapshot as the snapshot tools answer it.
+type snapshotInfo struct {
+	InstanceID string  `json:"instance_id"`
+	Name       string  `json:"name"`
+	Backend    string  `json:"backend"`
+	CreatedAt  *string `json:"created_at"`
+	SizeBytes  *int64  `json:"size_bytes" jsonschema:"Bytes on disk when the backend says."`
+}
+
+type snapshotResult struct {
+	snapshotInfo
+	Status string `json:"status"`
+}
+
+type snapshotFileResult struct {
+	snapshotResult
+	LocalPath string `json:"local_path"`
+}
+
+type snapshotListResult struct {
+	InstanceID string         `json:"instance_id"`
+	Backend    string         `json:"backend"`
+	Snapshots  []snapshotInfo `json:"snapshots"`
+	Count      int            `json:"count"`
+}
+
+type cloneResult struct {
+	summaryResult
+	SourceInstanceID string `json:"source_instance_id" jsonschema:"The instance cloned."`
+	Snapshot         string `json:"snapshot,omitempty" jsonschema:"The snapshot copied, when one was named."`
+}
+
+func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snapshotArgs) (*snapshotResult, error) {
+	return func(ctx context.Context, a snapshotArgs) (*snapshotResult, error) {
 		e, ws, err := s.instance(ctx, a.InstanceID)
 		if err != nil {
 			return nil, err
@@ -87,15 +119,14 @@ func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snaps
 		if err != nil {
 			return nil, v1Error(err, a.InstanceID)
 		}
-		out := snapshotJSON(a.InstanceID, res.Snapshot)
-		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotCreate: "created",
-			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted"}[op]
-		return out, nil
+		return &snapshotResult{snapshotJSON(a.InstanceID, res.Snapshot), map[reconcile.SnapshotOp]string{
+			reconcile.SnapshotCreate: "created", reconcile.SnapshotRestore: "restored",
+			reconcile.SnapshotDelete: "deleted"}[op]}, nil
 	}
 }
 
-func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs) (any, error) {
-	return func(ctx context.Context, a portArgs) (any, error) {
+func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs) (*snapshotFileResult, error) {
+	return func(ctx context.Context, a portArgs) (*snapshotFileResult, error) {
 		e, ws, err := s.instance(ctx, a.InstanceID)
 		if err != nil {
 			return nil, err
@@ -105,15 +136,13 @@ func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs)
 		if err != nil {
 			return nil, v1Error(err, a.InstanceID)
 		}
-		out := snapshotJSON(a.InstanceID, res.Snapshot)
-		out["local_path"] = res.Path
-		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotExport: "exported",
+		status := map[reconcile.SnapshotOp]string{reconcile.SnapshotExport: "exported",
 			reconcile.SnapshotImport: "imported"}[op]
-		return out, nil
+		return &snapshotFileResult{snapshotResult{snapshotJSON(a.InstanceID, res.Snapshot), status}, res.Path}, nil
 	}
 }
 
-func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (any, error) {
+func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (*snapshotListResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -123,27 +152,23 @@ func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (any, e
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
-	list := []map[string]any{}
+	list := []snapshotInfo{}
 	for _, sn := range res.Snapshots {
 		list = append(list, snapshotJSON(a.InstanceID, sn))
 	}
-	return map[string]any{"instance_id": a.InstanceID, "backend": res.Driver, "snapshots": list,
-		"count": len(list)}, nil
+	return &snapshotListResult{a.InstanceID, res.Driver, list, len(list)}, nil
 }
 
-func snapshotJSON(id string, sn *state.Snapshot) map[string]any {
-	out := map[string]any{"instance_id": id, "name": sn.Name, "backend": sn.Driver, "created_at": nil,
-		"size_bytes": nil}
-	if !sn.CreatedAt.IsZero() {
-		out["created_at"] = iso(sn.CreatedAt)
-	}
+func snapshotJSON(id string, sn *state.Snapshot) snapshotInfo {
+	out := snapshotInfo{InstanceID: id, Name: sn.Name, Backend: sn.Driver, CreatedAt: isoPtr(&sn.CreatedAt)}
 	if sn.SizeBytes > 0 {
-		out["size_bytes"] = sn.SizeBytes
+		size := int64(sn.SizeBytes)
+		out.SizeBytes = &size
 	}
 	return out
 }
 
-func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
+func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (*cloneResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -163,12 +188,8 @@ func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.touch(res.Resolved)
-	out := s.instanceSummary(res, name)
-	out["instance_id"] = s.idOf(res, name)
-	out["source_instance_id"] = a.InstanceID
-	if req.Snapshot != "" {
-		out["snapshot"] = req.Snapshot
-	}
+	out := &cloneResult{s.instanceSummary(res, name), a.InstanceID, req.Snapshot}
+	out.InstanceID = s.idOf(res, name)
 	return out, nil
 }
 

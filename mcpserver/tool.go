@@ -48,10 +48,8 @@ type toolDef struct {
 // envelope. A call waits for one of the server's call slots (inflight.go).
 func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (R, error)) {
 	name := def.name
-	if t := reflect.TypeFor[R](); t.Kind() != reflect.Interface {
-		def.output = resultSchema(t) // outputs.go
-	}
-	s.listing.defs[name] = def // toolsets.go: which sessions list it
+	def.output = resultSchema(reflect.TypeFor[R]()) // outputs.go
+	s.listing.defs[name] = def                      // toolsets.go: which sessions list it
 	tool := mcp.NewTool(
 		name,
 		mcp.WithDescription(def.about),
@@ -147,9 +145,11 @@ func errorResult(te *coded.Error, warnings ...string) *mcp.CallToolResult {
 // iso renders times as v1 did: UTC, whole seconds, Z.
 func iso(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
-func isoPtr(t *time.Time) any {
+// isoPtr is a time as v1 rendered it, null when there is none.
+func isoPtr(t *time.Time) *string {
 	if t == nil || t.IsZero() {
 		return nil
 	}
-	return iso(*t)
+	s := iso(*t)
+	return &s
 }

@@ -180,9 +180,6 @@ func (s *Server) describeTool(tool *mcp.Tool, output map[string]any) {
 	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
 	}
-	if output == nil {
-		output = outputSchema(tool.Name)
-	}
 	if output != nil {
 		var required []string
 		listed, _ := schema["required"].([]any)

@@ -199,7 +199,18 @@ func (s *Server) registerToolsets() {
 			"Returns toolsets, each with its tools and whether it is listed."}, s.enableToolset)
 }
 
-func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, error) {
+type toolsetsResult struct {
+	Toolsets []toolsetRow `json:"toolsets" jsonschema:"Each toolset's name, about, tools and whether they are listed."`
+}
+
+type toolsetRow struct {
+	Name   toolset  `json:"name"`
+	About  string   `json:"about"`
+	Tools  []string `json:"tools"`
+	Listed bool     `json:"listed"`
+}
+
+func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (*toolsetsResult, error) {
 	if a.Toolset != "" {
 		sets, err := expandToolset(strings.ToLower(strings.TrimSpace(a.Toolset)))
 		if err != nil {
@@ -228,7 +239,7 @@ func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, e
 		_ = s.mcp.SendNotificationToClient(ctx, mcp.MethodNotificationToolsListChanged, nil)
 	}
 	on := s.toolsetsOn(ctx)
-	var rows []map[string]any
+	var rows []toolsetRow
 	for _, g := range toolsetGroups {
 		var tools []string
 		for name, def := range s.listing.defs {
@@ -238,7 +249,7 @@ func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, e
 		}
 		slices.Sort(tools)
 		listed := !slices.ContainsFunc(tools, func(name string) bool { return !s.listing.defs[name].listed(on) })
-		rows = append(rows, map[string]any{"name": g.name, "about": g.about, "tools": tools, "listed": listed})
+		rows = append(rows, toolsetRow{g.name, g.about, tools, listed})
 	}
-	return map[string]any{"toolsets": rows}, nil
+	return &toolsetsResult{rows}, nil
 }
