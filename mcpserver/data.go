@@ -109,28 +109,6 @@ type collectResult struct {
 	skippedResult
 }
 
-func (s *Server) registerData() {
-	addTool(s, toolDef{name: "run_command", set: setCore, v1: true, title: "Run a command",
-		about: "Run a shell command in an instance; a non-zero exit code is a result, not an error. Returns " +
-			"exit_code, stdout and stderr (cut at max_output_bytes: *_truncated, *_bytes), duration_ms and " +
-			"timed_out."}, s.runCommand)
-	addTool(s, toolDef{name: "copy_to_instance", set: setFiles, v1: true, title: "Copy into a sandbox",
-		about: "Copy a host file or folder into an instance. Returns local_path, remote_path and status."}, s.copyTo)
-	addTool(s, toolDef{name: "copy_from_instance", set: setFiles, v1: true, title: "Copy out of a sandbox",
-		about: "Copy a file or folder out of an instance to the host. Returns the paths, status and what was " +
-			"skipped (links leading out, protected paths)."}, s.copyFrom)
-	addTool(s, toolDef{name: "sync_workspace_to_instance", set: setFiles, v1: true,
-		title: "Sync the workspace into a sandbox",
-		about: "Make a guest folder hold what a host folder holds (minus excludes); a re-sync sends only changes. " +
-			"Returns files_sent, files_unchanged, files_deleted and archive_bytes."}, s.syncTo)
-	addTool(s, toolDef{name: "sync_instance_to_workspace", set: setFiles, v1: true, title: "Sync a sandbox folder back",
-		about: "Copy a guest folder back into the workspace. Returns the paths, status and what was skipped."},
-		s.syncFrom)
-	addTool(s, toolDef{name: "collect_artifacts", set: setFiles, v1: true, title: "Collect artifacts",
-		about: "Copy guest paths into a host folder, v1's naming on collisions. Returns artifacts (each path and " +
-			"where it went) and what was skipped."}, s.collect)
-}
-
 // target resolves an instance id to a running sandbox holding a live
 // lease, with v1's errors (INSTANCE_NOT_FOUND, INSTANCE_TERMINAL,
 // BACKEND_UNAVAILABLE).

@@ -33,26 +33,6 @@ type desiredArgs struct {
 	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"Absolute path of the workspace folder; default: the server's workspace."`
 }
 
-func (s *Server) registerWorkspace() {
-	addTool(s, toolDef{name: "validate_workspace_config", set: setWorkspace, v1: true,
-		title: "Validate the workspace config",
-		about: "Resolve a workspace's layered .sandboxforge.toml (with optional overrides). Returns valid, every " +
-			"problem as diagnostics (key and message) and the effective config."}, s.validate)
-	addTool(s, toolDef{name: "prepare_workspace", set: setWorkspace, v1: true, title: "Prepare a sandbox's workspace",
-		about: "Converge everything an instance's workspace declares for it: VM, container runtime, services, " +
-			"compose stack. Returns runtime_ready, docker_command, services and their readiness, connection_env " +
-			"(secrets redacted) and workspace_paths."}, s.prepareWorkspace)
-	addTool(s, toolDef{name: "plan", set: setWorkspace, title: "Plan the workspace's sandboxes",
-		about: "Show what apply would change in a workspace. Returns plan, its actions each with its cause, and " +
-			"text, the plan as sbf plan prints it."}, s.plan)
-	addTool(s, toolDef{name: "apply", set: setWorkspace, title: "Apply the workspace's sandboxes",
-		about: "Converge a workspace to its desired state (acquiring or renewing leases). Returns applied, the " +
-			"plan it executed and each sandbox's state after it."}, s.apply)
-	addTool(s, toolDef{name: "get_desired_state", set: setWorkspace, title: "Show the desired state",
-		about: "Read a workspace's resolved desired state. Returns config, its sources and managed_overrides " +
-			"(leases, ad-hoc sandboxes)."}, s.desiredState)
-}
-
 type validateResult struct {
 	WorkspaceRoot string         `json:"workspace_root"`
 	WorkspaceID   string         `json:"workspace_id"`

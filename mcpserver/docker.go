@@ -84,33 +84,6 @@ type validateImageArgs struct {
 	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks (max_age_hours null: any age)."`
 }
 
-func (s *Server) registerDocker() {
-	addTool(s, toolDef{name: "docker_build", set: setDocker, v1: true, title: "Build a Docker image",
-		about: "Build an image in an instance, reusing the [build] cached image when it matches the workspace's " +
-			"git state. Returns image_tag, cache_hit and the build's exit_code, stdout and stderr."}, s.dockerBuild)
-	addTool(s, toolDef{name: "docker_run", set: setDocker, v1: true, title: "Run a container",
-		about: "Run a container in an instance (detached by default). Returns container (its id) and the " +
-			"command's exit_code, stdout and stderr."}, s.dockerRun)
-	addTool(s, toolDef{name: "docker_exec", set: setDocker, v1: true, title: "Exec in a container",
-		about: "Run a command in a container of an instance. Returns exit_code, stdout, stderr and timed_out."},
-		s.dockerExec)
-	addTool(s, toolDef{name: "docker_logs", set: setDocker, v1: true, title: "Read a container's logs",
-		about: "Read a container's output. Returns it as stdout and stderr."}, s.dockerLogs)
-	addTool(s, toolDef{name: "docker_compose", set: setDocker, v1: true, title: "Run docker compose",
-		about: "Run docker compose in an instance; up and restart of the stack sbf converges go through the " +
-			"engine. Returns the command's exit_code, stdout and stderr, and project_dir."}, s.dockerCompose)
-	addTool(s, toolDef{name: "docker_ps", set: setDocker, v1: true, title: "List containers",
-		about: "List an instance's containers. Returns docker ps's output as stdout."}, s.dockerPs)
-	addTool(s, toolDef{name: "docker_images", set: setDocker, v1: true, title: "List images",
-		about: "List an instance's images. Returns docker images' output as stdout."}, s.dockerImages)
-	addTool(s, toolDef{name: "docker_cleanup", set: setDocker, v1: true, title: "Clean up Docker",
-		about: "Prune stopped containers and unused images (and more with mode aggressive). Returns the prune's " +
-			"output."}, s.dockerCleanup)
-	addTool(s, toolDef{name: "validate_image", set: setDocker, v1: true, title: "Validate a Docker image",
-		about: "Judge an image against the workspace's git state and dependencies. Returns valid, recommendation " +
-			"(reuse, warn, rebuild or fail) and the reasons."}, s.validateImage)
-}
-
 // docker resolves an instance and its docker command (v1's gates, then
 // RUNTIME_NOT_READY).
 func (s *Server) docker(ctx context.Context, id string) (*sandbox.Target, *docker.Docker, error) {

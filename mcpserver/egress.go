@@ -13,13 +13,6 @@ type egressLogArgs struct {
 	Tail       *int   `json:"tail,omitempty" default:"100" jsonschema:"The newest decisions to return."`
 }
 
-func (s *Server) registerEgress() {
-	addTool(s, toolDef{name: "get_egress_log", set: setObserve, title: "Read the egress log",
-		about: "Read what the instance's network policy let through or refused: its egress proxy's decisions " +
-			"(allowed or denied, host, port, bytes, reason), oldest first. Returns entries and count; a driver " +
-			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)
-}
-
 type egressLogResult struct {
 	InstanceID string         `json:"instance_id"`
 	Sandbox    string         `json:"sandbox"`

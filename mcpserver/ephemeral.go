@@ -30,13 +30,6 @@ type ephemeralResult struct {
 	Warnings            []string `json:"warnings,omitempty"`
 }
 
-func (s *Server) registerEphemeral() {
-	addTool(s, toolDef{name: "run_ephemeral", set: setCore, title: "Run a command in a throwaway sandbox",
-		about: "Make a sandbox (a pool's warm spare when there is one), run one command in it and destroy it, " +
-			"in one call. Returns run_command's result plus warm_spare, sandbox_ready_ms and destroyed."},
-		s.runEphemeral)
-}
-
 // runEphemeral is create_instance (no bootstrap), run_command and
 // destroy_instance as one call: the same engine intents, so the cap, the
 // lease bounds and the history hold as they do for the three.

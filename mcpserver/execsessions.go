@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -49,41 +48,6 @@ type signalSessionArgs struct {
 
 type sessionArgs struct {
 	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
-}
-
-var sessionHints = map[string]hints{
-	"start_session":  {destructive: true, openWorld: true}, // an arbitrary command
-	"read_session":   readOnly,
-	"write_session":  {destructive: true, openWorld: true}, // input to an arbitrary command
-	"signal_session": {destructive: true},
-	"close_session":  {destructive: true, idempotent: true},
-}
-
-func init() { maps.Copy(toolHints, sessionHints) }
-
-// registerSessionTools registers issue 31's data-plane tools: exec
-// sessions and the guest file moves (guestcopy.go).
-func (s *Server) registerSessionTools() {
-	s.registerGuestCopies()
-	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
-		Max: s.cfg.Settings.MaxExecSessions, Total: s.cfg.Settings.MaxExecSessionsTotal}
-	addTool(s, toolDef{name: "start_session", set: setSessions, title: "Start an exec session",
-		about: "Start a command in an instance as a session that outlives this call: write to its stdin, read its " +
-			"output after a cursor, signal it, close it. Idle sessions end on their own. Returns session_id, " +
-			"which the other session tools take, and its status."}, s.startSession)
-	addTool(s, toolDef{name: "read_session", set: setSessions, title: "Read an exec session's output",
-		about: "Read a session's output after a cursor, waiting up to wait_ms for some. Returns events (stdout " +
-			"and stderr in order, each with seq and offset), next_cursor, and done and exit once the command " +
-			"has ended and everything was read."}, s.readSession)
-	addTool(s, toolDef{name: "write_session", set: setSessions, title: "Write to an exec session's stdin",
-		about: "Write UTF-8 text or base64 bytes to a session's stdin; close_stdin ends it. Returns " +
-			"bytes_written."}, s.writeSession)
-	addTool(s, toolDef{name: "signal_session", set: setSessions, title: "Signal an exec session",
-		about: "Send a signal to every process of a session's command. Returns the signal and how it was " +
-			"delivered."}, s.signalSession)
-	addTool(s, toolDef{name: "close_session", set: setSessions, title: "Close an exec session",
-		about: "End a session: its command is killed if it still runs, its output is dropped. Returns closed and " +
-			"its exit."}, s.closeSession)
 }
 
 // sessionResult is a session as every session tool answers it.

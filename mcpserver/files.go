@@ -56,15 +56,6 @@ type makeDirArgs struct {
 	Parents    *bool  `json:"parents,omitempty" default:"true" jsonschema:"Create missing parent folders too."`
 }
 
-var fileHints = map[string]hints{
-	"read_file":   readOnly,
-	"list_files":  readOnly,
-	"stat_path":   readOnly,
-	"write_file":  {destructive: true, idempotent: true}, // replaces the file
-	"remove_path": {destructive: true, idempotent: true},
-	"make_dir":    {idempotent: true},
-}
-
 type readFileResult struct {
 	InstanceID string `json:"instance_id"`
 	Path       string `json:"path"`
@@ -124,24 +115,6 @@ type makeDirResult struct {
 	InstanceID string `json:"instance_id"`
 	Path       string `json:"path"`
 	Created    bool   `json:"created"`
-}
-
-func (s *Server) registerFiles() {
-	addTool(s, toolDef{name: "read_file", set: setFiles, title: "Read a guest file",
-		about: "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64. Returns content, " +
-			"size, truncated and next_offset."}, s.readFile)
-	addTool(s, toolDef{name: "write_file", set: setFiles, title: "Write a guest file",
-		about: "Create or replace a guest file atomically, with its mode. Returns bytes_written and mode."}, s.writeFile)
-	addTool(s, toolDef{name: "list_files", set: setFiles, title: "List a guest folder",
-		about: "List a guest folder (everything below it with recursive). Returns entries (path, type, size, " +
-			"mode, modified), count and truncated."}, s.listFiles)
-	addTool(s, toolDef{name: "stat_path", set: setFiles, title: "Inspect a guest path",
-		about: "Describe a guest path. Returns exists and, when it does, its type, size, mode, modified and link " +
-			"target."}, s.statPath)
-	addTool(s, toolDef{name: "remove_path", set: setFiles, title: "Remove a guest path",
-		about: "Remove a guest file, link or folder (recursive for a non-empty folder). Returns removed."}, s.removePath)
-	addTool(s, toolDef{name: "make_dir", set: setFiles, title: "Make a guest folder",
-		about: "Create a guest folder (and its parents, by default). Returns path and created."}, s.makeDir)
 }
 
 func (s *Server) readFile(ctx context.Context, a readFileArgs) (*readFileResult, error) {

@@ -18,9 +18,6 @@ type forkArgs struct {
 }
 
 func init() {
-	taskTools["fork_instance"] = true                   // minutes on a real VM: a task, cancelled by tasks/cancel
-	unrecorded["fork_instance"] = true                  // the engine records each child (audited)
-	toolHints["fork_instance"] = hints{openWorld: true} // new VMs each call, like clone_instance
 	argRules["fork_instance"] = map[string]argRule{"count": bounds(1, reconcile.MaxForkChildren)}
 }
 

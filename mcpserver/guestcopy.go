@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"maps"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -24,27 +23,6 @@ type relocateArgs struct {
 type copyPathArgs struct {
 	relocateArgs
 	DstInstanceID string `json:"dst_instance_id,omitempty" jsonschema:"Copy into this other instance of the same workspace (default: the same instance)."`
-}
-
-var guestCopyHints = map[string]hints{
-	"move_path":   {destructive: true}, // with overwrite, replaces dst; moving again finds no src
-	"copy_path":   {destructive: true}, // with overwrite, replaces dst
-	"path_exists": readOnly,
-}
-
-func init() { maps.Copy(toolHints, guestCopyHints) }
-
-func (s *Server) registerGuestCopies() {
-	addTool(s, toolDef{name: "move_path", set: setFiles, title: "Move a guest path",
-		about: "Move or rename a guest file, link or folder inside an instance. Returns src, dst and moved."},
-		s.movePath)
-	addTool(s, toolDef{name: "copy_path", set: setFiles, title: "Copy a guest path",
-		about: "Copy a guest file, link or folder inside an instance, or into another instance of the same " +
-			"workspace (dst_instance_id), bounded by the operator's copy ceiling. Returns src, dst and copied."},
-		s.copyPath)
-	addTool(s, toolDef{name: "path_exists", set: setFiles, title: "Say whether a guest path exists",
-		about: "Say whether a guest path exists (a dangling link too). Returns exists and type (file, dir, link " +
-			"or other)."}, s.pathExists)
 }
 
 func (a relocateArgs) relocation() sandbox.Relocation {

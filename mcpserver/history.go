@@ -21,12 +21,6 @@ import (
 // unless the workspace is not one this server serves: a call never writes
 // where it may not read.
 
-// unrecorded are tools whose calls the history leaves out: reading the
-// history is no action on a sandbox, and the engine records the lifecycle
-// tools itself (audited), refusals included.
-var unrecorded = map[string]bool{"get_history": true, "create_instance": true, "destroy_instance": true,
-	"extend_instance_ttl": true, "prepare_workspace": true, "apply": true, "clone_instance": true}
-
 // audited names an MCP lifecycle tool for the engine's record of it.
 func audited(tool string) *reconcile.Audit { return &reconcile.Audit{Door: "mcp", Tool: tool} }
 
@@ -40,7 +34,7 @@ var (
 )
 
 func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out any, err error, start time.Time) {
-	if unrecorded[tool] {
+	if s.listing.defs[tool].unrecorded {
 		return
 	}
 	args, _ := rawArgs.(map[string]any)
@@ -159,12 +153,6 @@ const (
 	defaultHistoryLimit = 100
 	maxHistoryLimit     = 1000
 )
-
-func (s *Server) registerHistory() {
-	addTool(s, toolDef{name: "get_history", set: setObserve, title: "Get the call history",
-		about: "The recent commands and tool calls that acted on a workspace's sandboxes, from MCP and the sbf " +
-			"CLI (secrets redacted). Returns events (tool or command, time, outcome each) and count."}, s.getHistory)
-}
 
 type historyResult struct {
 	WorkspaceRoot string          `json:"workspace_root"`

@@ -36,21 +36,6 @@ type listArgs struct {
 	IncludeExpired bool `json:"include_expired,omitempty" default:"false" jsonschema:"Also list expired and destroyed instances."`
 }
 
-func (s *Server) registerLifecycle() {
-	addTool(s, toolDef{name: "create_instance", set: setCore, v1: true, title: "Create a sandbox",
-		about: "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose " +
-			"when auto_bootstrap). Returns its instance_id, which the other tools take, its expires_at and, " +
-			"when bootstrapped, what preparing it did."}, s.createInstance)
-	addTool(s, toolDef{name: "list_instances", set: setCore, v1: true, title: "List sandboxes",
-		about: "List sbf instances on this host. Returns instances, one row each with its instance_id, status, " +
-			"phase, lease end and drift, and whether the backend is available."}, s.listInstances)
-	addTool(s, toolDef{name: "destroy_instance", set: setCore, v1: true, title: "Destroy a sandbox",
-		about: "Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean " +
-			"stop). Works on expired instances too. Returns the instance_id and its status."}, s.destroyInstance)
-	addTool(s, toolDef{name: "extend_instance_ttl", set: setCore, v1: true, title: "Extend a sandbox's lease",
-		about: "Move an instance's lease end later by ttl_minutes. Returns the new expires_at."}, s.extendInstance)
-}
-
 // shapeKeys are the [vm] keys a tool's shape arguments set.
 func shapeKeys(cpus *int, memoryGiB, diskGiB *float64) map[string]any {
 	keys := map[string]any{}

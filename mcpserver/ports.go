@@ -58,24 +58,6 @@ type listPortsArgs struct {
 	InstanceID string `json:"instance_id,omitempty" jsonschema:"Only this instance's exposed ports (default: all)."`
 }
 
-var portHints = map[string]hints{
-	"expose_port":        {idempotent: true}, // a second call answers the forward already there
-	"unexpose_port":      {destructive: true, idempotent: true},
-	"list_exposed_ports": readOnly,
-}
-
-func (s *Server) registerPorts() {
-	addTool(s, toolDef{name: "expose_port", set: setObserve, title: "Expose a guest port",
-		about: "Forward a guest port to a port on this host's loopback (127.0.0.1) until unexpose_port, the " +
-			"sandbox's end or the server's. Returns host_port and url."}, s.exposePort)
-	addTool(s, toolDef{name: "unexpose_port", set: setObserve, title: "Unexpose a guest port",
-		about: "Stop forwarding a guest port that expose_port forwarded. Returns the forward's status and counts."},
-		s.unexposePort)
-	addTool(s, toolDef{name: "list_exposed_ports", set: setObserve, title: "List exposed ports",
-		about: "List the guest ports this server forwards. Returns ports, each as expose_port answers it, and " +
-			"count."}, s.listExposedPorts)
-}
-
 // portResult is a forward as the port tools answer it.
 type portResult struct {
 	InstanceID        string `json:"instance_id"`

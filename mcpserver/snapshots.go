@@ -34,49 +34,6 @@ type cloneArgs struct {
 	TTLMinutes *int    `json:"ttl_minutes,omitempty" jsonschema:"The new instance's lease in minutes; default: the source's lease length. At most [lease] max_ttl."`
 }
 
-var snapshotHints = map[string]hints{
-	"snapshot_instance": {},                                    // a new snapshot each call; a taken name is refused
-	"list_snapshots":    readOnly,                              // asks the backend; writes nothing
-	"restore_snapshot":  {destructive: true, idempotent: true}, // discards what was written since
-	"delete_snapshot":   {destructive: true, idempotent: true},
-	"clone_instance":    {openWorld: true}, // a new VM each call, like create_instance
-	"export_snapshot":   {},                // a new host file; an existing one is refused, never replaced
-	"import_snapshot":   {},                // a new snapshot each call; a taken name is refused
-}
-
-func (s *Server) registerSnapshots() {
-	addTool(s, toolDef{name: "snapshot_instance", set: setSnapshots, title: "Snapshot a sandbox",
-		about: "Take a snapshot (name) of an instance's VM: its disk, and its memory where the backend keeps that " +
-			"(Lima QEMU). SNAPSHOT_UNSUPPORTED on backends without snapshots. Returns the snapshot's name, " +
-			"created_at and status."}, s.snapshotOp(reconcile.SnapshotCreate))
-	addTool(s, toolDef{name: "list_snapshots", set: setSnapshots, title: "List snapshots",
-		about: "List an instance's snapshots. Returns snapshots (name, created_at, size_bytes when known) and " +
-			"count."}, s.listSnapshots)
-	addTool(s, toolDef{name: "restore_snapshot", set: setSnapshots, title: "Restore a snapshot",
-		about: "Bring an instance's VM back to a snapshot; what was written since is lost. Returns the snapshot's " +
-			"name and status."}, s.snapshotOp(reconcile.SnapshotRestore))
-	addTool(s, toolDef{name: "delete_snapshot", set: setSnapshots, title: "Delete a snapshot",
-		about: "Delete one of an instance's snapshots. Returns its name and status."},
-		s.snapshotOp(reconcile.SnapshotDelete))
-	addTool(s, toolDef{name: "export_snapshot", set: setSnapshots, title: "Export a snapshot",
-		about: "Write one of an instance's snapshots into a new host file (local_path), which outlives the " +
-			"instance and which sbf never deletes. Lima: the disk only, not the memory. Returns local_path and " +
-			"status."}, s.portOp(reconcile.SnapshotExport))
-	addTool(s, toolDef{name: "import_snapshot", set: setSnapshots, title: "Import a snapshot",
-		about: "Make a host file written by export_snapshot (same backend) a new snapshot (name) of an instance; " +
-			"restore_snapshot then brings the VM to it. The VM's current disk is kept. Returns the snapshot's " +
-			"name and status."}, s.portOp(reconcile.SnapshotImport))
-	addTool(s, toolDef{name: "clone_instance", set: setSnapshots, title: "Clone a sandbox",
-		about: "Make a new instance, with its own lease, whose VM starts as a copy of this instance's disk (or of " +
-			"its snapshot). Counts against the instance cap. Returns the new instance_id and its expires_at."},
-		s.cloneInstance)
-	addTool(s, toolDef{name: "fork_instance", set: setSnapshots, title: "Fork a running sandbox",
-		about: "Make count running instances from this running instance's memory, without a boot, each with its " +
-			"own disk, identity and lease. Counts against the instance cap (all or none). FORK_UNSUPPORTED names " +
-			"the next step where a backend cannot. Returns the children."},
-		s.forkInstance)
-}
-
 // snapshotInfo is a snapshot as the snapshot tools answer it.
 type snapshotInfo struct {
 	InstanceID string  `json:"instance_id"`

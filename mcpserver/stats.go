@@ -15,18 +15,6 @@ type healthArgs struct {
 	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"The workspace to check (default: the server's)."`
 }
 
-var statsHints = map[string]hints{"get_instance_stats": readOnly, "health": readOnly}
-
-func (s *Server) registerStats() {
-	addTool(s, toolDef{name: "get_instance_stats", set: setObserve, title: "Get a sandbox's resource use",
-		about: "Read a running instance's CPU, load, memory, disk, uptime and processes (from its /proc and df). " +
-			"Returns them, its lease left and its last command."}, s.instanceStats)
-	addTool(s, toolDef{name: "health", set: setObserve, title: "Check sandbox health",
-		about: "Check every sandbox of a workspace that holds a lease: is its VM running, does it answer a " +
-			"command, how long is its lease. Returns healthy and each sandbox's phase, drift and problems."},
-		s.health)
-}
-
 type statsResult struct {
 	InstanceID     string         `json:"instance_id"`
 	Sandbox        string         `json:"sandbox"`

@@ -35,21 +35,6 @@ type stopTaskArgs struct {
 	Force  bool   `json:"force,omitempty" default:"false" jsonschema:"KILL instead of TERM."`
 }
 
-func (s *Server) registerTasks() {
-	addTool(s, toolDef{name: "start_background_task", set: setSessions, v1: true, title: "Start a background task",
-		about: "Start a command detached in an instance; it outlives this call, sbf restarts and dropped " +
-			"connections. Returns task_id (for get_task_status, get_task_logs, stop_task), pid and log_path."},
-		s.startTask)
-	addTool(s, toolDef{name: "get_task_status", set: setSessions, v1: true, title: "Get a task's status",
-		about: "Report on a background task. Returns its status, exit_code, pid and times."}, s.taskStatus)
-	addTool(s, toolDef{name: "get_task_logs", set: setSessions, v1: true, title: "Get a task's logs",
-		about: "Read a background task's output. Returns logs, its last tail lines, or with a cursor the output " +
-			"from that byte offset, next_cursor and done."}, s.taskLogs)
-	addTool(s, toolDef{name: "stop_task", set: setSessions, v1: true, title: "Stop a task",
-		about: "Stop a background task's whole process group (TERM, or KILL with force). Returns its status and " +
-			"exit_code."}, s.stopTask)
-}
-
 // taskHead is what every task tool answers first.
 type taskHead struct {
 	TaskID     string `json:"task_id"`

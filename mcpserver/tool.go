@@ -33,7 +33,13 @@ type toolDef struct {
 	name, title, about string
 	set                toolset
 	v1                 bool
-	output             map[string]any // the output schema, from the handler's result type
+	hints              hints // hints.go: its MCP annotations
+	task               bool  // it may run for minutes: callable as an MCP task (calltasks.go)
+	// unrecorded leaves its calls out of the history (history.go): the
+	// engine records the lifecycle tools itself (audited), refusals
+	// included, and reading the history is no action on a sandbox.
+	unrecorded bool
+	output     map[string]any // the output schema, from the handler's result type
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -42,7 +48,7 @@ type toolDef struct {
 // named in the answer's warnings, so the schema allows additional
 // properties (a validating client would otherwise refuse a call the
 // server accepts); a known argument of the wrong type is
-// INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
+// INVALID_ARGUMENTS. Its annotations are def's hints. Results
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
 // envelope. A call waits for one of the server's call slots (inflight.go).
@@ -54,13 +60,15 @@ func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (
 		name,
 		mcp.WithDescription(def.about),
 		mcp.WithInputSchema[A](),
-		mcp.WithToolAnnotation(annotations(name)),
+		mcp.WithToolAnnotation(annotations(def.hints)),
 	)
 	// The title where the protocol (2025-06-18 on) and the SDKs' display
 	// helpers read it first; not again in the annotations (2025-03-26's
 	// place), which every turn of a conversation would carry twice.
 	tool.Title = def.title
-	tool.Execution = taskExecution(name) // calltasks.go
+	if def.task { // calltasks.go
+		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
 	s.describeTool(&tool, def.output) // toolschema.go: output schema, enums and bounds (advertised only)

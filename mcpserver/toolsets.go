@@ -192,13 +192,6 @@ type enableToolsetArgs struct {
 	Toolset string `json:"toolset,omitempty" jsonschema:"The toolset to list from now on in this session (all: every one); without it, the toolsets are only listed."`
 }
 
-func (s *Server) registerToolsets() {
-	addTool(s, toolDef{name: "enable_toolset", title: "List or enable toolsets", set: setAlways,
-		about: "More tools than tools/list shows are grouped in toolsets. Without toolset, list them; with " +
-			"one, add its tools to this session's tools/list (notifications/tools/list_changed follows). " +
-			"Returns toolsets, each with its tools and whether it is listed."}, s.enableToolset)
-}
-
 type toolsetsResult struct {
 	Toolsets []toolsetRow `json:"toolsets" jsonschema:"Each toolset's name, about, tools and whether they are listed."`
 }
