@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -108,27 +107,18 @@ func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (
 // withWarnings adds warnings to a result's own "warnings" list (every
 // tool answers an object).
 func withWarnings(out any, warnings []string) any {
+	var m map[string]any
 	if len(warnings) == 0 {
 		return out
 	}
-	m, ok := out.(map[string]any)
-	if !ok {
-		raw, err := json.Marshal(out)
-		if err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
-			return out
-		}
+	if raw, err := json.Marshal(out); err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
+		return out
 	}
-	switch prev := m["warnings"].(type) {
-	case []string:
-		m["warnings"] = append(slices.Clone(prev), warnings...)
-	case []any:
-		for _, w := range warnings {
-			prev = append(prev, w)
-		}
-		m["warnings"] = prev
-	default:
-		m["warnings"] = warnings
+	prev, _ := m["warnings"].([]any) // a result's own, or none (null)
+	for _, w := range warnings {
+		prev = append(prev, w)
 	}
+	m["warnings"] = prev
 	return m
 }
 

@@ -255,10 +255,10 @@ func TestTimedOutCommandCountsItsStderr(t *testing.T) {
 // a name it allows is one the server takes, and the other way round.
 func TestSnapshotNamePatternIsTheServersRule(t *testing.T) {
 	r := snapshotName()
-	re := regexp.MustCompile(r.pattern)
+	re := regexp.MustCompile(r["pattern"].(string))
 	for _, name := range []string{"a", "clean", "v1.2-rc_3", "a.", "a.b.c", "a..b", "..", ".a", "-a", "_a", "a/b",
 		"a b", "ä", "", "a-", strings.Repeat("x", 64), strings.Repeat("x", 65), "9", "a.-b", "a._", "a.."} {
-		stated := re.MatchString(name) && len(name) <= *r.maxLength
+		stated := re.MatchString(name) && len(name) <= r["maxLength"].(int)
 		if stated != names.Snapshot(name) {
 			t.Errorf("%q: the schema says %v, the server %v", name, stated, names.Snapshot(name))
 		}

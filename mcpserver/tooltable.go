@@ -32,8 +32,7 @@ func (s *Server) registerTools() {
 		about: "Make a sandbox (a pool's warm spare when there is one), run one command in it and destroy it, " +
 			"in one call. Returns run_command's result plus warm_spare, sandbox_ready_ms and destroyed."},
 		s.runEphemeral)
-	addTool(s, toolDef{name: "run_command", title: "Run a command", set: setCore, v1: true,
-		hints: runsCode, task: true,
+	addTool(s, toolDef{name: "run_command", title: "Run a command", set: setCore, v1: true, hints: runsCode, task: true,
 		about: "Run a shell command in an instance; a non-zero exit code is a result, not an error. Returns " +
 			"exit_code, stdout and stderr (cut at max_output_bytes: *_truncated, *_bytes), duration_ms and " +
 			"timed_out."}, s.runCommand)
@@ -65,16 +64,14 @@ func (s *Server) registerTools() {
 		about: "Converge everything an instance's workspace declares for it: VM, container runtime, services, " +
 			"compose stack. Returns runtime_ready, docker_command, services and their readiness, connection_env " +
 			"(secrets redacted) and workspace_paths."}, s.prepareWorkspace)
-	addTool(s, toolDef{name: "plan", title: "Plan the workspace's sandboxes", set: setWorkspace,
-		hints: readOnly,
+	addTool(s, toolDef{name: "plan", title: "Plan the workspace's sandboxes", set: setWorkspace, hints: readOnly,
 		about: "Show what apply would change in a workspace. Returns plan, its actions each with its cause, and " +
 			"text, the plan as sbf plan prints it."}, s.plan)
 	addTool(s, toolDef{name: "apply", title: "Apply the workspace's sandboxes", set: setWorkspace,
 		hints: converges, task: true, unrecorded: true, // deletes undeclared and expired sandboxes
 		about: "Converge a workspace to its desired state (acquiring or renewing leases). Returns applied, the " +
 			"plan it executed and each sandbox's state after it."}, s.apply)
-	addTool(s, toolDef{name: "get_desired_state", title: "Show the desired state", set: setWorkspace,
-		hints: readOnly,
+	addTool(s, toolDef{name: "get_desired_state", title: "Show the desired state", set: setWorkspace, hints: readOnly,
 		about: "Read a workspace's resolved desired state. Returns config, its sources and managed_overrides " +
 			"(leases, ad-hoc sandboxes)."}, s.desiredState)
 	addTool(s, toolDef{name: "start_background_task", title: "Start a background task", set: setSessions, v1: true,
@@ -82,24 +79,20 @@ func (s *Server) registerTools() {
 		about: "Start a command detached in an instance; it outlives this call, sbf restarts and dropped " +
 			"connections. Returns task_id (for get_task_status, get_task_logs, stop_task), pid and log_path."},
 		s.startTask)
-	addTool(s, toolDef{name: "get_task_status", title: "Get a task's status", set: setSessions, v1: true,
-		hints: readOnly,
+	addTool(s, toolDef{name: "get_task_status", title: "Get a task's status", set: setSessions, v1: true, hints: readOnly,
 		about: "Report on a background task. Returns its status, exit_code, pid and times."}, s.taskStatus)
-	addTool(s, toolDef{name: "get_task_logs", title: "Get a task's logs", set: setSessions, v1: true,
-		hints: readOnly,
+	addTool(s, toolDef{name: "get_task_logs", title: "Get a task's logs", set: setSessions, v1: true, hints: readOnly,
 		about: "Read a background task's output. Returns logs, its last tail lines, or with a cursor the output " +
 			"from that byte offset, next_cursor and done."}, s.taskLogs)
 	addTool(s, toolDef{name: "stop_task", title: "Stop a task", set: setSessions, v1: true,
 		hints: replaces, // signals the task's process group
 		about: "Stop a background task's whole process group (TERM, or KILL with force). Returns its status and " +
 			"exit_code."}, s.stopTask)
-	addTool(s, toolDef{name: "start_session", title: "Start an exec session", set: setSessions,
-		hints: runsCode,
+	addTool(s, toolDef{name: "start_session", title: "Start an exec session", set: setSessions, hints: runsCode,
 		about: "Start a command in an instance as a session that outlives this call: write to its stdin, read its " +
 			"output after a cursor, signal it, close it. Idle sessions end on their own. Returns session_id, " +
 			"which the other session tools take, and its status."}, s.startSession)
-	addTool(s, toolDef{name: "read_session", title: "Read an exec session's output", set: setSessions,
-		hints: readOnly,
+	addTool(s, toolDef{name: "read_session", title: "Read an exec session's output", set: setSessions, hints: readOnly,
 		about: "Read a session's output after a cursor, waiting up to wait_ms for some. Returns events (stdout " +
 			"and stderr in order, each with seq and offset), next_cursor, and done and exit once the command " +
 			"has ended and everything was read."}, s.readSession)
@@ -111,8 +104,7 @@ func (s *Server) registerTools() {
 		hints: hints{destructive: true},
 		about: "Send a signal to every process of a session's command. Returns the signal and how it was " +
 			"delivered."}, s.signalSession)
-	addTool(s, toolDef{name: "close_session", title: "Close an exec session", set: setSessions,
-		hints: replaces,
+	addTool(s, toolDef{name: "close_session", title: "Close an exec session", set: setSessions, hints: replaces,
 		about: "End a session: its command is killed if it still runs, its output is dropped. Returns closed and " +
 			"its exit."}, s.closeSession)
 	addTool(s, toolDef{name: "move_path", title: "Move a guest path", set: setFiles,
@@ -124,30 +116,24 @@ func (s *Server) registerTools() {
 		about: "Copy a guest file, link or folder inside an instance, or into another instance of the same " +
 			"workspace (dst_instance_id), bounded by the operator's copy ceiling. Returns src, dst and copied."},
 		s.copyPath)
-	addTool(s, toolDef{name: "path_exists", title: "Say whether a guest path exists", set: setFiles,
-		hints: readOnly,
+	addTool(s, toolDef{name: "path_exists", title: "Say whether a guest path exists", set: setFiles, hints: readOnly,
 		about: "Say whether a guest path exists (a dangling link too). Returns exists and type (file, dir, link " +
 			"or other)."}, s.pathExists)
-	addTool(s, toolDef{name: "read_file", title: "Read a guest file", set: setFiles,
-		hints: readOnly,
+	addTool(s, toolDef{name: "read_file", title: "Read a guest file", set: setFiles, hints: readOnly,
 		about: "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64. Returns content, " +
 			"size, truncated and next_offset."}, s.readFile)
 	addTool(s, toolDef{name: "write_file", title: "Write a guest file", set: setFiles,
 		hints: replaces, // replaces the file
 		about: "Create or replace a guest file atomically, with its mode. Returns bytes_written and mode."}, s.writeFile)
-	addTool(s, toolDef{name: "list_files", title: "List a guest folder", set: setFiles,
-		hints: readOnly,
+	addTool(s, toolDef{name: "list_files", title: "List a guest folder", set: setFiles, hints: readOnly,
 		about: "List a guest folder (everything below it with recursive). Returns entries (path, type, size, " +
 			"mode, modified), count and truncated."}, s.listFiles)
-	addTool(s, toolDef{name: "stat_path", title: "Inspect a guest path", set: setFiles,
-		hints: readOnly,
+	addTool(s, toolDef{name: "stat_path", title: "Inspect a guest path", set: setFiles, hints: readOnly,
 		about: "Describe a guest path. Returns exists and, when it does, its type, size, mode, modified and link " +
 			"target."}, s.statPath)
-	addTool(s, toolDef{name: "remove_path", title: "Remove a guest path", set: setFiles,
-		hints: replaces,
+	addTool(s, toolDef{name: "remove_path", title: "Remove a guest path", set: setFiles, hints: replaces,
 		about: "Remove a guest file, link or folder (recursive for a non-empty folder). Returns removed."}, s.removePath)
-	addTool(s, toolDef{name: "make_dir", title: "Make a guest folder", set: setFiles,
-		hints: hints{idempotent: true},
+	addTool(s, toolDef{name: "make_dir", title: "Make a guest folder", set: setFiles, hints: hints{idempotent: true},
 		about: "Create a guest folder (and its parents, by default). Returns path and created."}, s.makeDir)
 	addTool(s, toolDef{name: "docker_build", title: "Build a Docker image", set: setDocker, v1: true,
 		hints: makesVM, task: true, // adds an image (a tag moves to it); pulls bases
@@ -157,22 +143,18 @@ func (s *Server) registerTools() {
 		hints: runsCode, // an arbitrary command with workspace volumes
 		about: "Run a container in an instance (detached by default). Returns container (its id) and the " +
 			"command's exit_code, stdout and stderr."}, s.dockerRun)
-	addTool(s, toolDef{name: "docker_exec", title: "Exec in a container", set: setDocker, v1: true,
-		hints: runsCode,
+	addTool(s, toolDef{name: "docker_exec", title: "Exec in a container", set: setDocker, v1: true, hints: runsCode,
 		about: "Run a command in a container of an instance. Returns exit_code, stdout, stderr and timed_out."},
 		s.dockerExec)
-	addTool(s, toolDef{name: "docker_logs", title: "Read a container's logs", set: setDocker, v1: true,
-		hints: readOnly,
+	addTool(s, toolDef{name: "docker_logs", title: "Read a container's logs", set: setDocker, v1: true, hints: readOnly,
 		about: "Read a container's output. Returns it as stdout and stderr."}, s.dockerLogs)
 	addTool(s, toolDef{name: "docker_compose", title: "Run docker compose", set: setDocker, v1: true,
 		hints: runsCode, task: true, // down removes containers; up pulls
 		about: "Run docker compose in an instance; up and restart of the stack sbf converges go through the " +
 			"engine. Returns the command's exit_code, stdout and stderr, and project_dir."}, s.dockerCompose)
-	addTool(s, toolDef{name: "docker_ps", title: "List containers", set: setDocker, v1: true,
-		hints: readOnly,
+	addTool(s, toolDef{name: "docker_ps", title: "List containers", set: setDocker, v1: true, hints: readOnly,
 		about: "List an instance's containers. Returns docker ps's output as stdout."}, s.dockerPs)
-	addTool(s, toolDef{name: "docker_images", title: "List images", set: setDocker, v1: true,
-		hints: readOnly,
+	addTool(s, toolDef{name: "docker_images", title: "List images", set: setDocker, v1: true, hints: readOnly,
 		about: "List an instance's images. Returns docker images' output as stdout."}, s.dockerImages)
 	addTool(s, toolDef{name: "docker_cleanup", title: "Clean up Docker", set: setDocker, v1: true,
 		hints: replaces, // prunes
@@ -195,8 +177,7 @@ func (s *Server) registerTools() {
 		hints: replaces, task: true, // discards what was written since
 		about: "Bring an instance's VM back to a snapshot; what was written since is lost. Returns the snapshot's " +
 			"name and status."}, s.snapshotOp(reconcile.SnapshotRestore))
-	addTool(s, toolDef{name: "delete_snapshot", title: "Delete a snapshot", set: setSnapshots,
-		hints: replaces,
+	addTool(s, toolDef{name: "delete_snapshot", title: "Delete a snapshot", set: setSnapshots, hints: replaces,
 		about: "Delete one of an instance's snapshots. Returns its name and status."},
 		s.snapshotOp(reconcile.SnapshotDelete))
 	addTool(s, toolDef{name: "export_snapshot", title: "Export a snapshot", set: setSnapshots,
@@ -224,20 +205,16 @@ func (s *Server) registerTools() {
 		hints: hints{idempotent: true}, // a second call answers the forward already there
 		about: "Forward a guest port to a port on this host's loopback (127.0.0.1) until unexpose_port, the " +
 			"sandbox's end or the server's. Returns host_port and url."}, s.exposePort)
-	addTool(s, toolDef{name: "unexpose_port", title: "Unexpose a guest port", set: setObserve,
-		hints: replaces,
+	addTool(s, toolDef{name: "unexpose_port", title: "Unexpose a guest port", set: setObserve, hints: replaces,
 		about: "Stop forwarding a guest port that expose_port forwarded. Returns the forward's status and counts."},
 		s.unexposePort)
-	addTool(s, toolDef{name: "list_exposed_ports", title: "List exposed ports", set: setObserve,
-		hints: readOnly,
+	addTool(s, toolDef{name: "list_exposed_ports", title: "List exposed ports", set: setObserve, hints: readOnly,
 		about: "List the guest ports this server forwards. Returns ports, each as expose_port answers it, and " +
 			"count."}, s.listExposedPorts)
-	addTool(s, toolDef{name: "get_instance_stats", title: "Get a sandbox's resource use", set: setObserve,
-		hints: readOnly,
+	addTool(s, toolDef{name: "get_instance_stats", title: "Get a sandbox's resource use", set: setObserve, hints: readOnly,
 		about: "Read a running instance's CPU, load, memory, disk, uptime and processes (from its /proc and df). " +
 			"Returns them, its lease left and its last command."}, s.instanceStats)
-	addTool(s, toolDef{name: "health", title: "Check sandbox health", set: setObserve,
-		hints: readOnly,
+	addTool(s, toolDef{name: "health", title: "Check sandbox health", set: setObserve, hints: readOnly,
 		about: "Check every sandbox of a workspace that holds a lease: is its VM running, does it answer a " +
 			"command, how long is its lease. Returns healthy and each sandbox's phase, drift and problems."},
 		s.health)
@@ -245,8 +222,7 @@ func (s *Server) registerTools() {
 		hints: readOnly, unrecorded: true,
 		about: "The recent commands and tool calls that acted on a workspace's sandboxes, from MCP and the sbf " +
 			"CLI (secrets redacted). Returns events (tool or command, time, outcome each) and count."}, s.getHistory)
-	addTool(s, toolDef{name: "get_egress_log", title: "Read the egress log", set: setObserve,
-		hints: readOnly,
+	addTool(s, toolDef{name: "get_egress_log", title: "Read the egress log", set: setObserve, hints: readOnly,
 		about: "Read what the instance's network policy let through or refused: its egress proxy's decisions " +
 			"(allowed or denied, host, port, bytes, reason), oldest first. Returns entries and count; a driver " +
 			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)
