@@ -43,9 +43,7 @@ type taskHead struct {
 }
 
 type startTaskResult struct {
-	TaskID     string `json:"task_id" jsonschema:"The id get_task_status and get_task_logs take."`
-	InstanceID string `json:"instance_id"`
-	Status     string `json:"status"`
+	taskHead // task_id: the description says what takes it
 	taskProcess
 }
 
@@ -103,7 +101,7 @@ func (s *Server) startTask(ctx context.Context, a startTaskArgs) (*startTaskResu
 	if err != nil {
 		return nil, err
 	}
-	return &startTaskResult{t.ID, a.InstanceID, t.Status, taskProcess{t.PID, t.LogPath}}, nil
+	return &startTaskResult{taskHead{t.ID, a.InstanceID, t.Status}, taskProcess{t.PID, t.LogPath}}, nil
 }
 
 func (s *Server) taskStatus(ctx context.Context, a taskArgs) (*taskStatusResult, error) {
