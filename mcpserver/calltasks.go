@@ -22,19 +22,6 @@ import (
 // So a task's work runs detached from its request, and tasks/cancel
 // reaches it through a hook, by the task id mcp-go answered with.
 
-// taskTools can run for minutes.
-var taskTools = func() map[string]bool {
-	names := []string{"create_instance", "run_ephemeral", "destroy_instance", "clone_instance", "prepare_workspace",
-		"apply", "run_command", "docker_build", "docker_compose", "validate_image", "snapshot_instance",
-		"restore_snapshot", "export_snapshot", "import_snapshot", "copy_to_instance", "copy_from_instance",
-		"sync_instance_to_workspace", "collect_artifacts"}
-	set := map[string]bool{}
-	for _, n := range names {
-		set[n] = true
-	}
-	return set
-}()
-
 const (
 	// maxTaskTTLMillis bounds how long a finished task's result is kept:
 	// the server's memory, whatever the client asks.
@@ -53,14 +40,6 @@ const (
 	// command's result up soon without a client polling a boot in a loop.
 	taskPollMillis = int64(2000)
 )
-
-// taskExecution says whether a tool may run as a task.
-func taskExecution(name string) *mcp.ToolExecution {
-	if !taskTools[name] {
-		return nil
-	}
-	return &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
-}
 
 // taskLink joins a task's work to the task id mcp-go gave it, and says
 // whose the task is (handles.go): the client session that made it ("" for

@@ -40,26 +40,73 @@ type collectArgs struct {
 	LocalDest   string   `json:"local_dest" jsonschema:"Host folder (created if missing), inside the workspace or another allowed folder."`
 }
 
-func (s *Server) registerData() {
-	addTool(s, toolDef{name: "run_command", set: setCore, v1: true, title: "Run a command",
-		about: "Run a shell command in an instance; a non-zero exit code is a result, not an error. Returns " +
-			"exit_code, stdout and stderr (cut at max_output_bytes: *_truncated, *_bytes), duration_ms and " +
-			"timed_out."}, s.runCommand)
-	addTool(s, toolDef{name: "copy_to_instance", set: setFiles, v1: true, title: "Copy into a sandbox",
-		about: "Copy a host file or folder into an instance. Returns local_path, remote_path and status."}, s.copyTo)
-	addTool(s, toolDef{name: "copy_from_instance", set: setFiles, v1: true, title: "Copy out of a sandbox",
-		about: "Copy a file or folder out of an instance to the host. Returns the paths, status and what was " +
-			"skipped (links leading out, protected paths)."}, s.copyFrom)
-	addTool(s, toolDef{name: "sync_workspace_to_instance", set: setFiles, v1: true,
-		title: "Sync the workspace into a sandbox",
-		about: "Make a guest folder hold what a host folder holds (minus excludes); a re-sync sends only changes. " +
-			"Returns files_sent, files_unchanged, files_deleted and archive_bytes."}, s.syncTo)
-	addTool(s, toolDef{name: "sync_instance_to_workspace", set: setFiles, v1: true, title: "Sync a sandbox folder back",
-		about: "Copy a guest folder back into the workspace. Returns the paths, status and what was skipped."},
-		s.syncFrom)
-	addTool(s, toolDef{name: "collect_artifacts", set: setFiles, v1: true, title: "Collect artifacts",
-		about: "Copy guest paths into a host folder, v1's naming on collisions. Returns artifacts (each path and " +
-			"where it went) and what was skipped."}, s.collect)
+// execResult is what a command run in a guest answers (run_command,
+// run_ephemeral, the Docker tools), as v1 answered it.
+type execResult struct {
+	InstanceID      string `json:"instance_id"`
+	Command         string `json:"command"`
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	DurationMS      int64  `json:"duration_ms"`
+	TimedOut        bool   `json:"timed_out"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+}
+
+func execOf(id, command string, r drivers.ExecResult) execResult {
+	return execResult{InstanceID: id, Command: command, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr,
+		DurationMS: r.DurationMS, TimedOut: r.TimedOut, StdoutTruncated: r.StdoutTruncated,
+		StderrTruncated: r.StderrTruncated}
+}
+
+// runResult is run_command's answer: the command's, with what was counted.
+type runResult struct {
+	execResult
+	StdoutBytes    int64 `json:"stdout_bytes" jsonschema:"Bytes written, kept or not."`
+	StderrBytes    int64 `json:"stderr_bytes" jsonschema:"Bytes written (and sbf's timeout note), kept or not."`
+	MaxOutputBytes int   `json:"max_output_bytes" jsonschema:"Bytes of each stream kept."`
+}
+
+// copyResult is what a copy between host and guest answers.
+type copyResult struct {
+	InstanceID string `json:"instance_id"`
+	LocalPath  string `json:"local_path"`
+	RemotePath string `json:"remote_path"`
+	Status     string `json:"status"`
+}
+
+// copyBackResult is a copy out of a guest's: it also says what it left out.
+type copyBackResult struct {
+	copyResult
+	skippedResult
+}
+
+// skippedResult names what a copy from a guest left out: links that led
+// outside the destination, protected paths (the tools' descriptions say so).
+type skippedResult struct {
+	SkippedLinks []hostpath.SkippedLink `json:"skipped_links"`
+	SkippedPaths []hostpath.SkippedPath `json:"skipped_paths"`
+	Warnings     []string               `json:"warnings,omitempty"`
+}
+
+type syncResult struct {
+	InstanceID string   `json:"instance_id"`
+	LocalPath  string   `json:"local_path"`
+	RemotePath string   `json:"remote_path"`
+	Archive    int64    `json:"archive_bytes"`
+	Exclude    []string `json:"exclude"`
+	Sent       int      `json:"files_sent"`
+	Unchanged  int      `json:"files_unchanged"`
+	Deleted    int      `json:"files_deleted"`
+	Status     string   `json:"status"`
+}
+
+type collectResult struct {
+	InstanceID string             `json:"instance_id"`
+	LocalDest  string             `json:"local_dest"`
+	Artifacts  []sandbox.Artifact `json:"artifacts" jsonschema:"Each path collected and where it went."`
+	skippedResult
 }
 
 // target resolves an instance id to a running sandbox holding a live
@@ -82,7 +129,7 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }
 
-func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
+func (s *Server) runCommand(ctx context.Context, a runArgs) (*runResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -92,7 +139,7 @@ func (s *Server) runCommand(ctx context.Context, a runArgs) (any, error) {
 
 // execIn runs a run_command in a sandbox found already and answers as
 // v1's run_command did.
-func (s *Server) execIn(ctx context.Context, tgt *sandbox.Target, a runArgs) (map[string]any, error) {
+func (s *Server) execIn(ctx context.Context, tgt *sandbox.Target, a runArgs) (*runResult, error) {
 	timeout := 600 * time.Second
 	if a.TimeoutSeconds != nil {
 		if *a.TimeoutSeconds <= 0 {
@@ -118,14 +165,10 @@ func (s *Server) execIn(ctx context.Context, tgt *sandbox.Target, a runArgs) (ma
 		return nil, err
 	}
 	res.MaxOutput = limit
-	return map[string]any{"instance_id": a.InstanceID, "command": a.Command, "exit_code": res.ExitCode,
-		"stdout": res.Stdout, "stderr": res.Stderr, "duration_ms": res.DurationMS, "timed_out": res.TimedOut,
-		"stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes,
-		"stdout_truncated": res.StdoutTruncated, "stderr_truncated": res.StderrTruncated,
-		"max_output_bytes": res.MaxOutput}, nil
+	return &runResult{execOf(a.InstanceID, a.Command, res), res.StdoutBytes, res.StderrBytes, res.MaxOutput}, nil
 }
 
-func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {
+func (s *Server) copyTo(ctx context.Context, a copyArgs) (*copyResult, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -136,7 +179,7 @@ func (s *Server) copyTo(ctx context.Context, a copyArgs) (any, error) {
 	return copied(a), nil
 }
 
-func (s *Server) copyFrom(ctx context.Context, a copyArgs) (any, error) {
+func (s *Server) copyFrom(ctx context.Context, a copyArgs) (*copyBackResult, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -145,30 +188,25 @@ func (s *Server) copyFrom(ctx context.Context, a copyArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withSkipped(copied(a), rep), nil
+	return &copyBackResult{*copied(a), skipped(rep)}, nil
 }
 
-func copied(a copyArgs) map[string]any {
-	return map[string]any{
-		"instance_id": a.InstanceID,
-		"local_path":  a.LocalPath,
-		"remote_path": a.RemotePath,
-		"status":      "ok",
-	}
+func copied(a copyArgs) *copyResult {
+	return &copyResult{InstanceID: a.InstanceID, LocalPath: a.LocalPath, RemotePath: a.RemotePath, Status: "ok"}
 }
 
-// withSkipped names what a copy from a guest left out: links that led
+// skipped names what a copy from a guest left out: links that led
 // outside the destination and entries sbf protects.
-func withSkipped(out map[string]any, rep hostpath.Report) map[string]any {
-	out["skipped_links"], out["skipped_paths"] = nonNil(rep.SkippedLinks), nonNil(rep.SkippedPaths)
+func skipped(rep hostpath.Report) skippedResult {
+	out := skippedResult{SkippedLinks: nonNil(rep.SkippedLinks), SkippedPaths: nonNil(rep.SkippedPaths)}
 	if !rep.Empty() {
-		out["warnings"] = []string{fmt.Sprintf("left out %d link(s) leading outside the destination and %d protected "+
+		out.Warnings = []string{fmt.Sprintf("left out %d link(s) leading outside the destination and %d protected "+
 			"path(s); see skipped_links and skipped_paths", len(rep.SkippedLinks), len(rep.SkippedPaths))}
 	}
 	return out
 }
 
-func (s *Server) syncTo(ctx context.Context, a syncArgs) (any, error) {
+func (s *Server) syncTo(ctx context.Context, a syncArgs) (*syncResult, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -177,16 +215,15 @@ func (s *Server) syncTo(ctx context.Context, a syncArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "local_path": rep.LocalPath, "remote_path": rep.RemotePath,
-		"archive_bytes": rep.ArchiveBytes, "exclude": rep.Exclude, "files_sent": rep.Sent,
-		"files_unchanged": rep.Unchanged, "files_deleted": rep.Deleted, "status": rep.Status}, nil
+	return &syncResult{a.InstanceID, rep.LocalPath, rep.RemotePath, rep.ArchiveBytes, rep.Exclude, rep.Sent,
+		rep.Unchanged, rep.Deleted, rep.Status}, nil
 }
 
-func (s *Server) syncFrom(ctx context.Context, a copyArgs) (any, error) {
+func (s *Server) syncFrom(ctx context.Context, a copyArgs) (*copyBackResult, error) {
 	return s.copyFrom(ctx, a)
 }
 
-func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
+func (s *Server) collect(ctx context.Context, a collectArgs) (*collectResult, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -199,6 +236,5 @@ func (s *Server) collect(ctx context.Context, a collectArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withSkipped(map[string]any{"instance_id": a.InstanceID, "local_dest": c.Dest,
-		"artifacts": nonNil(c.Artifacts)}, c.Report), nil
+	return &collectResult{a.InstanceID, c.Dest, nonNil(c.Artifacts), skipped(c.Report)}, nil
 }

@@ -33,27 +33,70 @@ type desiredArgs struct {
 	WorkspaceRoot string `json:"workspace_root,omitempty" jsonschema:"Absolute path of the workspace folder; default: the server's workspace."`
 }
 
-func (s *Server) registerWorkspace() {
-	addTool(s, toolDef{name: "validate_workspace_config", set: setWorkspace, v1: true,
-		title: "Validate the workspace config",
-		about: "Resolve a workspace's layered .sandboxforge.toml (with optional overrides). Returns valid, every " +
-			"problem as diagnostics (key and message) and the effective config."}, s.validate)
-	addTool(s, toolDef{name: "prepare_workspace", set: setWorkspace, v1: true, title: "Prepare a sandbox's workspace",
-		about: "Converge everything an instance's workspace declares for it: VM, container runtime, services, " +
-			"compose stack. Returns runtime_ready, docker_command, services and their readiness, connection_env " +
-			"(secrets redacted) and workspace_paths."}, s.prepareWorkspace)
-	addTool(s, toolDef{name: "plan", set: setWorkspace, title: "Plan the workspace's sandboxes",
-		about: "Show what apply would change in a workspace. Returns plan, its actions each with its cause, and " +
-			"text, the plan as sbf plan prints it."}, s.plan)
-	addTool(s, toolDef{name: "apply", set: setWorkspace, title: "Apply the workspace's sandboxes",
-		about: "Converge a workspace to its desired state (acquiring or renewing leases). Returns applied, the " +
-			"plan it executed and each sandbox's state after it."}, s.apply)
-	addTool(s, toolDef{name: "get_desired_state", set: setWorkspace, title: "Show the desired state",
-		about: "Read a workspace's resolved desired state. Returns config, its sources and managed_overrides " +
-			"(leases, ad-hoc sandboxes)."}, s.desiredState)
+type validateResult struct {
+	WorkspaceRoot string         `json:"workspace_root"`
+	WorkspaceID   string         `json:"workspace_id"`
+	Sources       []string       `json:"sources"`
+	Config        map[string]any `json:"config" jsonschema:"The effective configuration."`
+	Valid         bool           `json:"valid"`
+	Diagnostics   []string       `json:"diagnostics" jsonschema:"What sbf corrected, each as a sentence."`
 }
 
-func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
+// prepareResult is prepare_workspace's v1 answer, from what the engine
+// recorded.
+type prepareResult struct {
+	InstanceID          string                   `json:"instance_id"`
+	WorkspaceRoot       string                   `json:"workspace_root"`
+	WorkspaceID         string                   `json:"workspace_id"`
+	BackendInstanceName string                   `json:"backend_instance_name"`
+	Phase               string                   `json:"phase,omitempty"`
+	Runtime             string                   `json:"runtime"`
+	RuntimeReady        bool                     `json:"runtime_ready"`
+	DockerCommand       *string                  `json:"docker_command"`
+	Network             *reconcile.Network       `json:"network"`
+	IncludeServices     bool                     `json:"include_services"`
+	WaitForReady        bool                     `json:"wait_for_ready"`
+	Services            map[string]any           `json:"services"`
+	ServiceReadiness    map[string]any           `json:"service_readiness"`
+	ConnectionEnv       map[string]string        `json:"connection_env" jsonschema:"The services' variables, secrets redacted."`
+	EnvInjections       []reconcile.EnvInjection `json:"env_injections"`
+	Plan                plan.Report              `json:"plan"`
+	WorkspacePaths      *workspacePaths          `json:"workspace_paths,omitempty"`
+}
+
+type workspacePaths struct {
+	Preferred string   `json:"preferred"`
+	Writable  []string `json:"writable"`
+}
+
+type planResult struct {
+	WorkspaceRoot string      `json:"workspace_root"`
+	Plan          plan.Report `json:"plan" jsonschema:"The actions, each with its sandbox, action and cause."`
+	Text          string      `json:"text" jsonschema:"The plan as sbf plan prints it."`
+}
+
+type applyResult struct {
+	WorkspaceRoot string                    `json:"workspace_root"`
+	Plan          plan.Report               `json:"plan"`
+	Applied       bool                      `json:"applied"`
+	Sandboxes     []reconcile.SandboxStatus `json:"sandboxes" jsonschema:"Each sandbox's state after the run."`
+}
+
+type desiredResult struct {
+	WorkspaceRoot    string           `json:"workspace_root"`
+	WorkspaceID      string           `json:"workspace_id"`
+	Sources          []string         `json:"sources"`
+	Config           map[string]any   `json:"config"`
+	ManagedOverrides managedOverrides `json:"managed_overrides"`
+	Warnings         []string         `json:"warnings"`
+}
+
+type managedOverrides struct {
+	Leases any      `json:"leases"`
+	AdHoc  []string `json:"ad_hoc_sandboxes"`
+}
+
+func (s *Server) validate(ctx context.Context, a validateArgs) (*validateResult, error) {
 	var extra json.RawMessage
 	if a.Overrides != nil {
 		extra, _ = json.Marshal(a.Overrides)
@@ -76,11 +119,10 @@ func (s *Server) validate(ctx context.Context, a validateArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": nonNil(r.Sources),
-		"config": config, "valid": true, "diagnostics": sentences(r.Warnings)}, nil
+	return &validateResult{r.Root, r.WorkspaceID, nonNil(r.Sources), config, true, sentences(r.Warnings)}, nil
 }
 
-func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, error) {
+func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (*prepareResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -90,14 +132,14 @@ func (s *Server) prepareWorkspace(ctx context.Context, a prepareArgs) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	out["instance_id"] = a.InstanceID
+	out.InstanceID = a.InstanceID
 	return out, nil
 }
 
 // prepare converges one sandbox's layers (never renewing its lease): an
 // ad-hoc sandbox gets v1's bootstrap as desired state first.
 func (s *Server) prepare(ctx context.Context, ws spec.Options, sandbox string, includeServices, wait bool) (
-	map[string]any, error) {
+	*prepareResult, error) {
 	req := reconcile.Prepare{Sandbox: sandbox, Bootstrap: &reconcile.Bootstrap{Services: includeServices}}
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req, NoWait: !wait,
 		Audit: audited("prepare_workspace")})
@@ -115,7 +157,7 @@ func (s *Server) prepared(
 	res *reconcile.Result,
 	sandbox string,
 	includeServices, wait bool,
-) (map[string]any, error) {
+) (*prepareResult, error) {
 	p, err := s.cfg.Engine.Prepared(res, sandbox)
 	if err != nil {
 		return nil, err
@@ -136,34 +178,32 @@ func (s *Server) prepared(
 		services[name] = svc
 		readiness[name] = map[string]any{"ready": sr.Ready, "attempts": sr.Attempts}
 	}
-	out := map[string]any{
-		"instance_id": sandbox, "workspace_root": r.Root, "workspace_id": r.WorkspaceID,
-		"backend_instance_name": res.InstanceOf(sandbox),
-		"runtime":               "docker", "runtime_ready": p.RuntimeReady,
-		"docker_command": nilIfEmpty(p.DockerCommand),
-		"network":        p.Network, "include_services": includeServices && r.Config.Infra.IncludeServicesByDefault,
-		"wait_for_ready": wait, "services": services, "service_readiness": readiness,
-		"connection_env": p.ConnectionEnv, "env_injections": p.EnvInjections, "plan": res.Plan.Report(),
-	}
+	out := &prepareResult{InstanceID: sandbox, WorkspaceRoot: r.Root, WorkspaceID: r.WorkspaceID,
+		BackendInstanceName: res.InstanceOf(sandbox), Runtime: "docker", RuntimeReady: p.RuntimeReady,
+		DockerCommand: optional(p.DockerCommand), Network: p.Network,
+		IncludeServices: includeServices && r.Config.Infra.IncludeServicesByDefault, WaitForReady: wait,
+		Services: services, ServiceReadiness: readiness, ConnectionEnv: p.ConnectionEnv,
+		EnvInjections: p.EnvInjections, Plan: res.Plan.Report()}
 	if rec := res.State.Sandboxes[sandbox]; rec != nil {
-		out["phase"] = rec.Phase
+		out.Phase = string(rec.Phase)
 	}
 	if tgt, err := s.cfg.Engine.TargetOf(res, sandbox); err == nil {
 		if preferred, writable, err := tgt.WorkspacePaths(ctx); err == nil {
-			out["workspace_paths"] = map[string]any{"preferred": preferred, "writable": writable}
+			out.WorkspacePaths = &workspacePaths{preferred, writable}
 		}
 	}
 	return out, nil
 }
 
-func nilIfEmpty(s string) any {
+// optional is a string that is null when empty.
+func optional(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
-func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
+func (s *Server) plan(ctx context.Context, a workspaceArgs) (*planResult, error) {
 	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
@@ -176,10 +216,10 @@ func (s *Server) plan(ctx context.Context, a workspaceArgs) (any, error) {
 	var text bytes.Buffer
 	res.Plan.Render(&text, plan.Style{})
 	res.Plan.RenderProblems(&text)
-	return map[string]any{"workspace_root": res.Resolved.Root, "plan": res.Plan.Report(), "text": text.String()}, err
+	return &planResult{res.Resolved.Root, res.Plan.Report(), text.String()}, err
 }
 
-func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
+func (s *Server) apply(ctx context.Context, a workspaceArgs) (*applyResult, error) {
 	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
@@ -192,11 +232,10 @@ func (s *Server) apply(ctx context.Context, a workspaceArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"workspace_root": res.Resolved.Root, "plan": res.Plan.Report(), "applied": res.Applied,
-		"sandboxes": res.Status()}, nil
+	return &applyResult{res.Resolved.Root, res.Plan.Report(), res.Applied, res.Status()}, nil
 }
 
-func (s *Server) desiredState(ctx context.Context, a desiredArgs) (any, error) {
+func (s *Server) desiredState(ctx context.Context, a desiredArgs) (*desiredResult, error) {
 	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
@@ -210,11 +249,8 @@ func (s *Server) desiredState(ctx context.Context, a desiredArgs) (any, error) {
 		return nil, err
 	}
 	adHoc := slices.Sorted(maps.Keys(r.AdHoc))
-	return map[string]any{
-		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "sources": nonNil(r.Sources), "config": config,
-		"managed_overrides": map[string]any{"leases": r.Config.Leases, "ad_hoc_sandboxes": nonNil(adHoc)},
-		"warnings":          sentences(r.Warnings),
-	}, nil
+	return &desiredResult{r.Root, r.WorkspaceID, nonNil(r.Sources), config,
+		managedOverrides{r.Config.Leases, nonNil(adHoc)}, sentences(r.Warnings)}, nil
 }
 
 // sentences words problems sbf corrected on its own as v1 worded errors.

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"maps"
 	"strings"
 	"time"
 
@@ -85,33 +84,6 @@ type validateImageArgs struct {
 	Checks        map[string]any `json:"checks,omitempty" jsonschema:"Overrides of the checks (max_age_hours null: any age)."`
 }
 
-func (s *Server) registerDocker() {
-	addTool(s, toolDef{name: "docker_build", set: setDocker, v1: true, title: "Build a Docker image",
-		about: "Build an image in an instance, reusing the [build] cached image when it matches the workspace's " +
-			"git state. Returns image_tag, cache_hit and the build's exit_code, stdout and stderr."}, s.dockerBuild)
-	addTool(s, toolDef{name: "docker_run", set: setDocker, v1: true, title: "Run a container",
-		about: "Run a container in an instance (detached by default). Returns container (its id) and the " +
-			"command's exit_code, stdout and stderr."}, s.dockerRun)
-	addTool(s, toolDef{name: "docker_exec", set: setDocker, v1: true, title: "Exec in a container",
-		about: "Run a command in a container of an instance. Returns exit_code, stdout, stderr and timed_out."},
-		s.dockerExec)
-	addTool(s, toolDef{name: "docker_logs", set: setDocker, v1: true, title: "Read a container's logs",
-		about: "Read a container's output. Returns it as stdout and stderr."}, s.dockerLogs)
-	addTool(s, toolDef{name: "docker_compose", set: setDocker, v1: true, title: "Run docker compose",
-		about: "Run docker compose in an instance; up and restart of the stack sbf converges go through the " +
-			"engine. Returns the command's exit_code, stdout and stderr, and project_dir."}, s.dockerCompose)
-	addTool(s, toolDef{name: "docker_ps", set: setDocker, v1: true, title: "List containers",
-		about: "List an instance's containers. Returns docker ps's output as stdout."}, s.dockerPs)
-	addTool(s, toolDef{name: "docker_images", set: setDocker, v1: true, title: "List images",
-		about: "List an instance's images. Returns docker images' output as stdout."}, s.dockerImages)
-	addTool(s, toolDef{name: "docker_cleanup", set: setDocker, v1: true, title: "Clean up Docker",
-		about: "Prune stopped containers and unused images (and more with mode aggressive). Returns the prune's " +
-			"output."}, s.dockerCleanup)
-	addTool(s, toolDef{name: "validate_image", set: setDocker, v1: true, title: "Validate a Docker image",
-		about: "Judge an image against the workspace's git state and dependencies. Returns valid, recommendation " +
-			"(reuse, warn, rebuild or fail) and the reasons."}, s.validateImage)
-}
-
 // docker resolves an instance and its docker command (v1's gates, then
 // RUNTIME_NOT_READY).
 func (s *Server) docker(ctx context.Context, id string) (*sandbox.Target, *docker.Docker, error) {
@@ -136,12 +108,24 @@ func withInstance(err error, id string) error {
 }
 
 // dockerResult is the fields every docker tool returns.
-func dockerResult(id string, r docker.DockerResult, extra map[string]any) map[string]any {
-	out := map[string]any{"instance_id": id, "command": r.Command, "exit_code": r.ExitCode, "stdout": r.Stdout,
-		"stderr": r.Stderr, "duration_ms": r.DurationMS, "timed_out": r.TimedOut,
-		"stdout_truncated": r.StdoutTruncated, "stderr_truncated": r.StderrTruncated}
-	maps.Copy(out, extra)
-	return out
+func dockerResult(id string, r docker.DockerResult) execResult {
+	return execOf(id, r.Command, r.ExecResult)
+}
+
+// containerResult is a Docker tool's answer that names its container.
+type containerResult struct {
+	execResult
+	Container *string `json:"container"`
+}
+
+type dockerPsResult struct {
+	execResult
+	All bool `json:"all"`
+}
+
+type dockerCleanupResult struct {
+	execResult
+	Mode string `json:"mode"`
 }
 
 func orDefault[T any](p *T, def T) T {
@@ -151,7 +135,7 @@ func orDefault[T any](p *T, def T) T {
 	return *p
 }
 
-func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
+func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (*containerResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -162,14 +146,14 @@ func (s *Server) dockerRun(ctx context.Context, a dockerRunArgs) (any, error) {
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	var container any
+	var container *string
 	if first, _, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n"); first != "" {
-		container = first
+		container = &first
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), container}, nil
 }
 
-func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) {
+func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (*containerResult, error) {
 	timeout := orDefault(a.TimeoutSeconds, 600)
 	if timeout <= 0 {
 		return nil, newToolError(
@@ -186,10 +170,10 @@ func (s *Server) dockerExec(ctx context.Context, a dockerExecArgs) (any, error) 
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), &a.Container}, nil
 }
 
-func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (any, error) {
+func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (*containerResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -198,10 +182,10 @@ func (s *Server) dockerLogs(ctx context.Context, a dockerLogsArgs) (any, error) 
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"container": a.Container}), nil
+	return &containerResult{dockerResult(a.InstanceID, res), &a.Container}, nil
 }
 
-func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
+func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (*dockerPsResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -210,10 +194,10 @@ func (s *Server) dockerPs(ctx context.Context, a dockerPsArgs) (any, error) {
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"all": a.All}), nil
+	return &dockerPsResult{dockerResult(a.InstanceID, res), a.All}, nil
 }
 
-func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (any, error) {
+func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (*execResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -222,10 +206,11 @@ func (s *Server) dockerImages(ctx context.Context, a dockerImagesArgs) (any, err
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, nil), nil
+	r := dockerResult(a.InstanceID, res)
+	return &r, nil
 }
 
-func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (any, error) {
+func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (*dockerCleanupResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -238,5 +223,5 @@ func (s *Server) dockerCleanup(ctx context.Context, a dockerCleanupArgs) (any, e
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res, map[string]any{"mode": mode}), nil
+	return &dockerCleanupResult{dockerResult(a.InstanceID, res), mode}, nil
 }

@@ -15,7 +15,42 @@ import (
 	"github.com/sandboxforge/sbf/spec"
 )
 
-func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error) {
+type dockerBuildResult struct {
+	execResult
+	ImageTag       string                `json:"image_tag"`
+	CachedImageTag string                `json:"cached_image_tag"`
+	CacheStrategy  string                `json:"cache_strategy"`
+	CacheHit       bool                  `json:"cache_hit"`
+	Validation     any                   `json:"validation"`
+	WorkspaceState docker.WorkspaceState `json:"workspace_state"`
+}
+
+type dockerComposeResult struct {
+	execResult
+	ProjectDir    string                `json:"project_dir"`
+	Action        string                `json:"action"`
+	Follow        bool                  `json:"compose_follow"`
+	Since         *string               `json:"compose_since"`
+	Tail          *int                  `json:"compose_tail"`
+	Bridge        map[string]any        `json:"bridge"`
+	ConnectionEnv map[string]string     `json:"connection_env"`
+	Engine        *docker.EngineCompose `json:"engine,omitempty"`
+	Warnings      *[]string             `json:"warnings,omitempty"` // null when the engine ran and warned of nothing
+}
+
+type validateImageResult struct {
+	InstanceID       string                `json:"instance_id"`
+	Valid            bool                  `json:"valid"`
+	Reasons          []string              `json:"reasons"`
+	Warnings         []string              `json:"warnings"`
+	Recommendation   string                `json:"recommendation"`
+	WorkspaceState   docker.WorkspaceState `json:"workspace_state"`
+	ImageMetadata    map[string]any        `json:"image_metadata"`
+	ExpectedImageTag string                `json:"expected_image_tag"`
+	IgnoredChecks    []string              `json:"ignored_checks,omitempty"`
+}
+
+func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (*dockerBuildResult, error) {
 	_, d, err := s.docker(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -28,12 +63,11 @@ func (s *Server) dockerBuild(ctx context.Context, a dockerBuildArgs) (any, error
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	return dockerResult(a.InstanceID, res.DockerResult, map[string]any{"image_tag": res.ImageTag,
-		"cached_image_tag": res.CachedImageTag, "cache_strategy": res.CacheStrategy, "cache_hit": res.CacheHit,
-		"validation": res.Validation, "workspace_state": res.WorkspaceState}), nil
+	return &dockerBuildResult{dockerResult(a.InstanceID, res.DockerResult), res.ImageTag, res.CachedImageTag,
+		res.CacheStrategy, res.CacheHit, res.Validation, res.WorkspaceState}, nil
 }
 
-func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, error) {
+func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (*dockerComposeResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -57,16 +91,16 @@ func (s *Server) dockerCompose(ctx context.Context, a dockerComposeArgs) (any, e
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	out := dockerResult(a.InstanceID, res.DockerResult, map[string]any{"project_dir": a.ProjectDir, "action": res.Action,
-		"compose_follow": a.Follow, "compose_since": nilIfEmpty(a.Since), "compose_tail": a.Tail,
-		"bridge": res.Bridge, "connection_env": res.ConnectionEnv})
+	out := &dockerComposeResult{execResult: dockerResult(a.InstanceID, res.DockerResult), ProjectDir: a.ProjectDir,
+		Action: res.Action, Follow: a.Follow, Since: optional(a.Since), Tail: a.Tail, Bridge: res.Bridge,
+		ConnectionEnv: res.ConnectionEnv}
 	if res.Engine != nil {
-		out["engine"], out["warnings"] = res.Engine, res.Warnings
+		out.Engine, out.Warnings = res.Engine, &res.Warnings
 	}
 	return out, nil
 }
 
-func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, error) {
+func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (*validateImageResult, error) {
 	tgt, policy, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -90,20 +124,10 @@ func (s *Server) validateImage(ctx context.Context, a validateImageArgs) (any, e
 	if err != nil {
 		return nil, withInstance(err, a.InstanceID)
 	}
-	out := map[string]any{
-		"valid":              v.Valid,
-		"reasons":            v.Reasons,
-		"warnings":           v.Warnings,
-		"recommendation":     v.Recommendation,
-		"workspace_state":    v.WorkspaceState,
-		"image_metadata":     v.ImageMetadata,
-		"instance_id":        a.InstanceID,
-		"expected_image_tag": docker.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st),
-	}
-	if len(ignored) > 0 {
-		out["ignored_checks"] = ignored
-	}
-	return out, nil
+	return &validateImageResult{InstanceID: a.InstanceID, Valid: v.Valid, Reasons: v.Reasons, Warnings: v.Warnings,
+		Recommendation: v.Recommendation, WorkspaceState: v.WorkspaceState, ImageMetadata: v.ImageMetadata,
+		ExpectedImageTag: docker.ExpectedImageTag(a.ImageName, r.Config.Build.ImageCaching.TagFormat, st),
+		IgnoredChecks:    ignored}, nil
 }
 
 // otherWorkspace loads the workspace validate_image was pointed at; it

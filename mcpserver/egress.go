@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sandboxforge/sbf/egress"
 	"github.com/sandboxforge/sbf/internal/coded"
 )
 
@@ -12,14 +13,14 @@ type egressLogArgs struct {
 	Tail       *int   `json:"tail,omitempty" default:"100" jsonschema:"The newest decisions to return."`
 }
 
-func (s *Server) registerEgress() {
-	addTool(s, toolDef{name: "get_egress_log", set: setObserve, title: "Read the egress log",
-		about: "Read what the instance's network policy let through or refused: its egress proxy's decisions " +
-			"(allowed or denied, host, port, bytes, reason), oldest first. Returns entries and count; a driver " +
-			"that enforces no policy answers POLICY_UNSUPPORTED."}, s.egressLog)
+type egressLogResult struct {
+	InstanceID string         `json:"instance_id"`
+	Sandbox    string         `json:"sandbox"`
+	Entries    []egress.Entry `json:"entries" jsonschema:"The newest egress decisions: destination, verdict, time."`
+	Count      int            `json:"count"`
 }
 
-func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {
+func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (*egressLogResult, error) {
 	tail := 100
 	if a.Tail != nil {
 		if tail = *a.Tail; tail <= 0 || tail > 1000 {
@@ -35,6 +36,5 @@ func (s *Server) egressLog(ctx context.Context, a egressLogArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "sandbox": tgt.Sandbox, "entries": entries,
-		"count": len(entries)}, nil
+	return &egressLogResult{a.InstanceID, tgt.Sandbox, entries, len(entries)}, nil
 }

@@ -20,17 +20,20 @@ type ephemeralArgs struct {
 	MemoryGiB      *float64          `json:"memory_gib,omitempty" jsonschema:"Override [vm] memory_gib for the sandbox."`
 }
 
-func (s *Server) registerEphemeral() {
-	addTool(s, toolDef{name: "run_ephemeral", set: setCore, title: "Run a command in a throwaway sandbox",
-		about: "Make a sandbox (a pool's warm spare when there is one), run one command in it and destroy it, " +
-			"in one call. Returns run_command's result plus warm_spare, sandbox_ready_ms and destroyed."},
-		s.runEphemeral)
+// ephemeralResult is run_command's answer and what became of the sandbox.
+type ephemeralResult struct {
+	runResult
+	BackendInstanceName string   `json:"backend_instance_name" jsonschema:"The VM it ran in."`
+	WarmSpare           bool     `json:"warm_spare" jsonschema:"The VM was a pool's booted spare."`
+	SandboxReadyMS      int64    `json:"sandbox_ready_ms" jsonschema:"How long the sandbox took to be ready."`
+	Destroyed           bool     `json:"destroyed" jsonschema:"The sandbox is gone again."`
+	Warnings            []string `json:"warnings,omitempty"`
 }
 
 // runEphemeral is create_instance (no bootstrap), run_command and
 // destroy_instance as one call: the same engine intents, so the cap, the
 // lease bounds and the history hold as they do for the three.
-func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, err error) {
+func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out *ephemeralResult, err error) {
 	if strings.TrimSpace(a.Command) == "" {
 		return nil, newToolError(coded.InvalidArguments, "command is empty", map[string]any{"field": "command"})
 	}
@@ -51,10 +54,10 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	defer func() {
 		_, derr := s.cfg.Engine.Apply(context.WithoutCancel(ctx), ws, reconcile.Options{
 			Intent: reconcile.Destroy{Sandboxes: []string{id}}, Audit: audited("run_ephemeral")})
-		if m, ok := out.(map[string]any); ok {
-			m["destroyed"] = derr == nil
+		if out != nil {
+			out.Destroyed = derr == nil
 			if derr != nil {
-				m["warnings"] = []string{"destroying the sandbox failed (its lease still ends on its own): " +
+				out.Warnings = []string{"destroying the sandbox failed (its lease still ends on its own): " +
 					clip(derr.Error())}
 			}
 		}
@@ -69,8 +72,7 @@ func (s *Server) runEphemeral(ctx context.Context, a ephemeralArgs) (out any, er
 	if err != nil {
 		return nil, err
 	}
-	result["backend_instance_name"] = res.InstanceOf(id)
-	_, _, result["warm_spare"] = drivers.ParsePoolName(res.InstanceOf(id))
-	result["sandbox_ready_ms"] = ready.Milliseconds()
-	return result, nil
+	_, _, warm := drivers.ParsePoolName(res.InstanceOf(id))
+	return &ephemeralResult{runResult: *result, BackendInstanceName: res.InstanceOf(id), WarmSpare: warm,
+		SandboxReadyMS: ready.Milliseconds()}, nil
 }

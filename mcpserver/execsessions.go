@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -51,42 +50,63 @@ type sessionArgs struct {
 	SessionID string `json:"session_id" jsonschema:"A session id from start_session."`
 }
 
-var sessionHints = map[string]hints{
-	"start_session":  {destructive: true, openWorld: true}, // an arbitrary command
-	"read_session":   readOnly,
-	"write_session":  {destructive: true, openWorld: true}, // input to an arbitrary command
-	"signal_session": {destructive: true},
-	"close_session":  {destructive: true, idempotent: true},
+// sessionResult is a session as every session tool answers it.
+type sessionResult struct {
+	SessionID          string       `json:"session_id"`
+	InstanceID         string       `json:"instance_id"`
+	Command            string       `json:"command"`
+	TTY                bool         `json:"tty"`
+	Status             string       `json:"status" jsonschema:"running or ended."`
+	StartedAt          string       `json:"started_at"`
+	OutputBytes        int64        `json:"output_bytes" jsonschema:"Output so far."`
+	BufferDroppedBytes int64        `json:"buffer_dropped_bytes" jsonschema:"Output the bounded buffer let go."`
+	IdleTimeoutSeconds int64        `json:"idle_timeout_seconds"`
+	StdinClosed        bool         `json:"stdin_closed"`
+	Exit               *sessionExit `json:"exit" jsonschema:"exit_code, reason, timed_out, ended_at once it ended."`
 }
 
-func init() { maps.Copy(toolHints, sessionHints) }
-
-// registerSessionTools registers issue 31's data-plane tools: exec
-// sessions and the guest file moves (guestcopy.go).
-func (s *Server) registerSessionTools() {
-	s.registerGuestCopies()
-	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
-		Max: s.cfg.Settings.MaxExecSessions, Total: s.cfg.Settings.MaxExecSessionsTotal}
-	addTool(s, toolDef{name: "start_session", set: setSessions, title: "Start an exec session",
-		about: "Start a command in an instance as a session that outlives this call: write to its stdin, read its " +
-			"output after a cursor, signal it, close it. Idle sessions end on their own. Returns session_id, " +
-			"which the other session tools take, and its status."}, s.startSession)
-	addTool(s, toolDef{name: "read_session", set: setSessions, title: "Read an exec session's output",
-		about: "Read a session's output after a cursor, waiting up to wait_ms for some. Returns events (stdout " +
-			"and stderr in order, each with seq and offset), next_cursor, and done and exit once the command " +
-			"has ended and everything was read."}, s.readSession)
-	addTool(s, toolDef{name: "write_session", set: setSessions, title: "Write to an exec session's stdin",
-		about: "Write UTF-8 text or base64 bytes to a session's stdin; close_stdin ends it. Returns " +
-			"bytes_written."}, s.writeSession)
-	addTool(s, toolDef{name: "signal_session", set: setSessions, title: "Signal an exec session",
-		about: "Send a signal to every process of a session's command. Returns the signal and how it was " +
-			"delivered."}, s.signalSession)
-	addTool(s, toolDef{name: "close_session", set: setSessions, title: "Close an exec session",
-		about: "End a session: its command is killed if it still runs, its output is dropped. Returns closed and " +
-			"its exit."}, s.closeSession)
+type sessionExit struct {
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason"`
+	TimedOut bool   `json:"timed_out"`
+	EndedAt  string `json:"ended_at"`
+	Error    string `json:"error,omitempty"`
 }
 
-func (s *Server) startSession(ctx context.Context, a startSessionArgs) (any, error) {
+type readSessionResult struct {
+	sessionResult
+	Events       []sessionEvent `json:"events" jsonschema:"Output after the cursor: seq, stream, offset, and text (or data_base64 when it is not UTF-8)."`
+	Cursor       int64          `json:"cursor"`
+	NextCursor   int64          `json:"next_cursor" jsonschema:"The cursor of the next read."`
+	DroppedBytes int64          `json:"dropped_bytes" jsonschema:"Output dropped before this reader read it."`
+	Done         bool           `json:"done" jsonschema:"The session ended and all was read."`
+}
+
+type sessionEvent struct {
+	Seq        int64   `json:"seq"`
+	Stream     string  `json:"stream"`
+	Offset     int64   `json:"offset"`
+	Text       *string `json:"text,omitempty"`
+	DataBase64 *string `json:"data_base64,omitempty"`
+}
+
+type writeSessionResult struct {
+	sessionResult
+	BytesWritten int `json:"bytes_written"`
+}
+
+type signalSessionResult struct {
+	sessionResult
+	Signal    string `json:"signal"`
+	Delivered string `json:"delivered" jsonschema:"How the signal was delivered."`
+}
+
+type closeSessionResult struct {
+	sessionResult
+	Closed bool `json:"closed"`
+}
+
+func (s *Server) startSession(ctx context.Context, a startSessionArgs) (*sessionResult, error) {
 	var timeout time.Duration
 	if a.Timeout != nil {
 		if *a.Timeout <= 0 {
@@ -116,10 +136,11 @@ func (s *Server) startSession(ctx context.Context, a startSessionArgs) (any, err
 	if err != nil {
 		return nil, err
 	}
-	return s.sessionView(info), nil
+	view := s.sessionView(info)
+	return &view, nil
 }
 
-func (s *Server) readSession(ctx context.Context, a readSessionArgs) (any, error) {
+func (s *Server) readSession(ctx context.Context, a readSessionArgs) (*readSessionResult, error) {
 	var cursor int64
 	maxBytes, wait := 0, time.Duration(0)
 	if a.Cursor != nil {
@@ -155,20 +176,19 @@ func (s *Server) readSession(ctx context.Context, a readSessionArgs) (any, error
 			out.NextCursor -= int64(cut)
 		}
 	}
-	events := make([]map[string]any, 0, len(out.Events))
+	events := make([]sessionEvent, 0, len(out.Events))
 	for _, e := range out.Events {
-		ev := map[string]any{"seq": e.Seq, "stream": e.Stream, "offset": e.Offset}
-		if utf8.Valid(e.Data) {
-			ev["text"] = string(e.Data)
+		ev := sessionEvent{Seq: e.Seq, Stream: e.Stream, Offset: e.Offset}
+		if text := string(e.Data); utf8.ValidString(text) {
+			ev.Text = &text
 		} else {
-			ev["data_base64"] = base64.StdEncoding.EncodeToString(e.Data)
+			encoded := base64.StdEncoding.EncodeToString(e.Data)
+			ev.DataBase64 = &encoded
 		}
 		events = append(events, ev)
 	}
-	view := s.sessionView(out.SessionInfo)
-	view["events"], view["cursor"], view["next_cursor"] = events, out.Cursor, out.NextCursor
-	view["dropped_bytes"], view["done"] = out.Missed, out.Done
-	return view, nil
+	return &readSessionResult{s.sessionView(out.SessionInfo), events, out.Cursor, out.NextCursor, out.Missed,
+		out.Done}, nil
 }
 
 // cutRune is how many bytes at the end of p begin a UTF-8 character that
@@ -185,7 +205,7 @@ func cutRune(p []byte) int {
 	return 0
 }
 
-func (s *Server) writeSession(ctx context.Context, a writeSessionArgs) (any, error) {
+func (s *Server) writeSession(ctx context.Context, a writeSessionArgs) (*writeSessionResult, error) {
 	var data []byte
 	switch {
 	case a.Data != nil && a.DataBase64 != nil:
@@ -211,12 +231,10 @@ func (s *Server) writeSession(ctx context.Context, a writeSessionArgs) (any, err
 	if err != nil {
 		return nil, err
 	}
-	view := s.sessionView(info)
-	view["bytes_written"] = len(data)
-	return view, nil
+	return &writeSessionResult{s.sessionView(info), len(data)}, nil
 }
 
-func (s *Server) signalSession(ctx context.Context, a signalSessionArgs) (any, error) {
+func (s *Server) signalSession(ctx context.Context, a signalSessionArgs) (*signalSessionResult, error) {
 	sc, err := s.scope(ctx)
 	if err != nil {
 		return nil, err
@@ -225,12 +243,10 @@ func (s *Server) signalSession(ctx context.Context, a signalSessionArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	view := s.sessionView(info)
-	view["signal"], view["delivered"] = a.Signal, how
-	return view, nil
+	return &signalSessionResult{s.sessionView(info), a.Signal, how}, nil
 }
 
-func (s *Server) closeSession(ctx context.Context, a sessionArgs) (any, error) {
+func (s *Server) closeSession(ctx context.Context, a sessionArgs) (*closeSessionResult, error) {
 	sc, err := s.scope(ctx)
 	if err != nil {
 		return nil, err
@@ -239,35 +255,27 @@ func (s *Server) closeSession(ctx context.Context, a sessionArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	view := s.sessionView(info)
-	view["closed"] = true
-	return view, nil
+	return &closeSessionResult{s.sessionView(info), true}, nil
 }
 
 // sessionView is a session's fields every session tool answers with.
-func (s *Server) sessionView(i sandbox.SessionInfo) map[string]any {
+func (s *Server) sessionView(i sandbox.SessionInfo) sessionResult {
 	id := i.Sandbox
 	if e, ok := s.index.Lookup(i.Instance); ok {
 		id = instanceID(e)
 	}
-	out := map[string]any{"session_id": i.ID, "instance_id": id, "command": i.Command, "tty": i.TTY,
-		"status": i.Status, "started_at": iso(i.Started), "output_bytes": i.OutputBytes,
-		"buffer_dropped_bytes": i.DroppedBytes, "idle_timeout_seconds": int64(i.Idle / time.Second),
-		"stdin_closed": i.StdinClosed, "exit": nil}
+	out := sessionResult{SessionID: i.ID, InstanceID: id, Command: i.Command, TTY: i.TTY, Status: i.Status,
+		StartedAt: iso(i.Started), OutputBytes: i.OutputBytes, BufferDroppedBytes: i.DroppedBytes,
+		IdleTimeoutSeconds: int64(i.Idle / time.Second), StdinClosed: i.StdinClosed}
 	if x := i.Exit; x != nil {
-		exit := map[string]any{"exit_code": x.Code, "reason": x.Reason, "timed_out": x.TimedOut,
-			"ended_at": iso(x.At)}
-		if x.Error != "" {
-			exit["error"] = x.Error
-		}
-		out["exit"] = exit
+		out.Exit = &sessionExit{x.Code, x.Reason, x.TimedOut, iso(x.At), x.Error}
 	}
 	return out
 }
 
 // followTask is get_task_logs with a cursor: the task's output from a
 // byte offset, as read_session reads a session's.
-func (s *Server) followTask(ctx context.Context, ws spec.Options, a taskLogsArgs) (any, error) {
+func (s *Server) followTask(ctx context.Context, ws spec.Options, a taskLogsArgs) (*taskLogsResult, error) {
 	limit, wait := 0, time.Duration(0)
 	if a.MaxBytes != nil {
 		if limit = *a.MaxBytes; limit <= 0 {
@@ -285,12 +293,12 @@ func (s *Server) followTask(ctx context.Context, ws spec.Options, a taskLogsArgs
 	if cut := cutRune(c.Data); !c.Done && cut > 0 && cut < len(c.Data) {
 		c.Data, c.NextCursor = c.Data[:len(c.Data)-cut], c.NextCursor-int64(cut)
 	}
-	out := map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status,
-		"cursor": c.Cursor, "next_cursor": c.NextCursor, "size": c.Size, "done": c.Done, "saved_output": c.Saved}
-	if utf8.Valid(c.Data) {
-		out["output"] = string(c.Data)
+	f := &followedLogs{Cursor: c.Cursor, NextCursor: c.NextCursor, Size: c.Size, Done: c.Done, Saved: c.Saved}
+	if text := string(c.Data); utf8.ValidString(text) {
+		f.Output = &text
 	} else {
-		out["output_base64"] = base64.StdEncoding.EncodeToString(c.Data)
+		encoded := base64.StdEncoding.EncodeToString(c.Data)
+		f.OutputBase64 = &encoded
 	}
-	return out, nil
+	return &taskLogsResult{taskHead: s.taskHead(t), followedLogs: f}, nil
 }

@@ -261,7 +261,7 @@ func TestToolAnnotationsAreTruthful(t *testing.T) {
 	for _, tool := range res.Tools {
 		want, ok := wantHints[tool.Name]
 		if !ok {
-			t.Errorf("tool %s has no expected annotations in wantHints (add it there and to toolHints)", tool.Name)
+			t.Errorf("tool %s has no expected annotations in wantHints (add it there and to the tool table)", tool.Name)
 			continue
 		}
 		a := tool.Annotations
@@ -285,11 +285,6 @@ func TestToolAnnotationsAreTruthful(t *testing.T) {
 	}
 	if len(res.Tools) < len(v1Tools) {
 		t.Errorf("only %d tools listed", len(res.Tools))
-	}
-	// Unknown tools get the protocol's worst case, never "read-only".
-	if a := annotations("no_such_tool"); a.ReadOnlyHint != nil || !*a.DestructiveHint || a.IdempotentHint != nil ||
-		!*a.OpenWorldHint {
-		t.Errorf("a tool without hints is annotated %+v", a)
 	}
 }
 
@@ -340,9 +335,8 @@ func TestReadOnlyToolsChangeNothing(t *testing.T) {
 	// The sim enforces no network policy: it refuses, and must still change nothing.
 	refuses := map[string]string{"get_egress_log": "POLICY_UNSUPPORTED"}
 	before, world := snapshot(t, f.root, f.hostDir, f.simDir), f.world()
-	for _, name := range slices.Sorted(maps.Keys(toolHints)) {
-		h := toolHints[name]
-		if !h.readOnly {
+	for _, name := range slices.Sorted(maps.Keys(f.srv.listing.defs)) {
+		if !f.srv.listing.defs[name].hints.readOnly {
 			continue
 		}
 		a, ok := args[name]
@@ -475,12 +469,13 @@ func TestNonReadOnlyHintsHold(t *testing.T) {
 	os.WriteFile(filepath.Join(arts, "0-a.txt"), []byte("mine too"), 0o644)
 	f.ok("collect_artifacts", args)
 	if b, _ := os.ReadFile(filepath.Join(arts, "0-a.txt")); string(b) != "a" ||
-		!toolHints["collect_artifacts"].destructive {
-		t.Errorf("0-a.txt = %q, hints %+v", b, toolHints["collect_artifacts"])
+		!f.srv.listing.defs["collect_artifacts"].hints.destructive {
+		t.Errorf("0-a.txt = %q, hints %+v", b, f.srv.listing.defs["collect_artifacts"].hints)
 	}
 	first := f.ok("destroy_instance", map[string]any{"instance_id": id})
 	again := f.ok("destroy_instance", map[string]any{"instance_id": id})
-	if mustJSON(first) != mustJSON(again) || len(f.world()) != 0 || !toolHints["destroy_instance"].idempotent {
+	if mustJSON(first) != mustJSON(again) || len(f.world()) != 0 ||
+		!f.srv.listing.defs["destroy_instance"].hints.idempotent {
 		t.Errorf("destroy twice: %v then %v", first, again)
 	}
 }

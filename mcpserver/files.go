@@ -56,34 +56,68 @@ type makeDirArgs struct {
 	Parents    *bool  `json:"parents,omitempty" default:"true" jsonschema:"Create missing parent folders too."`
 }
 
-var fileHints = map[string]hints{
-	"read_file":   readOnly,
-	"list_files":  readOnly,
-	"stat_path":   readOnly,
-	"write_file":  {destructive: true, idempotent: true}, // replaces the file
-	"remove_path": {destructive: true, idempotent: true},
-	"make_dir":    {idempotent: true},
+type readFileResult struct {
+	InstanceID string `json:"instance_id"`
+	Path       string `json:"path"`
+	Content    string `json:"content"`
+	Encoding   string `json:"encoding" jsonschema:"utf8 or base64."`
+	Size       int64  `json:"size" jsonschema:"The file's size."`
+	Offset     int64  `json:"offset"`
+	BytesRead  int    `json:"bytes_read"`
+	Truncated  bool   `json:"truncated" jsonschema:"More follows."`
+	NextOffset int64  `json:"next_offset" jsonschema:"Where to read on."`
 }
 
-func (s *Server) registerFiles() {
-	addTool(s, toolDef{name: "read_file", set: setFiles, title: "Read a guest file",
-		about: "Read a guest file (or a piece of it: offset, limit) as UTF-8 text or base64. Returns content, " +
-			"size, truncated and next_offset."}, s.readFile)
-	addTool(s, toolDef{name: "write_file", set: setFiles, title: "Write a guest file",
-		about: "Create or replace a guest file atomically, with its mode. Returns bytes_written and mode."}, s.writeFile)
-	addTool(s, toolDef{name: "list_files", set: setFiles, title: "List a guest folder",
-		about: "List a guest folder (everything below it with recursive). Returns entries (path, type, size, " +
-			"mode, modified), count and truncated."}, s.listFiles)
-	addTool(s, toolDef{name: "stat_path", set: setFiles, title: "Inspect a guest path",
-		about: "Describe a guest path. Returns exists and, when it does, its type, size, mode, modified and link " +
-			"target."}, s.statPath)
-	addTool(s, toolDef{name: "remove_path", set: setFiles, title: "Remove a guest path",
-		about: "Remove a guest file, link or folder (recursive for a non-empty folder). Returns removed."}, s.removePath)
-	addTool(s, toolDef{name: "make_dir", set: setFiles, title: "Make a guest folder",
-		about: "Create a guest folder (and its parents, by default). Returns path and created."}, s.makeDir)
+type writeFileResult struct {
+	InstanceID   string `json:"instance_id"`
+	Path         string `json:"path"`
+	BytesWritten int    `json:"bytes_written"`
+	Mode         string `json:"mode"`
+	Status       string `json:"status"`
 }
 
-func (s *Server) readFile(ctx context.Context, a readFileArgs) (any, error) {
+type listFilesResult struct {
+	InstanceID string      `json:"instance_id"`
+	Path       string      `json:"path"`
+	Recursive  bool        `json:"recursive"`
+	Entries    []entryInfo `json:"entries" jsonschema:"Each entry's path, type, size, mode and modified."`
+	Count      int         `json:"count"`
+	Truncated  bool        `json:"truncated"`
+}
+
+// entryInfo is a guest path as list_files and stat_path answer it.
+type entryInfo struct {
+	Path string `json:"path"`
+	*entryFacts
+}
+
+type entryFacts struct {
+	Type       string `json:"type"`
+	Size       int64  `json:"size"`
+	Mode       string `json:"mode"`
+	Modified   string `json:"modified"`
+	LinkTarget string `json:"link_target,omitempty"`
+}
+
+type statResult struct {
+	InstanceID string `json:"instance_id"`
+	Exists     bool   `json:"exists"`
+	entryInfo
+}
+
+type removeResult struct {
+	InstanceID string `json:"instance_id"`
+	Path       string `json:"path"`
+	Removed    bool   `json:"removed"`
+}
+
+type makeDirResult struct {
+	InstanceID string `json:"instance_id"`
+	Path       string `json:"path"`
+	Created    bool   `json:"created"`
+}
+
+func (s *Server) readFile(ctx context.Context, a readFileArgs) (*readFileResult, error) {
 	if a.Encoding != "" && a.Encoding != "utf8" && a.Encoding != "base64" {
 		return nil, badEncoding(a.Encoding)
 	}
@@ -110,9 +144,8 @@ func (s *Server) readFile(ctx context.Context, a readFileArgs) (any, error) {
 		return nil, err
 	}
 	content = fitContent(&r, content, encoding)
-	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "content": content, "encoding": encoding,
-		"size": r.Size, "offset": r.Offset, "bytes_read": len(r.Data), "truncated": r.Truncated,
-		"next_offset": r.NextOffset}, nil
+	return &readFileResult{a.InstanceID, a.Path, content, encoding, r.Size, r.Offset, len(r.Data), r.Truncated,
+		r.NextOffset}, nil
 }
 
 // contentShare is what a read's content may take of an answer: the rest
@@ -170,7 +203,7 @@ func badEncoding(e string) error {
 		map[string]any{"field": "encoding"})
 }
 
-func (s *Server) writeFile(ctx context.Context, a writeFileArgs) (any, error) {
+func (s *Server) writeFile(ctx context.Context, a writeFileArgs) (*writeFileResult, error) {
 	data := []byte(a.Content)
 	switch a.Encoding {
 	case "", "utf8":
@@ -195,8 +228,7 @@ func (s *Server) writeFile(ctx context.Context, a writeFileArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "bytes_written": w.Bytes, "mode": w.Mode,
-		"status": "ok"}, nil
+	return &writeFileResult{a.InstanceID, a.Path, w.Bytes, w.Mode, "ok"}, nil
 }
 
 func optionalMode(m string) (*fs.FileMode, error) {
@@ -207,7 +239,7 @@ func optionalMode(m string) (*fs.FileMode, error) {
 	return &mode, err
 }
 
-func (s *Server) listFiles(ctx context.Context, a listFilesArgs) (any, error) {
+func (s *Server) listFiles(ctx context.Context, a listFilesArgs) (*listFilesResult, error) {
 	limit := 0
 	if a.Limit != nil {
 		if limit = *a.Limit; limit <= 0 {
@@ -222,23 +254,18 @@ func (s *Server) listFiles(ctx context.Context, a listFilesArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := make([]map[string]any, 0, len(l.Entries))
+	entries := make([]entryInfo, 0, len(l.Entries))
 	for _, e := range l.Entries {
 		entries = append(entries, entryJSON(e))
 	}
-	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "recursive": a.Recursive,
-		"entries": entries, "count": len(entries), "truncated": l.Truncated}, nil
+	return &listFilesResult{a.InstanceID, a.Path, a.Recursive, entries, len(entries), l.Truncated}, nil
 }
 
-func entryJSON(e sandbox.Entry) map[string]any {
-	out := map[string]any{"path": e.Path, "type": e.Type, "size": e.Size, "mode": e.Mode, "modified": iso(e.Modified)}
-	if e.LinkTarget != "" {
-		out["link_target"] = e.LinkTarget
-	}
-	return out
+func entryJSON(e sandbox.Entry) entryInfo {
+	return entryInfo{e.Path, &entryFacts{e.Type, e.Size, e.Mode, iso(e.Modified), e.LinkTarget}}
 }
 
-func (s *Server) statPath(ctx context.Context, a guestPathArgs) (any, error) {
+func (s *Server) statPath(ctx context.Context, a guestPathArgs) (*statResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -247,16 +274,14 @@ func (s *Server) statPath(ctx context.Context, a guestPathArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"instance_id": a.InstanceID, "path": a.Path, "exists": ok}
+	out := &statResult{InstanceID: a.InstanceID, Exists: ok, entryInfo: entryInfo{Path: a.Path}}
 	if ok {
-		for k, v := range entryJSON(e) {
-			out[k] = v
-		}
+		out.entryInfo = entryJSON(e)
 	}
 	return out, nil
 }
 
-func (s *Server) removePath(ctx context.Context, a removePathArgs) (any, error) {
+func (s *Server) removePath(ctx context.Context, a removePathArgs) (*removeResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -265,10 +290,10 @@ func (s *Server) removePath(ctx context.Context, a removePathArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "removed": existed}, nil
+	return &removeResult{a.InstanceID, a.Path, existed}, nil
 }
 
-func (s *Server) makeDir(ctx context.Context, a makeDirArgs) (any, error) {
+func (s *Server) makeDir(ctx context.Context, a makeDirArgs) (*makeDirResult, error) {
 	mode, err := optionalMode(a.Mode)
 	if err != nil {
 		return nil, err
@@ -281,5 +306,5 @@ func (s *Server) makeDir(ctx context.Context, a makeDirArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "path": a.Path, "created": created}, nil
+	return &makeDirResult{a.InstanceID, a.Path, created}, nil
 }

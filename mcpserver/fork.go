@@ -18,15 +18,23 @@ type forkArgs struct {
 }
 
 func init() {
-	taskTools["fork_instance"] = true                   // minutes on a real VM: a task, cancelled by tasks/cancel
-	unrecorded["fork_instance"] = true                  // the engine records each child (audited)
-	toolHints["fork_instance"] = hints{openWorld: true} // new VMs each call, like clone_instance
 	argRules["fork_instance"] = map[string]argRule{"count": bounds(1, reconcile.MaxForkChildren)}
-	toolOutputs["fork_instance"] = []string{"children a: Each child's instance_id, backend_instance_name, expires_at.",
-		"count i", "paused_ms i: How long the source was paused."}
 }
 
-func (s *Server) forkInstance(ctx context.Context, a forkArgs) (any, error) {
+type forkResult struct {
+	SourceInstanceID string      `json:"source_instance_id"`
+	Children         []forkChild `json:"children"`
+	Count            int         `json:"count"`
+	PausedMS         int64       `json:"paused_ms" jsonschema:"How long the source was paused."`
+}
+
+type forkChild struct {
+	InstanceID          string `json:"instance_id"`
+	BackendInstanceName string `json:"backend_instance_name"`
+	ExpiresAt           string `json:"expires_at"`
+}
+
+func (s *Server) forkInstance(ctx context.Context, a forkArgs) (*forkResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -42,17 +50,13 @@ func (s *Server) forkInstance(ctx context.Context, a forkArgs) (any, error) {
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
-	children := []map[string]any{}
+	children := []forkChild{}
 	for _, c := range res.Children {
-		children = append(children, map[string]any{
-			"instance_id":           instanceID(state.IndexEntry{Sandbox: c.Sandbox, Instance: c.Instance}),
-			"backend_instance_name": c.Instance,
-			"expires_at":            iso(c.ExpiresAt),
-		})
+		children = append(children, forkChild{instanceID(state.IndexEntry{Sandbox: c.Sandbox, Instance: c.Instance}),
+			c.Instance, iso(c.ExpiresAt)})
 	}
 	if len(children) == 0 {
 		return nil, fmt.Errorf("forking %s made no child", a.InstanceID)
 	}
-	return map[string]any{"source_instance_id": a.InstanceID, "children": children, "count": len(children),
-		"paused_ms": res.Paused.Milliseconds()}, nil
+	return &forkResult{a.InstanceID, children, len(children), res.Paused.Milliseconds()}, nil
 }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"maps"
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/sandbox"
@@ -26,32 +25,39 @@ type copyPathArgs struct {
 	DstInstanceID string `json:"dst_instance_id,omitempty" jsonschema:"Copy into this other instance of the same workspace (default: the same instance)."`
 }
 
-var guestCopyHints = map[string]hints{
-	"move_path":   {destructive: true}, // with overwrite, replaces dst; moving again finds no src
-	"copy_path":   {destructive: true}, // with overwrite, replaces dst
-	"path_exists": readOnly,
-}
-
-func init() { maps.Copy(toolHints, guestCopyHints) }
-
-func (s *Server) registerGuestCopies() {
-	addTool(s, toolDef{name: "move_path", set: setFiles, title: "Move a guest path",
-		about: "Move or rename a guest file, link or folder inside an instance. Returns src, dst and moved."},
-		s.movePath)
-	addTool(s, toolDef{name: "copy_path", set: setFiles, title: "Copy a guest path",
-		about: "Copy a guest file, link or folder inside an instance, or into another instance of the same " +
-			"workspace (dst_instance_id), bounded by the operator's copy ceiling. Returns src, dst and copied."},
-		s.copyPath)
-	addTool(s, toolDef{name: "path_exists", set: setFiles, title: "Say whether a guest path exists",
-		about: "Say whether a guest path exists (a dangling link too). Returns exists and type (file, dir, link " +
-			"or other)."}, s.pathExists)
-}
-
 func (a relocateArgs) relocation() sandbox.Relocation {
 	return sandbox.Relocation{Src: a.Src, Dst: a.Dst, Overwrite: a.Overwrite, MakeParents: a.MakeParents}
 }
 
-func (s *Server) movePath(ctx context.Context, a relocateArgs) (any, error) {
+type moveResult struct {
+	InstanceID string `json:"instance_id"`
+	Src        string `json:"src"`
+	Dst        string `json:"dst"`
+	Moved      bool   `json:"moved"`
+}
+
+type copyPathResult struct {
+	InstanceID string `json:"instance_id"`
+	Src        string `json:"src"`
+	Dst        string `json:"dst"`
+	Copied     bool   `json:"copied"`
+	*copyAcross
+}
+
+// copyAcross is what a copy into another instance adds.
+type copyAcross struct {
+	DstInstanceID string `json:"dst_instance_id"`
+	ArchiveBytes  int64  `json:"archive_bytes"`
+}
+
+type existsResult struct {
+	InstanceID string  `json:"instance_id"`
+	Path       string  `json:"path"`
+	Exists     bool    `json:"exists"`
+	Type       *string `json:"type" jsonschema:"file, dir, link or other."`
+}
+
+func (s *Server) movePath(ctx context.Context, a relocateArgs) (*moveResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -59,15 +65,15 @@ func (s *Server) movePath(ctx context.Context, a relocateArgs) (any, error) {
 	if err := tgt.MovePath(ctx, a.relocation()); err != nil {
 		return nil, err
 	}
-	return map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "moved": true}, nil
+	return &moveResult{a.InstanceID, a.Src, a.Dst, true}, nil
 }
 
-func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (any, error) {
+func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (*copyPathResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"instance_id": a.InstanceID, "src": a.Src, "dst": a.Dst, "copied": true}
+	out := &copyPathResult{InstanceID: a.InstanceID, Src: a.Src, Dst: a.Dst, Copied: true}
 	if a.DstInstanceID == "" || a.DstInstanceID == a.InstanceID {
 		if err := tgt.CopyPath(ctx, a.relocation()); err != nil {
 			return nil, err
@@ -88,11 +94,11 @@ func (s *Server) copyPath(ctx context.Context, a copyPathArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out["dst_instance_id"], out["archive_bytes"] = a.DstInstanceID, n
+	out.copyAcross = &copyAcross{a.DstInstanceID, n}
 	return out, nil
 }
 
-func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (any, error) {
+func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (*existsResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -101,9 +107,9 @@ func (s *Server) pathExists(ctx context.Context, a guestPathArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"instance_id": a.InstanceID, "path": a.Path, "exists": ok, "type": nil}
+	out := &existsResult{InstanceID: a.InstanceID, Path: a.Path, Exists: ok}
 	if ok {
-		out["type"] = kind
+		out.Type = &kind
 	}
 	return out, nil
 }

@@ -21,12 +21,6 @@ import (
 // unless the workspace is not one this server serves: a call never writes
 // where it may not read.
 
-// unrecorded are tools whose calls the history leaves out: reading the
-// history is no action on a sandbox, and the engine records the lifecycle
-// tools itself (audited), refusals included.
-var unrecorded = map[string]bool{"get_history": true, "create_instance": true, "destroy_instance": true,
-	"extend_instance_ttl": true, "prepare_workspace": true, "apply": true, "clone_instance": true}
-
 // audited names an MCP lifecycle tool for the engine's record of it.
 func audited(tool string) *reconcile.Audit { return &reconcile.Audit{Door: "mcp", Tool: tool} }
 
@@ -37,18 +31,20 @@ var (
 	pathArgs    = []string{"path", "remote_path"}
 	detailArgs  = []string{"local_path", "local_dest", "remote_paths", "port", "host_port", "container", "image",
 		"image_tag", "action", "task_id", "recursive", "force", "name", "snapshot"}
-	byteResults = []string{"stdout_bytes", "stderr_bytes", "bytes_read", "bytes_written", "archive_bytes"}
 )
 
 func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out any, err error, start time.Time) {
-	if unrecorded[tool] {
+	if s.listing.defs[tool].unrecorded {
 		return
 	}
 	args, _ := rawArgs.(map[string]any)
-	res := asMap(out)
+	var facts callFacts
+	if f, ok := out.(factual); ok && err == nil {
+		facts = f.facts()
+	}
 	id, _ := args["instance_id"].(string)
 	if id == "" {
-		id, _ = res["instance_id"].(string)
+		id = facts.instanceID
 	}
 	entry, found := s.index.Lookup(id)
 	if id == "" || !found {
@@ -61,15 +57,7 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 	ev := sandbox.Event{Time: start.UTC(), Door: "mcp", Tool: tool, Sandbox: entry.Sandbox, InstanceID: id,
 		Command: firstString(args, commandArgs), Path: firstString(args, pathArgs), Detail: detail(args),
 		DurationMS: s.cfg.Engine.Clock.Now().Sub(start).Milliseconds()}
-	if code, ok := res["exit_code"].(int); ok {
-		ev.ExitCode = &code
-	} else if code, ok := res["exit_code"].(float64); ok {
-		c := int(code)
-		ev.ExitCode = &c
-	}
-	for _, k := range byteResults {
-		ev.Bytes += toInt64(res[k])
-	}
+	ev.ExitCode, ev.Bytes = facts.exitCode, facts.bytes
 	if err != nil {
 		c := asToolError(err)
 		ev.ErrorCode, ev.Error = c.Code, c.Message
@@ -124,16 +112,35 @@ func detail(args map[string]any) string {
 	return strings.Join(parts, " ")
 }
 
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case int:
-		return int64(n)
-	case int64:
-		return n
-	case float64:
-		return int64(n)
+// callFacts is what a result adds to its history line: the instance it
+// acted on (for a call that named a session or a task, not an instance),
+// its exit code, the bytes it moved. A result says them itself (factual),
+// so a command's megabytes are never encoded again to be read.
+type callFacts struct {
+	instanceID string
+	exitCode   *int
+	bytes      int64
+}
+
+type factual interface{ facts() callFacts }
+
+func (r *execResult) facts() callFacts { return callFacts{r.InstanceID, &r.ExitCode, 0} }
+func (r *runResult) facts() callFacts {
+	return callFacts{r.InstanceID, &r.ExitCode, r.StdoutBytes + r.StderrBytes}
+}
+func (r *readFileResult) facts() callFacts  { return callFacts{bytes: int64(r.BytesRead)} }
+func (r *writeFileResult) facts() callFacts { return callFacts{bytes: int64(r.BytesWritten)} }
+func (r *syncResult) facts() callFacts      { return callFacts{bytes: r.Archive} }
+func (r *sessionResult) facts() callFacts   { return callFacts{instanceID: r.InstanceID} }
+func (r *writeSessionResult) facts() callFacts {
+	return callFacts{r.InstanceID, nil, int64(r.BytesWritten)}
+}
+func (r *taskHead) facts() callFacts { return callFacts{instanceID: r.InstanceID} }
+func (r *copyPathResult) facts() callFacts {
+	if r.copyAcross == nil {
+		return callFacts{}
 	}
-	return 0
+	return callFacts{bytes: r.ArchiveBytes}
 }
 
 type historyArgs struct {
@@ -147,13 +154,14 @@ const (
 	maxHistoryLimit     = 1000
 )
 
-func (s *Server) registerHistory() {
-	addTool(s, toolDef{name: "get_history", set: setObserve, title: "Get the call history",
-		about: "The recent commands and tool calls that acted on a workspace's sandboxes, from MCP and the sbf " +
-			"CLI (secrets redacted). Returns events (tool or command, time, outcome each) and count."}, s.getHistory)
+type historyResult struct {
+	WorkspaceRoot string          `json:"workspace_root"`
+	InstanceID    string          `json:"instance_id"`
+	Events        []sandbox.Event `json:"events" jsonschema:"The newest calls first, each with its tool, time, outcome and detail."`
+	Count         int             `json:"count"`
 }
 
-func (s *Server) getHistory(ctx context.Context, a historyArgs) (any, error) {
+func (s *Server) getHistory(ctx context.Context, a historyArgs) (*historyResult, error) {
 	limit := defaultHistoryLimit
 	if a.Limit != nil {
 		if limit = *a.Limit; limit <= 0 || limit > maxHistoryLimit {
@@ -179,6 +187,5 @@ func (s *Server) getHistory(ctx context.Context, a historyArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"workspace_root": ws.Root, "instance_id": a.InstanceID, "events": nonNil(events),
-		"count": len(events)}, nil
+	return &historyResult{ws.Root, a.InstanceID, nonNil(events), len(events)}, nil
 }

@@ -36,21 +36,6 @@ type listArgs struct {
 	IncludeExpired bool `json:"include_expired,omitempty" default:"false" jsonschema:"Also list expired and destroyed instances."`
 }
 
-func (s *Server) registerLifecycle() {
-	addTool(s, toolDef{name: "create_instance", set: setCore, v1: true, title: "Create a sandbox",
-		about: "Lease a new sandbox VM for a workspace and converge it (VM, then runtime, services and compose " +
-			"when auto_bootstrap). Returns its instance_id, which the other tools take, its expires_at and, " +
-			"when bootstrapped, what preparing it did."}, s.createInstance)
-	addTool(s, toolDef{name: "list_instances", set: setCore, v1: true, title: "List sandboxes",
-		about: "List sbf instances on this host. Returns instances, one row each with its instance_id, status, " +
-			"phase, lease end and drift, and whether the backend is available."}, s.listInstances)
-	addTool(s, toolDef{name: "destroy_instance", set: setCore, v1: true, title: "Destroy a sandbox",
-		about: "Release an instance's lease; its VM is stopped and deleted (force: at once, without a clean " +
-			"stop). Works on expired instances too. Returns the instance_id and its status."}, s.destroyInstance)
-	addTool(s, toolDef{name: "extend_instance_ttl", set: setCore, v1: true, title: "Extend a sandbox's lease",
-		about: "Move an instance's lease end later by ttl_minutes. Returns the new expires_at."}, s.extendInstance)
-}
-
 // shapeKeys are the [vm] keys a tool's shape arguments set.
 func shapeKeys(cpus *int, memoryGiB, diskGiB *float64) map[string]any {
 	keys := map[string]any{}
@@ -66,7 +51,41 @@ func shapeKeys(cpus *int, memoryGiB, diskGiB *float64) map[string]any {
 	return keys
 }
 
-func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) {
+// summaryResult is a new sandbox as v1 summed it up (create_instance,
+// clone_instance): its instance_id is described, so it is listed though
+// clone_instance takes one.
+type summaryResult struct {
+	InstanceID          string  `json:"instance_id" jsonschema:"Its id, which the other tools take."`
+	Backend             string  `json:"backend" jsonschema:"The backend (driver) running it."`
+	Status              string  `json:"status"`
+	CreatedAt           *string `json:"created_at" jsonschema:"When its VM was made (RFC 3339, UTC)."`
+	ExpiresAt           *string `json:"expires_at" jsonschema:"When its lease ends."`
+	SSHPort             *int    `json:"ssh_port"`
+	WorkspaceRoot       string  `json:"workspace_root"`
+	WorkspaceID         string  `json:"workspace_id"`
+	BackendInstanceName string  `json:"backend_instance_name" jsonschema:"The backend's name for it."`
+}
+
+type createResult struct {
+	summaryResult
+	AutoBootstrap bool           `json:"auto_bootstrap"`
+	WaitForReady  bool           `json:"wait_for_ready"`
+	Bootstrap     *prepareResult `json:"bootstrap,omitempty" jsonschema:"What preparing the workspace did (prepare_workspace's answer)."`
+}
+
+type destroyResult struct {
+	InstanceID string `json:"instance_id"`
+	Backend    string `json:"backend"`
+	Status     string `json:"status"`
+}
+
+type extendResult struct {
+	InstanceID         string `json:"instance_id"`
+	ExpiresAt          string `json:"expires_at" jsonschema:"The new lease end."`
+	TTLExtendedMinutes int    `json:"ttl_extended_minutes"`
+}
+
+func (s *Server) createInstance(ctx context.Context, a createArgs) (*createResult, error) {
 	ws, err := s.workspace(ctx, a.WorkspaceRoot, nil)
 	if err != nil {
 		return nil, err
@@ -93,10 +112,9 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 		return nil, v1Error(err, "") // nothing was made: the refusal names no instance
 	}
 	s.touch(res.Resolved)
-	out := s.instanceSummary(res, id)
-	out["auto_bootstrap"], out["wait_for_ready"] = boot, a.WaitForReady
+	out := &createResult{summaryResult: s.instanceSummary(res, id), AutoBootstrap: boot, WaitForReady: a.WaitForReady}
 	if boot {
-		out["bootstrap"], err = s.prepared(ctx, res, id, true, a.WaitForReady)
+		out.Bootstrap, err = s.prepared(ctx, res, id, true, a.WaitForReady)
 		if err != nil {
 			return nil, err
 		}
@@ -105,26 +123,22 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (any, error) 
 }
 
 // instanceSummary is create_instance's v1 result shape.
-func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) map[string]any {
+func (s *Server) instanceSummary(res *reconcile.Result, sandbox string) summaryResult {
 	r := res.Resolved
 	instance := res.InstanceOf(sandbox)
-	out := map[string]any{
-		"instance_id": sandbox, "backend": r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver),
-		"status":     "running",
-		"created_at": nil, "expires_at": nil, "ssh_port": nil,
-		"workspace_root": r.Root, "workspace_id": r.WorkspaceID, "backend_instance_name": instance,
-	}
-	out["created_at"] = isoPtr(created(res, sandbox))
+	out := summaryResult{InstanceID: sandbox, Backend: r.Host.ResolveDriver(r.Config.Sandboxes[sandbox].Driver),
+		Status: "running", CreatedAt: isoPtr(created(res, sandbox)), WorkspaceRoot: r.Root,
+		WorkspaceID: r.WorkspaceID, BackendInstanceName: instance}
 	if l, ok := r.Config.Leases[sandbox]; ok {
-		out["expires_at"] = iso(l.ExpiresAt)
+		out.ExpiresAt = isoPtr(&l.ExpiresAt)
 	}
 	if inst, ok := res.Observed.Instances[instance]; ok {
-		out["ssh_port"] = sshPort(inst.SSH)
+		out.SSHPort = sshPort(inst.SSH)
 	}
 	return out
 }
 
-func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, error) {
+func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (*destroyResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -135,10 +149,10 @@ func (s *Server) destroyInstance(ctx context.Context, a instanceArgs) (any, erro
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.execSessions.EndInstance(e.Instance, "its sandbox was destroyed")
-	return map[string]any{"instance_id": a.InstanceID, "backend": e.Driver, "status": "destroyed"}, nil
+	return &destroyResult{a.InstanceID, e.Driver, "destroyed"}, nil
 }
 
-func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) {
+func (s *Server) extendInstance(ctx context.Context, a extendArgs) (*extendResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -152,15 +166,13 @@ func (s *Server) extendInstance(ctx context.Context, a extendArgs) (any, error) 
 	}
 	s.touch(res.Resolved)
 	s.used.touch(res.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now()) // v1 counted an extension as a use
-	return map[string]any{"instance_id": a.InstanceID,
-		"expires_at":           iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt),
-		"ttl_extended_minutes": a.TTLMinutes}, nil
+	return &extendResult{a.InstanceID, iso(res.Resolved.Config.Leases[e.Sandbox].ExpiresAt), a.TTLMinutes}, nil
 }
 
 // listInstances reads every workspace the host index knows, observing
 // each once. It never changes state: an expired lease is reported as
 // expired, and its VM is left for the loop to delete.
-func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
+func (s *Server) listInstances(ctx context.Context, a listArgs) (*listResult, error) {
 	entries, err := s.index.All()
 	if err != nil {
 		return nil, err
@@ -188,12 +200,9 @@ func (s *Server) listInstances(ctx context.Context, a listArgs) (any, error) {
 		}
 		instances = append(instances, rows...)
 	}
-	out := map[string]any{"instances": instances}
-	for k, v := range s.backendInfo(listed) {
-		out[k] = v
-	}
+	out := &listResult{Instances: instances, backendInfo: s.backendInfo(listed)}
 	if len(problems) > 0 {
-		out["reconciliation_error"] = reconciliationError(problems)
+		out.ReconciliationError = reconciliationError(problems)
 	}
 	return out, nil
 }

@@ -99,13 +99,27 @@ func v1Status(st reconcile.SandboxStatus, now time.Time) string {
 	return string(st.Phase)
 }
 
+// listResult is list_instances' answer, v1's shape.
+type listResult struct {
+	Instances []map[string]any `json:"instances" jsonschema:"One row per instance: instance_id, status, phase, expires_at, workspace_root, live_exists, reconciliation_drift, last_error …"`
+	backendInfo
+	ReconciliationError *coded.Error `json:"reconciliation_error,omitempty"`
+}
+
+type backendInfo struct {
+	Backend   string       `json:"backend"`
+	Available bool         `json:"backend_available"`
+	Version   string       `json:"backend_version,omitempty"`
+	Error     *coded.Error `json:"backend_error,omitempty"`
+}
+
 // backendInfo reports the server's backend as v1 did: the driver its
 // default workspace's [vm] driver names (SANDBOX_BACKEND when set), whether
 // it can run here, and its version; when it is unavailable, backend_error
 // is the BACKEND_UNAVAILABLE envelope ({error_code, message, details})
 // create_instance would fail with.
 // listed are the workspaces the call resolved already, by root.
-func (s *Server) backendInfo(listed map[string]*spec.Resolved) map[string]any {
+func (s *Server) backendInfo(listed map[string]*spec.Resolved) backendInfo {
 	probe := &spec.Resolved{Root: s.cfg.DefaultRoot, Host: s.cfg.Host}
 	name := s.cfg.Host.ResolveDriver(s.cfg.Settings.Backend)
 	var r *spec.Resolved
@@ -121,15 +135,14 @@ func (s *Server) backendInfo(listed map[string]*spec.Resolved) map[string]any {
 	if r != nil {
 		probe, name = r, r.Host.ResolveDriver(r.Config.VM.Driver)
 	}
-	out := map[string]any{"backend": name, "backend_available": true}
+	out := backendInfo{Backend: name, Available: true}
 	drv, err := s.cfg.Engine.Drivers(name, probe)
 	if err != nil {
-		te := coded.Of(err, coded.BackendUnavailable)
-		out["backend_available"], out["backend_error"] = false, bounded(te)
+		out.Available, out.Error = false, bounded(coded.Of(err, coded.BackendUnavailable))
 		return out
 	}
-	if v, ok := drv.(interface{ Version() string }); ok && v.Version() != "" {
-		out["backend_version"] = v.Version()
+	if v, ok := drv.(interface{ Version() string }); ok {
+		out.Version = v.Version()
 	}
 	return out
 }

@@ -58,25 +58,27 @@ type listPortsArgs struct {
 	InstanceID string `json:"instance_id,omitempty" jsonschema:"Only this instance's exposed ports (default: all)."`
 }
 
-var portHints = map[string]hints{
-	"expose_port":        {idempotent: true}, // a second call answers the forward already there
-	"unexpose_port":      {destructive: true, idempotent: true},
-	"list_exposed_ports": readOnly,
+// portResult is a forward as the port tools answer it.
+type portResult struct {
+	InstanceID        string `json:"instance_id"`
+	Port              int    `json:"port"`
+	HostPort          int    `json:"host_port" jsonschema:"The port on 127.0.0.1."`
+	Host              string `json:"host"`
+	URL               string `json:"url"`
+	Status            string `json:"status"`
+	CreatedAt         string `json:"created_at"`
+	Connections       int64  `json:"connections"`
+	FailedConnections int64  `json:"failed_connections"`
+	BytesIn           int64  `json:"bytes_in"`
+	BytesOut          int64  `json:"bytes_out"`
 }
 
-func (s *Server) registerPorts() {
-	addTool(s, toolDef{name: "expose_port", set: setObserve, title: "Expose a guest port",
-		about: "Forward a guest port to a port on this host's loopback (127.0.0.1) until unexpose_port, the " +
-			"sandbox's end or the server's. Returns host_port and url."}, s.exposePort)
-	addTool(s, toolDef{name: "unexpose_port", set: setObserve, title: "Unexpose a guest port",
-		about: "Stop forwarding a guest port that expose_port forwarded. Returns the forward's status and counts."},
-		s.unexposePort)
-	addTool(s, toolDef{name: "list_exposed_ports", set: setObserve, title: "List exposed ports",
-		about: "List the guest ports this server forwards. Returns ports, each as expose_port answers it, and " +
-			"count."}, s.listExposedPorts)
+type portListResult struct {
+	Ports []*portResult `json:"ports" jsonschema:"Each forward as expose_port answers it."`
+	Count int           `json:"count"`
 }
 
-func (s *Server) exposePort(ctx context.Context, a exposeArgs) (any, error) {
+func (s *Server) exposePort(ctx context.Context, a exposeArgs) (*portResult, error) {
 	hostPort := 0
 	if a.HostPort != nil {
 		hostPort = *a.HostPort
@@ -129,15 +131,13 @@ func closed(f *sandbox.Forward) bool {
 	}
 }
 
-func exposedJSON(e *exposed) map[string]any {
+func exposedJSON(e *exposed) *portResult {
 	f := e.fwd
-	return map[string]any{"instance_id": e.instanceID, "port": f.GuestPort, "host_port": f.HostPort,
-		"host": "127.0.0.1", "url": "http://" + f.Addr(), "status": "exposed", "created_at": iso(e.created),
-		"connections": f.Connections.Load(), "failed_connections": f.Failures.Load(),
-		"bytes_in": f.BytesIn.Load(), "bytes_out": f.BytesOut.Load()}
+	return &portResult{e.instanceID, f.GuestPort, f.HostPort, "127.0.0.1", "http://" + f.Addr(), "exposed",
+		iso(e.created), f.Connections.Load(), f.Failures.Load(), f.BytesIn.Load(), f.BytesOut.Load()}
 }
 
-func (s *Server) unexposePort(ctx context.Context, a unexposeArgs) (any, error) {
+func (s *Server) unexposePort(ctx context.Context, a unexposeArgs) (*portResult, error) {
 	key := portKey(a.InstanceID, a.Port)
 	s.ports.mu.Lock()
 	e, ok := s.ports.byKey[key]
@@ -151,11 +151,11 @@ func (s *Server) unexposePort(ctx context.Context, a unexposeArgs) (any, error) 
 	delete(s.ports.byKey, key)
 	s.ports.mu.Unlock()
 	out := exposedJSON(e)
-	out["status"] = "unexposed"
+	out.Status = "unexposed"
 	return out, nil
 }
 
-func (s *Server) listExposedPorts(ctx context.Context, a listPortsArgs) (any, error) {
+func (s *Server) listExposedPorts(ctx context.Context, a listPortsArgs) (*portListResult, error) {
 	s.ports.mu.Lock()
 	all := slices.Sorted(maps.Keys(s.ports.byKey))
 	entries := make([]*exposed, 0, len(all))
@@ -163,14 +163,14 @@ func (s *Server) listExposedPorts(ctx context.Context, a listPortsArgs) (any, er
 		entries = append(entries, s.ports.byKey[k])
 	}
 	s.ports.mu.Unlock()
-	out := []map[string]any{}
+	out := []*portResult{}
 	for _, e := range entries {
 		if closed(e.fwd) || (a.InstanceID != "" && e.instanceID != a.InstanceID) || s.allowed(ctx, e.root) != nil {
 			continue
 		}
 		out = append(out, exposedJSON(e))
 	}
-	return map[string]any{"ports": out, "count": len(out)}, nil
+	return &portListResult{out, len(out)}, nil
 }
 
 // startSweep starts the goroutine that closes forwards whose sandbox

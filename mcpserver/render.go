@@ -55,7 +55,7 @@ func render(out any) (string, error) {
 			return "", err
 		}
 		if fragmentCost(raw)+textQuotes <= responseBudget || json.Unmarshal(raw, &m) != nil || m == nil {
-			return string(raw), nil // fits, or is no object to cut
+			return unsafe.String(unsafe.SliceData(raw), len(raw)), nil // fits, or is no object to cut: never copied
 		}
 	}
 	if !fit(m) {

@@ -89,16 +89,12 @@ func New(cfg Config) *Server {
 	s.watchToolsets(hooks)                                // toolsets.go: what tools/list holds
 	s.mcp = server.NewMCPServer("sbf", cfg.Version, options...)
 	s.watchRoots()
-	s.registerLifecycle()
-	s.registerWorkspace()
-	s.registerData()
-	s.registerTasks()
-	s.registerDocker()
-	s.registerAgentTools()
+	s.metrics = newMetrics(s) // metrics.go: what sbf serve --metrics serves
+	s.execSessions = &sandbox.Sessions{Clock: s.cfg.Engine.Clock, Idle: s.cfg.Settings.ExecSessionIdle,
+		Max: s.cfg.Settings.MaxExecSessions, Total: s.cfg.Settings.MaxExecSessionsTotal}
+	s.registerTools() // tooltable.go
+	s.registerResources()
 	s.registerPrompts()
-	s.registerSessionTools()
-	s.registerEphemeral()
-	s.registerToolsets()
 	return s
 }
 

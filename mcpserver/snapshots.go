@@ -34,51 +34,40 @@ type cloneArgs struct {
 	TTLMinutes *int    `json:"ttl_minutes,omitempty" jsonschema:"The new instance's lease in minutes; default: the source's lease length. At most [lease] max_ttl."`
 }
 
-var snapshotHints = map[string]hints{
-	"snapshot_instance": {},                                    // a new snapshot each call; a taken name is refused
-	"list_snapshots":    readOnly,                              // asks the backend; writes nothing
-	"restore_snapshot":  {destructive: true, idempotent: true}, // discards what was written since
-	"delete_snapshot":   {destructive: true, idempotent: true},
-	"clone_instance":    {openWorld: true}, // a new VM each call, like create_instance
-	"export_snapshot":   {},                // a new host file; an existing one is refused, never replaced
-	"import_snapshot":   {},                // a new snapshot each call; a taken name is refused
+// snapshotInfo is a snapshot as the snapshot tools answer it.
+type snapshotInfo struct {
+	InstanceID string  `json:"instance_id"`
+	Name       string  `json:"name"`
+	Backend    string  `json:"backend"`
+	CreatedAt  *string `json:"created_at"`
+	SizeBytes  *int64  `json:"size_bytes" jsonschema:"Bytes on disk when the backend says."`
 }
 
-func (s *Server) registerSnapshots() {
-	addTool(s, toolDef{name: "snapshot_instance", set: setSnapshots, title: "Snapshot a sandbox",
-		about: "Take a snapshot (name) of an instance's VM: its disk, and its memory where the backend keeps that " +
-			"(Lima QEMU). SNAPSHOT_UNSUPPORTED on backends without snapshots. Returns the snapshot's name, " +
-			"created_at and status."}, s.snapshotOp(reconcile.SnapshotCreate))
-	addTool(s, toolDef{name: "list_snapshots", set: setSnapshots, title: "List snapshots",
-		about: "List an instance's snapshots. Returns snapshots (name, created_at, size_bytes when known) and " +
-			"count."}, s.listSnapshots)
-	addTool(s, toolDef{name: "restore_snapshot", set: setSnapshots, title: "Restore a snapshot",
-		about: "Bring an instance's VM back to a snapshot; what was written since is lost. Returns the snapshot's " +
-			"name and status."}, s.snapshotOp(reconcile.SnapshotRestore))
-	addTool(s, toolDef{name: "delete_snapshot", set: setSnapshots, title: "Delete a snapshot",
-		about: "Delete one of an instance's snapshots. Returns its name and status."},
-		s.snapshotOp(reconcile.SnapshotDelete))
-	addTool(s, toolDef{name: "export_snapshot", set: setSnapshots, title: "Export a snapshot",
-		about: "Write one of an instance's snapshots into a new host file (local_path), which outlives the " +
-			"instance and which sbf never deletes. Lima: the disk only, not the memory. Returns local_path and " +
-			"status."}, s.portOp(reconcile.SnapshotExport))
-	addTool(s, toolDef{name: "import_snapshot", set: setSnapshots, title: "Import a snapshot",
-		about: "Make a host file written by export_snapshot (same backend) a new snapshot (name) of an instance; " +
-			"restore_snapshot then brings the VM to it. The VM's current disk is kept. Returns the snapshot's " +
-			"name and status."}, s.portOp(reconcile.SnapshotImport))
-	addTool(s, toolDef{name: "clone_instance", set: setSnapshots, title: "Clone a sandbox",
-		about: "Make a new instance, with its own lease, whose VM starts as a copy of this instance's disk (or of " +
-			"its snapshot). Counts against the instance cap. Returns the new instance_id and its expires_at."},
-		s.cloneInstance)
-	addTool(s, toolDef{name: "fork_instance", set: setSnapshots, title: "Fork a running sandbox",
-		about: "Make count running instances from this running instance's memory, without a boot, each with its " +
-			"own disk, identity and lease. Counts against the instance cap (all or none). FORK_UNSUPPORTED names " +
-			"the next step where a backend cannot. Returns the children."},
-		s.forkInstance)
+type snapshotResult struct {
+	snapshotInfo
+	Status string `json:"status"`
 }
 
-func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snapshotArgs) (any, error) {
-	return func(ctx context.Context, a snapshotArgs) (any, error) {
+type snapshotFileResult struct {
+	snapshotResult
+	LocalPath string `json:"local_path"`
+}
+
+type snapshotListResult struct {
+	InstanceID string         `json:"instance_id"`
+	Backend    string         `json:"backend"`
+	Snapshots  []snapshotInfo `json:"snapshots"`
+	Count      int            `json:"count"`
+}
+
+type cloneResult struct {
+	summaryResult
+	SourceInstanceID string `json:"source_instance_id" jsonschema:"The instance cloned."`
+	Snapshot         string `json:"snapshot,omitempty" jsonschema:"The snapshot copied, when one was named."`
+}
+
+func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snapshotArgs) (*snapshotResult, error) {
+	return func(ctx context.Context, a snapshotArgs) (*snapshotResult, error) {
 		e, ws, err := s.instance(ctx, a.InstanceID)
 		if err != nil {
 			return nil, err
@@ -87,15 +76,14 @@ func (s *Server) snapshotOp(op reconcile.SnapshotOp) func(context.Context, snaps
 		if err != nil {
 			return nil, v1Error(err, a.InstanceID)
 		}
-		out := snapshotJSON(a.InstanceID, res.Snapshot)
-		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotCreate: "created",
-			reconcile.SnapshotRestore: "restored", reconcile.SnapshotDelete: "deleted"}[op]
-		return out, nil
+		return &snapshotResult{snapshotJSON(a.InstanceID, res.Snapshot), map[reconcile.SnapshotOp]string{
+			reconcile.SnapshotCreate: "created", reconcile.SnapshotRestore: "restored",
+			reconcile.SnapshotDelete: "deleted"}[op]}, nil
 	}
 }
 
-func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs) (any, error) {
-	return func(ctx context.Context, a portArgs) (any, error) {
+func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs) (*snapshotFileResult, error) {
+	return func(ctx context.Context, a portArgs) (*snapshotFileResult, error) {
 		e, ws, err := s.instance(ctx, a.InstanceID)
 		if err != nil {
 			return nil, err
@@ -105,15 +93,13 @@ func (s *Server) portOp(op reconcile.SnapshotOp) func(context.Context, portArgs)
 		if err != nil {
 			return nil, v1Error(err, a.InstanceID)
 		}
-		out := snapshotJSON(a.InstanceID, res.Snapshot)
-		out["local_path"] = res.Path
-		out["status"] = map[reconcile.SnapshotOp]string{reconcile.SnapshotExport: "exported",
+		status := map[reconcile.SnapshotOp]string{reconcile.SnapshotExport: "exported",
 			reconcile.SnapshotImport: "imported"}[op]
-		return out, nil
+		return &snapshotFileResult{snapshotResult{snapshotJSON(a.InstanceID, res.Snapshot), status}, res.Path}, nil
 	}
 }
 
-func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (any, error) {
+func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (*snapshotListResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -123,27 +109,23 @@ func (s *Server) listSnapshots(ctx context.Context, a listSnapshotsArgs) (any, e
 	if err != nil {
 		return nil, v1Error(err, a.InstanceID)
 	}
-	list := []map[string]any{}
+	list := []snapshotInfo{}
 	for _, sn := range res.Snapshots {
 		list = append(list, snapshotJSON(a.InstanceID, sn))
 	}
-	return map[string]any{"instance_id": a.InstanceID, "backend": res.Driver, "snapshots": list,
-		"count": len(list)}, nil
+	return &snapshotListResult{a.InstanceID, res.Driver, list, len(list)}, nil
 }
 
-func snapshotJSON(id string, sn *state.Snapshot) map[string]any {
-	out := map[string]any{"instance_id": id, "name": sn.Name, "backend": sn.Driver, "created_at": nil,
-		"size_bytes": nil}
-	if !sn.CreatedAt.IsZero() {
-		out["created_at"] = iso(sn.CreatedAt)
-	}
+func snapshotJSON(id string, sn *state.Snapshot) snapshotInfo {
+	out := snapshotInfo{InstanceID: id, Name: sn.Name, Backend: sn.Driver, CreatedAt: isoPtr(&sn.CreatedAt)}
 	if sn.SizeBytes > 0 {
-		out["size_bytes"] = sn.SizeBytes
+		size := int64(sn.SizeBytes)
+		out.SizeBytes = &size
 	}
 	return out
 }
 
-func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
+func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (*cloneResult, error) {
 	e, ws, err := s.instance(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -163,12 +145,8 @@ func (s *Server) cloneInstance(ctx context.Context, a cloneArgs) (any, error) {
 		return nil, v1Error(err, a.InstanceID)
 	}
 	s.touch(res.Resolved)
-	out := s.instanceSummary(res, name)
-	out["instance_id"] = s.idOf(res, name)
-	out["source_instance_id"] = a.InstanceID
-	if req.Snapshot != "" {
-		out["snapshot"] = req.Snapshot
-	}
+	out := &cloneResult{s.instanceSummary(res, name), a.InstanceID, req.Snapshot}
+	out.InstanceID = s.idOf(res, name)
 	return out, nil
 }
 

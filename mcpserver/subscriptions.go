@@ -214,7 +214,11 @@ func (s *Server) resourceSummary(uri string) (summary, root string, ok bool) {
 	} else {
 		for _, name := range slices.Sorted(maps.Keys(rec.Sandboxes)) {
 			sb := rec.Sandboxes[name]
-			lines = append(lines, fmt.Sprintf("%s %s %s %v", name, sb.Phase, sb.Instance, isoPtr(sb.ExpiresAt)))
+			until := "none"
+			if at := isoPtr(sb.ExpiresAt); at != nil {
+				until = *at
+			}
+			lines = append(lines, fmt.Sprintf("%s %s %s %s", name, sb.Phase, sb.Instance, until))
 		}
 	}
 	slices.Sort(lines)

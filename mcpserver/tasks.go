@@ -35,22 +35,63 @@ type stopTaskArgs struct {
 	Force  bool   `json:"force,omitempty" default:"false" jsonschema:"KILL instead of TERM."`
 }
 
-func (s *Server) registerTasks() {
-	addTool(s, toolDef{name: "start_background_task", set: setSessions, v1: true, title: "Start a background task",
-		about: "Start a command detached in an instance; it outlives this call, sbf restarts and dropped " +
-			"connections. Returns task_id (for get_task_status, get_task_logs, stop_task), pid and log_path."},
-		s.startTask)
-	addTool(s, toolDef{name: "get_task_status", set: setSessions, v1: true, title: "Get a task's status",
-		about: "Report on a background task. Returns its status, exit_code, pid and times."}, s.taskStatus)
-	addTool(s, toolDef{name: "get_task_logs", set: setSessions, v1: true, title: "Get a task's logs",
-		about: "Read a background task's output. Returns logs, its last tail lines, or with a cursor the output " +
-			"from that byte offset, next_cursor and done."}, s.taskLogs)
-	addTool(s, toolDef{name: "stop_task", set: setSessions, v1: true, title: "Stop a task",
-		about: "Stop a background task's whole process group (TERM, or KILL with force). Returns its status and " +
-			"exit_code."}, s.stopTask)
+// taskHead is what every task tool answers first.
+type taskHead struct {
+	TaskID     string `json:"task_id"`
+	InstanceID string `json:"instance_id"`
+	Status     string `json:"status"`
 }
 
-func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
+type startTaskResult struct {
+	taskHead // task_id: the description says what takes it
+	taskProcess
+}
+
+type taskProcess struct {
+	PID     int    `json:"pid"`
+	LogPath string `json:"log_path"`
+}
+
+// taskStatusResult is get_task_status's v1 shape.
+type taskStatusResult struct {
+	taskHead
+	taskProcess
+	CreatedAt    string  `json:"created_at"`
+	StartedAt    *string `json:"started_at"`
+	FinishedAt   *string `json:"finished_at"`
+	ExitCode     *int    `json:"exit_code"`
+	ErrorMessage *string `json:"error_message"`
+}
+
+type taskLogsResult struct {
+	taskHead
+	*tailLogs
+	*followedLogs
+}
+
+// tailLogs are v1's get_task_logs: the last lines.
+type tailLogs struct {
+	Logs string `json:"logs" jsonschema:"The last lines (v1's tail form)."`
+	Tail int    `json:"tail"`
+}
+
+// followedLogs are get_task_logs with a cursor: the output from it on.
+type followedLogs struct {
+	Output       *string `json:"output,omitempty" jsonschema:"With a cursor: the output from cursor on, as text."`
+	OutputBase64 *string `json:"output_base64,omitempty" jsonschema:"The same when it is not UTF-8."`
+	Cursor       int64   `json:"cursor"`
+	NextCursor   int64   `json:"next_cursor" jsonschema:"The cursor to read on from."`
+	Size         int64   `json:"size" jsonschema:"Bytes of output so far."`
+	Done         bool    `json:"done" jsonschema:"The task ended and everything was read."`
+	Saved        bool    `json:"saved_output"`
+}
+
+type stopTaskResult struct {
+	taskHead
+	ExitCode *int `json:"exit_code"`
+}
+
+func (s *Server) startTask(ctx context.Context, a startTaskArgs) (*startTaskResult, error) {
 	tgt, _, err := s.target(ctx, a.InstanceID)
 	if err != nil {
 		return nil, err
@@ -60,16 +101,10 @@ func (s *Server) startTask(ctx context.Context, a startTaskArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"task_id":     t.ID,
-		"instance_id": a.InstanceID,
-		"status":      t.Status,
-		"pid":         t.PID,
-		"log_path":    t.LogPath,
-	}, nil
+	return &startTaskResult{taskHead{t.ID, a.InstanceID, t.Status}, taskProcess{t.PID, t.LogPath}}, nil
 }
 
-func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
+func (s *Server) taskStatus(ctx context.Context, a taskArgs) (*taskStatusResult, error) {
 	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
@@ -81,7 +116,7 @@ func (s *Server) taskStatus(ctx context.Context, a taskArgs) (any, error) {
 	return s.taskView(t), nil
 }
 
-func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
+func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (*taskLogsResult, error) {
 	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
@@ -97,16 +132,10 @@ func (s *Server) taskLogs(ctx context.Context, a taskLogsArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"task_id":     t.ID,
-		"instance_id": s.taskInstanceID(t),
-		"status":      t.Status,
-		"logs":        logs,
-		"tail":        tail,
-	}, nil
+	return &taskLogsResult{taskHead: s.taskHead(t), tailLogs: &tailLogs{logs, tail}}, nil
 }
 
-func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
+func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (*stopTaskResult, error) {
 	ws, err := s.taskWorkspace(ctx, a.TaskID)
 	if err != nil {
 		return nil, err
@@ -115,19 +144,16 @@ func (s *Server) stopTask(ctx context.Context, a stopTaskArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"task_id":     t.ID,
-		"instance_id": s.taskInstanceID(t),
-		"status":      t.Status,
-		"exit_code":   t.ExitCode,
-	}, nil
+	return &stopTaskResult{s.taskHead(t), t.ExitCode}, nil
 }
 
-// taskView is get_task_status's v1 shape.
-func (s *Server) taskView(t *state.Task) map[string]any {
-	return map[string]any{"task_id": t.ID, "instance_id": s.taskInstanceID(t), "status": t.Status, "pid": t.PID,
-		"created_at": iso(t.CreatedAt), "started_at": isoPtr(t.StartedAt), "finished_at": isoPtr(t.FinishedAt),
-		"exit_code": t.ExitCode, "error_message": nilIfEmpty(t.ErrorMessage), "log_path": t.LogPath}
+func (s *Server) taskHead(t *state.Task) taskHead {
+	return taskHead{t.ID, s.taskInstanceID(t), t.Status}
+}
+
+func (s *Server) taskView(t *state.Task) *taskStatusResult {
+	return &taskStatusResult{s.taskHead(t), taskProcess{t.PID, t.LogPath}, iso(t.CreatedAt), isoPtr(t.StartedAt),
+		isoPtr(t.FinishedAt), t.ExitCode, optional(t.ErrorMessage)}
 }
 
 // taskInstanceID names the task's sandbox the way the tools name

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"reflect"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -32,6 +32,13 @@ type toolDef struct {
 	name, title, about string
 	set                toolset
 	v1                 bool
+	hints              hints // hints.go: its MCP annotations
+	task               bool  // it may run for minutes: callable as an MCP task (calltasks.go)
+	// unrecorded leaves its calls out of the history (history.go): the
+	// engine records the lifecycle tools itself (audited), refusals
+	// included, and reading the history is no action on a sandbox.
+	unrecorded bool
+	output     map[string]any // the output schema, from the handler's result type
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -40,27 +47,30 @@ type toolDef struct {
 // named in the answer's warnings, so the schema allows additional
 // properties (a validating client would otherwise refuse a call the
 // server accepts); a known argument of the wrong type is
-// INVALID_ARGUMENTS. Its annotations are its entry in toolHints. Results
+// INVALID_ARGUMENTS. Its annotations are def's hints. Results
 // are structured content plus the same JSON as text, fitted to the
 // response budget (render.go); failures are tool errors carrying the v1
 // envelope. A call waits for one of the server's call slots (inflight.go).
-func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any, error)) {
+func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (R, error)) {
 	name := def.name
-	s.listing.defs[name] = def // toolsets.go: which sessions list it
+	def.output = resultSchema(reflect.TypeFor[R]()) // outputs.go
+	s.listing.defs[name] = def                      // toolsets.go: which sessions list it
 	tool := mcp.NewTool(
 		name,
 		mcp.WithDescription(def.about),
 		mcp.WithInputSchema[A](),
-		mcp.WithToolAnnotation(annotations(name)),
+		mcp.WithToolAnnotation(annotations(def.hints)),
 	)
 	// The title where the protocol (2025-06-18 on) and the SDKs' display
 	// helpers read it first; not again in the annotations (2025-03-26's
 	// place), which every turn of a conversation would carry twice.
 	tool.Title = def.title
-	tool.Execution = taskExecution(name) // calltasks.go
+	if def.task { // calltasks.go
+		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
-	s.describeTool(&tool) // toolschema.go: output schema, enums and bounds (advertised only)
+	s.describeTool(&tool, def.output) // toolschema.go: output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {
@@ -90,34 +100,25 @@ func addTool[A any](s *Server, def toolDef, handle func(context.Context, A) (any
 		if err != nil {
 			return errorResult(asToolError(err), warnings...), nil
 		}
-		return structuredResult(withWarnings(out, warnings)), nil
+		return structuredResult(withWarnings(any(out), warnings)), nil
 	})
 }
 
 // withWarnings adds warnings to a result's own "warnings" list (every
 // tool answers an object).
 func withWarnings(out any, warnings []string) any {
+	var m map[string]any
 	if len(warnings) == 0 {
 		return out
 	}
-	m, ok := out.(map[string]any)
-	if !ok {
-		raw, err := json.Marshal(out)
-		if err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
-			return out
-		}
+	if raw, err := json.Marshal(out); err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
+		return out
 	}
-	switch prev := m["warnings"].(type) {
-	case []string:
-		m["warnings"] = append(slices.Clone(prev), warnings...)
-	case []any:
-		for _, w := range warnings {
-			prev = append(prev, w)
-		}
-		m["warnings"] = prev
-	default:
-		m["warnings"] = warnings
+	prev, _ := m["warnings"].([]any) // a result's own, or none (null)
+	for _, w := range warnings {
+		prev = append(prev, w)
 	}
+	m["warnings"] = prev
 	return m
 }
 
@@ -142,9 +143,11 @@ func errorResult(te *coded.Error, warnings ...string) *mcp.CallToolResult {
 // iso renders times as v1 did: UTC, whole seconds, Z.
 func iso(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
-func isoPtr(t *time.Time) any {
+// isoPtr is a time as v1 rendered it, null when there is none.
+func isoPtr(t *time.Time) *string {
 	if t == nil || t.IsZero() {
 		return nil
 	}
-	return iso(*t)
+	s := iso(*t)
+	return &s
 }

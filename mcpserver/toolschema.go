@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -23,19 +24,10 @@ import (
 // schema without these (args.go), so v1's error codes for out-of-range
 // values (TTL_INVALID …) are kept.
 
-// argRule is what an argument's schema gains.
-type argRule struct {
-	enum     []string
-	min, max *float64
-	above    *float64 // exclusiveMinimum: a size, which must be positive
-	// A string's bounds: its characters (a guest path, a write's content),
-	// the pattern a name follows; an array's fewest items.
-	minLength, maxLength *int
-	pattern              string
-	minItems             *int
-	// props are the properties of an object argument whose keys are fixed.
-	props map[string]any
-}
+// argRule is what an argument's schema gains: enum, bounds (exclusive
+// for a size, which must be positive), a string's length and pattern, an
+// array's fewest items, an object's fixed properties.
+type argRule map[string]any
 
 // signalNames are the signals a session may be sent, as signal_session
 // takes them.
@@ -47,52 +39,43 @@ func signalNames() []string {
 	return out
 }
 
-func bounds(lo, hi float64) argRule { return argRule{min: &lo, max: &hi} }
-func atLeast(lo float64) argRule    { return argRule{min: &lo} }
-func atMost(hi float64) argRule     { return argRule{max: &hi} }
-func positive() argRule             { zero := 0.0; return argRule{above: &zero} }
-func longest(n int) argRule         { return argRule{maxLength: &n} }
+func bounds(lo, hi float64) argRule { return argRule{"minimum": lo, "maximum": hi} }
+func atLeast(lo float64) argRule    { return argRule{"minimum": lo} }
+func atMost(hi float64) argRule     { return argRule{"maximum": hi} }
+func positive() argRule             { return argRule{"exclusiveMinimum": 0} }
+func longest(n int) argRule         { return argRule{"maxLength": n} }
+func enum(values ...string) argRule { return argRule{"enum": values} }
 
 // guestPath is a guest path argument, as sandbox.CheckGuestPath takes it:
 // not empty, at most MaxGuestPath bytes (so at most as many characters).
-func guestPath() argRule {
-	one, most := 1, sandbox.MaxGuestPath
-	return argRule{minLength: &one, maxLength: &most}
-}
-
-// nonEmpty is an array argument of at least one item.
-func nonEmpty() argRule {
-	one := 1
-	return argRule{minItems: &one}
-}
+func guestPath() argRule { return argRule{"minLength": 1, "maxLength": sandbox.MaxGuestPath} }
 
 // snapshotName is drivers.CheckSnapshotName's rule (names.Snapshot) in
 // JSON Schema: a letter or digit, then letters, digits, '.', '-', '_'
 // with no "..", at most 64 in all.
 func snapshotName() argRule {
-	most := drivers.MaxSnapshotName
-	return argRule{maxLength: &most, pattern: `^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$`}
+	return argRule{"maxLength": drivers.MaxSnapshotName, "pattern": `^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$`}
 }
 
 // argRules are the rules of every server; ceilings (ceilingRules) add
 // the operator's.
 var argRules = map[string]map[string]argRule{
-	"docker_compose": {"action": {enum: []string{"build", "down", "exec", "logs", "ps", "pull", "restart", "stop",
-		"up"}}, "tail": atLeast(0)},
-	"docker_cleanup": {"mode": {enum: []string{"safe", "aggressive"}}},
-	"signal_session": {"signal": {enum: signalNames()}},
-	"enable_toolset": {"toolset": {enum: toolsetNames()}},
+	"docker_compose": {"action": enum("build", "down", "exec", "logs", "ps", "pull", "restart", "stop", "up"),
+		"tail": atLeast(0)},
+	"docker_cleanup": {"mode": enum("safe", "aggressive")},
+	"signal_session": {"signal": enum(signalNames()...)},
+	"enable_toolset": {"toolset": enum(toolsetNames()...)},
 	"start_session":  {"timeout_seconds": atLeast(1)},
 	"read_session": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxSessionRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
 	"get_task_logs": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxLogRead),
 		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
-	"read_file": {"encoding": {enum: []string{"utf8", "base64"}}, "offset": atLeast(0),
+	"read_file": {"encoding": enum("utf8", "base64"), "offset": atLeast(0),
 		"limit": bounds(1, sandbox.MaxReadLimit), "path": guestPath()},
 	// A write's decoded bytes are bounded (the description says so); its
 	// characters are never more than its bytes, so maxLength is the bound
 	// JSON Schema can state (multi-byte text may still be refused under it).
-	"write_file": {"encoding": {enum: []string{"utf8", "base64"}}, "content": longest(sandbox.MaxWriteBytes),
+	"write_file": {"encoding": enum("utf8", "base64"), "content": longest(sandbox.MaxWriteBytes),
 		"path": guestPath()},
 	"list_files":        {"limit": bounds(1, sandbox.MaxListLimit), "path": guestPath()},
 	"stat_path":         {"path": guestPath()},
@@ -101,13 +84,13 @@ var argRules = map[string]map[string]argRule{
 	"make_dir":          {"path": guestPath()},
 	"move_path":         {"src": guestPath(), "dst": guestPath()},
 	"copy_path":         {"src": guestPath(), "dst": guestPath()},
-	"collect_artifacts": {"remote_paths": nonEmpty()}, // sandbox.Collect refuses none
+	"collect_artifacts": {"remote_paths": {"minItems": 1}}, // sandbox.Collect refuses none
 	"snapshot_instance": {"name": snapshotName()},
 	"restore_snapshot":  {"name": snapshotName()},
 	"delete_snapshot":   {"name": snapshotName()},
 	"export_snapshot":   {"name": snapshotName()},
 	"import_snapshot":   {"name": snapshotName()},
-	"validate_image": {"checks": {props: map[string]any{
+	"validate_image": {"checks": {"properties": map[string]any{
 		"git_commit":    map[string]any{"type": "boolean"},
 		"dependencies":  map[string]any{"type": "boolean"},
 		"git_dirty":     map[string]any{"type": []string{"string", "boolean"}, "enum": enumOf(dirtyPolicies, true, false)},
@@ -175,19 +158,19 @@ func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map
 
 // describeTool adds the output schema and the argument rules to a tool
 // about to be registered.
-func (s *Server) describeTool(tool *mcp.Tool) {
+func (s *Server) describeTool(tool *mcp.Tool, output map[string]any) {
 	var schema map[string]any
 	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
 	}
-	if out := outputSchema(tool.Name); out != nil {
+	if output != nil {
 		var required []string
 		listed, _ := schema["required"].([]any)
 		for _, arg := range listed {
 			name, _ := arg.(string)
 			required = append(required, name)
 		}
-		tool.RawOutputSchema = withoutEchoes(out, required)
+		tool.RawOutputSchema = withoutEchoes(output, required)
 	}
 	props, _ := schema["properties"].(map[string]any)
 	apply := func(rules map[string]argRule) {
@@ -196,33 +179,7 @@ func (s *Server) describeTool(tool *mcp.Tool) {
 			if !ok {
 				panic(fmt.Sprintf("tool %s: a rule for %s, which is no argument", tool.Name, arg))
 			}
-			if r.enum != nil {
-				prop["enum"] = r.enum
-			}
-			if r.min != nil {
-				prop["minimum"] = *r.min
-			}
-			if r.max != nil {
-				prop["maximum"] = *r.max
-			}
-			if r.above != nil {
-				prop["exclusiveMinimum"] = *r.above
-			}
-			if r.minLength != nil {
-				prop["minLength"] = *r.minLength
-			}
-			if r.maxLength != nil {
-				prop["maxLength"] = *r.maxLength
-			}
-			if r.pattern != "" {
-				prop["pattern"] = r.pattern
-			}
-			if r.minItems != nil {
-				prop["minItems"] = *r.minItems
-			}
-			if r.props != nil {
-				prop["properties"] = r.props
-			}
+			maps.Copy(prop, r)
 		}
 	}
 	for _, p := range props {

@@ -167,23 +167,29 @@ func TestSchemaBoundsFollowTheCeilings(t *testing.T) {
 var outputSchemas sync.Map
 
 // checkOutput fails the test when a tool's successful result does not
-// validate against the output schema the tool advertises: every call any
-// test makes through f.call is checked.
+// validate against the output schema the tool advertises, or, for a tool
+// whose result is typed, carries a field its full output schema (the one
+// the result type declares, echoes of arguments included) does not
+// declare: every call any test makes through f.call is checked.
 func (f *fixture) checkOutput(name string, res *mcp.CallToolResult) {
 	f.t.Helper()
 	if res.IsError || res.StructuredContent == nil {
 		return
 	}
+	def := f.srv.listing.defs[name]
 	sch, ok := outputSchemas.Load(name)
 	if !ok {
-		raw := outputSchema(name)
-		if raw == nil {
+		var listed map[string]any
+		for _, tool := range f.srv.MCP().ListTools() {
+			if tool.Tool.Name == name {
+				_ = json.Unmarshal(tool.Tool.RawOutputSchema, &listed)
+			}
+		}
+		if listed == nil {
 			f.t.Errorf("%s has no output schema", name)
 			return
 		}
-		var doc any
-		_ = json.Unmarshal(raw, &doc)
-		sch, _ = outputSchemas.LoadOrStore(name, compileSchema(f.t, name, doc))
+		sch, _ = outputSchemas.LoadOrStore(name, compileSchema(f.t, name, listed))
 	}
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil {
@@ -196,6 +202,37 @@ func (f *fixture) checkOutput(name string, res *mcp.CallToolResult) {
 	if err := sch.(*jsonschema.Schema).Validate(v); err != nil {
 		f.t.Errorf("%s: the result does not match the output schema: %v\n%s", name, err, clipTo(string(raw), 2000))
 	}
+	if def.output != nil {
+		for _, field := range undeclared(def.output, v) {
+			f.t.Errorf("%s: the result carries %s, which its output schema does not declare\n%s", name, field,
+				clipTo(string(raw), 2000))
+		}
+	}
+}
+
+// undeclared are a result's fields its schema does not declare, besides
+// those any answer may carry (warnings, said once in the instructions; a
+// cut answer's response_truncated and response_budget_bytes), and the
+// required fields it lacks.
+func undeclared(schema map[string]any, result any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	var out []string
+	for field := range result.(map[string]any) {
+		switch field {
+		case "warnings", "response_truncated", "response_budget_bytes":
+			continue
+		}
+		if _, ok := props[field]; !ok {
+			out = append(out, field)
+		}
+	}
+	required, _ := schema["required"].([]string)
+	for _, field := range required {
+		if _, ok := result.(map[string]any)[field]; !ok {
+			out = append(out, "no "+field+" (required)")
+		}
+	}
+	return out
 }
 
 // A command killed at its timeout reports as many stderr bytes as the
@@ -218,10 +255,10 @@ func TestTimedOutCommandCountsItsStderr(t *testing.T) {
 // a name it allows is one the server takes, and the other way round.
 func TestSnapshotNamePatternIsTheServersRule(t *testing.T) {
 	r := snapshotName()
-	re := regexp.MustCompile(r.pattern)
+	re := regexp.MustCompile(r["pattern"].(string))
 	for _, name := range []string{"a", "clean", "v1.2-rc_3", "a.", "a.b.c", "a..b", "..", ".a", "-a", "_a", "a/b",
 		"a b", "ä", "", "a-", strings.Repeat("x", 64), strings.Repeat("x", 65), "9", "a.-b", "a._", "a.."} {
-		stated := re.MatchString(name) && len(name) <= *r.maxLength
+		stated := re.MatchString(name) && len(name) <= r["maxLength"].(int)
 		if stated != names.Snapshot(name) {
 			t.Errorf("%q: the schema says %v, the server %v", name, stated, names.Snapshot(name))
 		}
@@ -236,10 +273,7 @@ func TestOutputSchemasLeaveOutOnlyEchoes(t *testing.T) {
 	f := newFixture(t, simSpec)
 	for _, tool := range listedTools(t, f) {
 		name := tool["name"].(string)
-		var full map[string]any
-		if err := json.Unmarshal(outputSchema(name), &full); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		full := f.srv.listing.defs[name].output
 		listed := tool["outputSchema"].(map[string]any)["properties"].(map[string]any)
 		required, _ := tool["inputSchema"].(map[string]any)["required"].([]any)
 		for field, p := range full["properties"].(map[string]any) {

@@ -192,14 +192,18 @@ type enableToolsetArgs struct {
 	Toolset string `json:"toolset,omitempty" jsonschema:"The toolset to list from now on in this session (all: every one); without it, the toolsets are only listed."`
 }
 
-func (s *Server) registerToolsets() {
-	addTool(s, toolDef{name: "enable_toolset", title: "List or enable toolsets", set: setAlways,
-		about: "More tools than tools/list shows are grouped in toolsets. Without toolset, list them; with " +
-			"one, add its tools to this session's tools/list (notifications/tools/list_changed follows). " +
-			"Returns toolsets, each with its tools and whether it is listed."}, s.enableToolset)
+type toolsetsResult struct {
+	Toolsets []toolsetRow `json:"toolsets" jsonschema:"Each toolset's name, about, tools and whether they are listed."`
 }
 
-func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, error) {
+type toolsetRow struct {
+	Name   toolset  `json:"name"`
+	About  string   `json:"about"`
+	Tools  []string `json:"tools"`
+	Listed bool     `json:"listed"`
+}
+
+func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (*toolsetsResult, error) {
 	if a.Toolset != "" {
 		sets, err := expandToolset(strings.ToLower(strings.TrimSpace(a.Toolset)))
 		if err != nil {
@@ -228,7 +232,7 @@ func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, e
 		_ = s.mcp.SendNotificationToClient(ctx, mcp.MethodNotificationToolsListChanged, nil)
 	}
 	on := s.toolsetsOn(ctx)
-	var rows []map[string]any
+	var rows []toolsetRow
 	for _, g := range toolsetGroups {
 		var tools []string
 		for name, def := range s.listing.defs {
@@ -238,7 +242,7 @@ func (s *Server) enableToolset(ctx context.Context, a enableToolsetArgs) (any, e
 		}
 		slices.Sort(tools)
 		listed := !slices.ContainsFunc(tools, func(name string) bool { return !s.listing.defs[name].listed(on) })
-		rows = append(rows, map[string]any{"name": g.name, "about": g.about, "tools": tools, "listed": listed})
+		rows = append(rows, toolsetRow{g.name, g.about, tools, listed})
 	}
-	return map[string]any{"toolsets": rows}, nil
+	return &toolsetsResult{rows}, nil
 }

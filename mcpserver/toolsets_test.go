@@ -42,7 +42,7 @@ func (f *fixture) listAs(c *caller) (names []string, size int) {
 
 // By default tools/list holds the core tools and every v1 tool, within
 // issue 42's budget of 32 KB as compact JSON, as a transport sends it;
-// "all" holds every tool within 64 KB (30.8 KB and 62.2 KB in November
+// "all" holds every tool within 64 KB (30.4 KB and 62.6 KB in November
 // 2026). A tool left out of the list still answers its name.
 func TestDefaultToolsetsKeepTheListSmall(t *testing.T) {
 	f := newFixture(t, simSpec)

@@ -156,7 +156,7 @@ func instanceID(e state.IndexEntry) string {
 }
 
 // sshPort extracts the port of a driver's host:port address.
-func sshPort(addr string) any {
+func sshPort(addr string) *int {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil
@@ -165,5 +165,5 @@ func sshPort(addr string) any {
 	if err != nil {
 		return nil
 	}
-	return n
+	return &n
 }
