@@ -38,7 +38,8 @@ type v1ImportReport struct {
 	Error        *coded.Error         `json:"error"`
 }
 
-const importV1Short = "Take over SandboxForge v1's leases: adopt the VMs of active ones, report (and delete) leaked ones"
+const importV1Short = "Take over SandboxForge v1's leases: adopt the VMs of active ones, report (and delete) " +
+	"leaked ones"
 
 func (a *app) importV1Command() *cobra.Command {
 	if a.server != nil { // sbf-server links no SQLite (leases.DriverName): sbf reads v1's database

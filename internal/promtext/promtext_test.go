@@ -59,7 +59,8 @@ func TestServesWhatClientGolangServed(t *testing.T) {
 	if got != want {
 		t.Errorf("served\n%s\nclient_golang served\n%s", got, want)
 	}
-	if gz := get(t, Handler(mine), "gzip, deflate"); !strings.Contains(gz, `x_calls_total{code="ok",tool="run_command"} 3`) {
+	gz := get(t, Handler(mine), "gzip, deflate")
+	if !strings.Contains(gz, `x_calls_total{code="ok",tool="run_command"} 3`) {
 		t.Errorf("gzipped, served %q", gz)
 	}
 }
