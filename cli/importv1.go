@@ -38,11 +38,17 @@ type v1ImportReport struct {
 	Error        *coded.Error         `json:"error"`
 }
 
+const importV1Short = "Take over SandboxForge v1's leases: adopt the VMs of active ones, report (and delete) " +
+	"leaked ones"
+
 func (a *app) importV1Command() *cobra.Command {
+	if a.server != nil { // sbf-server links no SQLite (leases.DriverName): sbf reads v1's database
+		return a.handOffCommand("import-v1", importV1Short, a.sbfBinary)
+	}
 	var f importV1Flags
 	cmd := &cobra.Command{
 		Use:   "import-v1",
-		Short: "Take over SandboxForge v1's leases: adopt the VMs of active ones, report (and delete) leaked ones",
+		Short: importV1Short,
 		Long: "import-v1 reads SandboxForge v1's lease database (read-only; LEASE_DB_PATH, else v1's default\n" +
 			"state/leases.db relative to the folder v1 ran in, so --db is usually needed) and asks the backends\n" +
 			"which of its VMs still exist. Stop v1 first.\n\n" +

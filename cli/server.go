@@ -35,33 +35,38 @@ func (a *app) serverCommands() []*cobra.Command {
 	if a.server != nil && a.server.Commands != nil {
 		return a.server.Commands((*App)(a))
 	}
-	var out []*cobra.Command
-	for _, c := range []struct{ use, short string }{
-		{"mcp", "Serve the MCP tools over stdio (and Streamable HTTP with --http)"},
-		{"serve [ADDR]", "Run the reconcile loop and serve MCP over Streamable HTTP"},
-	} {
-		out = append(out, &cobra.Command{Use: c.use, Short: c.short, DisableFlagParsing: true,
-			RunE: func(cmd *cobra.Command, list []string) error { return a.handOff(cmd.Name(), list) }})
+	return []*cobra.Command{
+		a.handOffCommand("mcp", "Serve the MCP tools over stdio (and Streamable HTTP with --http)", a.serverBinary),
+		a.handOffCommand("serve [ADDR]", "Run the reconcile loop and serve MCP over Streamable HTTP", a.serverBinary),
 	}
-	return out
 }
 
-// handOff runs sbf-server with this command line, on this process's
-// standard streams and environment, and ends with its exit code. It adds
-// nothing: a server serves what its command line names (a -C the user
-// typed is in list), never the folder it was started in. Where it can
-// (unix, sbf's own process), it becomes sbf-server: an sbf parent that
-// only waits held 19 MiB for nothing (issue 42.5). Otherwise (Windows, an
-// sbf run in process by a test) sbf-server is its child, ended with it.
-func (a *app) handOff(name string, list []string) error {
-	bin, err := a.serverBinary()
-	if err != nil {
-		return err
-	}
+// handOffCommand is a stand-in for a command another binary runs: it hands
+// the whole command line (flags unparsed, so --help is the other binary's)
+// to the program find names.
+func (a *app) handOffCommand(use, short string, find func() (string, error)) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, list []string) error {
+			bin, err := find()
+			if err != nil {
+				return err
+			}
+			return a.handOff(bin, cmd.Name(), list)
+		}}
+}
+
+// handOff runs bin (sbf-server, or sbf for sbf-server) with this command
+// line, on this process's standard streams and environment, and ends with
+// its exit code. It adds nothing: a server serves what its command line
+// names (a -C the user typed is in list), never the folder it was started
+// in. Where it can (unix, sbf's own process), it becomes bin: an sbf parent
+// that only waits held 19 MiB for nothing (issue 42.5). Otherwise (Windows,
+// an sbf run in process by a test) bin is its child, ended with it.
+func (a *app) handOff(bin, name string, list []string) error {
 	if canExecServer && a.executable != "" {
 		err := execServer(bin, append([]string{bin, name}, list...))
 		return coded.New(coded.BackendUnavailable, map[string]any{"binary": bin},
-			"starting %s in place of sbf: %v", bin, err)
+			"starting %s in place of %s: %v", bin, filepath.Base(a.executable), err)
 	}
 	cmd := exec.Command(bin, append([]string{name}, list...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = a.stdin, a.stdout, a.stderr, os.Environ()
@@ -72,7 +77,7 @@ func (a *app) handOff(name string, list []string) error {
 	proc.EndWithParent(cmd)
 	stop := forwardSignals(cmd)
 	defer stop()
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return silentExit(ee.ExitCode())
@@ -90,22 +95,43 @@ func (a *app) serverBinary() (string, error) {
 		}
 		return p, nil
 	}
-	name := ServerBinary
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), name); fileExists(p) {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
+	name, p := sibling(ServerBinary)
+	if p != "" {
 		return p, nil
 	}
 	return "", coded.New(coded.BackendUnavailable, map[string]any{"binary": name},
 		"%s was not found beside sbf nor on PATH: it serves MCP and loads compose files for sbf; install it "+
 			"from the same release archive (or go install github.com/sandboxforge/sbf/cmd/...), or set SBF_SERVER",
 		name)
+}
+
+// sbfBinary finds sbf for sbf-server, which hands it import-v1 (sbf-server
+// links no SQLite): beside this executable, or on PATH.
+func (a *app) sbfBinary() (string, error) {
+	name, p := sibling("sbf")
+	if p != "" {
+		return p, nil
+	}
+	return "", coded.New(coded.BackendUnavailable, map[string]any{"binary": name},
+		"%s was not found beside %s nor on PATH: it runs import-v1 for sbf-server; install it from the same "+
+			"release archive (or go install github.com/sandboxforge/sbf/cmd/...)", name, ServerBinary)
+}
+
+// sibling is the program name (with .exe on Windows) and where it is:
+// beside this executable, else on PATH, else "".
+func sibling(name string) (string, string) {
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), name); fileExists(p) {
+			return name, p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return name, p
+	}
+	return name, ""
 }
 
 func fileExists(p string) bool {

@@ -6,9 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/sandboxforge/sbf/internal/promtext"
 	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/reconcile/plan"
@@ -21,13 +19,13 @@ import (
 // happen, and what its workspaces hold, read from their state files at
 // each scrape.
 type metrics struct {
-	reg         *prometheus.Registry
-	toolCalls   *prometheus.CounterVec
-	toolSeconds *prometheus.HistogramVec
-	passes      *prometheus.CounterVec
-	loop        *prometheus.GaugeVec
-	passSeconds *prometheus.HistogramVec
-	expiries    prometheus.Counter
+	families    []promtext.Family
+	toolCalls   *promtext.Vec
+	toolSeconds *promtext.Vec
+	passes      *promtext.Vec
+	loop        *promtext.Vec
+	passSeconds *promtext.Vec
+	expiries    *promtext.Vec
 
 	mu     sync.Mutex
 	spares map[[3]string]int // workspace id, pool, state → spares, as the last pool pass saw them
@@ -35,36 +33,41 @@ type metrics struct {
 
 func newMetrics(s *Server) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sbf_tool_calls_total",
-			Help: "MCP tool calls by tool and outcome (ok, or the error code)."}, []string{"tool", "code"}),
-		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sbf_tool_call_duration_seconds",
-			Help: "How long MCP tool calls took.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)},
-			[]string{"tool"}),
-		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sbf_reconcile_passes_total",
-			Help: "Reconcile loop passes by kind (workspace, pool) and result (ok, error)."},
-			[]string{"kind", "result"}),
-		passSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sbf_reconcile_pass_duration_seconds",
-			Help:    "How long reconcile loop passes took, from planning to their end.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"kind"}),
-		loop: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sbf_reconcile_loop_entries",
-			Help: "The reconcile loop's workspace and pool entries by state (all, running, parked on a refusal, " +
-				"backing off after a failure), after its last pass."}, []string{"state"}),
-		expiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "sbf_lease_expiries_total",
-			Help: "Sandboxes the loop deleted because their lease ran out."}),
+		toolCalls: promtext.NewVec(promtext.Counter, "sbf_tool_calls_total",
+			"MCP tool calls by tool and outcome (ok, or the error code).", "tool", "code"),
+		toolSeconds: promtext.NewHistogram("sbf_tool_call_duration_seconds", "How long MCP tool calls took.",
+			promtext.ExponentialBuckets(0.001, 4, 10), "tool"),
+		passes: promtext.NewVec(promtext.Counter, "sbf_reconcile_passes_total",
+			"Reconcile loop passes by kind (workspace, pool) and result (ok, error).", "kind", "result"),
+		passSeconds: promtext.NewHistogram("sbf_reconcile_pass_duration_seconds",
+			"How long reconcile loop passes took, from planning to their end.",
+			promtext.ExponentialBuckets(0.01, 4, 10), "kind"),
+		loop: promtext.NewVec(promtext.Gauge, "sbf_reconcile_loop_entries",
+			"The reconcile loop's workspace and pool entries by state (all, running, parked on a refusal, "+
+				"backing off after a failure), after its last pass.", "state"),
+		expiries: promtext.NewVec(promtext.Counter, "sbf_lease_expiries_total",
+			"Sandboxes the loop deleted because their lease ran out."),
 		spares: map[[3]string]int{},
 	}
-	loads := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sbf_workspace_loads_total",
-		Help: "Times the engine resolved a workspace's files: at most one per request."},
-		func() float64 { return float64(s.cfg.Engine.Loads()) })
-	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries, loads,
-		&worldCollector{s: s, m: m})
-	for _, k := range readcount.Kinds() {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sbf_reads_total",
-			Help: "What the process read of the workspaces it serves, by kind (internal/readcount): a request " +
-				"resolves its workspace once.", ConstLabels: prometheus.Labels{"kind": k.String()}},
-			func() float64 { return float64(readcount.Now().Of(k)) }))
-	}
+	loads := promtext.NewFunc(promtext.Counter, "sbf_workspace_loads_total",
+		"Times the engine resolved a workspace's files: at most one per request.", nil,
+		func(emit func(float64, ...string)) { emit(float64(s.cfg.Engine.Loads())) })
+	reads := promtext.NewFunc(promtext.Counter, "sbf_reads_total", "What the process read of the workspaces it "+
+		"serves, by kind (internal/readcount): a request resolves its workspace once.", []string{"kind"},
+		func(emit func(float64, ...string)) {
+			now := readcount.Now()
+			for _, k := range readcount.Kinds() {
+				emit(float64(now.Of(k)), k.String())
+			}
+		})
+	w := &worldCollector{s: s, m: m}
+	m.families = []promtext.Family{m.toolCalls, m.toolSeconds, m.passes, m.passSeconds, m.loop, m.expiries, loads,
+		reads, promtext.NewFunc(promtext.Gauge, "sbf_sandboxes", "Sandboxes recorded in the served workspaces' "+
+			"state, by phase and driver.", []string{"phase", "driver"}, w.sandboxes),
+		promtext.NewFunc(promtext.Gauge, "sbf_pool_spares", "Pool spares as the last pool pass saw them, by "+
+			"workspace, pool and state.", []string{"workspace_id", "pool", "state"}, w.spares),
+		promtext.NewFunc(promtext.Gauge, "sbf_exposed_ports", "Guest ports this server forwards (expose_port).",
+			nil, w.ports)}
 	return m
 }
 
@@ -74,15 +77,15 @@ func newMetrics(s *Server) *metrics {
 // tools, which no process that merely reaches the port should read (a
 // Prometheus scrape sends the token with authorization.credentials_file).
 func (s *Server) MetricsHandler(o HTTPOptions) http.Handler {
-	return guard(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}), o.access())
+	return guard(promtext.Handler(s.metrics.families...), o.access())
 }
 
 // loopState sets the loop's gauges.
 func (m *metrics) loopState(st reconcile.LoopState) {
-	m.loop.WithLabelValues("all").Set(float64(st.Entries))
-	m.loop.WithLabelValues("running").Set(float64(st.Running))
-	m.loop.WithLabelValues("parked").Set(float64(st.Parked))
-	m.loop.WithLabelValues("backing_off").Set(float64(st.BackingOff))
+	m.loop.Set(float64(st.Entries), "all")
+	m.loop.Set(float64(st.Running), "running")
+	m.loop.Set(float64(st.Parked), "parked")
+	m.loop.Set(float64(st.BackingOff), "backing_off")
 }
 
 // toolCall counts one tool call.
@@ -91,8 +94,8 @@ func (m *metrics) toolCall(tool string, err error, took time.Duration) {
 	if err != nil {
 		code = asToolError(err).Code
 	}
-	m.toolCalls.WithLabelValues(tool, code).Inc()
-	m.toolSeconds.WithLabelValues(tool).Observe(took.Seconds())
+	m.toolCalls.Add(1, tool, code)
+	m.toolSeconds.Observe(took.Seconds(), tool)
 }
 
 // observed wraps a loop report so each pass is counted first.
@@ -111,17 +114,17 @@ func (m *metrics) pass(kind string, res *reconcile.Result, err error, now time.T
 	if err != nil {
 		result = "error"
 	}
-	m.passes.WithLabelValues(kind, result).Inc()
+	m.passes.Add(1, kind, result)
 	if res == nil {
 		return
 	}
 	if !res.Now.IsZero() && !now.Before(res.Now) {
-		m.passSeconds.WithLabelValues(kind).Observe(now.Sub(res.Now).Seconds())
+		m.passSeconds.Observe(now.Sub(res.Now).Seconds(), kind)
 	}
 	if res.Applied && res.Plan != nil {
 		for _, a := range res.Plan.Actions {
 			if a.Kind == plan.Expire {
-				m.expiries.Inc()
+				m.expiries.Add(1)
 			}
 		}
 	}
@@ -146,7 +149,7 @@ func (m *metrics) noteSpares(wsID string, r reconcile.PoolsReport) {
 	}
 }
 
-// worldCollector reports, at each scrape, the sandboxes of the workspaces
+// worldCollector reads, at each scrape, the sandboxes of the workspaces
 // the server watches by phase and driver, the pools' spares, and the
 // ports it forwards.
 type worldCollector struct {
@@ -154,22 +157,7 @@ type worldCollector struct {
 	m *metrics
 }
 
-var (
-	sandboxesDesc = prometheus.NewDesc("sbf_sandboxes", "Sandboxes recorded in the served workspaces' state, "+
-		"by phase and driver.", []string{"phase", "driver"}, nil)
-	sparesDesc = prometheus.NewDesc("sbf_pool_spares", "Pool spares as the last pool pass saw them, by "+
-		"workspace, pool and state.", []string{"workspace_id", "pool", "state"}, nil)
-	portsDesc = prometheus.NewDesc("sbf_exposed_ports", "Guest ports this server forwards (expose_port).",
-		nil, nil)
-)
-
-func (c *worldCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- sandboxesDesc
-	ch <- sparesDesc
-	ch <- portsDesc
-}
-
-func (c *worldCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *worldCollector) sandboxes(emit func(float64, ...string)) {
 	counts := map[[2]string]int{}
 	for _, ws := range c.s.loopWorkspaces() {
 		root, id, err := spec.WorkspaceIdentity(ws.Root)
@@ -185,20 +173,26 @@ func (c *worldCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+		emit(float64(n), k[0], k[1])
 	}
+}
+
+func (c *worldCollector) spares(emit func(float64, ...string)) {
 	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
 	for k, n := range c.m.spares {
-		ch <- prometheus.MustNewConstMetric(sparesDesc, prometheus.GaugeValue, float64(n), k[0], k[1], k[2])
+		emit(float64(n), k[0], k[1], k[2])
 	}
-	c.m.mu.Unlock()
+}
+
+func (c *worldCollector) ports(emit func(float64, ...string)) {
 	c.s.ports.mu.Lock()
+	defer c.s.ports.mu.Unlock()
 	open := 0
 	for _, e := range c.s.ports.byKey {
 		if !closed(e.fwd) {
 			open++
 		}
 	}
-	c.s.ports.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(portsDesc, prometheus.GaugeValue, float64(open))
+	emit(float64(open))
 }

@@ -7,6 +7,11 @@ package main
 import (
 	"os"
 
+	// v1's lease database, read by import-v1 (v1import/leases opens it by
+	// driver name). Only sbf links SQLite: sbf-server hands import-v1 to
+	// sbf, which keeps the server's binary 5 MB smaller.
+	_ "modernc.org/sqlite"
+
 	"github.com/sandboxforge/sbf/cli"
 )
 

@@ -16,9 +16,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+)
 
-	"modernc.org/sqlite" // pure Go: sbf is built without cgo
-	sqlite3 "modernc.org/sqlite/lib"
+// DriverName is the database/sql driver Read opens v1's file with. The
+// binary that reads v1's database registers it (cmd/sbf links
+// modernc.org/sqlite, pure Go: sbf is built without cgo); sbf-server, which
+// hands import-v1 to sbf, links no SQLite (5 MB of its pages, issue 42).
+const DriverName = "sqlite"
+
+// SQLite's primary result codes (sqlite3.h) that wrapErr explains.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+	sqliteNotADB = 26
 )
 
 // EnvDBPath is the variable v1 reads its database path from; DefaultDBPath
@@ -104,7 +114,7 @@ func Read(ctx context.Context, path string) (*DB, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("reading v1's lease database: %s is a folder, not a SQLite file", abs)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open(DriverName, dsn(abs))
 	if err != nil {
 		return nil, fmt.Errorf("opening v1's lease database %s: %w", abs, err)
 	}
@@ -320,14 +330,14 @@ func dsn(abs string) string {
 
 // wrapErr says what failed and, when v1 holds a lock, what to do.
 func wrapErr(abs string, err error) error {
-	var se *sqlite.Error
+	var se interface{ Code() int } // the driver's error (modernc.org/sqlite's *Error): an extended result code
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		case sqliteBusy, sqliteLocked:
 			return fmt.Errorf("reading v1's lease database %s: it stayed locked for %s "+
 				"(is v1 writing to it? stop v1 and retry): %w",
 				abs, busyTimeout, err)
-		case sqlite3.SQLITE_NOTADB:
+		case sqliteNotADB:
 			return fmt.Errorf("%s is not a SQLite database: %w", abs, err)
 		}
 	}
