@@ -112,19 +112,32 @@ func (e *Engine) lockActedOn(ctx context.Context, u *run, res *Result, found []s
 	if len(names) == 0 && len(found) == 0 {
 		return false, nil // nothing to act on: the first plan stands
 	}
+	changed := false
 	if u.planOnly {
-		if u.looked, err = u.looked.Again(); err != nil {
+		again, err := u.looked.Again()
+		if err != nil {
 			return false, err
 		}
+		changed, u.looked = again != u.looked, again
+	} else if changed, err = u.store.Reload(ctx); err != nil {
+		return false, err
+	}
+	fresh, err := u.before.Fresh()
+	if err != nil {
+		return false, err
+	}
+	if !changed && fresh == u.before && len(found) == 0 && !u.locks.Partial() {
+		// Nobody wrote the state or the overrides since the first plan, and
+		// the run holds every sandbox that plan acts on: a run that acted on
+		// them meanwhile would have written (it records each step before it
+		// lets go of their locks), so the plan stands.
+		return false, nil
+	}
+	u.before = fresh
+	if u.planOnly {
 		u.rec = u.looked.File
 	} else {
-		if err := u.store.Reload(ctx); err != nil {
-			return false, err
-		}
 		u.rec = u.store.Snapshot()
-	}
-	if u.before, err = u.before.Fresh(); err != nil {
-		return false, err
 	}
 	if u.planOnly && u.opts.Ended {
 		if u.rec, err = state.WithEnded(u.dir, u.rec); err != nil {

@@ -228,18 +228,24 @@ func lockModeOf(opts Options, planOnly bool) admission.Mode {
 // the backends say under them (lockActedOn): a converged workspace costs
 // no lock of its sandboxes.
 func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*Result, error) {
+	// A run that could not plan (a layer it cannot resolve, a lock it cannot
+	// take) has no plan to show: the doors report the error alone.
 	look, done, err := e.planSandboxes(ctx, u, res, nil)
-	if err != nil || done {
-		return res, err
+	if err != nil {
+		return nil, err
+	} else if done {
+		return res, nil
 	}
 	again, err := e.lockActedOn(ctx, u, res, look.found)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	if again {
 		first := look
-		if look, done, err = e.planSandboxes(ctx, u, res, &first); err != nil || done {
-			return res, err
+		if look, done, err = e.planSandboxes(ctx, u, res, &first); err != nil {
+			return nil, err
+		} else if done {
+			return res, nil
 		}
 	}
 	r, rec, desired, layers := u.r, u.rec, look.desired, look.layers

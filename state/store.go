@@ -225,20 +225,23 @@ func (s *Store) Snapshot() *File {
 
 // Reload reads, under the lock, what other writers changed since the
 // store last looked (only the journal's new lines, unless state.json was
-// rewritten): a run that planned before it took the locks of the
-// sandboxes it acts on plans again from the state as it is under them.
-func (s *Store) Reload(ctx context.Context) error {
+// rewritten) and says whether they changed anything: a run that planned
+// before it took the locks of the sandboxes it acts on plans again from
+// the state as it is under them, if it changed.
+func (s *Store) Reload(ctx context.Context) (changed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lock, err := s.lock(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer lock.Release()
-	if _, _, err := s.refresh(); err != nil {
-		return fmt.Errorf("reading the state again: %w", err)
+	before := s.seen.journal.off
+	reread, _, err := s.refresh()
+	if err != nil {
+		return false, fmt.Errorf("reading the state again: %w", err)
 	}
-	return nil
+	return reread || s.seen.journal.off != before, nil
 }
 
 // Update changes the state as a whole and writes it whole: for changes

@@ -244,7 +244,7 @@ func (f *forkImage) resume(ctx context.Context, cdir string, started chan error)
 			return err
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(migratePoll * 4):
+		case <-clock.Real{}.After(migratePoll * 4):
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // qmp is a connection to a QEMU's monitor (QMP), the socket Lima keeps in
@@ -28,9 +30,9 @@ func dialQMP(ctx context.Context, path string) (*qmp, error) {
 		return nil, fmt.Errorf("connecting to QEMU's monitor %s: %w", path, err)
 	}
 	q := &qmp{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) }) // at once
 	defer stop()
-	conn.SetDeadline(time.Now().Add(qmpWait))
+	conn.SetDeadline(clock.Real{}.Now().Add(qmpWait))
 	if _, err := q.r.ReadBytes('\n'); err != nil { // the greeting
 		conn.Close()
 		return nil, fmt.Errorf("reading QEMU's monitor greeting: %w", err)
@@ -46,9 +48,9 @@ func (q *qmp) Close() error { return q.conn.Close() }
 
 // do runs one command and decodes its answer into out (nil: ignored).
 func (q *qmp) do(ctx context.Context, command string, args map[string]any, out any) error {
-	stop := context.AfterFunc(ctx, func() { q.conn.SetDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { q.conn.SetDeadline(time.Unix(1, 0)) }) // at once
 	defer stop()
-	q.conn.SetDeadline(time.Now().Add(qmpWait))
+	q.conn.SetDeadline(clock.Real{}.Now().Add(qmpWait))
 	req := map[string]any{"execute": command}
 	if args != nil {
 		req["arguments"] = args
