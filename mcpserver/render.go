@@ -50,6 +50,9 @@ func (r renderedJSON) MarshalJSON() ([]byte, error) {
 func render(out any) (string, error) {
 	m, ok := out.(map[string]any)
 	if !ok {
+		m, ok = resultMap(out) // a typed result: its strings shared, not rendered
+	}
+	if !ok {
 		raw, err := json.Marshal(out)
 		if err != nil {
 			return "", err

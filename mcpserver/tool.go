@@ -111,7 +111,9 @@ func withWarnings(out any, warnings []string) any {
 	if len(warnings) == 0 {
 		return out
 	}
-	if raw, err := json.Marshal(out); err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
+	if typed, ok := resultMap(out); ok {
+		m = typed
+	} else if raw, err := json.Marshal(out); err != nil || json.Unmarshal(raw, &m) != nil || m == nil {
 		return out
 	}
 	prev, _ := m["warnings"].([]any) // a result's own, or none (null)
