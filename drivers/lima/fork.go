@@ -239,7 +239,7 @@ func (f *forkImage) resume(ctx context.Context, cdir string, started chan error)
 		case err := <-started:
 			started <- err // for StartChild
 			if err == nil {
-				err = errors.New("Lima started it before its memory was restored")
+				err = errors.New("limactl start ended before the memory was restored")
 			}
 			return err
 		case <-ctx.Done():
