@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/proc"
@@ -24,20 +25,25 @@ import (
 )
 
 // watchConnection ends the broker once the VM's connection is gone (the VM
-// stopped, expired or was destroyed): nothing outlives its sandbox.
-func watchConnection(ctx context.Context, stop func(), drv any, instance string) {
+// stopped, expired or was destroyed): nothing outlives its sandbox. A
+// connection counts as seen once a check found it up or a command ran on it:
+// a sandbox destroyed within one interval of its first command is never
+// seen up by a check, and its broker must still end.
+func watchConnection(ctx context.Context, stop func(), drv any, instance string, ran func() bool,
+	every time.Duration) {
 	alive, ok := drv.(drivers.Connector)
 	if !ok {
 		return
 	}
 	seen := false
-	t := clock.Real{}.NewTicker(5 * time.Second) // a connection drops in real time, whatever SBF_NOW says
+	t := clock.Real{}.NewTicker(every) // a connection drops in real time, whatever SBF_NOW says
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+			seen = seen || ran()
 			up := alive.Alive(instance)
 			if seen && !up {
 				stop()
@@ -47,6 +53,9 @@ func watchConnection(ctx context.Context, stop func(), drv any, instance string)
 		}
 	}
 }
+
+// connectionCheck is how often a broker checks its VM's connection.
+const connectionCheck = 5 * time.Second
 
 // brokerIdle is how long an exec broker waits for the next command.
 const brokerIdle = 10 * time.Minute
@@ -154,9 +163,11 @@ func (a *app) serveBroker(ctx context.Context, name string) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go watchConnection(ctx, stop, drv, held.Instance)
+	var ran atomic.Bool
+	go watchConnection(ctx, stop, drv, held.Instance, ran.Load, connectionCheck)
 	find := func() (*sandbox.Target, error) { return eng.Target(ws, name) }
-	return broker.Serve(ctx, ln, a.brokerExec(held, find, stop), brokerIdle, clock.Real{}) // idleness: real time
+	serve := a.brokerExec(held, find, stop, &ran)
+	return broker.Serve(ctx, ln, serve, brokerIdle, clock.Real{}) // idleness: real time
 }
 
 // brokerExec is what a broker does with each command: it finds the sandbox
@@ -166,7 +177,7 @@ func (a *app) serveBroker(ctx context.Context, name string) error {
 // A sandbox now on another VM than the one held ends the broker; its
 // client asks another way.
 func (a *app) brokerExec(held *sandbox.Target, find func() (*sandbox.Target, error),
-	stop func()) func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error) {
+	stop func(), ran *atomic.Bool) func(context.Context, drivers.ExecRequest) (drivers.ExecResult, error) {
 	return func(ctx context.Context, req drivers.ExecRequest) (drivers.ExecResult, error) {
 		now, err := find()
 		if err != nil {
@@ -179,6 +190,9 @@ func (a *app) brokerExec(held *sandbox.Target, find func() (*sandbox.Target, err
 		}
 		start := now.Clock.Now()
 		res, err := held.ExecPrepared(ctx, req)
+		if err == nil {
+			ran.Store(true)
+		}
 		if broker.Recorded(ctx) {
 			a.noteExec(now, req.Command, res, start, err) // history.go
 		}
