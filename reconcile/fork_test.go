@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +166,7 @@ func TestAFailedForkRemovesWhatItMade(t *testing.T) {
 
 func TestACancelledForkKeepsTheRunningChildrenAndUndoesTheRest(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 10\n[sandboxes.api]\n")
+	h.latency = "fork-child:api-fork-2=1h,fork-child:api-fork-3=1h" // still starting when the first runs
 	h.mustApply()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -187,6 +189,39 @@ func TestACancelledForkKeepsTheRunningChildrenAndUndoesTheRest(t *testing.T) {
 	if p := h.plan(); !p.Empty() {
 		t.Errorf("after a cancelled fork the plan is not empty: %+v", p.Actions)
 	}
+}
+
+// The children start at once: two run while the first is still starting
+// (it would hold the others back for an hour if they started in turn).
+func TestAForksChildrenStartAtOnce(t *testing.T) {
+	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 10\n[sandboxes.api]\n")
+	h.latency = "fork-child:api-fork-1=1h"
+	h.mustApply()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	done := map[string]bool{}
+	ctx = WithEvents(ctx, func(ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Kind == ForkChild && ev.Done && ev.Err == nil {
+			if done[ev.Sandbox] = true; done["api-fork-2"] && done["api-fork-3"] {
+				cancel()
+			}
+		}
+	})
+	res, err := h.eng.Fork(ctx, h.ws(), ForkRequest{Source: "api", Count: 3})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a fork cancelled once two children ran: %v", err)
+	}
+	var kept []string
+	for _, c := range res.Children {
+		kept = append(kept, c.Sandbox)
+	}
+	if !slices.Equal(kept, []string{"api-fork-2", "api-fork-3"}) {
+		t.Fatalf("kept %v, want the two that ran while the first was starting", kept)
+	}
+	h.leftNothing(t, "api", "api-fork-2", "api-fork-3")
 }
 
 func TestAForksLeasesAreBoundedByTheOperatorsCeilings(t *testing.T) {

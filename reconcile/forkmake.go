@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/internal/clock"
@@ -13,8 +14,8 @@ import (
 	"github.com/sandboxforge/sbf/reconcile/plan"
 )
 
-// makeChildren admits every child, saves the source once, starts the children one
-// by one and records those it made; what it cannot keep it deletes.
+// makeChildren admits every child, saves the source once, starts the children at
+// once and records those it made; what it cannot keep it deletes.
 func (f *forking) makeChildren(ctx context.Context, forker drivers.Forker) error {
 	e, source := f.e, f.req.Source
 	after, err := f.declared(f.names)
@@ -157,29 +158,17 @@ func forgetAdmitted(ctx context.Context, admit executor.Admitter, instance strin
 	}
 }
 
-// children saves the source and starts the children in turn until one
-// fails or ctx ends; made are those running.
+// children saves the source and starts the children at once (each waits
+// mostly on its own VM: its memory read in, its guest answering); the first
+// failure or the end of ctx stops the others; made are those running, in
+// the order asked.
 func (f *forking) children(ctx context.Context, forker drivers.Forker, src drivers.Spec,
 	specs map[string]drivers.Spec, events func(Event)) (made []string, err error) {
-	steps, n := 1+len(f.names), 0
-	step := func(who string, kind plan.Kind, do func(context.Context) error) error {
-		began := clock.Real{}.Now()
-		n++
-		ev := Event{Sandbox: who, Kind: kind, Step: n, Steps: steps}
-		emit(events, ev)
-		sctx := drivers.WithProgress(ctx, func(msg string) {
-			withMsg := ev
-			withMsg.Message = msg
-			emit(events, withMsg)
-		})
-		err := do(sctx)
-		ev.Done, ev.Err, ev.Elapsed = true, err, clock.Real{}.Now().Sub(began)
-		emit(events, ev)
-		return err
-	}
+	steps := 1 + len(f.names)
 	var img drivers.ForkImage
+	s := &forkSteps{events: events, steps: steps}
 	began := clock.Real{}.Now()
-	err = step(f.req.Source, ForkSave, func(ctx context.Context) (err error) {
+	err = s.step(ctx, f.req.Source, ForkSave, func(ctx context.Context) (err error) {
 		img, err = forker.SaveForFork(ctx, src)
 		return err
 	})
@@ -188,21 +177,72 @@ func (f *forking) children(ctx context.Context, forker drivers.Forker, src drive
 		return nil, fmt.Errorf("sandbox %s: saving its state: %w", f.req.Source, err)
 	}
 	defer func() { err = errors.Join(err, img.Release(context.WithoutCancel(ctx))) }()
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	running, failed := map[string]bool{}, []error{}
 	for _, name := range f.names {
-		if ctx.Err() != nil {
-			return made, fmt.Errorf("cancelled after %d of %d children: %w", len(made), len(f.names), ctx.Err())
-		}
 		id, ierr := drivers.NewForkIdentity(specs[name].Name, f.e.Clock.Now())
 		if ierr != nil {
-			return made, ierr
+			stop()
+			failed = append(failed, ierr)
+			break
 		}
 		child := drivers.ForkChild{Spec: specs[name], Identity: id}
-		if err := step(name, ForkChild, func(ctx context.Context) error { return img.StartChild(ctx, child) }); err != nil {
-			return made, fmt.Errorf("sandbox %s: %w", name, err)
-		}
-		made = append(made, name)
+		wg.Go(func() {
+			err := s.step(cctx, name, ForkChild, func(ctx context.Context) error { return img.StartChild(ctx, child) })
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				stop()
+				failed = append(failed, fmt.Errorf("sandbox %s: %w", name, err))
+				return
+			}
+			running[name] = true
+		})
 	}
-	return made, nil
+	wg.Wait()
+	for _, name := range f.names {
+		if running[name] {
+			made = append(made, name)
+		}
+	}
+	if ctx.Err() != nil {
+		return made, fmt.Errorf("cancelled after %d of %d children: %w", len(made), len(f.names), ctx.Err())
+	}
+	return made, errors.Join(failed...)
+}
+
+// forkSteps numbers a fork's steps and reports each, one event at a time
+// though the children start at once.
+type forkSteps struct {
+	mu     sync.Mutex
+	events func(Event)
+	n      int
+	steps  int
+}
+
+func (s *forkSteps) step(ctx context.Context, who string, kind plan.Kind, do func(context.Context) error) error {
+	began := clock.Real{}.Now()
+	s.mu.Lock()
+	s.n++
+	ev := Event{Sandbox: who, Kind: kind, Step: s.n, Steps: s.steps}
+	emit(s.events, ev)
+	s.mu.Unlock()
+	sctx := drivers.WithProgress(ctx, func(msg string) {
+		withMsg := ev
+		withMsg.Message = msg
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		emit(s.events, withMsg)
+	})
+	err := do(sctx)
+	ev.Done, ev.Err, ev.Elapsed = true, err, clock.Real{}.Now().Sub(began)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	emit(s.events, ev)
+	return err
 }
 
 // remove deletes a child the fork does not keep (one it cut short, or

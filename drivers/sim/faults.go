@@ -77,17 +77,31 @@ func parseFaults(s string) ([]fault, error) {
 	return out, nil
 }
 
+// parseLatency reads OP=DURATION items, or OP:TARGET=DURATION for one
+// instance (matched as faults are); an instance's own item wins.
 func parseLatency(s string) (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	for _, item := range splitList(s) {
-		op, d, ok := strings.Cut(item, "=")
+		key, d, ok := strings.Cut(item, "=")
+		op, _, _ := strings.Cut(key, ":")
 		dur, err := time.ParseDuration(d)
-		if !ok || !ops[op] || err != nil || dur < 0 {
-			return nil, fmt.Errorf("SBF_SIM_LATENCY item %q: want OP=DURATION (create=300ms)", item)
+		if !ok || !ops[op] || err != nil || dur < 0 || strings.HasSuffix(key, ":") {
+			return nil, fmt.Errorf("SBF_SIM_LATENCY item %q: want OP=DURATION (create=300ms) or "+
+				"OP:TARGET=DURATION", item)
 		}
-		out[op] = dur
+		out[key] = dur
 	}
 	return out, nil
+}
+
+// latencyOf is how long op takes for instance name.
+func (d *Driver) latencyOf(op, name string) time.Duration {
+	for key, dur := range d.latency {
+		if o, target, ok := strings.Cut(key, ":"); ok && (fault{op: o, target: target}).matches(op, name) {
+			return dur
+		}
+	}
+	return d.latency[op]
 }
 
 func splitList(s string) []string {

@@ -303,7 +303,7 @@ func (d *Driver) transition(ctx context.Context, op, name string, change func(*r
 // begin waits out the operation's latency and applies fault injection.
 // A failed operation is logged and changes nothing.
 func (d *Driver) begin(ctx context.Context, op, name string) error {
-	if lat := d.latency[op]; lat > 0 && d.tool != "" {
+	if lat := d.latencyOf(op, name); lat > 0 && d.tool != "" {
 		secs := strconv.FormatFloat(lat.Seconds(), 'f', 3, 64)
 		if out, err := proc.Command(ctx, d.tool, secs).CombinedOutput(); err != nil {
 			return d.end(op, name, fmt.Errorf("%s %s: %w %s", d.tool, secs, err, out))
