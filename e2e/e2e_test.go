@@ -112,6 +112,9 @@ ttl = "1h"
 [vm.image]
 location = "sbf:debian-12"
 
+[lease]
+max_instances = 6 # the api and the fork's four children
+
 [sandboxes.api]
 ports = ["18080:80"]
 compose = %v
