@@ -52,6 +52,9 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 	tag := hex.EncodeToString(id[:])
 	f := &forkImage{d: d, dir: d.instanceDir(source.Name), base: "fork-base-" + tag + ".qcow2",
 		state: "fork-" + tag + ".state", overlay: "diffdisk.fork-" + tag}
+	if err := d.repairFork(ctx, f.dir); err != nil {
+		return nil, err
+	}
 	q, err := dialQMP(ctx, filepath.Join(f.dir, "qmp.sock"))
 	if err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
@@ -68,17 +71,25 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 			"again after a save it resumed from)", "fork one of its children instead: sbf fork "+source.Name+"-fork-1",
 			"or restart it first (sbf stop "+source.Name+", then sbf apply), then fork it")
 	}
+	if err := f.markFork(tag); err != nil {
+		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
+	}
 	if err := q.do(ctx, "stop", nil, nil); err != nil {
+		os.Remove(filepath.Join(f.dir, forkPending))
 		return nil, fmt.Errorf("pausing %s to fork it: %w", source.Name, err)
 	}
 	froze, saveErr := f.save(ctx, q, disk)
 	// The source runs on whatever the save did, even when the fork was cancelled.
 	life := context.WithoutCancel(ctx)
 	saveErr = errors.Join(saveErr, q.do(life, "cont", nil, nil))
+	var renameErr error
 	if froze {
-		saveErr = errors.Join(saveErr, f.rename(life, q, disk))
+		renameErr = f.rename(life, q, disk)
 	}
-	if saveErr != nil {
+	if renameErr == nil { // otherwise the next fork or start finishes the renames (repairFork)
+		os.Remove(filepath.Join(f.dir, forkPending))
+	}
+	if saveErr = errors.Join(saveErr, renameErr); saveErr != nil {
 		os.Remove(filepath.Join(f.dir, f.state))
 		return nil, fmt.Errorf("forking %s: %w", source.Name, saveErr)
 	}

@@ -32,6 +32,9 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err := d.checkExists(s.Name); err != nil {
 		return err
 	}
+	if err := d.repairFork(ctx, d.instanceDir(s.Name)); err != nil {
+		return err
+	}
 	env, err := d.startEnv(ctx, s)
 	if err != nil {
 		return err
