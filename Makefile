@@ -14,9 +14,10 @@ LIMA_PREFIX := $(if $(filter 0,$(shell id -u)),/var/cache/sandboxforge/lima-1.2.
 
 # A source build: `sbf version` says devel, with the commit Go embeds. sbf
 # runs sbf-server (beside it) for sbf mcp, sbf serve and compose files.
+# Static, as released (cgo's libc costs sbf mcp ~1 MiB more, past its 32 MiB: docs/mcp.md).
 build:
-	$(GO) build -buildvcs=auto -o bin/sbf ./cmd/sbf
-	$(GO) build -buildvcs=auto -o bin/sbf-server ./cmd/sbf-server
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/sbf ./cmd/sbf
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/sbf-server ./cmd/sbf-server
 
 # Release archives for linux/darwin/windows, SHA256SUMS, .deb and .rpm
 # packages, the Homebrew formula, install.sh and the controller's image
