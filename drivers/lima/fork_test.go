@@ -31,15 +31,23 @@ func realQEMUInstance(t *testing.T, home, name string) (dir string, mon func(fun
 	run(t, "qemu-img", "create", "-q", "-f", "raw", filepath.Join(dir, "basedisk"), "64M")
 	run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", filepath.Join(dir, "basedisk"),
 		filepath.Join(dir, "diffdisk"))
+	return dir, startQEMU(t, dir)
+}
+
+// startQEMU runs QEMU on the instance in dir as Lima's wrapper would, with
+// args added (-incoming for a fork's child).
+func startQEMU(t *testing.T, dir string, args ...string) (mon func(func(*qmp))) {
+	t.Helper()
 	sock := filepath.Join(dir, "qmp.sock")
-	cmd := exec.Command("qemu-system-x86_64", "-machine", "q35,accel=tcg", "-m", "64", "-display", "none",
-		"-nodefaults", "-chardev", "socket,id=char-qmp,path="+sock+",server=on,wait=off", "-qmp", "chardev:char-qmp",
-		"-drive", "file="+filepath.Join(dir, "diffdisk")+",if=virtio,format=qcow2", "-device", "vmgenid,guid=auto")
+	cmd := exec.Command("qemu-system-x86_64", append([]string{"-machine", "q35,accel=tcg", "-m", "64",
+		"-display", "none", "-nodefaults", "-chardev", "socket,id=char-qmp,path=" + sock + ",server=on,wait=off",
+		"-qmp", "chardev:char-qmp", "-drive", "file=" + filepath.Join(dir, "diffdisk") + ",if=virtio,format=qcow2",
+		"-device", "vmgenid,guid=auto"}, args...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return dir, func(use func(*qmp)) {
+	return func(use func(*qmp)) {
 		t.Helper()
 		for i := 0; ; i++ {
 			q, err := dialQMP(t.Context(), sock)
@@ -180,4 +188,51 @@ func TestAForkOfANonQEMUVMIsRefused(t *testing.T) {
 	if !errors.As(err, &u) {
 		t.Fatalf("err = %v; want FORK_UNSUPPORTED", err)
 	}
+}
+
+// A child of a fork can itself be forked once (what FORK_UNSUPPORTED
+// advises for a source forked before): its QEMU, started from the saved
+// memory and resumed, saves again and runs on, and the grandchild's disk
+// reads what the child wrote before its own fork.
+func TestAForksChildCanBeForked(t *testing.T) {
+	f := newFake(t)
+	home := t.TempDir()
+	f.env["LIMA_HOME"], f.env["PATH"] = home, os.Getenv("PATH")
+	d := f.driver()
+	_, mon := realQEMUInstance(t, home, "sbf-src")
+	writeGuestDisk(t, mon, "0xab", 0)
+	img, err := d.SaveForFork(t.Context(), drivers.Spec{Name: "sbf-src", VMType: "qemu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := img.(*forkImage)
+	child := filepath.Join(home, "sbf-child")
+	os.MkdirAll(child, 0o700)
+	if err := fi.childDisk(t.Context(), child); err != nil {
+		t.Fatal(err)
+	}
+	cmon := startQEMU(t, child, "-incoming", "exec:cat "+filepath.Join(fi.dir, fi.state))
+	for resumed := false; !resumed; time.Sleep(50 * time.Millisecond) {
+		cmon(func(q *qmp) {
+			if st, err := q.status(t.Context()); err == nil && st == "paused" {
+				resumed = q.do(t.Context(), "cont", nil, nil) == nil
+			}
+		})
+	}
+	writeGuestDisk(t, cmon, "0xcd", 64<<10) // the child's own write
+	if _, err := d.SaveForFork(t.Context(), drivers.Spec{Name: "sbf-child", VMType: "qemu"}); err != nil {
+		t.Fatalf("forking a child: %v", err)
+	}
+	cmon(func(q *qmp) {
+		if st, err := q.status(t.Context()); err != nil || st != "running" {
+			t.Errorf("the child after its own fork: %q %v; want running", st, err)
+		}
+	})
+	bases, _ := filepath.Glob(filepath.Join(child, "fork-base-*.qcow2"))
+	for _, b := range bases {
+		if b != filepath.Join(child, fi.base) && holds(t, b, "0xcd", 64<<10) && holds(t, b, "0xab", 0) {
+			return // the child's frozen disk: what it wrote and what it had from its source
+		}
+	}
+	t.Errorf("no frozen disk of the child's fork holds its writes: %v", bases)
 }
