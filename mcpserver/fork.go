@@ -17,10 +17,6 @@ type forkArgs struct {
 	Count      *int   `json:"count,omitempty" jsonschema:"How many children." default:"1"`
 }
 
-func init() {
-	argRules["fork_instance"] = map[string]argRule{"count": bounds(1, reconcile.MaxForkChildren)}
-}
-
 type forkResult struct {
 	SourceInstanceID string      `json:"source_instance_id"`
 	Children         []forkChild `json:"children"`

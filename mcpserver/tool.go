@@ -39,6 +39,9 @@ type toolDef struct {
 	// included, and reading the history is no action on a sandbox.
 	unrecorded bool
 	output     map[string]any // the output schema, from the handler's result type
+	// args are the enums and bounds its input schema states beyond its
+	// argument type's (toolschema.go); the operator's ceilings add theirs.
+	args map[string]argRule
 }
 
 // addTool registers a tool whose input schema is derived from A: fields
@@ -70,7 +73,7 @@ func addTool[A, R any](s *Server, def toolDef, handle func(context.Context, A) (
 	}
 	tool.RawInputSchema = openSchema[A](name, tool.RawInputSchema)
 	schema := compileArgs(tool)
-	s.describeTool(&tool, def.output) // toolschema.go: output schema, enums and bounds (advertised only)
+	s.describeTool(&tool, def.output, def.args) // toolschema.go: output schema, enums and bounds (advertised only)
 	s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, warnings := schema.known(req.Params.Arguments)
 		if te := schema.check(raw); te != nil {

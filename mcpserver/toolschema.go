@@ -39,6 +39,9 @@ func signalNames() []string {
 	return out
 }
 
+// waitMS is how long a read may wait for output, in milliseconds.
+func waitMS() argRule { return bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond)) }
+
 func bounds(lo, hi float64) argRule { return argRule{"minimum": lo, "maximum": hi} }
 func atLeast(lo float64) argRule    { return argRule{"minimum": lo} }
 func atMost(hi float64) argRule     { return argRule{"maximum": hi} }
@@ -57,57 +60,14 @@ func snapshotName() argRule {
 	return argRule{"maxLength": drivers.MaxSnapshotName, "pattern": `^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$`}
 }
 
-// argRules are the rules of every server; ceilings (ceilingRules) add
-// the operator's.
-var argRules = map[string]map[string]argRule{
-	"docker_compose": {"action": enum("build", "down", "exec", "logs", "ps", "pull", "restart", "stop", "up"),
-		"tail": atLeast(0)},
-	"docker_cleanup": {"mode": enum("safe", "aggressive")},
-	"signal_session": {"signal": enum(signalNames()...)},
-	"enable_toolset": {"toolset": enum(toolsetNames()...)},
-	"start_session":  {"timeout_seconds": atLeast(1)},
-	"read_session": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxSessionRead),
-		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
-	"get_task_logs": {"cursor": atLeast(0), "max_bytes": bounds(1, sandbox.MaxLogRead),
-		"wait_ms": bounds(0, float64(sandbox.MaxSessionWait/time.Millisecond))},
-	"read_file": {"encoding": enum("utf8", "base64"), "offset": atLeast(0),
-		"limit": bounds(1, sandbox.MaxReadLimit), "path": guestPath()},
-	// A write's decoded bytes are bounded (the description says so); its
-	// characters are never more than its bytes, so maxLength is the bound
-	// JSON Schema can state (multi-byte text may still be refused under it).
-	"write_file": {"encoding": enum("utf8", "base64"), "content": longest(sandbox.MaxWriteBytes),
-		"path": guestPath()},
-	"list_files":        {"limit": bounds(1, sandbox.MaxListLimit), "path": guestPath()},
-	"stat_path":         {"path": guestPath()},
-	"path_exists":       {"path": guestPath()},
-	"remove_path":       {"path": guestPath()},
-	"make_dir":          {"path": guestPath()},
-	"move_path":         {"src": guestPath(), "dst": guestPath()},
-	"copy_path":         {"src": guestPath(), "dst": guestPath()},
-	"collect_artifacts": {"remote_paths": {"minItems": 1}}, // sandbox.Collect refuses none
-	"snapshot_instance": {"name": snapshotName()},
-	"restore_snapshot":  {"name": snapshotName()},
-	"delete_snapshot":   {"name": snapshotName()},
-	"export_snapshot":   {"name": snapshotName()},
-	"import_snapshot":   {"name": snapshotName()},
-	"validate_image": {"checks": {"properties": map[string]any{
+// validateImageChecks is validate_image's checks object, stated whole.
+func validateImageChecks() argRule {
+	return argRule{"properties": map[string]any{
 		"git_commit":    map[string]any{"type": "boolean"},
 		"dependencies":  map[string]any{"type": "boolean"},
 		"git_dirty":     map[string]any{"type": []string{"string", "boolean"}, "enum": enumOf(dirtyPolicies, true, false)},
 		"max_age_hours": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
-	}}},
-	"run_command":    {"timeout_seconds": atLeast(1)},
-	"run_ephemeral":  {"timeout_seconds": atLeast(1), "cpus": atLeast(1), "memory_gib": positive()},
-	"docker_exec":    {"timeout_seconds": atLeast(1)},
-	"docker_logs":    {"tail": atLeast(0)},
-	"get_history":    {"limit": bounds(1, maxHistoryLimit)},
-	"get_egress_log": {"tail": bounds(1, 1000)}, // egress.go's bound
-	"expose_port":    {"port": bounds(1, 65535), "host_port": bounds(0, 65535)},
-	"unexpose_port":  {"port": bounds(1, 65535)},
-	"create_instance": {"ttl_minutes": atLeast(1), "cpus": atLeast(1), "memory_gib": positive(),
-		"disk_gib": positive()},
-	"extend_instance_ttl": {"ttl_minutes": atLeast(1)},
-	"clone_instance":      {"ttl_minutes": atLeast(1), "snapshot": snapshotName()},
+	}}
 }
 
 func enumOf(strs []string, extra ...any) []any {
@@ -158,7 +118,7 @@ func ceilingRules(c policy.Ceilings, defaultMaxTTL time.Duration) map[string]map
 
 // describeTool adds the output schema and the argument rules to a tool
 // about to be registered.
-func (s *Server) describeTool(tool *mcp.Tool, output map[string]any) {
+func (s *Server) describeTool(tool *mcp.Tool, output map[string]any, args map[string]argRule) {
 	var schema map[string]any
 	if err := json.Unmarshal(tool.RawInputSchema, &schema); err != nil {
 		panic(fmt.Sprintf("tool %s: reading its input schema: %v", tool.Name, err))
@@ -185,7 +145,7 @@ func (s *Server) describeTool(tool *mcp.Tool, output map[string]any) {
 	for _, p := range props {
 		advertiseUnnulled(p)
 	}
-	apply(argRules[tool.Name])
+	apply(args)
 	apply(ceilingRules(s.cfg.Policy.Ceilings, spec.Defaults(s.cfg.Host).Lease.MaxTTL.Std())[tool.Name])
 	raw, err := json.Marshal(schema)
 	if err != nil {
