@@ -38,8 +38,8 @@ import (
 
 // Reasons of the Events the controller records on a VM it deletes.
 const (
-	ReasonLeaseExpired = "LeaseExpired"
-	ReasonNoLease      = "NoLease"
+	ReasonLeaseExpired = driver.ReasonLeaseExpired
+	ReasonNoLease      = driver.ReasonNoLease
 )
 
 // Options configure a Controller.
@@ -310,7 +310,7 @@ func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd
 // record leaves an Event on vm saying why it went (kubectl describe, kubectl get events),
 // best effort: the deletion is done, and the log says it too.
 func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
-	src := driver.EventSource{Component: "sbf-kubevirt-controller", Instance: c.o.Identity, Clock: c.o.Clock}
+	src := driver.EventSource{Component: driver.ControllerComponent, Instance: c.o.Identity, Clock: c.o.Clock}
 	if err := driver.RecordEvent(ctx, c.o.Client, src, vm, reason, message); err != nil {
 		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // ReasonOverOwnerCeiling is the Event on a VM deleted because its owner held more VMs in its
 // namespace than the cluster's per-owner ceiling allows.
-const ReasonOverOwnerCeiling = "OverOwnerCeiling"
+const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 
 type ownerKey struct{ namespace, owner string }
 
