@@ -60,7 +60,8 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "Show the commands and tool calls that acted on the workspace's sandboxes",
 		Long: "history lists, oldest first, what sbf (exec, cp, sync, cat, ls, port-forward) and MCP tools did to\n" +
 			"the workspace's sandboxes, or to NAME's: time, door, tool, exit code, duration and what ran or was\n" +
-			"read or written, secrets redacted. It is kept in .sandboxforge/history.jsonl (at most 8 MiB).",
+			"read or written, secrets redacted; and, door cluster, a VM the cluster expired or deleted. It is\n" +
+			"kept in .sandboxforge/history.jsonl (at most 8 MiB).",
 		Args:              args(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: a.completeSandbox,
 		RunE: func(_ *cobra.Command, list []string) error {

@@ -44,11 +44,12 @@ type Capabilities struct {
 	GuardLog        GuardLogger    // refused reaches for the host's services
 	DialGuest       PortDialer     // port forwards
 	Snapshots       Snapshotter
-	ExportSnapshots SnapshotPorter // snapshots outlive their instance
-	Clone           Cloner         // clone_of, from_snapshot
-	Fork            Forker         // running copies from saved memory (sbf fork)
-	ListAll         AllLister      // instances under any name (import-v1)
-	Inspect         Inspector      // named instances alone (what a run touched)
+	ExportSnapshots SnapshotPorter    // snapshots outlive their instance
+	Clone           Cloner            // clone_of, from_snapshot
+	Fork            Forker            // running copies from saved memory (sbf fork)
+	ListAll         AllLister         // instances under any name (import-v1)
+	Inspect         Inspector         // named instances alone (what a run touched)
+	Departures      DepartureReporter // why instances sbf made went without it (a cluster's expiry)
 }
 
 // CapabilitiesOf finds what d can do: each interface field of Capabilities

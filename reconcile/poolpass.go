@@ -28,11 +28,13 @@ func observedDrivers(d plan.Desired, rec *state.File) []string {
 	return names
 }
 
-// observe lists the workspace's drivers once and says which unlabelled
-// spares a fill is still making.
+// observe lists the workspace's drivers once, says which unlabelled
+// spares a fill is still making and why recorded instances went without
+// sbf (departures).
 func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d plan.Desired, rec *state.File) plan.Observed {
 	obs := Observe(ctx, r.WorkspaceID, observedDrivers(d, rec), e.lister(r))
 	pools.MarkInFlight(ctx, e.HostDir, &obs)
+	e.departures(ctx, r, rec, &obs)
 	return obs
 }
 

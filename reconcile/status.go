@@ -28,6 +28,9 @@ type SandboxStatus struct {
 	// made, the same for every door: live, expired (it has run out; the
 	// loop deletes the VM), ended (destroyed or expired, recorded) or none.
 	Lease LeaseVerdict `json:"lease"`
+	// Departed is why its instance went without sbf, as its backend saw it
+	// (a cluster's controller deleting the VM at its lease end).
+	Departed *drivers.Departure `json:"departed,omitempty"`
 }
 
 // LeaseVerdict says where a sandbox's lease stands.
@@ -89,6 +92,17 @@ func (r *Result) Status() []SandboxStatus {
 			// controller deletes a VM at its lease end whether sbf runs or not), as the next
 			// apply records it; not drift.
 			row.Phase, row.Drift = state.Expired, ""
+		}
+		if d, ok := r.Observed.Departed[name]; ok && rec != nil && row.Live == "absent" &&
+			(rec.Phase == state.Running || rec.Phase == state.Stopped) {
+			row.Departed = &d
+			if d.Expired {
+				// Its backend saw it expire (the cluster's clock, a lease end the
+				// controller read on the VM): an expiry, whatever this host's clock says.
+				row.Phase, row.Drift = state.Expired, ""
+			} else {
+				row.Drift = fmt.Sprintf("recorded %s, but the instance is missing: %s", rec.Phase, d)
+			}
 		}
 		if inst, ok := r.Observed.Instances[row.Instance]; ok && row.CreatedAt == nil && !inst.Created.IsZero() {
 			created := inst.Created.UTC()

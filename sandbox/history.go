@@ -17,7 +17,8 @@ import (
 )
 
 // The history is a workspace's audit trail: one JSON line per command or
-// tool call that acted on one of its sandboxes, from either door, in
+// tool call that acted on one of its sandboxes, from either door, and per
+// removal a backend saw done without sbf (a cluster's expiry), in
 // .sandboxforge/history.jsonl. It is bounded: past MaxHistoryBytes the
 // file becomes history.jsonl.1 (replacing the one before), so at most
 // twice that is kept. What a line quotes (a command, a path, an error) is
@@ -36,7 +37,7 @@ const (
 // Event is one line of the history.
 type Event struct {
 	Time       time.Time `json:"time"`
-	Door       string    `json:"door"` // cli or mcp
+	Door       string    `json:"door"` // cli, mcp, or cluster (what a backend saw done without sbf)
 	Tool       string    `json:"tool"` // an MCP tool, or the sbf command (exec, cp, cat, …)
 	Sandbox    string    `json:"sandbox"`
 	InstanceID string    `json:"instance_id,omitempty"`
@@ -78,9 +79,21 @@ func (h History) maxRead() int64 { return h.limit() + 64<<10 }
 // (CLI and MCP server may append at once). A workspace without sbf's
 // folder has nothing to record (no sandbox ever ran there).
 func (h History) Append(ctx context.Context, ev Event, redact func(string) string) error {
+	_, err := h.AppendOnce(ctx, ev, redact, nil, 0)
+	return err
+}
+
+// AppendOnce writes ev as Append does unless the history already holds a
+// line same says is it (something seen by many runs, recorded by the
+// first: a cluster's expiry). It looks under the lock, from the newest
+// line back to the first that ended more than window before ev.Time: a
+// line written after ev's was ended after ev happened. A nil same always
+// writes. It says whether it wrote.
+func (h History) AppendOnce(ctx context.Context, ev Event, redact func(string) string, same func(Event) bool,
+	window time.Duration) (bool, error) {
 	own := h.own()
 	if ok, err := own.Exists(); !ok {
-		return err
+		return false, err
 	}
 	if redact != nil {
 		ev.Command, ev.Path, ev.Detail, ev.Error = redact(ev.Command), redact(ev.Path), redact(ev.Detail),
@@ -90,28 +103,33 @@ func (h History) Append(ctx context.Context, ev Event, redact func(string) strin
 	ev.Detail, ev.Error = clipField(ev.Detail), clipField(ev.Error)
 	line, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A run the caller cancelled is recorded all the same: the wait for the
 	// lock is bounded by historyLockWait, not by the caller's end.
 	lock, err := flock.Acquire(context.WithoutCancel(ctx), own.File(HistoryFile+".lock"),
 		flock.Holder{Command: "sbf history", PID: os.Getpid()}, historyLockWait)
 	if err != nil {
-		return fmt.Errorf("recording %s in the history: %w", ev.Tool, err)
+		return false, fmt.Errorf("recording %s in the history: %w", ev.Tool, err)
 	}
 	defer lock.Release()
+	if same != nil {
+		if held, err := h.holds(same, ev.Time.Add(-window)); held || err != nil {
+			return false, err
+		}
+	}
 	if err := h.rotate(); err != nil {
-		return err
+		return false, err
 	}
 	f, err := own.OpenFile(HistoryFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("opening the history: %w", err)
+		return false, fmt.Errorf("opening the history: %w", err)
 	}
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("writing the history: %w", err)
+		return false, fmt.Errorf("writing the history: %w", err)
 	}
-	return f.Close()
+	return true, f.Close()
 }
 
 func clipField(s string) string {

@@ -146,3 +146,61 @@ func readWhole(t *testing.T, h sandbox.History, keep func(sandbox.Event) bool) [
 	}
 	return out
 }
+
+// Something many runs see (a cluster's expiry, seen by every status and apply until one
+// records it) is one line, whoever writes it at once and however far the history rotated
+// since, as long as the lines written after it are within the window.
+func TestAppendOnceWritesALineOnce(t *testing.T) {
+	h := history(t, 600)
+	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	ev := sandbox.Event{Time: at, Door: "cluster", Tool: "expire", Sandbox: "api", InstanceID: "sbf-1-api"}
+	same := func(o sandbox.Event) bool {
+		return o.Door == ev.Door && o.InstanceID == ev.InstanceID && o.Time.Equal(at)
+	}
+	var wg sync.WaitGroup
+	var wrote sync.Map
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := h.AppendOnce(t.Context(), ev, nil, same, 10*time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			wrote.Store(i, ok)
+		}()
+	}
+	wg.Wait()
+	n := 0
+	wrote.Range(func(_, ok any) bool {
+		if ok.(bool) {
+			n++
+		}
+		return true
+	})
+	count := func() int {
+		events, err := h.Read(func(e sandbox.Event) bool { return same(e) }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(events)
+	}
+	if c := count(); n != 1 || c != 1 {
+		t.Fatalf("20 writers at once: %d wrote, %d lines; want 1", n, c)
+	}
+	// Later lines rotate it into history.jsonl.1: it is still found there.
+	for i := range 5 {
+		h.Append(t.Context(), sandbox.Event{Time: at.Add(time.Duration(i) * time.Second), Tool: "exec", Sandbox: "api",
+			Command: strings.Repeat("y", 100)}, nil)
+	}
+	if ok, err := h.AppendOnce(t.Context(), ev, nil, same, 10*time.Minute); ok || err != nil || count() != 1 {
+		t.Errorf("after a rotation: wrote %v (%v), %d lines; want it found", ok, err, count())
+	}
+	// Another time is another event.
+	other := ev
+	other.Time = at.Add(time.Hour)
+	if ok, _ := h.AppendOnce(t.Context(), other, nil, func(o sandbox.Event) bool { return o.Time.Equal(other.Time) },
+		10*time.Minute); !ok {
+		t.Error("a departure at another time was not written")
+	}
+}

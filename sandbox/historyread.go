@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"time"
 )
 
 // historyChunk is how much of a history file a read for the newest events
@@ -37,6 +38,28 @@ func (h History) Read(keep func(Event) bool, limit int) ([]Event, error) {
 	}
 	slices.Reverse(newest)
 	return newest, nil
+}
+
+// holds says whether a line same accepts is among the newest lines, back
+// to the first that ended before since.
+func (h History) holds(same func(Event) bool, since time.Time) (bool, error) {
+	found := false
+	for _, name := range []string{HistoryFile, HistoryFile + ".1"} {
+		past := false
+		err := h.readBackwards(name, func(line []byte) bool {
+			var ev Event
+			if json.Unmarshal(line, &ev) != nil {
+				return true
+			}
+			found = same(ev)
+			past = ev.Time.Add(time.Duration(ev.DurationMS) * time.Millisecond).Before(since)
+			return !found && !past
+		})
+		if err != nil || found || past {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // readBackwards hands each line of history file name to each, newest

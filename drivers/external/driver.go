@@ -171,6 +171,17 @@ func (d *Driver) RecordLease(ctx context.Context, name string, expiresAt time.Ti
 	return d.conn.call(ctx, MethodRecordLease, Lease{Name: name, ExpiresAt: expiresAt}, nil)
 }
 
+// Departures asks the plugin why the named instances went without sbf
+// (drivers.DepartureReporter). A plugin older than the method knows of none.
+func (d *Driver) Departures(ctx context.Context, names []string) ([]drivers.Departure, error) {
+	var out []drivers.Departure
+	err := d.conn.call(ctx, MethodDepartures, Names{Names: names}, &out)
+	if err != nil && strings.Contains(err.Error(), "unknown method") {
+		return nil, nil
+	}
+	return out, err
+}
+
 // Diagnose asks the plugin what it needs for these VMs.
 func (d *Driver) Diagnose(ctx context.Context, specs []drivers.Spec) (drivers.Diagnosis, error) {
 	var out drivers.Diagnosis
@@ -197,13 +208,14 @@ func keyPath(env drivers.Env, driver string) string {
 }
 
 var (
-	_ drivers.Driver        = (*Driver)(nil)
-	_ drivers.Execer        = (*Driver)(nil)
-	_ drivers.Copier        = (*Driver)(nil)
-	_ drivers.ArchiveCopier = (*Driver)(nil)
-	_ drivers.Terminal      = (*Driver)(nil)
-	_ drivers.Connector     = (*Driver)(nil)
-	_ drivers.Validator     = (*Driver)(nil)
-	_ drivers.Labeler       = (*Driver)(nil)
-	_ drivers.LeaseRecorder = (*Driver)(nil)
+	_ drivers.Driver            = (*Driver)(nil)
+	_ drivers.Execer            = (*Driver)(nil)
+	_ drivers.Copier            = (*Driver)(nil)
+	_ drivers.ArchiveCopier     = (*Driver)(nil)
+	_ drivers.Terminal          = (*Driver)(nil)
+	_ drivers.Connector         = (*Driver)(nil)
+	_ drivers.Validator         = (*Driver)(nil)
+	_ drivers.Labeler           = (*Driver)(nil)
+	_ drivers.LeaseRecorder     = (*Driver)(nil)
+	_ drivers.DepartureReporter = (*Driver)(nil)
 )

@@ -254,3 +254,26 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// departingPlugin is a plugin that saw an instance go without sbf.
+type departingPlugin struct{ *simPlugin }
+
+func (p departingPlugin) Departures(_ context.Context, names []string) ([]drivers.Departure, error) {
+	return []drivers.Departure{{Instance: names[0], Reason: "LeaseExpired", Expired: true, By: "ctl",
+		At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}, nil
+}
+
+// Why an instance went crosses the pipe as the plugin saw it; a plugin that cannot say
+// knows of nothing, which is no error.
+func TestDeparturesCrossThePipe(t *testing.T) {
+	ctx := context.Background()
+	got, err := overPipes(t, departingPlugin{newSimPlugin(t)}, "").Departures(ctx, []string{"sbf-c0ffee00-a"})
+	if err != nil || len(got) != 1 || got[0].Instance != "sbf-c0ffee00-a" || !got[0].Expired || got[0].By != "ctl" ||
+		got[0].At.Year() != 2026 {
+		t.Errorf("Departures: %+v, %v", got, err)
+	}
+	if got, err := overPipes(t, newSimPlugin(t), "").Departures(ctx, []string{"sbf-c0ffee00-a"}); err != nil ||
+		len(got) != 0 {
+		t.Errorf("a plugin without departures: %+v, %v", got, err)
+	}
+}

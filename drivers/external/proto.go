@@ -45,6 +45,9 @@ const (
 	// (drivers.EgressEnforcer). A plugin older than the method answers "unknown method",
 	// which refuses the policy: it is never run open.
 	MethodEnforceEgress = "enforce_egress"
+	// MethodDepartures asks why named instances went without sbf (drivers.DepartureReporter).
+	// A plugin older than the method answers "unknown method": nothing is known of them.
+	MethodDepartures = "departures"
 )
 
 // Request is one call, a line on the plugin's stdin.
@@ -116,6 +119,11 @@ type SSHEndpoint struct {
 // Diagnose is diagnose's parameter.
 type Diagnose struct {
 	Specs []drivers.Spec `json:"specs"`
+}
+
+// Names is departures' parameter.
+type Names struct {
+	Names []string `json:"names"`
 }
 
 // Cancel is cancel's parameter.

@@ -175,6 +175,15 @@ func (s *server) dispatch(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return nil, p.RecordLease(ctx, l.Name, l.ExpiresAt)
+	case MethodDepartures:
+		var ns Names
+		if err := decode(&ns); err != nil {
+			return nil, err
+		}
+		if r, ok := p.(drivers.DepartureReporter); ok {
+			return r.Departures(ctx, ns.Names)
+		}
+		return []drivers.Departure{}, nil
 	case MethodDiagnose:
 		var d Diagnose
 		if err := decode(&d); err != nil {

@@ -26,8 +26,8 @@ var Needed = []Access{
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"get", "create", "update", "delete"}},
 	// The cluster's per-owner ceiling (owners.go), read before each create.
 	{Resource: "configmaps", Name: PolicyConfigMap, Verbs: []string{"get"}},
-	// What sbf did to a VM and by whom: an Event on it (events.go).
-	{Resource: "events", Verbs: []string{"create"}},
+	// What sbf did to a VM and by whom: an Event on it (events.go); why one went (departed.go).
+	{Resource: "events", Verbs: []string{"create", "list"}},
 }
 
 // Access is verbs on a resource of an API group ("" is the core group), on the object Name

@@ -19,6 +19,15 @@ const (
 	ReasonStartRefused  = "StartRefused"
 )
 
+// The lease controller's Events on a VM it deleted (package expiry), and the component it
+// records them as.
+const (
+	ReasonLeaseExpired     = "LeaseExpired"
+	ReasonNoLease          = "NoLease"
+	ReasonOverOwnerCeiling = "OverOwnerCeiling"
+	ControllerComponent    = "sbf-kubevirt-controller"
+)
+
 // EventSource says who records an Event: a component and its instance (a user, a replica).
 type EventSource struct {
 	Component, Instance string

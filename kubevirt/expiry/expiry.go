@@ -38,8 +38,8 @@ import (
 
 // Reasons of the Events the controller records on a VM it deletes.
 const (
-	ReasonLeaseExpired = "LeaseExpired"
-	ReasonNoLease      = "NoLease"
+	ReasonLeaseExpired = driver.ReasonLeaseExpired
+	ReasonNoLease      = driver.ReasonNoLease
 )
 
 // Options configure a Controller.
@@ -80,6 +80,32 @@ type Report struct {
 	Watched     int // sbf-labelled VMs with a lease end still ahead
 	Next        time.Time
 	Err         error
+	// Held counts, by owner (a VM's created-by; "" for none), the sbf VMs the pass left, nil
+	// when a namespace could not be listed (a partial count would read as VMs given up);
+	// Gone counts, by owner, the VMs it deleted (their lease ended or missing, or past the
+	// owner's ceiling).
+	Held, Gone map[string]int
+}
+
+// gone counts a VM the pass deleted against its owner.
+func (r *Report) gone(vm *kv.VirtualMachine) {
+	if r.Gone == nil {
+		r.Gone = map[string]int{}
+	}
+	r.Gone[driver.HeldBy(vm)]++
+}
+
+// held counts what the pass left of kept (those it did not delete past a ceiling), by owner.
+func (r *Report) held(kept []*kv.VirtualMachine) {
+	over := map[string]bool{}
+	for _, key := range r.OverCeiling {
+		over[key] = true
+	}
+	for _, vm := range kept {
+		if !over[vm.Namespace+"/"+vm.Name] {
+			r.Held[driver.HeldBy(vm)]++
+		}
+	}
 }
 
 // Controller follows the lease annotations of sbf's VMs.
@@ -188,21 +214,29 @@ func (c *Controller) Pass(ctx context.Context) Report {
 		namespaces = []string{""}
 	}
 	var errs []error
+	var kept []*kv.VirtualMachine
+	listed := true
 	for _, ns := range namespaces {
 		var vms kv.VirtualMachineList
 		err := c.o.Client.List(ctx, &vms, client.InNamespace(ns),
 			client.MatchingLabels{driver.LabelManagedBy: driver.ManagedBy})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing sbf's VirtualMachines in %s: %w", where(ns), err))
+			listed = false
 			continue
 		}
-		var kept []*kv.VirtualMachine
+		var stay []*kv.VirtualMachine
 		for i := range vms.Items {
 			if c.one(ctx, &vms.Items[i], &rep, &errs) {
-				kept = append(kept, &vms.Items[i])
+				stay = append(stay, &vms.Items[i])
 			}
 		}
-		c.ceilings(ctx, kept, &rep, &errs)
+		c.ceilings(ctx, stay, &rep, &errs)
+		kept = append(kept, stay...)
+	}
+	if listed {
+		rep.Held = map[string]int{}
+		rep.held(kept)
 	}
 	sort.Strings(rep.Expired)
 	sort.Strings(rep.OverCeiling)
@@ -250,6 +284,7 @@ func (c *Controller) one(ctx context.Context, vm *kv.VirtualMachine, rep *Report
 	switch err := c.expire(ctx, vm, raw, ok); {
 	case err == nil:
 		rep.Expired = append(rep.Expired, key)
+		rep.gone(vm)
 		if !ok {
 			rep.Unleased = append(rep.Unleased, key)
 		}
@@ -310,7 +345,7 @@ func (c *Controller) expire(ctx context.Context, vm *kv.VirtualMachine, leaseEnd
 // record leaves an Event on vm saying why it went (kubectl describe, kubectl get events),
 // best effort: the deletion is done, and the log says it too.
 func (c *Controller) record(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
-	src := driver.EventSource{Component: "sbf-kubevirt-controller", Instance: c.o.Identity, Clock: c.o.Clock}
+	src := driver.EventSource{Component: driver.ControllerComponent, Instance: c.o.Identity, Clock: c.o.Clock}
 	if err := driver.RecordEvent(ctx, c.o.Client, src, vm, reason, message); err != nil {
 		c.o.Logf("recording why %s/%s went (an Event): %v", vm.Namespace, vm.Name, err)
 	}

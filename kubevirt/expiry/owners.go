@@ -14,7 +14,7 @@ import (
 
 // ReasonOverOwnerCeiling is the Event on a VM deleted because its owner held more VMs in its
 // namespace than the cluster's per-owner ceiling allows.
-const ReasonOverOwnerCeiling = "OverOwnerCeiling"
+const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 
 type ownerKey struct{ namespace, owner string }
 
@@ -58,6 +58,7 @@ func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep
 				continue
 			}
 			rep.OverCeiling = append(rep.OverCeiling, key)
+			rep.gone(vm)
 			why := fmt.Sprintf("its owner %s held %d VMs in namespace %s, more than the %d of ConfigMap %s %s; "+
 				"the newest go", k.owner, len(list), k.namespace, max, driver.PolicyConfigMap, driver.PolicyMaxPerOwner)
 			c.o.Logf("VirtualMachine %s: deleted: %s", key, why)

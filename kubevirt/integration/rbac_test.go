@@ -23,6 +23,7 @@ import (
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 	"github.com/sandboxforge/sbf/kubevirt/expiry"
@@ -168,6 +169,16 @@ func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
 	})
 	if strings.Contains(strings.ToLower(out.String()), "forbidden") {
 		t.Errorf("the controller was refused a call:\n%s", out)
+	}
+	// sbf (status, apply) reads why a VM it made went: the controller's Event, as the loop.
+	d, err := launch(t, s.env(t, clock.Real{}, kubetest.Kubeconfig(t, loopCfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deps, err := d.Departures(context.Background(), []string{"past", "never-there"}); err != nil || len(deps) != 1 ||
+		deps[0].Instance != "past" || deps[0].Reason != expiry.ReasonLeaseExpired || !deps[0].Expired ||
+		!strings.Contains(deps[0].By, "c1") {
+		t.Errorf("why past went, as the loop: %+v, %v; want LeaseExpired by c1", deps, err)
 	}
 
 	// And no more.

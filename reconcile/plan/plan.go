@@ -206,8 +206,12 @@ func planSandbox(p *Plan, d Desired, r *state.Sandbox, obs Observed, name string
 			base.Kind, base.Cause, base.ExpiresAt, base.Force = Expire, cause, &expiry, true
 			p.Actions = append(p.Actions, base)
 		} else if r != nil && r.Phase != state.Expired {
+			gone := "the instance is already gone"
+			if dep, ok := obs.Departed[name]; ok {
+				gone = "the instance was " + dep.String()
+			}
 			p.Refresh = append(p.Refresh, Refresh{Sandbox: name, Phase: state.Expired, Instance: instance, Driver: driver,
-				Note: cause + "; the instance is already gone"})
+				Note: cause + "; " + gone})
 		} else {
 			planForget(p, d, r, name, now)
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +32,9 @@ func controller(ctx context.Context, args []string) error {
 	retry := fs.Duration("retry", 5*time.Second, "the wait after a failed pass")
 	grace := fs.Duration("unleased-grace", 15*time.Minute,
 		"delete an sbf VM that carries no lease end this long after its creation")
+	ownerSeries := fs.Int("max-owner-series", 50,
+		"the owners with a series of their own in the per-owner metrics; the rest are summed as owner=\""+
+			otherOwners+"\"")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +58,7 @@ func controller(ctx context.Context, args []string) error {
 	if fence != nil {
 		mayAct, identity = fence.Check, fence.Identity
 	}
-	var m counters
+	m := counters{maxOwners: max(*ownerSeries, 0)}
 	o := expiry.Options{Client: c, Namespaces: splitComma(*namespaces), Clock: clock.Real{}, Resync: *resync,
 		Retry: *retry, UnleasedGrace: *grace, MayAct: mayAct, Identity: identity, Logf: logf, OnPass: m.record}
 	ctrl, err := expiry.New(o)
@@ -69,7 +71,7 @@ func controller(ctx context.Context, args []string) error {
 			return fmt.Errorf("--metrics-addr %s: %w", *metrics, err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", &m)
+		mux.Handle("/metrics", m.handler())
 		mux.HandleFunc("/healthz", m.healthz)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
@@ -95,67 +97,4 @@ func splitComma(v string) []string {
 		}
 	}
 	return out
-}
-
-// counters are the controller's metrics, in Prometheus' text format (no client library:
-// four numbers do not warrant one).
-type counters struct {
-	mu                      sync.Mutex
-	passes, expired, failed int
-	unleased, overCeiling   int
-	failing                 int   // passes failed in a row
-	lastErr                 error // the last pass's failure
-	garbled, watched        int
-	lastPass                time.Time
-}
-
-func (m *counters) record(r expiry.Report) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.passes++
-	m.expired += len(r.Expired)
-	m.unleased += len(r.Unleased)
-	m.overCeiling += len(r.OverCeiling)
-	m.lastErr = r.Err
-	if r.Err != nil {
-		m.failed++
-		m.failing++
-	} else {
-		m.failing = 0
-	}
-	m.garbled, m.watched, m.lastPass = len(r.Garbled), r.Watched, r.At
-}
-
-// failingPasses is how many passes in a row must fail before /healthz says so: one may fail
-// on a conflict or a dropped connection and the next heal it.
-const failingPasses = 3
-
-// healthz fails while the controller's passes fail (RBAC taken away, KubeVirt's CRDs gone, a
-// fence it cannot pass): serve-leader's probes ask it (--command-health), so the kubelet
-// sees a controller that enforces nothing.
-func (m *counters) healthz(w http.ResponseWriter, _ *http.Request) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failing >= failingPasses {
-		http.Error(w, fmt.Sprintf("the last %d passes failed: %v", m.failing, m.lastErr), http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintf(w, "ok: %d passes, %d failed in a row\n", m.passes, m.failing)
-}
-
-func (m *counters) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "# TYPE sbf_expiry_passes_total counter\nsbf_expiry_passes_total %d\n", m.passes)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_failed_passes_total counter\nsbf_expiry_failed_passes_total %d\n", m.failed)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_expired_total counter\nsbf_expiry_expired_total %d\n", m.expired)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_unleased_total counter\nsbf_expiry_unleased_total %d\n", m.unleased)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_over_ceiling_total counter\nsbf_expiry_over_ceiling_total %d\n", m.overCeiling)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_garbled_vms gauge\nsbf_expiry_garbled_vms %d\n", m.garbled)
-	fmt.Fprintf(w, "# TYPE sbf_expiry_leased_vms gauge\nsbf_expiry_leased_vms %d\n", m.watched)
-	if !m.lastPass.IsZero() {
-		fmt.Fprintf(w, "# TYPE sbf_expiry_last_pass_seconds gauge\nsbf_expiry_last_pass_seconds %d\n",
-			m.lastPass.Unix())
-	}
 }
