@@ -107,7 +107,8 @@ func staticHosts(v string) map[string][]string {
 func guestEgressScript(e *drivers.Egress) string {
 	const env, apt, docker = "/etc/environment", "/etc/apt/apt.conf.d/95sbf-egress",
 		"/etc/systemd/system/docker.service.d/sbf-egress.conf"
-	script := "set -e\nsed -i '/# sbf-egress$/d' " + env + " 2>/dev/null || true\nrm -f " + apt + " " + docker + "\n"
+	script := "set -e\nold=$(cat " + docker + " 2>/dev/null || true)\n" +
+		"sed -i '/# sbf-egress$/d' " + env + " 2>/dev/null || true\nrm -f " + apt + " " + docker + "\n"
 	if e != nil && e.Mode == "allowlist" {
 		proxy := "http://" + egress.ProxyGuestAddr.String()
 		noProxy := "localhost,127.0.0.1,::1"
@@ -120,7 +121,11 @@ func guestEgressScript(e *drivers.Egress) string {
 		script += "mkdir -p " + filepath.Dir(docker) + " && printf '[Service]\\nEnvironment=HTTP_PROXY=%s " +
 			"HTTPS_PROXY=%s NO_PROXY=" + noProxy + "\\n' " + proxy + " " + proxy + " > " + docker + "\n"
 	}
-	return script + "if systemctl is-active --quiet docker 2>/dev/null; then systemctl daemon-reload && " +
+	// Docker restarts only when its proxy changed: a VM started again with
+	// the same policy (a fork's child above all, its containers running
+	// from the source's memory) keeps its containers.
+	return script + "[ \"$old\" = \"$(cat " + docker + " 2>/dev/null || true)\" ] && exit 0\n" +
+		"if systemctl is-active --quiet docker 2>/dev/null; then systemctl daemon-reload && " +
 		"systemctl restart docker; else systemctl daemon-reload 2>/dev/null || true; fi\n"
 }
 
