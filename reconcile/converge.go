@@ -33,6 +33,7 @@ type run struct {
 	locks    *admission.Held
 	waited   []string // the sandboxes a first plan acted on (lockActedOn)
 	reserved reserved // the slots the run reserved under the instance cap
+	renewing bool     // its first plan renews leases it holds no lock for (plan.RenewalsAlone)
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
@@ -179,7 +180,7 @@ func (u *run) applyRequest(e *Engine) error {
 // targets are what the run may act on: its targets, or, once it took the
 // locks of the sandboxes a first plan acts on (lockActedOn), those of them
 // it holds (less those another run holds, that a loop pass leaves alone);
-// none says that leaves nothing.
+// none says that leaves nothing, not even a lease to renew.
 func (u *run) targets() (targets []string, none bool) {
 	if u.planOnly || u.locks == nil {
 		return u.opts.Targets, false
@@ -190,7 +191,7 @@ func (u *run) targets() (targets []string, none bool) {
 			held = append(held, name)
 		}
 	}
-	return held, len(held) == 0
+	return held, len(held) == 0 && !u.renewing
 }
 
 // release lets go of the sandbox locks the run took.
