@@ -87,6 +87,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 	}
 	// Other runs may have finished meanwhile: what they changed is read
 	// again (only that, when the request looked already).
+	firstRec, firstBefore := u.rec, u.before
 	if planOnly {
 		if u.looked, err = u.looked.Again(); err != nil {
 			return u, err
@@ -103,7 +104,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 			_, declared := u.r.Config.Sandboxes[name]
 			return !declared && (isPools(opts.Intent) || u.locks.Holds(name)) // a record the run holds
 		})
-		u.rec = u.store.Snapshot()
+		u.rec = u.store.SnapshotAfter(u.looked)
 	}
 	if u.before, err = u.before.Fresh(); err != nil { // re-read only if another run edited it
 		return u, err
@@ -112,6 +113,9 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		if u.rec, err = state.WithEnded(u.dir, u.rec); err != nil {
 			return u, err
 		}
+	}
+	if u.rec == firstRec && u.before == firstBefore {
+		return u, nil // nobody changed what the request's edit was decided on: it stands
 	}
 	return u, u.applyRequest(e)
 }
