@@ -102,10 +102,20 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing sim world: %w", err)
 	}
-	var out []drivers.Instance
+	// One listing of the labels' folder says which instances have a label
+	// to read, rather than two failed opens per instance that has none.
+	labelled := map[string]bool{}
+	labels, err := os.ReadDir(filepath.Join(d.dir, "labels"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("listing sim labels: %w", err)
+	}
+	for _, l := range labels {
+		labelled[l.Name()] = true
+	}
+	out := make([]drivers.Instance, 0, len(entries))
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-			if out, err = d.appendInstance(out, name); err != nil {
+			if out, err = d.appendListed(out, name, labelled[name]); err != nil {
 				return nil, err
 			}
 		}
@@ -122,15 +132,17 @@ func (d *Driver) Inspect(ctx context.Context, names []string) ([]drivers.Instanc
 	var out []drivers.Instance
 	for _, name := range names {
 		var err error
-		if out, err = d.appendInstance(out, name); err != nil {
+		if out, err = d.appendListed(out, name, true); err != nil {
 			return nil, err
 		}
 	}
 	return out, d.end("inspect", "", nil)
 }
 
-// appendInstance appends what List says of instance name, when it exists.
-func (d *Driver) appendInstance(out []drivers.Instance, name string) ([]drivers.Instance, error) {
+// appendListed appends what List says of instance name, when it exists;
+// its label is read when labelled (a label written after List read the
+// labels' folder is the next listing's).
+func (d *Driver) appendListed(out []drivers.Instance, name string, labelled bool) ([]drivers.Instance, error) {
 	r, err := d.read(name)
 	if errors.Is(err, drivers.ErrNotFound) {
 		return out, nil // deleted since the folder was read
@@ -138,9 +150,11 @@ func (d *Driver) appendInstance(out []drivers.Instance, name string) ([]drivers.
 	if err != nil {
 		return nil, err
 	}
-	label, err := drivers.ReadLabelDir(d.labelDir(name))
-	if err != nil {
-		return nil, err
+	var label *drivers.Label
+	if labelled {
+		if label, err = drivers.ReadLabelDir(d.labelDir(name)); err != nil {
+			return nil, err
+		}
 	}
 	inst := drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
 		SSH: "sim://" + r.Name, Label: label, Created: r.CreatedAt}
