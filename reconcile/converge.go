@@ -277,7 +277,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	exec.Layers, exec.NoWait = layers, u.opts.NoWait
 	applyErr := exec.Apply(ctx, res.Plan)
 	outcome := exec.Outcome()
-	res.Applied, res.State, res.Outcome = true, u.store.Snapshot(), &outcome
+	res.Applied, res.State, res.Outcome = true, u.store.SnapshotAfter(u.looked), &outcome
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.State, res.Observed, res.Plan)
 	}
