@@ -150,8 +150,12 @@ func (e *Engine) lockActedOn(ctx context.Context, u *run, res *Result, found []s
 
 // actedOn are the sandboxes a plan acts on (an action, a record corrected,
 // a lease end recorded) with their sources, less those only the backends
-// name: the run locks those as it finds them (admission.Locks.Found).
+// name (the run locks those as it finds them: admission.Locks.Found) and
+// those whose lease it only renews (recorded by compare-and-set on their
+// records: plan.RenewalsAlone).
 func actedOn(u *run, p *plan.Plan, found []string) []string {
+	alone := p.RenewalsAlone()
+	u.renewing = len(alone) > 0
 	set := map[string]bool{}
 	add := func(name string) {
 		if name != "" && !slices.Contains(found, name) {
@@ -165,7 +169,9 @@ func actedOn(u *run, p *plan.Plan, found []string) []string {
 		add(r.Sandbox)
 	}
 	for _, l := range p.Leases {
-		add(l.Sandbox)
+		if !alone[l.Sandbox] {
+			add(l.Sandbox)
+		}
 	}
 	return admission.WithSources(u.r, u.rec, slices.Sorted(maps.Keys(set)))
 }

@@ -159,7 +159,7 @@ func egressChecks(ctx context.Context, env drivers.Env, name string, sandboxes [
 		reg, _ := drivers.Lookup(name)
 		drv, err := reg.New(ctx, env)
 		if err == nil {
-			err = egressEnforced(ctx, drv, plan.DesiredSandbox{Name: sb.Name, Driver: name, VM: sb.VM})
+			err = egressEnforced(ctx, drivers.CapabilitiesOf(drv), plan.DesiredSandbox{Name: sb.Name, Driver: name, VM: sb.VM})
 		}
 		if err != nil {
 			c = drivers.CheckFromError("network policy", fmt.Errorf("%s: %w", sb.Name, err))

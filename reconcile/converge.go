@@ -33,6 +33,7 @@ type run struct {
 	locks    *admission.Held
 	waited   []string // the sandboxes a first plan acted on (lockActedOn)
 	reserved reserved // the slots the run reserved under the instance cap
+	renewing bool     // its first plan renews leases it holds no lock for (plan.RenewalsAlone)
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
@@ -86,6 +87,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 	}
 	// Other runs may have finished meanwhile: what they changed is read
 	// again (only that, when the request looked already).
+	firstRec, firstBefore := u.rec, u.before
 	if planOnly {
 		if u.looked, err = u.looked.Again(); err != nil {
 			return u, err
@@ -102,7 +104,7 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 			_, declared := u.r.Config.Sandboxes[name]
 			return !declared && (isPools(opts.Intent) || u.locks.Holds(name)) // a record the run holds
 		})
-		u.rec = u.store.Snapshot()
+		u.rec = u.store.SnapshotAfter(u.looked)
 	}
 	if u.before, err = u.before.Fresh(); err != nil { // re-read only if another run edited it
 		return u, err
@@ -111,6 +113,9 @@ func (e *Engine) begin(ctx context.Context, ws spec.Options, opts Options, planO
 		if u.rec, err = state.WithEnded(u.dir, u.rec); err != nil {
 			return u, err
 		}
+	}
+	if u.rec == firstRec && u.before == firstBefore {
+		return u, nil // nobody changed what the request's edit was decided on: it stands
 	}
 	return u, u.applyRequest(e)
 }
@@ -179,7 +184,7 @@ func (u *run) applyRequest(e *Engine) error {
 // targets are what the run may act on: its targets, or, once it took the
 // locks of the sandboxes a first plan acts on (lockActedOn), those of them
 // it holds (less those another run holds, that a loop pass leaves alone);
-// none says that leaves nothing.
+// none says that leaves nothing, not even a lease to renew.
 func (u *run) targets() (targets []string, none bool) {
 	if u.planOnly || u.locks == nil {
 		return u.opts.Targets, false
@@ -190,7 +195,7 @@ func (u *run) targets() (targets []string, none bool) {
 			held = append(held, name)
 		}
 	}
-	return held, len(held) == 0
+	return held, len(held) == 0 && !u.renewing
 }
 
 // release lets go of the sandbox locks the run took.
@@ -272,7 +277,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	exec.Layers, exec.NoWait = layers, u.opts.NoWait
 	applyErr := exec.Apply(ctx, res.Plan)
 	outcome := exec.Outcome()
-	res.Applied, res.State, res.Outcome = true, u.store.Snapshot(), &outcome
+	res.Applied, res.State, res.Outcome = true, u.store.SnapshotAfter(u.looked), &outcome
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.State, res.Observed, res.Plan)
 	}

@@ -45,7 +45,7 @@ func (pickyDriver) EnforceEgress(context.Context, drivers.Spec) error {
 func TestADriversPolicyRefusalKeepsItsNextSteps(t *testing.T) {
 	ds := plan.DesiredSandbox{Name: "api", Driver: "picky",
 		VM: drivers.Spec{Egress: &drivers.Egress{Mode: "allowlist", Allow: []string{"a.org"}}}}
-	e := coded.Of(egressEnforced(context.Background(), pickyDriver{}, ds), coded.Unknown)
+	e := coded.Of(egressEnforced(context.Background(), drivers.CapabilitiesOf(pickyDriver{}), ds), coded.Unknown)
 	steps, _ := e.Details["next_steps"].([]string)
 	if e.Code != coded.PolicyUnsupported || !strings.Contains(e.Message, "names need DNS") || len(steps) != 3 ||
 		steps[0] != "list addresses" || !strings.Contains(steps[2], "[sandboxes.api.network]") {

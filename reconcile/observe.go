@@ -53,19 +53,30 @@ func Observe(
 func ValidateSpecs(ctx context.Context, d plan.Desired, unavailable map[string]error,
 	get func(string) (Driver, error)) map[string]error {
 	out := map[string]error{}
+	type backend struct {
+		caps drivers.Capabilities
+		ok   bool
+	}
+	backends := map[string]backend{} // by driver: looked up once, not once per sandbox
 	for name, ds := range d.Sandboxes {
 		if unavailable[ds.Driver] != nil {
 			continue
 		}
-		drv, err := get(ds.Driver)
-		if err != nil {
-			continue // reported as unavailable by observation
+		b, seen := backends[ds.Driver]
+		if !seen {
+			if drv, err := get(ds.Driver); err == nil { // else reported as unavailable by observation
+				b = backend{caps: drivers.CapabilitiesOf(drv), ok: true}
+			}
+			backends[ds.Driver] = b
 		}
-		if err := egressEnforced(ctx, drv, ds); err != nil {
+		if !b.ok {
+			continue
+		}
+		if err := egressEnforced(ctx, b.caps, ds); err != nil {
 			out[name] = err
 			continue
 		}
-		if v := drivers.CapabilitiesOf(drv).Validate; v != nil {
+		if v := b.caps.Validate; v != nil {
 			if err := v.Validate(ctx, ds.VM); err != nil {
 				out[name] = err
 			}
@@ -76,7 +87,7 @@ func ValidateSpecs(ctx context.Context, d plan.Desired, unavailable map[string]e
 
 // egressEnforced refuses a network policy the sandbox's driver cannot
 // enforce outside the guest: a rule nobody enforces is worse than none.
-func egressEnforced(ctx context.Context, drv Driver, ds plan.DesiredSandbox) error {
+func egressEnforced(ctx context.Context, caps drivers.Capabilities, ds plan.DesiredSandbox) error {
 	e := ds.VM.Egress
 	if e == nil {
 		return nil
@@ -84,7 +95,7 @@ func egressEnforced(ctx context.Context, drv Driver, ds plan.DesiredSandbox) err
 	steps := []string{"use a driver that enforces it (lima with QEMU on Linux; see docs/egress.md)",
 		fmt.Sprintf("or set [sandboxes.%s.network] egress = \"allow\" (no restriction)", ds.Name)}
 	details := map[string]any{"driver": ds.Driver, "egress": e.Mode, "next_steps": steps}
-	enf := drivers.CapabilitiesOf(drv).EnforceEgress
+	enf := caps.EnforceEgress
 	if enf == nil {
 		return coded.New(coded.PolicyUnsupported, details,
 			"egress = %q: the %s driver cannot enforce a network policy outside the guest", e.Mode, ds.Driver)

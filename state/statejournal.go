@@ -63,7 +63,7 @@ func readOnce(dir, root, workspaceID string) (*File, view, []byte, error) {
 	}
 	f := New(root, workspaceID)
 	if data != nil {
-		if f, err = statefile.Read(bytes.NewReader(data)); err != nil {
+		if f, err = statefile.Parse(data); err != nil {
 			return nil, view{}, nil, &CorruptError{Path: path, Err: err}
 		}
 	}

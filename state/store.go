@@ -223,6 +223,19 @@ func (s *Store) Snapshot() *File {
 	return s.file.Clone()
 }
 
+// SnapshotAfter is Snapshot for a run that looked at the state first (l):
+// the look's own File when the store holds the same version of the state
+// (its lineage and serial: every write moves the serial), rather than one
+// more copy. Neither is changed by the store's writes.
+func (s *Store) SnapshotAfter(l *Looked) *File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := l.File; f != nil && s.file != nil && f.Lineage == s.file.Lineage && f.Serial == s.file.Serial {
+		return f
+	}
+	return s.file.Clone()
+}
+
 // Reload reads, under the lock, what other writers changed since the
 // store last looked (only the journal's new lines, unless state.json was
 // rewritten) and says whether they changed anything: a run that planned

@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandboxforge/sbf/internal/proc"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,10 +104,20 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing sim world: %w", err)
 	}
-	var out []drivers.Instance
+	// One listing of the labels' folder says which instances have a label
+	// to read, rather than two failed opens per instance that has none.
+	labelled := map[string]bool{}
+	labels, err := os.ReadDir(filepath.Join(d.dir, "labels"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("listing sim labels: %w", err)
+	}
+	for _, l := range labels {
+		labelled[l.Name()] = true
+	}
+	out, buf := make([]drivers.Instance, 0, len(entries)), make([]byte, recordBytes)
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-			if out, err = d.appendInstance(out, name); err != nil {
+			if out, err = d.appendListed(out, name, labelled[name], buf); err != nil {
 				return nil, err
 			}
 		}
@@ -122,25 +134,30 @@ func (d *Driver) Inspect(ctx context.Context, names []string) ([]drivers.Instanc
 	var out []drivers.Instance
 	for _, name := range names {
 		var err error
-		if out, err = d.appendInstance(out, name); err != nil {
+		if out, err = d.appendListed(out, name, true, nil); err != nil {
 			return nil, err
 		}
 	}
 	return out, d.end("inspect", "", nil)
 }
 
-// appendInstance appends what List says of instance name, when it exists.
-func (d *Driver) appendInstance(out []drivers.Instance, name string) ([]drivers.Instance, error) {
-	r, err := d.read(name)
+// appendListed appends what List says of instance name, when it exists;
+// its label is read when labelled (a label written after List read the
+// labels' folder is the next listing's).
+func (d *Driver) appendListed(out []drivers.Instance, name string, labelled bool,
+	buf []byte) ([]drivers.Instance, error) {
+	r, err := d.readInto(name, buf)
 	if errors.Is(err, drivers.ErrNotFound) {
 		return out, nil // deleted since the folder was read
 	}
 	if err != nil {
 		return nil, err
 	}
-	label, err := drivers.ReadLabelDir(d.labelDir(name))
-	if err != nil {
-		return nil, err
+	var label *drivers.Label
+	if labelled {
+		if label, err = drivers.ReadLabelDir(d.labelDir(name)); err != nil {
+			return nil, err
+		}
 	}
 	inst := drivers.Instance{Name: r.Name, Driver: Name, Status: r.Status, Reported: r.Spec,
 		SSH: "sim://" + r.Name, Label: label, Created: r.CreatedAt}
@@ -323,9 +340,12 @@ func (d *Driver) begin(ctx context.Context, op, name string) error {
 
 func (d *Driver) path(name string) string { return filepath.Join(d.dir, "instances", name+".json") }
 
-func (d *Driver) read(name string) (record, error) {
+func (d *Driver) read(name string) (record, error) { return d.readInto(name, nil) }
+
+// readInto is read with the buffer the file is read into (nil: a new one).
+func (d *Driver) readInto(name string, buf []byte) (record, error) {
 	var r record
-	data, err := os.ReadFile(d.path(name))
+	data, err := readRecord(d.path(name), buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, fmt.Errorf("sim instance %s: %w", name, drivers.ErrNotFound)
 	}
@@ -336,6 +356,34 @@ func (d *Driver) read(name string) (record, error) {
 		return r, fmt.Errorf("sim instance %s is corrupt: %w", name, err)
 	}
 	return r, nil
+}
+
+// recordBytes is more than an instance's record takes (~400 bytes): the
+// buffer a listing reads every record into (what it decodes is copied).
+const recordBytes = 8 << 10
+
+// readRecord reads a record file as os.ReadFile does, in three system calls
+// rather than five when it fits recordBytes (open, one read, close: no
+// size asked first, no read that only finds the end; a regular file's
+// read returns less than asked only at its end): List reads every
+// instance's.
+func readRecord(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if len(buf) == 0 {
+		buf = make([]byte, recordBytes)
+	}
+	n, err := f.Read(buf)
+	if errors.Is(err, io.EOF) || err == nil && n < len(buf) {
+		return buf[:n], nil
+	} else if err != nil {
+		return nil, err
+	}
+	rest, err := io.ReadAll(f) // a record larger than any sbf writes: read on
+	return append(slices.Clone(buf), rest...), err
 }
 
 func (d *Driver) write(r record) error {

@@ -98,21 +98,9 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 	steps := make([]step, len(p.Actions))
 	e.outcome = Outcome{NotAttempted: p.Actions} // until the lease ends are recorded
 	e.runID, e.steps = runs.Add(1), len(p.Actions)
-	if len(p.Refresh) > 0 || len(p.Leases) > 0 {
-		if err := e.Record.Write(func(tx *state.Tx) {
-			for _, r := range p.Refresh {
-				e.applyRefresh(tx, r)
-			}
-			for _, l := range p.Leases {
-				end := l.New
-				tx.Sandbox(l.Sandbox).ExpiresAt = &end
-			}
-		}); err != nil {
-			return fmt.Errorf("recording state corrections and lease ends: %w", err)
-		}
-		for _, l := range p.Leases {
-			e.emit(Event{Sandbox: l.Sandbox, Lease: &l, Done: true})
-		}
+	leases, err := e.recordCorrections(p)
+	if err != nil {
+		return err
 	}
 	chains := chainsOf(p.Actions)
 	sem := make(chan struct{}, max(1, e.Parallelism))
@@ -163,8 +151,42 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan) error {
 		}()
 	}
 	wg.Wait()
-	e.outcome = outcomeOf(p, steps, p.Leases)
+	e.outcome = outcomeOf(p, steps, leases)
 	return errors.Join(errs...)
+}
+
+// recordCorrections records the plan's record corrections and lease ends
+// in one write and returns the lease ends it recorded. A renewal alone
+// (plan.RenewalsAlone: the run holds no lock of its sandbox) is a
+// compare-and-set under the state's lock: recorded only while the record
+// still holds the end the plan renewed, so a run that destroyed, stopped
+// or renewed the sandbox since keeps what it recorded.
+func (e *Executor) recordCorrections(p *plan.Plan) ([]plan.LeaseRenewal, error) {
+	if len(p.Refresh) == 0 && len(p.Leases) == 0 {
+		return nil, nil
+	}
+	alone := p.RenewalsAlone()
+	var recorded []plan.LeaseRenewal
+	if err := e.Record.Write(func(tx *state.Tx) {
+		recorded = recorded[:0]
+		for _, r := range p.Refresh {
+			e.applyRefresh(tx, r)
+		}
+		for _, l := range p.Leases {
+			if alone[l.Sandbox] && !l.AsPlanned(tx.State().Sandboxes[l.Sandbox]) {
+				continue
+			}
+			end := l.New
+			tx.Sandbox(l.Sandbox).ExpiresAt = &end
+			recorded = append(recorded, l)
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("recording state corrections and lease ends: %w", err)
+	}
+	for _, l := range recorded {
+		e.emit(Event{Sandbox: l.Sandbox, Lease: &l, Done: true})
+	}
+	return recorded, nil
 }
 
 // Outcome says what the last Apply did, action by action.

@@ -35,3 +35,41 @@ func planLease(p *Plan, name string, l *spec.LeaseRecord, r *state.Sandbox, now 
 	}
 	p.Leases = append(p.Leases, lr)
 }
+
+// Renewal says whether a lease end moves a live lease later on a sandbox
+// whose record holds the lease's end (not one acquired).
+func (l LeaseRenewal) Renewal() bool { return !l.Acquired && l.Old != nil }
+
+// RenewalsAlone are the sandboxes whose only step in the plan is a
+// renewal: no action, no record corrected. A run records those lease ends
+// without taking the sandboxes' locks, each only while its record still
+// holds the end the plan renewed (AsPlanned, under the state's lock): a
+// renewal changes no VM, so a run that changed the sandbox meanwhile
+// changed its record, and its own plan stands.
+func (p *Plan) RenewalsAlone() map[string]bool {
+	var out map[string]bool
+	for _, l := range p.Leases {
+		if l.Renewal() {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[l.Sandbox] = true
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	for _, a := range p.Actions {
+		delete(out, a.Sandbox)
+	}
+	for _, r := range p.Refresh {
+		delete(out, r.Sandbox)
+	}
+	return out
+}
+
+// AsPlanned says whether a sandbox's record still holds what a renewal
+// was planned from: the sandbox not ended, and the old end recorded.
+func (l LeaseRenewal) AsPlanned(r *state.Sandbox) bool {
+	return r != nil && !r.Phase.Terminal() && l.Old != nil && r.ExpiresAt != nil && r.ExpiresAt.Equal(*l.Old)
+}

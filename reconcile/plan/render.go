@@ -258,9 +258,19 @@ func (p *Plan) Without(names []string) *Plan {
 
 // Holding keeps the steps (actions, record corrections, lease ends) on
 // the sandboxes held says a run holds, and the sandbox-less ones (spares')
-// when spares; every problem stays, as the run's first plan found them.
+// when spares, and every renewal alone (RenewalsAlone: recorded without
+// the sandbox's lock); every problem stays, as the run's first plan found
+// them.
 func (p *Plan) Holding(held func(sandbox string) bool, spares bool) *Plan {
-	out := p.filter(func(sandbox string) bool { return held(sandbox) || spares && sandbox == "" })
+	keep := func(sandbox string) bool { return held(sandbox) || spares && sandbox == "" }
+	out := p.filter(keep)
+	alone := p.RenewalsAlone()
+	out.Leases = nil
+	for _, l := range p.Leases {
+		if keep(l.Sandbox) || alone[l.Sandbox] {
+			out.Leases = append(out.Leases, l)
+		}
+	}
 	out.Problems = p.Problems
 	return out
 }

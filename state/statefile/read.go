@@ -15,8 +15,11 @@ func Read(r io.Reader) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the state file: %w", err)
 	}
-	return readAt(data, Version, upgrades)
+	return Parse(data)
 }
+
+// Parse is Read of a state file already in memory (no copy of it).
+func Parse(data []byte) (*File, error) { return readAt(data, Version, upgrades) }
 
 // Write encodes f as the current version: indented JSON ending in a
 // newline. It refuses what Read would refuse, so sbf never writes a file
