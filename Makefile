@@ -59,10 +59,11 @@ bench-e2e: e2e
 vet:
 	$(GO) vet ./...
 
-# Every check CI runs (scripts/test.sh): vet for linux and windows, the
-# darwin type-check, the race-enabled tests, bounded fuzz runs and the
-# kubevirt tests against a real kube-apiserver, each step timed and never
-# silent for more than 20 s.
+# Every check CI runs (scripts/test.sh): the race-enabled tests with every
+# vet analyzer, vet for windows and the darwin type-check (beside the tests,
+# niced), bounded fuzz runs, the MCP conformance suite and the kubevirt tests
+# against a real kube-apiserver, each step timed and never silent for more
+# than 20 s.
 test:
 	GO=$(GO) KUBE_BINS=$(KUBE_BINS) bash scripts/test.sh
 

@@ -2,13 +2,10 @@ package escape
 
 import (
 	"bytes"
-	"compress/flate"
 	"compress/zlib"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/adler32"
 	"io"
 	"os"
 	"os/exec"
@@ -154,7 +151,7 @@ func TestAGitObjectBombIsNotInflated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bomb := zlibBomb(1150 << 20)
+	bomb := testutil.ZlibBomb("commit", 1150<<20, 1150<<20)
 	obj := filepath.Join(w.ws, ".git", "objects", string(head[:2]), strings.TrimSpace(string(head[2:])))
 	os.Chmod(obj, 0o644)
 	if err := os.WriteFile(obj, bomb, 0o644); err != nil {
@@ -173,40 +170,6 @@ func TestAGitObjectBombIsNotInflated(t *testing.T) {
 	if peak := srv.peakMiB(t); peak > 256 {
 		t.Errorf("sbf-server peaked at %d MiB", peak)
 	}
-}
-
-// zlibBomb is a loose commit object whose header says inflated bytes and
-// whose content inflates to them: about a thousandth of that on disk. It
-// deflates one MiB of zeros and repeats that block (its matches reach back
-// only into zeros), so making a 1 GiB bomb costs what a MiB does; the
-// trailer's Adler-32 is worked out, not summed over every byte.
-func zlibBomb(inflated int) []byte {
-	const block = 1 << 20
-	header := fmt.Sprintf("commit %d\x00", inflated)
-	var buf bytes.Buffer
-	z := zlib.NewWriter(&buf)
-	io.WriteString(z, header)
-	z.Flush()
-	start := buf.Len()
-	z.Write(make([]byte, block))
-	z.Flush()
-	chunk := bytes.Clone(buf.Bytes()[start:])
-	out := bytes.Clone(buf.Bytes()[:start])
-	for range inflated / block {
-		out = append(out, chunk...)
-	}
-	if rest := inflated % block; rest > 0 {
-		var tail bytes.Buffer
-		f, _ := flate.NewWriter(&tail, flate.BestCompression)
-		f.Write(make([]byte, rest))
-		f.Flush()
-		out = append(out, tail.Bytes()...)
-	}
-	out = append(out, 0x03, 0x00) // the final block: empty, fixed codes
-	sum := adler32.Checksum([]byte(header))
-	a, b := uint64(sum&0xffff), uint64(sum>>16)
-	b = (b + uint64(inflated)%65521*a) % 65521 // each zero adds a (unchanged) to b
-	return binary.BigEndian.AppendUint32(out, uint32(b<<16|a))
 }
 
 // server is a running sbf-server (started directly, so its memory is its
@@ -296,7 +259,7 @@ func okCall(t *testing.T, c *client.Client, name string, args map[string]any) ma
 // all, to the bytes its header names.
 func TestTheGitObjectBombInflatesToItsHeader(t *testing.T) {
 	const inflated = 3<<20 + 12345
-	z, err := zlib.NewReader(bytes.NewReader(zlibBomb(inflated)))
+	z, err := zlib.NewReader(bytes.NewReader(testutil.ZlibBomb("commit", inflated, inflated)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,14 +219,19 @@ func (f *Forward) String() string {
 }
 
 // meteredWriter counts bytes as they pass, so a long-lived connection's
-// traffic shows while it lasts.
+// traffic shows while it lasts. A write is counted before it is made (and
+// what it did not write taken back): a peer that has read the bytes, and
+// then asks for the forward's figures, finds them counted.
 type meteredWriter struct {
 	w io.Writer
 	n *atomic.Int64
 }
 
 func (c meteredWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
 	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
+	if n < len(p) {
+		c.n.Add(int64(n - len(p)))
+	}
 	return n, err
 }

@@ -2,7 +2,6 @@ package gitstate
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -12,22 +11,8 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
-
-// zlibBomb is a loose object file whose header says size and whose
-// content inflates to inflated bytes: a few kilobytes on disk.
-func zlibBomb(t testing.TB, kind string, size, inflated int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	z, _ := zlib.NewWriterLevel(&buf, zlib.BestCompression)
-	fmt.Fprintf(z, "%s %d\x00", kind, size)
-	zeros := make([]byte, 1<<20)
-	for left := inflated; left > 0; left -= len(zeros) {
-		z.Write(zeros[:min(left, len(zeros))])
-	}
-	z.Close()
-	return buf.Bytes()
-}
 
 // plantLoose replaces the loose object hash with data, as a guest syncing
 // .git back would.
@@ -62,7 +47,7 @@ func TestALooseObjectInflatesNoFurtherThanTheBounds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ws, g := committed(t)
 			head := strings.TrimSpace(g.run("rev-parse", "HEAD"))
-			plantLoose(t, ws, head, zlibBomb(t, "commit", c.declared, 64<<20))
+			plantLoose(t, ws, head, testutil.ZlibBomb("commit", c.declared, 64<<20))
 			st, err := Read(context.Background(), ws)
 			wantLimit(t, err, c.what)
 			if st.Commit != head || st.Dirty {

@@ -23,11 +23,12 @@ func BuildSBF(pattern string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for bin, pkg := range map[string]string{"sbf": "../cmd/sbf", "sbf-server": "../cmd/sbf-server"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, bin), pkg).CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			return "", fmt.Errorf("building %s: %w\n%s", pkg, err, out)
-		}
+	// One go build for both: the packages they share are loaded and checked once. A folder
+	// as -o takes each command under its own name (sbf, sbf-server).
+	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"../cmd/sbf", "../cmd/sbf-server").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("building sbf and sbf-server: %w\n%s", err, out)
 	}
 	return dir, nil
 }
