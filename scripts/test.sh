@@ -79,7 +79,8 @@ fi
 # `go vet ./...` (make vet), without compiling every package a second time without -race.
 background "go vet (windows)" env GOOS=windows "$GO" vet ./...
 background "darwin type-check (drivers/vz)" make --no-print-directory check-darwin GO="$GO"
-step "go test -race (and go vet)" "$GO" test -race -vet=all -parallel 4 ./...
+# A package's tests may take 20 minutes, not go test's 10: the jobs beside them share the cores.
+step "go test -race (and go vet)" "$GO" test -race -vet=all -parallel 4 -timeout 20m ./...
 # Fuzz targets run for a bounded number of inputs: counts, not durations, because a
 # -fuzztime duration can fail spuriously at its deadline before Go 1.27 (Go issue 75804)
 # (and a count means the same on a loaded machine as on an idle one).
