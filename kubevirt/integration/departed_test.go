@@ -84,7 +84,8 @@ func TestAClusterExpiryReachesStatusAndHistory(t *testing.T) {
 	}
 	lines := expiries()
 	if len(lines) != 1 || lines[0].Tool != "expire" || lines[0].Sandbox != "api" ||
-		!lines[0].Time.Equal(ev.LastTimestamp.Time) || !strings.Contains(lines[0].Detail, "LeaseExpired by "+driver.ControllerComponent) {
+		!lines[0].Time.Equal(ev.LastTimestamp.Time) ||
+		!strings.Contains(lines[0].Detail, "LeaseExpired by "+driver.ControllerComponent) {
 		t.Fatalf("sbf history's cluster lines: %+v; want one expiry of api at %s by the controller", lines,
 			ev.LastTimestamp.UTC())
 	}
