@@ -111,6 +111,14 @@ func onTerminal(t *testing.T, c *exec.Cmd, prompt, answer string) (int, string) 
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
+	// What the process wrote last may still be in the terminal: the reader
+	// ends once it has read it all (the terminal then reports its end). A
+	// loaded machine lost a status table to a close made at once.
+	select {
+	case out := <-seen:
+		return code, out
+	case <-time.After(5 * time.Second): // a process it left holds the terminal open
+	}
 	tty.Close()
 	return code, <-seen
 }
