@@ -50,64 +50,54 @@ func BenchmarkFirstApply(b *testing.B) {
 	}
 }
 
-// BenchmarkNoopApply is `sbf apply` of n converged sandboxes.
-func BenchmarkNoopApply(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
+// benchConverged runs op on n converged sandboxes for each n, reporting
+// the CPU each op took.
+func benchConverged(b *testing.B, sizes []int, op func(b *testing.B, h *harness, n int)) {
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
 			h := newHarness(b, scaleSpec(n))
 			h.eng.Parallelism, h.volatile = 8, true
 			h.mustApply()
 			cpu := cpuTime()
 			for b.Loop() {
-				if res, err := h.apply(); err != nil || !res.Plan.Empty() {
-					b.Fatalf("apply: %v", err)
-				}
+				op(b, h, n)
 			}
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkNoopApply is `sbf apply` of n converged sandboxes.
+func BenchmarkNoopApply(b *testing.B) {
+	benchConverged(b, []int{10, 100, 1000}, func(b *testing.B, h *harness, _ int) {
+		if res, err := h.apply(); err != nil || !res.Plan.Empty() {
+			b.Fatalf("apply: %v", err)
+		}
+	})
 }
 
 // BenchmarkRenewingApply is `sbf apply` of n converged sandboxes a minute
 // after the last: nothing to change but every lease to renew (each renewal
 // recorded by compare-and-set, no sandbox's lock taken).
 func BenchmarkRenewingApply(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
-			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism, h.volatile = 8, true
-			h.mustApply()
-			cpu := cpuTime()
-			for b.Loop() {
-				h.clock.Advance(time.Minute)
-				res, err := h.apply()
-				if err != nil || !res.Plan.Empty() || len(res.Outcome.Leases) != n {
-					b.Fatalf("apply: %v", err)
-				}
-			}
-			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
-		})
-	}
+	benchConverged(b, []int{100, 1000}, func(b *testing.B, h *harness, n int) {
+		h.clock.Advance(time.Minute)
+		res, err := h.apply()
+		if err != nil || !res.Plan.Empty() || len(res.Outcome.Leases) != n {
+			b.Fatalf("apply: %v", err)
+		}
+	})
 }
 
 // BenchmarkStatus is `sbf status` of n converged sandboxes: a plan that
 // writes nothing, and the rows.
 func BenchmarkStatus(b *testing.B) {
-	for _, n := range []int{10, 1000} {
-		b.Run(fmt.Sprintf("sandboxes=%d", n), func(b *testing.B) {
-			h := newHarness(b, scaleSpec(n))
-			h.eng.Parallelism, h.volatile = 8, true
-			h.mustApply()
-			cpu := cpuTime()
-			for b.Loop() {
-				res, err := h.planWith(passOptions())
-				if err != nil || len(res.Status()) != n {
-					b.Fatalf("status: %v", err)
-				}
-			}
-			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
-		})
-	}
+	benchConverged(b, []int{10, 1000}, func(b *testing.B, h *harness, n int) {
+		res, err := h.planWith(passOptions())
+		if err != nil || len(res.Status()) != n {
+			b.Fatalf("status: %v", err)
+		}
+	})
 }
 
 // BenchmarkFilesAfterNoopApplies is what 1,000 no-op applies of n
