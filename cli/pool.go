@@ -149,10 +149,14 @@ func (a *app) printPools(rep reconcile.PoolsReport) {
 	}
 	if len(rep.Pools) > 0 {
 		fmt.Fprintln(a.stdout)
-		t := newTable(a.stdout, "POOL", "DRIVER", "SHAPE", "SIZE", "READY", "BOOTING", "MAX IDLE", "PROBLEM")
+		t := newTable(a.stdout, "POOL", "DRIVER", "SHAPE", "SIZE", "READY", "BOOTING", "TEMPLATES", "MAX IDLE", "PROBLEM")
 		for _, p := range rep.Pools {
-			t.row(p.Name, p.Driver, p.Shape, fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Booting), p.MaxIdle.String(),
-				firstLine(p.Problem))
+			templates := "-"
+			if p.MemoryTemplate {
+				templates = fmt.Sprint(p.Templates)
+			}
+			t.row(p.Name, p.Driver, p.Shape, fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Booting), templates,
+				p.MaxIdle.String(), firstLine(p.Problem))
 		}
 		t.flush()
 	}

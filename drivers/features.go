@@ -47,6 +47,7 @@ type Capabilities struct {
 	ExportSnapshots SnapshotPorter    // snapshots outlive their instance
 	Clone           Cloner            // clone_of, from_snapshot
 	Fork            Forker            // running copies from saved memory (sbf fork)
+	Templates       Templater         // saved memory kept for creates (a pool's memory templates)
 	ListAll         AllLister         // instances under any name (import-v1)
 	Inspect         Inspector         // named instances alone (what a run touched)
 	Departures      DepartureReporter // why instances sbf made went without it (a cluster's expiry)

@@ -47,6 +47,23 @@ type Forker interface {
 	SaveForFork(ctx context.Context, source Spec) (ForkImage, error)
 }
 
+// Templater keeps a fork's saved state past the fork: a pool's memory
+// template is an instance saved once and stopped, which creates start
+// from as a fork's children do (a create that boots nothing). The state
+// lives with the instance (its folder) and goes when it is deleted; the
+// instance is never started again, so what children stand on never
+// changes.
+type Templater interface {
+	// SaveTemplate saves the running instance source as SaveForFork does
+	// and stops it: from then on it is a template.
+	SaveTemplate(ctx context.Context, source Spec) error
+	// OpenTemplate is the saved state of the template instance name. Its
+	// StartChild makes a child as a fork's does; its Release keeps the
+	// state (the template's deletion removes it). A name that is no
+	// template is ErrNotFound.
+	OpenTemplate(ctx context.Context, name string) (ForkImage, error)
+}
+
 // ForkImage is a running instance's state, saved once, that children
 // start from.
 type ForkImage interface {

@@ -104,6 +104,9 @@ type SpareLabel struct {
 	// Docker is the guest's docker command when the container runtime
 	// was made ready in the spare ("" when not).
 	Docker string `json:"docker,omitempty"`
+	// Memory marks a memory template (drivers.Templater): saved and
+	// stopped, never adopted; creates of its shape start from it.
+	Memory bool `json:"memory,omitempty"`
 }
 
 // Owner is the sandbox an instance belongs to. Retired marks a spare

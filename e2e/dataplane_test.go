@@ -361,3 +361,52 @@ func testWarmPool(t *testing.T, w *ws) {
 		t.Errorf("run_command in the task's sandbox: %v", r)
 	}
 }
+
+// testMemoryTemplate: a pool with memory_template boots one VM, saves its
+// memory and stops it; create_instance then starts from that memory (no
+// spare runs, no boot) and its first command is timed against the cold
+// create of this run. The child is its own machine: its hostname is its
+// instance's name, not the template's.
+func testMemoryTemplate(t *testing.T, w *ws) {
+	w.write(".sandboxforge.toml", specText(1, true)+
+		"\n[pool.saved]\ncpus = 2\nsize = 0\nmemory_template = true\nruntime = true\n")
+	defer func() {
+		w.sbf("", nil, "pool", "drain", "--all", "--auto-approve")
+		if list := limactl(t, "list", "--quiet"); strings.Contains(list, "sbf-pool-") {
+			t.Errorf("pool instances left after the drain:\n%s", list)
+		}
+	}()
+	start := time.Now()
+	w.must("sbf pool fill (boot, runtime ready, memory saved, stopped)", "pool", "fill")
+	record("memory template made (boot, runtime, save, stop)", start)
+	status := w.must("sbf pool status", "pool", "status").stdout
+	t.Logf("sbf pool status:\n%s", status)
+	if !strings.Contains(status, "template") {
+		t.Fatalf("no memory template in the pool's status:\n%s", status)
+	}
+	m := w.mcp()
+	defer m.close()
+	defer limaLogsOnFailure(t)
+	defer m.logOnFailure(t)
+	start = time.Now()
+	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
+		"ttl_minutes": 60, "cpus": 2})
+	id, _ := created["instance_id"].(string)
+	r := m.call("run_command", map[string]any{"instance_id": id, "command": "hostname"})
+	fromMemory := time.Since(start)
+	record("create_instance → first run_command (memory template, no spare)", start)
+	defer m.try("destroy_instance", map[string]any{"instance_id": id})
+	name, _ := created["backend_instance_name"].(string)
+	if strings.HasPrefix(name, "sbf-pool-") || r["stdout"] != name+"\n" {
+		t.Fatalf("create_instance from the template: %v; hostname: %v", created, r)
+	}
+	if coldToFirstExec == 0 {
+		t.Logf("from memory %s (no cold create measured in this run)", fromMemory)
+		return
+	}
+	ratio := float64(coldToFirstExec) / float64(fromMemory)
+	timings = append(timings, timing{fmt.Sprintf("memory template vs cold create → first command: %.1f×", ratio), 0})
+	if ratio < 2 { // issue 44 asks 10× (≤ 10 s); a boot is what this must beat at all
+		t.Errorf("from memory %s vs cold %s: %.1f×, want at least 2×", fromMemory, coldToFirstExec, ratio)
+	}
+}

@@ -240,6 +240,7 @@ func TestRealVM(t *testing.T) {
 	// One VM at a time on two cores: the agent's sandbox comes after.
 	t.Run("ad-hoc-prepare", func(t *testing.T) { testAdHocPrepare(t, w) })
 	t.Run("warm-pool", func(t *testing.T) { testWarmPool(t, w) })
+	t.Run("memory-template", func(t *testing.T) { testMemoryTemplate(t, w) })
 	t.Run("second-ctrl-c", testSecondCtrlC)
 }
 

@@ -252,23 +252,11 @@ func (f *forking) remove(ctx context.Context, admit executor.Admitter, driver, i
 	if err != nil {
 		return err
 	}
-	if err := removeInstance(ctx, drv, instance); err != nil {
+	if err := executor.RemoveHalfMade(ctx, drv, instance); err != nil {
 		return fmt.Errorf("deleting %s, made by a fork that did not finish: %w", instance, err)
 	}
 	if admit != nil {
 		forgetAdmitted(ctx, admit, instance)
-	}
-	return nil
-}
-
-// removeInstance halts (where the backend can) and deletes an instance
-// nothing ran in yet; one already gone is fine.
-func removeInstance(ctx context.Context, drv Driver, instance string) error {
-	if fs := drivers.CapabilitiesOf(drv).ForceStop; fs != nil {
-		_ = fs.ForceStop(ctx, instance) // Delete removes a running instance too
-	}
-	if err := drv.Delete(ctx, instance); err != nil && !errors.Is(err, drivers.ErrNotFound) {
-		return err
 	}
 	return nil
 }

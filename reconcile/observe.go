@@ -28,7 +28,7 @@ func Observe(
 ) plan.Observed {
 	listed := map[string][]drivers.Instance{}
 	failed := map[string]error{}
-	labels := map[string]bool{}
+	labels, templates := map[string]bool{}, map[string]bool{}
 	for _, name := range driverNames {
 		if _, done := listed[name]; done || failed[name] != nil {
 			continue
@@ -36,6 +36,7 @@ func Observe(
 		l, err := get(name)
 		if err == nil {
 			_, labels[name] = l.(drivers.Labeler) // a Lister, not a Driver: CapabilitiesOf does not apply
+			_, templates[name] = l.(drivers.Templater)
 			var list []drivers.Instance
 			readcount.Add(readcount.List)
 			if list, err = l.List(ctx); err == nil {
@@ -45,7 +46,9 @@ func Observe(
 		}
 		failed[name] = err
 	}
-	return plan.NewObserved(workspaceID, listed, failed, labels)
+	obs := plan.NewObserved(workspaceID, listed, failed, labels)
+	obs.Templates = templates
+	return obs
 }
 
 // ValidateSpecs asks each available backend that can check specs about

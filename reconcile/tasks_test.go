@@ -84,8 +84,12 @@ func TestTasksEndWithTheirSandbox(t *testing.T) {
 	if st.Status != "stopped" || !strings.Contains(st.ErrorMessage, "expired") {
 		t.Errorf("task after expiry: %+v", st)
 	}
-	out, _ := exec.Command("sh", "-c", fmtPIDGroup(task.PID)).Output()
-	if strings.TrimSpace(string(out)) != "0" {
-		t.Errorf("the task's processes outlived the sandbox: %s", out)
+	// Killed at once, but a loaded machine may reap them a moment later.
+	var out []byte
+	for range 20 {
+		if out, _ = exec.Command("sh", "-c", fmtPIDGroup(task.PID)).Output(); strings.TrimSpace(string(out)) == "0" {
+			return
+		}
 	}
+	t.Errorf("the task's processes outlived the sandbox by 6 s: %s", out)
 }

@@ -7,23 +7,25 @@ import (
 	"github.com/sandboxforge/sbf/internal/byname"
 )
 
-// Pool is a [pool.NAME] table: keep Size booted, idle VMs of one shape.
+// Pool is a [pool.NAME] table: keep Size booted, idle VMs of one shape
+// (and with MemoryTemplate one saved and stopped, which creates start from).
 // It inherits [vm]'s shape keys and may override any of them; a sandbox
 // whose driver and shape are the same adopts one of its spares instead
 // of booting a VM (mounts and ports are applied after adoption).
 type Pool struct {
-	Driver    string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend of the spares; default: [vm] driver."`
-	CPUs      int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs of each spare; default: [vm] cpus."`
-	MemoryGiB float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory of each spare in GiB; default: [vm] memory_gib."`
-	DiskGiB   float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk of each spare in GiB; default: [vm] disk_gib."`
-	Arch      string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture; default: [vm] arch."`
-	VMType    string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; default: [vm] vm_type."`
-	Template  string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template of the spares' image; default: [vm] template."`
-	Image     Image    `toml:"image" json:"image" doc:"The spares' guest image; default: [vm.image]."`
-	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when KVM cannot run guests; default: [vm] emulation."`
-	Size      int      `toml:"size" json:"size" check:"nonnegative" doc:"How many ready spares to keep (0 keeps none)."`
-	MaxIdle   Duration `toml:"max_idle" json:"max_idle" check:"positive" doc:"A spare nobody adopted for this long is deleted and replaced."`
-	Runtime   bool     `toml:"runtime" json:"runtime" doc:"Make the container runtime ready in each spare before it counts as ready (installed when missing and [docker] install_if_missing), so an adopter's runtime step has nothing to do. Ignored by the sim."`
+	Driver         string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend of the spares; default: [vm] driver."`
+	CPUs           int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs of each spare; default: [vm] cpus."`
+	MemoryGiB      float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory of each spare in GiB; default: [vm] memory_gib."`
+	DiskGiB        float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk of each spare in GiB; default: [vm] disk_gib."`
+	Arch           string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture; default: [vm] arch."`
+	VMType         string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; default: [vm] vm_type."`
+	Template       string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template of the spares' image; default: [vm] template."`
+	Image          Image    `toml:"image" json:"image" doc:"The spares' guest image; default: [vm.image]."`
+	Emulation      string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when KVM cannot run guests; default: [vm] emulation."`
+	Size           int      `toml:"size" json:"size" check:"nonnegative" doc:"How many ready spares to keep (0 keeps none)."`
+	MaxIdle        Duration `toml:"max_idle" json:"max_idle" check:"positive" doc:"A spare nobody adopted for this long is deleted and replaced."`
+	Runtime        bool     `toml:"runtime" json:"runtime" doc:"Make the container runtime ready in each spare before it counts as ready (installed when missing and [docker] install_if_missing), so an adopter's runtime step has nothing to do. Ignored by the sim."`
+	MemoryTemplate bool     `toml:"memory_template" json:"memory_template" doc:"Also keep one memory template of this shape: a spare booted once, its memory saved and the VM stopped; a create that finds no ready spare starts from it without a boot (sandboxes without mounts; Lima QEMU and the sim). It is replaced after max_idle and when the shape changes."`
 }
 
 // Pool defaults that [vm] does not give.

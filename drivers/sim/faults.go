@@ -49,6 +49,9 @@ var ops = map[string]bool{
 	// forks (fork.go)
 	"fork-save":  true,
 	"fork-child": true,
+	// memory templates (fork.go)
+	"template-save": true,
+	"template-open": true,
 }
 
 func parseFaults(s string) ([]fault, error) {

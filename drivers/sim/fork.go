@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -46,12 +47,58 @@ func (d *Driver) saveForFork(source string) (*forkImage, error) {
 	return &forkImage{d: d, source: source, dir: work}, nil
 }
 
-// forkImage is a source's guest folder as a fork saved it.
+// forkImage is a source's guest folder as a fork saved it; a template's
+// is kept (its Release leaves it to the template's deletion).
 type forkImage struct {
 	d      *Driver
 	source string
 	dir    string
+	kept   bool
 }
+
+// SaveTemplate saves the running source's guest folder beside it, as a
+// fork saves it, and stops the source (drivers.Templater).
+func (d *Driver) SaveTemplate(ctx context.Context, source drivers.Spec) error {
+	if err := d.begin(ctx, "template-save", source.Name); err != nil {
+		return err
+	}
+	err := d.saveTemplate(source.Name)
+	if err = d.end("template-save", source.Name, err); err != nil {
+		return err
+	}
+	return d.Stop(ctx, source.Name)
+}
+
+func (d *Driver) saveTemplate(name string) error {
+	img, err := d.saveForFork(name)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(img.dir)
+	if err := os.MkdirAll(filepath.Dir(d.templateDir(name)), 0o755); err != nil {
+		return err
+	}
+	os.RemoveAll(d.templateDir(name))
+	return os.Rename(img.dir, d.templateDir(name))
+}
+
+// OpenTemplate is the guest folder SaveTemplate kept for name.
+func (d *Driver) OpenTemplate(ctx context.Context, name string) (drivers.ForkImage, error) {
+	if err := d.begin(ctx, "template-open", name); err != nil {
+		return nil, err
+	}
+	_, err := os.Stat(filepath.Join(d.templateDir(name), "guest"))
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("sim instance %s is no memory template: %w", name, drivers.ErrNotFound)
+	}
+	if err = d.end("template-open", name, err); err != nil {
+		return nil, err
+	}
+	return &forkImage{d: d, source: name, dir: d.templateDir(name), kept: true}, nil
+}
+
+// templateDir holds the guest folder a template saved.
+func (d *Driver) templateDir(name string) string { return filepath.Join(d.dir, "templates", name) }
 
 // StartChild makes child running from the saved guest folder.
 func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) error {
@@ -101,5 +148,8 @@ func writeIdentity(guest string, id drivers.ForkIdentity) error {
 
 // Release removes the saved guest folder.
 func (f *forkImage) Release(context.Context) error {
+	if f.kept {
+		return nil
+	}
 	return f.d.end("fork-release", f.source, os.RemoveAll(f.dir))
 }

@@ -21,7 +21,9 @@ type Op struct {
 }
 
 // Mutating reports whether the operation changes the world.
-func (o Op) Mutating() bool { return o.Op != "list" && o.Op != "inspect" && o.Op != "list-snapshots" }
+func (o Op) Mutating() bool {
+	return o.Op != "list" && o.Op != "inspect" && o.Op != "list-snapshots" && o.Op != "template-open"
+}
 
 const logName = "ops.log"
 

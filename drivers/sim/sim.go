@@ -262,7 +262,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 // clearLeftovers removes what an instance keeps besides its record.
 func (d *Driver) clearLeftovers(name string) error {
 	return errors.Join(os.RemoveAll(d.labelDir(name)), os.RemoveAll(d.guestDir(name)),
-		os.RemoveAll(d.snapshotDir(name)))
+		os.RemoveAll(d.snapshotDir(name)), os.RemoveAll(d.templateDir(name)))
 }
 
 // labelDir holds an instance's label files (drivers.Labeler).

@@ -130,11 +130,17 @@ func (e *Executor) create(ctx context.Context, drv Driver, a plan.Action) error 
 		}
 		defer release()
 	}
-	if err := makeVM(ctx, drv, a); err != nil {
+	started, err := e.fromTemplate(ctx, drv, a)
+	if err != nil {
 		return err
 	}
-	if err := drv.Start(ctx, *a.Spec); err != nil {
-		return err
+	if !started {
+		if err := makeVM(ctx, drv, a); err != nil {
+			return err
+		}
+		if err := drv.Start(ctx, *a.Spec); err != nil {
+			return err
+		}
 	}
 	now := e.Clock.Now().UTC()
 	return e.note(a, func(rec *state.Sandbox) {

@@ -179,9 +179,20 @@ func (e *Executor) createSpare(ctx context.Context, drv Driver, lab drivers.Labe
 			}
 		}
 	}
+	if a.Spare.Memory {
+		tpl := drivers.CapabilitiesOf(drv).Templates
+		if tpl == nil {
+			return fmt.Errorf("the %s driver cannot keep memory templates", a.Driver)
+		}
+		drivers.Progressf(ctx, "saving %s's memory as the pool's template", a.Instance)
+		if err := tpl.SaveTemplate(ctx, *a.Spec); err != nil {
+			return err
+		}
+	}
 	now := e.Clock.Now().UTC()
 	if err := lab.MarkSpare(ctx, a.Instance, drivers.SpareLabel{Pool: a.Spare.Pool, Workspace: a.Spare.Workspace,
-		Shape: a.Spare.Shape, CreatedAt: now, IdleUntil: now.Add(a.Spare.MaxIdle), Docker: docker}); err != nil {
+		Shape: a.Spare.Shape, CreatedAt: now, IdleUntil: now.Add(a.Spare.MaxIdle), Docker: docker,
+		Memory: a.Spare.Memory}); err != nil {
 		return err
 	}
 	done = true

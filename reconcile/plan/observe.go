@@ -34,6 +34,8 @@ type Observed struct {
 	// Labels says which drivers keep ownership labels (drivers.Labeler):
 	// only they keep spares.
 	Labels map[string]bool
+	// Templates says which drivers keep memory templates (drivers.Templater).
+	Templates map[string]bool
 	// Departed says, by sandbox, why an instance the record says was made
 	// went without sbf, as its backend saw it (drivers.DepartureReporter).
 	Departed map[string]drivers.Departure

@@ -63,6 +63,10 @@ type Action struct {
 	// sandbox's); Spare says how a new spare is made.
 	Pool  string     `json:"pool,omitempty"`
 	Spare *SparePlan `json:"spare,omitempty"`
+	// Template, for a create, is the memory template (a pool's saved
+	// spare) the VM starts from instead of booting; when it cannot, the
+	// create boots the VM as Spec says.
+	Template string `json:"memory_template,omitempty"`
 	// Bootstrap marks a step every new ad-hoc sandbox takes (its runtime,
 	// services and connection env on a new VM): part of its create, as it
 	// is of `sbf up --new` and create_instance, so neither shown on a line

@@ -31,6 +31,12 @@ import (
 //	        then record it in the state file — an owned instance missing
 //	        from the state is found by its label
 //	delete: claim it as retired (so no adopter takes it), then delete
+//
+// A pool with memory_template also keeps one memory template: a spare made
+// the same way, its memory then saved and the VM stopped (drivers.Templater)
+// before it is labelled. Nobody adopts it; a create of its shape that finds
+// no ready spare starts its own VM from the saved memory, and the template
+// stays. It is replaced as spares are: past max_idle, on a shape change.
 
 // DesiredPool is one [pool.NAME] table, resolved.
 type DesiredPool struct {
@@ -44,6 +50,8 @@ type DesiredPool struct {
 	// spare (Install: installed when missing).
 	Runtime bool
 	Install bool
+	// Memory asks for a memory template of the shape besides the spares.
+	Memory bool
 }
 
 // SparePlan is how a pool's new spare is made.
@@ -54,6 +62,9 @@ type SparePlan struct {
 	MaxIdle   time.Duration `json:"max_idle"`
 	Runtime   bool          `json:"runtime,omitempty"`
 	Install   bool          `json:"install,omitempty"`
+	// Memory makes the spare a memory template: saved and stopped once
+	// ready (drivers.Templater).
+	Memory bool `json:"memory,omitempty"`
 }
 
 func desiredPools(r *spec.Resolved) map[string]DesiredPool {
@@ -64,7 +75,7 @@ func desiredPools(r *spec.Resolved) map[string]DesiredPool {
 		byname.Copy(&sb.VM, p)
 		vm := vmSpec("", sb, r.Root, r.Host)
 		out[name] = DesiredPool{Name: name, Driver: driver, Shape: drivers.Shape(driver, vm), VM: vm, Size: p.Size,
-			MaxIdle: p.MaxIdle.Std(), Runtime: p.Runtime, Install: r.Config.Docker.InstallIfMissing}
+			MaxIdle: p.MaxIdle.Std(), Runtime: p.Runtime, Install: r.Config.Docker.InstallIfMissing, Memory: p.MemoryTemplate}
 	}
 	return out
 }
@@ -86,8 +97,16 @@ func (s Spare) Shape() string {
 // ready reports whether a sandbox may adopt it now.
 func (s Spare) ready(now time.Time) bool {
 	l := s.Label
-	return !s.InFlight && l != nil && l.Spare != nil && l.Owner == nil && s.Status == drivers.Running &&
-		now.Before(l.Spare.IdleUntil)
+	return !s.InFlight && l != nil && l.Spare != nil && !l.Spare.Memory && l.Owner == nil &&
+		s.Status == drivers.Running && now.Before(l.Spare.IdleUntil)
+}
+
+// template reports whether creates may start from it now: a memory
+// template, saved and stopped, nobody retired.
+func (s Spare) template(now time.Time) bool {
+	l := s.Label
+	return !s.InFlight && l != nil && l.Spare != nil && l.Spare.Memory && l.Owner == nil &&
+		s.Status == drivers.Stopped && now.Before(l.Spare.IdleUntil)
 }
 
 // InstanceFor is the instance a sandbox's VM is: the one its record names
@@ -111,9 +130,10 @@ func InstanceFor(workspaceID, sandbox string, r *state.Sandbox, obs Observed) st
 // so sandboxes of one plan try different spares first, and each tries
 // them all before creating. Sandboxes beyond the spares create.
 type warmSpares struct {
-	byShape map[string][]Spare // driver + shape → ready spares, by name
-	taken   map[string]int
-	targets []string
+	byShape   map[string][]Spare // driver + shape → ready spares, by name
+	templates map[string]string  // driver + shape → a memory template
+	taken     map[string]int
+	targets   []string
 }
 
 func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *warmSpares {
@@ -121,8 +141,13 @@ func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *
 	for _, a := range gc {
 		deleting[a.Instance] = true
 	}
-	w := &warmSpares{byShape: map[string][]Spare{}, taken: map[string]int{}, targets: targets}
+	w := &warmSpares{byShape: map[string][]Spare{}, templates: map[string]string{}, taken: map[string]int{},
+		targets: targets}
 	for _, s := range obs.Spares {
+		if key := s.Driver + "/" + s.Shape(); s.template(now) && !deleting[s.Name] &&
+			(w.templates[key] == "" || s.Name < w.templates[key]) {
+			w.templates[key] = s.Name
+		}
 		if s.ready(now) && !deleting[s.Name] {
 			key := s.Driver + "/" + s.Label.Spare.Shape
 			w.byShape[key] = append(w.byShape[key], s)
@@ -134,9 +159,24 @@ func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *
 	return w
 }
 
+// targeted reports whether the plan may give the sandbox a spare.
+func (w *warmSpares) targeted(ds DesiredSandbox) bool {
+	return w != nil && (len(w.targets) == 0 || slices.Contains(w.targets, ds.Name))
+}
+
+// template is the memory template a sandbox's create starts from ("" for
+// none). A template has no mounts and its devices are fixed by its saved
+// state, so a sandbox with mounts boots (or adopts) instead.
+func (w *warmSpares) template(ds DesiredSandbox) string {
+	if !w.targeted(ds) || len(ds.VM.Mounts) > 0 {
+		return ""
+	}
+	return w.templates[ds.Driver+"/"+drivers.Shape(ds.Driver, ds.VM)]
+}
+
 // take returns the spares the sandbox tries, in order (none: create).
 func (w *warmSpares) take(ds DesiredSandbox) []Spare {
-	if w == nil || len(w.targets) > 0 && !slices.Contains(w.targets, ds.Name) {
+	if !w.targeted(ds) {
 		return nil
 	}
 	key := ds.Driver + "/" + drivers.Shape(ds.Driver, ds.VM)
@@ -159,6 +199,9 @@ func planAdopt(p *Plan, a *Action, ds DesiredSandbox, r *state.Sandbox) {
 	}
 	spares := p.warm.take(ds)
 	if len(spares) == 0 {
+		if a.Template = p.warm.template(ds); a.Template != "" {
+			a.Cause += "; from memory template " + a.Template
+		}
 		return
 	}
 	a.Kind, a.Instance = Adopt, spares[0].Name
@@ -192,9 +235,11 @@ func planAdopt(p *Plan, a *Action, ds DesiredSandbox, r *state.Sandbox) {
 func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 	var out []Action
 	kept := map[string][]Spare{} // this workspace's pool → its ready spares
+	templates := map[string][]Spare{}
 	for _, s := range obs.Spares {
 		l := s.Label
 		var cause string
+		memory := l != nil && l.Spare != nil && l.Spare.Memory
 		switch {
 		case l != nil && l.Owner != nil && l.Owner.Retired:
 			cause = "retired: being deleted"
@@ -205,7 +250,9 @@ func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 		case s.InFlight:
 		case s.Status == drivers.Broken:
 			cause = "broken"
-		case s.Status != drivers.Running:
+		case memory && s.Status != drivers.Stopped:
+			cause = "memory template is " + string(s.Status) + " (templates are kept stopped)"
+		case !memory && s.Status != drivers.Running:
 			cause = string(s.Status) + " (spares are kept running)"
 		case !now.Before(l.Spare.IdleUntil):
 			cause = fmt.Sprintf("idle since %s, longer than its max_idle (%s)", l.Spare.CreatedAt.UTC().Format(time.RFC3339),
@@ -217,6 +264,10 @@ func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 				cause = "pool " + l.Spare.Pool + " is not in configuration"
 			case p.Shape != s.Shape() || p.Driver != s.Driver:
 				cause = "pool " + l.Spare.Pool + "'s shape changed"
+			case memory && !p.Memory:
+				cause = "pool " + l.Spare.Pool + " keeps no memory template"
+			case memory:
+				templates[p.Name] = append(templates[p.Name], s)
 			default:
 				kept[p.Name] = append(kept[p.Name], s)
 			}
@@ -226,17 +277,26 @@ func planSpareGC(d Desired, obs Observed, now time.Time) []Action {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(kept)) {
-		list, size := kept[name], d.Pools[name].Size
-		if len(list) <= size {
-			continue
-		}
-		// Keep the youngest: they idle out last.
-		sort.Slice(list, func(i, j int) bool { return list[i].Label.Spare.CreatedAt.After(list[j].Label.Spare.CreatedAt) })
-		for _, s := range list[size:] {
-			out = append(out, SpareDelete(s, fmt.Sprintf("pool %s keeps %d", name, size)))
-		}
+		out = append(out, trimSpares(kept[name], d.Pools[name].Size, fmt.Sprintf("pool %s keeps %d", name,
+			d.Pools[name].Size))...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		out = append(out, trimSpares(templates[name], 1, "pool "+name+" keeps one memory template")...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
+	return out
+}
+
+// trimSpares deletes all but the youngest size of list: they idle out last.
+func trimSpares(list []Spare, size int, cause string) []Action {
+	if len(list) <= size {
+		return nil
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Label.Spare.CreatedAt.After(list[j].Label.Spare.CreatedAt) })
+	var out []Action
+	for _, s := range list[size:] {
+		out = append(out, SpareDelete(s, cause))
+	}
 	return out
 }
 
@@ -249,9 +309,10 @@ func SpareDelete(s Spare, cause string) Action {
 }
 
 // ComputePools is the pool planner: the spare deletions every plan makes,
-// plus the spares each pool lacks. Pools of one driver and shape share
-// their spares: the largest size wins. A pool whose driver cannot be
-// listed, or keeps no labels, is a problem.
+// plus the spares (and memory template) each pool lacks. Pools of one
+// driver and shape share their spares (the largest size wins) and one
+// template. A pool whose driver cannot be listed, keeps no labels, or
+// keeps no templates it asks for, is a problem.
 func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 	p := &Plan{Actions: planSpareGC(d, obs, now)}
 	deleting := map[string]bool{}
@@ -259,9 +320,13 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 		deleting[a.Instance] = true
 	}
 	have := map[string]int{} // driver/shape → spares that count
+	haveTemplate := map[string]bool{}
 	for _, s := range obs.Spares {
 		if s.InFlight || s.ready(now) && !deleting[s.Name] {
 			have[s.Driver+"/"+s.Shape()]++
+		}
+		if s.template(now) && !deleting[s.Name] {
+			haveTemplate[s.Driver+"/"+s.Shape()] = true
 		}
 	}
 	taken := map[string]bool{}
@@ -282,31 +347,56 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 			continue
 		}
 		key := pl.Driver + "/" + pl.Shape
-		if g, ok := groups[key]; !ok || pl.Size > g.Size {
+		g, ok := groups[key]
+		memory := pl.Memory || g.Memory // one template serves the shape
+		if !ok || pl.Size > g.Size {
+			g = pl
+		}
+		g.Memory = memory
+		groups[key] = g
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		if pl := groups[key]; pl.Memory && !obs.Templates[pl.Driver] {
+			err := fmt.Errorf("the %s driver cannot keep memory templates (it cannot fork from saved memory): "+
+				"set memory_template = false, or keep running spares (size)", pl.Driver)
+			p.Problems = append(p.Problems, Problem{Sandbox: "pool." + pl.Name, Err: err, Message: err.Error()})
+			pl.Memory = false
 			groups[key] = pl
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		pl := groups[key]
 		n := 0
-		for i := have[key]; i < pl.Size; i++ {
-			var name string
+		next := func() string {
 			for {
 				n++
-				if name = drivers.PoolInstanceName(pl.Shape, n); !taken[name] {
-					break
+				if name := drivers.PoolInstanceName(pl.Shape, n); !taken[name] {
+					taken[name] = true
+					return name
 				}
 			}
-			taken[name] = true
-			vm := pl.VM
-			vm.Name = name
-			p.Actions = append(p.Actions, Action{Kind: Create, Pool: pl.Name, Instance: name, Driver: pl.Driver, Spec: &vm,
-				Cause: fmt.Sprintf("spare %d of %d: %s", i+1, pl.Size, name),
-				Spare: &SparePlan{Pool: pl.Name, Workspace: d.WorkspaceID, Shape: pl.Shape, MaxIdle: pl.MaxIdle,
-					Runtime: pl.Runtime, Install: pl.Install}})
+		}
+		for i := have[key]; i < pl.Size; i++ {
+			name := next()
+			p.Actions = append(p.Actions, newSpare(d, pl, name, fmt.Sprintf("spare %d of %d: %s", i+1, pl.Size, name)))
+		}
+		if pl.Memory && !haveTemplate[key] {
+			name := next()
+			a := newSpare(d, pl, name, "memory template: "+name+" (booted once, its memory saved, then stopped)")
+			a.Spare.Memory = true
+			p.Actions = append(p.Actions, a)
 		}
 	}
 	return p
+}
+
+// newSpare is the action making pool pl's spare name.
+func newSpare(d Desired, pl DesiredPool, name, cause string) Action {
+	vm := pl.VM
+	vm.Name = name
+	return Action{Kind: Create, Pool: pl.Name, Instance: name, Driver: pl.Driver, Spec: &vm, Cause: cause,
+		Spare: &SparePlan{Pool: pl.Name, Workspace: d.WorkspaceID, Shape: pl.Shape, MaxIdle: pl.MaxIdle,
+			Runtime: pl.Runtime, Install: pl.Install}}
 }
 
 // Subject names what an action is about in output: its sandbox, or the

@@ -196,6 +196,7 @@ type Change struct {
 	Drift    bool     `json:"drift"`
 	Warm     []string `json:"warm,omitempty"`
 	Import   bool     `json:"import,omitempty"`
+	Template string   `json:"memory_template,omitempty"`
 	// Bootstrap is a step of a new ad-hoc sandbox's create, not counted
 	// in the summary.
 	Bootstrap bool `json:"bootstrap,omitempty"`
@@ -204,7 +205,8 @@ type Change struct {
 // Change gives the action as a line of `sbf plan --json`.
 func (a Action) Change() Change {
 	return Change{Sandbox: a.Sandbox, Pool: a.Pool, Action: a.Kind, Cause: a.Cause, Instance: a.Instance,
-		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import, Bootstrap: a.Bootstrap}
+		Driver: a.Driver, Drift: a.Drift, Warm: a.Warm, Import: a.Import, Template: a.Template,
+		Bootstrap: a.Bootstrap}
 }
 
 // Report is `sbf plan --json`.

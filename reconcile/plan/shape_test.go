@@ -50,7 +50,7 @@ func TestEveryVMKeyReachesTheDriverAndTheStateFile(t *testing.T) {
 // A pool's keys are the shape keys of [vm] it may set (copied to and from
 // spec.VM by name) and its own.
 func TestAPoolsShapeKeysAreVMKeys(t *testing.T) {
-	own := map[string]bool{"Size": true, "MaxIdle": true, "Runtime": true}
+	own := map[string]bool{"Size": true, "MaxIdle": true, "Runtime": true, "MemoryTemplate": true}
 	vm := reflect.TypeFor[spec.VM]()
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[spec.Pool]()) {
 		if v, ok := vm.FieldByName(f.Name); !own[f.Name] && (!ok || v.Type != f.Type ||

@@ -87,16 +87,20 @@ type Status struct {
 	MaxIdle spec.Duration `json:"max_idle"`
 	Ready   int           `json:"ready"`
 	Booting int           `json:"booting"`
-	Spares  []SpareStatus `json:"spares"`
-	Problem string        `json:"problem,omitempty"`
+	// MemoryTemplate says the pool keeps one; Templates counts those ready.
+	MemoryTemplate bool          `json:"memory_template"`
+	Templates      int           `json:"templates"`
+	Spares         []SpareStatus `json:"spares"`
+	Problem        string        `json:"problem,omitempty"`
 }
 
 // SpareStatus is one spare.
 type SpareStatus struct {
-	Instance  string     `json:"instance"`
-	Driver    string     `json:"driver"`
-	Pool      string     `json:"pool,omitempty"`
-	State     string     `json:"state"` // ready, booting, idle-expired, retired, unfinished, stopped, broken
+	Instance string `json:"instance"`
+	Driver   string `json:"driver"`
+	Pool     string `json:"pool,omitempty"`
+	// ready, template, booting, idle-expired, retired, unfinished, stopped, broken
+	State     string     `json:"state"`
 	Runtime   bool       `json:"runtime_ready"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	IdleUntil *time.Time `json:"idle_until,omitempty"`
@@ -123,7 +127,7 @@ func ReportOf(d plan.Desired, obs plan.Observed, p *plan.Plan, now time.Time) Re
 	for _, name := range slices.Sorted(maps.Keys(d.Pools)) {
 		pl := d.Pools[name]
 		ps := Status{Name: name, Driver: pl.Driver, Shape: pl.Shape, Size: pl.Size, MaxIdle: spec.Duration(pl.MaxIdle),
-			Spares: []SpareStatus{}, Problem: problems["pool."+name]}
+			Spares: []SpareStatus{}, Problem: problems["pool."+name], MemoryTemplate: pl.Memory}
 		for _, s := range obs.Spares {
 			if s.Driver != pl.Driver || s.Shape() != pl.Shape {
 				continue
@@ -135,6 +139,8 @@ func ReportOf(d plan.Desired, obs plan.Observed, p *plan.Plan, now time.Time) Re
 				ps.Ready++
 			case "booting":
 				ps.Booting++
+			case "template":
+				ps.Templates++
 			}
 			ps.Spares = append(ps.Spares, st)
 		}
@@ -156,10 +162,14 @@ func spareStatus(s plan.Spare, now time.Time) SpareStatus {
 		st.State = "retired"
 	case l == nil || l.Spare == nil:
 		st.State = map[bool]string{true: "booting", false: "unfinished"}[s.InFlight]
-	case s.Status != drivers.Running:
-		st.State = string(s.Status)
+	case s.Status != drivers.Running && !(l.Spare.Memory && s.Status == drivers.Stopped):
+		st.State = string(s.Status) // a template is kept stopped
 	case !now.Before(l.Spare.IdleUntil):
 		st.State = "idle-expired"
+	case l.Spare.Memory && s.Status == drivers.Stopped:
+		st.State = "template"
+	case l.Spare.Memory:
+		st.State = string(s.Status)
 	default:
 		st.State = "ready"
 	}
