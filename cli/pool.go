@@ -21,7 +21,10 @@ func (a *app) poolCommand() *cobra.Command {
 			"memory_gib, disk_gib, arch, image or template. A sandbox whose VM would be created adopts a\n" +
 			"ready spare of the same driver and shape instead (the plan says `create (warm: sbf-pool-…)`).\n" +
 			"The loop (sbf serve, sbf mcp, sbf reconcile --watch) keeps pools full; these commands do one\n" +
-			"pass by hand. Spares count toward [lease] max_instances, and a create at the cap deletes one.",
+			"pass by hand. Spares count toward [lease] max_instances, and a create at the cap deletes one.\n" +
+			"With memory_template = true a pool also keeps one memory template: a spare booted once, its\n" +
+			"memory saved and the VM stopped. A create of its shape (without mounts) that finds no ready\n" +
+			"spare starts from it without a boot (the plan says `from memory template sbf-pool-…`).",
 		Args: args(cobra.NoArgs),
 	}
 	cmd.AddCommand(a.poolFillCommand(), a.poolStatusCommand(), a.poolDrainCommand())
