@@ -397,7 +397,8 @@ func testMemoryTemplate(t *testing.T, w *ws) {
 	record("create_instance → first run_command (memory template, no spare)", start)
 	defer m.try("destroy_instance", map[string]any{"instance_id": id})
 	name, _ := created["backend_instance_name"].(string)
-	if strings.HasPrefix(name, "sbf-pool-") || r["stdout"] != name+"\n" {
+	// Its host name is its instance's name as a DNS label ('_' becomes '-').
+	if strings.HasPrefix(name, "sbf-pool-") || r["stdout"] != strings.ReplaceAll(name, "_", "-")+"\n" {
 		t.Fatalf("create_instance from the template: %v; hostname: %v", created, r)
 	}
 	if coldToFirstExec == 0 {
