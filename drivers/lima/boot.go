@@ -51,10 +51,14 @@ func observeBoot(inst *drivers.Instance, dir string) {
 }
 
 // bootState reads the host agent's events: booting until one says the
-// instance runs (READY or DEGRADED alike: `limactl start` is over then).
+// instance runs (READY or DEGRADED alike: `limactl start` is over then),
+// or until a fork's child was restored (forkRestored).
 // Without an events file the instance was not started the way sbf knows,
 // and limactl's word stands.
 func bootState(dir string) (booting bool, step string) {
+	if _, err := os.Stat(filepath.Join(dir, forkRestored)); err == nil {
+		return false, "" // restored from saved memory: its guest is up whatever Lima still checks
+	}
 	f, err := os.Open(filepath.Join(dir, eventsFile))
 	if err != nil {
 		return false, ""

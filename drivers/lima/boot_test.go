@@ -135,3 +135,31 @@ func TestStartFinishesTheBootAStartCutShortBegan(t *testing.T) {
 		}
 	}
 }
+
+// A fork's child whose memory is in is running, not booting, while Lima's
+// own checks go on (limactl start still waits for them); the next start of
+// the instance boots it, so it is booting again until Lima says otherwise.
+func TestARestoredChildRunsWhileLimaStillChecksIt(t *testing.T) {
+	f, d, home, _ := clockedHomeFake(t)
+	s := startHeld(t, f, d, home)
+	os.WriteFile(filepath.Join(home, instance, forkRestored), nil, 0o600)
+	if inst := listed(t, d); inst.Status != drivers.Running {
+		t.Errorf("a restored child: %+v; want running", inst)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = drivers.WithProgress(ctx, func(msg string) {
+		if strings.Contains(msg, "still booting") {
+			cancel()
+		}
+	})
+	if err := d.Start(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a start of the stopped child, cut short: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, instance, forkRestored)); !os.IsNotExist(err) {
+		t.Errorf("a start kept the restored mark: %v", err)
+	}
+	if inst := listed(t, d); inst.Status != drivers.Booting {
+		t.Errorf("a child started again: %+v; want booting", inst)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -34,6 +35,11 @@ import (
 // forkIncoming is the saved memory a child's QEMU starts from, removed
 // once it is in: a later restart boots.
 const forkIncoming = "fork-incoming"
+
+// forkRestored marks a child whose memory is in and whose guest runs: it
+// is not booting, whatever Lima's own checks (which `limactl start` goes
+// on making) say. The next start removes it.
+const forkRestored = "fork-restored"
 
 // migratePoll is how often a save's progress is asked for.
 const migratePoll = 50 * time.Millisecond
@@ -195,13 +201,30 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.Link(filepath.Join(f.dir, f.state), filepath.Join(cdir, forkIncoming)); err != nil {
 		return fmt.Errorf("making fork child %s: %w", name, err)
 	}
+	// limactl start runs on after the child is handed over (its checks of a
+	// guest that needs no boot take most of a minute under emulation): it
+	// is not cancelled with the fork, whose undo deletes the child, and
+	// what it says once the child is handed over reaches nobody.
+	var handedOver atomic.Bool
+	startCtx := drivers.WithProgress(context.WithoutCancel(ctx), func(msg string) {
+		if !handedOver.Load() {
+			drivers.Progressf(ctx, "%s", msg)
+		}
+	})
 	started := make(chan error, 1)
-	go func() { started <- d.Start(ctx, child.Spec) }()
-	resumed := f.resume(ctx, cdir, started)
-	if err := errors.Join(resumed, <-started); err != nil {
+	go func() { started <- d.limactlStart(startCtx, child.Spec) }()
+	if err := f.resume(ctx, cdir, started); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
-	return f.takeIdentity(ctx, name, child.Identity)
+	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
+		return fmt.Errorf("starting fork child %s: %w", name, err)
+	}
+	d.configureGuestEgress(ctx, child.Spec)
+	if err := f.takeIdentity(ctx, name, child.Identity); err != nil {
+		return err
+	}
+	handedOver.Store(true)
+	return nil
 }
 
 // childDisk links the source's chain (and boot files) into the child's folder cdir, in place

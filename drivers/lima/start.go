@@ -35,6 +35,20 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err := d.repairFork(ctx, d.instanceDir(s.Name)); err != nil {
 		return err
 	}
+	os.Remove(filepath.Join(d.instanceDir(s.Name), forkRestored)) // this start boots, unless a fork restores it
+	if err := d.limactlStart(ctx, s); err != nil {
+		return err
+	}
+	if err := d.waitBooted(ctx, s.Name); err != nil {
+		return err
+	}
+	d.configureGuestEgress(ctx, s)
+	return nil
+}
+
+// limactlStart runs `limactl start`, which returns once Lima's checks of
+// the guest passed (or a slow guest agent was all that failed them).
+func (d *Driver) limactlStart(ctx context.Context, s drivers.Spec) error {
 	env, err := d.startEnv(ctx, s)
 	if err != nil {
 		return err
@@ -55,10 +69,6 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 	if err != nil {
 		return notFound(d.bootFailure(err, stderr, s.Name), s.Name)
 	}
-	if err := d.waitBooted(ctx, s.Name); err != nil {
-		return err
-	}
-	d.configureGuestEgress(ctx, s)
 	return nil
 }
 
