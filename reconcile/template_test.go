@@ -168,3 +168,24 @@ func TestAMemoryTemplateFollowsItsPool(t *testing.T) {
 		t.Errorf("memory_template removed: %s %+v", steps(res.Plan), res.Plan.Actions)
 	}
 }
+
+// A backend that cannot keep memory templates gets none: the pool reports
+// why and what to do instead, and still keeps its running spares.
+func TestAPoolAsksForATemplateTheBackendCannotKeep(t *testing.T) {
+	vm := drivers.Spec{CPUs: 2, MemoryGiB: 1, DiskGiB: 10}
+	d := plan.Desired{WorkspaceID: "ws_0123456789abcdef", Pools: map[string]plan.DesiredPool{"small": {Name: "small",
+		Driver: "vz", Shape: drivers.Shape("vz", vm), VM: vm, Size: 1, MaxIdle: time.Hour, Memory: true}}}
+	obs := plan.NewObserved(d.WorkspaceID, map[string][]drivers.Instance{"vz": nil}, nil, map[string]bool{"vz": true})
+	p := plan.ComputePools(d, obs, t0)
+	if len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Message, "cannot keep memory templates") ||
+		!strings.Contains(p.Problems[0].Message, "memory_template = false") {
+		t.Errorf("problems %+v", p.Problems)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Spare == nil || p.Actions[0].Spare.Memory {
+		t.Errorf("actions %+v; want the one running spare", p.Actions)
+	}
+	obs.Templates = map[string]bool{"vz": true}
+	if p := plan.ComputePools(d, obs, t0); len(p.Problems) != 0 || len(p.Actions) != 2 || !p.Actions[1].Spare.Memory {
+		t.Errorf("with templates: %+v %+v", p.Actions, p.Problems)
+	}
+}
