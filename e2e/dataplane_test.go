@@ -376,9 +376,7 @@ func testMemoryTemplate(t *testing.T, w *ws) {
 			t.Errorf("pool instances left after the drain:\n%s", list)
 		}
 	}()
-	start := time.Now()
 	w.must("sbf pool fill (boot, runtime ready, memory saved, stopped)", "pool", "fill")
-	record("memory template made (boot, runtime, save, stop)", start)
 	status := w.must("sbf pool status", "pool", "status").stdout
 	t.Logf("sbf pool status:\n%s", status)
 	if !strings.Contains(status, "template") {
@@ -388,7 +386,7 @@ func testMemoryTemplate(t *testing.T, w *ws) {
 	defer m.close()
 	defer limaLogsOnFailure(t)
 	defer m.logOnFailure(t)
-	start = time.Now()
+	start := time.Now()
 	created := m.call("create_instance", map[string]any{"workspace_root": w.root, "auto_bootstrap": false,
 		"ttl_minutes": 60, "cpus": 2})
 	id, _ := created["instance_id"].(string)
