@@ -73,6 +73,13 @@ type ForkImage interface {
 	Release(ctx context.Context) error
 }
 
+// PauseReporter is a ForkImage that knows how long its source stood still
+// for the save (a live save pauses it for the switch-over alone); without
+// it the engine counts the whole save.
+type PauseReporter interface {
+	Paused() time.Duration
+}
+
 // ForkChild is one new instance a fork makes.
 type ForkChild struct {
 	// Spec is the child's VM: its own name, the source's shape, network

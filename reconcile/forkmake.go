@@ -173,6 +173,9 @@ func (f *forking) children(ctx context.Context, forker drivers.Forker, src drive
 		return err
 	})
 	f.res.Paused = clock.Real{}.Now().Sub(began)
+	if p, ok := img.(drivers.PauseReporter); ok && err == nil {
+		f.res.Paused = p.Paused()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: saving its state: %w", f.req.Source, err)
 	}

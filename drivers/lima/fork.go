@@ -80,14 +80,13 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 	if err := f.markFork(tag); err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
 	}
-	if err := q.do(ctx, "stop", nil, nil); err != nil {
-		os.Remove(filepath.Join(f.dir, forkPending))
-		return nil, fmt.Errorf("pausing %s to fork it: %w", source.Name, err)
-	}
 	froze, saveErr := f.save(ctx, q, disk)
 	// The source runs on whatever the save did, even when the fork was cancelled.
 	life := context.WithoutCancel(ctx)
 	saveErr = errors.Join(saveErr, q.do(life, "cont", nil, nil))
+	if !f.pausedAt.IsZero() {
+		f.paused = clock.Real{}.Now().Sub(f.pausedAt)
+	}
 	var renameErr error
 	if froze {
 		renameErr = f.rename(life, q, disk)
@@ -102,30 +101,38 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 	return f, nil
 }
 
-// forkImage is one saved source: its folder, its frozen base and memory.
+// forkImage is one saved source: its folder, its frozen base and memory,
+// and when (and how long) the save paused it.
 type forkImage struct {
 	d                         *Driver
 	dir, base, state, overlay string
+	pausedAt                  time.Time
+	paused                    time.Duration
 }
 
-// save freezes the paused source's disk and writes its memory to f.state;
-// froze says whether the disk now writes to the new overlay (which rename
-// must then name diffdisk, whatever else failed).
+// Paused is how long the source stood still for the save (drivers.PauseReporter).
+func (f *forkImage) Paused() time.Duration { return f.paused }
+
+// save writes the running source's memory to f.state as a live migration
+// (the guest runs while most of it is copied) that stops before its
+// switch-over: with the VM paused and its disk still writable, the disk
+// is frozen, then the migration ends. froze says whether the disk now
+// writes to the new overlay (which rename must then name diffdisk,
+// whatever else failed).
 func (f *forkImage) save(ctx context.Context, q *qmp, disk qmpBlock) (froze bool, err error) {
-	// A name no file and no node of QEMU's had: QEMU keeps the names it opened
-	// (a later fork's diffdisk is, to QEMU, the overlay an earlier one made),
-	// and an overlay created at such a name would be its own backing file.
-	overlay := filepath.Join(f.dir, f.overlay)
-	if err := q.do(ctx, "blockdev-snapshot-sync", map[string]any{"device": disk.Device,
-		"snapshot-file": overlay, "format": "qcow2"}, nil); err != nil {
-		return false, fmt.Errorf("freezing the disk: %w", err)
+	caps := []map[string]any{{"capability": "pause-before-switchover", "state": true}}
+	if err := q.do(ctx, "migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
+		return false, err
 	}
-	if err := q.do(ctx, "migrate-set-parameters", map[string]any{"max-bandwidth": int64(8) << 30}, nil); err != nil {
-		return true, err
+	// Unbounded bandwidth, and a switch-over allowed once a second's worth
+	// is left: a guest emulated in software dirties memory slowly anyway.
+	params := map[string]any{"max-bandwidth": int64(8) << 30, "downtime-limit": 1000}
+	if err := q.do(ctx, "migrate-set-parameters", params, nil); err != nil {
+		return false, err
 	}
 	uri := "exec:cat > " + shellquote.Quote(filepath.Join(f.dir, f.state))
 	if err := q.do(ctx, "migrate", map[string]any{"uri": uri}, nil); err != nil {
-		return true, fmt.Errorf("saving the memory: %w", err)
+		return false, fmt.Errorf("saving the memory: %w", err)
 	}
 	for {
 		var m struct {
@@ -136,16 +143,53 @@ func (f *forkImage) save(ctx context.Context, q *qmp, disk qmpBlock) (froze bool
 			return true, err
 		}
 		switch m.Status {
+		case "pre-switchover":
+			if froze {
+				break
+			}
+			f.pausedAt = clock.Real{}.Now()
+			if err := f.freeze(ctx, q, disk); err != nil {
+				q.do(context.WithoutCancel(ctx), "migrate_cancel", nil, nil)
+				return false, err
+			}
+			froze = true
+			if err := q.do(ctx, "migrate-continue", map[string]any{"state": "pre-switchover"}, nil); err != nil {
+				q.do(context.WithoutCancel(ctx), "migrate_cancel", nil, nil)
+				return true, fmt.Errorf("saving the memory: %w", err)
+			}
 		case "completed":
-			return true, f.relativeBacking(ctx)
+			return froze, errors.Join(frozeOrNot(froze), f.relativeBacking(ctx))
 		case "failed", "cancelled":
-			return true, fmt.Errorf("saving the memory: %s %s", m.Status, m.Error)
+			return froze, fmt.Errorf("saving the memory: %s %s", m.Status, m.Error)
 		}
 		if err := clock.Sleep(ctx, clock.Real{}, migratePoll); err != nil {
 			q.do(context.WithoutCancel(ctx), "migrate_cancel", nil, nil)
-			return true, err
+			return froze, err
 		}
 	}
+}
+
+// frozeOrNot is the error of a migration that completed without the
+// pause it was asked for (the saved memory would not match the disk).
+func frozeOrNot(froze bool) error {
+	if froze {
+		return nil
+	}
+	return errors.New("saving the memory: QEMU switched over without pausing first")
+}
+
+// freeze makes the paused source's disk read-only as it is now: the
+// source writes on into a new overlay.
+func (f *forkImage) freeze(ctx context.Context, q *qmp, disk qmpBlock) error {
+	// A name no file and no node of QEMU's had: QEMU keeps the names it opened
+	// (a later fork's diffdisk is, to QEMU, the overlay an earlier one made),
+	// and an overlay created at such a name would be its own backing file.
+	overlay := filepath.Join(f.dir, f.overlay)
+	if err := q.do(ctx, "blockdev-snapshot-sync", map[string]any{"device": disk.Device,
+		"snapshot-file": overlay, "format": "qcow2"}, nil); err != nil {
+		return fmt.Errorf("freezing the disk: %w", err)
+	}
+	return nil
 }
 
 // relativeBacking makes the frozen disk name what it backs on relative to
@@ -254,16 +298,20 @@ func (f *forkImage) childDisk(ctx context.Context, cdir string) error {
 	return err
 }
 
-// resume waits until the child's QEMU has read the saved memory (it then
-// stands paused, as its source was saved) and runs it. Lima's start waits
-// for the guest meanwhile; a start that ends first ends the wait.
+// resume waits until the child's QEMU has read the saved memory and runs
+// it: QEMU runs a child at once when its source was running as the save
+// began (a live save), and leaves it paused when the source was paused.
+// Lima's start waits for the guest meanwhile; a start that ends first ends
+// the wait.
 func (f *forkImage) resume(ctx context.Context, cdir string, started chan error) error {
 	defer os.Remove(filepath.Join(cdir, forkIncoming))
 	for {
 		if q, err := dialQMP(ctx, filepath.Join(cdir, "qmp.sock")); err == nil {
 			st, err := q.status(ctx)
-			if err == nil && st == "paused" {
-				err = q.do(ctx, "cont", nil, nil)
+			if err == nil && (st == "paused" || st == "running") {
+				if st == "paused" {
+					err = q.do(ctx, "cont", nil, nil)
+				}
 				q.Close()
 				return err
 			}

@@ -214,7 +214,9 @@ func TestAForksChildCanBeForked(t *testing.T) {
 	cmon := startQEMU(t, child, "-incoming", "exec:cat "+filepath.Join(fi.dir, fi.state))
 	for resumed := false; !resumed; time.Sleep(50 * time.Millisecond) {
 		cmon(func(q *qmp) {
-			if st, err := q.status(t.Context()); err == nil && st == "paused" {
+			if st, err := q.status(t.Context()); err == nil && st == "running" {
+				resumed = true // a live save's child runs once its memory is in
+			} else if err == nil && st == "paused" {
 				resumed = q.do(t.Context(), "cont", nil, nil) == nil
 			}
 		})

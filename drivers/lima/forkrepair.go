@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,10 +81,29 @@ func (f *forkImage) repairRunning(ctx context.Context, q *qmp) error {
 			return err
 		}
 	}
-	if st, err := q.status(ctx); err == nil && st == "paused" {
-		return q.do(ctx, "cont", nil, nil)
+	return runAgain(ctx, q)
+}
+
+// runAgain runs a source a save left standing, its migration cancelled:
+// QEMU resumes one stopped at its switch-over by itself (it was running),
+// one paused or done saving is continued.
+func runAgain(ctx context.Context, q *qmp) error {
+	var st string
+	var err error
+	for range 100 {
+		switch st, err = q.status(ctx); {
+		case err != nil:
+			return err
+		case st == "running":
+			return nil
+		case st == "paused" || st == "postmigrate":
+			return q.do(ctx, "cont", nil, nil)
+		}
+		if err := clock.Sleep(ctx, clock.Real{}, migratePoll); err != nil {
+			return err
+		}
 	}
-	return nil
+	return fmt.Errorf("the source stays %s after its save was cut short", st)
 }
 
 func (f *forkImage) repairStopped(ctx context.Context) error {

@@ -60,7 +60,7 @@ func TestAForkCutShortIsFinishedWhileStopped(t *testing.T) {
 
 // A source left paused by a fork that died mid-save runs again, its disk
 // named as Lima opens it, when sbf next looks at it to fork it.
-func TestAForkCutShortWhilePausedRunsTheSourceAgain(t *testing.T) {
+func TestAForkCutShortAtItsSwitchOverRunsTheSourceAgain(t *testing.T) {
 	f := newFake(t)
 	home := t.TempDir()
 	f.env["LIMA_HOME"], f.env["PATH"] = home, os.Getenv("PATH")
@@ -76,14 +76,28 @@ func TestAForkCutShortWhilePausedRunsTheSourceAgain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := q.do(t.Context(), "stop", nil, nil); err != nil {
+		caps := []map[string]any{{"capability": "pause-before-switchover", "state": true}}
+		if err := q.do(t.Context(), "migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
 			t.Fatal(err)
+		}
+		uri := "exec:cat > " + filepath.Join(dir, fi.state)
+		if err := q.do(t.Context(), "migrate", map[string]any{"uri": uri}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for st := ""; st != "pre-switchover"; time.Sleep(50 * time.Millisecond) {
+			var m struct {
+				Status string `json:"status"`
+			}
+			if err := q.do(t.Context(), "query-migrate", nil, &m); err != nil {
+				t.Fatal(err)
+			}
+			st = m.Status
 		}
 		if err := q.do(t.Context(), "blockdev-snapshot-sync", map[string]any{"device": disk.Device,
 			"snapshot-file": filepath.Join(dir, fi.overlay), "format": "qcow2"}, nil); err != nil {
 			t.Fatal(err)
 		}
-	}) // sbf dies here
+	}) // sbf dies here: the save stands at its switch-over, the VM stopped
 	writeGuestDisk(t, mon, "0xcd", 64<<10)
 	if err := d.repairFork(t.Context(), dir); err != nil {
 		t.Fatal(err)
@@ -91,6 +105,12 @@ func TestAForkCutShortWhilePausedRunsTheSourceAgain(t *testing.T) {
 	mon(func(q *qmp) {
 		if st, err := q.status(t.Context()); err != nil || st != "running" {
 			t.Errorf("the source after the repair: %q %v; want running", st, err)
+		}
+		var m struct {
+			Status string `json:"status"`
+		}
+		if err := q.do(t.Context(), "query-migrate", nil, &m); err != nil || m.Status == "pre-switchover" {
+			t.Errorf("the save cut short is left standing: %q %v", m.Status, err)
 		}
 		q.do(t.Context(), "quit", nil, nil)
 	})
