@@ -40,6 +40,7 @@ func testFork(t *testing.T, w *ws) {
 		t.Fatalf("sbf fork api --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 	timings = append(timings, timing{"the source paused for the fork", time.Duration(rep.PausedMS) * time.Millisecond})
+	t.Logf("sbf fork's progress (where its time went):\n%s", r.stderr)
 	for _, c := range rep.Children {
 		t.Cleanup(func() { w.sbf("", nil, "destroy", c.Sandbox, "--auto-approve") })
 		t.Logf("fork child %s: %d KiB of its own files right after the fork", c.Sandbox, ownKiB(c.Instance))
