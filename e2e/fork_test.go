@@ -80,7 +80,7 @@ func testFork(t *testing.T, w *ws) {
 	for _, c := range rep.Children {
 		args = append(args, c.Sandbox)
 	}
-	w.must("destroy the children in one call (their deletes run at once)", args...)
+	w.must("destroy the children in one call", args...)
 	record(fmt.Sprintf("sbf destroy of the %d fork children (one call)", forkChildren), start)
 }
 
