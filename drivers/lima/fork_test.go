@@ -63,6 +63,25 @@ func startQEMU(t *testing.T, dir string, args ...string) (mon func(func(*qmp))) 
 	}
 }
 
+// waitRunning waits until a child's QEMU has read its saved memory and
+// runs (a live save's child runs at once; one saved paused is continued).
+func waitRunning(t *testing.T, mon func(func(*qmp)), child string) {
+	t.Helper()
+	for resumed, tries := false, 0; !resumed; tries++ {
+		if tries == 400 {
+			t.Fatalf("%s's QEMU never read the saved memory", child)
+		}
+		time.Sleep(50 * time.Millisecond)
+		mon(func(q *qmp) {
+			if st, err := q.status(t.Context()); err == nil && st == "running" {
+				resumed = true
+			} else if err == nil && st == "paused" {
+				resumed = q.do(t.Context(), "cont", nil, nil) == nil
+			}
+		})
+	}
+}
+
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
@@ -212,15 +231,7 @@ func TestAForksChildCanBeForked(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmon := startQEMU(t, child, "-incoming", "exec:cat "+filepath.Join(fi.dir, fi.state))
-	for resumed := false; !resumed; time.Sleep(50 * time.Millisecond) {
-		cmon(func(q *qmp) {
-			if st, err := q.status(t.Context()); err == nil && st == "running" {
-				resumed = true // a live save's child runs once its memory is in
-			} else if err == nil && st == "paused" {
-				resumed = q.do(t.Context(), "cont", nil, nil) == nil
-			}
-		})
-	}
+	waitRunning(t, cmon, "sbf-child")
 	writeGuestDisk(t, cmon, "0xcd", 64<<10) // the child's own write
 	if _, err := d.SaveForFork(t.Context(), drivers.Spec{Name: "sbf-child", VMType: "qemu"}); err != nil {
 		t.Fatalf("forking a child: %v", err)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
 )
@@ -49,19 +48,7 @@ func TestAMemoryTemplateIsAForkKeptForLaterCreates(t *testing.T) {
 			t.Errorf("%s's disk lacks what the template wrote before its save", child)
 		}
 		cmon := startQEMU(t, cdir, "-incoming", "exec:cat "+filepath.Join(dir, fi.state))
-		for resumed, tries := false, 0; !resumed; tries++ {
-			if tries == 400 {
-				t.Fatalf("%s's QEMU never read the template's memory", child)
-			}
-			time.Sleep(50 * time.Millisecond)
-			cmon(func(q *qmp) {
-				if st, err := q.status(t.Context()); err == nil && st == "running" {
-					resumed = true // a live save's child runs once its memory is in
-				} else if err == nil && st == "paused" {
-					resumed = q.do(t.Context(), "cont", nil, nil) == nil
-				}
-			})
-		}
+		waitRunning(t, cmon, child)
 	}
 	os.MkdirAll(filepath.Join(home, "sbf-plain"), 0o700)
 	if _, err := d.OpenTemplate(t.Context(), "sbf-plain"); !errors.Is(err, drivers.ErrNotFound) {

@@ -333,37 +333,8 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 	for name := range obs.PoolNames {
 		taken[name] = true
 	}
-	groups := map[string]DesiredPool{}
-	for _, name := range slices.Sorted(maps.Keys(d.Pools)) {
-		pl := d.Pools[name]
-		subject := "pool." + name
-		if err := obs.Unavailable[pl.Driver]; err != nil {
-			p.Problems = append(p.Problems, Problem{Sandbox: subject, Err: err, Message: err.Error()})
-			continue
-		}
-		if !obs.Labels[pl.Driver] {
-			err := fmt.Errorf("the %s driver keeps no ownership labels, so it cannot keep spares", pl.Driver)
-			p.Problems = append(p.Problems, Problem{Sandbox: subject, Err: err, Message: err.Error()})
-			continue
-		}
-		key := pl.Driver + "/" + pl.Shape
-		g, ok := groups[key]
-		memory := pl.Memory || g.Memory // one template serves the shape
-		if !ok || pl.Size > g.Size {
-			g = pl
-		}
-		g.Memory = memory
-		groups[key] = g
-	}
-	for _, key := range slices.Sorted(maps.Keys(groups)) {
-		if pl := groups[key]; pl.Memory && !obs.Templates[pl.Driver] {
-			err := fmt.Errorf("the %s driver cannot keep memory templates (it cannot fork from saved memory): "+
-				"set memory_template = false, or keep running spares (size)", pl.Driver)
-			p.Problems = append(p.Problems, Problem{Sandbox: "pool." + pl.Name, Err: err, Message: err.Error()})
-			pl.Memory = false
-			groups[key] = pl
-		}
-	}
+	groups, problems := poolGroups(d, obs)
+	p.Problems = append(p.Problems, problems...)
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		pl := groups[key]
 		n := 0
@@ -388,6 +359,45 @@ func ComputePools(d Desired, obs Observed, now time.Time) *Plan {
 		}
 	}
 	return p
+}
+
+// poolGroups gathers the pools by driver and shape, which share their
+// spares (the largest size wins) and one memory template; a pool whose
+// driver cannot be listed, keeps no labels, or keeps no templates it asks
+// for, is a problem.
+func poolGroups(d Desired, obs Observed) (groups map[string]DesiredPool, problems []Problem) {
+	groups = map[string]DesiredPool{}
+	for _, name := range slices.Sorted(maps.Keys(d.Pools)) {
+		pl := d.Pools[name]
+		subject := "pool." + name
+		if err := obs.Unavailable[pl.Driver]; err != nil {
+			problems = append(problems, Problem{Sandbox: subject, Err: err, Message: err.Error()})
+			continue
+		}
+		if !obs.Labels[pl.Driver] {
+			err := fmt.Errorf("the %s driver keeps no ownership labels, so it cannot keep spares", pl.Driver)
+			problems = append(problems, Problem{Sandbox: subject, Err: err, Message: err.Error()})
+			continue
+		}
+		key := pl.Driver + "/" + pl.Shape
+		g, ok := groups[key]
+		memory := pl.Memory || g.Memory // one template serves the shape
+		if !ok || pl.Size > g.Size {
+			g = pl
+		}
+		g.Memory = memory
+		groups[key] = g
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		if pl := groups[key]; pl.Memory && !obs.Templates[pl.Driver] {
+			err := fmt.Errorf("the %s driver cannot keep memory templates (it cannot fork from saved memory): "+
+				"set memory_template = false, or keep running spares (size)", pl.Driver)
+			problems = append(problems, Problem{Sandbox: "pool." + pl.Name, Err: err, Message: err.Error()})
+			pl.Memory = false
+			groups[key] = pl
+		}
+	}
+	return groups, problems
 }
 
 // newSpare is the action making pool pl's spare name.
