@@ -28,7 +28,7 @@ func (a *app) forkCommand() *cobra.Command {
 			"length, within lease.max_ttl) and counts against [lease] max_instances: a fork the cap cannot hold\n" +
 			"whole makes none. A failed fork removes what it made; Ctrl-C keeps the children already running;\n" +
 			"--dry-run shows the children a fork would make, or why it would be refused, and makes nothing.\n" +
-			"Drivers that cannot fork (vz, hyperv, kubevirt and lima for now) answer FORK_UNSUPPORTED with the\n" +
+			"Drivers that cannot fork (vz, hyperv, kubevirt) answer FORK_UNSUPPORTED with the\n" +
 			"next step: a clone from a disk snapshot (sbf snapshot create, sbf clone --snapshot).",
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeSandbox,

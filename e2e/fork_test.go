@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,20 +26,15 @@ func testFork(t *testing.T, w *ws) {
 	ident := "hostname; cat /etc/machine-id"
 	source := strings.Fields(w.must("the source's identity", "exec", "api", "--", "sh", "-c", ident).stdout)
 	start := time.Now()
-	r := w.sbf("", nil, "fork", "api", "--count", fmt.Sprint(forkChildren), "--json")
+	// Not --json: the text form keeps the progress (each step's time) on stderr.
+	r := w.sbf("", nil, "fork", "api", "--count", fmt.Sprint(forkChildren))
 	record(fmt.Sprintf("sbf fork api --count %d: running children from memory", forkChildren), start)
-	var rep struct {
-		PausedMS int64 `json:"paused_ms"`
-		Children []struct {
-			Sandbox  string `json:"sandbox"`
-			Instance string `json:"instance"`
-		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || len(rep.Children) != forkChildren {
-		t.Fatalf("sbf fork api --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
-	timings = append(timings, timing{"the source paused for the fork", time.Duration(rep.PausedMS) * time.Millisecond})
 	t.Logf("sbf fork's progress (where its time went):\n%s", r.stderr)
+	rep, err := parseForkReport(r.stdout)
+	if err != nil || r.code != 0 || len(rep.Children) != forkChildren {
+		t.Fatalf("sbf fork api: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	timings = append(timings, timing{"the source paused for the fork", rep.Paused})
 	for _, c := range rep.Children {
 		t.Cleanup(func() { w.sbf("", nil, "destroy", c.Sandbox, "--auto-approve") })
 		t.Logf("fork child %s: %d KiB of its own files right after the fork", c.Sandbox, ownKiB(c.Instance))
@@ -84,6 +78,35 @@ func testFork(t *testing.T, w *ws) {
 	}
 	w.must("destroy the children in one call, forced", args...)
 	record(fmt.Sprintf("sbf destroy --force of the %d fork children (one call)", forkChildren), start)
+}
+
+// forkReport is what `sbf fork` prints: how long the source paused, and
+// each child's sandbox and instance.
+type forkReport struct {
+	Paused   time.Duration
+	Children []struct{ Sandbox, Instance string }
+}
+
+// parseForkReport reads "Forked SOURCE into … (the source paused D)." and
+// a line "  SANDBOX  INSTANCE  lease ends …" per child.
+func parseForkReport(out string) (forkReport, error) {
+	var rep forkReport
+	_, paused, ok := strings.Cut(out, "(the source paused ")
+	if !ok {
+		return rep, fmt.Errorf("no pause reported")
+	}
+	paused, _, _ = strings.Cut(paused, ")")
+	d, err := time.ParseDuration(paused)
+	if err != nil {
+		return rep, err
+	}
+	rep.Paused = d
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); strings.HasPrefix(line, "  ") && len(f) >= 2 {
+			rep.Children = append(rep.Children, struct{ Sandbox, Instance string }{f[0], f[1]})
+		}
+	}
+	return rep, nil
 }
 
 // ownKiB is the disk a Lima instance's folder holds that no other file

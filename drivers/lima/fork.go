@@ -234,7 +234,7 @@ func (f *forkImage) rename(ctx context.Context, q *qmp, disk qmpBlock) error {
 // StartChild makes the child's instance over the frozen base, starts its
 // QEMU from the saved memory, resumes it and gives it its own identity.
 func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) error {
-	d, name := f.d, child.Spec.Name
+	d, name, began := f.d, child.Spec.Name, clock.Real{}.Now()
 	if err := d.Create(ctx, child.Spec); err != nil {
 		return err
 	}
@@ -260,6 +260,7 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := f.resume(ctx, cdir, started); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
+	drivers.Progressf(ctx, "running from the saved memory after %s", since(began))
 	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
@@ -267,8 +268,14 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := f.takeIdentity(ctx, name, child.Identity); err != nil {
 		return err
 	}
+	drivers.Progressf(ctx, "answering with its own identity after %s", since(began))
 	handedOver.Store(true)
 	return nil
+}
+
+// since is the time from began to now, as progress says it.
+func since(began time.Time) time.Duration {
+	return clock.Real{}.Now().Sub(began).Round(10 * time.Millisecond)
 }
 
 // childDisk links the source's chain (and boot files) into the child's folder cdir, in place
