@@ -103,7 +103,8 @@ type ForkIdentity struct {
 	// changes that too, which Linux 5.18+ takes as a reason to reseed.
 	Seed string `json:"seed"`
 	// Now is the host's time as the child starts: the guest's clock,
-	// stopped at the save, is set to it.
+	// stopped at the save, is set to it (a backend that runs GuestScript
+	// later sets Now to the time it runs it).
 	Now time.Time `json:"now"`
 }
 
@@ -149,6 +150,11 @@ func (id ForkIdentity) GuestScript() string {
 		"printf '%s\\n' " + id.MachineID + " > /etc/machine-id",
 		"hostname " + id.Hostname,
 		"printf '%s\\n' " + id.Hostname + " > /etc/hostname",
+		// The host name resolves where the old one did (Debian's 127.0.1.1
+		// line): sudo looks its host up on every call, and an unknown name
+		// waits on DNS (seconds under emulation).
+		"sed -i '/^127\\.0\\.1\\.1[[:space:]]/d' /etc/hosts",
+		"printf '127.0.1.1\\t%s\\n' " + id.Hostname + " >> /etc/hosts",
 		fmt.Sprintf("date -u -s @%d >/dev/null", id.Now.Unix()),
 	}
 	return strings.Join(lines, "\n") + "\n"

@@ -1,7 +1,11 @@
 package drivers
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +49,48 @@ func TestNoForkNamesTheNextStep(t *testing.T) {
 	if c.Code != coded.ForkUnsupported || c.Details["driver"] != "vz" || len(steps) != 2 ||
 		!strings.Contains(steps[0], "sbf snapshot create api NAME") || !strings.Contains(steps[0], "clone_instance") {
 		t.Errorf("%s %v", c.Code, c.Details)
+	}
+}
+
+// A backend names its instances; the steps it suggests are commands that
+// take sandbox names.
+func TestAnUnsupportedForkNamesSandboxes(t *testing.T) {
+	u := ForkUnsupported("lima", "forks sbf-ab12-api once", "sbf fork sbf-ab12-api-fork-1", "sbf clone sbf-ab12-api")
+	named := u.(*UnsupportedError).Naming("sbf-ab12-api", "api")
+	want := []string{"sbf fork api-fork-1", "sbf clone api"}
+	if !slices.Equal(named.NextSteps, want) || named.Reason != "forks api once" || named.Code != coded.ForkUnsupported {
+		t.Errorf("named: %q %q; want steps %q", named.Reason, named.NextSteps, want)
+	}
+	if u.(*UnsupportedError).NextSteps[0] != "sbf fork sbf-ab12-api-fork-1" {
+		t.Errorf("Naming changed the error it was called on: %q", u.(*UnsupportedError).NextSteps)
+	}
+}
+
+// The child's host name resolves from /etc/hosts where its source's did:
+// the script's lines for that file, run by a real shell on a copy.
+func TestGuestScriptNamesTheChildInHosts(t *testing.T) {
+	id, err := NewForkIdentity("sbf-0123abcd-api-fork-2", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	before := "127.0.0.1\tlocalhost\n127.0.1.1\tlima-sbf-0123abcd-api\tlima-sbf-0123abcd-api\n" +
+		"192.168.5.2\thost.lima.internal\n"
+	if err := os.WriteFile(hosts, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(id.GuestScript(), "\n") {
+		if strings.Contains(line, "/etc/hosts") {
+			lines = append(lines, strings.ReplaceAll(line, "/etc/hosts", hosts))
+		}
+	}
+	if out, err := exec.Command("sh", "-ec", strings.Join(lines, "\n")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got, _ := os.ReadFile(hosts)
+	want := "127.0.0.1\tlocalhost\n192.168.5.2\thost.lima.internal\n127.0.1.1\tsbf-0123abcd-api-fork-2\n"
+	if string(got) != want {
+		t.Errorf("hosts after the script:\n%s\nwant:\n%s", got, want)
 	}
 }

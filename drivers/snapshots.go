@@ -112,6 +112,20 @@ func (e *UnsupportedError) Error() string {
 	return msg
 }
 
+// Naming is the error with the instance's name, which a backend knows it
+// by, replaced by the sandbox's in its reason and next steps: the commands
+// it suggests take sandbox names (a fork's child's instance name is its
+// source's followed by the child's suffix, so it follows too).
+func (e *UnsupportedError) Naming(instance, sandbox string) *UnsupportedError {
+	named := *e
+	named.Reason = strings.ReplaceAll(e.Reason, instance, sandbox)
+	named.NextSteps = make([]string, len(e.NextSteps))
+	for i, step := range e.NextSteps {
+		named.NextSteps[i] = strings.ReplaceAll(step, instance, sandbox)
+	}
+	return &named
+}
+
 // Coded is the error's coded form (SNAPSHOT_UNSUPPORTED, FORK_UNSUPPORTED).
 func (e *UnsupportedError) Coded() *coded.Error {
 	return coded.New(e.Code, map[string]any{"driver": e.Driver, "reason": e.Reason,

@@ -177,6 +177,9 @@ func (f *forking) children(ctx context.Context, forker drivers.Forker, src drive
 		f.res.Paused = p.Paused()
 	}
 	if err != nil {
+		if u, ok := errors.AsType[*drivers.UnsupportedError](err); ok {
+			err = u.Naming(src.Name, f.req.Source)
+		}
 		return nil, fmt.Errorf("sandbox %s: saving its state: %w", f.req.Source, err)
 	}
 	defer func() { err = errors.Join(err, img.Release(context.WithoutCancel(ctx))) }()

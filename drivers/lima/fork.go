@@ -74,8 +74,9 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 		// QEMU 7.2 fails a second save of a VM it saved and resumed
 		// ("bdrv_inactivate_all() failed"): refused before it is paused.
 		return nil, drivers.ForkUnsupported("lima", "forks a QEMU VM once per start (QEMU cannot save its disks "+
-			"again after a save it resumed from)", "fork one of its children instead: sbf fork "+source.Name+"-fork-1",
-			"or restart it first (sbf stop "+source.Name+", then sbf apply), then fork it")
+			"again after a save it resumed from)", "fork one of its children instead, each forkable once: sbf fork "+
+			source.Name+"-fork-1", "or restart it: sbf clone "+source.Name+" stops it for the copy and starts it "+
+			"again, and both can then be forked")
 	}
 	if err := f.markFork(tag); err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
@@ -235,7 +236,7 @@ func (f *forkImage) rename(ctx context.Context, q *qmp, disk qmpBlock) error {
 // QEMU from the saved memory, resumes it and gives it its own identity.
 func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) error {
 	d, name, began := f.d, child.Spec.Name, clock.Real{}.Now()
-	if err := d.Create(ctx, child.Spec); err != nil {
+	if err := d.createOver(ctx, child.Spec); err != nil {
 		return err
 	}
 	cdir := d.instanceDir(name)
@@ -245,6 +246,7 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.Link(filepath.Join(f.dir, f.state), filepath.Join(cdir, forkIncoming)); err != nil {
 		return fmt.Errorf("making fork child %s: %w", name, err)
 	}
+	drivers.Progressf(ctx, "instance made after %s; starting it from the saved memory", since(began))
 	// limactl start runs on after the child is handed over (its checks of a
 	// guest that needs no boot take most of a minute under emulation): it
 	// is not cancelled with the fork, whose undo deletes the child, and
@@ -264,10 +266,14 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
-	d.configureGuestEgress(ctx, child.Spec)
+	// One login for both: the identity over the child's first connection,
+	// then the egress settings, after which the connection is dropped (the
+	// next login reads the new hostname and the guest's environment).
 	if err := f.takeIdentity(ctx, name, child.Identity); err != nil {
 		return err
 	}
+	d.configureGuestEgress(ctx, child.Spec)
+	d.dropConn(name)
 	drivers.Progressf(ctx, "answering with its own identity after %s", since(began))
 	handedOver.Store(true)
 	return nil
@@ -291,7 +297,7 @@ func (f *forkImage) childDisk(ctx context.Context, cdir string) error {
 		if _, err := os.Stat(filepath.Join(f.dir, file)); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		os.Remove(filepath.Join(cdir, file)) // limactl create copied the image: the source's is the one
+		os.Remove(filepath.Join(cdir, file)) // createOver's empty placeholder: the source's is the one
 		if err := os.Link(filepath.Join(f.dir, file), filepath.Join(cdir, file)); err != nil {
 			return err
 		}
@@ -339,8 +345,10 @@ func (f *forkImage) resume(ctx context.Context, cdir string, started chan error)
 }
 
 // takeIdentity gives the child its hostname, machine id, random seed and
-// clock over its own new connection (the driver keeps one per instance).
+// clock over its own new connection (the driver keeps one per instance,
+// which the caller drops once the child is set up).
 func (f *forkImage) takeIdentity(ctx context.Context, name string, id drivers.ForkIdentity) error {
+	id.Now = f.d.opts.Clock.Now() // the child's memory came in seconds after the identity was drawn
 	res, err := f.d.Exec(ctx, name, drivers.ExecRequest{Command: "sudo -n sh -c " +
 		shellquote.Quote(id.GuestScript())})
 	if err == nil && res.ExitCode != 0 {
@@ -349,7 +357,6 @@ func (f *forkImage) takeIdentity(ctx context.Context, name string, id drivers.Fo
 	if err != nil {
 		return fmt.Errorf("giving fork child %s its own identity: %w", name, err)
 	}
-	f.d.dropConn(name) // the next command's login sees the new hostname
 	return nil
 }
 
