@@ -134,8 +134,7 @@ func guestEgressScript(e *drivers.Egress) string {
 // so); others are left alone. A failure is reported, not fatal: the policy
 // holds either way, only the guest's tools may not find the proxy.
 func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
-	marker := filepath.Join(d.egressDir(s.Name), "guest-configured")
-	if _, err := os.Stat(marker); s.Egress == nil && err != nil {
+	if !d.guestEgressWanted(s) {
 		return
 	}
 	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " +
@@ -146,6 +145,20 @@ func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
 	// sshd reads /etc/environment (pam_env) once per connection: the next
 	// command must come over a new one.
 	d.dropConn(s.Name)
+	d.guestEgressDone(ctx, s, err)
+}
+
+// guestEgressWanted says whether the guest's tools are to be pointed at
+// the egress proxy, or taken off it (a marker says they were).
+func (d *Driver) guestEgressWanted(s drivers.Spec) bool {
+	_, err := os.Stat(filepath.Join(d.egressDir(s.Name), "guest-configured"))
+	return s.Egress != nil || err == nil
+}
+
+// guestEgressDone reports a failed guestEgressScript, or records that the
+// guest now has the settings (or none).
+func (d *Driver) guestEgressDone(ctx context.Context, s drivers.Spec, err error) {
+	marker := filepath.Join(d.egressDir(s.Name), "guest-configured")
 	switch {
 	case err != nil:
 		drivers.Progressf(ctx, "lima warning: could not point %s's tools at its egress proxy: %v", s.Name, err)

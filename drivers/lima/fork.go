@@ -266,14 +266,9 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
-	// One login for both: the identity over the child's first connection,
-	// then the egress settings, after which the connection is dropped (the
-	// next login reads the new hostname and the guest's environment).
-	if err := f.takeIdentity(ctx, name, child.Identity); err != nil {
+	if err := f.takeIdentity(ctx, child); err != nil {
 		return err
 	}
-	d.configureGuestEgress(ctx, child.Spec)
-	d.dropConn(name)
 	drivers.Progressf(ctx, "answering with its own identity after %s", since(began))
 	handedOver.Store(true)
 	return nil
@@ -345,20 +340,46 @@ func (f *forkImage) resume(ctx context.Context, cdir string, started chan error)
 }
 
 // takeIdentity gives the child its hostname, machine id, random seed and
-// clock over its own new connection (the driver keeps one per instance,
-// which the caller drops once the child is set up).
-func (f *forkImage) takeIdentity(ctx context.Context, name string, id drivers.ForkIdentity) error {
-	id.Now = f.d.opts.Clock.Now() // the child's memory came in seconds after the identity was drawn
-	res, err := f.d.Exec(ctx, name, drivers.ExecRequest{Command: "sudo -n sh -c " +
-		shellquote.Quote(id.GuestScript())})
+// clock, and the egress settings a start gives a guest, in one script over
+// its own new connection (each command is a sudo, seconds under emulation),
+// which is then dropped: the next login reads the new hostname and the
+// guest's environment.
+func (f *forkImage) takeIdentity(ctx context.Context, child drivers.ForkChild) error {
+	d, s, id := f.d, child.Spec, child.Identity
+	id.Now = d.opts.Clock.Now() // the child's memory came in seconds after the identity was drawn
+	script, egress := id.GuestScript(), d.guestEgressWanted(s)
+	if egress {
+		script = childScript(script, guestEgressScript(s.Egress))
+	}
+	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " + shellquote.Quote(script)})
+	d.dropConn(s.Name)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))
 	}
 	if err != nil {
-		return fmt.Errorf("giving fork child %s its own identity: %w", name, err)
+		return fmt.Errorf("giving fork child %s its own identity: %w", s.Name, err)
+	}
+	if egress {
+		var egressErr error
+		if _, said, failed := strings.Cut(string(res.Stderr), egressFailed); failed {
+			egressErr = fmt.Errorf("exit%s", strings.TrimSpace(said))
+		}
+		d.guestEgressDone(ctx, s, egressErr)
 	}
 	return nil
 }
+
+// childScript runs identity, then egress in a subshell of its own whose
+// failure is said on stderr and is a warning (the policy holds outside the
+// guest), not the fork's failure.
+func childScript(identity, egress string) string {
+	return identity + "set +e\n(\n" + egress + ")\nstatus=$?\n" +
+		"[ $status -eq 0 ] || echo \"" + egressFailed + " $status\" >&2\nexit 0\n"
+}
+
+// egressFailed begins the line a child's script writes when its egress
+// settings failed.
+const egressFailed = "sbf-egress-settings-failed:"
 
 // Release removes the saved memory; the frozen base stays while a disk
 // chain names it.

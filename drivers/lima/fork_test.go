@@ -249,3 +249,30 @@ func TestAForksChildCanBeForked(t *testing.T) {
 	}
 	t.Errorf("no frozen disk of the child's fork holds its writes: %v", bases)
 }
+
+// A child's one script: the identity's failure is the script's; the egress
+// settings' is said on stderr, and an egress script that ends early (its
+// settings unchanged) ends only itself.
+func TestAChildsScriptKeepsTheEgressFailureApart(t *testing.T) {
+	run := func(identity, egress string) (string, int) {
+		cmd := exec.Command("sh", "-c", childScript(identity, egress))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return stderr.String(), code
+	}
+	if said, code := run("set -e\necho id\n", "set -e\nfalse\necho not reached\n"); code != 0 ||
+		!strings.Contains(said, egressFailed+" 1") {
+		t.Errorf("a failed egress: exit %d, stderr %q; want exit 0 and %q", code, said, egressFailed+" 1")
+	}
+	if said, code := run("set -e\n", "set -e\n[ a = a ] && exit 0\nfalse\n"); code != 0 || said != "" {
+		t.Errorf("an egress ending early: exit %d, stderr %q; want exit 0 and nothing said", code, said)
+	}
+	if _, code := run("set -e\nfalse\n", "true\n"); code == 0 {
+		t.Error("a failed identity: exit 0; want the failure")
+	}
+}
