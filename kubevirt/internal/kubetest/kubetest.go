@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,9 +108,21 @@ func Need(t testing.TB, c *Cluster) {
 	}
 }
 
+// crdDir is the module's testdata/crds, found from the folder a package's
+// tests run in up to the module's go.mod (under -trimpath, as make test
+// builds, a source file's recorded path is not where it is).
 func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "crds")
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "go.mod")); statErr == nil {
+			return filepath.Join(dir, "testdata", "crds")
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	return filepath.Join("testdata", "crds")
 }
 
 var seq atomic.Int64
