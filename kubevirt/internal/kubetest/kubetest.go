@@ -7,6 +7,7 @@ package kubetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,6 +60,11 @@ func Start() (*Cluster, string, error) {
 		ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start can fail after the API server and etcd run (installing the CRDs): stop what
+		// it started, or they outlive the tests.
+		if stopErr := env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping them: %w", stopErr))
+		}
 		return nil, "", fmt.Errorf("starting kube-apiserver and etcd from %s: %w", bins, err)
 	}
 	return &Cluster{Env: env, Config: cfg}, "", nil
