@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -68,7 +70,28 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 	}()
 	// What the call waits for outside a run's steps (a lock another sbf
 	// holds, a sandbox still booting) reaches the client too.
-	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() { close(done) }
+	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() {
+		close(done)
+		flushNotifications(ctx)
+	}
+}
+
+// flushNotifications waits (at most about a second) until the session's
+// queued notifications are taken for writing. mcp-go's stdio writes them
+// from a goroutine of their own but writes a call's answer directly, so a
+// call's last steps could follow its answer, when a client (the TypeScript
+// SDK) no longer listens for its progress. Real time: the queue drains in
+// it whatever clock the engine keeps.
+func flushNotifications(ctx context.Context) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	queue := cs.NotificationChannel()
+	for i := 0; i < 1000 && len(queue) > 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	runtime.Gosched() // the writer marshals the last one taken before the answer is
 }
 
 // wait turns a wait's line into a notification.
