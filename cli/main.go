@@ -29,6 +29,7 @@ import (
 // server is what sbf-server adds; nil for sbf.
 func Main(server *Server) int {
 	state.SbfVersion = version // every state file records the sbf that wrote it
+	tuneCollector(server, os.Getenv)
 	ctx, in := interruptible(context.Background(), os.Stderr)
 	// Backends run their hidden commands (vz's VM supervisors) with this same binary.
 	exe, _ := os.Executable()
