@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sandboxforge/sbf/internal/clock"
 	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/reconcile"
 )
@@ -89,7 +90,7 @@ func flushNotifications(ctx context.Context) {
 	}
 	queue := cs.NotificationChannel()
 	for i := 0; i < 1000 && len(queue) > 0; i++ {
-		time.Sleep(time.Millisecond)
+		<-clock.Real{}.After(time.Millisecond)
 	}
 	runtime.Gosched() // the writer marshals the last one taken before the answer is
 }
