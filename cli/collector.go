@@ -9,12 +9,21 @@ import "runtime/debug"
 // At 400 the heap stays within five times what is live.
 const commandGCPercent = 400
 
-// tuneCollector gives sbf's commands more headroom unless GOGC says
+// commandMemoryLimit caps what that headroom may cost: past it the
+// collector runs as often as it must. `sbf reconcile --watch` runs for good
+// in a pod limited to 256 MiB (deploy/kubevirt/deployment.yaml).
+const commandMemoryLimit = 128 << 20
+
+// tuneCollector gives sbf's commands more headroom, within
+// commandMemoryLimit, unless GOGC (or GOMEMLIMIT, for the cap) says
 // otherwise. sbf-server (server != nil: `sbf mcp`, `sbf serve`) keeps Go's
 // default: it holds sessions for hours within its memory bound (issue 42).
 func tuneCollector(server *Server, getenv func(string) string) (percent int, tuned bool) {
 	if server != nil || getenv("GOGC") != "" {
 		return 0, false
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(commandMemoryLimit)
 	}
 	debug.SetGCPercent(commandGCPercent)
 	return commandGCPercent, true

@@ -1,29 +1,30 @@
 package cli
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 )
 
-// sbf's commands get the wider headroom; a GOGC the user set, and
-// sbf-server, keep theirs.
+// sbf's commands get the wider headroom within the cap; a GOGC the user
+// set, and sbf-server, keep theirs; a GOMEMLIMIT the user set keeps its cap.
 func TestTheCollectorIsTunedForCommandsOnly(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	noEnv := func(string) string { return "" }
-	if p, tuned := tuneCollector(nil, noEnv); !tuned || p != commandGCPercent ||
-		debug.SetGCPercent(100) != commandGCPercent {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	if p, tuned := tuneCollector(nil, env(nil)); !tuned || p != commandGCPercent ||
+		debug.SetGCPercent(100) != commandGCPercent || debug.SetMemoryLimit(math.MaxInt64) != commandMemoryLimit {
 		t.Errorf("sbf's collector: %d, tuned %v", p, tuned)
 	}
-	userSet := func(k string) string {
-		if k == "GOGC" {
-			return "50"
-		}
-		return ""
+	if _, tuned := tuneCollector(nil, env(map[string]string{"GOMEMLIMIT": "1GiB"})); !tuned ||
+		debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Error("a GOMEMLIMIT the user set was replaced")
 	}
+	debug.SetGCPercent(100)
 	for name, c := range map[string]struct {
 		server *Server
 		getenv func(string) string
-	}{"GOGC set": {nil, userSet}, "sbf-server": {&Server{}, noEnv}} {
+	}{"GOGC set": {nil, env(map[string]string{"GOGC": "50"})}, "sbf-server": {&Server{}, env(nil)}} {
 		if _, tuned := tuneCollector(c.server, c.getenv); tuned || debug.SetGCPercent(100) != 100 {
 			t.Errorf("%s: the collector was tuned", name)
 		}
