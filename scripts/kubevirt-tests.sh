@@ -3,13 +3,17 @@
 # how many ran against the real API server, and fails when any skipped for want of it (such
 # a test proves nothing) unless SBF_KUBE_SKIP=1 allowed it. (The contract suite's skips of
 # capabilities the driver lacks, snapshots and clones, are counted, not failed.)
-# Never from the test cache: a cached pass says nothing of the binaries here. Run from kubevirt/.
+# SBF_GO_TEST_COUNT is go test's -count: -count=1 (the default, and CI's: every test runs) or
+# empty (make test outside CI: a package whose code and inputs did not change is not run again;
+# the integration tests read the sources of the sbf and sbf-kubevirt they build, and the API
+# server's binaries, so their cache key covers them). Run from kubevirt/.
 set -euo pipefail
 GO=${GO:-go}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
-"$GO" test -race -count=1 -v "$@" ./... >"$out" 2>&1 || status=$?
+# shellcheck disable=SC2086 # the count is one word or none
+"$GO" test -race ${SBF_GO_TEST_COUNT--count=1} -v "$@" ./... >"$out" 2>&1 || status=$?
 grep -E '^(ok|FAIL|---|panic:)|^\?|WARNING: DATA RACE' "$out" | grep -v -e '^--- PASS' -e '^?' || true
 passed=$(grep -c -E '^\s*--- PASS' "$out" || true)
 skipped=$(grep -c -E '^\s*--- SKIP' "$out" || true)

@@ -63,8 +63,7 @@ trap 'for pid in "${bg_pids[@]}"; do end_tree "$pid"; done' EXIT
 # Go's build and test caches make a second run fast, and -trimpath lets a fresh clone share
 # them: without it every package's cache key holds the folder it was cloned into. Outside CI a
 # package whose code and inputs did not change is not tested again (go test's own cache); in CI
-# (CI=true) every test runs (-count=1) and fuzzing is never skipped. (The kubevirt tests always
-# run: they build sbf from packages their own cache key does not cover, scripts/kubevirt-tests.sh.)
+# (CI=true) every test runs (-count=1) and fuzzing is never skipped.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 count=()
 if [ "${CI:-}" = true ]; then count=(-count=1); fi
@@ -126,7 +125,8 @@ step "MCP conformance" env GO="$GO" bash scripts/conformance.sh
 # how to run them, unless SBF_KUBE_REQUIRED=1 asks for them too.
 KUBE_BINS=${KUBE_BINS:-${SBF_KUBE_BINS:-/var/cache/sandboxforge/kube-1.34.3}}
 if [ -x "$KUBE_BINS/kube-apiserver" ] && [ -x "$KUBE_BINS/etcd" ]; then
-  step "kubevirt (real kube-apiserver)" make --no-print-directory test-kubevirt GO="$GO" KUBE_BINS="$KUBE_BINS"
+  step "kubevirt (real kube-apiserver)" env SBF_GO_TEST_COUNT="${count[*]}" \
+    make --no-print-directory test-kubevirt GO="$GO" KUBE_BINS="$KUBE_BINS"
 elif [ "${CI:-}" = true ] || [ "${SBF_KUBE_REQUIRED:-0}" = 1 ]; then
   echo "make test: FAIL: no kube-apiserver and etcd in $KUBE_BINS, so the kubevirt tests cannot run" \
     "(CI=true or SBF_KUBE_REQUIRED=1 requires them). Build them: make kube-test-bins (~23 min cold)" >&2

@@ -31,6 +31,10 @@ var (
 func TestMain(m *testing.M) {
 	var cleanups []func()
 	if kubetest.Bins() != "" {
+		if err := kubetest.ReadSources("../.."); err != nil { // sbf and sbf-kubevirt, built below
+			fmt.Fprintln(os.Stderr, "reading the sources of sbf and sbf-kubevirt:", err)
+			os.Exit(1)
+		}
 		dir, err := os.MkdirTemp("", "sbf-kubevirt-test")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,34 @@ func Bins() string {
 		}
 	}
 	return dir
+}
+
+// ReadSources opens every Go source, go.mod and go.sum under root (the
+// repository, both modules), so that go test's cache key covers the code of
+// the binaries a package's tests build with go build (sbf, sbf-kubevirt), of
+// which the test binary links only part: go test records each file it
+// opens by size and modification time, and a change to any of them runs the
+// tests again rather than replaying a pass.
+func ReadSources(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == ".tools" || n == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if n := d.Name(); strings.HasSuffix(n, ".go") || n == "go.mod" || n == "go.sum" {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		return nil
+	})
 }
 
 // Cluster is a running API server with KubeVirt's CRDs.
