@@ -21,13 +21,19 @@ import (
 
 // killSession is the guest command that sends sig to every process in
 // the POSIX session led by pid, or to pid alone when it leads none (a
-// login shell that did not exec its command). It reads /proc with awk
+// login shell that did not exec its command). It signals the session's
+// process groups (kill -- -PGID), as a terminal's Ctrl-C reaches its
+// foreground group: each group's processes all have the signal before any
+// of them runs again. Signalled one process at a time, a command's `sleep`
+// could die and its shell run on past the end of its script before its own
+// INT came, so that the shell's trap never ran. It reads /proc with awk
 // (Debian's "required" mawk), needing neither procps nor anything sbf
 // installs; cat skips processes that exit while it runs.
 func killSession(pid int, sig drivers.Signal) string {
-	return "kill -s " + string(sig) + " $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pid=" + strconv.Itoa(pid) +
-		` '{ p = $1; sub(/.*\) /, ""); sess[p] = $4 }` +
-		` END { if (sess[pid] != pid) { print pid; exit } for (p in sess) if (sess[p] == pid) print p }'` +
+	return "kill -s " + string(sig) + " -- $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pid=" + strconv.Itoa(pid) +
+		` '{ p = $1; sub(/.*\) /, ""); sess[p] = $4; group[p] = $3 }` +
+		` END { if (sess[pid] != pid) { print pid; exit }` +
+		` for (p in sess) if (sess[p] == pid && !(group[p] in seen)) { seen[group[p]] = 1; print "-" group[p] } }'` +
 		") 2>/dev/null; true"
 }
 
