@@ -266,6 +266,11 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
+	// Its guest answers SSH seconds after it runs: the warm-up waits for
+	// that (a command's dial gives up sooner); takeIdentity says a failure.
+	if err := d.Pool.Warm(ctx, name); err == nil {
+		drivers.Progressf(ctx, "connected over SSH after %s", since(began))
+	}
 	if err := f.takeIdentity(ctx, child); err != nil {
 		return err
 	}

@@ -15,21 +15,26 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-// redialWaits are the pauses between attempts to reach a guest that
-// refused or reset the connection before its SSH banner: a VM whose sshd is
-// (re)starting, or whose QEMU port forward answers before the guest does,
-// does that for a moment (ssh's ConnectionAttempts exists for the same).
-var redialWaits = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+// A guest that refused or reset the connection before its SSH banner is
+// dialled again every redialEvery: a VM whose sshd is (re)starting, or
+// whose QEMU port forward answers before the guest does, does that for a
+// moment (ssh's ConnectionAttempts exists for the same). A command's dial
+// tries for redialFor; a warm-up, whose guest has just come up (a boot,
+// a fork child resumed from memory), for warmPatience.
+const redialEvery = 250 * time.Millisecond
+
+var redialFor, warmPatience = 7500 * time.Millisecond, 30 * time.Second
 
 // dial opens an SSH client to t and keeps it alive, pinging on c; a
-// connection the guest drops before the handshake is tried again.
-func dial(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error) {
+// connection the guest drops before the handshake is tried again for
+// patience.
+func dial(ctx context.Context, t Target, c clock.Clock, patience time.Duration) (*ssh.Client, error) {
 	for attempt := 0; ; attempt++ {
 		client, err := dialOnce(ctx, t, c)
-		if err == nil || attempt == len(redialWaits) || !droppedEarly(err) {
+		if err == nil || attempt >= int(patience/redialEvery) || !droppedEarly(err) {
 			return client, err
 		}
-		if clock.Sleep(ctx, c, redialWaits[attempt]) != nil {
+		if clock.Sleep(ctx, c, redialEvery) != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -88,6 +89,12 @@ func New(o Options) *Pool {
 
 // client returns the instance's open SSH client, dialling it on first use.
 func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error) {
+	return p.clientWithin(ctx, instance, redialFor)
+}
+
+// clientWithin is client, trying a guest that drops the connection
+// before its banner for patience.
+func (p *Pool) clientWithin(ctx context.Context, instance string, patience time.Duration) (*ssh.Client, error) {
 	p.mu.Lock()
 	c, ok := p.conns[instance]
 	p.mu.Unlock()
@@ -98,7 +105,7 @@ func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	client, err := dial(ctx, t, p.opts.Clock)
+	client, err := dial(ctx, t, p.opts.Clock, patience)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +160,12 @@ func (p *Pool) Close() error {
 }
 
 // Warm dials the instance's connection and starts a guest shell now, so
-// its first command needs neither.
+// its first command needs neither. Its guest has just come up: a dropped
+// connection is tried again for longer than a command's.
 func (p *Pool) Warm(ctx context.Context, instance string) error {
+	if _, err := p.clientWithin(ctx, instance, warmPatience); err != nil {
+		return err
+	}
 	sh, err := p.freeShell(ctx, instance)
 	if sh != nil {
 		sh.mu.Unlock()

@@ -141,13 +141,30 @@ func TestADialTheGuestResetsIsTriedAgain(t *testing.T) {
 	}
 	p.Close()
 	g.ResetFirst.Store(100)
-	waits := redialWaits
-	redialWaits = []time.Duration{time.Millisecond, time.Millisecond}
-	t.Cleanup(func() { redialWaits = waits })
+	patience := redialFor
+	redialFor = 2 * redialEvery
+	t.Cleanup(func() { redialFor = patience })
 	before := g.Connections.Load()
 	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err == nil ||
 		!droppedEarly(err) || g.Connections.Load()-before != 3 {
 		t.Errorf("exec against a guest that keeps resetting: %v after %d connections; want the reset, 3 tries",
 			err, g.Connections.Load()-before)
+	}
+}
+
+// A warm-up waits longer than a command for a guest that has just come up
+// and drops the first connections (a fork child resumed from memory).
+func TestAWarmUpWaitsLongerForAGuestComingUp(t *testing.T) {
+	patience, warm := redialFor, warmPatience
+	redialFor, warmPatience = 2*redialEvery, 8*redialEvery
+	t.Cleanup(func() { redialFor, warmPatience = patience, warm })
+	p, g := guest(t, Fallbacks{})
+	g.ResetFirst.Store(5)
+	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err == nil {
+		t.Fatalf("a command dialled past %d resets with %s of patience", 5, redialFor)
+	}
+	if err := p.Warm(context.Background(), instance); err != nil || g.Connections.Load() != 6 {
+		t.Fatalf("warm-up after the command's 3 tries = %v (%d connections); want it up on the 6th",
+			err, g.Connections.Load())
 	}
 }
