@@ -151,20 +151,31 @@ func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
 // guestEgressWanted says whether the guest's tools are to be pointed at
 // the egress proxy, or taken off it (a marker says they were).
 func (d *Driver) guestEgressWanted(s drivers.Spec) bool {
-	_, err := os.Stat(filepath.Join(d.egressDir(s.Name), "guest-configured"))
+	_, err := os.Stat(d.guestEgressMarker(s.Name))
 	return s.Egress != nil || err == nil
 }
+
+// guestEgressMarker says that an instance's guest was given egress
+// settings: it holds the script that gave them, or egressUnknown.
+func (d *Driver) guestEgressMarker(instance string) string {
+	return filepath.Join(d.egressDir(instance), "guest-configured")
+}
+
+// egressUnknown marks a guest whose settings a failed script may have
+// left half made.
+const egressUnknown = "unknown: the last settings failed\n"
 
 // guestEgressDone reports a failed guestEgressScript, or records that the
 // guest now has the settings (or none).
 func (d *Driver) guestEgressDone(ctx context.Context, s drivers.Spec, err error) {
-	marker := filepath.Join(d.egressDir(s.Name), "guest-configured")
+	marker := d.guestEgressMarker(s.Name)
 	switch {
 	case err != nil:
 		drivers.Progressf(ctx, "lima warning: could not point %s's tools at its egress proxy: %v", s.Name, err)
+		os.WriteFile(marker, []byte(egressUnknown), 0o600)
 	case s.Egress == nil:
 		os.Remove(marker)
 	default:
-		os.WriteFile(marker, nil, 0o600)
+		os.WriteFile(marker, []byte(guestEgressScript(s.Egress)), 0o600)
 	}
 }

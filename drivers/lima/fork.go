@@ -78,6 +78,9 @@ func (d *Driver) SaveForFork(ctx context.Context, source drivers.Spec) (drivers.
 			source.Name+"-fork-1", "or restart it: sbf clone "+source.Name+" stops it for the copy and starts it "+
 			"again, and both can then be forked")
 	}
+	// The children's guests are copies of the source's: settings it has
+	// need not be given again (takeIdentity).
+	f.guestEgress, _ = os.ReadFile(d.guestEgressMarker(source.Name))
 	if err := f.markFork(tag); err != nil {
 		return nil, fmt.Errorf("forking %s: %w", source.Name, err)
 	}
@@ -109,6 +112,7 @@ type forkImage struct {
 	dir, base, state, overlay string
 	pausedAt                  time.Time
 	paused                    time.Duration
+	guestEgress               []byte // the source's egress marker (guestEgressDone) as the save began
 }
 
 // Paused is how long the source stood still for the save (drivers.PauseReporter).
@@ -266,9 +270,9 @@ func (f *forkImage) StartChild(ctx context.Context, child drivers.ForkChild) err
 	if err := os.WriteFile(filepath.Join(cdir, forkRestored), nil, 0o600); err != nil {
 		return fmt.Errorf("starting fork child %s: %w", name, err)
 	}
-	// Its guest answers SSH seconds after it runs: the warm-up waits for
-	// that (a command's dial gives up sooner); takeIdentity says a failure.
-	if err := d.Pool.Warm(ctx, name); err == nil {
+	// Its guest answers SSH seconds after it runs: Connect waits for that
+	// (a command's dial gives up sooner); takeIdentity says a failure.
+	if err := d.Pool.Connect(ctx, name); err == nil {
 		drivers.Progressf(ctx, "connected over SSH after %s", since(began))
 	}
 	if err := f.takeIdentity(ctx, child); err != nil {
@@ -353,10 +357,20 @@ func (f *forkImage) takeIdentity(ctx context.Context, child drivers.ForkChild) e
 	d, s, id := f.d, child.Spec, child.Identity
 	id.Now = d.opts.Clock.Now() // the child's memory came in seconds after the identity was drawn
 	script, egress := id.GuestScript(), d.guestEgressWanted(s)
+	if egress && string(f.guestEgress) == guestEgressScript(s.Egress) {
+		// The source's guest had these settings, so its copy has them:
+		// recorded, not run again (several execs, seconds in a guest that
+		// has just come up under emulation).
+		d.guestEgressDone(ctx, s, nil)
+		egress = false
+	}
 	if egress {
 		script = childScript(script, guestEgressScript(s.Egress))
 	}
-	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " + shellquote.Quote(script)})
+	// A session of its own (a stdin makes one): a guest shell started for
+	// one command would go with the connection.
+	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " + shellquote.Quote(script),
+		Stdin: strings.NewReader("")})
 	d.dropConn(s.Name)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))

@@ -276,3 +276,36 @@ func TestAChildsScriptKeepsTheEgressFailureApart(t *testing.T) {
 		t.Error("a failed identity: exit 0; want the failure")
 	}
 }
+
+// A child whose source's guest had its egress settings keeps them without
+// running them again (several execs in a guest that has just come up); one
+// whose source's settings are unknown or other is given them.
+func TestAForkChildRunsOnlyTheEgressSettingsItsSourceLacked(t *testing.T) {
+	_, d, _ := guestFixture(t)
+	bin, said := t.TempDir(), filepath.Join(t.TempDir(), "scripts")
+	// sudo -n sh -c SCRIPT, as the guest's: the script is kept, not run.
+	os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nprintf '%s\\n@@\\n' \"$4\" >> "+said+"\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	allow := &drivers.Egress{Mode: "allowlist", Allow: []string{"example.test"}}
+	child := drivers.ForkChild{Spec: drivers.Spec{Name: instance, Egress: allow}}
+	os.MkdirAll(d.egressDir(instance), 0o700)
+	for _, c := range []struct {
+		source     string
+		wantEgress bool
+	}{{guestEgressScript(allow), false}, {egressUnknown, true}, {"", true}} {
+		os.Remove(said)
+		f := &forkImage{d: d, guestEgress: []byte(c.source)}
+		if err := f.takeIdentity(t.Context(), child); err != nil {
+			t.Fatal(err)
+		}
+		script, _ := os.ReadFile(said)
+		if ran := strings.Contains(string(script), "sbf-egress"); ran != c.wantEgress || !strings.Contains(string(script),
+			"/etc/machine-id") {
+			t.Errorf("source's settings %q: the child's script ran the egress settings %v; want %v:\n%s",
+				c.source, ran, c.wantEgress, script)
+		}
+		if marker, _ := os.ReadFile(d.guestEgressMarker(instance)); string(marker) != guestEgressScript(allow) {
+			t.Errorf("source's settings %q: the child's marker holds %q; want its settings", c.source, marker)
+		}
+	}
+}

@@ -16,25 +16,40 @@ import (
 )
 
 // A guest that refused or reset the connection before its SSH banner is
-// dialled again every redialEvery: a VM whose sshd is (re)starting, or
-// whose QEMU port forward answers before the guest does, does that for a
-// moment (ssh's ConnectionAttempts exists for the same). A command's dial
-// tries for redialFor; a warm-up, whose guest has just come up (a boot,
-// a fork child resumed from memory), for warmPatience.
-const redialEvery = 250 * time.Millisecond
+// dialled again: a VM whose sshd is (re)starting, or whose QEMU port
+// forward answers before the guest does, does that for a moment (ssh's
+// ConnectionAttempts exists for the same). The pauses start at
+// redialFirst and double up to redialMost: soon enough to catch a guest
+// as it comes up, rare enough that the attempts (an sshd fork each) do
+// not slow it. A command's dial tries for redialFor; a warm-up, whose
+// guest has just come up (a boot, a fork child resumed from memory), for
+// warmPatience.
+const redialFirst, redialMost = 250 * time.Millisecond, time.Second
 
 var redialFor, warmPatience = 7500 * time.Millisecond, 30 * time.Second
+
+// redialWaits are the pauses between the attempts of a dial that may try
+// for patience.
+func redialWaits(patience time.Duration) []time.Duration {
+	var waits []time.Duration
+	for wait, total := redialFirst, time.Duration(0); total+wait <= patience; wait = min(2*wait, redialMost) {
+		waits = append(waits, wait)
+		total += wait
+	}
+	return waits
+}
 
 // dial opens an SSH client to t and keeps it alive, pinging on c; a
 // connection the guest drops before the handshake is tried again for
 // patience.
 func dial(ctx context.Context, t Target, c clock.Clock, patience time.Duration) (*ssh.Client, error) {
+	waits := redialWaits(patience)
 	for attempt := 0; ; attempt++ {
 		client, err := dialOnce(ctx, t, c)
-		if err == nil || attempt >= int(patience/redialEvery) || !droppedEarly(err) {
+		if err == nil || attempt == len(waits) || !droppedEarly(err) {
 			return client, err
 		}
-		if clock.Sleep(ctx, c, redialEvery) != nil {
+		if clock.Sleep(ctx, c, waits[attempt]) != nil {
 			return nil, err
 		}
 	}

@@ -159,11 +159,17 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// Warm dials the instance's connection and starts a guest shell now, so
-// its first command needs neither. Its guest has just come up: a dropped
-// connection is tried again for longer than a command's.
+// Connect dials the instance's connection now. Its guest has just come
+// up: a dropped connection is tried again for longer than a command's.
+func (p *Pool) Connect(ctx context.Context, instance string) error {
+	_, err := p.clientWithin(ctx, instance, warmPatience)
+	return err
+}
+
+// Warm connects and starts a guest shell now, so the instance's first
+// command needs neither.
 func (p *Pool) Warm(ctx context.Context, instance string) error {
-	if _, err := p.clientWithin(ctx, instance, warmPatience); err != nil {
+	if err := p.Connect(ctx, instance); err != nil {
 		return err
 	}
 	sh, err := p.freeShell(ctx, instance)

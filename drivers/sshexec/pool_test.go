@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestADialTheGuestResetsIsTriedAgain(t *testing.T) {
 	p.Close()
 	g.ResetFirst.Store(100)
 	patience := redialFor
-	redialFor = 2 * redialEvery
+	redialFor = 3 * redialFirst // two pauses: 250 ms, 500 ms
 	t.Cleanup(func() { redialFor = patience })
 	before := g.Connections.Load()
 	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err == nil ||
@@ -152,19 +153,40 @@ func TestADialTheGuestResetsIsTriedAgain(t *testing.T) {
 	}
 }
 
-// A warm-up waits longer than a command for a guest that has just come up
+// Connecting waits longer than a command for a guest that has just come up
 // and drops the first connections (a fork child resumed from memory).
-func TestAWarmUpWaitsLongerForAGuestComingUp(t *testing.T) {
+func TestConnectingWaitsLongerForAGuestComingUp(t *testing.T) {
 	patience, warm := redialFor, warmPatience
-	redialFor, warmPatience = 2*redialEvery, 8*redialEvery
+	redialFor, warmPatience = 3*redialFirst, 10*redialFirst // a command tries 3 times; connecting, 4
 	t.Cleanup(func() { redialFor, warmPatience = patience, warm })
 	p, g := guest(t, Fallbacks{})
 	g.ResetFirst.Store(5)
 	if _, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "true"}); err == nil {
 		t.Fatalf("a command dialled past %d resets with %s of patience", 5, redialFor)
 	}
-	if err := p.Warm(context.Background(), instance); err != nil || g.Connections.Load() != 6 {
-		t.Fatalf("warm-up after the command's 3 tries = %v (%d connections); want it up on the 6th",
+	if err := p.Connect(context.Background(), instance); err != nil || g.Connections.Load() != 6 {
+		t.Fatalf("connecting after the command's 3 tries = %v (%d connections); want it up on the 6th",
 			err, g.Connections.Load())
+	}
+}
+
+// The pauses between dials start short and grow to a second, and fit the
+// patience they are given.
+func TestRedialPausesGrowToASecondWithinThePatience(t *testing.T) {
+	for _, c := range []struct {
+		patience time.Duration
+		want     []time.Duration
+	}{
+		{0, nil},
+		{750 * time.Millisecond, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}},
+		{4 * time.Second, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second,
+			time.Second}},
+	} {
+		if got := redialWaits(c.patience); !slices.Equal(got, c.want) {
+			t.Errorf("redialWaits(%s) = %v; want %v", c.patience, got, c.want)
+		}
+	}
+	if n := len(redialWaits(warmPatience)); n < 25 {
+		t.Errorf("a warm-up tries %d times in %s; want a try about every second", n+1, warmPatience)
 	}
 }
