@@ -56,6 +56,15 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 			}
 		})
 	}
+	// What an agent waits for beyond the command (the sim's exec is a shell
+	// on this host): compare mcpserver's in-process BenchmarkRunCommand.
+	b.Run("run_command", func(b *testing.B) {
+		id := firstInstance(b, c)
+		for b.Loop() {
+			call("run_command", map[string]any{"instance_id": id, "command": "true"})
+			calls++
+		}
+	})
 	b.Run("idle-rss-after-1000-calls", func(b *testing.B) {
 		for ; calls < 1000; calls++ {
 			call("get_desired_state", nil)
@@ -69,17 +78,7 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 	id := ""
 	b.Run("rss-after-1000-run_command", func(b *testing.B) {
 		if id == "" {
-			req := mcp.CallToolRequest{}
-			req.Params.Name, req.Params.Arguments = "list_instances", nil
-			res, err := c.CallTool(ctx, req)
-			if err != nil || res.IsError {
-				b.Fatalf("list_instances: %v %v", err, res)
-			}
-			rows, _ := res.StructuredContent.(map[string]any)["instances"].([]any)
-			if len(rows) == 0 {
-				b.Fatal("no instance")
-			}
-			id, _ = rows[0].(map[string]any)["instance_id"].(string)
+			id = firstInstance(b, c)
 			for range 1000 {
 				call("run_command", map[string]any{"instance_id": id, "command": "true"})
 			}
@@ -96,6 +95,22 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 			}
 		}
 	})
+}
+
+// firstInstance is the instance id list_instances names first.
+func firstInstance(b *testing.B, c *client.Client) string {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "list_instances"
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		b.Fatalf("list_instances: %v %v", err, res)
+	}
+	rows, _ := res.StructuredContent.(map[string]any)["instances"].([]any)
+	if len(rows) == 0 {
+		b.Fatal("no instance")
+	}
+	id, _ := rows[0].(map[string]any)["instance_id"].(string)
+	return id
 }
 
 // treeRSS is the resident memory of a process and of every process below
