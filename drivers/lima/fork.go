@@ -356,8 +356,8 @@ func (f *forkImage) resume(ctx context.Context, cdir string, started chan error)
 func (f *forkImage) takeIdentity(ctx context.Context, child drivers.ForkChild) error {
 	d, s, id := f.d, child.Spec, child.Identity
 	id.Now = d.opts.Clock.Now() // the child's memory came in seconds after the identity was drawn
-	script, egress := id.GuestScript(), d.guestEgressWanted(s)
-	if egress && string(f.guestEgress) == guestEgressScript(s.Egress) {
+	script, egress, settings := id.GuestScript(), d.guestEgressWanted(s), guestEgressScript(s.Egress)
+	if egress && string(f.guestEgress) == settings {
 		// The source's guest had these settings, so its copy has them:
 		// recorded, not run again (several execs, seconds in a guest that
 		// has just come up under emulation).
@@ -365,7 +365,7 @@ func (f *forkImage) takeIdentity(ctx context.Context, child drivers.ForkChild) e
 		egress = false
 	}
 	if egress {
-		script = childScript(script, guestEgressScript(s.Egress))
+		script = childScript(script, settings)
 	}
 	// A session of its own (a stdin makes one): a guest shell started for
 	// one command would go with the connection.
