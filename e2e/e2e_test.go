@@ -24,6 +24,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers/lima"
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -191,8 +192,8 @@ func TestRealVM(t *testing.T) {
 	t.Run("host-guard", func(t *testing.T) { testHostGuard(t, w, hosts.allowed) })
 
 	// One restart changes cpus and locks the network down (docs/egress.md).
-	var direct time.Duration
-	t.Run("egress-control", func(t *testing.T) { direct = testEgressControl(t, w, hosts) })
+	var direct [2]time.Duration
+	t.Run("egress-control", func(t *testing.T) { direct[0], direct[1] = testEgressControl(t, w, hosts) })
 	w.write(".sandboxforge.toml", specText(1, true)+hosts.networkSpec())
 	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "update   cpus 2 → 1") ||
 		!strings.Contains(r.stdout, "egress allow → allowlist") {
@@ -360,16 +361,17 @@ func testCompose(t *testing.T, w *ws) {
 }
 
 // testExecSpeed compares warm exec through sbf with `limactl shell` on the
-// same VM, in the same run: the CLI (process start included) and the
-// engine API (what the MCP server uses). Each command runs in a block of
-// its own after a warm-up, as hyperfine runs them, and the blocks
-// alternate twice so that both see the same moments of the machine.
-// Alternating command by command instead puts every `sbf exec` right
-// after a `limactl shell`, while the guest is still closing that login:
-// +1 to 2 ms on each `sbf exec` under emulation (docs/performance.md).
+// same VM, in the same run: the CLI (process start included), the engine
+// API (in this process) and MCP run_command over stdio to a real `sbf mcp`.
+// Each way runs in a block of its own after a warm-up, as hyperfine runs
+// commands, and the four blocks alternate twice so that every way sees the
+// same moments of the machine (an emulated guest's answers drift by half
+// within a minute). Alternating command by command instead puts every
+// `sbf exec` right after a `limactl shell`, while the guest is still closing
+// that login: +1 to 2 ms on each `sbf exec` under emulation
+// (docs/performance.md).
 func testExecSpeed(t *testing.T, w *ws, name string) {
 	const n = 50
-	var shell, cli, api []time.Duration
 	sbfExec := func(i int) {
 		r := w.sbf("", nil, "exec", "--json", "api", "--", "true")
 		var res drivers.ExecResult
@@ -378,20 +380,57 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 			t.Fatalf("sbf exec %d went %q (exit %d): %s%s", i, res.Via, r.code, r.stdout, r.stderr)
 		}
 	}
-	for round := 0; round < 2; round++ {
-		limactl(t, "shell", name, "true") // warm-up
-		for i := 0; i < n/2; i++ {
-			start := time.Now()
-			limactl(t, "shell", name, "true")
-			shell = append(shell, time.Since(start))
-		}
-		sbfExec(-1) // warm-up
-		for i := 0; i < n/2; i++ {
-			start := time.Now()
-			sbfExec(i)
-			cli = append(cli, time.Since(start))
+	drv, tgt := engineTarget(t, w)
+	engineExec := func(int) {
+		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil ||
+			res.ExitCode != 0 || res.Via != "ssh-shell" {
+			t.Fatalf("engine exec: %+v %v", res, err)
 		}
 	}
+	m := w.mcp()
+	defer m.close()
+	mcpArgs := map[string]any{"instance_id": name, "command": "true"}
+	mcpCall := func(int) {
+		if res := m.call("run_command", mcpArgs); res["exit_code"] != float64(0) {
+			t.Fatalf("run_command: %v", res)
+		}
+	}
+	ways := []func(int){func(int) { limactl(t, "shell", name, "true") }, sbfExec, engineExec, mcpCall}
+	took := make([][]time.Duration, len(ways))
+	for _, way := range ways {
+		way(-1) // the engine and the MCP server dial here, once
+	}
+	dialled := drv.Dials()
+	for round := 0; round < 2; round++ {
+		for i, way := range ways {
+			way(-1) // warm-up
+			for j := 0; j < n/2; j++ {
+				start := time.Now()
+				way(j)
+				took[i] = append(took[i], time.Since(start))
+			}
+		}
+	}
+	checkOneDial(t, drv, dialled)
+	ms, mc, ma, mm := median(took[0]), median(took[1]), median(took[2]), median(took[3])
+	if mm > 100*time.Millisecond { // 20 ms when nothing else holds the guest shell
+		m.mu.Lock()
+		t.Logf("MCP run_command took %s (median); the server's stderr:\n%s", mm, lastLines(m.stderr.String(), 60))
+		m.mu.Unlock()
+	}
+	fmt.Printf("\nexec speed (median of %d on the same VM, blocks of %d alternated):\n"+
+		"  limactl shell NAME true  %8.1f ms\n"+
+		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n"+
+		"  MCP run_command true     %8.1f ms  (%.1fx faster; %+.1f ms vs the engine API)\n",
+		n, n/2, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000,
+		ms.Seconds()/ma.Seconds(), mm.Seconds()*1000, ms.Seconds()/mm.Seconds(), (mm-ma).Seconds()*1000)
+	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
+		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
+}
+
+// engineTarget is the engine API's handle on sandbox api, on a Lima driver
+// of this process's own.
+func engineTarget(t *testing.T, w *ws) (*lima.Driver, *sandbox.Target) {
 	drv, err := lima.New(context.Background(), lima.Options{HostOS: runtime.GOOS, HostArch: runtime.GOARCH})
 	if err != nil {
 		t.Fatal(err)
@@ -404,32 +443,15 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil { // dial once
-		t.Fatal(err)
-	}
-	dialled := drv.Dials()
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		if res, err := tgt.Exec(context.Background(), drivers.ExecRequest{Command: "true"}); err != nil ||
-			res.ExitCode != 0 || res.Via != "ssh-shell" {
-			t.Fatalf("engine exec: %+v %v", res, err)
-		}
-		api = append(api, time.Since(start))
-	}
-	mcpCalls := runCommandOverMCP(t, w, name, n)
-	ms, mc, ma, mm := median(shell), median(cli), median(api), median(mcpCalls)
-	fmt.Printf("\nexec speed (median of %d on the same VM):\n  limactl shell NAME true  %8.1f ms\n"+
-		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n"+
-		"  MCP run_command true     %8.1f ms  (%.1fx faster)\n",
-		n, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000,
-		ms.Seconds()/ma.Seconds(),
-		mm.Seconds()*1000, ms.Seconds()/mm.Seconds())
-	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
-		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
-	// The ratios are reported, not asserted: a loaded machine changes them. What makes them is
-	// asserted instead: every command above ran in a kept guest shell (Via), and the engine's
-	// commands all used the one connection it dialled (a new connection per command is ~5×
-	// slower under emulation, limactl's fallback no faster than limactl).
+	return drv, tgt
+}
+
+// checkOneDial asserts what makes the ratios (reported, not asserted: a
+// loaded machine changes them): the engine's commands all used the one
+// connection it dialled (a new connection per command is ~5× slower under
+// emulation, limactl's fallback no faster than limactl); every command
+// above ran in a kept guest shell (Via).
+func checkOneDial(t *testing.T, drv *lima.Driver, dialled int64) {
 	if n := drv.Dials(); n != dialled {
 		t.Errorf("the engine's %d commands dialled %d more SSH connections; want the one kept", n-dialled, n-dialled)
 	}
@@ -502,28 +524,4 @@ func testNoOpApplyCost(t *testing.T, w *ws) {
 		" %8.1f ms\n  difference               %8.1f ms\n",
 		ma.Seconds()*1000, ml.Seconds()*1000, (ma-ml).Seconds()*1000)
 	timings = append(timings, timing{"median converged sbf apply", ma}, timing{"median limactl list --json", ml})
-}
-
-// runCommandOverMCP times run_command round trips through one `sbf mcp`
-// process over stdio, as an agent makes them (the first call dials).
-func runCommandOverMCP(t *testing.T, w *ws, instance string, n int) []time.Duration {
-	m := w.mcp()
-	defer m.close()
-	args := map[string]any{"instance_id": instance, "command": "true"}
-	m.call("run_command", args)
-	var took []time.Duration
-	for range n {
-		start := time.Now()
-		if res := m.call("run_command", args); res["exit_code"] != float64(0) {
-			t.Fatalf("run_command: %v", res)
-		}
-		took = append(took, time.Since(start))
-	}
-	if median(took) > 100*time.Millisecond { // 20 ms when nothing else holds the guest shell
-		m.mu.Lock()
-		t.Logf("MCP run_command took %s (median); the server's stderr:\n%s", median(took),
-			lastLines(m.stderr.String(), 60))
-		m.mu.Unlock()
-	}
-	return took
 }
