@@ -96,6 +96,7 @@ fuzz() { "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100
 fuzz_all() {
   fuzz FuzzLoad 3000x ./spec
   fuzz FuzzLoadWithinLimits 30000x ./spec
+  fuzz FuzzTreeMatchesGoTOML 30000x ./spec
   fuzz FuzzHTTPHandler 1000x ./mcpserver
   fuzz FuzzUpsertEnv 20000x ./drivers/guest
   fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
@@ -109,13 +110,13 @@ fuzz_stamp() {
 fuzz_once() {
   local stamp
   if stamp=$(fuzz_stamp) && [ -e "$stamp" ]; then
-    echo "fuzz: these 5 targets passed on this very tree with this Go (${stamp##*/}); not repeated"
+    echo "fuzz: these 6 targets passed on this very tree with this Go (${stamp##*/}); not repeated"
     return 0
   fi
   fuzz_all
   if [ -n "${stamp:-}" ]; then mkdir -p "$(dirname "$stamp")" && touch "$stamp"; fi
 }
-background "fuzz (5 targets)" fuzz_once
+background "fuzz (6 targets)" fuzz_once
 # The official MCP conformance suite against sbf serve (~20 s once installed; skipped, loudly,
 # only when npm's registry is unreachable).
 step "MCP conformance" env GO="$GO" bash scripts/conformance.sh

@@ -12,10 +12,8 @@ import (
 	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
-// FuzzLoad feeds arbitrary documents to the loader. It must never panic,
-// every error must say where it is, and a valid document's resolved
-// config, written back out, must load to the same config.
-func FuzzLoad(f *testing.F) {
+// addSpecSeeds seeds a fuzz target with every TOML file of the spec cases.
+func addSpecSeeds(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/spec/*.txtar")
 	for _, path := range files {
 		ar, err := txtar.ParseFile(path)
@@ -28,6 +26,13 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	}
+}
+
+// FuzzLoad feeds arbitrary documents to the loader. It must never panic,
+// every error must say where it is, and a valid document's resolved
+// config, written back out, must load to the same config.
+func FuzzLoad(f *testing.F) {
+	addSpecSeeds(f)
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		ws := t.TempDir()
 		testutil.WriteFile(t, filepath.Join(ws, FileName), string(doc))

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/readcount"
 )
@@ -47,11 +45,11 @@ func (m managedRead) document(root string) (*Managed, error) {
 	if m.err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, m.err)
 	}
-	doc := &Managed{tree: map[string]any{}}
-	if err := toml.Unmarshal(bytes.TrimPrefix(m.data, bom), &doc.tree); err != nil {
+	tree, err := decodeTOML(bytes.TrimPrefix(m.data, bom))
+	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return doc, nil
+	return &Managed{tree: tree}, nil
 }
 
 // current says whether the file is still what m read: absent then and now,

@@ -66,29 +66,32 @@ func parseLayer(source string, data []byte) (*layer, error) {
 	return parseLayerWithin(source, data, DefaultLimits)
 }
 
-// parseLayerWithin decodes a TOML document. Positions come from go-toml's
-// low-level parser, which also enforces the limits before anything is
-// built; the tree then comes from its full decoder, so every TOML rule is
-// enforced.
+// parseLayerWithin decodes a TOML document. One pass of go-toml's
+// low-level parser gives the positions, enforces the limits before
+// anything large is built, and builds the tree (tomltree.go); go-toml's
+// full decoder answers for a document that pass does not accept, so every
+// TOML rule is enforced and every error has its position.
 func parseLayerWithin(source string, data []byte, lim Limits) (*layer, error) {
 	data = bytes.TrimPrefix(data, bom) // editors on Windows write one; TOML allows none
 	if lim.MaxBytes > 0 && len(data) > lim.MaxBytes {
 		return nil, Error{File: source, Message: lim.sizeMessage(len(data))}
 	}
 	l := newLayer(source)
-	if err := indexPositions(l, data, lim); err != nil {
+	tree, err := indexPositions(l, data, lim)
+	if err == nil {
+		l.tree = tree
+		return l, nil
+	}
+	var de *toml.DecodeError
+	switch {
+	case errors.As(err, &de):
+		line, col := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		return nil, Error{File: source, Line: line, Column: col, Message: "invalid TOML: " + msg}
+	case errors.As(err, new(Error)):
 		return nil, err
 	}
-	if err := toml.Unmarshal(data, &l.tree); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			line, col := de.Position()
-			msg := strings.TrimPrefix(de.Error(), "toml: ")
-			return nil, Error{File: source, Line: line, Column: col, Message: "invalid TOML: " + msg}
-		}
-		return nil, Error{File: source, Message: "invalid TOML: " + err.Error()}
-	}
-	return l, nil
+	return nil, Error{File: source, Message: "invalid TOML: " + err.Error()}
 }
 
 // lineIndex turns byte offsets into line and column in O(log lines): the
@@ -121,10 +124,14 @@ type indexer struct {
 	err   error
 }
 
-func indexPositions(l *layer, data []byte, lim Limits) error {
+// indexPositions records where every key and value of data is and builds
+// its tree, in one pass; the error is a limit's (an Error) or the
+// decoder's.
+func indexPositions(l *layer, data []byte, lim Limits) (map[string]any, error) {
 	x := &indexer{l: l, lines: newLineIndex(data), lim: lim}
 	p := &unstable.Parser{}
 	p.Reset(data)
+	b := newTreeBuilder()
 	var table []string
 	arrayTables := map[string]int{}
 	for x.err == nil && p.NextExpression() {
@@ -140,8 +147,12 @@ func indexPositions(l *layer, data []byte, lim Limits) error {
 		case unstable.KeyValue:
 			x.keyValue(table, e)
 		}
+		b.expression(e)
 	}
-	return x.err
+	if x.err != nil {
+		return nil, x.err
+	}
+	return b.tree(p, data)
 }
 
 func (x *indexer) at(n *unstable.Node) (Pos, bool) {
