@@ -67,9 +67,9 @@ func archOf(arch string) (string, error) {
 }
 
 // gib is n GiB as a quantity, in the largest binary unit that holds it exactly.
-func gib(n float64) resource.Quantity {
-	return *resource.NewQuantity(int64(math.Round(n*(1<<30))), resource.BinarySI)
-}
+func gib(n float64) resource.Quantity { return *resource.NewQuantity(gibBytes(n), resource.BinarySI) }
+
+func gibBytes(n float64) int64 { return int64(math.Round(n * (1 << 30))) }
 
 func inGiB(q resource.Quantity) float64 { return float64(q.Value()) / (1 << 30) }
 

@@ -23,19 +23,21 @@ type Holding struct {
 	LeaseEnd     string `json:"lease_expires_at,omitempty"`
 }
 
-// Holdings is who holds what in a namespace, and its per-owner ceiling (0: none).
+// Holdings is who holds what in a namespace: each VM, each owner's VM count (ByOwner) and
+// use of the ceilings (UseByOwner), and the namespace's per-owner ceilings (0: none).
 type Holdings struct {
-	Namespace string         `json:"namespace"`
-	Ceiling   int            `json:"max_vms_per_owner"`
-	VMs       []Holding      `json:"vms"`
-	ByOwner   map[string]int `json:"by_owner"`
+	Namespace string `json:"namespace"`
+	OwnerCeilings
+	VMs        []Holding           `json:"vms"`
+	ByOwner    map[string]int      `json:"by_owner"`
+	UseByOwner map[string]OwnerUse `json:"use_by_owner"`
 }
 
 // HoldingsIn reads every sbf VM of namespace (by its managed-by label), by owner then name.
 func HoldingsIn(ctx context.Context, c client.Reader, namespace string) (Holdings, error) {
-	h := Holdings{Namespace: namespace, ByOwner: map[string]int{}}
+	h := Holdings{Namespace: namespace, ByOwner: map[string]int{}, UseByOwner: map[string]OwnerUse{}}
 	var err error
-	if h.Ceiling, err = OwnerCeiling(ctx, c, namespace); err != nil {
+	if h.OwnerCeilings, err = ReadOwnerCeilings(ctx, c, namespace); err != nil {
 		return h, err
 	}
 	var vms kv.VirtualMachineList
@@ -52,6 +54,7 @@ func HoldingsIn(ctx context.Context, c client.Reader, namespace string) (Holding
 			WorkspaceTag: vm.Labels[LabelWorkspaceTag], Sandbox: vm.Labels[LabelSandbox],
 			Status: string(vm.Status.PrintableStatus), LeaseEnd: vm.Annotations[AnnotationLeaseEnd]})
 		h.ByOwner[HeldBy(vm)]++
+		h.UseByOwner[HeldBy(vm)] = h.UseByOwner[HeldBy(vm)].Plus(UseOf(vm))
 	}
 	slices.SortFunc(h.VMs, func(a, b Holding) int {
 		if c := strings.Compare(a.Owner, b.Owner); c != 0 {

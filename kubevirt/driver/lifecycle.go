@@ -93,7 +93,7 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.ensureNamespace(ctx); err != nil {
 		return err
 	}
-	if err := d.admitOwner(ctx, s.Name); err != nil {
+	if err := d.admitOwner(ctx, s); err != nil {
 		return err
 	}
 	if who := d.whoami(ctx); who != "" {

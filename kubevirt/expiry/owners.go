@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kv "kubevirt.io/api/core/v1"
@@ -18,11 +19,12 @@ const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 
 type ownerKey struct{ namespace, owner string }
 
-// ceilings enforces each namespace's per-owner ceiling (driver.OwnerCeiling) on the VMs a
-// pass kept: an owner (the VM's created-by) holding more than it keeps the oldest, and the
-// newest go, each deletion fenced and conditional on the version read, with an Event. sbf
-// refuses such a create itself; this holds against VMs made past it by a race of two sbf
-// processes or by hand. A VM naming no owner counts for nobody.
+// ceilings enforces each namespace's per-owner ceilings (driver.ReadOwnerCeilings: VMs,
+// vCPUs, memory) on the VMs a pass kept: an owner (the VM's created-by) keeps its oldest VMs
+// as long as they fit, and the newest from the first that does not fit go, each deletion
+// fenced and conditional on the version read, with an Event. sbf refuses such a create
+// itself; this holds against VMs made past it by a race of two sbf processes or by hand. A
+// VM naming no owner counts for nobody.
 func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep *Report, errs *[]error) {
 	held := map[ownerKey][]*kv.VirtualMachine{}
 	for _, vm := range vms {
@@ -31,40 +33,59 @@ func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep
 			held[k] = append(held[k], vm)
 		}
 	}
-	ceiling := map[string]int{}
+	ceilings := map[string]driver.OwnerCeilings{}
 	for k, list := range held {
-		max, known := ceiling[k.namespace]
+		max, known := ceilings[k.namespace]
 		if !known {
 			var err error
-			if max, err = driver.OwnerCeiling(ctx, c.o.Client, k.namespace); err != nil {
+			if max, err = driver.ReadOwnerCeilings(ctx, c.o.Client, k.namespace); err != nil {
 				*errs = append(*errs, err)
 			}
-			ceiling[k.namespace] = max
+			ceilings[k.namespace] = max
 		}
-		if max == 0 || len(list) <= max {
-			continue
-		}
-		sort.SliceStable(list, func(i, j int) bool {
-			a, b := list[i].CreationTimestamp, list[j].CreationTimestamp
-			return a.Before(&b) || (a.Equal(&b) && list[i].Name < list[j].Name)
-		})
-		for _, vm := range list[max:] {
-			key := vm.Namespace + "/" + vm.Name
-			if err := c.deleteAsRead(ctx, vm); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				c.wake() // written or gone since the list: the next pass reads it afresh
-				continue
-			} else if err != nil {
-				*errs = append(*errs, fmt.Errorf("deleting VirtualMachine %s past its owner's ceiling: %w", key, err))
-				continue
-			}
-			rep.OverCeiling = append(rep.OverCeiling, key)
-			rep.gone(vm)
-			why := fmt.Sprintf("its owner %s held %d VMs in namespace %s, more than the %d of ConfigMap %s %s; "+
-				"the newest go", k.owner, len(list), k.namespace, max, driver.PolicyConfigMap, driver.PolicyMaxPerOwner)
-			c.o.Logf("VirtualMachine %s: deleted: %s", key, why)
-			c.record(ctx, vm, ReasonOverOwnerCeiling, "sbf-kubevirt controller deleted the VirtualMachine: "+why)
+		kept, over := fitting(max, list)
+		for _, vm := range list[kept:] {
+			c.deleteOverCeiling(ctx, vm, k, len(list), max, over, rep, errs)
 		}
 	}
+}
+
+// fitting sorts an owner's VMs oldest first and says how many of them fit the ceilings, and
+// which ceilings the next one passes.
+func fitting(max driver.OwnerCeilings, list []*kv.VirtualMachine) (kept int, over []string) {
+	if max.None() {
+		return len(list), nil
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i].CreationTimestamp, list[j].CreationTimestamp
+		return a.Before(&b) || (a.Equal(&b) && list[i].Name < list[j].Name)
+	})
+	var use driver.OwnerUse
+	for i, vm := range list {
+		use = use.Plus(driver.UseOf(vm))
+		if over = max.Over(use); len(over) > 0 {
+			return i, over
+		}
+	}
+	return len(list), nil
+}
+
+func (c *Controller) deleteOverCeiling(ctx context.Context, vm *kv.VirtualMachine, k ownerKey, held int,
+	max driver.OwnerCeilings, over []string, rep *Report, errs *[]error) {
+	key := vm.Namespace + "/" + vm.Name
+	if err := c.deleteAsRead(ctx, vm); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		c.wake() // written or gone since the list: the next pass reads it afresh
+		return
+	} else if err != nil {
+		*errs = append(*errs, fmt.Errorf("deleting VirtualMachine %s past its owner's ceiling: %w", key, err))
+		return
+	}
+	rep.OverCeiling = append(rep.OverCeiling, key)
+	rep.gone(vm)
+	why := fmt.Sprintf("its owner %s held %d VMs in namespace %s, past ConfigMap %s's %s (%s); the newest go",
+		k.owner, held, k.namespace, driver.PolicyConfigMap, max, strings.Join(over, ", "))
+	c.o.Logf("VirtualMachine %s: deleted: %s", key, why)
+	c.record(ctx, vm, ReasonOverOwnerCeiling, "sbf-kubevirt controller deleted the VirtualMachine: "+why)
 }
 
 // deleteAsRead deletes vm, fenced, conditional on the version the pass read: one written

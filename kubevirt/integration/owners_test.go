@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,10 +26,11 @@ import (
 	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
 )
 
-// shippedPolicy makes deploy/kubevirt's policy for the VMs' namespace: its ConfigMap, the
-// per-owner ceiling set to max, and its admission policy and binding (cluster-wide objects,
-// gone with the test), and waits until the API server enforces the policy.
-func shippedPolicy(t *testing.T, sh shipped, max string) {
+// shippedPolicy makes deploy/kubevirt's policy for the VMs' namespace: its ConfigMap, with
+// the per-owner ceilings set as ceilings says, and its admission policy and binding
+// (cluster-wide objects, gone with the test), and waits until the API server enforces the
+// policy.
+func shippedPolicy(t *testing.T, sh shipped, ceilings map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(cluster.Config)
@@ -42,7 +45,7 @@ func shippedPolicy(t *testing.T, sh shipped, max string) {
 			if cm.Name != driver.PolicyConfigMap || cm.Namespace != sh.vms.ns || cm.Data[driver.PolicyMaxPerOwner] == "" {
 				t.Fatalf("deploy/kubevirt's policy: %+v; want a ceiling in the VMs' namespace", cm)
 			}
-			cm.Data[driver.PolicyMaxPerOwner] = max
+			maps.Copy(cm.Data, ceilings)
 			if err := sh.vms.admin.Create(ctx, &cm); err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +72,10 @@ func shippedPolicy(t *testing.T, sh shipped, max string) {
 }
 
 // forged is a VM, halted, that names owner as its maker.
-func forged(ns, name, owner string) *kv.VirtualMachine {
+func forged(ns, name, owner string) *kv.VirtualMachine { return sized(ns, name, owner, 0, 0) }
+
+// sized is forged with cpus and memoryGiB (0: none said).
+func sized(ns, name, owner string, cpus uint32, memoryGiB int64) *kv.VirtualMachine {
 	halted := kv.RunStrategyHalted
 	vm := &kv.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 		Labels:      map[string]string{driver.LabelManagedBy: driver.ManagedBy},
@@ -77,6 +83,11 @@ func forged(ns, name, owner string) *kv.VirtualMachine {
 		Spec: kv.VirtualMachineSpec{RunStrategy: &halted, Template: &kv.VirtualMachineInstanceTemplateSpec{}}}
 	if owner != "" {
 		vm.Annotations[driver.AnnotationCreatedBy] = owner
+	}
+	if cpus > 0 {
+		mem := *resource.NewQuantity(memoryGiB<<30, resource.BinarySI)
+		vm.Spec.Template.Spec.Domain.CPU = &kv.CPU{Cores: cpus, Sockets: 1, Threads: 1}
+		vm.Spec.Template.Spec.Domain.Memory = &kv.Memory{Guest: &mem}
 	}
 	return vm
 }
@@ -99,7 +110,7 @@ func heldBy(t *testing.T, s space) map[string]int {
 func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
-	shippedPolicy(t, sh, "1")
+	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1"})
 	role := sh.rules["Role/sbf-kubevirt"]
 	aliceCfg := cluster.User(t, "alice", s.ns, role)
 	alice := kubetest.Kubeconfig(t, aliceCfg)
@@ -146,7 +157,7 @@ func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
 		t.Fatalf("sbf-kubevirt holders as bob: %v", err)
 	}
 	var h driver.Holdings
-	if err := json.Unmarshal(held, &h); err != nil || h.Ceiling != 1 || h.ByOwner["alice"] != 1 ||
+	if err := json.Unmarshal(held, &h); err != nil || h.MaxVMs != 1 || h.ByOwner["alice"] != 1 ||
 		h.ByOwner["bob"] != 1 || len(h.VMs) != 2 || h.VMs[0].Owner != "alice" || h.VMs[0].LeaseEnd == "" {
 		t.Errorf("sbf-kubevirt holders as bob: %v\n%s", err, held)
 	}
@@ -192,4 +203,69 @@ func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// The per-owner ceilings on vCPUs and memory hold as the one on VMs does: with at most one
+// vCPU and 1.5 GiB per owner, alice's second sandbox (one vCPU, 1 GiB, as her first) is
+// refused, coded, naming both ceilings it passes, what she holds and what she asked for; a
+// VM she makes by hand past them is deleted by the controller, the newest, with an Event;
+// bob, holding one VM, is not touched, and sbf-kubevirt holders shows each one's use.
+func TestAnOwnersCPUAndMemoryCeilingsHold(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "0", driver.PolicyMaxCPUsPerOwner: "1",
+		driver.PolicyMaxMemoryPerOwner: "1536Mi"})
+	role := sh.rules["Role/sbf-kubevirt"]
+	aliceCfg := cluster.User(t, "alice", s.ns, role)
+	alice := kubetest.Kubeconfig(t, aliceCfg)
+	now := func(w *workspace) *workspace { w.clock.Advance(time.Since(t0)); return w }
+	if _, err := now(newWorkspace(t, s, alice)).apply(); err != nil {
+		t.Fatalf("alice's first sandbox: %v", err)
+	}
+	_, err := now(newWorkspace(t, s, alice)).apply()
+	if err == nil {
+		t.Fatalf("alice's second sandbox was made past her vCPU and memory ceilings: %v", heldBy(t, s))
+	}
+	c := coded.Of(err, coded.Unknown)
+	over, _ := c.Details["over"].([]any)
+	held, _ := c.Details["held"].(map[string]any)
+	if c.Code != coded.InstanceLimit || len(over) != 2 || over[0] != "cpus" || over[1] != "memory" ||
+		held["cpus"] != float64(1) || held["memory_bytes"] != float64(1<<30) {
+		t.Fatalf("alice's second sandbox, past her vCPU and memory ceilings: %v %#v", err, c)
+	}
+	if got := heldBy(t, s); got["alice"] != 1 {
+		t.Fatalf("VMs by owner after the refusal: %v", got)
+	}
+	bob := kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	if _, err := now(newWorkspace(t, s, bob)).apply(); err != nil {
+		t.Fatalf("bob's first sandbox: %v", err)
+	}
+	aliceAPI, err := driver.NewClient(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := sized(s.ns, "alices-big-extra", "alice", 1, 1)
+	time.Sleep(time.Second) // creation times have whole seconds: the extra is the newest
+	waitFor(t, "alice making a VM by hand (the admission policy is in force)", func() bool {
+		return aliceAPI.Create(context.Background(), extra) == nil
+	})
+	list := exec.Command(plugin, "holders", "--namespace", s.ns, "--json")
+	list.Env = append(os.Environ(), "KUBECONFIG="+alice)
+	out, err := list.Output()
+	var h driver.Holdings
+	if err != nil || json.Unmarshal(out, &h) != nil || h.MaxCPUs != 1 || h.MaxMemoryBytes != 1536<<20 ||
+		h.UseByOwner["alice"].CPUs != 2 || h.UseByOwner["alice"].MemoryBytes != 2<<30 {
+		t.Errorf("sbf-kubevirt holders: %v\n%s", err, out)
+	}
+	ctrl := kubetest.Kubeconfig(t, sh.as(t, "cpu-controller", "sbf-controller"))
+	log := runPlugin(t, ctrl, "controller", "--namespaces", s.ns)
+	waitFor(t, "the controller to delete alice's extra VM", func() bool { return heldBy(t, s)["alice"] == 1 })
+	for _, vm := range vmsIn(t, s) {
+		if vm.Name == extra.Name {
+			t.Errorf("the controller deleted alice's first VM, not the newest:\n%s", log)
+		}
+	}
+	if got := heldBy(t, s); got["bob"] != 1 {
+		t.Errorf("VMs by owner after the controller's pass: %v", got)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 )
 
@@ -47,20 +49,22 @@ func holders(ctx context.Context, args []string, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(h)
 	}
-	ceiling := "no per-owner ceiling"
-	if h.Ceiling > 0 {
-		ceiling = fmt.Sprintf("at most %d VMs per owner", h.Ceiling)
+	ceilings := "no per-owner ceiling"
+	if !h.None() {
+		ceilings = "per owner at most " + h.OwnerCeilings.String()
 	}
-	fmt.Fprintf(out, "namespace %s: %d sbf VMs, %s\n", h.Namespace, len(h.VMs), ceiling)
+	fmt.Fprintf(out, "namespace %s: %d sbf VMs, %s\n", h.Namespace, len(h.VMs), ceilings)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OWNER\tHOLDS\tVM\tWORKSPACE\tSANDBOX\tSTATUS\tLEASE ENDS")
+	fmt.Fprintln(tw, "OWNER\tHOLDS\tCPUS\tMEMORY\tVM\tWORKSPACE\tSANDBOX\tSTATUS\tLEASE ENDS")
 	for _, v := range h.VMs {
 		owner := v.Owner
 		if owner == "" {
 			owner = "(unnamed)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", owner, h.ByOwner[v.Owner], v.VM, v.WorkspaceTag, v.Sandbox,
-			v.Status, v.LeaseEnd)
+		use := h.UseByOwner[v.Owner]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", owner, use.VMs, use.CPUs,
+			resource.NewQuantity(use.MemoryBytes, resource.BinarySI), v.VM, v.WorkspaceTag, v.Sandbox, v.Status,
+			v.LeaseEnd)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// policyReader serves one sbf-policy ConfigMap holding data (nil: none).
+type policyReader struct {
+	client.Reader
+	data map[string]string
+}
+
+func (r policyReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if r.data == nil || key.Name != PolicyConfigMap {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+	}
+	obj.(*corev1.ConfigMap).Data = r.data
+	return nil
+}
+
+// A ceiling that does not parse is an error naming its key, never "no ceiling": the
+// operator's typo must not lift it.
+func TestOwnerCeilingsParseOrRefuse(t *testing.T) {
+	for _, c := range []struct {
+		data map[string]string
+		want OwnerCeilings
+		bad  string // the key an error names
+	}{
+		{data: nil},
+		{data: map[string]string{}},
+		{data: map[string]string{PolicyMaxPerOwner: "3", PolicyMaxCPUsPerOwner: " 8 ", PolicyMaxMemoryPerOwner: "16Gi"},
+			want: OwnerCeilings{MaxVMs: 3, MaxCPUs: 8, MaxMemoryBytes: 16 << 30}},
+		{data: map[string]string{PolicyMaxMemoryPerOwner: "1536Mi"}, want: OwnerCeilings{MaxMemoryBytes: 1536 << 20}},
+		{data: map[string]string{PolicyMaxPerOwner: "three"}, bad: PolicyMaxPerOwner},
+		{data: map[string]string{PolicyMaxCPUsPerOwner: "-1"}, bad: PolicyMaxCPUsPerOwner},
+		{data: map[string]string{PolicyMaxMemoryPerOwner: "lots"}, bad: PolicyMaxMemoryPerOwner},
+		{data: map[string]string{PolicyMaxMemoryPerOwner: "-1Gi"}, bad: PolicyMaxMemoryPerOwner},
+	} {
+		got, err := ReadOwnerCeilings(context.Background(), policyReader{data: c.data}, "vms")
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%v: %+v, %v; want an error naming %s", c.data, got, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%v: %+v, %v; want %+v", c.data, got, err, c.want)
+		}
+	}
+}
+
+// An owner's use passes the ceilings it exceeds, each named; a zero ceiling is none.
+func TestOverNamesEachCeilingPassed(t *testing.T) {
+	c := OwnerCeilings{MaxVMs: 2, MaxCPUs: 4, MaxMemoryBytes: 8 << 30}
+	for _, u := range []struct {
+		use  OwnerUse
+		want string
+	}{
+		{OwnerUse{2, 4, 8 << 30}, ""},
+		{OwnerUse{3, 4, 8 << 30}, "vms"},
+		{OwnerUse{1, 5, 9 << 30}, "cpus memory"},
+		{OwnerUse{9, 99, 99 << 30}, "vms cpus memory"},
+	} {
+		if got := strings.Join(c.Over(u.use), " "); got != u.want {
+			t.Errorf("Over(%+v) = %q, want %q", u.use, got, u.want)
+		}
+	}
+	if over := (OwnerCeilings{}).Over(OwnerUse{99, 99, 99 << 30}); over != nil {
+		t.Errorf("no ceilings: over %v", over)
+	}
+}
