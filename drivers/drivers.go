@@ -165,6 +165,10 @@ type Instance struct {
 	Created time.Time `json:"created,omitzero"`
 	// BootStep is what a Booting instance's boot waits for now, if known.
 	BootStep string `json:"boot_step,omitempty"`
+	// HeldByAnother marks an instance another person made where a backend is shared (a
+	// cluster namespace a team uses): listed, so it is seen, but not this host's to count
+	// against its instance cap.
+	HeldByAnother bool `json:"held_by_another,omitempty"`
 }
 
 // ErrNotFound is returned for operations on an instance that does not

@@ -150,13 +150,14 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 		byName[vmis.Items[i].Name] = &vmis.Items[i]
 	}
 	out := make([]drivers.Instance, 0, len(vms.Items))
+	who := d.whoami(ctx)
 	for i := range vms.Items {
 		vm := &vms.Items[i]
 		if vm.DeletionTimestamp != nil {
 			continue // going: Delete waits for it
 		}
 		inst := drivers.Instance{Name: instanceName(vm), Driver: Name, Status: status(vm, byName[vm.Name]),
-			Reported: reported(vm)}
+			Reported: reported(vm), HeldByAnother: who != "" && HeldBy(vm) != "" && HeldBy(vm) != who}
 		inst.Reported.Name = inst.Name
 		l, err := labelOf(vm)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 	"github.com/sandboxforge/sbf/kubevirt/expiry"
 	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
+	"github.com/sandboxforge/sbf/spec"
 )
 
 // shippedPolicy makes deploy/kubevirt's policy for the VMs' namespace: its ConfigMap, with
@@ -267,5 +269,31 @@ func TestAnOwnersCPUAndMemoryCeilingsHold(t *testing.T) {
 	}
 	if got := heldBy(t, s); got["bob"] != 1 {
 		t.Errorf("VMs by owner after the controller's pass: %v", got)
+	}
+}
+
+// A host's own instance cap counts the instances this host's user made, not a teammate's in
+// the shared namespace: with bob's sandbox running there, alice's laptop capped at one
+// instance makes hers.
+func TestATeammatesVMsDoNotCountAgainstAHostsCap(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	role := sh.rules["Role/sbf-kubevirt"]
+	alice := kubetest.Kubeconfig(t, cluster.User(t, "alice", s.ns, role))
+	bob := kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	now := func(w *workspace) *workspace { w.clock.Advance(time.Since(t0)); return w }
+	if _, err := now(newWorkspace(t, s, bob)).apply(); err != nil {
+		t.Fatalf("bob's sandbox: %v", err)
+	}
+	w := now(newWorkspace(t, s, alice))
+	capped := oneSandbox + "\n[lease]\nmax_instances = 1\n"
+	if err := os.WriteFile(filepath.Join(w.root, spec.FileName), []byte(capped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.apply(); err != nil {
+		t.Fatalf("alice's sandbox, her laptop capped at one instance, beside bob's: %v", err)
+	}
+	if got := heldBy(t, s); got["alice"] != 1 || got["bob"] != 1 {
+		t.Errorf("VMs by owner: %v; want one each", got)
 	}
 }

@@ -314,7 +314,8 @@ func (h *Host) active(ctx context.Context, resDir ownfile.Folder) (map[string]bo
 	}
 	for _, inst := range listed {
 		retired := inst.Label != nil && inst.Label.Owner != nil && inst.Label.Owner.Retired
-		if (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !expired[inst.Name] && !retired {
+		ours := (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !inst.HeldByAnother
+		if ours && !expired[inst.Name] && !retired {
 			active[inst.Name] = true
 		}
 	}

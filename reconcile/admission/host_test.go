@@ -132,3 +132,23 @@ func TestConcurrentCreatesNeverPassTheCap(t *testing.T) {
 		}
 	}
 }
+
+// Instances another person holds on a shared backend (a team's cluster namespace) are listed
+// but are not this host's: a cap of 1 admits a create beside two of a teammate's, and still
+// refuses one beside an instance of its own.
+func TestAnotherPersonsInstancesDoNotCountAgainstTheCap(t *testing.T) {
+	theirs := []drivers.Instance{{Name: "sbf-11111111-api", HeldByAnother: true},
+		{Name: "sbf-22222222-web", HeldByAnother: true}}
+	list := func(context.Context) ([]drivers.Instance, error) { return theirs, nil }
+	a := admitter(t.TempDir(), clock.NewFake(t0), 1, list)
+	release, err := a.Admit(context.Background(), "sbf-00000000-mine")
+	if err != nil {
+		t.Fatalf("a create beside a teammate's two instances, cap 1: %v", err)
+	}
+	release()
+	theirs = append(theirs, drivers.Instance{Name: "sbf-00000000-mine"})
+	b := admitter(t.TempDir(), clock.NewFake(t0), 1, list)
+	if _, err := b.Admit(context.Background(), "sbf-00000000-second"); !isLimit(err) {
+		t.Fatalf("a second create of this host's own past the cap of 1 was admitted: %v", err)
+	}
+}
