@@ -24,10 +24,11 @@ type Holding struct {
 }
 
 // Holdings is who holds what in a namespace: each VM, each owner's VM count (ByOwner) and
-// use of the ceilings (UseByOwner), and the namespace's per-owner ceilings (0: none).
+// use of the ceilings (UseByOwner), and the namespace's per-owner ceilings (0: none) and
+// the owners excepted from them.
 type Holdings struct {
 	Namespace string `json:"namespace"`
-	OwnerCeilings
+	OwnerPolicy
 	VMs        []Holding           `json:"vms"`
 	ByOwner    map[string]int      `json:"by_owner"`
 	UseByOwner map[string]OwnerUse `json:"use_by_owner"`
@@ -37,7 +38,7 @@ type Holdings struct {
 func HoldingsIn(ctx context.Context, c client.Reader, namespace string) (Holdings, error) {
 	h := Holdings{Namespace: namespace, ByOwner: map[string]int{}, UseByOwner: map[string]OwnerUse{}}
 	var err error
-	if h.OwnerCeilings, err = ReadOwnerCeilings(ctx, c, namespace); err != nil {
+	if h.OwnerPolicy, err = ReadOwnerPolicy(ctx, c, namespace); err != nil {
 		return h, err
 	}
 	var vms kv.VirtualMachineList

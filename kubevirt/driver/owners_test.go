@@ -43,14 +43,14 @@ func TestOwnerCeilingsParseOrRefuse(t *testing.T) {
 		{data: map[string]string{PolicyMaxMemoryPerOwner: "lots"}, bad: PolicyMaxMemoryPerOwner},
 		{data: map[string]string{PolicyMaxMemoryPerOwner: "-1Gi"}, bad: PolicyMaxMemoryPerOwner},
 	} {
-		got, err := ReadOwnerCeilings(context.Background(), policyReader{data: c.data}, "vms")
+		got, err := ReadOwnerPolicy(context.Background(), policyReader{data: c.data}, "vms")
 		if c.bad != "" {
 			if err == nil || !strings.Contains(err.Error(), c.bad) {
 				t.Errorf("%v: %+v, %v; want an error naming %s", c.data, got, err, c.bad)
 			}
 			continue
 		}
-		if err != nil || got != c.want {
+		if err != nil || got.OwnerCeilings != c.want || got.Exceptions != nil {
 			t.Errorf("%v: %+v, %v; want %+v", c.data, got, err, c.want)
 		}
 	}
@@ -74,5 +74,35 @@ func TestOverNamesEachCeilingPassed(t *testing.T) {
 	}
 	if over := (OwnerCeilings{}).Over(OwnerUse{99, 99, 99 << 30}); over != nil {
 		t.Errorf("no ceilings: over %v", over)
+	}
+}
+
+// An owner-exceptions line replaces, for its owner, the keys it names; the others stay the
+// namespace's. A line that does not parse is an error naming its line, never no ceiling.
+func TestAnOwnersExceptionReplacesTheKeysItNames(t *testing.T) {
+	loop := "system:serviceaccount:sbf-system:sbf-loop"
+	data := map[string]string{PolicyMaxPerOwner: "3", PolicyMaxCPUsPerOwner: "8", PolicyMaxMemoryPerOwner: "16Gi",
+		PolicyOwnerExceptions: "# the in-cluster loop runs the team's shared sandboxes\n\n" + loop +
+			" max-vms-per-owner=20 max-memory-per-owner=64Gi\nalice max-cpus-per-owner=0\n"}
+	p, err := ReadOwnerPolicy(context.Background(), policyReader{data: data}, "vms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for owner, want := range map[string]OwnerCeilings{
+		loop:    {MaxVMs: 20, MaxCPUs: 8, MaxMemoryBytes: 64 << 30},
+		"alice": {MaxVMs: 3, MaxCPUs: 0, MaxMemoryBytes: 16 << 30},
+		"bob":   {MaxVMs: 3, MaxCPUs: 8, MaxMemoryBytes: 16 << 30},
+	} {
+		if got := p.For(owner); got != want {
+			t.Errorf("For(%s) = %+v, want %+v", owner, got, want)
+		}
+	}
+	for _, bad := range []string{"alice", "alice max-vms-per-owner", "alice cpus=2", "alice max-vms-per-owner=x",
+		"alice max-vms-per-owner=1\nalice max-vms-per-owner=2", "bob max-memory-per-owner=lots"} {
+		data[PolicyOwnerExceptions] = bad
+		if _, err := ReadOwnerPolicy(context.Background(), policyReader{data: data}, "vms"); err == nil ||
+			!strings.Contains(err.Error(), PolicyOwnerExceptions+" line") {
+			t.Errorf("owner-exceptions %q: %v; want an error naming its line", bad, err)
+		}
 	}
 }

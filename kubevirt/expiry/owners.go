@@ -19,8 +19,8 @@ const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 
 type ownerKey struct{ namespace, owner string }
 
-// ceilings enforces each namespace's per-owner ceilings (driver.ReadOwnerCeilings: VMs,
-// vCPUs, memory) on the VMs a pass kept: an owner (the VM's created-by) keeps its oldest VMs
+// ceilings enforces each namespace's per-owner ceilings (driver.ReadOwnerPolicy: VMs,
+// vCPUs, memory, and an owner's own) on the VMs a pass kept: an owner (the VM's created-by) keeps its oldest VMs
 // as long as they fit, and the newest from the first that does not fit go, each deletion
 // fenced and conditional on the version read, with an Event. sbf refuses such a create
 // itself; this holds against VMs made past it by a race of two sbf processes or by hand. A
@@ -33,16 +33,17 @@ func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep
 			held[k] = append(held[k], vm)
 		}
 	}
-	ceilings := map[string]driver.OwnerCeilings{}
+	policies := map[string]driver.OwnerPolicy{}
 	for k, list := range held {
-		max, known := ceilings[k.namespace]
+		policy, known := policies[k.namespace]
 		if !known {
 			var err error
-			if max, err = driver.ReadOwnerCeilings(ctx, c.o.Client, k.namespace); err != nil {
+			if policy, err = driver.ReadOwnerPolicy(ctx, c.o.Client, k.namespace); err != nil {
 				*errs = append(*errs, err)
 			}
-			ceilings[k.namespace] = max
+			policies[k.namespace] = policy
 		}
+		max := policy.For(k.owner)
 		kept, over := fitting(max, list)
 		for _, vm := range list[kept:] {
 			c.deleteOverCeiling(ctx, vm, k, len(list), max, over, rep, errs)

@@ -297,3 +297,41 @@ func TestATeammatesVMsDoNotCountAgainstAHostsCap(t *testing.T) {
 		t.Errorf("VMs by owner: %v; want one each", got)
 	}
 }
+
+// An owner the policy excepts holds to their own ceilings, in sbf and in the controller: with
+// one VM per owner but two for alice, alice makes two sandboxes and her third is refused,
+// coded, with her ceiling; bob's second is refused at one; and the controller's pass leaves
+// alice's two.
+func TestAnOwnersExceptionHoldsInSbfAndTheController(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1",
+		driver.PolicyOwnerExceptions: "alice " + driver.PolicyMaxPerOwner + "=2\n"})
+	role := sh.rules["Role/sbf-kubevirt"]
+	alice := kubetest.Kubeconfig(t, cluster.User(t, "alice", s.ns, role))
+	bob := kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	now := func(w *workspace) *workspace { w.clock.Advance(time.Since(t0)); return w }
+	for i := range 2 {
+		if _, err := now(newWorkspace(t, s, alice)).apply(); err != nil {
+			t.Fatalf("alice's sandbox %d of her own ceiling of 2: %v", i+1, err)
+		}
+	}
+	_, err := now(newWorkspace(t, s, alice)).apply()
+	if c := coded.Of(err, coded.Unknown); err == nil || c.Code != coded.InstanceLimit ||
+		c.Details["max_instances"] != float64(2) {
+		t.Fatalf("alice's third sandbox, past her own ceiling of 2: %v", err)
+	}
+	if _, err := now(newWorkspace(t, s, bob)).apply(); err != nil {
+		t.Fatalf("bob's first sandbox: %v", err)
+	}
+	_, err = now(newWorkspace(t, s, bob)).apply()
+	if c := coded.Of(err, coded.Unknown); err == nil || c.Details["max_instances"] != float64(1) {
+		t.Fatalf("bob's second sandbox, past the namespace's ceiling of 1: %v", err)
+	}
+	ctrl := kubetest.Kubeconfig(t, sh.as(t, "exception-controller", "sbf-controller"))
+	log := runPlugin(t, ctrl, "controller", "--namespaces", s.ns)
+	time.Sleep(3 * time.Second) // a few passes
+	if got := heldBy(t, s); got["alice"] != 2 || got["bob"] != 1 {
+		t.Errorf("VMs by owner after the controller's passes: %v; want alice's two and bob's one\n%s", got, log)
+	}
+}

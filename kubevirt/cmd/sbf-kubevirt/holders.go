@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,6 +56,9 @@ func holders(ctx context.Context, args []string, out io.Writer) error {
 		ceilings = "per owner at most " + h.OwnerCeilings.String()
 	}
 	fmt.Fprintf(out, "namespace %s: %d sbf VMs, %s\n", h.Namespace, len(h.VMs), ceilings)
+	for _, owner := range slices.Sorted(maps.Keys(h.Exceptions)) {
+		fmt.Fprintf(out, "  %s: at most %s\n", owner, h.Exceptions[owner])
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OWNER\tHOLDS\tCPUS\tMEMORY\tVM\tWORKSPACE\tSANDBOX\tSTATUS\tLEASE ENDS")
 	for _, v := range h.VMs {
