@@ -166,8 +166,8 @@ type Instance struct {
 	// BootStep is what a Booting instance's boot waits for now, if known.
 	BootStep string `json:"boot_step,omitempty"`
 	// HeldByAnother marks an instance another person made where a backend is shared (a
-	// cluster namespace a team uses): listed, so it is seen, but not this host's to count
-	// against its instance cap.
+	// cluster namespace a team uses): listed, so it is seen, but counted against this host's
+	// instance cap only when one of its sandboxes runs in it (a teammate's spare it adopted).
 	HeldByAnother bool `json:"held_by_another,omitempty"`
 }
 

@@ -299,7 +299,7 @@ func (h *Host) active(ctx context.Context, resDir ownfile.Folder) (map[string]bo
 	if err != nil {
 		return nil, nil, fmt.Errorf("counting instances for the instance cap: %w", err)
 	}
-	expired := map[string]bool{}
+	expired, indexed := map[string]bool{}, map[string]bool{}
 	if h.Index != nil {
 		entries, err := h.Index.All()
 		if err != nil {
@@ -307,6 +307,7 @@ func (h *Host) active(ctx context.Context, resDir ownfile.Folder) (map[string]bo
 		}
 		now := h.Clock.Now()
 		for _, e := range entries {
+			indexed[e.Instance] = true
 			if !e.ExpiresAt.IsZero() && !now.Before(e.ExpiresAt) {
 				expired[e.Instance] = true
 			}
@@ -314,7 +315,10 @@ func (h *Host) active(ctx context.Context, resDir ownfile.Folder) (map[string]bo
 	}
 	for _, inst := range listed {
 		retired := inst.Label != nil && inst.Label.Owner != nil && inst.Label.Owner.Retired
-		ours := (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !inst.HeldByAnother
+		// Another person's instance on a shared backend is not this host's, unless one of
+		// this host's sandboxes runs in it (a teammate's spare it adopted).
+		theirs := inst.HeldByAnother && !indexed[inst.Name]
+		ours := (strings.HasPrefix(inst.Name, drivers.Prefix) || inst.Label != nil) && !theirs
 		if ours && !expired[inst.Name] && !retired {
 			active[inst.Name] = true
 		}

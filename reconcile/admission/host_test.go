@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/flock"
+	"github.com/sandboxforge/sbf/state"
 )
 
 // hostWorld is the instances on a host as the backends list them.
@@ -150,5 +151,19 @@ func TestAnotherPersonsInstancesDoNotCountAgainstTheCap(t *testing.T) {
 	b := admitter(t.TempDir(), clock.NewFake(t0), 1, list)
 	if _, err := b.Admit(context.Background(), "sbf-00000000-second"); !isLimit(err) {
 		t.Fatalf("a second create of this host's own past the cap of 1 was admitted: %v", err)
+	}
+	// A teammate's instance one of this host's sandboxes runs in (a spare it adopted) is this
+	// host's: with it, the cap of 2 is full.
+	dir := t.TempDir()
+	idx := state.OpenHostIndex(dir)
+	if err := idx.Put(context.Background(), state.IndexEntry{Instance: "sbf-11111111-api", Sandbox: "api",
+		Driver: "kubevirt", WorkspaceID: "00000000"}); err != nil {
+		t.Fatal(err)
+	}
+	c := admitter(dir, clock.NewFake(t0), 2, list)
+	c.Index = idx
+	if _, err := c.Admit(context.Background(), "sbf-00000000-third"); !isLimit(err) {
+		t.Fatalf("a create past the cap of 2 (this host's own and a teammate's spare it adopted) was admitted: %v",
+			err)
 	}
 }
