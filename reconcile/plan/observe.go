@@ -80,7 +80,11 @@ func (obs *Observed) add(inst drivers.Instance, workspaceID, tag string) {
 		return
 	}
 	if pool {
-		obs.Spares = append(obs.Spares, Spare{Instance: inst})
+		// A teammate's spare on a shared backend is theirs: not adopted, trimmed or collected
+		// here (adopted, it would still count against its maker's ceilings, not this user's).
+		if !inst.HeldByAnother {
+			obs.Spares = append(obs.Spares, Spare{Instance: inst})
+		}
 		return
 	}
 	if t, _, ok := drivers.ParseInstanceName(inst.Name); ok && t == tag {

@@ -38,7 +38,8 @@ func MarkInFlight(ctx context.Context, hostDir string, obs *plan.Observed) {
 func Evictable(listed []drivers.Instance, inFlight func(string) bool) []drivers.Instance {
 	var cands []drivers.Instance
 	for _, inst := range listed {
-		if _, _, ok := drivers.ParsePoolName(inst.Name); !ok || inst.Label != nil && inst.Label.Owner != nil {
+		if _, _, ok := drivers.ParsePoolName(inst.Name); !ok || inst.Label != nil && inst.Label.Owner != nil ||
+			inst.HeldByAnother { // a teammate's: it does not count against this host's cap
 			continue
 		}
 		if (inst.Label == nil || inst.Label.Spare == nil) && inFlight(inst.Name) {

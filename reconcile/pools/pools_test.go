@@ -33,14 +33,18 @@ func names(list []drivers.Instance) string {
 	return strings.Join(out, " ")
 }
 
+// A teammate's spare on a shared backend is never evicted: it does not count against this
+// host's cap, so deleting it frees nothing here.
 func TestEvictionTakesWhatACrashLeftFirstThenTheFirstToIdleOut(t *testing.T) {
 	owned := spare(shapeA, 1, "ws", t0.Add(time.Hour))
 	owned.Label.Owner = &drivers.Owner{WorkspaceID: "ws", Sandbox: "api"}
 	making, left := bare(shapeA, 2), bare(shapeA, 3)
 	late, early := spare(shapeA, 4, "ws", t0.Add(2*time.Hour)), spare(shapeB, 5, "ws", t0.Add(time.Hour))
 	sandboxVM := drivers.Instance{Name: drivers.Prefix + "0123abcd-api", Driver: "sim"}
+	teammates := spare(shapeA, 6, "theirs", t0)
+	teammates.HeldByAnother = true
 	inFlight := func(name string) bool { return name == making.Name }
-	got := names(Evictable([]drivers.Instance{owned, making, late, sandboxVM, early, left}, inFlight))
+	got := names(Evictable([]drivers.Instance{owned, making, late, sandboxVM, early, left, teammates}, inFlight))
 	if want := names([]drivers.Instance{left, early, late}); got != want {
 		t.Errorf("eviction order %q, want %q", got, want)
 	}
