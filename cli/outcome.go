@@ -177,10 +177,10 @@ func deletesVM(p *plan.Plan, name string) bool {
 // destroy of every sandbox names it again (issue 40), one never made had
 // nothing, and one whose VM vanished by itself loses its lease now.
 func nothingToDestroy(res *reconcile.Result, name string) string {
-	rec := res.State.Sandboxes[name]
+	rec, recorded := res.Recorded(name)
 	corrected := slices.ContainsFunc(res.Plan.Refresh, func(r plan.Refresh) bool { return r.Sandbox == name })
 	switch {
-	case rec == nil:
+	case !recorded:
 		return "no lease and no VM: nothing to destroy."
 	case rec.Phase.Terminal() && !corrected:
 		return "already gone (no lease, no VM)."

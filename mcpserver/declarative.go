@@ -184,7 +184,7 @@ func (s *Server) prepared(
 		IncludeServices: includeServices && r.Config.Infra.IncludeServicesByDefault, WaitForReady: wait,
 		Services: services, ServiceReadiness: readiness, ConnectionEnv: p.ConnectionEnv,
 		EnvInjections: p.EnvInjections, Plan: res.Plan.Report()}
-	if rec := res.State.Sandboxes[sandbox]; rec != nil {
+	if rec, ok := res.Recorded(sandbox); ok {
 		out.Phase = string(rec.Phase)
 	}
 	if tgt, err := s.cfg.Engine.TargetOf(res, sandbox); err == nil {

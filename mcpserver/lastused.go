@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile"
-	"github.com/sandboxforge/sbf/spec"
-	"github.com/sandboxforge/sbf/state"
 )
 
 // lastUse remembers when each instance last had a command or copy through
@@ -38,21 +36,15 @@ func (l *lastUse) at(root, sandbox string, since *time.Time) *time.Time {
 	return since
 }
 
-// createdAt is v1's created_at: when the lease was acquired (v1 inserted
-// its lease row before it created the VM, so expires_at − created_at is
-// the TTL), else, once the lease is gone, when the VM was created.
-func createdAt(r *spec.Resolved, rec *state.Sandbox, sandbox string) *time.Time {
-	if l, ok := r.Config.Leases[sandbox]; ok && !l.AcquiredAt.IsZero() {
+// created is v1's created_at of a result's sandbox: when the lease was
+// acquired (v1 inserted its lease row before it created the VM, so
+// expires_at − created_at is the TTL), else, once the lease is gone, when
+// the VM was created.
+func created(res *reconcile.Result, sandbox string) *time.Time {
+	if l, ok := res.Resolved.Config.Leases[sandbox]; ok && !l.AcquiredAt.IsZero() {
 		t := l.AcquiredAt
 		return &t
 	}
-	if rec != nil {
-		return rec.CreatedAt
-	}
-	return nil
-}
-
-// created is createdAt for a result's sandbox.
-func created(res *reconcile.Result, sandbox string) *time.Time {
-	return createdAt(res.Resolved, res.State.Sandboxes[sandbox], sandbox)
+	rec, _ := res.Recorded(sandbox)
+	return rec.CreatedAt
 }

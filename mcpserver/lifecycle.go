@@ -102,7 +102,7 @@ func (s *Server) createInstance(ctx context.Context, a createArgs) (*createResul
 	res, err := s.cfg.Engine.Apply(ctx, ws, reconcile.Options{Intent: req,
 		Audit:  audited("create_instance"),
 		NoWait: !a.WaitForReady})
-	if err != nil && boot && res != nil && res.State.Sandboxes[id] != nil && res.State.Sandboxes[id].CreatedAt != nil {
+	if rec, _ := res.Recorded(id); err != nil && boot && rec.CreatedAt != nil {
 		// The VM runs; what failed is inside it. v1 left the VM running too.
 		return nil, newToolError("WORKSPACE_BOOTSTRAP_FAILED", "instance "+id+" was created but preparing it failed: "+
 			err.Error(), map[string]any{"instance_id": id, "workspace_root": res.Resolved.Root,

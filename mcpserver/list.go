@@ -42,7 +42,7 @@ func (s *Server) workspaceRows(
 		if !includeExpired && (status == "expired" || status == "destroyed") {
 			continue
 		}
-		rec := res.State.Sandboxes[st.Name]
+		rec, recorded := res.Recorded(st.Name)
 		row := map[string]any{
 			"instance_id": instanceID(e), "backend_name": st.Driver, "profile_name": "workspace",
 			"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
@@ -55,7 +55,7 @@ func (s *Server) workspaceRows(
 		}
 		born := created(res, st.Name)
 		row["created_at"], row["last_used_at"] = isoPtr(born), isoPtr(s.used.at(res.Resolved.Root, st.Name, born))
-		if rec != nil {
+		if recorded {
 			runtimeFields(row, rec)
 		}
 		if inst, ok := res.Observed.Instances[st.Instance]; ok {
@@ -73,8 +73,8 @@ func (s *Server) workspaceRows(
 
 // runtimeFields fills v1's runtime columns from what the guest layer
 // recorded.
-func runtimeFields(row map[string]any, rec *state.Sandbox) {
-	if cmd := rec.Applied["docker_command"]; cmd != "" {
+func runtimeFields(row map[string]any, rec reconcile.Recorded) {
+	if cmd := rec.DockerCommand; cmd != "" {
 		row["runtime_name"], row["runtime_ready"], row["docker_command"] = "docker", true, cmd
 	}
 }

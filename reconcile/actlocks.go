@@ -144,7 +144,7 @@ func (e *Engine) lockActedOn(ctx context.Context, u *run, res *Result, found []s
 			return false, err
 		}
 	}
-	res.State = u.rec
+	res.recorded = u.rec
 	return true, u.applyRequest(e)
 }
 

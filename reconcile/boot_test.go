@@ -77,7 +77,7 @@ func TestACreateCutShortIsFinishedNotCalledHealthy(t *testing.T) {
 		}
 	}
 	res = h.mustApply()
-	if rec := res.State.Sandboxes["api"]; rec.Phase != state.Running || rec.LastError != "" {
+	if rec := res.recorded.Sandboxes["api"]; rec.Phase != state.Running || rec.LastError != "" {
 		t.Errorf("after the apply: %+v", rec)
 	}
 	if p := h.plan(); !p.Empty() {

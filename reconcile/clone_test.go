@@ -24,8 +24,8 @@ func TestACloneRunsApartFromItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name != "api-clone-1" || res.State.Sandboxes[name] == nil || res.State.Sandboxes[name].Phase != "running" {
-		t.Fatalf("clone %q: %+v", name, res.State.Sandboxes[name])
+	if name != "api-clone-1" || res.recorded.Sandboxes[name] == nil || res.recorded.Sandboxes[name].Phase != "running" {
+		t.Fatalf("clone %q: %+v", name, res.recorded.Sandboxes[name])
 	}
 	if got := h.guestRun(t, name, "cat work/a.txt"); got != "original" {
 		t.Errorf("the clone's disk reads %q", got)

@@ -48,7 +48,7 @@ func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, pl
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Resolved: u.r, State: u.rec, Warnings: warningsOf(u.before, u.r), Busy: u.busy()}
+	res := &Result{Resolved: u.r, recorded: u.rec, Warnings: warningsOf(u.before, u.r), Busy: u.busy()}
 	if isPools(opts.Intent) {
 		return e.convergePools(ctx, u, res)
 	}
@@ -277,17 +277,17 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	exec.Layers, exec.NoWait = layers, u.opts.NoWait
 	applyErr := exec.Apply(ctx, res.Plan)
 	outcome := exec.Outcome()
-	res.Applied, res.State, res.Outcome = true, u.store.SnapshotAfter(u.looked), &outcome
+	res.Applied, res.recorded, res.Outcome = true, u.store.SnapshotAfter(u.looked), &outcome
 	if len(res.Plan.Actions) > 0 {
-		res.Observed = e.observeAfter(ctx, r, desired, res.State, res.Observed, res.Plan)
+		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, res.Plan)
 	}
 	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
-		applyErr = errors.Join(applyErr, e.indexLeases(ctx, r, res.State))
+		applyErr = errors.Join(applyErr, e.indexLeases(ctx, r, res.recorded))
 		e.adoptions.notify()
 	}
-	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.State, res.Plan.Forgotten()))
+	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.recorded, res.Plan.Forgotten()))
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
 

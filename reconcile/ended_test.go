@@ -14,8 +14,8 @@ func TestARunReadsNoEndedRecord(t *testing.T) {
 	endedRecords(t, h, 200)
 	before := readcount.Now()
 	res := h.mustApply()
-	if n := readcount.Now().Since(before).Of(readcount.Archive); n != 0 || len(res.State.Sandboxes) != 1 {
-		t.Fatalf("an apply read the archive %d times and saw %d records", n, len(res.State.Sandboxes))
+	if n := readcount.Now().Since(before).Of(readcount.Archive); n != 0 || len(res.recorded.Sandboxes) != 1 {
+		t.Fatalf("an apply read the archive %d times and saw %d records", n, len(res.recorded.Sandboxes))
 	}
 	if got := len(h.mustPlanState(t).Sandboxes); got != 201 {
 		t.Errorf("status --all sees %d records, want 201", got)

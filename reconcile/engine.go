@@ -103,7 +103,9 @@ type Options struct {
 type Result struct {
 	Resolved *spec.Resolved
 	Plan     *plan.Plan
-	State    *state.File // after the run (before it, for a dry run)
+	// recorded is the state file after the run (before it, for a dry run):
+	// the engine's; doors see a sandbox's record through Recorded.
+	recorded *state.File
 	Observed plan.Observed
 	Applied  bool
 	// Outcome says, when the plan was carried out, which action did what
@@ -156,7 +158,7 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 	for _, a := range res.Plan.Actions {
 		made := a.Kind == plan.Create || a.Kind == plan.Replace ||
 			a.Kind == plan.Adopt && !a.Import // an import is never deleted for failing
-		if rec := res.State.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
+		if rec := res.recorded.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
 			failed = append(failed, a.Sandbox)
 		}
 	}
@@ -175,7 +177,7 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 		}
 		if back != nil && back.Applied {
 			// What is left is what the rollback left: status says so.
-			res.Resolved, res.State, res.Observed = back.Resolved, back.State, back.Observed
+			res.Resolved, res.recorded, res.Observed = back.Resolved, back.recorded, back.Observed
 		}
 	}
 	return res, err
@@ -185,12 +187,12 @@ func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Res
 // had a VM (a create refused at the cap): nothing was made, so nothing is
 // kept for keep_records, and their host index entries go too.
 func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []string) error {
-	if back == nil || back.Resolved == nil || back.State == nil {
+	if back == nil || back.Resolved == nil || back.recorded == nil {
 		return nil
 	}
 	var never []string
 	for _, name := range names {
-		if rec := back.State.Sandboxes[name]; rec != nil && rec.CreatedAt == nil && rec.VM == nil &&
+		if rec := back.recorded.Sandboxes[name]; rec != nil && rec.CreatedAt == nil && rec.VM == nil &&
 			rec.Phase.Terminal() {
 			never = append(never, name)
 		}
@@ -212,8 +214,8 @@ func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []stri
 	if err != nil {
 		return fmt.Errorf("forgetting %v, never made: %w", never, err)
 	}
-	back.State = store.Snapshot()
-	return e.pruneIndex(ctx, r, back.State, never)
+	back.recorded = store.Snapshot()
+	return e.pruneIndex(ctx, r, back.recorded, never)
 }
 
 // preflight fails before anything is written when a backend the run
@@ -373,7 +375,7 @@ func (r *Result) SortedSandboxes() []string {
 	for n := range r.Resolved.Config.Sandboxes {
 		seen[n] = true
 	}
-	for n := range r.State.Sandboxes {
+	for n := range r.recorded.Sandboxes {
 		seen[n] = true
 	}
 	out := make([]string, 0, len(seen))

@@ -50,7 +50,7 @@ func TestApplyConvergesAndReapplyDoesNothing(t *testing.T) {
 	if n, _ := h.mutations(mark); n != 0 {
 		t.Errorf("a converged apply made %d mutating driver calls", n)
 	}
-	st := res.State.Sandboxes["api"]
+	st := res.recorded.Sandboxes["api"]
 	if st.Phase != state.Running || st.VM == nil || st.VM.CPUs != 2 || st.Instance != h.instance("api") {
 		t.Errorf("record = %+v", st)
 	}
@@ -75,7 +75,7 @@ func TestLeaseExpiryDeletesTheVM(t *testing.T) {
 		t.Errorf("world after expiry = %v", w)
 	}
 	for _, name := range []string{"api", "web"} {
-		if p := res.State.Sandboxes[name].Phase; p != state.Expired {
+		if p := res.recorded.Sandboxes[name].Phase; p != state.Expired {
 			t.Errorf("%s phase = %s", name, p)
 		}
 	}
@@ -106,18 +106,18 @@ func TestFailedExpiryIsRetriedAndNeverMarkedExpired(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sandbox api: expire") {
 		t.Fatalf("err = %v, want api's expiry to fail", err)
 	}
-	if p := res.State.Sandboxes["api"].Phase; p == state.Expired {
+	if p := res.recorded.Sandboxes["api"].Phase; p == state.Expired {
 		t.Fatal("api marked expired while its VM still exists")
 	}
 	if _, ok := h.world()[h.instance("api")]; !ok {
 		t.Fatal("api's VM vanished although delete failed")
 	}
-	if p := res.State.Sandboxes["web"].Phase; p != state.Expired {
+	if p := res.recorded.Sandboxes["web"].Phase; p != state.Expired {
 		t.Errorf("web = %s: one sandbox's failure stopped another", p)
 	}
 	res, err = h.reconcile()
-	if err != nil || res.State.Sandboxes["api"].Phase != state.Expired || len(h.world()) != 0 {
-		t.Errorf("retry: err %v, phase %s, world %v", err, res.State.Sandboxes["api"].Phase, h.world())
+	if err != nil || res.recorded.Sandboxes["api"].Phase != state.Expired || len(h.world()) != 0 {
+		t.Errorf("retry: err %v, phase %s, world %v", err, res.recorded.Sandboxes["api"].Phase, h.world())
 	}
 }
 
@@ -134,8 +134,8 @@ func TestFailuresAreJoinedPerSandbox(t *testing.T) {
 		t.Errorf("record = %+v", st.Sandboxes["api"])
 	}
 	h.faults = ""
-	if res := h.mustApply(); res.Plan.Summary().Add != 2 || res.State.Sandboxes["api"].LastError != "" {
-		t.Errorf("retry: %+v %+v", res.Plan.Actions, res.State.Sandboxes["api"])
+	if res := h.mustApply(); res.Plan.Summary().Add != 2 || res.recorded.Sandboxes["api"].LastError != "" {
+		t.Errorf("retry: %+v %+v", res.Plan.Actions, res.recorded.Sandboxes["api"])
 	}
 }
 
@@ -155,8 +155,8 @@ func TestDriftIsRecreatedAndLostStateIsRebuilt(t *testing.T) {
 	if n, _ := h.mutations(mark); n != 0 || len(res.Plan.Refresh) != 2 {
 		t.Fatalf("rebuilding lost state: %d mutations, refresh %+v", n, res.Plan.Refresh)
 	}
-	if res.State.Sandboxes["web"].Phase != state.Running || res.State.Sandboxes["web"].VM.CPUs != 4 {
-		t.Errorf("adopted record = %+v", res.State.Sandboxes["web"])
+	if res.recorded.Sandboxes["web"].Phase != state.Running || res.recorded.Sandboxes["web"].VM.CPUs != 4 {
+		t.Errorf("adopted record = %+v", res.recorded.Sandboxes["web"])
 	}
 	if p := h.plan(); !p.Empty() {
 		t.Errorf("plan after adoption = %+v", p)

@@ -32,7 +32,7 @@ func (e *Engine) Target(ws spec.Options, name string) (*sandbox.Target, error) {
 // run resolved and recorded (res): the request's own workspace handle,
 // not a second load of its files.
 func (e *Engine) TargetOf(res *Result, name string) (*sandbox.Target, error) {
-	return e.target(res.Resolved, res.State, name)
+	return e.target(res.Resolved, res.recorded, name)
 }
 
 func (e *Engine) target(r *spec.Resolved, rec *state.File, name string) (*sandbox.Target, error) {

@@ -46,8 +46,8 @@ func TestHandEditedLeaseEndExpiresAtMaxLifetime(t *testing.T) {
 	if len(res.Plan.Actions) != 2 || res.Plan.Actions[0].Kind != plan.Expire {
 		t.Fatalf("at acquisition + 24h: plan = %+v", res.Plan.Actions)
 	}
-	if res.State.Sandboxes["api"].Phase != state.Expired || len(h.world()) != 0 {
-		t.Errorf("api = %+v, world = %v", res.State.Sandboxes["api"], h.world())
+	if res.recorded.Sandboxes["api"].Phase != state.Expired || len(h.world()) != 0 {
+		t.Errorf("api = %+v, world = %v", res.recorded.Sandboxes["api"], h.world())
 	}
 	if len(res.Resolved.Warnings) != 2 {
 		t.Errorf("warnings = %v, want one per edited lease", res.Resolved.Warnings)
@@ -62,28 +62,28 @@ func TestTerminalRecordsArePrunedAfterKeepRecords(t *testing.T) {
 	h.mustApply()
 	h.writeSpec("[vm]\ndriver = \"sim\"\n[sandboxes.api]\n") // web is no longer declared
 	res := h.mustApply()
-	if res.State.Sandboxes["web"].Phase != state.Destroyed {
-		t.Fatalf("web = %+v", res.State.Sandboxes["web"])
+	if res.recorded.Sandboxes["web"].Phase != state.Destroyed {
+		t.Fatalf("web = %+v", res.recorded.Sandboxes["web"])
 	}
-	lineage, serial := res.State.Lineage, res.State.Serial
+	lineage, serial := res.recorded.Lineage, res.recorded.Serial
 	dir := filepath.Join(h.root, spec.Dir)
 	if on, err := state.Read(dir, h.root, ""); err != nil || on.Sandboxes["web"] != nil {
 		t.Fatalf("the state a run reads still holds the destroyed record: %v %+v", err, on)
 	}
 	h.clock.Advance(7*24*time.Hour - time.Minute)
 	if res, err := h.reconcile(); err != nil || h.mustPlanState(t).Sandboxes["web"] == nil {
-		t.Fatalf("before keep_records: %v, records %v", err, res.State.Sandboxes)
+		t.Fatalf("before keep_records: %v, records %v", err, res.recorded.Sandboxes)
 	}
 	h.clock.Advance(time.Minute)
 	res, err := h.reconcile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, kept := h.mustPlanState(t).Sandboxes["web"]; kept || res.State.Sandboxes["api"] == nil {
-		t.Errorf("records after keep_records: %v", res.State.Sandboxes)
+	if _, kept := h.mustPlanState(t).Sandboxes["web"]; kept || res.recorded.Sandboxes["api"] == nil {
+		t.Errorf("records after keep_records: %v", res.recorded.Sandboxes)
 	}
-	if res.State.Lineage != lineage || res.State.Serial < serial {
-		t.Errorf("lineage %s serial %d, before %s %d", res.State.Lineage, res.State.Serial, lineage, serial)
+	if res.recorded.Lineage != lineage || res.recorded.Serial < serial {
+		t.Errorf("lineage %s serial %d, before %s %d", res.recorded.Lineage, res.recorded.Serial, lineage, serial)
 	}
 	if _, ended, err := state.Ended(dir, "web"); err != nil || ended {
 		t.Errorf("the archive after keep_records: %v, holds web %v", err, ended)

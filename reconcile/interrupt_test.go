@@ -57,7 +57,7 @@ func TestAStoppedRunFinishesTheStepInFlightOnly(t *testing.T) {
 		t.Fatalf("the stopped run returned %v", err)
 	}
 	running := 0
-	for name, rec := range res.State.Sandboxes {
+	for name, rec := range res.recorded.Sandboxes {
 		if rec.Phase == state.Running {
 			running++
 			if rec.Instance != first {

@@ -67,7 +67,7 @@ func TestLayersConvergeAndStayConverged(t *testing.T) {
 		!strings.Contains(string(env), "REDIS_URL=redis://lima-redis-api:6379/0\n") {
 		t.Errorf(".env = %q", env)
 	}
-	rec := res.State.Sandboxes["api"]
+	rec := res.recorded.Sandboxes["api"]
 	if rec.Applied["docker_command"] != "docker" || rec.Applied["compose.web"] == "" ||
 		rec.Applied["services.redis"] == "" {
 		t.Errorf("applied = %v", rec.Applied)

@@ -34,7 +34,7 @@ func (e *Engine) recordLeases(ctx context.Context, u *run, res *Result) []string
 	}
 	recorders := map[string]drivers.LeaseRecorder{} // by driver: the capability is looked up once
 	for _, name := range slices.Sorted(maps.Keys(res.Desired.Sandboxes)) {
-		ds, rec := res.Desired.Sandboxes[name], res.State.Sandboxes[name]
+		ds, rec := res.Desired.Sandboxes[name], res.recorded.Sandboxes[name]
 		if !touched[name] || ds.Lease == nil || rec == nil || !slices.Contains(leasedPhases, rec.Phase) ||
 			!u.now.Before(ds.Lease.ExpiresAt) {
 			continue

@@ -53,7 +53,7 @@ func TestApplyRecordsLeaseRenewals(t *testing.T) {
 	if len(res.Outcome.Leases) != 2 {
 		t.Errorf("leases recorded: %+v", res.Outcome.Leases)
 	}
-	if got := res.State.Sandboxes["api"].ExpiresAt; got == nil || !got.Equal(l.New) {
+	if got := res.recorded.Sandboxes["api"].ExpiresAt; got == nil || !got.Equal(l.New) {
 		t.Errorf("state records expires_at %v, want %v", got, l.New)
 	}
 	if again := h.plan(); len(again.Leases) != 0 {
@@ -89,5 +89,5 @@ func (h *harness) mustPlanState(t *testing.T) *state.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.State
+	return res.recorded
 }

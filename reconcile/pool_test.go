@@ -120,7 +120,7 @@ func TestCreateAdoptsAWarmSpare(t *testing.T) {
 	if _, ops := h.mutations(mark); strings.Contains(fmt.Sprint(ops[mark:]), "create") {
 		t.Errorf("adoption created a VM: %v", ops[mark:])
 	}
-	rec := res2.State.Sandboxes["api"]
+	rec := res2.recorded.Sandboxes["api"]
 	if rec.Instance != spare || rec.Phase != state.Running || rec.VM == nil || rec.VM.Name != spare {
 		t.Errorf("record = %+v", rec)
 	}
@@ -174,8 +174,8 @@ func TestAdoptedVMExpires(t *testing.T) {
 	if err != nil || steps(res.Plan) != "api:expire" {
 		t.Fatalf("reconcile: %s %v", steps(res.Plan), err)
 	}
-	if _, ok := h.world()[adopted]; ok || res.State.Sandboxes["api"].Phase != state.Expired {
-		t.Errorf("after expiry: world %v, record %+v", h.world(), res.State.Sandboxes["api"])
+	if _, ok := h.world()[adopted]; ok || res.recorded.Sandboxes["api"].Phase != state.Expired {
+		t.Errorf("after expiry: world %v, record %+v", h.world(), res.recorded.Sandboxes["api"])
 	}
 }
 
@@ -189,8 +189,8 @@ func TestLostStateFindsAdoptedVMByLabel(t *testing.T) {
 	mark := h.logLen()
 	res := h.mustApply()
 	if len(res.Plan.Actions) != 0 || len(res.Plan.Refresh) != 1 ||
-		res.State.Sandboxes["api"].Instance != owned["api@"+h.workspaceID()] {
-		t.Errorf("rebuild: %s %+v → %+v", steps(res.Plan), res.Plan.Refresh, res.State.Sandboxes["api"])
+		res.recorded.Sandboxes["api"].Instance != owned["api@"+h.workspaceID()] {
+		t.Errorf("rebuild: %s %+v → %+v", steps(res.Plan), res.Plan.Refresh, res.recorded.Sandboxes["api"])
 	}
 	if n, ops := h.mutations(mark); n != 0 {
 		t.Errorf("rebuilding changed the world: %v", ops[mark:])
@@ -211,8 +211,8 @@ func TestAdoptFallsBackWhenTheSpareIsTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if steps(res.Plan) != "api:adopt" || res.State.Sandboxes["api"].Instance != h.instance("api") {
-		t.Errorf("%s → %+v", steps(res.Plan), res.State.Sandboxes["api"])
+	if steps(res.Plan) != "api:adopt" || res.recorded.Sandboxes["api"].Instance != h.instance("api") {
+		t.Errorf("%s → %+v", steps(res.Plan), res.recorded.Sandboxes["api"])
 	}
 	if _, ok := h.world()[h.instance("api")]; !ok {
 		t.Error("the fallback created nothing")
@@ -359,7 +359,7 @@ func TestConcurrentCreatesNeverShareASpare(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("workspace %d: %v", i, errs[i])
 		}
-		inst := results[i].State.Sandboxes["agent"].Instance
+		inst := results[i].recorded.Sandboxes["agent"].Instance
 		switch {
 		case slices.Contains(spares, inst):
 			if prev, dup := adopted[inst]; dup {
@@ -407,7 +407,7 @@ func TestAdoptInstanceImportsAnExistingVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := res.State.Sandboxes["inst_0a1b2c3d"]
+	rec := res.recorded.Sandboxes["inst_0a1b2c3d"]
 	if steps(res.Plan) != "inst_0a1b2c3d:adopt" || rec.Instance != "agent-0a1b2c3d" || rec.Phase != state.Running {
 		t.Fatalf("%s → %+v", steps(res.Plan), rec)
 	}

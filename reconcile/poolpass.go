@@ -54,7 +54,7 @@ func bindInstances(d plan.Desired, rec *state.File, obs plan.Observed) plan.Desi
 // InstanceOf is the backend instance a sandbox's VM is (or would be):
 // the derived name, or the spare it adopted, or the instance it imported.
 func (r *Result) InstanceOf(sandbox string) string {
-	return plan.InstanceFor(r.Resolved.WorkspaceID, sandbox, r.State.Sandboxes[sandbox], r.Observed)
+	return plan.InstanceFor(r.Resolved.WorkspaceID, sandbox, r.recorded.Sandboxes[sandbox], r.Observed)
 }
 
 // evictSpare deletes one spare nobody is making or owns, the one that

@@ -67,7 +67,7 @@ func (e *Engine) Prepared(res *Result, sandbox string) (Prepared, error) {
 		ConnectionEnv: map[string]string{},
 		EnvInjections: []EnvInjection{},
 	}
-	rec := res.State.Sandboxes[sandbox]
+	rec := res.recorded.Sandboxes[sandbox]
 	if rec != nil && rec.Guest != nil {
 		g := rec.Guest
 		out.DockerCommand, out.RuntimeReady = g.DockerCommand, g.DockerCommand != ""

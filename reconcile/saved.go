@@ -31,8 +31,8 @@ const savedPlanFormat = 1
 
 // Save writes the plan a dry run produced.
 func (r *Result) Save(path string, targets []string, now time.Time) error {
-	sp := SavedPlan{FormatVersion: savedPlanFormat, WorkspaceRoot: r.Resolved.Root, Lineage: r.State.Lineage,
-		Serial: r.State.Serial, Targets: targets, CreatedAt: now.UTC(), Actions: r.Plan.Actions}
+	sp := SavedPlan{FormatVersion: savedPlanFormat, WorkspaceRoot: r.Resolved.Root, Lineage: r.recorded.Lineage,
+		Serial: r.recorded.Serial, Targets: targets, CreatedAt: now.UTC(), Actions: r.Plan.Actions}
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err

@@ -75,7 +75,7 @@ func (r *Result) Status() []SandboxStatus {
 			exp := l.ExpiresAt
 			row.ExpiresAt = &exp
 		}
-		rec := r.State.Sandboxes[name]
+		rec := r.recorded.Sandboxes[name]
 		if rec != nil {
 			row.Phase, row.LastError, row.CreatedAt = rec.Phase, rec.LastError, rec.CreatedAt
 			if row.Driver == "" {

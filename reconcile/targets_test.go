@@ -118,7 +118,7 @@ func TestAPassLeavesASandboxMadeWhileItPlannedToTheNext(t *testing.T) {
 		u.locks.Release()
 		t.Fatal(err)
 	}
-	res, err := h.eng.convergeSandboxes(ctx, u, &Result{Resolved: u.r, State: u.rec})
+	res, err := h.eng.convergeSandboxes(ctx, u, &Result{Resolved: u.r, recorded: u.rec})
 	u.locks.Release()
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestAMemoryTemplateServesCreatesWithoutABoot(t *testing.T) {
 		if got := h.mutatingOps(mark, tpl); got != "" {
 			t.Errorf("the template was changed by %q", got)
 		}
-		if rec := up.State.Sandboxes[sb]; rec.Phase != state.Running || rec.Instance != inst || rec.ExpiresAt == nil {
+		if rec := up.recorded.Sandboxes[sb]; rec.Phase != state.Running || rec.Instance != inst || rec.ExpiresAt == nil {
 			t.Errorf("record of %s = %+v", sb, rec)
 		}
 		if got := h.guestRun(t, sb, "cat etc/hostname"); got != inst {
@@ -129,7 +129,7 @@ func TestACreateWhoseTemplateFailsBoots(t *testing.T) {
 	if got := h.mutatingOps(mark, h.instance("api")); got != "fork-child force-stop delete create start" {
 		t.Errorf("the create did %q, want the failed start undone and a boot", got)
 	}
-	if rec := up.State.Sandboxes["api"]; rec.Phase != state.Running {
+	if rec := up.recorded.Sandboxes["api"]; rec.Phase != state.Running {
 		t.Errorf("record %+v", rec)
 	}
 }

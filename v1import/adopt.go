@@ -175,7 +175,7 @@ func adopt(ctx context.Context, eng *reconcile.Engine, ad adoption) ([]string, e
 	if err != nil {
 		return notes, err
 	}
-	if rec := res.State.Sandboxes[ad.Sandbox]; rec == nil || rec.Instance != ad.Instance {
+	if rec, ok := res.Recorded(ad.Sandbox); !ok || rec.Instance != ad.Instance {
 		return notes, fmt.Errorf("sandbox %s was not recorded with VM %s", ad.Sandbox, ad.Instance)
 	}
 	// What converging the sandbox would still do to the VM: nothing, unless

@@ -124,8 +124,8 @@ func TestTheLoopExpiresAndDeletesTheVM(t *testing.T) {
 	if vms := w.vms(t); len(vms) != 0 {
 		t.Errorf("the lease ended but %d VMs remain", len(vms))
 	}
-	if p := res.State.Sandboxes["api"].Phase; p != state.Expired {
-		t.Errorf("phase %s; want expired", p)
+	if rec, _ := res.Recorded("api"); rec.Phase != state.Expired {
+		t.Errorf("phase %s; want expired", rec.Phase)
 	}
 }
 
@@ -149,7 +149,7 @@ func TestALostStateFileIsRebuiltFromLabels(t *testing.T) {
 	if s := res.Plan.Summary(); s.Add != 0 || s.Destroy != 0 {
 		t.Errorf("with the state lost, the plan adds %d and destroys %d; want the VM found again", s.Add, s.Destroy)
 	}
-	if rec := res.State.Sandboxes["api"]; rec == nil || rec.Phase != state.Running {
+	if rec, ok := res.Recorded("api"); !ok || rec.Phase != state.Running {
 		t.Errorf("rebuilt record: %+v", rec)
 	}
 }

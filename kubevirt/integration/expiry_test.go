@@ -190,8 +190,8 @@ func TestTheControllerExpiresAVMNoSbfRunsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := res.State.Sandboxes["api"].Phase; p != state.Expired {
-		t.Errorf("the laptop's next run records %s; want expired", p)
+	if rec, _ := res.Recorded("api"); rec.Phase != state.Expired {
+		t.Errorf("the laptop's next run records %s; want expired", rec.Phase)
 	}
 	if vms := w.vms(t); len(vms) != 3 {
 		t.Errorf("the laptop's run after the expiry left %d VMs; want the three others only", len(vms))
