@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,7 +98,21 @@ func Start() (*Cluster, string, error) {
 		}
 		return nil, "", fmt.Errorf("starting kube-apiserver and etcd from %s: %w", bins, err)
 	}
+	reapAfter(env)
 	return &Cluster{Env: env, Config: cfg}, "", nil
+}
+
+// reapAfter kills the API server and etcd once this test process is gone however it ended:
+// a panicking test exits without Main's Stop, and they would run on. A detached shell waits
+// for this process, then kills what names the run's own folders (no other process does).
+func reapAfter(env *envtest.Environment) {
+	dirs := []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir}
+	script := `while kill -0 "$0" 2>/dev/null; do sleep 1; done; for d in "$@"; do pkill -9 -f -- "=$d( |$)"; done`
+	watch := exec.Command("sh", append([]string{"-c", script, strconv.Itoa(os.Getpid())}, dirs...)...)
+	watch.SysProcAttr = detached()
+	if err := watch.Start(); err == nil {
+		go watch.Wait() //nolint:errcheck // it outlives us by design; reaped while we run
+	}
 }
 
 // SkipEnv, set to 1, lets the tests skip when the binaries are missing.
