@@ -165,9 +165,10 @@ type Instance struct {
 	Created time.Time `json:"created,omitzero"`
 	// BootStep is what a Booting instance's boot waits for now, if known.
 	BootStep string `json:"boot_step,omitempty"`
-	// HeldByAnother marks an instance another person made where a backend is shared (a
+	// HeldByAnother marks an instance another person holds where a backend is shared (a
 	// cluster namespace a team uses): listed, so it is seen, but counted against this host's
-	// instance cap only when one of its sandboxes runs in it (a teammate's spare it adopted).
+	// instance cap only when one of its sandboxes runs in it. A ready spare of theirs may be
+	// adopted (plan.Observed.Teammates); the backend's claim makes it this person's.
 	HeldByAnother bool `json:"held_by_another,omitempty"`
 }
 

@@ -45,6 +45,7 @@ func (e *Engine) lookUp(ctx context.Context, r *spec.Resolved, d plan.Desired, r
 	obs := before
 	obs.Instances, obs.Owned = maps.Clone(before.Instances), maps.Clone(before.Owned)
 	obs.Spares, obs.Guests, obs.EnvOK, obs.Invalid = slices.Clone(before.Spares), nil, nil, nil
+	obs.Teammates = slices.Clone(before.Teammates)
 	for driver, names := range touched {
 		obs.Refresh(r.WorkspaceID, driver, names, found[driver])
 	}

@@ -59,7 +59,8 @@ func (d *Driver) MarkSpare(ctx context.Context, instance string, s drivers.Spare
 // Claim records the VM's owner, and relabels it with the owner's workspace and sandbox.
 // Of concurrent claims exactly one wins: each writes against the resourceVersion it read,
 // and a loser reads the winner's owner on its retry. A VM sbf did not make may be claimed
-// (an import): the claim makes it sbf's.
+// (an import): the claim makes it sbf's. A teammate's ready spare becomes this user's
+// (claimed-by), within this user's ceilings.
 func (d *Driver) Claim(ctx context.Context, instance string, o drivers.Owner) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vm kv.VirtualMachine
@@ -79,6 +80,9 @@ func (d *Driver) Claim(ctx context.Context, instance string, o drivers.Owner) er
 		if o.Spare && (cur == nil || cur.Spare == nil) {
 			return fmt.Errorf("claiming %s: not a ready spare: %w", instance, drivers.ErrNotFound)
 		}
+		if err := d.claimFor(ctx, &vm, o); err != nil {
+			return err
+		}
 		if err := setAnnotation(&vm, AnnotationOwner, o); err != nil {
 			return err
 		}
@@ -92,6 +96,21 @@ func (d *Driver) Claim(ctx context.Context, instance string, o drivers.Owner) er
 		return d.apiError("claiming "+instance, err)
 	}
 	return fmt.Errorf("claiming %s: %w", instance, err)
+}
+
+// claimFor makes a teammate's spare this user's when a sandbox adopts it: claimed-by names
+// the user, after the per-owner ceilings said they may hold it too (what a create of its
+// shape would be asked). A spare of one's own, or an import, stays its maker's.
+func (d *Driver) claimFor(ctx context.Context, vm *kv.VirtualMachine, o drivers.Owner) error {
+	who := d.whoami(ctx)
+	if !o.Spare || who == "" || HeldBy(vm) == "" || HeldBy(vm) == who {
+		return nil
+	}
+	if err := d.admitUse(ctx, "claiming "+instanceName(vm), vm.Name, UseOf(vm)); err != nil {
+		return err
+	}
+	vm.Annotations[AnnotationClaimedBy] = who
+	return nil
 }
 
 // own labels vm as sbf's and the owner's.

@@ -30,6 +30,10 @@ const (
 	AnnotationCreatedBy = "sandboxforge.dev/created-by"
 	AnnotationSpare     = "sandboxforge.dev/spare"
 	AnnotationOwner     = "sandboxforge.dev/owner"
+	// AnnotationClaimedBy is the Kubernetes user that claimed a teammate's ready spare for one
+	// of their sandboxes: from then on the VM is theirs (their ceilings count it). Set once,
+	// by the claimer, only on a ready spare (the shipped admission policy holds both).
+	AnnotationClaimedBy = "sandboxforge.dev/claimed-by"
 )
 
 // ObjectName is the VirtualMachine's name for an sbf instance name. Instance names may

@@ -31,17 +31,33 @@ func (u OwnerUse) Plus(v OwnerUse) OwnerUse {
 	return OwnerUse{u.VMs + v.VMs, u.CPUs + v.CPUs, u.MemoryBytes + v.MemoryBytes}
 }
 
-// HeldBy is who holds a VM: the Kubernetes user that made it; "" for a VM that does not say.
-func HeldBy(vm *kv.VirtualMachine) string { return vm.Annotations[AnnotationCreatedBy] }
+// HeldBy is who holds a VM: the Kubernetes user that claimed it (a teammate's spare), else
+// the one that made it; "" for a VM that names neither.
+func HeldBy(vm *kv.VirtualMachine) string {
+	if who := vm.Annotations[AnnotationClaimedBy]; who != "" {
+		return who
+	}
+	return vm.Annotations[AnnotationCreatedBy]
+}
 
 // admitOwner refuses to make s's VM when its maker (these credentials) would then hold more
 // in the namespace than the cluster's per-owner ceilings allow (VMs, vCPUs, memory): coded
 // INSTANCE_LIMIT_EXCEEDED, as the host's cap, with what is held, what was asked and what to
 // do. The controller enforces the same ceilings on VMs made past them by any other means.
 func (d *Driver) admitOwner(ctx context.Context, s drivers.Spec) error {
+	asked := OwnerUse{VMs: 1}
+	if d.set.Instancetype == "" {
+		asked.CPUs, asked.MemoryBytes = s.CPUs, gibBytes(s.MemoryGiB)
+	}
+	return d.admitUse(ctx, "creating "+s.Name, ObjectName(s.Name), asked)
+}
+
+// admitUse is admitOwner for taking on asked, the VM object (made for it, or a teammate's
+// spare being claimed), which is not counted among what is held.
+func (d *Driver) admitUse(ctx context.Context, doing, object string, asked OwnerUse) error {
 	policy, err := ReadOwnerPolicy(ctx, d.c, d.set.Namespace)
 	if err != nil {
-		return d.apiError("creating "+s.Name, err)
+		return d.apiError(doing, err)
 	}
 	who := d.whoami(ctx)
 	ceilings := policy.For(who)
@@ -57,13 +73,9 @@ func (d *Driver) admitOwner(ctx context.Context, s drivers.Spec) error {
 	var use OwnerUse
 	for i := range vms.Items {
 		vm := &vms.Items[i]
-		if HeldBy(vm) == who && vm.DeletionTimestamp == nil && vm.Name != ObjectName(s.Name) {
+		if HeldBy(vm) == who && vm.DeletionTimestamp == nil && vm.Name != object {
 			held, use = append(held, instanceName(vm)), use.Plus(UseOf(vm))
 		}
-	}
-	asked := OwnerUse{VMs: 1}
-	if d.set.Instancetype == "" {
-		asked.CPUs, asked.MemoryBytes = s.CPUs, gibBytes(s.MemoryGiB)
 	}
 	over := ceilings.Over(use.Plus(asked))
 	if len(over) == 0 {

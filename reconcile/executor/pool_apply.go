@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sandboxforge/sbf/reconcile/admission"
@@ -16,6 +17,20 @@ import (
 	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state"
 )
+
+// claimSpare claims cand for the sandbox; a teammate's spare (a.Theirs) is admitted against
+// this host's cap first, since claiming it adds an instance here.
+func (e *Executor) claimSpare(ctx context.Context, lab drivers.Labeler, a plan.Action, cand string,
+	owner drivers.Owner) error {
+	if e.Admit != nil && slices.Contains(a.Theirs, cand) {
+		release, err := e.Admit.Admit(ctx, cand)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	return pools.Claim(ctx, e.HostDir, e.Who, lab, cand, owner)
+}
 
 // adopt claims the first spare of a.Warm nobody claimed meanwhile, records
 // it as the sandbox's instance, and gives it what the spare lacks (mounts,
@@ -33,7 +48,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	owner := drivers.Owner{WorkspaceID: e.WorkspaceID, Sandbox: a.Sandbox, Spare: !a.Import, Since: e.Clock.Now().UTC()}
 	got := ""
 	for _, cand := range a.Warm {
-		err := pools.Claim(ctx, e.HostDir, e.Who, lab, cand, owner)
+		err := e.claimSpare(ctx, lab, a, cand, owner)
 		if err == nil {
 			got = cand
 			break

@@ -31,6 +31,11 @@ type Observed struct {
 	// not (a new spare must not take one).
 	Spares    []Spare
 	PoolNames map[string]bool
+	// Teammates are the ready spares other people made on a backend a team
+	// shares, sorted by name: offered to this workspace's creates (a claim
+	// makes one this user's), never trimmed, collected or evicted here, nor
+	// counted against this host's cap until claimed.
+	Teammates []Spare
 	// Labels says which drivers keep ownership labels (drivers.Labeler):
 	// only they keep spares.
 	Labels map[string]bool
@@ -59,7 +64,7 @@ func NewObserved(workspaceID string, listed map[string][]drivers.Instance, faile
 		}
 	}
 	maps.Copy(obs.Unavailable, failed)
-	sort.Slice(obs.Spares, func(i, j int) bool { return obs.Spares[i].Name < obs.Spares[j].Name })
+	obs.sortSpares()
 	return obs
 }
 
@@ -79,11 +84,15 @@ func (obs *Observed) add(inst drivers.Instance, workspaceID, tag string) {
 		}
 		return
 	}
-	if pool {
-		// A teammate's spare on a shared backend is theirs: not adopted, trimmed or collected
-		// here (adopted, it would still count against its maker's ceilings, not this user's).
-		if !inst.HeldByAnother {
-			obs.Spares = append(obs.Spares, Spare{Instance: inst})
+	switch {
+	case pool && !inst.HeldByAnother:
+		obs.Spares = append(obs.Spares, Spare{Instance: inst})
+		return
+	case pool:
+		// A teammate's spare is theirs to fill, trim and collect; a ready one may be
+		// claimed here.
+		if l := inst.Label; l != nil && l.Spare != nil && !l.Spare.Memory {
+			obs.Teammates = append(obs.Teammates, Spare{Instance: inst})
 		}
 		return
 	}
@@ -103,10 +112,17 @@ func (obs *Observed) Refresh(workspaceID, driver string, names []string, found [
 	}
 	maps.DeleteFunc(obs.Owned, func(_, instance string) bool { return gone[instance] })
 	obs.Spares = slices.DeleteFunc(obs.Spares, func(s Spare) bool { return gone[s.Name] })
+	obs.Teammates = slices.DeleteFunc(obs.Teammates, func(s Spare) bool { return gone[s.Name] })
 	tag := drivers.WorkspaceTag(workspaceID)
 	for _, inst := range found {
 		inst.Driver = driver
 		obs.add(inst, workspaceID, tag)
 	}
-	sort.Slice(obs.Spares, func(i, j int) bool { return obs.Spares[i].Name < obs.Spares[j].Name })
+	obs.sortSpares()
+}
+
+func (obs *Observed) sortSpares() {
+	for _, list := range [][]Spare{obs.Spares, obs.Teammates} {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}
 }

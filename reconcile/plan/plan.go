@@ -50,6 +50,10 @@ type Action struct {
 	// another sbf claimed them all meanwhile, the adopt creates the VM as
 	// Spec says instead. Instance is the first.
 	Warm []string `json:"warm,omitempty"`
+	// Theirs are the spares of Warm a teammate made (a backend a team
+	// shares): claiming one makes it this user's, a new instance against
+	// this host's cap.
+	Theirs []string `json:"theirs,omitempty"`
 	// Import makes an adopt claim the one instance in Warm, made outside
 	// sbf's pools, and fail rather than create when it cannot.
 	Import bool `json:"import,omitempty"`

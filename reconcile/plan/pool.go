@@ -131,6 +131,7 @@ func InstanceFor(workspaceID, sandbox string, r *state.Sandbox, obs Observed) st
 // them all before creating. Sandboxes beyond the spares create.
 type warmSpares struct {
 	byShape   map[string][]Spare // driver + shape → ready spares, by name
+	theirs    map[string][]Spare // the same, of teammates (Observed.Teammates): tried after
 	templates map[string]string  // driver + shape → a memory template
 	taken     map[string]int
 	targets   []string
@@ -141,8 +142,8 @@ func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *
 	for _, a := range gc {
 		deleting[a.Instance] = true
 	}
-	w := &warmSpares{byShape: map[string][]Spare{}, templates: map[string]string{}, taken: map[string]int{},
-		targets: targets}
+	w := &warmSpares{byShape: map[string][]Spare{}, theirs: map[string][]Spare{}, templates: map[string]string{},
+		taken: map[string]int{}, targets: targets}
 	for _, s := range obs.Spares {
 		if key := s.Driver + "/" + s.Shape(); s.template(now) && !deleting[s.Name] &&
 			(w.templates[key] == "" || s.Name < w.templates[key]) {
@@ -151,6 +152,12 @@ func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *
 		if s.ready(now) && !deleting[s.Name] {
 			key := s.Driver + "/" + s.Label.Spare.Shape
 			w.byShape[key] = append(w.byShape[key], s)
+		}
+	}
+	for _, s := range obs.Teammates { // sorted by name
+		if s.ready(now) {
+			key := s.Driver + "/" + s.Label.Spare.Shape
+			w.theirs[key] = append(w.theirs[key], s)
 		}
 	}
 	for _, list := range w.byShape {
@@ -180,12 +187,21 @@ func (w *warmSpares) take(ds DesiredSandbox) []Spare {
 		return nil
 	}
 	key := ds.Driver + "/" + drivers.Shape(ds.Driver, ds.VM)
-	list := w.byShape[key]
+	own, theirs := w.byShape[key], w.theirs[key]
 	k := w.taken[key]
-	if k >= len(list) {
+	if k >= len(own)+len(theirs) {
 		return nil
 	}
 	w.taken[key] = k + 1
+	return append(rotated(own, k), rotated(theirs, k-len(own))...)
+}
+
+// rotated is list starting at its k-th (k mod its length; from the first when k < 0).
+func rotated(list []Spare, k int) []Spare {
+	if len(list) == 0 {
+		return nil
+	}
+	k = max(k, 0) % len(list)
 	return append(slices.Clone(list[k:]), list[:k]...)
 }
 
@@ -208,6 +224,9 @@ func planAdopt(p *Plan, a *Action, ds DesiredSandbox, r *state.Sandbox) {
 	a.Docker = spares[0].Label.Spare.Docker
 	for _, s := range spares {
 		a.Warm = append(a.Warm, s.Name)
+		if s.HeldByAnother {
+			a.Theirs = append(a.Theirs, s.Name)
+		}
 		if s.Label.Spare.Docker == "" {
 			a.Docker = "" // the runtime step stays unless every spare has it
 		}

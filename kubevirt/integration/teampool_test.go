@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kv "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/kubevirt/driver"
+	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
+	"github.com/sandboxforge/sbf/reconcile"
+	"github.com/sandboxforge/sbf/spec"
+)
+
+// A pool of oneSandbox's shape, kept ready with no sandbox of its own.
+const teamPool = `[vm]
+driver = "kubevirt"
+cpus = 1
+memory_gib = 1
+disk_gib = 5
+ttl = "1h"
+
+[pool.team]
+size = 1
+runtime = false
+`
+
+// A spare in the team's namespace is anyone's to claim: alice's pool keeps one, bob's `sbf
+// up` of that shape adopts it, and the VM becomes bob's (claimed-by, counted against his
+// ceiling of one, listed as his), while it still names alice as its maker. With bob at his
+// ceiling, his next sandbox may not claim alice's refilled spare (coded, nothing claimed).
+// Claiming adds an instance to the claimer's laptop: carol, whose own ceiling is five but
+// whose laptop is capped at one instance, claims one spare and is refused the next there.
+// The admission policy lets claimed-by be set only once, by the claimer, on a ready spare.
+func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1",
+		driver.PolicyOwnerExceptions: "carol max-vms-per-owner=5"})
+	role := sh.rules["Role/sbf-kubevirt"]
+	aliceCfg := cluster.User(t, "alice", s.ns, role)
+	alice, bob := kubetest.Kubeconfig(t, aliceCfg), kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	aliceAPI, err := driver.NewClient(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the admission policy to refuse a VM made claimed", func() bool {
+		vm := forged(s.ns, "made-claimed", "alice")
+		vm.Annotations[driver.AnnotationClaimedBy] = "alice"
+		return apierrors.IsInvalid(aliceAPI.Create(context.Background(), vm, client.DryRunAll))
+	})
+	now := func(w *workspace) *workspace { w.clock.Advance(time.Since(t0)); return w }
+	pool := now(newWorkspace(t, s, alice))
+	if err := os.WriteFile(filepath.Join(pool.root, spec.FileName), []byte(teamPool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fill := func() *kv.VirtualMachine {
+		t.Helper()
+		if _, err := pool.converge(reconcile.Options{Intent: reconcile.FillPools{}}); err != nil {
+			t.Fatalf("alice's pool: %v", err)
+		}
+		for _, vm := range vmsIn(t, s) {
+			if _, spare := vm.Annotations[driver.AnnotationSpare]; spare && vm.Annotations[driver.AnnotationOwner] == "" {
+				return &vm
+			}
+		}
+		t.Fatalf("alice's pool made no ready spare: %v", heldBy(t, s))
+		return nil
+	}
+	spare := fill()
+
+	if _, err := now(newWorkspace(t, s, bob)).apply(); err != nil {
+		t.Fatalf("bob's sandbox, with alice's spare of its shape ready: %v", err)
+	}
+	var claimed kv.VirtualMachine
+	if err := s.admin.Get(context.Background(), client.ObjectKeyFromObject(spare), &claimed); err != nil {
+		t.Fatalf("alice's spare after bob's apply: %v", err)
+	}
+	if a := claimed.Annotations; a[driver.AnnotationClaimedBy] != "bob" || a[driver.AnnotationCreatedBy] != "alice" ||
+		a[driver.AnnotationOwner] == "" || driver.HeldBy(&claimed) != "bob" {
+		t.Fatalf("alice's spare after bob's apply: %v; want it claimed by bob, made by alice", claimed.Annotations)
+	}
+	if got := heldBy(t, s); got["bob"] != 1 || got["alice"] != 0 {
+		t.Errorf("VMs by owner: %v; want bob's one", got)
+	}
+	holders := exec.Command(plugin, "holders", "--namespace", s.ns, "--json")
+	holders.Env = append(os.Environ(), "KUBECONFIG="+alice)
+	out, err := holders.Output()
+	var h driver.Holdings
+	if err == nil {
+		err = json.Unmarshal(out, &h)
+	}
+	if err != nil || h.ByOwner["bob"] != 1 || h.ByOwner["alice"] != 0 {
+		t.Errorf("sbf-kubevirt holders as alice: %v\n%s", err, out)
+	}
+
+	// The claim is bob's, once: alice, its maker, may not take it back.
+	dry := client.DryRunAll
+	claimed.Annotations[driver.AnnotationClaimedBy] = "alice"
+	if err := aliceAPI.Update(context.Background(), &claimed, dry); !apierrors.IsInvalid(err) {
+		t.Errorf("alice taking back the spare bob claimed: %v; want it refused", err)
+	}
+	// Bob at his ceiling may not claim alice's next spare: refused, coded, and it stays hers.
+	next := fill()
+	if next.Annotations[driver.AnnotationClaimedBy] != "" || next.Name == spare.Name {
+		t.Fatalf("alice's refilled spare: %s %v", next.Name, next.Annotations)
+	}
+	next.Annotations[driver.AnnotationClaimedBy] = "bob"
+	if err := aliceAPI.Update(context.Background(), next, dry); !apierrors.IsInvalid(err) {
+		t.Errorf("alice naming bob as the claimer of her spare: %v; want it refused", err)
+	}
+	_, err = now(newWorkspace(t, s, bob)).apply()
+	if err == nil {
+		t.Fatalf("bob's second sandbox was made past his ceiling of one: %v", heldBy(t, s))
+	}
+	if c := coded.Of(err, coded.Unknown); c.Code != coded.InstanceLimit || c.Details["owner"] != "bob" {
+		t.Fatalf("bob's second sandbox, at his ceiling, with alice's spare ready: %v", err)
+	}
+	if got := heldBy(t, s); got["bob"] != 1 || got["alice"] != 1 {
+		t.Errorf("VMs by owner after the refusal: %v; want one each, alice's spare unclaimed", got)
+	}
+
+	// Carol's laptop, capped at one instance, claims alice's spare, then may not claim the next.
+	carol := kubetest.Kubeconfig(t, cluster.User(t, "carol", s.ns, role))
+	capped := oneSandbox + "\n[lease]\nmax_instances = 1\n"
+	laptop := ""
+	for i, alices := range []int{0, 1} { // carol claims alice's spare, then is refused the refilled one
+		w := now(newWorkspace(t, s, carol))
+		if laptop == "" {
+			laptop = w.eng.HostDir
+		}
+		w.eng.HostDir = laptop
+		if err := os.WriteFile(filepath.Join(w.root, spec.FileName), []byte(capped), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.apply()
+		if i == 0 && err != nil {
+			t.Fatalf("carol's first sandbox: %v", err)
+		}
+		if i == 1 {
+			c := coded.Of(err, coded.Unknown)
+			if err == nil || c.Code != coded.InstanceLimit || c.Details["owner"] != nil {
+				t.Fatalf("carol's second sandbox on her laptop capped at one: %v; want her laptop's cap", err)
+			}
+		}
+		if got := heldBy(t, s); got["carol"] != 1 || got["alice"] != alices {
+			t.Errorf("VMs by owner after carol's sandbox %d: %v", i+1, got)
+		}
+		if i == 0 {
+			fill()
+		}
+	}
+}
