@@ -12,7 +12,7 @@ import (
 
 func (a *app) statusCommand() *cobra.Command {
 	var f convergeFlags
-	var all bool
+	var all, allOwners bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -20,7 +20,8 @@ func (a *app) statusCommand() *cobra.Command {
 		Long: "status lists the workspace's sandboxes that are not over: declared, running, stopped, failed, or\n" +
 			"recorded ended while their VM still exists. --all also lists those destroyed or expired. AGE and\n" +
 			"EXPIRES are relative to now, as kubectl get shows them; -o wide adds them as times, --json has\n" +
-			"the times (created_at, expires_at).",
+			"the times (created_at, expires_at). --all-owners also lists every instance on the workspace's\n" +
+			"shared backends (a team's cluster namespace) with who holds it until when, whoever's.",
 		Args: args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			if output != "" && output != "wide" {
@@ -41,10 +42,14 @@ func (a *app) statusCommand() *cobra.Command {
 			}
 			rows, ended := liveRows(res.Status(), all)
 			if f.asJSON {
-				return writeJSON(a.stdout, map[string]any{
+				out := map[string]any{
 					"workspace_root": res.Resolved.Root, "workspace_id": res.Resolved.WorkspaceID,
 					"sandboxes": nonNil(rows), "ended_not_shown": ended, "in_progress": res.Busy,
-					"error": coded.Of(err, coded.Unknown)})
+					"error": coded.Of(err, coded.Unknown)}
+				if allOwners {
+					out["holdings"] = res.Holdings()
+				}
+				return writeJSON(a.stdout, out)
 			}
 			fmt.Fprintf(a.stdout, "Workspace %s (%s)\n", res.Resolved.Root, res.Resolved.WorkspaceID)
 			a.noteBusy(res)
@@ -59,6 +64,9 @@ func (a *app) statusCommand() *cobra.Command {
 				}
 				fmt.Fprintf(a.stdout, "\n%s not shown (sbf status --all lists them).\n", what)
 			}
+			if allOwners {
+				a.printHoldings(res.Holdings(), res.Now)
+			}
 			if err != nil {
 				printErrors(a.stderr, err)
 			}
@@ -68,7 +76,35 @@ func (a *app) statusCommand() *cobra.Command {
 	f.register(cmd, withSet)
 	cmd.Flags().BoolVar(&all, "all", false, "also list sandboxes destroyed or expired")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "wide: also the creation and expiry times")
+	cmd.Flags().BoolVar(&allOwners, "all-owners", false,
+		"also list who holds each instance on the workspace's shared backends, until when")
 	return cmd
+}
+
+// printHoldings lists who holds what on shared backends, as every teammate sees it.
+func (a *app) printHoldings(rows []reconcile.Holding, now time.Time) {
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, "\nNo instances on a shared backend (only a team's cluster namespace names holders).")
+		return
+	}
+	fmt.Fprintf(a.stdout, "\nHeld on shared backends (%d):\n", len(rows))
+	t := newTable(a.stdout, "HOLDER", "INSTANCE", "DRIVER", "SANDBOX", "STATUS", "EXPIRES")
+	for _, h := range rows {
+		sandbox, exp := h.Sandbox, "-"
+		switch {
+		case h.Spare:
+			sandbox = "(spare)"
+		case h.Mine:
+			sandbox += " (this workspace)"
+		case sandbox == "":
+			sandbox = "-"
+		}
+		if h.LeaseEnd != nil {
+			exp = relativeTime(*h.LeaseEnd, now)
+		}
+		t.row(h.Holder, h.Instance, h.Driver, sandbox, string(h.Status), exp)
+	}
+	t.flush()
 }
 
 // liveRows keeps the rows of sandboxes that are not over (all: every row)

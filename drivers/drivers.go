@@ -170,6 +170,11 @@ type Instance struct {
 	// instance cap only when one of its sandboxes runs in it. A ready spare of theirs may be
 	// adopted (plan.Observed.Teammates); the backend's claim makes it this person's.
 	HeldByAnother bool `json:"held_by_another,omitempty"`
+	// Holder names the person holding it where a backend is shared (its claimer, else its
+	// maker), and LeaseEnd when its lease ends as the backend records it (a cluster's
+	// controller deletes it then): who holds what until when, the same for every teammate.
+	Holder   string    `json:"holder,omitempty"`
+	LeaseEnd time.Time `json:"lease_end,omitzero"`
 }
 
 // ErrNotFound is returned for operations on an instance that does not

@@ -157,7 +157,11 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 			continue // going: Delete waits for it
 		}
 		inst := drivers.Instance{Name: instanceName(vm), Driver: Name, Status: status(vm, byName[vm.Name]),
-			Reported: reported(vm), HeldByAnother: who != "" && HeldBy(vm) != "" && HeldBy(vm) != who}
+			Reported: reported(vm), HeldByAnother: who != "" && HeldBy(vm) != "" && HeldBy(vm) != who,
+			Holder: HeldBy(vm)}
+		if end, err := time.Parse(time.RFC3339, vm.Annotations[AnnotationLeaseEnd]); err == nil {
+			inst.LeaseEnd = end.UTC()
+		}
 		inst.Reported.Name = inst.Name
 		l, err := labelOf(vm)
 		if err != nil {

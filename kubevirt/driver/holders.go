@@ -14,7 +14,7 @@ import (
 // workspace and sandbox, until when. The cluster is the shared record: every teammate reads
 // the same objects.
 type Holding struct {
-	Owner        string `json:"owner"` // the VM's created-by; "" when it names none
+	Owner        string `json:"owner"` // HeldBy: its claimer, else its maker; "" when it names none
 	VM           string `json:"vm"`
 	Instance     string `json:"instance"`
 	WorkspaceTag string `json:"workspace_tag,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +158,59 @@ func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
 		if i == 0 {
 			fill()
 		}
+	}
+}
+
+// Every teammate sees who holds what until when, from the cluster: bob's `sbf status
+// --all-owners` lists alice's VM as hers, with its sandbox and lease end, before he holds
+// any; once he applies, his own too, marked as his workspace's.
+func TestEveryTeammateSeesWhoHoldsWhat(t *testing.T) {
+	s := newSpace(t, quick)
+	sh := shippedRBAC(t, s)
+	role := sh.rules["Role/sbf-kubevirt"]
+	alice := kubetest.Kubeconfig(t, cluster.User(t, "alice", s.ns, role))
+	bob := kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	w := newWorkspace(t, s, alice)
+	w.clock.Advance(time.Since(t0)) // the lease end bob reads is the real clock's
+	if _, err := w.apply(); err != nil {
+		t.Fatalf("alice's sandbox: %v", err)
+	}
+	sbf, ws, home := sbfBinary(t), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, spec.FileName), []byte(oneSandbox), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(sbf, append([]string{"-C", ws}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "KUBECONFIG=" + bob,
+			"SBF_KUBEVIRT_NAMESPACE=" + s.ns, "SBF_KUBEVIRT_POLL=50ms"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sbf %v as bob: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	holdings := func() []reconcile.Holding {
+		t.Helper()
+		var st struct{ Holdings []reconcile.Holding }
+		out := run("status", "--all-owners", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("sbf status --all-owners --json: %v\n%s", err, out)
+		}
+		return st.Holdings
+	}
+	h := holdings()
+	if len(h) != 1 || h[0].Holder != "alice" || h[0].Sandbox != "api" || h[0].Mine || h[0].LeaseEnd == nil ||
+		h[0].LeaseEnd.Before(time.Now()) {
+		t.Fatalf("bob's sbf status --all-owners, alice holding one VM: %+v", h)
+	}
+	run("apply", "--auto-approve")
+	h = holdings()
+	if len(h) != 2 || h[0].Holder != "alice" || h[1].Holder != "bob" || !h[1].Mine || h[1].Sandbox != "api" {
+		t.Fatalf("bob's sbf status --all-owners after his apply: %+v", h)
+	}
+	if out := run("status", "--all-owners"); !strings.Contains(out, "HOLDER") ||
+		!strings.Contains(out, "api (this workspace)") || !strings.Contains(out, "alice") {
+		t.Errorf("sbf status --all-owners:\n%s", out)
 	}
 }

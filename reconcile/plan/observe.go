@@ -36,6 +36,9 @@ type Observed struct {
 	// makes one this user's), never trimmed, collected or evicted here, nor
 	// counted against this host's cap until claimed.
 	Teammates []Spare
+	// Holdings are the instances a shared backend listed with the person holding each
+	// (drivers.Instance.Holder), whoever's, by driver and name: who holds what until when.
+	Holdings []drivers.Instance
 	// Labels says which drivers keep ownership labels (drivers.Labeler):
 	// only they keep spares.
 	Labels map[string]bool
@@ -49,7 +52,8 @@ type Observed struct {
 // NewObserved keeps, of what each driver listed, the instances that belong
 // to this workspace: those whose derived name says so and those labelled
 // as one of its sandboxes'. Pool instances nobody owns are kept as spares.
-// Everything else is never looked at again. failed says why a driver could
+// Everything else is kept only as a holding (a shared backend's, naming its
+// holder), never planned for. failed says why a driver could
 // not be listed; labels which drivers keep ownership labels.
 func NewObserved(workspaceID string, listed map[string][]drivers.Instance, failed map[string]error,
 	labels map[string]bool) Observed {
@@ -60,6 +64,9 @@ func NewObserved(workspaceID string, listed map[string][]drivers.Instance, faile
 		obs.Labels[name] = labels[name]
 		for _, inst := range listed[name] {
 			inst.Driver = name
+			if inst.Holder != "" {
+				obs.Holdings = append(obs.Holdings, inst)
+			}
 			obs.add(inst, workspaceID, tag)
 		}
 	}
