@@ -80,7 +80,7 @@ type Report struct {
 	Watched     int // sbf-labelled VMs with a lease end still ahead
 	Next        time.Time
 	Err         error
-	// Held counts, by owner (a VM's created-by; "" for none), the sbf VMs the pass left, nil
+	// Held counts, by owner (driver.HeldBy; "" for none), the sbf VMs the pass left, nil
 	// when a namespace could not be listed (a partial count would read as VMs given up);
 	// Gone counts, by owner, the VMs it deleted (their lease ended or missing, or past the
 	// owner's ceiling).

@@ -20,7 +20,7 @@ const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 type ownerKey struct{ namespace, owner string }
 
 // ceilings enforces each namespace's per-owner ceilings (driver.ReadOwnerPolicy: VMs,
-// vCPUs, memory, and an owner's own) on the VMs a pass kept: an owner (the VM's created-by) keeps its oldest VMs
+// vCPUs, memory, and an owner's own) on the VMs a pass kept: an owner (driver.HeldBy) keeps its oldest VMs
 // as long as they fit, and the newest from the first that does not fit go, each deletion
 // fenced and conditional on the version read, with an Event. sbf refuses such a create
 // itself; this holds against VMs made past it by a race of two sbf processes or by hand. A
