@@ -47,14 +47,16 @@ func (h Host) ResolveDriver(driver string) string {
 func Defaults(h Host) Config {
 	return Config{
 		VM: VM{
-			Driver:    "auto",
-			CPUs:      1,
-			MemoryGiB: 2,
-			DiskGiB:   15,
-			VMType:    h.DefaultVMType(),
-			Template:  "template:docker",
-			Emulation: "auto",
-			Mounts:    []string{},
+			Shape: Shape{
+				Driver:    "auto",
+				CPUs:      1,
+				MemoryGiB: 2,
+				DiskGiB:   15,
+				VMType:    h.DefaultVMType(),
+				Template:  "template:docker",
+				Emulation: "auto",
+			},
+			Mounts: []string{},
 		},
 		Docker: Docker{InstallIfMissing: true},
 		Build: Build{

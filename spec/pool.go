@@ -3,8 +3,6 @@ package spec
 import (
 	"reflect"
 	"time"
-
-	"github.com/sandboxforge/sbf/internal/byname"
 )
 
 // Pool is a [pool.NAME] table: keep Size booted, idle VMs of one shape
@@ -13,15 +11,8 @@ import (
 // whose driver and shape are the same adopts one of its spares instead
 // of booting a VM (mounts and ports are applied after adoption).
 type Pool struct {
-	Driver         string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend of the spares; default: [vm] driver."`
-	CPUs           int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs of each spare; default: [vm] cpus."`
-	MemoryGiB      float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory of each spare in GiB; default: [vm] memory_gib."`
-	DiskGiB        float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk of each spare in GiB; default: [vm] disk_gib."`
-	Arch           string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture; default: [vm] arch."`
-	VMType         string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; default: [vm] vm_type."`
-	Template       string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template of the spares' image; default: [vm] template."`
-	Image          Image    `toml:"image" json:"image" doc:"The spares' guest image; default: [vm.image]."`
-	Emulation      string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when KVM cannot run guests; default: [vm] emulation."`
+	// Shape's keys default to [vm]'s (poolFrom); the schema says so.
+	Shape          `toml:",inline" defaults:"vm"`
 	Size           int      `toml:"size" json:"size" check:"nonnegative" doc:"How many ready spares to keep (0 keeps none)."`
 	MaxIdle        Duration `toml:"max_idle" json:"max_idle" check:"positive" doc:"A spare nobody adopted for this long is deleted and replaced."`
 	Runtime        bool     `toml:"runtime" json:"runtime" doc:"Make the container runtime ready in each spare before it counts as ready (installed when missing and [docker] install_if_missing), so an adopter's runtime step has nothing to do. Ignored by the sim."`
@@ -34,13 +25,10 @@ const (
 	DefaultPoolMaxIdle = 24 * time.Hour
 )
 
-// poolFrom is a pool's starting point: [vm]'s shape keys (Pool's fields
-// that VM has, TestAPoolsShapeKeysAreVMKeys) and the pool defaults, before its
-// own table is laid over it.
+// poolFrom is a pool's starting point: [vm]'s shape and the pool defaults,
+// before its own table is laid over it.
 func poolFrom(vm VM) Pool {
-	p := Pool{Size: DefaultPoolSize, MaxIdle: Duration(DefaultPoolMaxIdle), Runtime: true}
-	byname.Copy(&p, vm)
-	return p
+	return Pool{Shape: vm.Shape, Size: DefaultPoolSize, MaxIdle: Duration(DefaultPoolMaxIdle), Runtime: true}
 }
 
 // resolvePools builds each pool from the final [vm] plus the keys its own

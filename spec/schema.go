@@ -55,7 +55,8 @@ var (
 var fieldCache sync.Map // reflect.Type → []field
 
 // fieldsOf lists a struct's keys in declaration order; embedded structs
-// tagged `toml:",inline"` contribute their keys as if declared in place.
+// tagged `toml:",inline"` contribute their keys as if declared in place
+// (tagged `defaults:"TABLE"`, their docs say which table they default to).
 func fieldsOf(t reflect.Type) []field {
 	if cached, ok := fieldCache.Load(t); ok {
 		return cached.([]field)
@@ -65,8 +66,12 @@ func fieldsOf(t reflect.Type) []field {
 		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
 		if sf.Anonymous && name == "" {
+			from := sf.Tag.Get("defaults") // the table its keys default to (a pool's: [vm])
 			for _, inner := range fieldsOf(sf.Type) {
 				inner.index = append([]int{i}, inner.index...)
+				if from != "" {
+					inner.doc += " Default: [" + from + "] " + inner.key + "."
+				}
 				out = append(out, inner)
 			}
 			continue

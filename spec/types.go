@@ -30,20 +30,26 @@ type LeaseRecord struct {
 	ExpiresAt  time.Time `toml:"expires_at" json:"expires_at" doc:"When the sandbox expires and its VM is deleted."`
 }
 
+// Shape is what a VM is made of: the keys [vm], each sandbox and each pool
+// share (a pool's spares take a sandbox's shape), declared once.
+type Shape struct {
+	Driver    string  `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend: auto picks lima on Linux and macOS, hyperv on Windows. sim is a simulator for tests and demos."`
+	CPUs      int     `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs."`
+	MemoryGiB float64 `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory in GiB."`
+	DiskGiB   float64 `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk size in GiB."`
+	Arch      string  `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture (x86_64, aarch64); empty means the host's."`
+	VMType    string  `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; defaults to vz on macOS and qemu on Linux."`
+	Template  string  `toml:"template" json:"template" check:"nonempty" doc:"Lima template the VM's image comes from (v1: template:NAME). Host mounts are never inherited from it."`
+	Image     Image   `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
+	Emulation string  `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when hardware virtualization (KVM) cannot run guests: auto uses it then (about 10x slower), never fails instead, always uses it."`
+}
+
 // VM describes one virtual machine. [vm] holds the defaults; each sandbox
 // starts from them.
 type VM struct {
-	Driver    string   `toml:"driver" json:"driver" enum:"@drivers" doc:"Backend: auto picks lima on Linux and macOS, hyperv on Windows. sim is a simulator for tests and demos."`
-	CPUs      int      `toml:"cpus" json:"cpus" check:"positive" doc:"Virtual CPUs."`
-	MemoryGiB float64  `toml:"memory_gib" json:"memory_gib" check:"positive" doc:"Memory in GiB."`
-	DiskGiB   float64  `toml:"disk_gib" json:"disk_gib" check:"positive" doc:"Disk size in GiB."`
-	Arch      string   `toml:"arch" json:"arch" nullable:"true" doc:"Guest architecture (x86_64, aarch64); empty means the host's."`
-	VMType    string   `toml:"vm_type" json:"vm_type" nullable:"true" enum:"qemu,vz,wsl2" doc:"Lima vmType; defaults to vz on macOS and qemu on Linux."`
-	Template  string   `toml:"template" json:"template" check:"nonempty" doc:"Lima template the VM's image comes from (v1: template:NAME). Host mounts are never inherited from it."`
-	TTL       Duration `toml:"ttl" json:"ttl" nullable:"true" doc:"Lease length (30m, 2h, 7d); empty means [lease] default_ttl."`
-	Mounts    []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
-	Image     Image    `toml:"image" json:"image" doc:"The guest image; when empty, the template's images are used."`
-	Emulation string   `toml:"emulation" json:"emulation" enum:"auto,never,always" doc:"Software emulation when hardware virtualization (KVM) cannot run guests: auto uses it then (about 10x slower), never fails instead, always uses it."`
+	Shape  `toml:",inline"`
+	TTL    Duration `toml:"ttl" json:"ttl" nullable:"true" doc:"Lease length (30m, 2h, 7d); empty means [lease] default_ttl."`
+	Mounts []string `toml:"mounts" json:"mounts" check:"nonempty_items" doc:"Host paths shared into the guest, as PATH[:GUEST_PATH][:rw] (read-only unless :rw). None by default."`
 	// Backends are the backends' own tables ([vm.kubevirt]), which each
 	// backend declares; Config's TOML and MarshalJSON render them.
 	Backends BackendTables `toml:"-" json:"-"`
