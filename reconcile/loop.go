@@ -31,6 +31,7 @@ type WatchOptions struct {
 	PassTimeout   time.Duration
 	ParkedRecheck time.Duration
 	StopGrace     time.Duration
+	RefillDelay   time.Duration // see loop.Options.RefillDelay
 	State         func(LoopState)
 	Jitter        func(time.Duration) time.Duration
 }
@@ -79,7 +80,7 @@ func (e *Engine) watch(ctx context.Context, o WatchOptions, asleep func(until ti
 		Workspaces: func() []spec.Options { return e.Watched(o) }, Interval: o.Interval, Wake: wake, Adopted: adopted,
 		Report: reportTo(o.Report), PoolReport: reportTo(o.PoolReport), Workers: o.Workers,
 		MaxBackoff: o.MaxBackoff, PassTimeout: o.PassTimeout, ParkedRecheck: o.ParkedRecheck,
-		StopGrace: o.StopGrace, State: o.State, Jitter: o.Jitter, Clock: e.Clock, Asleep: asleep,
+		StopGrace: o.StopGrace, RefillDelay: o.RefillDelay, State: o.State, Jitter: o.Jitter, Clock: e.Clock, Asleep: asleep,
 	})
 }
 

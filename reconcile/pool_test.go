@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sandboxforge/sbf/reconcile/loop"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -483,8 +485,9 @@ func (h *harness) watchPools(tb testing.TB) (pools <-chan *Result, stop func()) 
 	done := make(chan error, 1)
 	go func() {
 		done <- h.eng.Watch(ctx, WatchOptions{
-			Workspaces: func() []spec.Options { return []spec.Options{h.ws()} },
-			Interval:   time.Hour,
+			Workspaces:  func() []spec.Options { return []spec.Options{h.ws()} },
+			Interval:    time.Hour,
+			RefillDelay: -1, // at once: these tests watch the refill
 			PoolReport: func(_ spec.Options, res *Result, err error) {
 				if err != nil && ctx.Err() == nil {
 					tb.Errorf("pool pass: %v", err)
@@ -497,4 +500,33 @@ func (h *harness) watchPools(tb testing.TB) (pools <-chan *Result, stop func()) 
 		})
 	}()
 	return ch, func() { cancel(); <-done }
+}
+
+// After an adoption the loop refills the pool, but only RefillDelay later: the adopter's first
+// commands do not share the host with a new spare's boot. With the loop asleep on a full pool,
+// `sbf up` adopts the spare; the loop then waits until the adoption plus the delay, with no
+// pool pass, and refills once the clock gets there.
+func TestARefillWaitsForTheAdoptersFirstCommands(t *testing.T) {
+	h := newHarness(t, poolSpec)
+	h.fill()
+	var passes atomic.Int32
+	var last atomic.Pointer[Result]
+	l := startLoop(t, h.eng, h.clock, WatchOptions{
+		Workspaces: func() []spec.Options { return []spec.Options{h.ws()} }, Interval: time.Hour,
+		PoolReport: func(_ spec.Options, res *Result, _ error) { last.Store(res); passes.Add(1) }})
+	defer l.stop()
+	l.waitFor("the first pool pass", func(_ time.Time, running int) bool { return running == 0 && passes.Load() == 1 })
+	if res, err := h.up("agent"); err != nil || steps(res.Plan) != "agent:adopt" {
+		t.Fatalf("up: %v %+v", err, res)
+	}
+	refill := h.clock.Now().Add(loop.DefaultRefillDelay)
+	l.waitFor("the refill's time", func(until time.Time, running int) bool { return until.Equal(refill) })
+	if n := passes.Load(); n != 1 {
+		t.Fatalf("%d pool passes right after the adoption; want the refill to wait", n)
+	}
+	h.clock.Advance(loop.DefaultRefillDelay)
+	l.waitFor("the refill", func(_ time.Time, running int) bool { return running == 0 && passes.Load() == 2 })
+	if res := last.Load(); res == nil || len(res.Plan.Actions) != 1 {
+		t.Errorf("the refill: %+v", res)
+	}
 }

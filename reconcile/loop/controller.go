@@ -72,9 +72,9 @@ func (c *controller) run(ctx context.Context) error {
 		case <-fire:
 			c.waited = next.due
 		case <-c.o.Wake:
-			c.wake(func(*entry) bool { return true })
+			c.wake(func(*entry) bool { return true }, 0)
 		case <-c.o.Adopted:
-			c.wake(func(en *entry) bool { return en.pools })
+			c.wake(func(en *entry) bool { return en.pools }, c.o.RefillDelay)
 		case <-ctx.Done():
 			if timer != nil {
 				timer.Stop()
@@ -104,10 +104,10 @@ func (c *controller) refresh() {
 	}
 }
 
-// wake makes the chosen entries due at once (parked ones too); a running
-// one runs again as soon as its pass ends, since what woke it may have
-// come after its pass read the files.
-func (c *controller) wake(chosen func(*entry) bool) {
+// wake makes the chosen entries due within that long (0: at once; parked
+// ones too); a running one runs again as soon as its pass ends, since what
+// woke it may have come after its pass read the files.
+func (c *controller) wake(chosen func(*entry) bool, within time.Duration) {
 	now := c.now()
 	for _, en := range c.q.byKey {
 		if !chosen(en) {
@@ -118,7 +118,11 @@ func (c *controller) wake(chosen func(*entry) bool) {
 			en.dirty = true
 			continue
 		}
-		c.q.schedule(en, now)
+		due := now.Add(within)
+		if en.due.Before(due) && within > 0 {
+			due = en.due // due sooner anyway
+		}
+		c.q.schedule(en, due)
 	}
 }
 

@@ -46,9 +46,14 @@ type Options struct {
 	// Wake, when it receives, makes every workspace due (a lease was
 	// created or extended and may end before its next pass).
 	Wake <-chan struct{}
-	// Adopted, when it receives, makes every pool pass due (a spare was
-	// taken: refill now, not at the next interval).
+	// Adopted, when it receives, makes every pool pass due within
+	// RefillDelay (a spare was taken: refill soon, not at the next interval).
 	Adopted <-chan struct{}
+	// RefillDelay is how long the refill after an adoption waits (default
+	// DefaultRefillDelay; negative: none), so the adopter's first commands
+	// do not share the host with a new spare's boot (under software
+	// emulation a boot takes every core for minutes).
+	RefillDelay time.Duration
 	// Report hears each workspace pass; a pass that panicked reports a
 	// *PassPanic, one cut short by PassTimeout an ErrPassTimeout.
 	Report func(spec.Options, Pass, error)
@@ -107,6 +112,11 @@ const DefaultStopGrace = 4 * time.Minute
 // delays its own workspace, as other workspaces have other workers.
 const DefaultPassTimeout = 30 * time.Minute
 
+// DefaultRefillDelay is the refill's wait after an adoption: longer than an
+// agent's create and first commands take (about a second from a spare),
+// short beside a spare's boot (minutes under emulation).
+const DefaultRefillDelay = 10 * time.Second
+
 // firstBackoff is the wait after one failed pass; each further failure
 // doubles it, up to MaxBackoff.
 const firstBackoff = 5 * time.Second
@@ -130,6 +140,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = DefaultStopGrace
+	}
+	switch {
+	case o.RefillDelay == 0:
+		o.RefillDelay = DefaultRefillDelay
+	case o.RefillDelay < 0:
+		o.RefillDelay = 0
 	}
 	if o.Jitter == nil {
 		o.Jitter = equalJitter
