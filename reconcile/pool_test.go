@@ -530,3 +530,36 @@ func TestARefillWaitsForTheAdoptersFirstCommands(t *testing.T) {
 		t.Errorf("the refill: %+v", res)
 	}
 }
+
+// A door names the workspace it adopted a spare in to its loop only afterwards (an MCP
+// create_instance touches it once done): the workspace's first pass queues its pool pass for
+// the refill's time, not at once.
+func TestARefillWaitsAlsoForAWorkspaceNamedAfterTheAdoption(t *testing.T) {
+	h := newHarness(t, poolSpec)
+	h.fill()
+	var named atomic.Bool
+	var passes atomic.Int32
+	wake := make(chan struct{}, 1)
+	l := startLoop(t, h.eng, h.clock, WatchOptions{Interval: time.Hour, Wake: wake,
+		Workspaces: func() []spec.Options {
+			if named.Load() {
+				return []spec.Options{h.ws()}
+			}
+			return nil
+		},
+		PoolReport: func(spec.Options, *Result, error) { passes.Add(1) }})
+	defer l.stop()
+	l.waitFor("nothing to do", func(until time.Time, running int) bool { return running == 0 && until.IsZero() })
+	if res, err := h.up("agent"); err != nil || steps(res.Plan) != "agent:adopt" {
+		t.Fatalf("up: %v %+v", err, res)
+	}
+	refill := h.clock.Now().Add(loop.DefaultRefillDelay)
+	named.Store(true)
+	wake <- struct{}{}
+	l.waitFor("the refill's time", func(until time.Time, running int) bool { return running == 0 && until.Equal(refill) })
+	if n := passes.Load(); n != 0 {
+		t.Fatalf("%d pool passes right after the adoption; want the refill to wait", n)
+	}
+	h.clock.Advance(loop.DefaultRefillDelay)
+	l.waitFor("the refill", func(_ time.Time, running int) bool { return running == 0 && passes.Load() == 1 })
+}

@@ -37,6 +37,9 @@ type controller struct {
 	// waited is the instant the loop last slept until: a clock pinned by
 	// SBF_NOW never passes it, yet the wait is over.
 	waited time.Time
+	// refillAfter is when pool passes may refill after the last adoption
+	// (RefillDelay after it), for pool entries queued after it too.
+	refillAfter time.Time
 }
 
 // now is the clock's time, or the end of the last wait if later.
@@ -74,6 +77,7 @@ func (c *controller) run(ctx context.Context) error {
 		case <-c.o.Wake:
 			c.wake(func(*entry) bool { return true }, 0)
 		case <-c.o.Adopted:
+			c.refillAfter = c.now().Add(c.o.RefillDelay)
 			c.wake(func(en *entry) bool { return en.pools }, c.o.RefillDelay)
 		case <-ctx.Done():
 			if timer != nil {
@@ -185,11 +189,20 @@ func (c *controller) finish(d passDone) {
 	}
 }
 
-// queuePools gives a workspace that declares pools a pool entry of its own.
+// queuePools gives a workspace that declares pools a pool entry of its own,
+// due at once unless an adoption's refill delay runs (a door that adopted a
+// spare names its workspace to the loop only afterwards).
 func (c *controller) queuePools(ws spec.Options, now time.Time) {
 	if key := poolKey(ws.Root); c.q.byKey[key] == nil {
-		c.q.add(&entry{key: key, ws: ws, pools: true, due: now})
+		c.q.add(&entry{key: key, ws: ws, pools: true, due: latest(now, c.refillAfter)})
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // nextPass says when an entry is due after a pass that ended with err.
