@@ -32,7 +32,8 @@ type Driver struct {
 	guest  guest
 	fwd    *forwarder
 	getenv func(string) string
-	who    sync.Once
+	whoMu  sync.Mutex
+	known  bool   // whoami has its answer
 	user   string // whoami's answer
 }
 
@@ -150,7 +151,10 @@ func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
 		byName[vmis.Items[i].Name] = &vmis.Items[i]
 	}
 	out := make([]drivers.Instance, 0, len(vms.Items))
-	who := d.whoami(ctx)
+	who, err := d.whoami(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i := range vms.Items {
 		vm := &vms.Items[i]
 		if vm.DeletionTimestamp != nil {

@@ -57,6 +57,7 @@ func RecordEvent(ctx context.Context, c client.Writer, src EventSource, vm *kv.V
 
 // event records, best effort, what this sbf did to vm, as its user.
 func (d *Driver) event(ctx context.Context, vm *kv.VirtualMachine, reason, message string) {
-	src := EventSource{Component: "sbf", Instance: d.whoami(ctx), Clock: d.clock}
+	who, _ := d.whoami(ctx) // best effort, as the Event
+	src := EventSource{Component: "sbf", Instance: who, Clock: d.clock}
 	_ = RecordEvent(ctx, d.c, src, vm, reason, message)
 }

@@ -98,13 +98,22 @@ func (d *Driver) Claim(ctx context.Context, instance string, o drivers.Owner) er
 	return fmt.Errorf("claiming %s: %w", instance, err)
 }
 
-// claimFor makes a teammate's spare this user's when a sandbox adopts it: claimed-by names
-// the user, after the per-owner ceilings said they may hold it too (what a create of its
-// shape would be asked). A spare of one's own, or an import, stays its maker's.
+// claimFor makes a VM a teammate holds this user's when one of their sandboxes adopts it:
+// only a ready spare changes hands (the caller checked it is one), and claimed-by names the
+// user once the per-owner ceilings said they may hold it too (what a create of its shape
+// would be asked). An import or a retirement of a teammate's VM is refused: it is theirs.
 func (d *Driver) claimFor(ctx context.Context, vm *kv.VirtualMachine, o drivers.Owner) error {
-	who := d.whoami(ctx)
-	if !o.Spare || who == "" || HeldBy(vm) == "" || HeldBy(vm) == who {
+	who, err := d.whoami(ctx)
+	if err != nil {
+		return err
+	}
+	holder := HeldBy(vm)
+	switch {
+	case holder == "" || holder == who:
 		return nil
+	case who == "" || !o.Spare || o.Retired:
+		return fmt.Errorf("VirtualMachine %s/%s is held by %s, not by these credentials' user: only a teammate's "+
+			"ready spare may be claimed: %w", vm.Namespace, vm.Name, holder, drivers.ErrOwned)
 	}
 	if err := d.admitUse(ctx, "claiming "+instanceName(vm), vm.Name, UseOf(vm)); err != nil {
 		return err

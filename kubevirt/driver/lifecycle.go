@@ -9,6 +9,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -96,7 +97,11 @@ func (d *Driver) Create(ctx context.Context, s drivers.Spec) error {
 	if err := d.admitOwner(ctx, s); err != nil {
 		return err
 	}
-	if who := d.whoami(ctx); who != "" {
+	who, err := d.whoami(ctx)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", s.Name, err)
+	}
+	if who != "" {
 		vm.Annotations[AnnotationCreatedBy] = who
 	}
 	if err := d.c.Create(ctx, vm); err != nil {
@@ -394,13 +399,24 @@ func (d *Driver) notRunning(err error, goal string) *drivers.UnavailableError {
 }
 
 // whoami is the user the API server knows these credentials as (a SelfSubjectReview, which
-// every authenticated user may make), asked once; "" when it cannot say (an older server).
-func (d *Driver) whoami(ctx context.Context) string {
-	d.who.Do(func() {
-		review := &authnv1.SelfSubjectReview{}
-		if err := d.c.Create(ctx, review); err == nil {
-			d.user = review.Status.UserInfo.Username
-		}
-	})
-	return d.user
+// every authenticated user may make), asked until it answers; "" when it cannot say (an older
+// server, without the API). A failed ask is an error, never taken for "nobody": on a shared
+// namespace, telling one's own VMs from a teammate's depends on it.
+func (d *Driver) whoami(ctx context.Context) (string, error) {
+	d.whoMu.Lock()
+	defer d.whoMu.Unlock()
+	if d.known {
+		return d.user, nil
+	}
+	review := &authnv1.SelfSubjectReview{}
+	switch err := d.c.Create(ctx, review); {
+	case err == nil:
+		d.user = review.Status.UserInfo.Username
+	case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) || meta.IsNoMatchError(err):
+		// no SelfSubjectReview here: the server cannot say
+	default:
+		return "", d.apiError("asking the API server whom these credentials name (a SelfSubjectReview)", err)
+	}
+	d.known = true
+	return d.user, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,19 @@ func HeldBy(vm *kv.VirtualMachine) string {
 	return vm.Annotations[AnnotationCreatedBy]
 }
 
+// HeldSince is when a VM's holder took it: the claim (its owner label's time) for a claimed
+// spare, else its creation. The controller keeps an owner's oldest holdings, so a spare made
+// long ago and claimed now counts as new. A claim that does not say when counts as newest.
+func HeldSince(vm *kv.VirtualMachine) time.Time {
+	if vm.Annotations[AnnotationClaimedBy] == "" {
+		return vm.CreationTimestamp.Time
+	}
+	if l, err := labelOf(vm); err == nil && l != nil && l.Owner != nil && !l.Owner.Since.IsZero() {
+		return l.Owner.Since
+	}
+	return time.Unix(1<<62, 0)
+}
+
 // admitOwner refuses to make s's VM when its maker (these credentials) would then hold more
 // in the namespace than the cluster's per-owner ceilings allow (VMs, vCPUs, memory): coded
 // INSTANCE_LIMIT_EXCEEDED, as the host's cap, with what is held, what was asked and what to
@@ -59,7 +73,10 @@ func (d *Driver) admitUse(ctx context.Context, doing, object string, asked Owner
 	if err != nil {
 		return d.apiError(doing, err)
 	}
-	who := d.whoami(ctx)
+	who, err := d.whoami(ctx)
+	if err != nil {
+		return err
+	}
 	ceilings := policy.For(who)
 	if ceilings.None() || who == "" {
 		return nil

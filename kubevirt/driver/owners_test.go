@@ -4,10 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -103,6 +106,37 @@ func TestAnOwnersExceptionReplacesTheKeysItNames(t *testing.T) {
 		if _, err := ReadOwnerPolicy(context.Background(), policyReader{data: data}, "vms"); err == nil ||
 			!strings.Contains(err.Error(), PolicyOwnerExceptions+" line") {
 			t.Errorf("owner-exceptions %q: %v; want an error naming its line", bad, err)
+		}
+	}
+}
+
+// A VM is held by its claimer from the claim on, by its maker from its creation: a spare made
+// long ago and claimed now is the claimer's newest holding (the controller deletes an owner's
+// newest past the ceilings), and a claim that does not say when counts as newest of all.
+func TestAVMIsHeldFromItsClaim(t *testing.T) {
+	made := metav1.NewTime(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	claim := made.Add(time.Hour)
+	vm := func(annotations map[string]string) *kv.VirtualMachine {
+		return &kv.VirtualMachine{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: made, Annotations: annotations}}
+	}
+	owner := `{"workspace_id":"ws_1","sandbox":"api","spare":true,"since":"` + claim.Format(time.RFC3339) + `"}`
+	cases := []struct {
+		vm        *kv.VirtualMachine
+		holder    string
+		heldSince time.Time
+		what      string
+	}{
+		{vm(map[string]string{AnnotationCreatedBy: "alice"}), "alice", made.Time, "made"},
+		{vm(map[string]string{AnnotationCreatedBy: "alice", AnnotationOwner: owner}), "alice", made.Time,
+			"adopted by its maker"},
+		{vm(map[string]string{AnnotationCreatedBy: "alice", AnnotationOwner: owner, AnnotationClaimedBy: "bob"}),
+			"bob", claim, "claimed"},
+		{vm(map[string]string{AnnotationCreatedBy: "alice", AnnotationClaimedBy: "bob"}), "bob",
+			time.Unix(1<<62, 0), "claimed, not saying when"},
+	}
+	for _, c := range cases {
+		if got, since := HeldBy(c.vm), HeldSince(c.vm); got != c.holder || !since.Equal(c.heldSince) {
+			t.Errorf("%s: held by %q since %s; want %q since %s", c.what, got, since, c.holder, c.heldSince)
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 
 // The cluster's policy for sbf's VMs: a ConfigMap in the VMs' namespace that the cluster's
 // operator writes (deploy/kubevirt/policy.yaml) and whoever runs VMs there may only read.
-// Each key is a ceiling on what one Kubernetes user's VMs there (their
-// sandboxforge.dev/created-by) hold at once; absent or "0": no ceiling.
+// Each key is a ceiling on what one Kubernetes user's VMs there (those they hold: HeldBy)
+// take at once; absent or "0": no ceiling.
 const (
 	PolicyConfigMap = "sbf-policy"
 	// PolicyMaxPerOwner is the most VMs.

@@ -20,9 +20,10 @@ const ReasonOverOwnerCeiling = driver.ReasonOverOwnerCeiling
 type ownerKey struct{ namespace, owner string }
 
 // ceilings enforces each namespace's per-owner ceilings (driver.ReadOwnerPolicy: VMs,
-// vCPUs, memory, and an owner's own) on the VMs a pass kept: an owner (driver.HeldBy) keeps its oldest VMs
-// as long as they fit, and the newest from the first that does not fit go, each deletion
-// fenced and conditional on the version read, with an Event. sbf refuses such a create
+// vCPUs, memory, and an owner's own) on the VMs a pass kept: an owner (driver.HeldBy) keeps
+// the VMs it has held longest (driver.HeldSince) as long as they fit, and the newest from
+// the first that does not fit go, each deletion fenced and conditional on the version read,
+// with an Event. sbf refuses such a create
 // itself; this holds against VMs made past it by a race of two sbf processes or by hand. A
 // VM naming no owner counts for nobody.
 func (c *Controller) ceilings(ctx context.Context, vms []*kv.VirtualMachine, rep *Report, errs *[]error) {
@@ -58,8 +59,8 @@ func fitting(max driver.OwnerCeilings, list []*kv.VirtualMachine) (kept int, ove
 		return len(list), nil
 	}
 	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i].CreationTimestamp, list[j].CreationTimestamp
-		return a.Before(&b) || (a.Equal(&b) && list[i].Name < list[j].Name)
+		a, b := driver.HeldSince(list[i]), driver.HeldSince(list[j])
+		return a.Before(b) || (a.Equal(b) && list[i].Name < list[j].Name)
 	})
 	var use driver.OwnerUse
 	for i, vm := range list {

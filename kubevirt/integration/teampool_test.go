@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	kv "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,9 +48,13 @@ func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
 	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1",
 		driver.PolicyOwnerExceptions: "carol max-vms-per-owner=5"})
 	role := sh.rules["Role/sbf-kubevirt"]
-	aliceCfg := cluster.User(t, "alice", s.ns, role)
-	alice, bob := kubetest.Kubeconfig(t, aliceCfg), kubetest.Kubeconfig(t, cluster.User(t, "bob", s.ns, role))
+	aliceCfg, bobCfg := cluster.User(t, "alice", s.ns, role), cluster.User(t, "bob", s.ns, role)
+	alice, bob := kubetest.Kubeconfig(t, aliceCfg), kubetest.Kubeconfig(t, bobCfg)
 	aliceAPI, err := driver.NewClient(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobAPI, err := driver.NewClient(bobCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,21 +108,41 @@ func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
 		t.Errorf("sbf-kubevirt holders as alice: %v\n%s", err, out)
 	}
 
-	// The claim is bob's, once: alice, its maker, may not take it back.
-	dry := client.DryRunAll
-	claimed.Annotations[driver.AnnotationClaimedBy] = "alice"
-	if err := aliceAPI.Update(context.Background(), &claimed, dry); !apierrors.IsInvalid(err) {
-		t.Errorf("alice taking back the spare bob claimed: %v; want it refused", err)
+	// The claim is bob's, once: alice, its maker, may not take it back, directly or by making it
+	// look like a spare again; and nobody takes a VM that is no ready spare.
+	refused(t, "alice taking back the spare bob claimed", aliceAPI, &claimed, func(a map[string]string) {
+		a[driver.AnnotationClaimedBy] = "alice"
+	})
+	refused(t, "alice removing the sandbox bob claimed it for", aliceAPI, &claimed, func(a map[string]string) {
+		delete(a, driver.AnnotationOwner)
+	})
+	refused(t, "alice marking bob's VM a spare again", aliceAPI, &claimed, func(a map[string]string) {
+		a[driver.AnnotationSpare] = `{"pool":"again"}`
+	})
+	inUse := forged(s.ns, "alices-own", "alice")
+	if err := aliceAPI.Create(context.Background(), inUse); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "bob marking alice's VM a spare", bobAPI, inUse, func(a map[string]string) {
+		a[driver.AnnotationSpare] = `{"pool":"mine-now"}`
+	})
+	refused(t, "bob claiming alice's VM, no spare", bobAPI, inUse, func(a map[string]string) {
+		a[driver.AnnotationOwner], a[driver.AnnotationClaimedBy] = `{"sandbox":"x"}`, "bob"
+	})
+	refused(t, "bob naming his sandbox on alice's VM", bobAPI, inUse, func(a map[string]string) {
+		a[driver.AnnotationOwner] = `{"sandbox":"x"}`
+	})
+	if err := aliceAPI.Delete(context.Background(), inUse); err != nil {
+		t.Fatal(err)
 	}
 	// Bob at his ceiling may not claim alice's next spare: refused, coded, and it stays hers.
 	next := fill()
 	if next.Annotations[driver.AnnotationClaimedBy] != "" || next.Name == spare.Name {
 		t.Fatalf("alice's refilled spare: %s %v", next.Name, next.Annotations)
 	}
-	next.Annotations[driver.AnnotationClaimedBy] = "bob"
-	if err := aliceAPI.Update(context.Background(), next, dry); !apierrors.IsInvalid(err) {
-		t.Errorf("alice naming bob as the claimer of her spare: %v; want it refused", err)
-	}
+	refused(t, "alice naming bob as the claimer of her spare", aliceAPI, next, func(a map[string]string) {
+		a[driver.AnnotationClaimedBy] = "bob"
+	})
 	_, err = now(newWorkspace(t, s, bob)).apply()
 	if err == nil {
 		t.Fatalf("bob's second sandbox was made past his ceiling of one: %v", heldBy(t, s))
@@ -212,5 +237,22 @@ func TestEveryTeammateSeesWhoHoldsWhat(t *testing.T) {
 	if out := run("status", "--all-owners"); !strings.Contains(out, "HOLDER") ||
 		!strings.Contains(out, "api (this workspace)") || !strings.Contains(out, "alice") {
 		t.Errorf("sbf status --all-owners:\n%s", out)
+	}
+}
+
+// refused says that who may not make change to vm's annotations (a dry run): the shipped
+// admission policy refuses it. A write that met another (the stand-in's status) is tried again.
+func refused(t *testing.T, what string, who client.Client, vm *kv.VirtualMachine, change func(map[string]string)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var now kv.VirtualMachine
+		if err := who.Get(context.Background(), client.ObjectKeyFromObject(vm), &now); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		change(now.Annotations)
+		return who.Update(context.Background(), &now, client.DryRunAll)
+	})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("%s: %v; want it refused by the admission policy", what, err)
 	}
 }

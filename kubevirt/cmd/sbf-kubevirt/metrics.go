@@ -17,7 +17,7 @@ import (
 // counters are the controller's metrics, served in Prometheus' text format by
 // internal/promtext, read from what each pass reported (expiry.Report).
 //
-// The per-owner series (an owner is a VM's created-by) are bounded whatever the cluster
+// The per-owner series (an owner is a VM's holder: driver.HeldBy) are bounded whatever the cluster
 // holds: at most maxOwners owners have a series of their own, the rest are summed as
 // owner="_other". VMs held is a gauge, so its named owners are the ones holding most at the
 // last pass; expiries are a counter, so an owner keeps its series once it has one (a
@@ -154,10 +154,10 @@ func (m *counters) handler() http.Handler {
 					emit(float64(m.lastPass.Unix()))
 				}
 			}),
-		byOwner(promtext.Gauge, "sbf_owner_vms", "sbf VMs held by each owner (created-by) at the last pass.",
+		byOwner(promtext.Gauge, "sbf_owner_vms", "sbf VMs held by each owner (claimed-by, else created-by) at the last pass.",
 			m.heldSeries),
 		byOwner(promtext.Counter, "sbf_owner_expired_total",
-			"VMs the controller deleted (lease ended or missing, past the ceiling), by owner (created-by).",
+			"VMs the controller deleted (lease ended or missing, past the ceiling), by owner (its holder).",
 			func() map[string]int { return m.goneBy }),
 	)
 }
