@@ -28,6 +28,10 @@ func (r *Result) Recorded(name string) (Recorded, bool) {
 	if rec == nil {
 		return Recorded{}, false
 	}
-	return Recorded{Phase: rec.Phase, Instance: rec.Instance, CreatedAt: rec.CreatedAt,
-		DockerCommand: rec.Applied["docker_command"]}, true
+	out := Recorded{Phase: rec.Phase, Instance: rec.Instance, DockerCommand: rec.Applied["docker_command"]}
+	if rec.CreatedAt != nil {
+		at := *rec.CreatedAt
+		out.CreatedAt = &at
+	}
+	return out, true
 }

@@ -13,23 +13,46 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/flock"
 	"github.com/sandboxforge/sbf/internal/readcount"
 	"github.com/sandboxforge/sbf/state"
 )
 
-// claimSpare claims cand for the sandbox; a teammate's spare (a.Theirs) is admitted against
-// this host's cap first, since claiming it adds an instance here.
+// claimSpare claims cand for the sandbox. A teammate's spare (a.Theirs) is admitted against
+// this host's cap first, since claiming it adds an instance here, and passed over
+// (errPassedOver) when this host's cap or the user's ceilings refuse it: a create of the
+// sandbox's own then decides, which may make room by deleting one of this host's spares.
 func (e *Executor) claimSpare(ctx context.Context, lab drivers.Labeler, a plan.Action, cand string,
 	owner drivers.Owner) error {
-	if e.Admit != nil && slices.Contains(a.Theirs, cand) {
+	theirs := slices.Contains(a.Theirs, cand)
+	if e.Admit != nil && theirs {
 		release, err := e.Admit.Admit(ctx, cand)
 		if err != nil {
-			return err
+			return passedOver(err)
 		}
 		defer release()
 	}
-	return pools.Claim(ctx, e.HostDir, e.Who, lab, cand, owner)
+	err := pools.Claim(ctx, e.HostDir, e.Who, lab, cand, owner)
+	if err != nil && theirs {
+		if g, ok := e.Admit.(interface {
+			Gone(context.Context, string) error
+		}); ok {
+			g.Gone(ctx, cand) // admitted above, not claimed: not this host's after all
+		}
+		return passedOver(err)
+	}
+	return err
+}
+
+// errPassedOver marks a teammate's spare this sandbox may not take: the next one is tried.
+var errPassedOver = errors.New("passed over")
+
+func passedOver(err error) error {
+	if coded.Of(err, coded.Unknown).Code == coded.InstanceLimit {
+		return fmt.Errorf("%w: %w", errPassedOver, err)
+	}
+	return err
 }
 
 // adopt claims the first spare of a.Warm nobody claimed meanwhile, records
@@ -52,6 +75,10 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 		if err == nil {
 			got = cand
 			break
+		}
+		if errors.Is(err, errPassedOver) {
+			drivers.Progressf(ctx, "spare %s: %v", cand, err)
+			continue
 		}
 		if a.Import || !errors.Is(err, drivers.ErrOwned) && !errors.Is(err, drivers.ErrNotFound) {
 			return fmt.Errorf("adopting %s: %w", cand, err)

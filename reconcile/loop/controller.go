@@ -182,6 +182,9 @@ func (c *controller) finish(d passDone) {
 	due := c.nextPass(en, d.err, now)
 	if en.dirty {
 		en.dirty, en.parked, due = false, "", now
+		if en.pools { // woken by an adoption while it ran: the refill waits all the same
+			due = latest(now, c.refillAfter)
+		}
 	}
 	c.q.requeue(en, due)
 	if c.o.State != nil {

@@ -65,9 +65,9 @@ func TestATeammatesSpareIsOfferedButNotKept(t *testing.T) {
 		!slices.Equal(db.Theirs, []string{theirs.Name}) {
 		t.Errorf("db: %s warm %v theirs %v; want its own spare first, then the teammate's", db.Kind, db.Warm, db.Theirs)
 	}
-	if web.Kind != Adopt || !slices.Equal(web.Warm, []string{mine.Name, theirs.Name}) || web.Instance != mine.Name &&
-		web.Instance != theirs.Name {
-		t.Errorf("web: %s warm %v", web.Kind, web.Warm)
+	if web.Kind != Adopt || !slices.Equal(web.Warm, []string{theirs.Name, mine.Name}) || web.Instance != theirs.Name {
+		t.Errorf("web: %s %s warm %v; want the teammate's spare first, db taking this host's", web.Kind,
+			web.Instance, web.Warm)
 	}
 }
 

@@ -193,15 +193,14 @@ func (w *warmSpares) take(ds DesiredSandbox) []Spare {
 		return nil
 	}
 	w.taken[key] = k + 1
-	return append(rotated(own, k), rotated(theirs, k-len(own))...)
+	if k < len(own) {
+		return append(rotated(own, k), theirs...)
+	}
+	return append(rotated(theirs, k-len(own)), own...) // the own ones are the earlier sandboxes' first choices
 }
 
-// rotated is list starting at its k-th (k mod its length; from the first when k < 0).
+// rotated is list starting at its k-th (k < len(list)), in a slice of its own.
 func rotated(list []Spare, k int) []Spare {
-	if len(list) == 0 {
-		return nil
-	}
-	k = max(k, 0) % len(list)
 	return append(slices.Clone(list[k:]), list[:k]...)
 }
 
