@@ -76,7 +76,8 @@ func shippedRBAC(t *testing.T, vms space) shipped {
 // A ClusterRoleBinding fails the test: it would let sa act in every namespace.
 func (sh shipped) as(t *testing.T, user, sa string, skip ...string) *rest.Config {
 	t.Helper()
-	cfg := cluster.User(t, user, sh.system.ns, nil)
+	// In the groups a token of a ServiceAccount there carries (the admission policy trusts them).
+	cfg := cluster.User(t, user, sh.system.ns, nil, "system:serviceaccounts", "system:serviceaccounts:"+sh.system.ns)
 	bound := 0
 	for _, b := range sh.bindings {
 		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {

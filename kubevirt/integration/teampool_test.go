@@ -132,8 +132,21 @@ func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
 	refused(t, "bob naming his sandbox on alice's VM", bobAPI, inUse, func(a map[string]string) {
 		a[driver.AnnotationOwner] = `{"sandbox":"x"}`
 	})
+	// Nor deletes one: a VM goes by its holder's hand (or the operator's controllers').
+	deleteRefused := func(what string, who client.Client, vm *kv.VirtualMachine) {
+		t.Helper()
+		if err := who.Delete(context.Background(), vm, client.DryRunAll); !apierrors.IsInvalid(err) &&
+			!apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v; want it refused by the admission policy", what, err)
+		}
+	}
+	deleteRefused("bob deleting alice's VM", bobAPI, inUse)
+	deleteRefused("alice deleting the spare bob claimed", aliceAPI, &claimed)
+	if err := bobAPI.Delete(context.Background(), &claimed, client.DryRunAll); err != nil {
+		t.Errorf("bob deleting the spare he claimed (a dry run): %v", err)
+	}
 	if err := aliceAPI.Delete(context.Background(), inUse); err != nil {
-		t.Fatal(err)
+		t.Fatalf("alice deleting her own VM: %v", err)
 	}
 	// Bob at his ceiling may not claim alice's next spare: refused, coded, and it stays hers.
 	next := fill()

@@ -195,11 +195,12 @@ func (c *Cluster) Namespace(t testing.TB) string {
 	return name
 }
 
-// User provisions a user with no rights but those rules grants in namespace (none when
-// rules is nil), and returns its config.
-func (c *Cluster) User(t testing.TB, name, namespace string, rules []rbacv1.PolicyRule) *rest.Config {
+// User provisions a user in groups with no rights but those rules grants in namespace (none
+// when rules is nil), and returns its config.
+func (c *Cluster) User(t testing.TB, name, namespace string, rules []rbacv1.PolicyRule,
+	groups ...string) *rest.Config {
 	t.Helper()
-	u, err := c.Env.AddUser(envtest.User{Name: name}, c.Config)
+	u, err := c.Env.AddUser(envtest.User{Name: name, Groups: groups}, c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
