@@ -129,3 +129,78 @@ func TestInstallVersionSpellings(t *testing.T) {
 		}
 	}
 }
+
+// once runs a step again unless it passed on this very committed tree: a
+// failure is never remembered, nor a pass on a tree with anything
+// uncommitted; CI, SBF_TEST_AGAIN and another EXTRA run it again.
+func TestOnceRemembersOnlyAPassOnACommittedTree(t *testing.T) {
+	repo, scripts := t.TempDir(), t.TempDir()
+	self, err := filepath.Abs("passed.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", "1")
+	git("add", "a")
+	git("commit", "-qm", "one")
+	// step appends a line to ran each time it runs, and passes unless told.
+	ran := filepath.Join(scripts, "ran")
+	step := func(extra string, env ...string) string {
+		t.Helper()
+		c := exec.Command("bash", "-c", `set -euo pipefail; source "$SELF"
+step() { echo x >>"$RAN"; [ "${FAIL:-0}" = 0 ]; }
+once "unit tests" "$EXTRA" step`)
+		c.Dir = repo
+		c.Env = append(os.Environ(), "SELF="+self, "RAN="+ran, "EXTRA="+extra, "CI=", "SBF_TEST_AGAIN=",
+			"SBF_PASSED_DIR="+filepath.Join(scripts, "passed"))
+		c.Env = append(c.Env, env...)
+		out, _ := c.CombinedOutput()
+		return string(out)
+	}
+	runs := func() int {
+		data, _ := os.ReadFile(ran)
+		return strings.Count(string(data), "x")
+	}
+	for _, c := range []struct {
+		what  string
+		extra string
+		env   []string
+		runs  int
+	}{
+		{"a first run that fails", "", []string{"FAIL=1"}, 1},
+		{"a run after a failure", "", nil, 2},
+		{"a run after a pass", "", nil, 2},
+		{"another EXTRA", "node v2", nil, 3},
+		{"CI", "", []string{"CI=true"}, 4},
+		{"SBF_TEST_AGAIN=1", "", []string{"SBF_TEST_AGAIN=1"}, 5},
+	} {
+		out := step(c.extra, c.env...)
+		if runs() != c.runs {
+			t.Fatalf("%s: the step ran %d times in all, want %d\n%s", c.what, runs(), c.runs, out)
+		}
+	}
+	write("b", "untracked")
+	step("")
+	step("")
+	if runs() != 7 {
+		t.Fatalf("with an untracked file the step ran %d times in all, want 7 (never remembered)", runs())
+	}
+	git("add", "b")
+	git("commit", "-qm", "two")
+	step("")
+	if out := step(""); runs() != 8 || !strings.Contains(out, "unit tests: passed on this very tree") {
+		t.Fatalf("a new commit: the step ran %d times in all, want 8 (once for the new tree)\n%s", runs(), out)
+	}
+}

@@ -68,6 +68,10 @@ export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 count=()
 if [ "${CI:-}" = true ]; then count=(-count=1); fi
 
+# A step that passed on this very tree is not run again outside CI (scripts/passed.sh: once).
+# shellcheck source=passed.sh
+source scripts/passed.sh
+
 # What the tests need beyond Go: Node.js and npm for the MCP client tests (the official
 # TypeScript SDK). A fresh machine gets Debian's when sbf may install packages (root with apt).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -88,45 +92,32 @@ fi
 background "go vet (windows)" env GOOS=windows "$GO" vet ./...
 background "darwin type-check (drivers/vz)" make --no-print-directory check-darwin GO="$GO"
 # A package's tests may take 20 minutes, not go test's 10: the jobs beside them share the cores.
-step "go test -race (and go vet)" "$GO" test "${count[@]}" -race -vet=all -parallel 4 -timeout 20m ./...
+node_id="node $(node --version 2>&1)"
+step "go test -race (and go vet)" once "go test -race" "$node_id" "$GO" test "${count[@]}" -race -vet=all -parallel 4 -timeout 20m ./...
 # Fuzz targets run for a bounded number of inputs: counts, not durations, because a
 # -fuzztime duration can fail spuriously at its deadline before Go 1.27 (Go issue 75804)
 # (and a count means the same on a loaded machine as on an idle one).
 fuzz() { "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100x "$3"; }
-fuzz_all() {
-  fuzz FuzzLoad 3000x ./spec
-  fuzz FuzzLoadWithinLimits 30000x ./spec
-  fuzz FuzzTreeMatchesGoTOML 30000x ./spec
-  fuzz FuzzHTTPHandler 1000x ./mcpserver
-  fuzz FuzzUpsertEnv 20000x ./drivers/guest
-  fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
+fuzz_all() { # chained: it runs in a || list (background), where set -e is off
+  fuzz FuzzLoad 3000x ./spec &&
+    fuzz FuzzLoadWithinLimits 30000x ./spec &&
+    fuzz FuzzTreeMatchesGoTOML 30000x ./spec &&
+    fuzz FuzzHTTPHandler 1000x ./mcpserver &&
+    fuzz FuzzUpsertEnv 20000x ./drivers/guest &&
+    fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
 }
-# go test does not cache fuzzing: a pass is remembered here, for a committed tree with nothing
-# changed and this Go, so a run on the same code does not repeat it (CI always fuzzes).
-fuzz_stamp() {
-  [ "${CI:-}" != true ] && [ -z "$(git status --porcelain 2>/dev/null)" ] || return 1
-  echo "${XDG_CACHE_HOME:-$HOME/.cache}/sandboxforge/fuzz-passed/$(git rev-parse 'HEAD^{tree}')-$("$GO" env GOVERSION)"
-}
-fuzz_once() {
-  local stamp
-  if stamp=$(fuzz_stamp) && [ -e "$stamp" ]; then
-    echo "fuzz: these 6 targets passed on this very tree with this Go (${stamp##*/}); not repeated"
-    return 0
-  fi
-  fuzz_all
-  if [ -n "${stamp:-}" ]; then mkdir -p "$(dirname "$stamp")" && touch "$stamp"; fi
-}
-background "fuzz (6 targets)" fuzz_once
+background "fuzz (6 targets)" once "fuzz" "" fuzz_all
 # The official MCP conformance suite against sbf serve (~20 s once installed; skipped, loudly,
 # only when npm's registry is unreachable).
-step "MCP conformance" env GO="$GO" bash scripts/conformance.sh
+step "MCP conformance" once "MCP conformance" "" env GO="$GO" bash scripts/conformance.sh
 # The kubevirt tests need a real kube-apiserver and etcd (make kube-test-bins, ~23 min cold,
 # cached on the machine). In CI (CI=true) they must run: a green run that tested none of them
 # would hide a broken cache. Elsewhere a machine without them skips them, saying so loudly and
 # how to run them, unless SBF_KUBE_REQUIRED=1 asks for them too.
 KUBE_BINS=${KUBE_BINS:-${SBF_KUBE_BINS:-/var/cache/sandboxforge/kube-1.34.3}}
 if [ -x "$KUBE_BINS/kube-apiserver" ] && [ -x "$KUBE_BINS/etcd" ]; then
-  step "kubevirt (real kube-apiserver)" env SBF_GO_TEST_COUNT="${count[*]}" \
+  kube_id=$(stat -L -c '%n %s %Y' "$KUBE_BINS/kube-apiserver" "$KUBE_BINS/etcd")
+  step "kubevirt (real kube-apiserver)" once "kubevirt" "$kube_id" env SBF_GO_TEST_COUNT="${count[*]}" \
     make --no-print-directory test-kubevirt GO="$GO" KUBE_BINS="$KUBE_BINS"
 elif [ "${CI:-}" = true ] || [ "${SBF_KUBE_REQUIRED:-0}" = 1 ]; then
   echo "make test: FAIL: no kube-apiserver and etcd in $KUBE_BINS, so the kubevirt tests cannot run" \
