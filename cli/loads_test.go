@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/readcount"
@@ -33,5 +35,32 @@ func TestApplyReadsItsWorkspaceOnce(t *testing.T) {
 				t.Errorf("%s read %s %d times, want at most %d (%v)", step.what, k, got.Of(k), most, got)
 			}
 		}
+	}
+}
+
+// A failed create is undone within its run, as a plan of its own: the
+// run holds the sandbox and what it read, so the undoing reads the
+// workspace no second time (no second load, state read or listing: the
+// second converge it replaced did each again). Its edit reads the
+// overrides the run wrote once, under their lock, as every edit does.
+func TestAFailedUpIsUndoneWithoutReadingAgain(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, spec.FileName), "[vm]\ndriver = \"sim\"\n")
+	env := map[string]string{"SBF_STATE_HOME": filepath.Join(root, "host"), "SBF_SIM_FAULTS": "create:*=fail"}
+	before := readcount.Now()
+	if r := sbf(t, env, "-C", root, "up", "--auto-approve", "--new", "scratch"); r.code != 1 ||
+		!strings.Contains(r.stderr, "scratch") {
+		t.Fatalf("a create that fails: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := readcount.Now().Since(before)
+	for k, most := range map[readcount.Kind]int64{readcount.Resolve: 1, readcount.SpecLoad: 1,
+		readcount.Overrides: 2, readcount.State: 1, readcount.List: 1} {
+		if got.Of(k) > most {
+			t.Errorf("a failed up read %s %d times, want at most %d (%v)", k, got.Of(k), most, got)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, spec.Dir, "overrides.toml")); strings.Contains(string(data),
+		"[leases.scratch]") {
+		t.Errorf("the failed sandbox keeps its lease:\n%s", data)
 	}
 }

@@ -288,6 +288,9 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 		e.adoptions.notify()
 	}
 	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.recorded, res.Plan.Forgotten()))
+	if applyErr != nil {
+		applyErr = errors.Join(applyErr, e.rollBack(ctx, u, res))
+	}
 	return res, errors.Join(applyErr, problemsError(res.Plan))
 }
 

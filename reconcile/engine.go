@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -140,82 +139,9 @@ func (e *Engine) Plan(ctx context.Context, ws spec.Options, opts Options) (*Resu
 func (e *Engine) Apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
 	ws, opts = resolvedOnce(ws), decided(opts)
 	start := e.Clock.Now()
-	res, err := e.apply(ctx, ws, opts)
+	res, err := e.converge(ctx, ws, opts, false) // a failed create is undone within the run: rollBack
 	e.audit(ctx, ws, opts, res, err, start)
 	return res, err
-}
-
-func (e *Engine) apply(ctx context.Context, ws spec.Options, opts Options) (*Result, error) {
-	res, err := e.converge(ctx, ws, opts, false)
-	// A run cancelled mid-step (a second Ctrl-C, a client that gave up)
-	// undoes the creates it cut short, as a failed sbf up does: a VM it was
-	// booting must not run on, recorded failed, until someone destroys it.
-	cancelled := ctx.Err() != nil
-	if err == nil || !opts.Rollback && !cancelled || res == nil || !res.Applied {
-		return res, err
-	}
-	var failed []string
-	for _, a := range res.Plan.Actions {
-		made := a.Kind == plan.Create || a.Kind == plan.Replace ||
-			a.Kind == plan.Adopt && !a.Import // an import is never deleted for failing
-		if rec := res.recorded.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
-			failed = append(failed, a.Sandbox)
-		}
-	}
-	if len(failed) > 0 {
-		undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run
-		// What a failed create made never ran a workload: no clean stop is owed.
-		undoing := Destroy{Sandboxes: failed, Force: true}
-		back, rerr := e.converge(undo, ws, Options{Targets: failed, Intent: undoing}, false)
-		if rerr != nil {
-			err = errors.Join(err, fmt.Errorf("rolling back %v: %w", failed, rerr))
-		} else {
-			res.RolledBack = failed
-			if ferr := e.forgetNeverMade(undo, back, failed); ferr != nil {
-				err = errors.Join(err, ferr)
-			}
-		}
-		if back != nil && back.Applied {
-			// What is left is what the rollback left: status says so.
-			res.Resolved, res.recorded, res.Observed = back.Resolved, back.recorded, back.Observed
-		}
-	}
-	return res, err
-}
-
-// forgetNeverMade drops the records of rolled-back sandboxes that never
-// had a VM (a create refused at the cap): nothing was made, so nothing is
-// kept for keep_records, and their host index entries go too.
-func (e *Engine) forgetNeverMade(ctx context.Context, back *Result, names []string) error {
-	if back == nil || back.Resolved == nil || back.recorded == nil {
-		return nil
-	}
-	var never []string
-	for _, name := range names {
-		if rec := back.recorded.Sandboxes[name]; rec != nil && rec.CreatedAt == nil && rec.VM == nil &&
-			rec.Phase.Terminal() {
-			never = append(never, name)
-		}
-	}
-	if len(never) == 0 {
-		return nil
-	}
-	r := back.Resolved
-	store, err := state.Open(ctx, filepath.Join(r.Root, spec.Dir), r.Root, r.WorkspaceID, e.holder(), e.LockTimeout)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	err = store.Write(func(tx *state.Tx) {
-		for _, name := range never {
-			tx.Sandbox(name).Phase = state.Forgotten
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("forgetting %v, never made: %w", never, err)
-	}
-	back.recorded = store.Snapshot()
-	return e.pruneIndex(ctx, r, back.recorded, never)
 }
 
 // preflight fails before anything is written when a backend the run

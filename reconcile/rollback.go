@@ -1,0 +1,104 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sandboxforge/sbf/reconcile/plan"
+	"github.com/sandboxforge/sbf/spec"
+	"github.com/sandboxforge/sbf/state"
+)
+
+// rollBack undoes the creates of a run that failed (Options.Rollback: an
+// Up) or that was cancelled mid-step (a second Ctrl-C, a client that gave
+// up: a VM it was booting must not run on, recorded failed, until someone
+// destroys it). It is a plan of its own, carried out within the run: the
+// run still holds those sandboxes' locks and the state file, so nothing
+// acts on them between the failure and its undoing, and nothing is read
+// again but what the undoing changed. Their leases are dropped and what
+// was made of them deleted, so a failed `sbf up` or create_instance leaves
+// nothing behind; a record that never had a VM is forgotten.
+func (e *Engine) rollBack(ctx context.Context, u *run, res *Result) error {
+	failed := failedCreates(res)
+	if len(failed) == 0 || !u.opts.Rollback && ctx.Err() == nil {
+		return nil
+	}
+	undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run
+	if err := e.undoCreates(undo, u, res, failed); err != nil {
+		return fmt.Errorf("rolling back %v: %w", failed, err)
+	}
+	res.RolledBack = failed
+	return nil
+}
+
+// failedCreates are the sandboxes whose VM the run was making and whose
+// record says the step failed. An import is never deleted for failing.
+func failedCreates(res *Result) []string {
+	var failed []string
+	for _, a := range res.Plan.Actions {
+		made := a.Kind == plan.Create || a.Kind == plan.Replace || a.Kind == plan.Adopt && !a.Import
+		if rec := res.recorded.Sandboxes[a.Sandbox]; made && rec != nil && rec.Phase == state.Failed {
+			failed = append(failed, a.Sandbox)
+		}
+	}
+	return failed
+}
+
+// undoCreates drops the leases of failed, plans their deletion from what
+// the run saw last and carries it out; res then says what is left.
+func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []string) error {
+	edit, c := destroyEdit(failed), EditContext{Resolved: u.r, State: res.recorded, Now: u.now}
+	var doc *spec.Managed // the edit made on the document as it is now, as writeEdit does
+	err := spec.EditManaged(ctx, u.r, e.holder(), func(m *spec.Managed) error { doc = m; return edit(m, c) })
+	if err != nil {
+		return fmt.Errorf("writing the desired state: %w", err)
+	}
+	r, err := u.r.WithManaged(doc)
+	if err != nil {
+		return err
+	}
+	if err := e.indexLeases(ctx, r, res.recorded); err != nil {
+		return err
+	}
+	u.r = r // the run's end archives the records of what is no longer declared
+	desired := plan.DesiredFrom(r)
+	desired.Force = true // what a failed create made never ran a workload: no clean stop is owed
+	p := plan.ComputeFor(desired, res.recorded, res.Observed, u.now, failed).Only(failed)
+	applyErr := e.executor(ctx, u, desired).Apply(ctx, p)
+	res.Resolved, res.recorded = r, u.store.SnapshotAfter(u.looked)
+	if len(p.Actions) > 0 {
+		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, p)
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	never, err := forgetNeverMade(u, res, failed)
+	return errors.Join(err, e.pruneIndex(ctx, r, res.recorded, append(p.Forgotten(), never...)))
+}
+
+// forgetNeverMade drops the records of rolled-back sandboxes that never
+// had a VM (a create refused at the cap): nothing was made, so nothing is
+// kept for keep_records; their host index entries go too (the caller's).
+func forgetNeverMade(u *run, res *Result, names []string) ([]string, error) {
+	var never []string
+	for _, name := range names {
+		if rec := res.recorded.Sandboxes[name]; rec != nil && rec.CreatedAt == nil && rec.VM == nil &&
+			rec.Phase.Terminal() {
+			never = append(never, name)
+		}
+	}
+	if len(never) == 0 {
+		return nil, nil
+	}
+	err := u.store.Write(func(tx *state.Tx) {
+		for _, name := range never {
+			tx.Sandbox(name).Phase = state.Forgotten
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("forgetting %v, never made: %w", never, err)
+	}
+	res.recorded = u.store.SnapshotAfter(u.looked)
+	return never, nil
+}
