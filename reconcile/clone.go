@@ -44,8 +44,8 @@ func (e *Engine) Clone(ctx context.Context, ws spec.Options, req CloneRequest) (
 	if err != nil {
 		return nil, name, err
 	}
-	opts := Options{Targets: []string{name}, Rollback: true, read: &firstRead{now: now, r: r, looked: looked},
-		Audit: req.Audit, Intent: engineEdit{op: "clone", targets: []string{name}, change: cloneEdit(req, name)}}
+	opts := Options{Targets: []string{name}, read: &firstRead{now: now, r: r, looked: looked}, Audit: req.Audit,
+		Intent: engineEdit{op: "clone", targets: []string{name}, change: cloneEdit(req, name), undoFailed: true}}
 	res, err := e.Apply(ctx, ws, opts)
 	if res != nil && res.Plan != nil && hasProblem(res, name) {
 		// The plan could not make it (its source went meanwhile): the

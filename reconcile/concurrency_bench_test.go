@@ -39,7 +39,7 @@ func BenchmarkConcurrentCreates(b *testing.B) {
 				defer wg.Done()
 				name := fmt.Sprintf("inst_%08d", i)
 				start := time.Now()
-				_, errs[i] = h.converge(Options{Targets: []string{name}, Rollback: true,
+				_, errs[i] = h.converge(Options{Targets: []string{name},
 					Intent: Up{Sandboxes: []string{name}}})
 				lat[i] = time.Since(start)
 			}()

@@ -84,11 +84,12 @@ type Options struct {
 	// NoWait starts services without waiting for their readiness probes
 	// (prepare_workspace with wait_for_ready false).
 	NoWait bool
-	// Rollback undoes a failed create: the sandbox's lease is dropped and
-	// whatever was made of it deleted, so a failed `sbf up` or
-	// create_instance leaves nothing behind. Apply retries instead. An Up
-	// always rolls back: the engine decides it from the intent.
-	Rollback bool
+	// rollback undoes a failed create: the sandbox's lease is dropped and
+	// whatever was made of it deleted, so a failed `sbf up`,
+	// create_instance or clone leaves nothing behind; other runs retry
+	// instead. The engine decides it from the intent (decided); no door
+	// chooses it.
+	rollback bool
 	// Audit, when set, names the door and command that asked: the run is
 	// recorded in the workspace's history.
 	Audit *Audit
@@ -111,7 +112,7 @@ type Result struct {
 	// and which lease ends were recorded: a failed action is never done.
 	Outcome *Outcome
 	// RolledBack are the sandboxes whose failed create was undone (their
-	// lease dropped, what was made deleted): Options.Rollback.
+	// lease dropped, what was made deleted): Options.rollback.
 	RolledBack []string
 	// NextExpiry is the earliest live lease end, zero when none: the
 	// watch loop wakes then.

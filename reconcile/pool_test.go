@@ -45,7 +45,7 @@ func (h *harness) fill() *Result {
 
 // up is `sbf up NAME` (create_instance makes the same edit).
 func (h *harness) up(names ...string) (*Result, error) {
-	return h.converge(Options{Targets: names, Intent: Up{Sandboxes: names}, Rollback: true})
+	return h.converge(Options{Targets: names, Intent: Up{Sandboxes: names}})
 }
 
 // spares lists the world's pool instances nobody owns, and the owned ones

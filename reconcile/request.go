@@ -104,6 +104,9 @@ type engineEdit struct {
 	op      string
 	targets []string
 	change  Edit
+	// undoFailed rolls back a create that fails (a clone's; an adoption
+	// takes a VM that exists and is retried instead).
+	undoFailed bool
 }
 
 func (Reconcile) Op() string  { return "reconcile" }
@@ -305,13 +308,16 @@ func TTL(d time.Duration) *time.Duration { return &d }
 
 // decided fills in what the engine decides from the intent, not the door:
 // the sandboxes it acts on (those the intent names) and whether a failed
-// create is undone (an Up's is).
+// create is undone (an Up's and a clone's are).
 func decided(opts Options) Options {
 	if len(opts.Targets) == 0 && opts.Intent != nil {
 		opts.Targets = opts.Intent.named()
 	}
-	if _, up := opts.Intent.(Up); up {
-		opts.Rollback = true
+	switch in := opts.Intent.(type) {
+	case Up:
+		opts.rollback = true
+	case engineEdit:
+		opts.rollback = in.undoFailed
 	}
 	return opts
 }

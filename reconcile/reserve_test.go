@@ -23,7 +23,7 @@ func ledgerOf(h *harness) *state.Ledger {
 }
 
 func upOf(name string) Options {
-	return Options{Targets: []string{name}, Rollback: true, Intent: Up{Sandboxes: []string{name}}}
+	return Options{Targets: []string{name}, Intent: Up{Sandboxes: []string{name}}}
 }
 
 // A create past the cap is refused before it waits for anything another

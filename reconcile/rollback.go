@@ -10,8 +10,8 @@ import (
 	"github.com/sandboxforge/sbf/state"
 )
 
-// rollBack undoes the creates of a run that failed (Options.Rollback: an
-// Up) or that was cancelled mid-step (a second Ctrl-C, a client that gave
+// rollBack undoes the creates of a run that failed (Options.rollback: an
+// Up, a clone) or that was cancelled mid-step (a second Ctrl-C, a client that gave
 // up: a VM it was booting must not run on, recorded failed, until someone
 // destroys it). It is a plan of its own, carried out within the run: the
 // run still holds those sandboxes' locks and the state file, so nothing
@@ -21,7 +21,7 @@ import (
 // nothing behind; a record that never had a VM is forgotten.
 func (e *Engine) rollBack(ctx context.Context, u *run, res *Result) error {
 	failed := failedCreates(res)
-	if len(failed) == 0 || !u.opts.Rollback && ctx.Err() == nil {
+	if len(failed) == 0 || !u.opts.rollback && ctx.Err() == nil {
 		return nil
 	}
 	undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run

@@ -48,7 +48,7 @@ func TestARefusedCreateIsInTheHistory(t *testing.T) {
 	h := newHarness(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 1\n[sandboxes.api]\n")
 	h.eng.HostDir = filepath.Join(h.root, "host")
 	h.mustApply()
-	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+	_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"},
 		Intent: Up{Sandboxes: []string{"web"}}, Audit: &Audit{Door: "mcp", Tool: "create_instance"}})
 	if coded.Of(err, "").Code != coded.InstanceLimit {
 		t.Fatalf("a create past the cap: %v", err)
@@ -72,7 +72,7 @@ func TestARefusedCreateLeavesNoRecord(t *testing.T) {
 		if counted == "long ago" {
 			h.clock.Advance(time.Minute)
 		}
-		_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"}, Rollback: true,
+		_, err := h.eng.Apply(context.Background(), h.ws(), Options{Targets: []string{"web"},
 			Intent: Up{Sandboxes: []string{"web"}}})
 		if coded.Of(err, "").Code != coded.InstanceLimit {
 			t.Fatalf("counted %s: a create past the cap: %v", counted, err)
