@@ -92,6 +92,10 @@ func (a *app) printHoldings(rows []reconcile.Holding, now time.Time) {
 	for _, h := range rows {
 		sandbox, exp := h.Sandbox, "-"
 		switch {
+		case h.Template:
+			sandbox = "(memory template)"
+		case h.Idle:
+			sandbox = "(spare, idle: to be replaced)"
 		case h.Spare:
 			sandbox = "(spare)"
 		case h.Mine:

@@ -18,7 +18,11 @@ type Holding struct {
 	// Sandbox is the sandbox it is, as its label or name says; Mine marks this workspace's.
 	Sandbox string `json:"sandbox,omitempty"`
 	Mine    bool   `json:"this_workspace"`
-	Spare   bool   `json:"spare,omitempty"` // a pool's ready spare nobody has adopted
+	// Spare marks a pool's ready spare nobody has adopted, Idle one past its max_idle (the next
+	// run of its pool's workspace replaces it), Template a memory template (never adopted).
+	Spare    bool `json:"spare,omitempty"`
+	Idle     bool `json:"idle,omitempty"`
+	Template bool `json:"memory_template,omitempty"`
 	// LeaseEnd is when the backend deletes it (a cluster's controller); nil when it says not.
 	LeaseEnd *time.Time `json:"lease_expires_at,omitempty"`
 }
@@ -36,7 +40,10 @@ func (r *Result) Holdings() []Holding {
 		if l := inst.Label; l != nil && l.Owner != nil && !l.Owner.Retired {
 			h.Sandbox, h.Mine = l.Owner.Sandbox, l.Owner.WorkspaceID == r.Resolved.WorkspaceID
 		}
-		h.Spare = inst.Label != nil && inst.Label.Spare != nil && inst.Label.Owner == nil
+		if l := inst.Label; l != nil && l.Spare != nil && l.Owner == nil {
+			h.Template, h.Spare = l.Spare.Memory, !l.Spare.Memory
+			h.Idle = h.Spare && !l.Spare.IdleUntil.IsZero() && !r.Now.Before(l.Spare.IdleUntil)
+		}
 		if !inst.LeaseEnd.IsZero() {
 			end := inst.LeaseEnd
 			h.LeaseEnd = &end
