@@ -42,10 +42,13 @@ func TestCtrlCAtATerminalFinishesTheStepsInFlight(t *testing.T) {
 // made: no VM is left, recorded failed, to run until someone destroys it.
 func TestASecondCtrlCAtATerminalRemovesTheVMItWasMaking(t *testing.T) {
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n[sandboxes.a]\n")
-	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=60s"},
-		"apply", "--auto-approve"))
+	// Looking instances up takes time, as limactl's does: a look made with
+	// the cancelled run's context fails, and must not hide the VM from the
+	// undoing.
+	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep",
+		"SBF_SIM_LATENCY=start=60s,inspect=200ms,list=200ms"}, "apply", "--auto-approve"))
 	tm.WaitFor(": create...", 30*time.Second)
-	time.Sleep(300 * time.Millisecond) // the create is done, the start (the boot) is in flight
+	time.Sleep(700 * time.Millisecond) // the create is done, the start (the boot) is in flight
 	tm.CtrlC()
 	tm.WaitFor("Interrupt received", 10*time.Second)
 	tm.CtrlC()

@@ -64,3 +64,18 @@ func TestAFailedUpIsUndoneWithoutReadingAgain(t *testing.T) {
 		t.Errorf("the failed sandbox keeps its lease:\n%s", data)
 	}
 }
+
+// A create whose VM was made but failed to start is undone too: its VM is
+// deleted, its lease dropped, and the next up makes it anew.
+func TestAnUpWhoseStartFailedLeavesNoVM(t *testing.T) {
+	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
+	if r := w.run([]string{"SBF_SIM_FAULTS=start:*=fail"}, "up", "--auto-approve", "--new", "scratch"); r.code != 1 {
+		t.Fatalf("a start that fails: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := w.world(); len(got) != 0 {
+		t.Errorf("the VM whose start failed was left: %v", got)
+	}
+	if r := w.run(nil, "up", "--auto-approve", "--new", "scratch"); r.code != 0 || len(w.world()) != 1 {
+		t.Errorf("the next up: exit %d, world %v\n%s", r.code, w.world(), r.stderr)
+	}
+}

@@ -25,7 +25,7 @@ func (e *Engine) rollBack(ctx context.Context, u *run, res *Result) error {
 		return nil
 	}
 	undo := WithStop(context.WithoutCancel(ctx), nil) // undone whatever stopped the run
-	if err := e.undoCreates(undo, u, res, failed); err != nil {
+	if err := e.undoCreates(undo, u, res, failed, ctx.Err() != nil); err != nil {
 		return fmt.Errorf("rolling back %v: %w", failed, err)
 	}
 	res.RolledBack = failed
@@ -46,8 +46,11 @@ func failedCreates(res *Result) []string {
 }
 
 // undoCreates drops the leases of failed, plans their deletion from what
-// the run saw last and carries it out; res then says what is left.
-func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []string) error {
+// the run saw last (looked at again when the run was cancelled: its look
+// then failed and shows no VM) and carries it out; res then says what is
+// left. A sandbox it could not plan for is an error: nothing claims it
+// undone.
+func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []string, cancelled bool) error {
 	edit, c := destroyEdit(failed), EditContext{Resolved: u.r, State: res.recorded, Now: u.now}
 	var doc *spec.Managed // the edit made on the document as it is now, as writeEdit does
 	err := spec.EditManaged(ctx, u.r, e.holder(), func(m *spec.Managed) error { doc = m; return edit(m, c) })
@@ -64,8 +67,11 @@ func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []
 	u.r = r // the run's end archives the records of what is no longer declared
 	desired := plan.DesiredFrom(r)
 	desired.Force = true // what a failed create made never ran a workload: no clean stop is owed
+	if cancelled || len(res.Observed.Unavailable) > 0 {
+		res.Observed = e.observe(ctx, r, desired, res.recorded)
+	}
 	p := plan.ComputeFor(desired, res.recorded, res.Observed, u.now, failed).Only(failed)
-	applyErr := e.executor(ctx, u, desired).Apply(ctx, p)
+	applyErr := errors.Join(e.executor(ctx, u, desired).Apply(ctx, p), problemsError(p))
 	res.Resolved, res.recorded = r, u.store.SnapshotAfter(u.looked)
 	if len(p.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, p)

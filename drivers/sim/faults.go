@@ -32,6 +32,7 @@ type fault struct {
 
 var ops = map[string]bool{
 	"list":        true,
+	"inspect":     true,
 	"create":      true,
 	"start":       true,
 	"stop":        true,
