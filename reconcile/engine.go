@@ -173,9 +173,8 @@ func (e *Engine) preflight(r *spec.Resolved, rec *state.File, targets []string) 
 	return nil
 }
 
-// writeEdit persists the edit: it is applied again to the document as it
-// is now, under its lock, so edits made meanwhile (an MCP call) survive.
-// The host index then learns the new leases.
+// writeEdit persists the edit (editManaged); the host index then learns
+// the leases r declares.
 func (e *Engine) writeEdit(
 	ctx context.Context,
 	before *spec.Resolved,
@@ -187,11 +186,24 @@ func (e *Engine) writeEdit(
 	if edit == nil {
 		return nil
 	}
-	c := EditContext{Resolved: before, State: rec, Now: now}
-	if err := spec.EditManaged(ctx, r, e.holder(), func(m *spec.Managed) error { return edit(m, c) }); err != nil {
-		return fmt.Errorf("writing the desired state: %w", err)
+	if _, err := e.editManaged(ctx, before, r, rec, edit, now); err != nil {
+		return err
 	}
 	return e.indexLeases(ctx, r, rec)
+}
+
+// editManaged applies the edit again to the document as it is now, under
+// its lock, so edits made meanwhile (an MCP call) survive, and returns the
+// document as written.
+func (e *Engine) editManaged(ctx context.Context, before, r *spec.Resolved, rec *state.File, edit Edit,
+	now time.Time) (*spec.Managed, error) {
+	c := EditContext{Resolved: before, State: rec, Now: now}
+	var doc *spec.Managed
+	err := spec.EditManaged(ctx, r, e.holder(), func(m *spec.Managed) error { doc = m; return edit(m, c) })
+	if err != nil {
+		return nil, fmt.Errorf("writing the desired state: %w", err)
+	}
+	return doc, nil
 }
 
 func (e *Engine) runner(r *spec.Resolved) func(driver, instance string) (guest.Runner, error) {

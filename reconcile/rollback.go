@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/sandboxforge/sbf/reconcile/plan"
-	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
 
@@ -51,11 +50,11 @@ func failedCreates(res *Result) []string {
 // left. A sandbox it could not plan for is an error: nothing claims it
 // undone.
 func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []string, cancelled bool) error {
-	edit, c := destroyEdit(failed), EditContext{Resolved: u.r, State: res.recorded, Now: u.now}
-	var doc *spec.Managed // the edit made on the document as it is now, as writeEdit does
-	err := spec.EditManaged(ctx, u.r, e.holder(), func(m *spec.Managed) error { doc = m; return edit(m, c) })
+	// The plan is made from the document as written (edits made meanwhile
+	// included); the host index learns the leases it declares.
+	doc, err := e.editManaged(ctx, u.r, u.r, res.recorded, destroyEdit(failed), u.now)
 	if err != nil {
-		return fmt.Errorf("writing the desired state: %w", err)
+		return err
 	}
 	r, err := u.r.WithManaged(doc)
 	if err != nil {
