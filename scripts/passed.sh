@@ -22,9 +22,9 @@ pass_key() { # LABEL EXTRA
   tree=$(git rev-parse 'HEAD^{tree}' 2>/dev/null) &&
     changed=$(git status --porcelain --untracked-files=all --ignore-submodules=none) &&
     ignored=$(git ls-files --others --ignored --exclude-standard -- '*.go' 'go.work*') &&
-    goenv=$("${GO:-go}" env GOVERSION GOEXPERIMENT CGO_ENABLED GOOS GOARCH GOAMD64 CC GOWORK) || return 1
+    goenv=$("${GO:-go}" env GOWORK GOVERSION GOEXPERIMENT CGO_ENABLED GOOS GOARCH GOAMD64 CC) || return 1
   [ -z "$changed" ] && [ -z "$ignored" ] || return 1
-  case "$("${GO:-go}" env GOWORK)" in "" | off) ;; *) return 1 ;; esac # modules from outside the tree
+  case "${goenv%%$'\n'*}" in "" | off) ;; *) return 1 ;; esac # GOWORK: modules from outside the tree
   key=$(printf '%s\n' "$1" "$2" "$tree" "${GOFLAGS:-}" "$goenv" "${GODEBUG:-}" "$(env | grep '^SBF_' | sort)" \
     "$(command -v "${passed_tools[@]}")" | sha256sum | cut -c1-32)
   [ "${#key}" = 32 ] || return 1

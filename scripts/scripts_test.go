@@ -189,8 +189,10 @@ once "unit tests" "$EXTRA" step`)
 		{"a run after a pass", "", nil, 3},
 		{"another EXTRA", "node v2", nil, 4},
 		{"another SBF_ variable", "", []string{"SBF_TEST_LIMACTL=/x"}, 5},
-		{"CI", "", []string{"CI=true"}, 6},
-		{"SBF_TEST_AGAIN=1", "", []string{"SBF_TEST_AGAIN=1"}, 7},
+		{"a go.work in use", "", []string{"GOWORK=" + filepath.Join(scripts, "go.work")}, 6},
+		{"a go.work in use, again", "", []string{"GOWORK=" + filepath.Join(scripts, "go.work")}, 7},
+		{"CI", "", []string{"CI=true"}, 8},
+		{"SBF_TEST_AGAIN=1", "", []string{"SBF_TEST_AGAIN=1"}, 9},
 	} {
 		out := step(c.extra, c.env...)
 		if runs() != c.runs {
@@ -200,13 +202,13 @@ once "unit tests" "$EXTRA" step`)
 	write("b", "untracked")
 	step("")
 	step("")
-	if runs() != 9 {
-		t.Fatalf("with an untracked file the step ran %d times in all, want 9 (never remembered)", runs())
+	if runs() != 11 {
+		t.Fatalf("with an untracked file the step ran %d times in all, want 11 (never remembered)", runs())
 	}
 	git("add", "b")
 	git("commit", "-qm", "two")
 	step("")
-	if out := step(""); runs() != 10 || !strings.Contains(out, "unit tests: passed on this very tree") {
-		t.Fatalf("a new commit: the step ran %d times in all, want 10 (once for the new tree)\n%s", runs(), out)
+	if out := step(""); runs() != 12 || !strings.Contains(out, "unit tests: passed on this very tree") {
+		t.Fatalf("a new commit: the step ran %d times in all, want 12 (once for the new tree)\n%s", runs(), out)
 	}
 }
