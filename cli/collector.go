@@ -6,8 +6,10 @@ import "runtime/debug"
 // They run for milliseconds to minutes on a live heap of a few MB, where
 // Go's default (a cycle per 100% of growth, the first at 4 MB) runs four or
 // five cycles in a 1,000-sandbox `sbf status`: about a tenth of its CPU.
-// At 400 the heap stays within five times what is live.
-const commandGCPercent = 400
+// At 800 the first cycle comes at 32 MB, past all that such a status
+// allocates (~25 MB: at 400 it ran one cycle, 5 ms of its ~55), and the heap
+// stays within nine times what is live, never past commandMemoryLimit.
+const commandGCPercent = 800
 
 // commandMemoryLimit caps what that headroom may cost: past it the
 // collector runs as often as it must. `sbf reconcile --watch` runs for good
