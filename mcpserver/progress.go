@@ -3,14 +3,12 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/sandboxforge/sbf/internal/clock"
 	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/reconcile"
 )
@@ -73,26 +71,8 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 	// holds, a sandbox still booting) reaches the client too.
 	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() {
 		close(done)
-		flushNotifications(ctx)
+		s.flushNotifications(ctx)
 	}
-}
-
-// flushNotifications waits (at most about a second) until the session's
-// queued notifications are taken for writing. mcp-go's stdio writes them
-// from a goroutine of their own but writes a call's answer directly, so a
-// call's last steps could follow its answer, when a client (the TypeScript
-// SDK) no longer listens for its progress. Real time: the queue drains in
-// it whatever clock the engine keeps.
-func flushNotifications(ctx context.Context) {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil {
-		return
-	}
-	queue := cs.NotificationChannel()
-	for i := 0; i < 1000 && len(queue) > 0; i++ {
-		<-clock.Real{}.After(time.Millisecond)
-	}
-	runtime.Gosched() // the writer marshals the last one taken before the answer is
 }
 
 // wait turns a wait's line into a notification.
@@ -153,5 +133,7 @@ func (p *callProgress) send(message string, stepDone bool) {
 		params["total"] = float64(total)
 	}
 	// A client that went away is no reason to fail the call.
-	_ = p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", params)
+	if p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", params) == nil {
+		p.s.sentProgress(server.ClientSessionFromContext(p.ctx))
+	}
 }

@@ -63,6 +63,7 @@ type Server struct {
 	execSessions *sandbox.Sessions // execsessions.go
 	calls        *callSlots        // inflight.go: the tool calls at work and waiting
 	listing      toolListing       // toolsets.go: the toolsets each session lists
+	stdio        stdioProgress     // stdioorder.go: a call answers after its progress
 }
 
 // New builds the server and registers every tool.

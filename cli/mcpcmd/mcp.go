@@ -221,7 +221,7 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 			ln.Addr(), tokenPath)
 	}
 	if stdio {
-		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), a.Stdout())
+		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), srv.StdioOutput(a.Stdout()))
 	} else {
 		select {
 		case <-ctx.Done():
