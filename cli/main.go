@@ -29,11 +29,11 @@ import (
 // server is what sbf-server adds; nil for sbf.
 func Main(server *Server) int {
 	state.SbfVersion = version // every state file records the sbf that wrote it
-	tuneCollector(server, os.Getenv)
+	_, tuned := tuneCollector(server, os.Getenv)
 	ctx, in := interruptible(context.Background(), os.Stderr)
 	// Backends run their hidden commands (vz's VM supervisors) with this same binary.
 	exe, _ := os.Executable()
-	return runIn(ctx, processRoot{in, exe}, server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	return runIn(ctx, processRoot{in, exe, tuned}, server, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // processRoot is what only the process sbf runs in knows; zero when a
@@ -41,6 +41,7 @@ func Main(server *Server) int {
 type processRoot struct {
 	interrupts *interrupts // hears SIGINT and SIGTERM for the commands that do not themselves
 	executable string      // sbf's own program (drivers.Env.Executable)
+	tuned      bool        // tuneCollector changed the collector (collector.go)
 }
 
 // app is what every subcommand shares: where it reads and writes, and the
@@ -65,6 +66,7 @@ type app struct {
 	interrupts    *interrupts
 	stopListening func()
 	executable    string         // processRoot's
+	tuned         bool           // processRoot's
 	closers       []func() error // the drivers a command built, closed when it ends
 	polish        func()         // gives the help text its final form (polishWhenShown)
 }
@@ -130,7 +132,7 @@ func runIn(ctx context.Context, root processRoot, server *Server, args []string,
 	// holds, a sandbox still booting) is said on stderr as it waits.
 	ctx = waits.WithListener(ctx, waitLines(stderr))
 	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, server: server, runCtx: ctx,
-		interrupts: root.interrupts, executable: root.executable}
+		interrupts: root.interrupts, executable: root.executable, tuned: root.tuned}
 	sbf := a.rootCommand()
 	sbf.SetArgs(terraformSpellings(args))
 	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) { // descriptions are help text
@@ -194,6 +196,9 @@ func (a *app) rootCommand() *cobra.Command {
 	// The usage text says what the default is; pflag would add (default ".").
 	root.PersistentFlags().Lookup("directory").DefValue = ""
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if a.tuned && cmd.Hidden { // a helper sbf starts beside a VM, for its life
+			untuneCollector(a.getenv)
+		}
 		if a.interrupts != nil && !handlesSignals(cmd) {
 			a.stopListening = a.interrupts.listen()
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	waits "github.com/sandboxforge/sbf/internal/progress"
 	"github.com/sandboxforge/sbf/reconcile"
@@ -54,7 +53,9 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 		beat = progressBeat
 	}
 	ticker := s.cfg.Engine.Clock.NewTicker(beat)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		defer ticker.Stop()
 		for {
 			select {
@@ -71,6 +72,7 @@ func (s *Server) withProgress(ctx context.Context, tool string, req mcp.CallTool
 	// holds, a sandbox still booting) reaches the client too.
 	return reconcile.WithEvents(waits.WithListener(ctx, p.wait), p.event), func() {
 		close(done)
+		<-exited // a beat being sent is queued before the flush counts
 		s.flushNotifications(ctx)
 	}
 }
@@ -132,8 +134,5 @@ func (p *callProgress) send(message string, stepDone bool) {
 		}
 		params["total"] = float64(total)
 	}
-	// A client that went away is no reason to fail the call.
-	if p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", params) == nil {
-		p.s.sentProgress(server.ClientSessionFromContext(p.ctx))
-	}
+	p.s.sendProgress(p.ctx, params)
 }

@@ -51,28 +51,45 @@ func (c progressCounter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// sentProgress notes one progress notification queued for cs.
-func (s *Server) sentProgress(cs server.ClientSession) {
-	if cs != nil && cs.SessionID() == stdioSessionID {
+// sendProgress queues a progress notification for ctx's session, counted
+// (before it is queued, so that the writer never counts it first) when the
+// session is the stdio one; a notification mcp-go refused is taken back.
+func (s *Server) sendProgress(ctx context.Context, params map[string]any) {
+	cs := server.ClientSessionFromContext(ctx)
+	stdio := cs != nil && cs.SessionID() == stdioSessionID
+	if stdio {
 		s.stdio.sent.Add(1)
+	}
+	// A client that went away is no reason to fail the call.
+	if s.mcp.SendNotificationToClient(ctx, "notifications/progress", params) != nil && stdio {
+		s.stdio.sent.Add(-1)
 	}
 }
 
 // flushNotifications waits (at most about a second, in real time whatever
-// clock the engine keeps) until what was queued for the call's session was
-// written: on stdio, every progress notification sent (counted); otherwise
-// until the session's queue is taken for writing.
+// clock the engine keeps) until what was queued for the call's session
+// before it was written: on stdio, the progress notifications sent so far
+// (counted; not those other calls send meanwhile); otherwise until the
+// session's queue is taken for writing.
 func (s *Server) flushNotifications(ctx context.Context) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
 		return
 	}
+	counted := cs.SessionID() == stdioSessionID && s.stdio.counting.Load()
+	target := s.stdio.sent.Load()
 	pending := func() bool { return len(cs.NotificationChannel()) > 0 }
-	if cs.SessionID() == stdioSessionID && s.stdio.counting.Load() {
-		pending = func() bool { return s.stdio.written.Load() < s.stdio.sent.Load() }
+	if counted {
+		pending = func() bool { return s.stdio.written.Load() < min(target, s.stdio.sent.Load()) }
 	}
 	for i := 0; i < 1000 && pending(); i++ {
-		<-clock.Real{}.After(time.Millisecond)
+		select {
+		case <-ctx.Done(): // the session ended: nothing more will be written
+			return
+		case <-clock.Real{}.After(time.Millisecond):
+		}
 	}
-	runtime.Gosched() // the writer marshals the last one taken before the answer is
+	if !counted {
+		runtime.Gosched() // the writer marshals the last one taken before the answer is
+	}
 }
