@@ -67,10 +67,10 @@ func (s *Server) sendProgress(ctx context.Context, params map[string]any) {
 }
 
 // flushNotifications waits (at most about a second, in real time whatever
-// clock the engine keeps) until what was queued for the call's session
-// before it was written: on stdio, the progress notifications sent so far
-// (counted; not those other calls send meanwhile); otherwise until the
-// session's queue is taken for writing.
+// clock the engine keeps) until the notifications queued for the call's
+// session so far have left: on stdio, until the progress sent so far is
+// counted as written (not what other calls send meanwhile); otherwise until
+// the session's queue is taken for writing.
 func (s *Server) flushNotifications(ctx context.Context) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
