@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -19,12 +20,19 @@ type Pos struct {
 
 // layer is one source of desired state: a decoded tree plus where each
 // key and value was written, so every later check can point at it.
+// Where they were written is found again from the source when a check
+// first asks (placed): most loads report nothing, and recording every
+// place up front was a quarter of what loading a large spec cost.
 type layer struct {
 	source string // absolute path, "defaults", or a pseudo-file such as "request_overrides"
 	tree   map[string]any
 	keys   map[string]Pos // path → position of the key
 	values map[string]Pos // path → position of the value
 	global bool           // a global config file: the operator's
+
+	data  []byte    // the source, while its places are not yet recorded
+	lim   Limits    // what the source was parsed within
+	place sync.Once // records the places of data in keys and values
 }
 
 func newLayer(source string) *layer {
@@ -34,6 +42,7 @@ func newLayer(source string) *layer {
 // at returns the best position for a path: its value, else its key, else
 // the nearest enclosing key.
 func (l *layer) at(path string, preferKey bool) Pos {
+	l.placed()
 	for p := path; ; {
 		if preferKey {
 			if pos, ok := l.keys[p]; ok {
@@ -52,6 +61,19 @@ func (l *layer) at(path string, preferKey bool) Pos {
 		}
 		p = p[:i]
 	}
+}
+
+// placed records where each key and value of the layer's source was
+// written, once, by parsing the source again: it parsed within its limits
+// the first time, so it does again.
+func (l *layer) placed() {
+	l.place.Do(func() {
+		if l.data != nil {
+			x := &indexer{l: l, data: l.data, lim: l.lim, record: true}
+			x.walk(nil)
+			l.data = nil
+		}
+	})
 }
 
 func (l *layer) errorAt(path string, preferKey bool, msg string) Error {
@@ -79,7 +101,7 @@ func parseLayerWithin(source string, data []byte, lim Limits) (*layer, error) {
 	l := newLayer(source)
 	tree, err := indexPositions(l, data, lim)
 	if err == nil {
-		l.tree = tree
+		l.tree, l.data, l.lim = tree, data, lim
 		return l, nil
 	}
 	var de *toml.DecodeError
@@ -114,24 +136,37 @@ func (li lineIndex) pos(offset int) Pos {
 	return Pos{Line: line + 1, Column: offset - li[line] + 1}
 }
 
-// indexer records where every key and value of one document is, and stops
-// at the first limit the document exceeds. A syntax error ends indexing
-// quietly: the decoder reports it with its position.
+// indexer walks one document's keys and values and stops at the first
+// limit the document exceeds; with record, it notes where each is. A
+// syntax error ends the walk quietly: the decoder reports it with its
+// position.
 type indexer struct {
-	l     *layer
-	lines lineIndex
-	lim   Limits
-	err   error
+	l      *layer
+	data   []byte
+	lines  lineIndex // made when a position is first asked for
+	lim    Limits
+	record bool
+	err    error
 }
 
-// indexPositions records where every key and value of data is and builds
-// its tree, in one pass; the error is a limit's (an Error) or the
-// decoder's.
+// indexPositions checks data's limits and builds its tree in one pass;
+// the error is a limit's (an Error) or the decoder's. Where each key and
+// value is gets recorded later, if ever (layer.placed).
 func indexPositions(l *layer, data []byte, lim Limits) (map[string]any, error) {
-	x := &indexer{l: l, lines: newLineIndex(data), lim: lim}
-	p := &unstable.Parser{}
-	p.Reset(data)
+	x := &indexer{l: l, data: data, lim: lim}
 	b := newTreeBuilder()
+	p := x.walk(b)
+	if x.err != nil {
+		return nil, x.err
+	}
+	return b.tree(p, data)
+}
+
+// walk goes through the document once, giving each expression to b when
+// there is one, and returns the parser for b's end.
+func (x *indexer) walk(b *treeBuilder) *unstable.Parser {
+	p := &unstable.Parser{}
+	p.Reset(x.data)
 	var table []string
 	arrayTables := map[string]int{}
 	for x.err == nil && p.NextExpression() {
@@ -147,17 +182,19 @@ func indexPositions(l *layer, data []byte, lim Limits) (map[string]any, error) {
 		case unstable.KeyValue:
 			x.keyValue(table, e)
 		}
-		b.expression(e)
+		if b != nil {
+			b.expression(e)
+		}
 	}
-	if x.err != nil {
-		return nil, x.err
-	}
-	return b.tree(p, data)
+	return p
 }
 
 func (x *indexer) at(n *unstable.Node) (Pos, bool) {
 	if n.Raw.Length == 0 && n.Raw.Offset == 0 {
 		return Pos{}, false
+	}
+	if x.lines == nil {
+		x.lines = newLineIndex(x.data)
 	}
 	return x.lines.pos(int(n.Raw.Offset)), true
 }
@@ -167,8 +204,11 @@ func (x *indexer) keyParts(prefix []string, it unstable.Iterator) []string {
 	for x.err == nil && it.Next() {
 		n := it.Node()
 		parts = append(parts, string(n.Data))
+		if x.tooDeep(parts, n) || !x.record {
+			continue
+		}
 		pos, ok := x.at(n)
-		if x.tooDeep(parts, pos) || !ok {
+		if !ok {
 			continue
 		}
 		if path := joinPath(parts); !hasKey(x.l.keys, path) {
@@ -191,12 +231,13 @@ func (x *indexer) value(path []string, v *unstable.Node) {
 	if x.err != nil {
 		return
 	}
-	pos, ok := x.at(v)
-	if x.tooDeep(path, pos) {
+	if x.tooDeep(path, v) {
 		return
 	}
-	if ok {
-		x.l.values[joinPath(path)] = pos
+	if x.record {
+		if pos, ok := x.at(v); ok {
+			x.l.values[joinPath(path)] = pos
+		}
 	}
 	switch v.Kind {
 	case unstable.Array:
@@ -207,6 +248,7 @@ func (x *indexer) value(path []string, v *unstable.Node) {
 				continue
 			}
 			if i == x.lim.MaxArrayLen && x.lim.MaxArrayLen > 0 {
+				pos, _ := x.at(v)
 				x.err = x.limitError(
 					path,
 					pos,
@@ -230,11 +272,12 @@ func (x *indexer) value(path []string, v *unstable.Node) {
 
 // tooDeep checks the key depth before the path is ever joined, so a key of
 // thousands of parts costs no more than the limit.
-func (x *indexer) tooDeep(path []string, pos Pos) bool {
+func (x *indexer) tooDeep(path []string, n *unstable.Node) bool {
 	if x.lim.MaxKeyDepth <= 0 || len(path) <= x.lim.MaxKeyDepth {
 		return false
 	}
 	if x.err == nil {
+		pos, _ := x.at(n)
 		x.err = x.limitError(path[:x.lim.MaxKeyDepth], pos, "nests deeper than %d levels; keys are limited to %d parts",
 			x.lim.MaxKeyDepth, x.lim.MaxKeyDepth)
 	}

@@ -49,3 +49,21 @@ func BenchmarkParseDeepKey(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseLeases parses what 1,000 leases make of the managed
+// overrides file, which every command of a large workspace reads: its
+// places are recorded only when a check reports one (layer.placed).
+func BenchmarkParseLeases(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString("[leases]\n")
+	for i := range 1000 {
+		fmt.Fprintf(&doc, "[leases.sb%04d]\nacquired_at = 2026-11-30T15:38:39Z\nexpires_at = 2026-11-30T16:08:39Z\n\n", i)
+	}
+	data := []byte(doc.String())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := parseLayer("overrides.toml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

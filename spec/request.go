@@ -15,11 +15,11 @@ import (
 // "request_overrides" in sources.
 type Request struct{ l *layer }
 
-// layer is a copy of the request's layer as it was read.
+// layer is a copy of the request's layer as it was read (its places are
+// recorded as it is read, so they are shared, never changed).
 func (r *Request) layer() *layer {
-	l := *r.l
-	l.tree = cloneTree(r.l.tree)
-	return &l
+	return &layer{source: r.l.source, tree: cloneTree(r.l.tree), keys: r.l.keys, values: r.l.values,
+		global: r.l.global}
 }
 
 // ParseSet reads `key.path=value` assignments. The value is read as a TOML
