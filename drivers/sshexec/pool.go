@@ -47,10 +47,11 @@ type Options struct {
 // Pool keeps one SSH connection, and a few guest shells on it, per instance.
 // Its zero value is not usable; call New.
 type Pool struct {
-	opts  Options
-	mu    sync.Mutex
-	conns map[string]*conn
-	dials atomic.Int64
+	opts    Options
+	mu      sync.Mutex
+	conns   map[string]*conn
+	dialing map[string]chan struct{} // closed when the instance's dial in flight ends
+	dials   atomic.Int64
 }
 
 // Dials counts the SSH connections this pool opened: a kept connection
@@ -84,7 +85,7 @@ func New(o Options) *Pool {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	return &Pool{opts: o, conns: map[string]*conn{}}
+	return &Pool{opts: o, conns: map[string]*conn{}, dialing: map[string]chan struct{}{}}
 }
 
 // client returns the instance's open SSH client, dialling it on first use.
@@ -93,31 +94,53 @@ func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error)
 }
 
 // clientWithin is client, trying a guest that drops the connection
-// before its banner for patience.
+// before its banner for patience. Callers who find the instance being
+// dialled wait for that dial rather than open a second connection (a
+// loop warming a spare while a create adopts it: a handshake with an
+// emulated guest takes about a second).
 func (p *Pool) clientWithin(ctx context.Context, instance string, patience time.Duration) (*ssh.Client, error) {
-	p.mu.Lock()
-	c, ok := p.conns[instance]
-	p.mu.Unlock()
-	if ok {
-		return c.client, nil
+	for {
+		p.mu.Lock()
+		if c, ok := p.conns[instance]; ok {
+			p.mu.Unlock()
+			return c.client, nil
+		}
+		inFlight, ok := p.dialing[instance]
+		if !ok {
+			break // p.mu is held
+		}
+		p.mu.Unlock()
+		select {
+		case <-inFlight: // connected, or failed: look again
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	done := make(chan struct{})
+	p.dialing[instance] = done
+	p.mu.Unlock()
+	client, err := p.dial(ctx, instance, patience)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.dialing, instance)
+	close(done)
+	if err != nil {
+		return nil, err
+	}
+	p.conns[instance] = &conn{client: client}
+	return client, nil
+}
+
+func (p *Pool) dial(ctx context.Context, instance string, patience time.Duration) (*ssh.Client, error) {
 	t, err := p.opts.Target(ctx, instance)
 	if err != nil {
 		return nil, err
 	}
 	client, err := dial(ctx, t, p.opts.Clock, patience)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		p.dials.Add(1)
 	}
-	p.dials.Add(1)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if existing, ok := p.conns[instance]; ok { // another goroutine won the race
-		client.Close()
-		return existing.client, nil
-	}
-	p.conns[instance] = &conn{client: client}
-	return client, nil
+	return client, err
 }
 
 // Drop closes an instance's connection (it is stopping or going away);

@@ -6,10 +6,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec/sshtest"
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
@@ -188,5 +190,40 @@ func TestRedialPausesGrowToASecondWithinThePatience(t *testing.T) {
 	}
 	if n := len(redialWaits(warmPatience)); n < 25 {
 		t.Errorf("a warm-up tries %d times in %s; want a try about every second", n+1, warmPatience)
+	}
+}
+
+// A loop warming a spare while a create adopts it: the second caller
+// waits for the dial in flight instead of opening a connection of its own.
+func TestCallersShareTheDialInFlight(t *testing.T) {
+	g := sshtest.Start(t)
+	var targets atomic.Int32
+	asked, release := make(chan struct{}, 2), make(chan struct{})
+	p := New(Options{Target: func(context.Context, string) (Target, error) {
+		targets.Add(1)
+		asked <- struct{}{}
+		<-release
+		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile}}, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	errs := make(chan error, 2)
+	go func() { errs <- p.Warm(context.Background(), instance) }()
+	<-asked
+	go func() { errs <- p.Warm(context.Background(), instance) }()
+	select {
+	case <-asked: // the second caller dialled too; release both so the test ends
+		close(release)
+		t.Fatal("a second dial began while the first was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if targets.Load() != 1 || g.Connections.Load() != 1 || p.Dials() != 1 {
+		t.Errorf("%d targets asked, %d connections, %d dials; want one of each", targets.Load(),
+			g.Connections.Load(), p.Dials())
 	}
 }
