@@ -119,6 +119,7 @@ func (r engineReconciler) Reconcile(ctx context.Context, ws spec.Options) (loop.
 
 func (r engineReconciler) ReconcilePools(ctx context.Context, ws spec.Options) (loop.Pass, error) {
 	res, err := r.e.ReconcilePools(ctx, ws)
+	r.e.warmSpares(ctx, res) // a loop runs for long: its spares are connected ahead of their adoption
 	return passOf(res, true), markTerminal(err)
 }
 

@@ -563,3 +563,48 @@ func TestARefillWaitsAlsoForAWorkspaceNamedAfterTheAdoption(t *testing.T) {
 	h.clock.Advance(loop.DefaultRefillDelay)
 	l.waitFor("the refill", func(_ time.Time, running int) bool { return running == 0 && passes.Load() == 1 })
 }
+
+// warmingSim is the sim with a Warmer: what a backend that keeps
+// connections (Lima's SSH) opens ahead of a spare's first command.
+type warmingSim struct {
+	*sim.Driver
+	mu     sync.Mutex
+	warmed []string
+}
+
+func (w *warmingSim) Warm(_ context.Context, instance string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warmed = append(w.warmed, instance)
+	return nil
+}
+
+func (w *warmingSim) took() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.warmed)
+}
+
+// A loop's pool pass connects to the ready spares (the create that adopts
+// one then skips the handshake); `sbf pool fill`, a one-shot command, does
+// not.
+func TestALoopConnectsToItsReadySpares(t *testing.T) {
+	h := newHarness(t, poolSpec)
+	inner, err := h.driver(sim.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &warmingSim{Driver: inner.(*sim.Driver)}
+	h.eng.Drivers = func(string, *spec.Resolved) (Driver, error) { return w, nil }
+	h.fill()
+	spares, _ := h.spares()
+	if len(spares) != 1 || len(w.took()) != 0 {
+		t.Fatalf("after sbf pool fill: spares %v, warmed %v; want one spare, none warmed", spares, w.took())
+	}
+	if _, err := (engineReconciler{h.eng}).ReconcilePools(context.Background(), h.ws()); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.took(); !slices.Equal(got, spares) {
+		t.Errorf("the loop's pool pass warmed %v; want the ready spare %v", got, spares)
+	}
+}

@@ -120,6 +120,37 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	return res, errors.Join(err, problemsError(res.Plan))
 }
 
+// warmFor bounds the warm-up of one spare in a pool pass: a ready spare
+// answers at once, and one that does not is left to its first command.
+const warmFor = 10 * time.Second
+
+// warmSpares connects to each ready spare of a pool pass's workspace
+// (drivers.Warmer), once per process: a create in this process that adopts
+// one then skips the handshake with its guest, about a second under
+// emulation where the rest of a warm create takes a tenth of that. Only a
+// loop does this; a one-shot command would hold the connection for nothing.
+func (e *Engine) warmSpares(ctx context.Context, res *Result) {
+	if res == nil || res.Resolved == nil {
+		return
+	}
+	for _, p := range res.PoolsReport().Pools {
+		for _, s := range p.Spares {
+			if s.State != "ready" {
+				continue
+			}
+			drv, err := e.Drivers(s.Driver, res.Resolved)
+			if err != nil {
+				continue
+			}
+			if w := drivers.CapabilitiesOf(drv).Warm; w != nil {
+				wctx, cancel := context.WithTimeout(ctx, warmFor)
+				_ = w.Warm(wctx, s.Instance) // a spare that cannot be reached now is tried at its first command
+				cancel()
+			}
+		}
+	}
+}
+
 // The pools' report (reconcile/pools); the doors know it by these names.
 type (
 	PoolStatus  = pools.Status

@@ -88,6 +88,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	if got == "" {
 		return e.coldInstead(ctx, drv, a)
 	}
+	drivers.Progressf(ctx, "took warm spare %s", got)
 	vm := *a.Spec
 	vm.Name = got
 	a.Instance, a.Spec = got, &vm
@@ -115,6 +116,7 @@ func (e *Executor) adopt(ctx context.Context, drv Driver, a plan.Action) error {
 	if w := caps.Warm; w != nil && !a.Import {
 		// The sandbox's first command would otherwise dial the VM, with
 		// the pool's refill booting beside it by then.
+		drivers.Progressf(ctx, "connecting to %s ahead of its first command", got)
 		if err := w.Warm(ctx, got); err != nil {
 			drivers.Progressf(ctx, "connecting to %s ahead of its first command: %v", got, err)
 		}
