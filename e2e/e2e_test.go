@@ -412,6 +412,18 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		}
 	}
 	checkOneDial(t, drv, dialled)
+	// Each block's median apart: the MCP server's loop passes over the workspace once its
+	// first call touched it (docker probes in the guest, seconds under emulation), and a
+	// block it overlaps reads slower.
+	var blocks strings.Builder
+	for i, name := range []string{"limactl shell", "sbf exec", "engine API", "MCP run_command"} {
+		fmt.Fprintf(&blocks, "  %-16s", name)
+		for b := 0; b < len(took[i]); b += n / 2 {
+			fmt.Fprintf(&blocks, " %7.1f ms", median(took[i][b:b+n/2]).Seconds()*1000)
+		}
+		blocks.WriteString("\n")
+	}
+	t.Logf("exec speed, each block's median:\n%s", blocks.String())
 	ms, mc, ma, mm := median(took[0]), median(took[1]), median(took[2]), median(took[3])
 	if mm > 100*time.Millisecond { // 20 ms when nothing else holds the guest shell
 		m.mu.Lock()
