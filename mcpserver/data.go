@@ -124,7 +124,7 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 	if _, err := tgt.Driver(); err != nil {
 		return nil, hostpath.Policy{}, err
 	}
-	s.touch(tgt.Resolved)
+	s.remember(tgt.Resolved) // Target found a live lease: the loop watches it already
 	s.used.touch(tgt.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now())
 	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }

@@ -111,19 +111,28 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 // itself, and a pass per run_command would compete with the command (a
 // converged pass with a compose stack asks the guest's docker for seconds).
 func (s *Server) touch(r *spec.Resolved) {
+	if s.remember(r) {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// remember is touch without the wake, for a call into a sandbox that holds
+// a live lease: the loop watches every leased workspace already
+// (WatchOptions.Leased), and a wake makes every workspace's pass due at
+// once, beside the call's command. It says whether root is new to this server.
+func (s *Server) remember(r *spec.Resolved) bool {
 	root := r.Root
 	s.mu.Lock()
 	seen := s.touched[root]
 	s.touched[root] = true
 	s.mu.Unlock()
-	if seen {
-		return
+	if !seen {
+		s.announceWorkspace(root, r.WorkspaceID)
 	}
-	s.announceWorkspace(root, r.WorkspaceID)
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	return !seen
 }
 
 // RunLoop runs the reconcile loop over every workspace this server has

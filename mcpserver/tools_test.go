@@ -330,10 +330,30 @@ func TestValidateSeesBrokenComposeFiles(t *testing.T) {
 }
 
 // Commands do not wake the reconcile loop: a pass per run_command would
-// compete with the command for the guest.
+// compete with the command for the guest. Not the first either: a server
+// just started passes over every leased workspace already, and a wake would
+// make every pass due again beside the command.
 func TestRunCommandDoesNotWakeTheLoop(t *testing.T) {
-	f := newFixture(t, simSpec)
-	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+	t.Run("a sandbox this server created", func(t *testing.T) {
+		f := newFixture(t, simSpec)
+		id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
+		runQuietly(t, f, id)
+	})
+	t.Run("a server's first call", func(t *testing.T) {
+		f := newFixture(t, simSpec+"[sandboxes.api]\n")
+		res, err := f.srv.cfg.Engine.Apply(context.Background(), spec.Options{Root: f.root,
+			Host: spec.Host{OS: "linux", Arch: "amd64"}},
+			reconcile.Options{Targets: []string{"api"}, Intent: reconcile.Up{Sandboxes: []string{"api"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runQuietly(t, f, res.InstanceOf("api"))
+	})
+}
+
+// runQuietly runs the server's loop, waits for its passes to end, then
+// runs five commands in instance id: no pass may follow.
+func runQuietly(t *testing.T, f *fixture, id string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	passes := make(chan struct{}, 100)
