@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -50,7 +49,7 @@ type Pool struct {
 	opts    Options
 	mu      sync.Mutex
 	conns   map[string]*conn
-	dialing map[string]chan struct{} // closed when the instance's dial in flight ends
+	dialing map[string]*dialing // the dial in flight per instance (dialing.go)
 	dials   atomic.Int64
 }
 
@@ -85,62 +84,12 @@ func New(o Options) *Pool {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	return &Pool{opts: o, conns: map[string]*conn{}, dialing: map[string]chan struct{}{}}
+	return &Pool{opts: o, conns: map[string]*conn{}, dialing: map[string]*dialing{}}
 }
 
 // client returns the instance's open SSH client, dialling it on first use.
 func (p *Pool) client(ctx context.Context, instance string) (*ssh.Client, error) {
 	return p.clientWithin(ctx, instance, redialFor)
-}
-
-// clientWithin is client, trying a guest that drops the connection
-// before its banner for patience. Callers who find the instance being
-// dialled wait for that dial rather than open a second connection (a
-// loop warming a spare while a create adopts it: a handshake with an
-// emulated guest takes about a second).
-func (p *Pool) clientWithin(ctx context.Context, instance string, patience time.Duration) (*ssh.Client, error) {
-	for {
-		p.mu.Lock()
-		if c, ok := p.conns[instance]; ok {
-			p.mu.Unlock()
-			return c.client, nil
-		}
-		inFlight, ok := p.dialing[instance]
-		if !ok {
-			break // p.mu is held
-		}
-		p.mu.Unlock()
-		select {
-		case <-inFlight: // connected, or failed: look again
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	done := make(chan struct{})
-	p.dialing[instance] = done
-	p.mu.Unlock()
-	client, err := p.dial(ctx, instance, patience)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.dialing, instance)
-	close(done)
-	if err != nil {
-		return nil, err
-	}
-	p.conns[instance] = &conn{client: client}
-	return client, nil
-}
-
-func (p *Pool) dial(ctx context.Context, instance string, patience time.Duration) (*ssh.Client, error) {
-	t, err := p.opts.Target(ctx, instance)
-	if err != nil {
-		return nil, err
-	}
-	client, err := dial(ctx, t, p.opts.Clock, patience)
-	if err == nil {
-		p.dials.Add(1)
-	}
-	return client, err
 }
 
 // Drop closes an instance's connection (it is stopping or going away);
@@ -149,6 +98,9 @@ func (p *Pool) Drop(instance string) {
 	p.mu.Lock()
 	c, ok := p.conns[instance]
 	delete(p.conns, instance)
+	if d := p.dialing[instance]; d != nil {
+		d.dropped = true // what it connects to is the instance as it was
+	}
 	p.mu.Unlock()
 	if ok {
 		for _, sh := range c.shells {
@@ -179,6 +131,9 @@ func (p *Pool) Close() error {
 		c.client.Close()
 		delete(p.conns, name)
 	}
+	for _, d := range p.dialing {
+		d.dropped = true
+	}
 	return nil
 }
 
@@ -191,15 +146,27 @@ func (p *Pool) Connect(ctx context.Context, instance string) error {
 
 // Warm connects and starts a guest shell now, so the instance's first
 // command needs neither.
+// A guest shell's start is not bounded by ctx (the SSH library's session
+// requests take none): Warm returns when ctx ends and leaves the start to
+// finish or fail on its own, so a loop's warm-up never hangs on a guest.
 func (p *Pool) Warm(ctx context.Context, instance string) error {
 	if err := p.Connect(ctx, instance); err != nil {
 		return err
 	}
-	sh, err := p.freeShell(ctx, instance)
-	if sh != nil {
-		sh.mu.Unlock()
+	started := make(chan error, 1)
+	go func() {
+		sh, err := p.freeShell(ctx, instance)
+		if sh != nil {
+			sh.mu.Unlock()
+		}
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return err
 }
 
 // freeShell returns a guest shell of the instance that no command uses,
