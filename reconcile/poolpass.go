@@ -124,11 +124,13 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 // answers at once, and one that does not is left to its first command.
 const warmFor = 10 * time.Second
 
-// warmSpares connects to each ready spare of a pool pass's workspace
-// (drivers.Warmer), once per process: a create in this process that adopts
-// one then skips the handshake with its guest, about a second under
-// emulation where the rest of a warm create takes a tenth of that. Only a
-// loop does this; a one-shot command would hold the connection for nothing.
+// warmSpares connects to each ready spare a pool pass left (drivers.Warmer;
+// a spare connected already costs nothing more): a create in this process
+// that adopts one then skips the handshake with its guest, about a second
+// under emulation where the rest of a warm create takes a tenth of that.
+// The spares a loop made itself are connected by their runtime check; this
+// covers those another process made and those with no runtime. Only a loop
+// does this; a one-shot command would hold the connections for nothing.
 func (e *Engine) warmSpares(ctx context.Context, res *Result) {
 	if res == nil || res.Resolved == nil {
 		return

@@ -57,7 +57,8 @@ func BenchmarkParseLeases(b *testing.B) {
 	var doc strings.Builder
 	doc.WriteString("[leases]\n")
 	for i := range 1000 {
-		fmt.Fprintf(&doc, "[leases.sb%04d]\nacquired_at = 2026-11-30T15:38:39Z\nexpires_at = 2026-11-30T16:08:39Z\n\n", i)
+		fmt.Fprintf(&doc, "[leases.sb%04d]\nacquired_at = %s\nexpires_at = %s\n\n", i,
+			"2026-11-30T15:38:39Z", "2026-11-30T16:08:39Z")
 	}
 	data := []byte(doc.String())
 	b.SetBytes(int64(len(data)))
