@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxforge/sbf/reconcile/pools"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/spec"
 	"github.com/sandboxforge/sbf/state"
 )
@@ -145,7 +146,7 @@ func (e *Engine) warmSpares(ctx context.Context, res *Result) {
 				continue
 			}
 			if w := drivers.CapabilitiesOf(drv).Warm; w != nil {
-				wctx, cancel := context.WithTimeout(ctx, warmFor)
+				wctx, cancel := clock.WithTimeout(ctx, e.Clock, warmFor)
 				_ = w.Warm(wctx, s.Instance) // a spare that cannot be reached now is tried at its first command
 				cancel()
 			}

@@ -82,7 +82,7 @@ func dialOnce(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("dialling %s: %w", addr, err)
 	}
-	conn, chans, reqs, err := handshake(ctx, nc, addr, cfg)
+	conn, chans, reqs, err := handshake(ctx, c, nc, addr, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -95,28 +95,31 @@ func dialOnce(ctx context.Context, t Target, c clock.Clock) (*ssh.Client, error)
 // second, several seconds when forked children resume together.
 const handshakeFor = 30 * time.Second
 
-// handshake is ssh.NewClientConn bounded by ctx and by handshakeFor (the
-// library bounds only ssh.Dial's, with cfg.Timeout): a guest that accepts
-// the connection and then says nothing must not hold its caller, or a
-// loop's pass, for good.
-func handshake(ctx context.Context, nc net.Conn, addr string, cfg *ssh.ClientConfig) (ssh.Conn, <-chan ssh.NewChannel,
-	<-chan *ssh.Request, error) {
-	nc.SetDeadline(time.Now().Add(handshakeFor))
-	stop := context.AfterFunc(ctx, func() { nc.Close() }) // runs once ctx.Err() says why
+// handshake is ssh.NewClientConn bounded by ctx and by handshakeFor on c
+// (the library bounds only ssh.Dial's, with cfg.Timeout): a guest that
+// accepts the connection and then says nothing must not hold its caller,
+// or a loop's pass, for good.
+func handshake(ctx context.Context, c clock.Clock, nc net.Conn, addr string,
+	cfg *ssh.ClientConfig) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
+	hctx, cancel := clock.WithTimeout(ctx, c, handshakeFor)
+	defer cancel()
+	stop := context.AfterFunc(hctx, func() { nc.Close() }) // runs once hctx says why
 	conn, chans, reqs, err := ssh.NewClientConn(nc, addr, cfg)
-	if !stop() && err == nil { // ctx ended as the handshake did: nc is closed
+	if !stop() && err == nil { // hctx ended as the handshake did: nc is closed
 		conn.Close()
-		err = ctx.Err()
+		err = context.Cause(hctx)
 	}
-	if err != nil {
-		nc.Close()
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		}
-		return nil, nil, nil, fmt.Errorf("SSH handshake with %s: %w", addr, err)
+	if err == nil {
+		return conn, chans, reqs, nil
 	}
-	nc.SetDeadline(time.Time{})
-	return conn, chans, reqs, nil
+	nc.Close()
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	case hctx.Err() != nil:
+		err = fmt.Errorf("no answer within %s (%v)", handshakeFor, err)
+	}
+	return nil, nil, nil, fmt.Errorf("SSH handshake with %s: %w", addr, err)
 }
 
 // loadKeys parses the private keys it can read; a target may list keys

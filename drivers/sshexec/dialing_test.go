@@ -13,40 +13,67 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-// A guest that accepts the connection and then says nothing holds a dial
-// only as long as its caller's context: a loop's warm-up never hangs.
-func TestAHandshakeEndsWithItsContext(t *testing.T) {
+// silentGuest accepts connections and never says a word.
+func silentGuest(t *testing.T) (host, port string) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			defer c.Close() // silent: no banner
+			held = append(held, c)
 		}
 	}()
-	host, port, _ := net.SplitHostPort(l.Addr().String())
-	g := sshtest.Start(t) // for a usable key
+	host, port, _ = net.SplitHostPort(l.Addr().String())
+	return host, port
+}
+
+// A guest that accepts the connection and then says nothing holds a dial
+// only as long as its caller's context, and at most handshakeFor: a loop's
+// warm-up never hangs.
+func TestAHandshakeEndsWithItsContextOrItsBound(t *testing.T) {
+	host, port := silentGuest(t)
+	key := sshtest.Start(t).KeyFile
+	target := Target{Host: host, Port: port, User: "tester", IdentityFiles: []string{key}}
+	dialed := func(ctx context.Context, c clock.Clock) chan error {
+		done := make(chan error, 1)
+		go func() { _, err := dialOnce(ctx, target, c); done <- err }()
+		return done
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := dialOnce(ctx, Target{Host: host, Port: port, User: "tester", IdentityFiles: []string{g.KeyFile}},
-			clock.Real{})
-		done <- err
-	}()
 	select {
-	case err := <-done:
+	case err := <-dialed(ctx, clock.Real{}):
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("dial of a silent guest: %v; want the context's deadline", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the dial of a silent guest outlived its context")
+	}
+	fake := clock.NewFake(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+	done := dialed(context.Background(), fake)
+	for fake.Waiters() == 0 { // the handshake's bound, set once connected
+		time.Sleep(time.Millisecond)
+	}
+	fake.Advance(handshakeFor)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no answer within") {
+			t.Errorf("dial of a silent guest past the bound: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dial of a silent guest outlived its bound")
 	}
 }
 

@@ -75,6 +75,23 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
+// WithTimeout is context.WithTimeout on c: the context ends when c's timer
+// of d fires (its cause context.DeadlineExceeded), when ctx ends, or when
+// cancelled.
+func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := c.NewTimer(d)
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel(context.DeadlineExceeded)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 // Fake is a clock tests move by hand; timers fire when Advance passes
 // them.
 type Fake struct {

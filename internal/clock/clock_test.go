@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -38,5 +40,32 @@ func TestFakeTimersAndTickers(t *testing.T) {
 	f.Advance(time.Hour)
 	if fired(ticker.C()) || f.Waiters() != 0 {
 		t.Fatalf("a stopped ticker fired, or waiters remain: %d", f.Waiters())
+	}
+}
+
+// WithTimeout's context ends when its clock passes the timeout, with the
+// deadline as its cause, and not before.
+func TestWithTimeoutEndsOnItsClock(t *testing.T) {
+	f := NewFake(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+	ctx, cancel := WithTimeout(context.Background(), f, time.Second)
+	defer cancel()
+	for f.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	f.Advance(999 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+		t.Fatal("ended before its timeout")
+	case <-time.After(20 * time.Millisecond):
+	}
+	f.Advance(time.Millisecond)
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Errorf("cause %v, want the deadline", context.Cause(ctx))
+	}
+	ctx, cancel = WithTimeout(context.Background(), f, time.Second)
+	cancel()
+	if !errors.Is(context.Cause(ctx), context.Canceled) {
+		t.Errorf("cancelled: cause %v", context.Cause(ctx))
 	}
 }
