@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,16 +256,29 @@ func tcpListener(t *testing.T, network, addr string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// udpListener listens for UDP on loopback on a port none of taken's: the
+// guard opens a port to TCP and UDP alike, and UDP's ephemeral ports are
+// chosen apart from TCP's, so the kernel may hand out an allowed number.
+func udpListener(t *testing.T, taken ...int) *net.UDPConn {
+	for {
+		udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(taken, udp.LocalAddr().(*net.UDPAddr).Port) {
+			t.Cleanup(func() { udp.Close() })
+			return udp
+		}
+		defer udp.Close() // held until another port is found
+	}
+}
+
 func TestGuardedProcessReachesNoHostService(t *testing.T) {
 	open := tcpListener(t, "tcp4", "127.0.0.1:0")
 	allowed := tcpListener(t, "tcp4", "127.0.0.1:0")
 	endpoint := tcpListener(t, "tcp4", "127.0.0.1:0")
 	wild := tcpListener(t, "tcp4", "0.0.0.0:0") // reached on every host address
-	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
+	udp := udpListener(t, allowed, endpoint)
 	sock := filepath.Join(t.TempDir(), "proxy.sock")
 	ul, err := net.Listen("unix", sock)
 	if err != nil {
