@@ -140,7 +140,9 @@ func Load(ctx context.Context, bin string, o guest.LoadOptions, debugf func(stri
 // overLimit names the bound a failed child ran into, nil when none: the
 // wall clock (the parent's deadline, not its caller's), its CPU time (the
 // kernel kills it at the limit: SIGKILL after much CPU) or its address
-// space (Go's runtime dies "out of memory", or finding no address space).
+// space (Go's runtime dies "out of memory", or finding no address space;
+// a child built with the race detector, as the tests' is, may fail in the
+// detector's own allocator first).
 func overLimit(ctx, wall context.Context, ps *os.ProcessState, stderr, sandbox string) *coded.Error {
 	switch {
 	case ctx.Err() != nil:
@@ -148,7 +150,8 @@ func overLimit(ctx, wall context.Context, ps *os.ProcessState, stderr, sandbox s
 	case wall.Err() != nil:
 		return wallExceeded(sandbox)
 	case strings.Contains(stderr, "fatal error") &&
-		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "address space")):
+		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "address space")),
+		strings.Contains(stderr, "ThreadSanitizer failed to allocate"):
 		return memoryExceeded(sandbox)
 	case ps == nil:
 		return nil

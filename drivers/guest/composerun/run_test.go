@@ -128,3 +128,23 @@ func TestAChildPastABoundIsStoppedAndNamed(t *testing.T) {
 		})
 	}
 }
+
+// The stderr of a child that died at its address-space bound names the
+// bound, whichever allocator failed first: Go's, or the race detector's
+// in a child built with it (the tests').
+func TestAChildOutOfAddressSpaceIsNamed(t *testing.T) {
+	ctx, wall := context.Background(), context.Background()
+	for _, stderr := range []string{
+		"fatal error: out of memory\n\ngoroutine 1 [running]:",
+		"==29091==ERROR: ThreadSanitizer failed to allocate 0x2000000 (33554432) bytes at address 306004000000 " +
+			"(errno: 12)\n",
+	} {
+		c := overLimit(ctx, wall, nil, stderr, "api")
+		if c == nil || c.Details["limit"] != "address_space" {
+			t.Errorf("stderr %q: %+v, want address_space", stderr, c)
+		}
+	}
+	if c := overLimit(ctx, wall, nil, "yaml: line 3: mapping values are not allowed here\n", "api"); c != nil {
+		t.Errorf("a plain failure was named a bound: %+v", c)
+	}
+}
