@@ -268,7 +268,8 @@ func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
 			s := newSpace(t, quick)
 			sh := shippedRBAC(t, s)
 			cfg := sh.as(t, "probes-"+strings.ReplaceAll(tc.name, " ", "-"), "sbf-controller", tc.skip...)
-			probes, metrics := freeAddr(t), freeAddr(t)
+			addrs := freeAddrs(t, 2)
+			probes, metrics := addrs[0], addrs[1]
 			cmd := []string{"serve-leader", "--namespace", sh.system.ns, "--lease", "sbf-controller", "--identity", "p1",
 				"--health-addr", probes, "--command-health", "http://" + metrics + "/healthz"}
 			cmd = append(append(cmd, short...), "--", plugin, "controller", "--namespaces", s.ns,
@@ -303,12 +304,24 @@ func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs is n distinct free loopback addresses: each listener stays open until all are
+// chosen, as two chosen one after the other can be the same port (the kernel hands a port
+// just freed out again), which made the probes and the metrics share one.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // eventsOn is the last Event of each reason on the VM named vm in s.
