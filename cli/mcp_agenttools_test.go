@@ -47,7 +47,7 @@ const agentToolsSpec = "[vm]\ndriver = \"sim\"\n[infra.mysql]\nroot_password = \
 func runAgentTools(t *testing.T, w *simWorkspace, mode, target, metrics, tokenFile string) {
 	t.Helper()
 	c := exec.Command("node", "agenttools.mjs", mode, target, w.root, metrics)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir(), "SBF_TS_SECRET="+agentToolsSecret,
 		"SBF_TOKEN_FILE="+tokenFile)
 	start := time.Now()

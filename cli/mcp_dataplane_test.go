@@ -70,7 +70,7 @@ func TestTypeScriptSDKDataPlaneOverHTTP(t *testing.T) {
 func runDataPlane(t *testing.T, w *simWorkspace, phase, mode, target, stateFile string, env ...string) {
 	t.Helper()
 	c := exec.Command("node", "dataplane.mjs", phase, mode, target, w.root, stateFile)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = append(append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir()), env...)
 	start := time.Now()
 	out, err := c.CombinedOutput()

@@ -16,10 +16,9 @@ import (
 // mcpserver/testdata/tsclient/longcalls.mjs holds the calls.
 func TestTypeScriptSDKLongCallsReportProgressAndRunAsTasks(t *testing.T) {
 	t.Parallel() // a subprocess and real waits: it overlaps with the others
-	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n[lease]\nmax_instances = 5\n")
 	c := exec.Command("node", "longcalls.mjs", "stdio", sbfBinary, w.root)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = append(slices.Clone(w.env), "SBF_SIM_LATENCY=create=6s", "MCP_PROGRESS_INTERVAL_SECONDS=1",
 		"TIMEOUT_MS=3000")
 	out, err := c.CombinedOutput()
@@ -36,10 +35,9 @@ func TestTypeScriptSDKLongCallsReportProgressAndRunAsTasks(t *testing.T) {
 // mcpserver/testdata/tsclient/flow.mjs holds the calls.
 func TestTypeScriptSDKAgentFlow(t *testing.T) {
 	t.Parallel()
-	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	c := exec.Command("node", "flow.mjs", sbfBinary, w.root)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = slices.Clone(w.env)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

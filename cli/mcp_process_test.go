@@ -24,16 +24,16 @@ import (
 const tsClientDir = "../mcpserver/testdata/tsclient"
 
 // ensureTSClient installs the official MCP TypeScript SDK (pinned by the
-// committed package-lock.json) into a folder git ignores.
-func ensureTSClient(t *testing.T) {
+// committed package-lock.json) and returns the folder its clients run in.
+func ensureTSClient(t *testing.T) string {
 	t.Helper()
-	testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	return testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 }
 
 func runTSClient(t *testing.T, w *simWorkspace, env []string, args ...string) {
 	t.Helper()
 	c := exec.Command("node", append([]string{"client.mjs"}, args...)...)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = append(slices.Clone(w.env), env...)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

@@ -15,10 +15,9 @@ import (
 // cursor, closed; a signalled shell command).
 func TestTypeScriptSDKExecSessions(t *testing.T) {
 	t.Parallel() // subprocesses and waits: it overlaps with the others
-	ensureTSClient(t)
 	w := newSimWorkspace(t, "[vm]\ndriver = \"sim\"\n")
 	c := exec.Command("node", "sessions.mjs", "stdio", sbfBinary, w.root)
-	c.Dir = tsClientDir
+	c.Dir = ensureTSClient(t)
 	c.Env = append(slices.Clone(w.env), "SBF_SIM_WORLD="+w.simDir())
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {

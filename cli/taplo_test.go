@@ -13,16 +13,11 @@ import (
 const taploDir = "testdata/taplo"
 
 // ensureTaplo installs @taplo/cli, the TOML toolkit behind Even Better
-// TOML (pinned by the committed package-lock.json), into a folder git
-// ignores, and returns the command that runs it.
+// TOML (pinned by the committed package-lock.json), and returns the command that runs it.
 func ensureTaplo(t *testing.T) []string {
 	t.Helper()
-	cli, err := filepath.Abs(filepath.Join(taploDir, "node_modules", "@taplo", "cli", "dist", "cli.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.NPMCI(t, taploDir, filepath.Join("node_modules", "@taplo", "cli", "dist", "cli.js"))
-	return []string{"node", cli}
+	cli := filepath.Join("node_modules", "@taplo", "cli", "dist", "cli.js")
+	return []string{"node", filepath.Join(testutil.NPMCI(t, taploDir, cli), cli)}
 }
 
 // taploCheck runs `taplo check` the way an editor checks a file: against

@@ -1,12 +1,9 @@
 package escape
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // greedyWorkspace asks for far more than the operator allows.
@@ -96,9 +93,7 @@ func TestOperatorCeilingsBindTheMCPTools(t *testing.T) {
 // TypeScript SDK.
 func (w *world) ceilingAttack(phase, mode, target string, extra ...string) {
 	w.t.Helper()
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "ceilings.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "ceilings.mjs")
 	c.Env = append(append([]string{}, w.env...), append(extra, "CEIL_PHASE="+phase, "CEIL_MODE="+mode,
 		"CEIL_TARGET="+target, "CEIL_WS="+w.ws)...)
 	out, err := c.CombinedOutput()

@@ -3,13 +3,10 @@ package escape
 import (
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // operatorToken is a secret in sbf's environment, as an operator's API
@@ -117,9 +114,7 @@ func (w *world) refusals(instance, want string) string {
 // composeOverMCP runs compose.mjs against `sbf mcp` over stdio.
 func (w *world) composeOverMCP(instance, want string) string {
 	w.t.Helper()
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "compose.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "compose.mjs")
 	c.Env = append(append([]string{}, w.env...), "ESC_TARGET="+sbfBinary, "ESC_WS="+w.ws, "ESC_WANT="+want,
 		"ESC_INSTANCE="+instance)
 	out, err := c.CombinedOutput()

@@ -4,13 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Issue 29, point 10: a client's run_command string carried CR, erase line
@@ -109,9 +106,7 @@ func TestUnservedPathsAndInstancesAreNoOracle(t *testing.T) {
 // its last line into into (when not nil).
 func (w *world) doors(phase string, extra []string, into any) {
 	w.t.Helper()
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "doors.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "doors.mjs")
 	c.Env = append(append([]string{}, w.env...), append(extra, "ESC_PHASE="+phase, "ESC_TARGET="+sbfBinary,
 		"ESC_WS="+w.ws, "ESC_OTHER="+w.other, "ESC_CANARY="+w.canary)...)
 	out, err := c.CombinedOutput()

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Issue 29, attack 1: docker_build and validate_image read the build
@@ -63,9 +61,7 @@ exit 0
 // gitAttack runs gitstate.mjs with the official TypeScript SDK.
 func (w *world) gitAttack(target, plant, marker string, extra ...string) {
 	w.t.Helper()
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "gitstate.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "gitstate.mjs")
 	c.Env = append(append([]string{}, w.env...), append(extra, "ESC_MODE=stdio", "ESC_TARGET="+target,
 		"ESC_WS="+w.ws, "ESC_MARKER="+marker, "ESC_PLANT="+plant)...)
 	out, err := c.CombinedOutput()

@@ -1,12 +1,8 @@
 package escape
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Issue 39, point 3 and two findings of its point 6, over HTTP (the one
@@ -25,9 +21,7 @@ func TestHandlesAnswerOnlyTheirWorkspace(t *testing.T) {
 	w.write("ws/a/.sandboxforge.toml", "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1", "SBF_MAX_EXEC_SESSIONS=1", "SBF_SIM_LATENCY=create=2s"}
 	url := w.serve(sim)
-	testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "handles.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(t, "handles.mjs")
 	c.Env = append(append([]string{}, w.env...), "ESC_TARGET="+url, "ESC_TOKEN="+w.token, "ESC_WS="+w.ws,
 		"ESC_CANARY="+w.canary)
 	out, err := c.CombinedOutput()

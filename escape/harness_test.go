@@ -182,12 +182,19 @@ func (w *world) serve(extra []string, args ...string) string {
 
 const tsClientDir = "../mcpserver/testdata/tsclient"
 
+// tsNode is node about to run script of the official TypeScript SDK's client (installed
+// once, outside the checkout: testutil.NPMCI).
+func tsNode(t testing.TB, script string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("node", script)
+	c.Dir = testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	return c
+}
+
 // attack runs one phase of escape.mjs with the official TypeScript SDK.
 func (w *world) attack(phase, mode, target string, extra ...string) {
 	w.t.Helper()
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "escape.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "escape.mjs")
 	if mode == "http" && !slices.ContainsFunc(extra, func(e string) bool { return strings.HasPrefix(e, "ESC_TOKEN=") }) {
 		extra = append(extra, "ESC_TOKEN="+w.token)
 	}

@@ -2,12 +2,9 @@ package escape
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // Issue 29, attacks 5, 6, 7 and 11: what a copy from a sandbox writes is
@@ -195,9 +192,7 @@ func (w *world) writerAttack(phase, mode string, extra ...string) {
 		target = w.serve(sim, append(args, "--token-file", w.tokenFile(tok))...)
 		extra = append(extra, "ESC_TOKEN="+tok)
 	}
-	testutil.NPMCI(w.t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	c := exec.Command("node", "writer.mjs")
-	c.Dir = tsClientDir
+	c := tsNode(w.t, "writer.mjs")
 	c.Env = append(append(append([]string{}, w.env...), sim...), append(extra, "ESC_PHASE="+phase,
 		"ESC_MODE="+mode, "ESC_TARGET="+target, "ESC_WS="+w.ws, "ESC_CANARY="+w.canary)...)
 	out, err := c.CombinedOutput()
