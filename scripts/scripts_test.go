@@ -212,3 +212,82 @@ once "unit tests" "$EXTRA" step`)
 		t.Fatalf("a new commit: the step ran %d times in all, want 12 (once for the new tree)\n%s", runs(), out)
 	}
 }
+
+// stable_mtimes gives a tracked file that matches HEAD a time that follows its content, the
+// same in every clone and another for another content; a changed file and a link keep theirs;
+// folders get one only when nothing is changed; CI is left alone.
+func TestStableMtimesFollowContent(t *testing.T) {
+	self, err := filepath.Abs("stable-mtimes.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(dir string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	origin := t.TempDir()
+	git(origin, "init", "-q")
+	for name, text := range map[string]string{"same": "x", "other": "y", "d/in": "z", "edited": "e"} {
+		os.MkdirAll(filepath.Join(origin, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(origin, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("same", filepath.Join(origin, "link")); err != nil {
+		t.Fatal(err)
+	}
+	git(origin, "add", ".")
+	git(origin, "commit", "-qm", "one")
+	run := func(dir string, env ...string) {
+		t.Helper()
+		c := exec.Command("bash", "-c", `set -euo pipefail; source "$SELF"; stable_mtimes`)
+		c.Dir, c.Env = dir, append(os.Environ(), append([]string{"SELF=" + self, "CI=", "SBF_STABLE_MTIMES="}, env...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("stable_mtimes: %v\n%s", err, out)
+		}
+	}
+	mtime := func(path string) int64 {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime().UnixNano()
+	}
+	clone := func() string {
+		dir := filepath.Join(t.TempDir(), "c")
+		git(origin, "clone", "-q", origin, dir)
+		return dir
+	}
+	a, b, ci := clone(), clone(), clone()
+	run(a)
+	if err := os.WriteFile(filepath.Join(b, "edited"), []byte("E"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited, link, dir := mtime(filepath.Join(b, "edited")), mtime(filepath.Join(b, "link")), mtime(filepath.Join(b, "d"))
+	run(b)
+	run(ci, "CI=true")
+	for _, name := range []string{"same", "other", "d/in"} {
+		if mtime(filepath.Join(a, name)) != mtime(filepath.Join(b, name)) {
+			t.Errorf("%s: two clones' times differ", name)
+		}
+		if mtime(filepath.Join(a, name)) == mtime(filepath.Join(ci, name)) {
+			t.Errorf("%s: set in CI", name)
+		}
+	}
+	if mtime(filepath.Join(a, "same")) == mtime(filepath.Join(a, "other")) {
+		t.Error("two contents share a time")
+	}
+	if mtime(filepath.Join(b, "edited")) != edited || mtime(filepath.Join(b, "link")) != link {
+		t.Error("a changed file or a link got a time")
+	}
+	if mtime(filepath.Join(b, "d")) != dir || mtime(filepath.Join(a, "d")) == dir {
+		t.Error("a folder got a time with a file changed, or none with nothing changed")
+	}
+	if data, _ := os.ReadFile(filepath.Join(b, "edited")); string(data) != "E" {
+		t.Errorf("a file's content changed: %q", data)
+	}
+}

@@ -75,6 +75,11 @@ if [ "${CI:-}" = true ]; then count=(-count=1); fi
 # A step that passed on this very tree is not run again outside CI (scripts/passed.sh: once).
 # shellcheck source=passed.sh
 source scripts/passed.sh
+# Files' times follow their content, so go test's cache serves a fresh clone the results of
+# the tests whose inputs did not change (scripts/stable-mtimes.sh; outside CI).
+# shellcheck source=stable-mtimes.sh
+source scripts/stable-mtimes.sh
+stable_mtimes
 
 # What the tests need beyond Go: Node.js and npm for the MCP client tests (the official
 # TypeScript SDK). A fresh machine gets Debian's when sbf may install packages (root with apt).
