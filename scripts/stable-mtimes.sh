@@ -16,21 +16,25 @@ stable_mtimes() {
   command -v perl >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 0
   local clean=0
   [ -z "$(git status --porcelain --untracked-files=normal)" ] && clean=1
-  # Regular files and folders only (a link's time would be its target's); a time within the
-  # 8.5 years after 2001-09-09, from 28 bits of the object's hash: two contents of one file
-  # that are the same size share one with a chance of one in 268 million.
+  # A file's time comes from 28 bits of its blob's hash: within the 8.5 years after 2001-09-09,
+  # so two contents of one file that are the same size share one with a chance in 268 million.
+  # A folder's comes from the names in it, as a folder's time changes only when an entry is
+  # added, removed or renamed. Regular files and folders only: a link's time is its target's.
   {
     git diff --name-only -z HEAD | sed -z 's/^/changed\t/'
     git ls-files -s -z | sed -z -n 's/^100[67][0-9][0-9] \([0-9a-f]*\) 0\t/\1\t/p'
-    if [ "$clean" = 1 ]; then
-      printf '%s\t.\0' "$(git rev-parse 'HEAD^{tree}')"
-      git ls-tree -r -d -z HEAD | sed -z 's/^040000 tree //'
-    fi
-  } | perl -0 -ne '
+  } | CLEAN=$clean perl -0 -ne '
     chomp; my ($id, $path) = split /\t/, $_, 2;
     if ($id eq "changed") { $changed{$path} = 1; next }
+    my @parts = split m{/}, $path;
+    for my $i (0 .. $#parts) { $names{ $i ? join("/", @parts[0 .. $i - 1]) : "." }{ $parts[$i] } = 1 }
     next if $changed{$path} || -l $path;
-    my $t = 1_000_000_000 + hex(substr($id, 0, 7));
-    utime($t, $t, $path);
+    stamp($path, hex(substr($id, 0, 7)));
+    sub stamp { my $t = 1_000_000_000 + $_[1]; utime($t, $t, $_[0]) }
+    sub fnv { my $h = 2166136261; $h = (($h ^ ord) * 16777619) & 0xffffffff for split //, $_[0]; $h }
+    END {
+      exit unless $ENV{CLEAN};
+      for my $dir (keys %names) { stamp($dir, fnv(join "/", sort keys %{ $names{$dir} }) & 0xfffffff) }
+    }
   '
 }
