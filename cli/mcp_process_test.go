@@ -27,6 +27,7 @@ const tsClientDir = "../mcpserver/testdata/tsclient"
 // committed package-lock.json) and returns the folder its clients run in.
 func ensureTSClient(t *testing.T) string {
 	t.Helper()
+	testutil.CoverSources(t) // the servers its clients talk to are built from them
 	return testutil.NPMCI(t, tsClientDir, filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"))
 }
 

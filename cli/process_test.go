@@ -48,6 +48,7 @@ type simWorkspace struct {
 }
 
 func newSimWorkspace(t testing.TB, specText string) *simWorkspace {
+	testutil.CoverSources(t) // the sbf and sbf-server its commands run are built from them
 	root := t.TempDir()
 	write(t, filepath.Join(root, spec.FileName), specText)
 	simStates.Store(root, filepath.Join(root, "host"))

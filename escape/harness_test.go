@@ -49,6 +49,7 @@ type world struct {
 
 func newWorld(t *testing.T, wsSpec string) *world {
 	t.Helper()
+	testutil.CoverSources(t) // the sbf each attack runs is built from them
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -31,10 +31,6 @@ var (
 func TestMain(m *testing.M) {
 	var cleanups []func()
 	if kubetest.Bins() != "" {
-		if err := kubetest.ReadSources("../.."); err != nil { // sbf and sbf-kubevirt, built below
-			fmt.Fprintln(os.Stderr, "reading the sources of sbf and sbf-kubevirt:", err)
-			os.Exit(1)
-		}
 		dir, err := os.MkdirTemp("", "sbf-kubevirt-test")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -50,6 +46,26 @@ func TestMain(m *testing.M) {
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 	}
 	kubetest.Main(m, &cluster, cleanups...)
+}
+
+var sourcesRead struct {
+	once sync.Once
+	err  error
+}
+
+// coverSources makes go test's cache key cover what the binaries these tests build and run are
+// made of (go test hears only of what a test, not TestMain, opens or reads from the
+// environment): this module's sources, opened, and sbf's, outside this module (whose files go
+// test does not look at), by the digest scripts/kubevirt-tests.sh passes in SBF_SOURCES_ID.
+func coverSources(t testing.TB) {
+	t.Helper()
+	sourcesRead.once.Do(func() {
+		_ = os.Getenv("SBF_SOURCES_ID") // read, so in the key
+		sourcesRead.err = kubetest.ReadSources("../..")
+	})
+	if sourcesRead.err != nil {
+		t.Fatalf("reading the sources of sbf and sbf-kubevirt: %v", sourcesRead.err)
+	}
 }
 
 // space is a namespace of the test cluster with the stand-in KubeVirt in it.
@@ -73,6 +89,7 @@ func newSpace(t testing.TB, o fakevirt.Options) space {
 func bareSpace(t testing.TB) space {
 	t.Helper()
 	kubetest.Need(t, cluster)
+	coverSources(t)
 	ns := cluster.Namespace(t)
 	c, err := driver.NewClient(cluster.Config)
 	if err != nil {
