@@ -11,10 +11,14 @@ set -euo pipefail
 GO=${GO:-go}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-status=0
-# The integration tests run sbf and sbf-kubevirt built from sbf's sources, outside this module,
-# whose files go test's cache does not look at: their digest, read by the tests, is in its key.
-SBF_SOURCES_ID=$(cd .. && git ls-files -z -- '*.go' go.mod go.sum ':!kubevirt' | xargs -0 cat | sha256sum)
+# The integration tests run sbf and sbf-kubevirt built from sbf's module, outside this one,
+# whose files go test's cache does not look at: the digest of those the two are built from
+# (compiled or embedded, and go.mod and go.sum), read by the tests, is in its key.
+tmpl='{{if and .Module (eq .Module.Path "github.com/sandboxforge/sbf")}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
+{{end}}{{end}}'
+SBF_SOURCES_ID=$({ "$GO" list -deps -f "$tmpl" ./cmd/sbf-kubevirt && (cd .. && "$GO" list -deps -f "$tmpl" ./cmd/sbf) &&
+  echo ../go.mod && echo ../go.sum; } | sort -u | tr '\n' '\0' | xargs -0 cat | sha256sum)
 export SBF_SOURCES_ID
 status=0
 # The parallel tests wait on leases and boots, not the CPU: four at a time, as the race step
