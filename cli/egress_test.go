@@ -26,6 +26,7 @@ import (
 // lets an allowed name through and refuses another; when QEMU exits, the
 // proxy goes and takes its socket with it.
 func TestEgressQEMURunsTheProxyForAsLongAsQEMU(t *testing.T) {
+	testutil.CoverSources(t) // it runs sbf without a helper that does
 	dir := t.TempDir()
 	upstream := testutil.ServeTCP(t, func(c net.Conn) { io.WriteString(c, "hello from the allowed host\n") })
 	port := strconv.Itoa(upstream.Port)
@@ -153,6 +154,7 @@ func TestDoctorReportsAnUnenforceablePolicy(t *testing.T) {
 // but the ports the operator named: egress-qemu runs it under the host
 // guard, and the refusal is logged.
 func TestEgressQEMUKeepsEvenAnOpenGuestOffTheHost(t *testing.T) {
+	testutil.CoverSources(t) // it runs sbf without a helper that does
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("the stand-in QEMU is a bash script")
 	}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // The gitops workflow on a runner without sbf: its install step fetches the
@@ -21,7 +23,8 @@ import (
 // checks it, and the jobs run the sbf it installed. A tampered archive, or
 // a SHA256SUMS that is not the pinned one, fails the job before sbf runs.
 func TestGitopsInstallsPinnedRelease(t *testing.T) {
-	t.Parallel() // subprocesses and waits: it overlaps with the others
+	t.Parallel()             // subprocesses and waits: it overlaps with the others
+	testutil.CoverSources(t) // it runs sbf without a helper that does
 	if runtime.GOOS != "linux" {
 		t.Skip("the install script's archive here is a linux one")
 	}

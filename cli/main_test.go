@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers/sim"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 type result struct {
@@ -40,6 +41,7 @@ func sbfWithStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...
 // testGetenv is the environment of an in-process sbf of this test: env,
 // then a HOME of its own, the sim allowed and sbf-server at hand.
 func testGetenv(t *testing.T, env map[string]string) func(string) string {
+	testutil.CoverSources(t) // its SBF_SERVER is the sbf-server built from them
 	home := testHome(t)
 	return func(k string) string {
 		if v, ok := env[k]; ok {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/v1import/leases/v1test"
 )
 
@@ -18,6 +19,7 @@ var coldInServer = []string{"modernc.org/sqlite", "modernc.org/libc", "github.co
 	"google.golang.org/protobuf"}
 
 func TestServerBinaryLinksNoColdModule(t *testing.T) {
+	testutil.CoverSources(t) // it runs sbf without a helper that does
 	linked := func(bin string) map[string]bool {
 		info, err := buildinfo.ReadFile(bin)
 		if err != nil {

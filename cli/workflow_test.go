@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/testutil"
 
 	"gopkg.in/yaml.v3"
 )
@@ -22,6 +23,7 @@ import (
 // The gitops example's workflow, run step by step against the sim driver
 // as a VM-capable runner would run it over a pull request's life.
 func TestGitopsWorkflowOnSim(t *testing.T) {
+	testutil.CoverSources(t) // it runs sbf without a helper that does
 	wf := loadWorkflow(t, examplesDir+"/gitops/.github/workflows/sandboxes.yml")
 	push, _ := wf.On["push"].(map[string]any)
 	if _, ok := wf.On["pull_request"]; !ok || push == nil || !slices.Contains(push["branches"].([]any), any("main")) {

@@ -5,8 +5,9 @@
 # capabilities the driver lacks, snapshots and clones, are counted, not failed.)
 # SBF_GO_TEST_COUNT is go test's -count: -count=1 (the default, and CI's: every test runs) or
 # empty (make test outside CI: a package whose code and inputs did not change is not run again;
-# the integration tests read the sources of the sbf and sbf-kubevirt they build, and the API
-# server's binaries, so their cache key covers them). Run from kubevirt/.
+# the integration tests read the sources of the sbf and sbf-kubevirt they build, below, so their
+# cache key covers them; make test's own step runs again when the API server's binaries change).
+# Run from kubevirt/.
 set -euo pipefail
 GO=${GO:-go}
 out=$(mktemp)
@@ -14,7 +15,9 @@ trap 'rm -f "$out"' EXIT
 # The integration tests run sbf and sbf-kubevirt built from sbf's module, outside this one,
 # whose files go test's cache does not look at: the digest of those the two are built from
 # (compiled or embedded, and go.mod and go.sum), read by the tests, is in its key.
-tmpl='{{if and .Module (eq .Module.Path "github.com/sandboxforge/sbf")}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+outer=$(cd .. && "$GO" list -m)
+tmpl='{{if and .Module (eq .Module.Path "'"$outer"'")}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .CgoFiles}}{{$d}}/{{.}}
 {{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
 {{end}}{{end}}'
 SBF_SOURCES_ID=$({ "$GO" list -deps -f "$tmpl" ./cmd/sbf-kubevirt && (cd .. && "$GO" list -deps -f "$tmpl" ./cmd/sbf) &&

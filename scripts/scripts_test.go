@@ -267,10 +267,18 @@ func TestStableMtimesFollowContent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b, "edited"), []byte("E"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	git(b, "update-index", "--assume-unchanged", "d/in") // an edit git status does not show
+	if err := os.WriteFile(filepath.Join(b, "d/in"), []byte("Z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	edited, link, dir := mtime(filepath.Join(b, "edited")), mtime(filepath.Join(b, "link")), mtime(filepath.Join(b, "d"))
+	hidden := mtime(filepath.Join(b, "d/in"))
 	run(b)
 	run(ci, "CI=true")
-	for _, name := range []string{"same", "other", "d/in"} {
+	if mtime(filepath.Join(b, "d/in")) != hidden {
+		t.Error("a file git assumes unchanged got a time")
+	}
+	for _, name := range []string{"same", "other"} {
 		if mtime(filepath.Join(a, name)) != mtime(filepath.Join(b, name)) {
 			t.Errorf("%s: two clones' times differ", name)
 		}
@@ -280,6 +288,9 @@ func TestStableMtimesFollowContent(t *testing.T) {
 	}
 	if mtime(filepath.Join(a, "same")) == mtime(filepath.Join(a, "other")) {
 		t.Error("two contents share a time")
+	}
+	if mtime(filepath.Join(a, "d/in")) == mtime(filepath.Join(ci, "d/in")) {
+		t.Error("d/in: no time set")
 	}
 	if mtime(filepath.Join(b, "edited")) != edited || mtime(filepath.Join(b, "link")) != link {
 		t.Error("a changed file or a link got a time")

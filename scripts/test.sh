@@ -127,6 +127,9 @@ background "darwin type-check (drivers/vz)" make --no-print-directory check-darw
 # `go vet ./...` (make vet), without compiling every package a second time without -race.
 # A package's tests may take 20 minutes, not go test's 10: the jobs beside them share the cores.
 node_id="node $(node --version 2>&1)"
+# The node the MCP client tests run is outside the checkout: testutil.NPMCI reads this, so a
+# new node is in go test's key.
+export SBF_NODE_VERSION=$node_id
 step "go test -race (and go vet)" once "go test -race" "$node_id" \
   "$GO" test "${count[@]}" -race -vet=all -parallel 4 -timeout 20m ./...
 # Fuzz targets run for a bounded number of inputs: counts, not durations, because a

@@ -47,6 +47,10 @@ type fake struct {
 
 func newFake(t *testing.T) *fake {
 	t.Helper()
+	// The fake powershell's main is no part of this test binary: opened, it is in go test's key.
+	if f, err := os.Open("internal/fakehv/powershell/main.go"); err == nil {
+		f.Close()
+	}
 	f := &fake{t: t, dir: t.TempDir(), guest: sshtest.Start(t)}
 	t.Setenv("FAKE_HYPERV_DIR", f.dir)
 	f.base = filepath.Join(t.TempDir(), "base.vhdx")

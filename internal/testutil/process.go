@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +23,10 @@ func BuildSBF(pattern string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := recordSources(".."); err != nil { // before the build: what it is made of
+		os.RemoveAll(dir)
+		return "", err
+	}
 	// One go build for both: the packages they share are loaded and checked once. A folder
 	// as -o takes each command under its own name (sbf, sbf-server).
 	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
@@ -33,57 +35,6 @@ func BuildSBF(pattern string) (string, error) {
 		return "", fmt.Errorf("building sbf and sbf-server: %w\n%s", err, out)
 	}
 	return dir, nil
-}
-
-var covered struct {
-	once sync.Once
-	err  error
-}
-
-// CoverSources opens every file of this module that go build compiles or embeds into sbf and
-// sbf-server, and go.mod and go.sum, once per test process. go test caches a package's result
-// under its test binary and the files its tests opened (their sizes and times), and the test
-// binary of a package that runs sbf as a process links only part of what sbf is: without these
-// opens a change to the engine replayed the pass of a test that never ran the changed sbf. Only
-// a test can call it (go test hears of no file TestMain opens).
-func CoverSources(t testing.TB) {
-	t.Helper()
-	covered.once.Do(func() { covered.err = openSources("../cmd/sbf", "../cmd/sbf-server") })
-	if covered.err != nil {
-		t.Fatal(covered.err)
-	}
-}
-
-func openSources(commands ...string) error {
-	names, err := sourcesOf(commands...)
-	for _, name := range names {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("opening a source of %v: %w", commands, err)
-		}
-		f.Close()
-	}
-	return err
-}
-
-// sourcesOf lists the files of this module that go build compiles or embeds into the named
-// commands, and the module's go.mod and go.sum.
-func sourcesOf(commands ...string) ([]string, error) {
-	tmpl := `{{if and .Module .Module.Main}}{{$d := .Dir}}{{.Module.GoMod}}
-{{range .GoFiles}}{{$d}}/{{.}}
-{{end}}{{range .CgoFiles}}{{$d}}/{{.}}
-{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
-{{end}}{{end}}`
-	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", tmpl}, commands...)...).Output()
-	if err != nil {
-		return nil, fmt.Errorf("listing the sources of %v: %w", commands, err)
-	}
-	names := strings.Fields(string(out))
-	if len(names) > 0 {
-		names = append(names, filepath.Join(filepath.Dir(names[0]), "go.sum"))
-	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
 }
 
 var servingMCP = lazyre.New(`serving MCP on (\S+) \(every request needs the bearer token in (.+)\)$`)
