@@ -131,5 +131,8 @@ func intoPlace(root, dest string, files map[string][]byte, finish func(tmp strin
 	if err := os.RemoveAll(dest); err != nil { // an older, incomplete one
 		return err
 	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700 would keep other users out
+		return err
+	}
 	return os.Rename(tmp, dest)
 }
