@@ -95,8 +95,8 @@ fi
 # cached on the machine). In CI (CI=true) they must run: a green run that tested none of them
 # would hide a broken cache. Elsewhere a machine without them skips them, saying so loudly and
 # how to run them, unless SBF_KUBE_REQUIRED=1 asks for them too. They run after the race tests,
-# not beside them: tried beside them, a change to the engine took 208 s rather than ~330 s,
-# but under the load one run's kill in a crash test missed the window it aims at.
+# not beside them: tried beside them, under the load one run's kill in a crash test missed the
+# window it aims at.
 KUBE_BINS=${KUBE_BINS:-${SBF_KUBE_BINS:-/var/cache/sandboxforge/kube-1.34.3}}
 kube_step=() kube_skipped=
 if [ -x "$KUBE_BINS/kube-apiserver" ] && [ -x "$KUBE_BINS/etcd" ]; then
