@@ -189,7 +189,7 @@ func (r *Resolved) checkBackends(b Backends) (errs Errors) {
 		named[p.Driver] = true
 	}
 	unlinked := func(path, driver string) {
-		if _, set := r.origins[path]; !set || driver == "auto" {
+		if r.origin(path) == nil || driver == "auto" {
 			return
 		}
 		if _, _, ok := b.Table(driver); !ok {
@@ -201,7 +201,7 @@ func (r *Resolved) checkBackends(b Backends) (errs Errors) {
 	tables := func(prefix string, t BackendTables) {
 		for _, name := range slices.Sorted(maps.Keys(t)) {
 			path := prefix + "." + name
-			if _, set := r.origins[path]; !set || named[name] {
+			if r.origin(path) == nil || named[name] {
 				continue
 			}
 			if _, _, ok := b.Table(name); !ok {
@@ -212,7 +212,7 @@ func (r *Resolved) checkBackends(b Backends) (errs Errors) {
 	}
 	unlinked("vm.driver", c.VM.Driver)
 	tables("vm", c.VM.Backends)
-	for _, name := range slices.Sorted(maps.Keys(c.Sandboxes)) {
+	for _, name := range r.names {
 		unlinked("sandboxes."+name+".driver", c.Sandboxes[name].Driver)
 		tables("sandboxes."+name, c.Sandboxes[name].Backends)
 	}

@@ -2,9 +2,7 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/sandboxforge/sbf/internal/policy"
@@ -74,9 +72,9 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 	}
 	lower("lease.default_ttl", &lease.DefaultTTL, "max_ttl", lease.MaxTTL)
 	lower("vm.ttl", &r.Config.VM.TTL, "max_ttl", lease.MaxTTL)
-	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
+	for _, name := range r.names {
 		sb := r.Config.Sandboxes[name]
-		if _, set := r.origins["sandboxes."+name+".ttl"]; set {
+		if r.origin("sandboxes."+name+".ttl") != nil {
 			lower("sandboxes."+name+".ttl", &sb.TTL, "max_ttl", lease.MaxTTL)
 		} else if row, _ := r.CeilingOf("max_ttl"); sb.TTL > lease.MaxTTL && row.ValueFrom == FromCeiling {
 			sb.TTL = lease.MaxTTL // inherited from vm.ttl, which said so
@@ -89,7 +87,7 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string) Ceiling {
 	path := "lease." + key
 	row := Ceiling{Key: key, Source: source, ValueFrom: SourceDefaults}
-	if l := r.origins[path]; l != nil {
+	if l := r.origin(path); l != nil {
 		row.ValueFrom = l.source
 	}
 	if ceiling <= 0 {
@@ -97,7 +95,7 @@ func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string) C
 		return row
 	}
 	row.Ceiling = ceiling
-	switch l := r.origins[path]; {
+	switch l := r.origin(path); {
 	case l == nil || l.global:
 		*v, row.ValueFrom = ceiling, FromCeiling
 	case *v > ceiling:

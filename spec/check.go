@@ -12,7 +12,7 @@ import (
 func (r *Resolved) crossCheck() Errors {
 	var errs Errors
 	c := &r.Config
-	for _, name := range slices.Sorted(maps.Keys(c.Sandboxes)) {
+	for _, name := range r.names {
 		sb := c.Sandboxes[name]
 		seen := map[string]bool{}
 		for i, svc := range sb.Services {

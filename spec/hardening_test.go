@@ -124,6 +124,16 @@ func TestHandEditedLeaseIsClampedToThePolicy(t *testing.T) {
 		!strings.Contains(r.Warnings[0].Message, "past lease.max_lifetime") {
 		t.Errorf("warnings = %v", r.Warnings)
 	}
+	for i, bound := range []string{"(24h after acquired_at 2026-11-25T10:00:00Z)",
+		"(24h after acquired_at 2026-11-25T11:00:00Z); the lease ends at 2026-11-26T11:00:00Z instead"} {
+		if len(r.Warnings) == 2 && !strings.Contains(r.Warnings[i].Message, bound) {
+			t.Errorf("warning %d = %q, want the bound %q", i, r.Warnings[i].Message, bound)
+		}
+	}
+	never := LeaseRecord{ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)} // acquired_at lost
+	if _, why := ClampLease(never, r.Config.Lease, now); !strings.Contains(why, "(24h from now)") {
+		t.Errorf("a lease with no acquired_at: %q, want the bound 24h from now", why)
+	}
 	// Without a clock the bound is max_lifetime after acquisition.
 	r, err = Load(Options{Backends: linked, Root: ws, Host: Host{OS: "linux"}})
 	if err != nil || r.Config.Leases["api"].ExpiresAt.Year() != 2026 {

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/sandboxforge/sbf/internal/hostpath"
@@ -31,8 +29,8 @@ func (r *Resolved) checkHostPaths(allowed []string) Errors {
 		}
 	}
 	mounts("vm.mounts", r.Config.VM.Mounts)
-	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
-		if _, own := r.origins["sandboxes."+name+".mounts"]; own {
+	for _, name := range r.names {
+		if r.origin("sandboxes."+name+".mounts") != nil {
 			mounts("sandboxes."+name+".mounts", r.Config.Sandboxes[name].Mounts)
 		}
 	}

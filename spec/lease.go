@@ -20,23 +20,23 @@ func ClampLease(l LeaseRecord, pol Lease, now time.Time) (out LeaseRecord, why s
 		out.AcquiredAt = now.UTC().Truncate(time.Second)
 		why = fmt.Sprintf("acquired_at %s is in the future", stamp(l.AcquiredAt))
 	}
-	limit, bound := time.Time{}, ""
+	// The bound is described only when it moves the lease: every load
+	// clamps every lease, and almost none moves.
+	limit, fromNow := time.Time{}, false
 	if !out.AcquiredAt.IsZero() {
-		limit, bound = out.AcquiredAt.Add(
-			life,
-		), fmt.Sprintf(
-			"%s after acquired_at %s",
-			pol.MaxLifetime,
-			stamp(out.AcquiredAt),
-		)
+		limit = out.AcquiredAt.Add(life)
 	}
 	if !now.IsZero() && (limit.IsZero() || now.Add(life).Before(limit)) {
-		limit, bound = now.Add(life), fmt.Sprintf("%s from now", pol.MaxLifetime)
+		limit, fromNow = now.Add(life), true
 	}
 	if !limit.IsZero() && out.ExpiresAt.After(limit) {
 		out.ExpiresAt = limit.UTC()
 		if why != "" {
 			why += "; "
+		}
+		bound := fmt.Sprintf("%s after acquired_at %s", pol.MaxLifetime, stamp(out.AcquiredAt))
+		if fromNow {
+			bound = fmt.Sprintf("%s from now", pol.MaxLifetime)
 		}
 		why += fmt.Sprintf("expires_at %s is past lease.max_lifetime (%s)", stamp(l.ExpiresAt), bound)
 	}

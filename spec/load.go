@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,9 +88,10 @@ type Resolved struct {
 	Warnings Errors `json:"warnings,omitempty"`
 	// Ceilings are the operator's limits, the values in effect and where
 	// each came from.
-	Ceilings []Ceiling         `json:"ceilings,omitempty"`
-	origins  map[string]*layer // path → the layer that set it last
-	src      *sources          // the file layers it was resolved from
+	Ceilings []Ceiling `json:"ceilings,omitempty"`
+	layers   []*layer  // the layers merged, last the strongest (origin)
+	names    []string  // Config.Sandboxes' names, sorted: each check walks them in this order
+	src      *sources  // the file layers it was resolved from
 }
 
 // Load resolves the layered desired state. When any layer has problems it
@@ -175,13 +178,13 @@ func (src *sources) resolve(managed *Managed) (*Resolved, error) {
 		return r, errs
 	}
 	merged := map[string]any{}
-	r.origins = map[string]*layer{}
 	for _, l := range layers {
 		mergeTrees(merged, cloneTree(l.tree))
-		recordOrigins(r.origins, l, l.tree, "")
 	}
+	r.layers = layers
 	assign(merged, reflect.ValueOf(&r.Config).Elem())
 	r.Config.Sandboxes = resolveSandboxes(merged, r.Config.VM, r.Config.Network)
+	r.names = slices.Sorted(maps.Keys(r.Config.Sandboxes))
 	r.Config.Pools = resolvePools(merged, r.Config.VM)
 	r.AdHoc = adHocSandboxes(layers, r.Config.Sandboxes, filepath.Join(root, Dir, OverridesFile))
 	r.applyCeilings(opts.Ceilings, layers)
@@ -370,21 +373,45 @@ func (o Options) Resolved() (Options, error) {
 	return o, nil
 }
 
-func recordOrigins(origins map[string]*layer, l *layer, t map[string]any, path string) {
-	for k, v := range t {
-		p := childPath(path, k)
-		origins[p] = l
-		if m, ok := v.(map[string]any); ok {
-			recordOrigins(origins, l, m, p)
+// origin is the last layer that set path (keys joined with dots), nil
+// when none did. The layers' trees are asked, not an index of every key
+// of every layer: a load asks a few paths of each sandbox, and building
+// the index cost more than all the asking.
+func (r *Resolved) origin(path string) *layer {
+	for i := len(r.layers) - 1; i >= 0; i-- {
+		if treeHas(r.layers[i].tree, path) {
+			return r.layers[i]
 		}
 	}
+	return nil
+}
+
+// treeHas says whether t holds path; a key may itself hold dots (quoted),
+// so each dot is tried as the end of the first key.
+func treeHas(t map[string]any, path string) bool {
+	for i := 0; i <= len(path); i++ {
+		if i < len(path) && path[i] != '.' {
+			continue
+		}
+		v, ok := t[path[:i]]
+		if !ok {
+			continue
+		}
+		if i == len(path) {
+			return true
+		}
+		if sub, isTable := v.(map[string]any); isTable && treeHas(sub, path[i+1:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // errorAt points at where the winning value for path (or the nearest
 // enclosing key that has one) was written.
 func (r *Resolved) errorAt(path, msg string) Error {
 	for p := path; p != ""; {
-		if l, ok := r.origins[p]; ok {
+		if l := r.origin(p); l != nil {
 			return l.errorAt(path, false, msg)
 		}
 		i := strings.LastIndexAny(p, ".[")

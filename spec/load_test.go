@@ -450,3 +450,26 @@ func TestFindWorkspaceWalksUp(t *testing.T) {
 		t.Errorf("FindWorkspaceWithin(top a) = %q %v", got, ok)
 	}
 }
+
+// A path's origin is the last layer whose tree holds it, keys quoted with
+// dots included, as the warnings and ceilings that ask for it expect.
+func TestOriginIsTheLastLayerThatSetAPath(t *testing.T) {
+	file := &layer{source: "file", tree: map[string]any{"sandboxes": map[string]any{
+		"api": map[string]any{"ttl": "1h", "env": map[string]any{"A.B": "x"}}}}}
+	managed := &layer{source: "managed", tree: map[string]any{"sandboxes": map[string]any{
+		"api": map[string]any{"ttl": "2h"}}, "leases": map[string]any{"api": map[string]any{}}}}
+	r := &Resolved{layers: []*layer{file, managed}}
+	for path, want := range map[string]string{
+		"sandboxes.api.ttl": "managed", "sandboxes.api": "managed", "sandboxes.api.env": "file",
+		"sandboxes.api.env.A.B": "file", "leases.api": "managed", "sandboxes.api.env.A": "",
+		"sandboxes.web": "", "sandboxes.api.ttl.x": "", "": "",
+	} {
+		got := ""
+		if l := r.origin(path); l != nil {
+			got = l.source
+		}
+		if got != want {
+			t.Errorf("origin(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

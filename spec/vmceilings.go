@@ -23,7 +23,7 @@ func (r *Resolved) holdVMSizes(c policy.Ceilings) Errors {
 	}
 	vm := &r.Config.VM
 	errs := hold("vm", &vm.CPUs, &vm.MemoryGiB, &vm.DiskGiB)
-	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
+	for _, name := range r.names {
 		sb := r.Config.Sandboxes[name]
 		errs = append(errs, hold("sandboxes."+name, &sb.CPUs, &sb.MemoryGiB, &sb.DiskGiB)...)
 		r.Config.Sandboxes[name] = sb
@@ -46,7 +46,7 @@ func holdSize[T int | float64](r *Resolved, path string, v *T, c policy.Ceiling[
 		return nil
 	}
 	why := fmt.Sprintf("%v is above the operator's ceiling %v (%s)", *v, c.Value, c.Source)
-	l := r.origins[path]
+	l := r.origin(path)
 	if l != nil && l.source == SourceRequest {
 		return Errors{l.errorAt(path, false, why+"; ask for "+fmt.Sprint(c.Value)+" or less")}
 	}
