@@ -117,6 +117,7 @@ func liveRows(rows []reconcile.SandboxStatus, all bool) (kept []reconcile.Sandbo
 	if all {
 		return rows, 0
 	}
+	kept = rows[:0] // in place: the rows are each caller's own
 	for _, r := range rows {
 		if r.Ended() {
 			ended++

@@ -310,7 +310,7 @@ func problemsError(p *plan.Plan) error {
 
 // SortedSandboxes lists a result's sandbox names: declared and recorded.
 func (r *Result) SortedSandboxes() []string {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, max(len(r.Resolved.Config.Sandboxes), len(r.recorded.Sandboxes)))
 	for n := range r.Resolved.Config.Sandboxes {
 		seen[n] = true
 	}

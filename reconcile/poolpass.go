@@ -43,7 +43,7 @@ func (e *Engine) observe(ctx context.Context, r *spec.Resolved, d plan.Desired, 
 // adopted spare keeps its own name), for looking into guests.
 func bindInstances(d plan.Desired, rec *state.File, obs plan.Observed) plan.Desired {
 	out := d
-	out.Sandboxes = map[string]plan.DesiredSandbox{}
+	out.Sandboxes = make(map[string]plan.DesiredSandbox, len(d.Sandboxes))
 	for name, ds := range d.Sandboxes {
 		ds.Instance = plan.InstanceFor(d.WorkspaceID, name, rec.Sandboxes[name], obs)
 		ds.VM.Name = ds.Instance

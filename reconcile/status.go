@@ -64,8 +64,12 @@ func (s SandboxStatus) Ended() bool { return s.Phase.Terminal() && s.Drift == ""
 
 // Status combines desired, recorded and observed state per sandbox.
 func (r *Result) Status() []SandboxStatus {
-	var out []SandboxStatus
-	for _, name := range r.SortedSandboxes() {
+	var out []SandboxStatus // nil when there are none, as JSON's null
+	names := r.SortedSandboxes()
+	if len(names) > 0 {
+		out = make([]SandboxStatus, 0, len(names))
+	}
+	for _, name := range names {
 		sb, declared := r.Resolved.Config.Sandboxes[name]
 		row := SandboxStatus{Name: name, Declared: declared, Phase: state.Pending, Instance: r.InstanceOf(name)}
 		if declared {

@@ -57,8 +57,12 @@ type Observed struct {
 // not be listed; labels which drivers keep ownership labels.
 func NewObserved(workspaceID string, listed map[string][]drivers.Instance, failed map[string]error,
 	labels map[string]bool) Observed {
-	obs := Observed{Instances: map[string]drivers.Instance{}, Unavailable: map[string]error{}, Owned: map[string]string{},
-		PoolNames: map[string]bool{}, Labels: map[string]bool{}}
+	n := 0
+	for _, insts := range listed {
+		n += len(insts)
+	}
+	obs := Observed{Instances: make(map[string]drivers.Instance, n), Unavailable: map[string]error{},
+		Owned: map[string]string{}, PoolNames: map[string]bool{}, Labels: map[string]bool{}}
 	tag := drivers.WorkspaceTag(workspaceID)
 	for _, name := range slices.Sorted(maps.Keys(listed)) {
 		obs.Labels[name] = labels[name]

@@ -155,7 +155,7 @@ func Found(d Desired, rec *state.File, obs Observed) []string {
 }
 
 func sandboxNames(d Desired, rec *state.File, obs Observed) []string {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, max(len(d.Sandboxes), len(rec.Sandboxes)))
 	for name := range d.Sandboxes {
 		seen[name] = true
 	}

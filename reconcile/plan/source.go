@@ -32,13 +32,15 @@ func (s *Source) String() string {
 
 // resolveSources finds, for each sandbox made from another's disk, the
 // instance and snapshot it is made from; the desired state is copied,
-// not changed.
+// not changed (copied when a sandbox has a source: most plans have none).
 func resolveSources(d Desired, rec *state.File, obs Observed) Desired {
-	out := d
-	out.Sandboxes = maps.Clone(d.Sandboxes)
+	out, copied := d, false
 	for name, ds := range d.Sandboxes {
 		if ds.CloneOf == "" && ds.FromSnapshot == "" {
 			continue
+		}
+		if !copied {
+			out.Sandboxes, copied = maps.Clone(d.Sandboxes), true
 		}
 		ds.Source, ds.SourceErr = resolveSource(d, rec, obs, ds)
 		out.Sandboxes[name] = ds
