@@ -90,7 +90,7 @@ type Resolved struct {
 	// each came from.
 	Ceilings []Ceiling `json:"ceilings,omitempty"`
 	layers   []*layer  // the layers merged, last the strongest (origin)
-	names    []string  // Config.Sandboxes' names, sorted: each check walks them in this order
+	names    []string  // Config.Sandboxes' names as resolved, sorted: the order resolve's checks walk
 	src      *sources  // the file layers it was resolved from
 }
 

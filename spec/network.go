@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/sandboxforge/sbf/egress"
@@ -55,7 +54,7 @@ func (src *sources) checkRequestNarrows(r *Resolved, managed *Managed) Errors {
 	if why := narrowerNetwork(files.Config.Network, r.Config.Network); why != "" {
 		errs = append(errs, r.errorAt("network", "a request may only narrow the network policy: "+why))
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.Config.Sandboxes)) {
+	for _, name := range r.names {
 		base := files.Config.Network
 		if sb, ok := files.Config.Sandboxes[name]; ok {
 			base = sb.Network

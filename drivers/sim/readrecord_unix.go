@@ -4,7 +4,6 @@ package sim
 
 import (
 	"io/fs"
-	"slices"
 	"syscall"
 )
 
@@ -26,7 +25,7 @@ func readRecord(path string, buf []byte) ([]byte, error) {
 	data := buf[:0]
 	for {
 		if len(data) == cap(data) { // a record larger than any sbf writes: read on
-			data = slices.Grow(slices.Clone(data), len(data))
+			data = append(make([]byte, 0, 2*cap(data)), data...)
 		}
 		n, err := retryEINTR(func() (int, error) { return syscall.Read(fd, data[len(data):cap(data)]) })
 		if err != nil {

@@ -336,7 +336,7 @@ func (d *Driver) begin(ctx context.Context, op, name string) error {
 }
 
 // path is filepath.Join's path without its Clean, which cost List more
-// than its reads (d.dir is clean, and names are the engine's instance names).
+// than its reads (d.dir is clean; callers pass valid instance names).
 func (d *Driver) path(name string) string {
 	const sep = string(filepath.Separator)
 	return d.dir + sep + "instances" + sep + name + ".json"

@@ -64,3 +64,21 @@ func TestSourceOf(t *testing.T) {
 		t.Errorf("with no state, a bare name's source is %q", got)
 	}
 }
+
+// Resolving sources fills in the copy a plan reads, never the desired
+// state it was given (a caller may plan it again); a desired state with no
+// copies in it is handed back as it is.
+func TestResolveSourcesLeavesItsInputAlone(t *testing.T) {
+	d := Desired{Sandboxes: map[string]DesiredSandbox{"api": {Name: "api"}, "copy": {Name: "copy", CloneOf: "api"}}}
+	out := resolveSources(d, &state.File{Sandboxes: map[string]*state.Sandbox{}}, Observed{})
+	if d.Sandboxes["copy"].Source != nil || d.Sandboxes["copy"].SourceErr != nil {
+		t.Errorf("the input was changed: %+v", d.Sandboxes["copy"])
+	}
+	if out.Sandboxes["copy"].SourceErr == nil {
+		t.Errorf("a clone of a sandbox with no VM resolved to %+v, want an error", out.Sandboxes["copy"])
+	}
+	delete(d.Sandboxes, "copy")
+	if same := resolveSources(d, nil, Observed{}); len(same.Sandboxes) != 1 {
+		t.Errorf("without copies: %v", same.Sandboxes)
+	}
+}
