@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -16,11 +17,24 @@ var indentCorpus = []string{
 	`[{"name":"api","expires_at":"2026-11-30T22:49:25Z","declared":true,"drift":""},{"name":"web"}]`,
 }
 
-// appendIndented writes what json.Indent writes, byte for byte.
+// indentTo writes what json.Indent writes, byte for byte, in pieces when
+// there is more than one piece's worth.
 func TestIndentedIsJSONIndent(t *testing.T) {
 	for _, src := range indentCorpus {
 		checkIndented(t, []byte(src))
 	}
+	rows := make([]map[string]any, 3000)
+	for i := range rows {
+		rows[i] = map[string]any{"name": fmt.Sprintf("sb%04d", i), "live": "running", "tags": []string{"a", "{"}}
+	}
+	big, err := json.Marshal(map[string]any{"sandboxes": rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(big) < 2*indentPiece {
+		t.Fatalf("%d bytes: too few for pieces", len(big))
+	}
+	checkIndented(t, big)
 }
 
 func FuzzIndentedIsJSONIndent(f *testing.F) {
@@ -46,8 +60,13 @@ func checkIndented(t *testing.T, src []byte) {
 	if err := json.Indent(&want, src, "", "  "); err != nil {
 		t.Fatalf("%s: %v", src, err)
 	}
-	if got := appendIndented(nil, src); !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("%s indented:\n%s\nwant:\n%s", src, got, want.Bytes())
+	var got bytes.Buffer
+	rest, err := indentTo(&got, nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Write(rest); !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("%.200s indented:\n%.2000s\nwant:\n%.2000s", src, got.Bytes(), want.Bytes())
 	}
 }
 

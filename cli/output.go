@@ -17,15 +17,25 @@ func writeJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(appendIndented(make([]byte, 0, 2*len(data)), data), '\n'))
+	rest, err := indentTo(w, make([]byte, 0, indentPiece), data)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(rest, '\n'))
 	return err
 }
 
-// appendIndented appends src, compact JSON as json.Marshal writes it, as
-// json.Indent(dst, src, "", "  ") would: a status of 1,000 sandboxes is
-// 350 KB, which json.Indent's validating scanner took longer to indent than
-// json.Marshal to write. (json.Marshal's output is valid: nothing to check.)
-func appendIndented(dst, src []byte) []byte {
+// indentPiece is how much indented JSON indentTo holds before writing it:
+// a 1,000-sandbox status is 350 KB compact and twice that indented.
+const indentPiece = 64 << 10
+
+// indentTo writes src, compact JSON as json.Marshal writes it, to w as
+// json.Indent(dst, src, "", "  ") would, indentPiece at a time through buf,
+// and returns what it has not written yet. json.Indent's validating scanner
+// took longer to indent a status than json.Marshal to write it
+// (json.Marshal's output is valid: nothing to check).
+func indentTo(w io.Writer, buf, src []byte) ([]byte, error) {
+	dst := buf
 	depth := 0
 	newline := func() {
 		dst = append(dst, '\n')
@@ -58,8 +68,14 @@ func appendIndented(dst, src []byte) []byte {
 		default:
 			dst = append(dst, c)
 		}
+		if len(dst) >= indentPiece {
+			if _, err := w.Write(dst); err != nil {
+				return nil, err
+			}
+			dst = dst[:0]
+		}
 	}
-	return dst
+	return dst, nil
 }
 
 // stringEnd is the index just past the JSON string that starts at src[i].
