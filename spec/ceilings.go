@@ -87,7 +87,8 @@ func (r *Resolved) applyCeilings(c policy.Ceilings, layers []*layer) {
 func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string) Ceiling {
 	path := "lease." + key
 	row := Ceiling{Key: key, Source: source, ValueFrom: SourceDefaults}
-	if l := r.origin(path); l != nil {
+	l := r.origin(path)
+	if l != nil {
 		row.ValueFrom = l.source
 	}
 	if ceiling <= 0 {
@@ -95,7 +96,7 @@ func holdTo[T number](r *Resolved, key string, v *T, ceiling T, source string) C
 		return row
 	}
 	row.Ceiling = ceiling
-	switch l := r.origin(path); {
+	switch {
 	case l == nil || l.global:
 		*v, row.ValueFrom = ceiling, FromCeiling
 	case *v > ceiling:
