@@ -16,6 +16,7 @@ import (
 // sbf itself, as a person runs it: it finds sbf-kubevirt next to its own executable,
 // asks it in sbf doctor, and converges and destroys a sandbox through it.
 func TestSbfFindsThePluginBesideItself(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sbf := sbfBinary(t)
 	ws, home := t.TempDir(), t.TempDir()

@@ -16,6 +16,7 @@ import (
 
 // The contract holds through the plugin process and its protocol, as sbf uses them.
 func TestContractThroughThePlugin(t *testing.T) {
+	t.Parallel()
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) drivertest.World {
 			s := newSpace(t, quick)

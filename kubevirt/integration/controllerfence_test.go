@@ -103,6 +103,7 @@ func startControllerReplica(t *testing.T, s space, id, kubeconfig string) (*exec
 // fence is for (the loop checks the Lease before each deletion); before it, a's loop went
 // on deleting for the whole freeze.
 func TestOneControllerActsWhenTheLeaderIsFrozenCutOffOrKilled(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"frozen", "partitioned", "killed"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

@@ -23,6 +23,7 @@ import (
 // earlier on the cluster (an operator's edit; a cluster clock ahead of the laptop's), so
 // this host's clock says the lease is live: only the controller's Event tells.
 func TestAClusterExpiryReachesStatusAndHistory(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sbf := sbfBinary(t)
 	ws, home := t.TempDir(), t.TempDir()

@@ -114,6 +114,7 @@ func manifests(t *testing.T, system, vms string) []*unstructured.Unstructured {
 // dry run, from the Deployments' templates); both Deployments act on the VMs' namespace,
 // where a VM starts (its launcher pod, which restricted refuses, admitted).
 func TestTheManifestsKeepTheVMsApartFromRestrictedControllers(t *testing.T) {
+	t.Parallel()
 	vms := newSpace(t, quick)
 	system := cluster.Namespace(t)
 	ctx := context.Background()
@@ -239,6 +240,7 @@ func restrict(t *testing.T, ns string) {
 // sbf-kubevirt version names a version even when built without one (go build: the VCS
 // revision Go embeds, else "devel"), so a report says what ran.
 func TestVersionIsNeverEmpty(t *testing.T) {
+	t.Parallel()
 	kubetest.Need(t, cluster) // the binary is built with the cluster
 	out, err := exec.Command(plugin, "version").Output()
 	if err != nil {

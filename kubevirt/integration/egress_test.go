@@ -59,6 +59,7 @@ func (w *workspace) selectedBy(t *testing.T, np *networkingv1.NetworkPolicy) []c
 // NetworkPolicy on the VM's launcher pod, follows the spec, and goes with the sandbox; a
 // name rule is refused, coded, with next steps.
 func TestANetworkPolicyThroughTheEngine(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t, newSpace(t, quick), "")
 	w.network(t, `egress = "deny"`)
 	if _, err := w.apply(); err != nil {

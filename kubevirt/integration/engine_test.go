@@ -92,6 +92,7 @@ func (w *workspace) vms(t *testing.T) []kv.VirtualMachine {
 }
 
 func TestTheLoopExpiresAndDeletesTheVM(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t, newSpace(t, quick), "")
 	res, err := w.apply()
 	if err != nil {
@@ -130,6 +131,7 @@ func TestTheLoopExpiresAndDeletesTheVM(t *testing.T) {
 }
 
 func TestALostStateFileIsRebuiltFromLabels(t *testing.T) {
+	t.Parallel()
 	w := newWorkspace(t, newSpace(t, quick), "")
 	if _, err := w.apply(); err != nil {
 		t.Fatal(err)
@@ -155,6 +157,7 @@ func TestALostStateFileIsRebuiltFromLabels(t *testing.T) {
 }
 
 func TestAForeignVMIsNeverTouched(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	w := newWorkspace(t, s, "")
 	s.addForeign(t, "default")
@@ -176,6 +179,7 @@ func TestAForeignVMIsNeverTouched(t *testing.T) {
 // A VM named exactly as sbf names the sandbox's, but made by someone else, is neither
 // adopted nor changed: the create fails and says so.
 func TestAVMNamedLikeSbfsButNotItsIsRefused(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	w := newWorkspace(t, s, "")
 	_, id, err := spec.WorkspaceIdentity(w.root)
@@ -195,6 +199,7 @@ func TestAVMNamedLikeSbfsButNotItsIsRefused(t *testing.T) {
 }
 
 func TestAnRBACRefusalIsCodedWithNextSteps(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	nobody := kubetest.Kubeconfig(t, cluster.User(t, "nobody", s.ns, nil))
 	w := newWorkspace(t, s, nobody)

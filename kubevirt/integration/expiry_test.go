@@ -138,6 +138,7 @@ func (s space) addSbfVM(t *testing.T, name, leaseEnd string) {
 // their grace and VMs whose annotation does not parse keep their resourceVersion; the sbf that made the VM
 // records the sandbox expired at its next run.
 func TestTheControllerExpiresAVMNoSbfRunsFor(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	w := newWorkspace(t, s, "")
 	if _, err := w.apply(); err != nil {
@@ -201,6 +202,7 @@ func TestTheControllerExpiresAVMNoSbfRunsFor(t *testing.T) {
 // A renewal by any sbf moves the annotation; the controller follows it instead of the
 // lease end it first saw.
 func TestTheControllerFollowsARenewal(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	w := newWorkspace(t, s, "")
 	if _, err := w.apply(); err != nil {
@@ -236,6 +238,7 @@ func TestTheControllerFollowsARenewal(t *testing.T) {
 // The shipped command, on the wall clock: a VM whose lease ends two seconds from now is
 // deleted within a second of that end.
 func TestTheControllerCommandExpiresOnTime(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	end := time.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
 	s.addSbfVM(t, "short", end.Format(time.RFC3339))
@@ -267,6 +270,7 @@ func TestTheControllerCommandExpiresOnTime(t *testing.T) {
 // lease annotation moved) keeps the VM; any other write (KubeVirt writing the VM's status)
 // does not save it, and it goes in that same pass.
 func TestAWriteRacingTheExpiry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		write   func(vm *kv.VirtualMachine)
@@ -321,6 +325,7 @@ func TestAWriteRacingTheExpiry(t *testing.T) {
 // the lease on create) goes once the grace from its creation is over, and an Event on it
 // says why; a VM still in its grace stays.
 func TestAVMWithNoLeaseGoesAfterTheGrace(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	s.addSbfVM(t, "unleased", "")
 	made := s.vm(t, "unleased").CreationTimestamp.Time

@@ -52,7 +52,8 @@ func stopKubeVirt(t *testing.T) {
 
 // With KubeVirt's CRDs there but KubeVirt not running, a start and a delete say so at
 // once, coded with next steps, instead of waiting out the start timeout (a minute here)
-// for a VMI nobody will make or remove.
+// for a VMI nobody will make or remove. Not parallel: KubeVirt is down for the whole cluster,
+// so it runs alone, before the parallel tests start.
 func TestStartAndDeleteDoNotWaitForAKubeVirtThatIsNotRunning(t *testing.T) {
 	s := bareSpace(t)
 	stopKubeVirt(t)

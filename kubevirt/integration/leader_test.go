@@ -116,6 +116,7 @@ func holder(t *testing.T, s space) string {
 // and the other replica takes over once the Lease runs out; a replica shut down
 // gracefully stops its loop and then releases the Lease, which a third takes at once.
 func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	log := filepath.Join(t.TempDir(), "acting.log")
 	a := startReplica(t, s, "a", log)
@@ -188,6 +189,7 @@ func logTime(t *testing.T, line string, field int) time.Time {
 // The probes the Deployments use: serve-leader answers /healthz and /readyz, leader or
 // follower alike.
 func TestServeLeaderAnswersProbes(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -213,6 +215,7 @@ func TestServeLeaderAnswersProbes(t *testing.T) {
 // serve-leader with no --namespace, POD_NAMESPACE or SBF_KUBEVIRT_NAMESPACE keeps its Lease
 // in the namespace of the kubeconfig's context, as kubectl and the driver do.
 func TestServeLeaderTakesTheKubeconfigsNamespace(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	kc, err := clientcmd.LoadFromFile(s.kubeconfig)
 	if err != nil {

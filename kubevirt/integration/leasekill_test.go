@@ -40,6 +40,7 @@ const lateBound = 2 * time.Second
 // it within lateBound of that end. Before the fix the annotation came only after a run in
 // which the VM reached Running: killed earlier, the VM kept running for good.
 func TestAKilledApplyLeavesNoVMPastItsLease(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name string
 		// reached says whether the create got to the step, from the cluster, sbf's state

@@ -19,6 +19,7 @@ import (
 // deadline: held by another replica, or not renewed since (its supervisor frozen), a
 // create is refused, coded not_leading, and makes nothing; held and fresh, it goes ahead.
 func TestALoopThatCannotProveItLeadsWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	cs := kubernetes.NewForConfigOrDie(cluster.Config)
 	ctx := context.Background()

@@ -1,6 +1,10 @@
 // Package integration runs sbf's side of the kubevirt backend, as sbf runs it, against a
 // real kube-apiserver: the sbf-kubevirt plugin built from this module and started by
 // drivers/external, the reconcile engine on a workspace, and serve-leader replicas.
+//
+// Every test runs in parallel with the others (t.Parallel) in namespaces of its own, as most
+// wait on leases, boots and leader elections, not the CPU; cluster-wide objects they make carry
+// their namespace's name. The one test that changes the whole cluster (KubeVirt down) does not.
 package integration
 
 import (

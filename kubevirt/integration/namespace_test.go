@@ -16,6 +16,7 @@ import (
 // The namespace the kubeconfig's context names is the one sbf uses when
 // SBF_KUBEVIRT_NAMESPACE is not set, not a generated sbf-<tag> the user may not create.
 func TestTheContextsNamespaceIsUsed(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	kc, err := clientcmd.LoadFromFile(s.kubeconfig)
 	if err != nil {
@@ -51,6 +52,7 @@ func TestTheContextsNamespaceIsUsed(t *testing.T) {
 // A namespace sbf made for a workspace goes with the workspace's last VM; the namespace sbf
 // was given stays.
 func TestANamespaceSbfMadeGoesWithItsLastVM(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	ctx := context.Background()
 	env := s.env(t, clock.Real{}, s.kubeconfig)

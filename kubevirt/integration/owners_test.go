@@ -110,6 +110,7 @@ func heldBy(t *testing.T, s space) map[string]int {
 // bob's name or in none, nor hand hers to him. One more she makes by hand, past sbf, is
 // deleted by the controller, the newest of hers, with an Event; her first and bob's stay.
 func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1"})
@@ -213,6 +214,7 @@ func TestAnOwnersCeilingHoldsAcrossTwoIdentities(t *testing.T) {
 // VM she makes by hand past them is deleted by the controller, the newest, with an Event;
 // bob, holding one VM, is not touched, and sbf-kubevirt holders shows each one's use.
 func TestAnOwnersCPUAndMemoryCeilingsHold(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "0", driver.PolicyMaxCPUsPerOwner: "1",
@@ -276,6 +278,7 @@ func TestAnOwnersCPUAndMemoryCeilingsHold(t *testing.T) {
 // the shared namespace: with bob's sandbox running there, alice's laptop capped at one
 // instance makes hers.
 func TestATeammatesVMsDoNotCountAgainstAHostsCap(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	role := sh.rules["Role/sbf-kubevirt"]
@@ -303,6 +306,7 @@ func TestATeammatesVMsDoNotCountAgainstAHostsCap(t *testing.T) {
 // coded, with her ceiling; bob's second is refused at one; and the controller's pass leaves
 // alice's two.
 func TestAnOwnersExceptionHoldsInSbfAndTheController(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1",

@@ -13,6 +13,7 @@ import (
 // pod needs privileged): sbf apply says so at once, coded, with what to do, instead of
 // waiting out its start timeout on a VMI it calls "pending".
 func TestAVMThatPodSecurityStopsIsNamedNotPending(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	restrict(t, s.ns)
 	w := newWorkspace(t, s, "")

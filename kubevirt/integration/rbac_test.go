@@ -114,6 +114,7 @@ func (sh shipped) as(t *testing.T, user, sa string, skip ...string) *rest.Config
 // Lease, and may not make a VM in its own namespace nor touch the controller's Lease.
 // A forbidden call on any path fails it.
 func TestTheShippedRBACRunsEveryPathAndNoMore(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	sys := sh.system
@@ -256,6 +257,7 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) *testutil.SyncBu
 // The controller's probes (serve-leader's, as the Deployment points them) fail while its
 // passes fail, here because its ClusterRole is not bound, and pass while they succeed.
 func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		skip []string

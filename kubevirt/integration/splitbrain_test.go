@@ -103,6 +103,7 @@ func stamp(t *testing.T, line string) time.Time {
 // deadline, the loops overlapped 4.7 s and 1.0 s: client-go signals the command only after
 // its release of the Lease, which against a partitioned API takes a renew deadline more.)
 func TestALeaderCutOffFromTheAPIStopsBeforeTheFollowerStarts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		timings []string

@@ -19,6 +19,7 @@ import (
 // what is proven is the way to it: the pod is found by KubeVirt's label, the request goes
 // to the API server's pods/portforward of that pod, and RBAC's refusal of it is coded.
 func TestExecGoesThroughTheLauncherPodsPortForward(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	rules := []rbacv1.PolicyRule{}
 	for _, a := range driver.Needed {

@@ -43,6 +43,7 @@ runtime = false
 // whose laptop is capped at one instance, claims one spare and is refused the next there.
 // The admission policy lets claimed-by be set only once, by the claimer, on a ready spare.
 func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	shippedPolicy(t, sh, map[string]string{driver.PolicyMaxPerOwner: "1",
@@ -203,6 +204,7 @@ func TestATeammatesSpareIsClaimedByWhoeverAdoptsIt(t *testing.T) {
 // --all-owners` lists alice's VM as hers, with its sandbox and lease end, before he holds
 // any; once he applies, his own too, marked as his workspace's.
 func TestEveryTeammateSeesWhoHoldsWhat(t *testing.T) {
+	t.Parallel()
 	s := newSpace(t, quick)
 	sh := shippedRBAC(t, s)
 	role := sh.rules["Role/sbf-kubevirt"]

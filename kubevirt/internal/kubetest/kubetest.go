@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -78,6 +79,8 @@ func ReadSources(root string) error {
 type Cluster struct {
 	Env    *envtest.Environment
 	Config *rest.Config // an admin's
+
+	users sync.Mutex // envtest's AddUser is not safe for concurrent use (its CA counts serials)
 }
 
 // Start runs the API server, or returns nil and a reason to skip.
@@ -200,7 +203,9 @@ func (c *Cluster) Namespace(t testing.TB) string {
 func (c *Cluster) User(t testing.TB, name, namespace string, rules []rbacv1.PolicyRule,
 	groups ...string) *rest.Config {
 	t.Helper()
+	c.users.Lock()
 	u, err := c.Env.AddUser(envtest.User{Name: name, Groups: groups}, c.Config)
+	c.users.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
