@@ -79,6 +79,7 @@ func waitFor(t *testing.T, stderr *testutil.SyncBuffer, want string) {
 // sbf exec to a sandbox still booting says at once that it waits and for
 // what, and runs the command once the boot is over.
 func TestExecToABootingSandboxSaysItWaitsThenRuns(t *testing.T) {
+	t.Parallel()
 	dir, world, instance := bootingSandbox(t)
 	stderr, done := sbfAsync(t, "-C", dir, "exec", "api", "--", "echo", "hi")
 	waitFor(t, stderr, "sbf: sandbox api is still booting (held by SBF_SIM_BOOT until FinishBoot); "+
@@ -92,6 +93,7 @@ func TestExecToABootingSandboxSaysItWaitsThenRuns(t *testing.T) {
 // A sandbox that stops while sbf exec waits for its boot: exit 125 with
 // the cause, as docker's own failures.
 func TestExecToASandboxThatStopsBootingExits125(t *testing.T) {
+	t.Parallel()
 	dir, world, instance := bootingSandbox(t)
 	stderr, done := sbfAsync(t, "-C", dir, "exec", "api", "--", "true")
 	waitFor(t, stderr, "still booting")

@@ -24,6 +24,7 @@ func (deadConnection) Close() error      { return nil }
 // a broker that never ran a command nor saw its connection up waits, as a
 // VM still booting is not gone.
 func TestABrokerWhoseVMWentBeforeItsFirstCheckEnds(t *testing.T) {
+	t.Parallel()
 	for _, ran := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		var stopped atomic.Bool

@@ -12,6 +12,7 @@ import (
 // sbf cp follows docker cp's rules (docs/cp.md) in both directions: each
 // case copies into a fresh guest (or host) folder and lists what is there.
 func TestCopyFollowsDockerCp(t *testing.T) {
+	t.Parallel()
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
 	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {

@@ -27,6 +27,7 @@ var userUnfriendly = regexp.MustCompile("%!|<nil>|stringArray|mkdirat|extracting
 // → task → snapshot → destroy. Every output is read as they read it, and
 // each step does what its outcome line says.
 func TestFirstHourOnATerminal(t *testing.T) {
+	t.Parallel()
 	w := newSimWorkspace(t, "")
 	os.Remove(filepath.Join(w.root, spec.FileName))
 	write(t, filepath.Join(w.root, "src", "a.txt"), "a")

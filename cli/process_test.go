@@ -251,6 +251,7 @@ func TestConcurrentAppliesNeverCorruptState(t *testing.T) {
 // While an apply runs, plan and status say so instead of reporting the
 // half-done world as drift; with --lock-timeout they wait for it.
 func TestPlanAndStatusDuringAnApply(t *testing.T) {
+	t.Parallel()
 	w := newSimWorkspace(t, simSpec)
 	if r := w.run(nil, "apply", "--auto-approve", "--target", "api"); r.code != 0 {
 		t.Fatalf("first apply: %s", r.stderr)

@@ -9,6 +9,7 @@ import (
 // sbf stats samples each running sandbox; sbf health fails when one that
 // holds a lease does not answer.
 func TestStatsAndHealth(t *testing.T) {
+	t.Parallel()
 	w := applied(t)
 	w.must("exec", "api", "--", "true")
 	r := w.run(nil, "stats", "--json")

@@ -10,6 +10,7 @@ import (
 // sbf task logs -f prints a task's output as it comes, each piece once,
 // and returns when the task has ended.
 func TestTaskLogsFollow(t *testing.T) {
+	t.Parallel()
 	dir := simDir(t, simSpec)
 	env := map[string]string{"SBF_STATE_HOME": t.TempDir()}
 	if r := sbf(t, env, "apply", "-C", dir, "--auto-approve"); r.code != 0 {
