@@ -111,14 +111,19 @@ func onTerminal(t *testing.T, c *exec.Cmd, prompt, answer string) (int, string) 
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	// What the process wrote last may still be in the terminal: the reader
-	// ends once it has read it all (the terminal then reports its end). A
-	// loaded machine lost a status table to a close made at once.
+	return code, drained(tty, seen)
+}
+
+// drained is all a terminal's reader saw once the process on it ended. What
+// the process wrote last may still be in the terminal: the reader ends once
+// it has read it all (the terminal then reports its end). A loaded machine
+// lost a status table, and a trap's last line, to a close made at once.
+func drained(tty *os.File, seen <-chan string) string {
 	select {
 	case out := <-seen:
-		return code, out
+		return out
 	case <-time.After(5 * time.Second): // a process it left holds the terminal open
 	}
 	tty.Close()
-	return code, <-seen
+	return <-seen
 }

@@ -71,8 +71,7 @@ func interruptOnTerminal(t *testing.T, c *exec.Cmd, after string) (int, string) 
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	tty.Close()
-	return code, strings.ReplaceAll(<-seen, "\r\n", "\n")
+	return code, strings.ReplaceAll(drained(tty, seen), "\r\n", "\n")
 }
 
 // Ctrl-C at sbf exec reaches the command, and the command's own status
