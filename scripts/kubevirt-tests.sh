@@ -14,14 +14,12 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # The integration tests run sbf and sbf-kubevirt built from sbf's module, outside this one,
 # whose files go test's cache does not look at: the digest of those the two are built from
-# (compiled or embedded, and go.mod and go.sum), read by the tests, is in its key.
-outer=$(cd .. && "$GO" list -m)
-tmpl='{{if and .Module (eq .Module.Path "'"$outer"'")}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
-{{end}}{{range .CgoFiles}}{{$d}}/{{.}}
-{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
-{{end}}{{end}}'
-SBF_SOURCES_ID=$({ "$GO" list -deps -f "$tmpl" ./cmd/sbf-kubevirt && (cd .. && "$GO" list -deps -f "$tmpl" ./cmd/sbf) &&
-  echo ../go.mod && echo ../go.sum; } | sort -u | tr '\n' '\0' | xargs -0 cat | sha256sum)
+# (passed.sh's built_from), read by the tests, is in its key.
+# shellcheck source=passed.sh
+source ../scripts/passed.sh
+outer=$(cd .. && "$GO" list -m -f '{{.Dir}}')
+SBF_SOURCES_ID=$({ built_from "$outer" ./cmd/sbf-kubevirt && (cd .. && built_from "" ./cmd/sbf); } |
+  sha256sum | cut -c1-64)
 export SBF_SOURCES_ID
 status=0
 # The parallel tests wait on leases, boots and elections, not the CPU: eight at a time (the

@@ -213,6 +213,70 @@ once "unit tests" "$EXTRA" step`)
 	}
 }
 
+// once_built runs a step again when what its package is built from changes, committed or
+// not (its sources, a dependency's, its tests and testdata, go.mod), and not for a change to
+// a package it does not use; CI runs it always.
+func TestOnceBuiltFollowsWhatItsPackageIsBuiltFrom(t *testing.T) {
+	mod, scripts := t.TempDir(), t.TempDir()
+	self, err := filepath.Abs("passed.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		t.Helper()
+		os.MkdirAll(filepath.Join(mod, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/m\n\ngo 1.22\n")
+	write("a/a.go", "package a\n\nimport _ \"example.com/m/b\"\n")
+	write("a/a_test.go", "package a\n")
+	write("a/testdata/fuzz/FuzzA/seed", "go test fuzz v1\n")
+	write("b/b.go", "package b\n")
+	write("c/c.go", "package c\n")
+	ran := filepath.Join(scripts, "ran")
+	runs := 0
+	for _, c := range []struct {
+		what string
+		edit func()
+		env  string
+		runs bool
+	}{
+		{"a first run", func() {}, "", true},
+		{"nothing changed", func() {}, "", false},
+		{"a package it does not use", func() { write("c/c.go", "package c\n\nvar C = 1\n") }, "", false},
+		{"its dependency", func() { write("b/b.go", "package b\n\nvar B = 1\n") }, "", true},
+		{"its test", func() { write("a/a_test.go", "package a\n\nvar T = 1\n") }, "", true},
+		{"its fuzz corpus", func() { write("a/testdata/fuzz/FuzzA/seed2", "go test fuzz v1\n") }, "", true},
+		{"go.mod", func() { write("go.mod", "module example.com/m\n\ngo 1.23\n") }, "", true},
+		{"another count", func() {}, "2x", true},
+		{"CI", func() {}, "CI=true", true},
+		{"after CI", func() {}, "", false},
+	} {
+		c.edit()
+		cmd := exec.Command("bash", "-c", `set -euo pipefail; source "$SELF"
+once_built ./a "fuzz FuzzA" "${COUNT:-1x}" sh -c 'echo x >>"$RAN"'`)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "SELF="+self, "RAN="+ran, "CI=", "SBF_TEST_AGAIN=", "GOFLAGS=", "GOWORK=off",
+			"SBF_PASSED_DIR="+filepath.Join(scripts, "passed"))
+		if strings.HasSuffix(c.env, "x") {
+			cmd.Env = append(cmd.Env, "COUNT="+c.env)
+		} else if c.env != "" {
+			cmd.Env = append(cmd.Env, c.env)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.what, err, out)
+		}
+		data, _ := os.ReadFile(ran)
+		if got := strings.Count(string(data), "x"); got-runs != map[bool]int{true: 1, false: 0}[c.runs] {
+			t.Fatalf("%s: ran %d times, want %v\n%s", c.what, got-runs, c.runs, out)
+		}
+		runs = strings.Count(string(data), "x")
+	}
+}
+
 // stable_mtimes gives a tracked file that matches HEAD a time that follows its content, the
 // same in every clone and another for another content; a changed file and a link keep theirs;
 // folders get one only when nothing is changed; CI is left alone.

@@ -134,8 +134,12 @@ step "go test -race (and go vet)" once "go test -race" "$node_id" \
   "$GO" test "${count[@]}" -race -vet=all -parallel 4 -timeout 20m ./...
 # Fuzz targets run for a bounded number of inputs: counts, not durations, because a
 # -fuzztime duration can fail spuriously at its deadline before Go 1.27 (Go issue 75804)
-# (and a count means the same on a loaded machine as on an idle one).
-fuzz() { "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100x "$3"; }
+# (and a count means the same on a loaded machine as on an idle one). Outside CI a target that
+# passed on what its package is built from is not run again (once_built), as go test's cache
+# does not run a test again: a change to the engine runs only the targets of packages that use it.
+fuzz() {
+  once_built "$3" "fuzz $1" "$2" "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100x "$3"
+}
 fuzz_all() { # chained: it runs in a || list (background), where set -e is off
   fuzz FuzzLoad 3000x ./spec &&
     fuzz FuzzLoadWithinLimits 30000x ./spec &&
@@ -144,7 +148,7 @@ fuzz_all() { # chained: it runs in a || list (background), where set -e is off
     fuzz FuzzUpsertEnv 20000x ./drivers/guest &&
     fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
 }
-background "fuzz (6 targets)" once "fuzz" "" fuzz_all
+background "fuzz (6 targets)" fuzz_all
 # The official MCP conformance suite against sbf serve (~20 s once installed; skipped, loudly,
 # only when npm's registry is unreachable).
 step "MCP conformance" once "MCP conformance" "" env GO="$GO" SBF_SKIP_STATUS=77 bash scripts/conformance.sh
