@@ -61,9 +61,9 @@ vet:
 
 # Every check CI runs (scripts/test.sh): the race-enabled tests with every
 # vet analyzer, vet for windows and the darwin type-check (beside the tests,
-# niced), bounded fuzz runs, the MCP conformance suite and the kubevirt tests
-# against a real kube-apiserver, each step timed and never silent for more
-# than 20 s.
+# niced), then the kubevirt tests against a real kube-apiserver with bounded
+# fuzz runs and the MCP conformance suite beside them, each step timed and
+# never silent for more than 20 s.
 test:
 	GO=$(GO) KUBE_BINS=$(KUBE_BINS) bash scripts/test.sh
 
