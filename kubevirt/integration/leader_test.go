@@ -189,7 +189,6 @@ func logTime(t *testing.T, line string, field int) time.Time {
 // The probes the Deployments use: serve-leader answers /healthz and /readyz, leader or
 // follower alike.
 func TestServeLeaderAnswersProbes(t *testing.T) {
-	t.Parallel()
 	s := newSpace(t, quick)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,7 +4,8 @@
 //
 // Every test runs in parallel with the others (t.Parallel) in namespaces of its own, as most
 // wait on leases, boots and leader elections, not the CPU; cluster-wide objects they make carry
-// their namespace's name. The one test that changes the whole cluster (KubeVirt down) does not.
+// their namespace's name. The test that changes the whole cluster (KubeVirt down) and those that
+// hand a child process a port they picked (freeAddrs) are not parallel: they run alone, first.
 package integration
 
 import (

@@ -21,7 +21,6 @@ import (
 // under owner="") and the rest summed as _other; the first two owners whose VMs were
 // deleted keep their series, later ones count as _other.
 func TestTheControllerCountsEachOwnersVMs(t *testing.T) {
-	t.Parallel()
 	s := newSpace(t, quick)
 	ahead, past := time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "2026-01-01T00:00:00Z"
 	for _, vm := range []struct{ name, owner, end string }{

@@ -257,7 +257,6 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) *testutil.SyncBu
 // The controller's probes (serve-leader's, as the Deployment points them) fail while its
 // passes fail, here because its ClusterRole is not bound, and pass while they succeed.
 func TestTheControllersProbesFailWhileItsPassesFail(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		skip []string
@@ -311,7 +310,9 @@ func freeAddr(t *testing.T) string {
 
 // freeAddrs is n distinct free loopback addresses: each listener stays open until all are
 // chosen, as two chosen one after the other can be the same port (the kernel hands a port
-// just freed out again), which made the probes and the metrics share one.
+// just freed out again), which made the probes and the metrics share one. A port is free only
+// until a child binds it: the tests that pick one this way are not parallel, so no other test
+// picks or dials it meanwhile (they run alone, before the parallel tests start).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	addrs := make([]string, 0, n)
