@@ -13,13 +13,13 @@ GO=${GO:-go}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # The integration tests run sbf and sbf-kubevirt built from sbf's module, outside this one,
-# whose files go test's cache does not look at: the digest of those the two are built from
-# (passed.sh's built_from), read by the tests, is in its key.
+# and read deploy/kubevirt's manifests, files go test's cache does not look at: the digest of
+# those (passed.sh's built_from and digest), read by the tests, is in its key.
 # shellcheck source=passed.sh
 source ../scripts/passed.sh
 outer=$(cd .. && "$GO" list -m -f '{{.Dir}}')
-SBF_SOURCES_ID=$({ built_from "$outer" ./cmd/sbf-kubevirt && (cd .. && built_from "" ./cmd/sbf); } |
-  sha256sum | cut -c1-64)
+SBF_SOURCES_ID=$({ built_from "$outer" ./cmd/sbf-kubevirt && (cd .. && built_from "" ./cmd/sbf) &&
+  digest "$outer" "$outer/deploy/kubevirt"; } | sha256sum | cut -c1-64)
 export SBF_SOURCES_ID
 status=0
 # The parallel tests wait on leases, boots and elections, not the CPU: eight at a time (the

@@ -10,9 +10,9 @@
 #                            step that runs one package's tests (a fuzz target) is not run again
 #                            for a change elsewhere, as go test's own cache does not run them.
 #   built_from ROOT PKG...   the digest of the files of the module at ROOT (the one at hand when
-#                            empty) that go builds PKG from, listed here: each package's Go, cgo
-#                            and embedded files and PKG's own tests and testdata, with the
-#                            module's go.mod and go.sum; their names and contents.
+#                            empty) that go builds PKG from, listed here: each package's Go, cgo,
+#                            assembly and embedded files and PKG's own tests and testdata, with
+#                            the module's go.mod and go.sum; their names and contents (digest).
 # The key is the committed tree (only with nothing changed or untracked, and no Go file ignored),
 # the Go toolchain ($GO) and the settings it builds with, LABEL, what the tests read from outside
 # the tree (the SBF_ variables, which tools are installed) and EXTRA: what else the step uses
@@ -45,23 +45,34 @@ pass_key() { # LABEL EXTRA [PKG]
 }
 
 built_from() { # ROOT PKG...
-  local root=$1 tmpl files
+  local root=$1 tmpl files list
   shift
   if [ -z "$root" ]; then root=$("${GO:-go}" list -m -f '{{.Dir}}') || return 1; fi
   # -test lists PKG's test variants, whose files are its tests too; testdata only for PKG (not DepOnly).
   tmpl='{{if and .Module (eq .Module.Dir "'"$root"'")}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
 {{end}}{{range .CgoFiles}}{{$d}}/{{.}}
 {{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
+{{end}}{{range .SFiles}}{{$d}}/{{.}}
+{{end}}{{range .CFiles}}{{$d}}/{{.}}
+{{end}}{{range .HFiles}}{{$d}}/{{.}}
+{{end}}{{range .SysoFiles}}{{$d}}/{{.}}
 {{end}}{{if not .DepOnly}}{{$d}}/testdata
 {{end}}{{end}}'
-  files=$("${GO:-go}" list -deps -test -f "$tmpl" "$@") || return 1 # not a digest of nothing
-  {
-    sort -u <<<"$files" | while IFS= read -r f; do
-      if [ -d "$f" ]; then find "$f" -type f; elif [ -e "$f" ]; then echo "$f"; fi
-    done
-    echo "$root/go.mod"
-    if [ -e "$root/go.sum" ]; then echo "$root/go.sum"; fi
-  } | sort -u | tr '\n' '\0' | xargs -0 sha256sum | sed "s|  $root/|  |" | sha256sum | cut -c1-64
+  files=$("${GO:-go}" list -deps -test -f "$tmpl" "$@") || return 1
+  [ -n "$files" ] || return 1 # none of the module's: a digest of go.mod alone would match anything
+  mapfile -t list <<<"$files"
+  digest "$root" "${list[@]}" "$root/go.mod" "$root/go.sum"
+}
+
+# digest ROOT PATH...: the names (from ROOT) and contents of the files at PATH, a folder's
+# files (its tree) included; a PATH that does not exist is left out.
+digest() {
+  local root=$1 f
+  shift
+  for f in "$@"; do
+    if [ -d "$f" ]; then find "$f" -type f; elif [ -e "$f" ]; then printf '%s\n' "$f"; fi
+  done | while IFS= read -r f; do printf '%s\n' "${f#"$root"/}"; done | sort -u |
+    (cd "$root" && tr '\n' '\0' | xargs -0 -r sha256sum) | sha256sum | cut -c1-64
 }
 
 once() { # LABEL EXTRA CMD...

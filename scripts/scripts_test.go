@@ -275,6 +275,24 @@ once_built ./a "fuzz FuzzA" "${COUNT:-1x}" sh -c 'echo x >>"$RAN"'`)
 		}
 		runs = strings.Count(string(data), "x")
 	}
+	// The digest holds names from the module's root, not where it is: two clones share it.
+	digestIn := func(dir string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", `set -euo pipefail; source "$SELF"; built_from "" ./a`)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "SELF="+self, "GOFLAGS=", "GOWORK=off")
+		out, err := cmd.Output()
+		if err != nil || len(strings.TrimSpace(string(out))) != 64 {
+			t.Fatalf("built_from in %s: %v %q", dir, err, out)
+		}
+		return string(out)
+	}
+	clone := filepath.Join(t.TempDir(), "elsewhere [1]")
+	if out, err := exec.Command("cp", "-a", mod, clone).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	if a, b := digestIn(mod), digestIn(clone); a != b {
+		t.Errorf("the same module at two paths: %s and %s", a, b)
+	}
 }
 
 // stable_mtimes gives a tracked file that matches HEAD a time that follows its content, the

@@ -17,10 +17,11 @@ step() {
   echo "   $label: $((SECONDS - t0))s"
 }
 
-# Checks that only compile (the cross-OS vet and type-checks) and the bounded fuzz runs do
-# not wait for the tests: they run beside them at a lower priority (nice), so they take the
-# CPU the tests leave idle while they wait on processes and sockets, and delay no test
-# result. Their output is shown, and their status counted, when they are collected.
+# Checks that only compile (the cross-OS vet and type-checks) do not wait for the tests: they
+# run beside the race tests at a lower priority (nice), and the bounded fuzz runs and the MCP
+# conformance suite beside the kubevirt tests, so they take the CPU the tests leave idle while
+# they wait on processes, sockets and leases, and delay no test result. Their output is shown,
+# and their status counted, when they are collected.
 bg_pids=() bg_labels=() bg_logs=()
 background() {
   local label=$1 log
@@ -137,18 +138,22 @@ step "go test -race (and go vet)" once "go test -race" "$node_id" \
 # (and a count means the same on a loaded machine as on an idle one). Outside CI a target that
 # passed on what its package is built from is not run again (once_built), as go test's cache
 # does not run a test again: a change to the engine runs only the targets of packages that use it.
-fuzz() {
-  once_built "$3" "fuzz $1" "$2" "$GO" test -run '^$' -fuzz "^$1\$" -fuzztime "$2" -fuzzminimizetime 100x "$3"
+fuzz() { # TARGET COUNT PKG [PATH...]: PATHs hold what else it reads (seeds outside PKG's testdata)
+  local target=$1 count=$2 pkg=$3 cmd
+  shift 3
+  cmd=("$GO" test -run '^$' -fuzz "^$target\$" -fuzztime "$count" -fuzzminimizetime 100x "$pkg")
+  once_built "$pkg" "fuzz $target" "${cmd[*]} $(digest "$PWD" "$@")" "${cmd[@]}"
 }
 fuzz_all() { # chained: it runs in a || list (background), where set -e is off
-  fuzz FuzzLoad 3000x ./spec &&
-    fuzz FuzzLoadWithinLimits 30000x ./spec &&
-    fuzz FuzzTreeMatchesGoTOML 30000x ./spec &&
+  fuzz FuzzLoad 3000x ./spec testdata/spec &&
+    fuzz FuzzLoadWithinLimits 30000x ./spec testdata/spec &&
+    fuzz FuzzTreeMatchesGoTOML 30000x ./spec testdata/spec &&
     fuzz FuzzHTTPHandler 1000x ./mcpserver &&
     fuzz FuzzUpsertEnv 20000x ./drivers/guest &&
     fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
 }
-background "fuzz (6 targets)" fuzz_all
+# A tree that passed them all is not asked about each (once, then once_built).
+background "fuzz (6 targets)" once "fuzz" "" fuzz_all
 # The official MCP conformance suite against sbf serve (~15 s once installed; skipped, loudly,
 # only when npm's registry is unreachable), beside the kubevirt tests, which wait on leases.
 background "MCP conformance" once "MCP conformance" "" env GO="$GO" SBF_SKIP_STATUS=77 bash scripts/conformance.sh
