@@ -256,7 +256,7 @@ func TestPlanAndStatusDuringAnApply(t *testing.T) {
 	if r := w.run(nil, "apply", "--auto-approve", "--target", "api"); r.code != 0 {
 		t.Fatalf("first apply: %s", r.stderr)
 	}
-	slow := w.cmd([]string{"SBF_SIM_LATENCY=create=1500ms"}, "apply", "--auto-approve")
+	slow := w.cmd([]string{"SBF_SIM_LATENCY=create=3s"}, "apply", "--auto-approve")
 	if err := slow.Start(); err != nil {
 		t.Fatal(err)
 	}
