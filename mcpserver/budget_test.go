@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // messageSize is what a result takes in its message, measured by
@@ -28,6 +30,7 @@ func messageSize(t *testing.T, raw string) int {
 // its rendered size, heads kept, and says so; a small one is left as it
 // is.
 func TestAResultFitsTheResponseBudget(t *testing.T) {
+	testutil.WithoutRace(t, "it renders 8 MiB results in one goroutine")
 	raw, err := render(map[string]any{"stdout": "hi", "exit_code": 0})
 	if err != nil || strings.Contains(raw, "response_truncated") {
 		t.Errorf("a small result: %s %v", raw, err)
@@ -121,6 +124,7 @@ func TestCostIsTheRenderedSize(t *testing.T) {
 // characters, 4 MiB as base64) comes back shorter with next_offset
 // moved back to match: reading on from it gives the file exactly.
 func TestReadsPastTheBudgetPageExactly(t *testing.T) {
+	testutil.WithoutRace(t, "it pages 9 MiB through one session, a call at a time")
 	f := newFixture(t, simSpec)
 	id := f.ok("create_instance", map[string]any{"workspace_root": f.root})["instance_id"].(string)
 	f.ok("run_command", map[string]any{"instance_id": id, "command": "head -c 4194304 /dev/zero | tr '\\000' x > " +

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // countingReader counts what the server read of a body.
@@ -109,6 +110,7 @@ func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 // A call under the limit whose argument is echoed in an error gets a
 // response that stays small however large the argument.
 func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
+	testutil.WithoutRace(t, "it sends MiB arguments, a call at a time")
 	f := newFixture(t, simSpec)
 	h := f.srv.HTTPHandler(HTTPOptions{Token: testToken})
 	defer h.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // clamped are the bounds a value past which is kept to the bound rather
@@ -69,6 +70,7 @@ func refusedFor(out map[string]any, arg string) bool {
 // refused for that argument. A limit the server refuses by that the schema
 // does not state fails here.
 func TestStatedLimitsAreTheServers(t *testing.T) {
+	testutil.WithoutRace(t, "it sends 8 MiB arguments, a call at a time")
 	// A long string's length bound stated alike under both walks is probed
 	// once: write_file's 8 MiB content takes 7 s a call under the race detector.
 	lengthsProbed := map[string]bool{}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package composefile
-
-const raceDetector = false
