@@ -135,13 +135,25 @@ step "go test -race (and go vet)" once "go test -race" "$node_id" \
   "$GO" test "${count[@]}" -race -vet=all -parallel 4 -timeout 20m ./...
 # A test that moves megabytes through one goroutine runs ten times slower under the race
 # detector, which finds nothing in it, and a bound on an address space meets the detector's own
-# mappings: such tests skip under it (testutil.WithoutRace), and the packages that hold them run
-# again without it, beside the kubevirt tests.
-mapfile -t norace < <(grep -rl --include='*_test.go' --exclude-dir=kubevirt --exclude-dir=.tools \
-  'testutil.WithoutRace(' . | xargs -r -n1 dirname | sort -u)
-if [ "${#norace[@]}" -gt 0 ]; then
-  background "go test without -race (${norace[*]})" once "go test without -race" "$node_id" \
-    "$GO" test "${count[@]}" -vet=off -parallel 4 "${norace[@]}"
+# mappings: such tests skip under it (testutil.WithoutRace) and run here again without it, beside
+# the kubevirt tests (beside the race tests they slowed them more than they took). Each is the
+# test function its call is in; a call outside one would run nowhere, and fails here.
+without_race=$(grep -rl --include='*_test.go' --exclude-dir=kubevirt --exclude-dir=.tools \
+  'testutil\.WithoutRace(' . | sort | xargs -r awk '/^func /{fn=$0}
+  /testutil\.WithoutRace\(/ {
+    if (fn !~ /^func Test[A-Za-z0-9_]*\(/) {
+      print "FAIL: " FILENAME ": testutil.WithoutRace outside a test function runs nowhere"; next }
+    name = fn; sub(/^func /, "", name); sub(/\(.*/, "", name)
+    dir = FILENAME; sub(/\/[^\/]*$/, "", dir); print dir, name }' | sort -u)
+if grep -q '^FAIL' <<<"$without_race"; then
+  grep '^FAIL' <<<"$without_race" | sed 's/^/make test: /' >&2
+  exit 1
+fi
+if [ -n "$without_race" ]; then
+  mapfile -t norace_pkgs < <(cut -d' ' -f1 <<<"$without_race" | sort -u)
+  norace_run="^($(cut -d' ' -f2 <<<"$without_race" | sort -u | paste -sd'|'))\$"
+  background "go test without -race ($(wc -l <<<"$without_race") tests)" once "go test without -race" "$node_id" \
+    "$GO" test "${count[@]}" -vet=off -run "$norace_run" -parallel 4 -timeout 20m "${norace_pkgs[@]}"
 fi
 # Fuzz targets run for a bounded number of inputs: counts, not durations, because a
 # -fuzztime duration can fail spuriously at its deadline before Go 1.27 (Go issue 75804)
