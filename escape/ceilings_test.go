@@ -27,6 +27,7 @@ func ceilingWorld(t *testing.T, table string) *world {
 // and 2000h. Now a second sandbox is INSTANCE_LIMIT_EXCEEDED, a 2h lease
 // TTL_INVALID, and validate --show says 1 and 1h and where they came from.
 func TestOperatorCeilingsBindTheCLI(t *testing.T) {
+	t.Parallel()
 	for _, table := range []string{"lease", "policy"} {
 		t.Run(table, func(t *testing.T) { ceilingsBindTheCLI(t, table) })
 	}
@@ -68,6 +69,7 @@ func ceilingsBindTheCLI(t *testing.T, table string) {
 // Over stdio the limits are the global config's [lease] values, over
 // HTTP its [policy] keys; the output ceiling is the server's own.
 func TestOperatorCeilingsBindTheMCPTools(t *testing.T) {
+	t.Parallel()
 	for mode, table := range map[string]string{"stdio": "lease", "http": "policy"} {
 		for _, phase := range []string{"limits", "output"} {
 			t.Run(mode+"/"+phase, func(t *testing.T) {

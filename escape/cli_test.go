@@ -13,6 +13,7 @@ import (
 // SBF_ENABLE_SIM=1 does. A workspace's [policy] cannot widen anything,
 // and the global config cannot enable the sim either.
 func TestSimRunsOnlyWithTheOperatorsLeave(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	r := w.sbf(nil, "-C", w.ws, "up", "--auto-approve", "--new", "box", "--ttl", "10m")
 	if r.code == 0 || !contains(r.stderr, "SBF_ENABLE_SIM=1") {
@@ -36,6 +37,7 @@ func TestSimRunsOnlyWithTheOperatorsLeave(t *testing.T) {
 // (inject_env_to = "../escaped.env" or an absolute path) and a host mount
 // of / are configuration errors, with positions.
 func TestWorkspaceAsksNothingOutsideIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\nmounts = [\"/:/hostroot:rw\"]\n"+
 		"[infra.mysql]\ninject_env_to = \"../escaped.env\"\n[infra.redis]\ninject_env_to = \""+w0(t)+"\"\n")
 	r := w.sbf(nil, "-C", w.ws, "validate")
@@ -62,6 +64,7 @@ func w0(t *testing.T) string { return filepath.Join(t.TempDir(), "abs.env") }
 // ends (the sim's world is outside the workspace), sync of "." works, and
 // a copy back skips links out, saying so.
 func TestCLICopiesKeepDotfilesAndSkipLinksOut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	w.write("ws/.dotfile", "kept\n")
 	w.write("ws/data/.hidden", "kept too\n")
@@ -110,6 +113,7 @@ func tagOf(t *testing.T, w *world) string {
 // Finding 6: an error quotes at most ~200 bytes of any input; a 65 KB key
 // no longer comes back whole.
 func TestErrorsQuoteBoundedInput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\n"+strings.Repeat("k", 65<<10)+" = 1\n")
 	r := w.sbf(nil, "-C", w.ws, "validate")
 	if r.code != 1 || len(r.stdout)+len(r.stderr) > 4<<10 || !contains(r.stdout+r.stderr, "kkk… (66563 bytes)") {

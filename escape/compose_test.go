@@ -30,6 +30,7 @@ const hostSecret = "HOST_TOKEN=hunter3"
 // prepare_workspace), and neither the file's content nor sbf's secret
 // reaches any output or file sbf writes.
 func TestComposeFilesReadNothingOutsideTheWorkspace(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, compose string
 		link          string // ws/cfg -> this, when set

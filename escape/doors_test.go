@@ -16,6 +16,7 @@ import (
 // title; guest file names did the same in `sbf ls` and in the warnings of
 // `sbf cp`. Now each is shown escaped.
 func TestClientAndGuestStringsDriveNoTerminal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	var got struct{ ID string }
@@ -62,6 +63,7 @@ func terminalControl(out string) string {
 // The operator's global config names the driver, so the subfolder's
 // defaults would run, as they did on a real VM.
 func TestASubfolderGetsItsWorkspacesPolicy(t *testing.T) {
+	t.Parallel()
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	const global = "home/.config/sandboxforge/config.toml"
 	t.Run("lease", func(t *testing.T) {
@@ -89,6 +91,7 @@ func TestASubfolderGetsItsWorkspacesPolicy(t *testing.T) {
 // refusal is the same, byte for byte, whether anything is there, and an
 // instance not served is an unknown one.
 func TestUnservedPathsAndInstancesAreNoOracle(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	if err := os.Symlink(w.canary, filepath.Join(w.ws, "out")); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // Now the state is read by a pure-Go reader that runs nothing and opens
 // only the workspace's own .git folder.
 func TestGitStateRunsNothingTheGuestWrote(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed: the attack needs it to have something to run")
 	}

@@ -17,6 +17,7 @@ import (
 // the words an id that never existed gets, the owner's session and task
 // carry on, and the cap is per workspace.
 func TestHandlesAnswerOnlyTheirWorkspace(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	w.write("ws/a/.sandboxforge.toml", "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1", "SBF_MAX_EXEC_SESSIONS=1", "SBF_SIM_LATENCY=create=2s"}

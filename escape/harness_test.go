@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 // world is a host as an attack finds it: the operator's workspace, a folder
 // it does not serve, and a canary folder beside both whose content no
 // attack may change (nor create a pwned-* marker in).
+// Every attack has a world of its own, and its processes and ports, so
+// the attacks run in parallel (t.Parallel): they wait on processes more
+// than they use the CPU.
 type world struct {
 	t                      *testing.T
 	base, ws, other, state string

@@ -14,6 +14,7 @@ import (
 // with SBF_ENABLE_SIM=1. Over HTTP the client also sends its token as
 // "bearer …" (finding 6: the scheme is case-insensitive).
 func TestToolArgumentsReachOnlyServedWorkspaces(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"lima\"\n")
@@ -41,6 +42,7 @@ func TestToolArgumentsReachOnlyServedWorkspaces(t *testing.T) {
 // and links out (listing them), and root copies keep dotfiles. After the
 // attack git's next commit runs no hook of the guest's.
 func TestGuestOutputNeverBecomesHostControl(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
@@ -69,6 +71,7 @@ func TestGuestOutputNeverBecomesHostControl(t *testing.T) {
 // The client's MCP roots narrow the operator's: a workspace outside them
 // is refused, and a roots/list_changed notification takes effect.
 func TestClientRootsNarrowTheServer(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")

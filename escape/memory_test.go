@@ -35,6 +35,7 @@ import (
 // BenchmarkRunCommandPeakMemory's (docs/performance.md); the bounds below
 // are twice them, so the test proves the attack fails, not a figure.
 func TestAGuestsOutputCostsTheServerOnlyItsAnswer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	srv := w.startServer(t, "SBF_ENABLE_SIM=1")
 	c := srv.client(t)
@@ -78,6 +79,7 @@ func TestAGuestsOutputCostsTheServerOnlyItsAnswer(t *testing.T) {
 // refused at once with SERVER_BUSY, saying what to do; the waiting ones
 // run once the first ends.
 func TestCallsPastTheServersBoundAreRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	srv := w.startServer(t, "SBF_ENABLE_SIM=1", "SBF_MAX_TOOL_CALLS=1")
 	c := srv.client(t)
@@ -121,6 +123,7 @@ func TestCallsPastTheServersBoundAreRefused(t *testing.T) {
 // naming the bound (the child's CPU, memory and wall clock bounds are
 // drivers/guest/composerun's tests).
 func TestAComposeFileTooLargeIsNotLoaded(t *testing.T) {
+	t.Parallel()
 	w, _ := composeWorld(t)
 	// 100 MiB of distinct labels, written a block of numbered copies of one line at a time (fmt,
 	// a call a line, took 11 s under the race detector; the whole file in memory, 4 s of GC).
@@ -159,6 +162,7 @@ func TestAComposeFileTooLargeIsNotLoaded(t *testing.T) {
 // bound and the answer says so (workspace_state.git_unread:
 // GIT_LIMIT_EXCEEDED), the server holding none of it.
 func TestAGitObjectBombIsNotInflated(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed: the attack needs a repository")
 	}
@@ -276,6 +280,7 @@ func okCall(t *testing.T, c *client.Client, name string, args map[string]any) ma
 // The bomb above is what it says: its zlib stream inflates, checksum and
 // all, to the bytes its header names.
 func TestTheGitObjectBombInflatesToItsHeader(t *testing.T) {
+	t.Parallel()
 	const inflated = 3<<20 + 12345
 	z, err := zlib.NewReader(bytes.NewReader(testutil.ZlibBomb("commit", inflated, inflated)))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // Now a mount outside the workspace and the allowed folders is refused as
 // outside before anything there is looked at, named as written.
 func TestMountsOutsideTellNothingOfTheHost(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "")
 	if err := os.Symlink(filepath.Join(w.canary, "none"), filepath.Join(w.ws, "peek-missing")); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // named, escaped, and the rest of the copy lands; a sync leaves it out
 // and says so.
 func TestANameThatIsNotUTF8SkipsOnlyItself(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	if r := w.sbf(sim, "-C", w.ws, "up", "--auto-approve", "--new", "a", "--ttl", "10m"); r.code != 0 {

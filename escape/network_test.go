@@ -19,6 +19,8 @@ import (
 // answers neither a caller without the token nor a foreign Host (finding
 // 11, DNS rebinding).
 func TestGuestCannotDriveTheHostsMCPServer(t *testing.T) {
+	// Not parallel: it picks a free port and releases it for sbf to listen on; the attacks that
+	// run in parallel start after the others end.
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n[sandboxes.api]\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	if r := w.sbf(sim, "-C", w.ws, "apply", "--auto-approve"); r.code != 0 {

@@ -23,6 +23,7 @@ import (
 // and read overrides and history from outside. Now each is refused with a
 // coded error naming the link, and the canary outside stays as it was.
 func TestOwnFilesThroughLinksAreRefused(t *testing.T) {
+	t.Parallel()
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	for _, tc := range []struct {
 		name  string
@@ -89,6 +90,7 @@ func upRefused(t *testing.T, w *world) {
 // is expired by the same process. (sbf runs under a 2 GiB address-space
 // cap here, so the old behaviour fails the test instead of the machine.)
 func TestAJournalOnDevZeroFailsOnlyItsWorkspace(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	if r := w.sbf(sim, "-C", w.other, "up", "--new", "b", "--ttl", "10m", "--auto-approve"); r.code != 0 {
@@ -136,6 +138,7 @@ func TestAJournalOnDevZeroFailsOnlyItsWorkspace(t *testing.T) {
 // server on that address, whatever workspaces it served. Now a generated
 // token belongs to one server: its address and served roots.
 func TestAGeneratedTokenBelongsToOneServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	first := w.serve(nil)
 	firstToken := w.token
@@ -157,6 +160,7 @@ func TestAGeneratedTokenBelongsToOneServer(t *testing.T) {
 // Issue 39, point 6: --token-file took a world-readable file and a 1-byte
 // token. Now the server refuses to start on either, saying the rule.
 func TestTokenFilesAreSecretAndLong(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
 	strong := "0123456789abcdef0123456789abcdef"
 	for name, tc := range map[string]struct {

@@ -25,6 +25,7 @@ import (
 // at once with the guest's connection closed. Once the proxy takes the
 // connections, no relay process is left, and the connections stay open.
 func TestGuestConnectionsHoldNoHostProcess(t *testing.T) {
+	t.Parallel()
 	const n = 6
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "proxy.sock")

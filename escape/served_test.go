@@ -21,6 +21,7 @@ import (
 // named refuses to start, and one started in an unrelated folder serves
 // only what it was told.
 func TestAServerServesOnlyWhatTheOperatorNamed(t *testing.T) {
+	t.Parallel()
 	sim := []string{"SBF_ENABLE_SIM=1"}
 	t.Run("nothing named", func(t *testing.T) {
 		w := newWorld(t, "[vm]\ndriver = \"sim\"\n")

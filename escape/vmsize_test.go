@@ -11,6 +11,7 @@ import (
 // spec above them is lowered (with a warning at its position), a request
 // above them is refused before anything is written.
 func TestOperatorCeilingsBoundTheVMSize(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, "[vm]\ndriver = \"sim\"\ncpus = 16\nmemory_gib = 1024\n")
 	w.write("home/.config/sandboxforge/config.toml",
 		"[policy]\nmax_cpus = 2\nmax_memory_gib = 4\nmax_disk_gib = 10.5\n")

@@ -15,6 +15,7 @@ import (
 // of the workspace: cat read the host's file. Links are now judged where the
 // kernel will walk them, so c and d are left out.
 func TestCopiesBackKeepLinkChainsInside(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
@@ -47,6 +48,7 @@ func TestCopiesBackKeepLinkChainsInside(t *testing.T) {
 // NFD spelling of a protected NFC name are the protected files; they were
 // written. Now names compare as those filesystems compare them.
 func TestCopiesBackRefuseEverySpellingOfAProtectedName(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n[sync]\nprotect = [\".envrc\", \"caf\u00e9.env\"]\n")
@@ -70,6 +72,7 @@ func TestCopiesBackRefuseEverySpellingOfAProtectedName(t *testing.T) {
 // all, and in a data folder allowed besides the workspace no hidden file
 // or folder is ever made from the guest.
 func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"sim\"\n")
@@ -122,6 +125,7 @@ func TestCopiesBackNeverRewriteTheOperatorsHome(t *testing.T) {
 // or by none now) was still run. Now such an entry is passed over, and
 // doctor says so.
 func TestPluginsAreNotRunFromTheWorkspace(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"ws", "other", "other/deep/er"} {
 		t.Run(where, func(t *testing.T) {
 			w := newWorld(t, "[vm]\ndriver = \"kubevirt\"\n")
