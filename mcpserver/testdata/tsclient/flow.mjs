@@ -17,13 +17,25 @@ const { client, ok } = await connect({ name: "sbf-agent-flow", mode: "stdio", ta
 await client.setLoggingLevel("debug");
 await client.listTools();
 
+// The SDK (1.32.2) hands a notification to its handler in a microtask but an answer at once:
+// progress read in the same chunk as the answer never reaches onprogress (the answer removed
+// it first), as a loaded machine showed. The server sends every step before its answer (its
+// stdio flush); what it sent is checked as it arrived, and onprogress for what it got.
+const arrived = [];
+const deliver = client.transport.onmessage;
+client.transport.onmessage = (message, extra) => {
+  if (message.method === "notifications/progress") arrived.push(message.params);
+  deliver(message, extra);
+};
 const progress = [];
 const created = await client.callTool({ name: "create_instance",
   arguments: { workspace_root: workspace, auto_bootstrap: false } }, CallToolResultSchema,
 { onprogress: (p) => progress.push(p) });
 assert.ok(!created.isError, JSON.stringify(created));
 const id = created.structuredContent.instance_id;
-assert.ok(progress.some((p) => p.total > 0 && p.progress < p.total), `progress with a total: ${JSON.stringify(progress)}`);
+assert.ok(arrived.some((p) => p.total > 0 && p.progress < p.total), `progress with a total: ${JSON.stringify(arrived)}`);
+assert.ok(progress.length > 0 && progress.every((p) => arrived.some((a) => a.progress === p.progress)),
+  `onprogress heard ${JSON.stringify(progress)} of ${JSON.stringify(arrived)}`);
 
 const run = await ok("run_command", { instance_id: id, command: "echo hello" });
 assert.equal(run.stdout.trim(), "hello", JSON.stringify(run));
