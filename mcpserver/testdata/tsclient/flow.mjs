@@ -33,7 +33,8 @@ const created = await client.callTool({ name: "create_instance",
 { onprogress: (p) => progress.push(p) });
 assert.ok(!created.isError, JSON.stringify(created));
 const id = created.structuredContent.instance_id;
-assert.ok(arrived.some((p) => p.total > 0 && p.progress < p.total), `progress with a total: ${JSON.stringify(arrived)}`);
+assert.ok(arrived.some((p) => p.total > 0 && p.progress < p.total),
+  `progress with a total: ${JSON.stringify(arrived)}`);
 assert.ok(progress.length > 0 && progress.every((p) => arrived.some((a) => a.progress === p.progress)),
   `onprogress heard ${JSON.stringify(progress)} of ${JSON.stringify(arrived)}`);
 
