@@ -60,7 +60,7 @@ func (e *Engine) planSandboxes(ctx context.Context, u *run, res *Result, first *
 	res.Observed.Invalid = ValidateSpecs(ctx, desired, res.Observed.Unavailable,
 		func(name string) (Driver, error) { return e.Drivers(name, r) })
 	res.Observed.Guests, res.Observed.EnvOK = observeGuests(ctx, bindInstances(desired, rec, res.Observed),
-		res.Observed, u.now, targets, e.runner(r))
+		res.Observed, rec, u.now, targets, e.runner(r))
 	p := plan.ComputeFor(desired, rec, res.Observed, u.now, targets)
 	res.Plan = u.keep(p, targets).Without(u.locks.LeftAlone())
 	look.plan = res.Plan

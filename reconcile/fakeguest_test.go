@@ -29,6 +29,7 @@ type fakeDocker struct {
 	running   map[string]map[string]fakeContainer
 	ups       []string // projects `up` was run for, in order
 	recreated []string // project/service recreated by up
+	composes  int      // commands that started compose or probed the runtime: what a converged look avoids
 }
 
 type fakeContainer struct{ hash, state string }
@@ -67,6 +68,7 @@ var (
 	cdRE      = regexp.MustCompile(`^cd '([^']+)'`)
 	projectRE = regexp.MustCompile(`compose -p '([^']+)'`)
 	mvRE      = regexp.MustCompile(`mv '([^']+)' '([^']+)'`)
+	markerRE  = regexp.MustCompile(`read -r b < '([^']+)/.sbf-bundle'`)
 )
 
 func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecRequest) (drivers.ExecResult, error) {
@@ -74,6 +76,9 @@ func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecReque
 	g.world.mu.Lock()
 	defer g.world.mu.Unlock()
 	cmd := req.Command
+	if strings.Contains(cmd, "compose ") {
+		d.composes++
+	}
 	switch {
 	case strings.Contains(cmd, "compose version"): // runtime probe
 		if d.installed {
@@ -83,6 +88,8 @@ func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecReque
 	case strings.Contains(cmd, "apt-get install"):
 		d.installed = true
 		return drivers.ExecResult{}, nil
+	case strings.Contains(cmd, "read -r b <"): // guest.ObserveRecorded
+		return drivers.ExecResult{Stdout: d.lookRecorded(cmd)}, nil
 	case strings.Contains(cmd, "@@bundle"):
 		return drivers.ExecResult{Stdout: d.observe(cmdDir(cmd), projectOf(cmd))}, nil
 	case strings.Contains(cmd, "up -d --remove-orphans"):
@@ -90,7 +97,7 @@ func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecReque
 		d.files[m[2]] = d.files[m[1]]
 		delete(d.files, m[1])
 		d.up(m[2], projectOf(cmd))
-		return drivers.ExecResult{}, nil
+		return drivers.ExecResult{Stdout: "@@ps\n" + d.ps(projectOf(cmd), false)}, nil
 	}
 	return drivers.ExecResult{}, nil // rm -rf, readiness probes, systemctl…
 }
@@ -140,10 +147,38 @@ func (d *fakeDocker) observe(dir, project string) string {
 	for _, svc := range slices.Sorted(maps.Keys(want)) {
 		fmt.Fprintf(&b, "%s %s\n", svc, want[svc])
 	}
-	b.WriteString("@@ps\n")
+	b.WriteString("@@ps\n" + d.ps(project, false))
+	return b.String()
+}
+
+// ps is `docker ps -a`'s listing of a project's containers: "service
+// hash state" lines, or with the project first.
+func (d *fakeDocker) ps(project string, named bool) string {
+	var b strings.Builder
 	for _, svc := range slices.Sorted(maps.Keys(d.running[project])) {
 		c := d.running[project][svc]
+		if named {
+			b.WriteString(project + " ")
+		}
 		fmt.Fprintf(&b, "%s %s %s\n", svc, c.hash, c.state)
+	}
+	return b.String()
+}
+
+// lookRecorded answers guest.ObserveRecorded's command: each named
+// project's bundle marker, then every compose container.
+func (d *fakeDocker) lookRecorded(cmd string) string {
+	var b strings.Builder
+	for _, m := range markerRE.FindAllStringSubmatch(cmd, -1) {
+		project := strings.TrimPrefix(m[1], ".sbf/")
+		fmt.Fprintf(&b, "@@bundle %s %s", project, d.files[m[1]][".sbf-bundle"])
+		if d.files[m[1]] == nil {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("@@ps\n")
+	for _, project := range slices.Sorted(maps.Keys(d.running)) {
+		b.WriteString(d.ps(project, true))
 	}
 	return b.String()
 }

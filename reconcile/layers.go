@@ -172,8 +172,9 @@ func addEnv(
 // observeGuests looks inside each running sandbox that wants layers (and
 // still holds its lease, and is among the targets), and at the host .env
 // files. It changes nothing.
-func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now time.Time, targets []string,
-	runner func(driver, instance string) (guest.Runner, error)) (map[string]*plan.GuestObserved, map[string]bool) {
+func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, rec *state.File, now time.Time,
+	targets []string, runner func(driver, instance string) (guest.Runner, error),
+) (map[string]*plan.GuestObserved, map[string]bool) {
 	guests := map[string]*plan.GuestObserved{}
 	envOK := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(d.Sandboxes)) {
@@ -196,6 +197,9 @@ func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now t
 			g.Err = err.Error()
 			continue
 		}
+		if observeRecorded(ctx, r, ds.Layers, rec.Sandboxes[name], g) {
+			continue
+		}
 		if g.Docker, g.Verdict, err = guest.ProbeRuntime(ctx, r); err != nil {
 			g.Err = err.Error()
 			continue
@@ -215,6 +219,37 @@ func observeGuests(ctx context.Context, d plan.Desired, obs plan.Observed, now t
 		}
 	}
 	return guests, envOK
+}
+
+// observeRecorded fills g from guest.ObserveRecorded when the guest still
+// runs what the sandbox's last apply left there (the runtime it found
+// ready, each project's containers), and says whether it did.
+func observeRecorded(ctx context.Context, r guest.Runner, l *plan.Layers, rec *state.Sandbox,
+	g *plan.GuestObserved) bool {
+	if rec == nil || rec.Guest == nil {
+		return false
+	}
+	docker := rec.Applied["docker_command"]
+	var projects []*guest.Project
+	for _, p := range []*guest.Project{l.Services, l.Compose} {
+		if p != nil {
+			projects = append(projects, p)
+		}
+	}
+	states, ok := guest.ObserveRecorded(ctx, r, docker, projects, rec.Guest.Containers)
+	if !ok {
+		return false
+	}
+	g.Docker, g.Verdict = docker, "ready"
+	for _, p := range projects {
+		s := states[p.Name]
+		if p == l.Services {
+			g.Services = &s
+		} else {
+			g.Compose = &s
+		}
+	}
+	return true
 }
 
 // envUpToDate reports whether a host .env file already holds the values,

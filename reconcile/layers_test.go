@@ -77,11 +77,21 @@ func TestLayersConvergeAndStayConverged(t *testing.T) {
 			t.Errorf("state holds a connection value under %s", k)
 		}
 	}
+	composes := func() int {
+		h.guests.mu.Lock()
+		defer h.guests.mu.Unlock()
+		return g.composes
+	}
+	before := composes()
 	if p := h.plan(); !p.Empty() {
 		t.Fatalf("plan after apply: %s", kinds(p))
 	}
 	if n := len(g.ups); h.mustApply() != nil && len(g.ups) != n {
 		t.Error("a converged apply ran compose up again")
+	}
+	// guest.ObserveRecorded: an emulated guest spends seconds of CPU on each compose start.
+	if n := composes() - before; n != 0 {
+		t.Errorf("looking at a converged guest twice started compose or the runtime probe %d times", n)
 	}
 }
 
@@ -108,7 +118,20 @@ func TestGuestDriftIsRepaired(t *testing.T) {
 	h := layeredHarness(t)
 	h.mustApply()
 	g := h.guests.get(h.instance("api"))
-	g.running["sbf-api"]["worker"] = fakeContainer{hash: g.running["sbf-api"]["worker"].hash, state: "exited"}
+	hash := g.running["sbf-api"]["worker"].hash
+	g.running["sbf-api"]["worker"] = fakeContainer{hash: hash, state: "exited"}
+	before := g.composes
+	if got := kinds(h.plan()); got != "compose(worker is exited)" {
+		t.Fatalf("plan: %s", got)
+	}
+	if g.composes == before {
+		t.Error("a guest that differs from the record was not looked at the long way")
+	}
+	g.running["sbf-api"]["worker"] = fakeContainer{hash: "recreated-by-hand", state: "running"}
+	if got := kinds(h.plan()); got != "compose(worker differs from its config)" {
+		t.Fatalf("plan: %s", got)
+	}
+	g.running["sbf-api"]["worker"] = fakeContainer{hash: hash, state: "exited"}
 	if got := kinds(h.plan()); got != "compose(worker is exited)" {
 		t.Fatalf("plan: %s", got)
 	}

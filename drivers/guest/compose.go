@@ -43,14 +43,20 @@ func ObserveProject(ctx context.Context, r Runner, docker, project string) (Proj
 	script := fmt.Sprintf(`cd %s 2>/dev/null || { echo '@@nobundle'; exit 0; }
 echo "@@bundle $(cat .sbf-bundle 2>/dev/null)"
 echo '@@hash'; %s compose -p %s -f compose.yaml config --hash '*' 2>&1 || echo '@@error'
-echo '@@ps'; %s ps -a --filter label=com.docker.compose.project=%s \
-  --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`,
-		shellquote.Quote(RemoteDir(project)), docker, shellquote.Quote(project), docker, shellquote.Quote(project))
+echo '@@ps'; %s`,
+		shellquote.Quote(RemoteDir(project)), docker, shellquote.Quote(project), psLine(docker, project))
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 2 * time.Minute})
 	if err != nil {
 		return ProjectState{}, fmt.Errorf("observing compose project %s: %w", project, err)
 	}
 	return parseObservation(res.Stdout), nil
+}
+
+// psLine lists a project's containers, one "service config-hash state"
+// line each (the labels compose gives every container it makes).
+func psLine(docker, project string) string {
+	return docker + " ps -a --filter label=com.docker.compose.project=" + shellquote.Quote(project) +
+		` --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`
 }
 
 func parseObservation(out string) ProjectState {
@@ -140,42 +146,45 @@ func changedServices(now, before map[string]string) []string {
 // ApplyProject ships the bundle and runs `docker compose up -d
 // --remove-orphans`; compose recreates only services whose config hash
 // changed. The new bundle replaces the old one whole, then the marker
-// records what was shipped.
-func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) error {
+// records what was shipped. It returns the config hash of each service's
+// container as the up left it (what ObserveRecorded later compares with).
+func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) (map[string]string, error) {
 	stage, err := os.MkdirTemp("", "sbf-bundle-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(stage)
 	if err := stageBundle(stage, p); err != nil {
-		return fmt.Errorf("preparing the %s bundle: %w", p.Name, err)
+		return nil, fmt.Errorf("preparing the %s bundle: %w", p.Name, err)
 	}
 	dir := RemoteDir(p.Name)
 	rm := drivers.ExecRequest{Command: "rm -rf " + shellquote.Quote(dir+".new"), Timeout: time.Minute}
 	if _, err := r.Exec(ctx, rm); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.CopyIn(ctx, stage, dir+".new"); err != nil {
-		return fmt.Errorf("shipping the %s bundle: %w", p.Name, err)
+		return nil, fmt.Errorf("shipping the %s bundle: %w", p.Name, err)
 	}
 	build := ""
 	if len(p.Extra) > 0 {
 		build = " --build"
 	}
 	script := fmt.Sprintf(
-		"rm -rf %[1]s && mv %[2]s %[1]s && cd %[1]s && %[3]s compose -p %[4]s -f compose.yaml up -d --remove-orphans%[5]s",
+		"rm -rf %[1]s && mv %[2]s %[1]s && cd %[1]s && "+
+			"%[3]s compose -p %[4]s -f compose.yaml up -d --remove-orphans%[5]s && { echo '@@ps'; %[6]s || true; }",
 		shellquote.Quote(dir),
 		shellquote.Quote(dir+".new"),
 		docker,
 		shellquote.Quote(p.Name),
 		build,
+		psLine(docker, p.Name),
 	)
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script, Timeout: 20 * time.Minute})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return &coded.Error{
+		return nil, &coded.Error{
 			Code: "DOCKER_COMMAND_FAILED",
 			Message: fmt.Sprintf("docker compose up for %s failed (exit %d): %s",
 				p.Name, res.ExitCode, tail(strings.TrimSpace(res.Stderr), 2000)),
@@ -187,7 +196,11 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) erro
 			},
 		}
 	}
-	return nil
+	hashes := map[string]string{}
+	for svc, c := range parseObservation(res.Stdout).Containers {
+		hashes[svc] = c.Hash
+	}
+	return hashes, nil
 }
 
 // stageBundle lays out what ships: the resolved compose file, the files it

@@ -136,9 +136,10 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "app", "Dockerfile"), []byte("FROM scratch\n"), 0o644)
 	p := &Project{Name: "sbf-api", Root: dir, Dir: dir, Resolved: []byte("services: {}\n"), Extra: []string{"app"},
 		Bundle: "b1"}
-	r := &scripted{}
-	if err := ApplyProject(context.Background(), r, "docker", p); err != nil {
-		t.Fatal(err)
+	r := &scripted{replies: []reply{{match: "up -d", res: out("Creating\n@@ps\nweb 1111 running\nold 2 exited\n", 0)}}}
+	hashes, err := ApplyProject(context.Background(), r, "docker", p)
+	if err != nil || len(hashes) != 2 || hashes["web"] != "1111" || hashes["old"] != "2" {
+		t.Fatalf("containers after up: %v, %v", hashes, err)
 	}
 	files := strings.Join(r.copied[".sbf/sbf-api.new"], ",")
 	if files != ".sbf-bundle,app/Dockerfile,compose.yaml" {
@@ -146,13 +147,14 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 	}
 	up := r.ran[len(r.ran)-1]
 	if !strings.Contains(up, "mv '.sbf/sbf-api.new' '.sbf/sbf-api'") ||
-		!strings.HasSuffix(up, "docker compose -p 'sbf-api' -f compose.yaml up -d --remove-orphans --build") {
+		!strings.Contains(up, "docker compose -p 'sbf-api' -f compose.yaml up -d --remove-orphans --build && ") ||
+		!strings.Contains(up, "docker ps -a --filter label=com.docker.compose.project='sbf-api'") {
 		t.Errorf("up = %s", up)
 	}
 	bad := &scripted{replies: []reply{{match: "up -d", res: drivers.ExecResult{ExitCode: 1,
 		Stderr: "pull access denied for nope"}}}}
 	var ge *coded.Error
-	if err := ApplyProject(context.Background(), bad, "docker", p); !errors.As(err, &ge) ||
+	if _, err := ApplyProject(context.Background(), bad, "docker", p); !errors.As(err, &ge) ||
 		ge.Code != "DOCKER_COMMAND_FAILED" || !strings.Contains(ge.Message, "pull access denied") {
 		t.Errorf("failed up: %v", err)
 	}

@@ -74,7 +74,7 @@ func TestBundleShipsOnlyWorkspaceFiles(t *testing.T) {
 	p := &Project{Name: "sbf-api", Root: root, Dir: dir, Resolved: []byte("services: {}\n"),
 		Extra: []string{"app", "inside.env", "sharedlink/real.env"}, Bundle: "b1"}
 	r := &capturing{}
-	if err := ApplyProject(context.Background(), r, "docker", p); err != nil {
+	if _, err := ApplyProject(context.Background(), r, "docker", p); err != nil {
 		t.Fatal(err)
 	}
 	names := strings.Join(keys(r.files), ",")
@@ -98,7 +98,7 @@ func TestBundleRefusesPathsThatLeadOut(t *testing.T) {
 		p := &Project{Name: "sbf-api", Root: root, Dir: dir, Resolved: []byte("services: {}\n"),
 			Extra: []string{"app/Dockerfile", rel}, Bundle: "b1"}
 		r := &capturing{}
-		err := ApplyProject(context.Background(), r, "docker", p)
+		_, err := ApplyProject(context.Background(), r, "docker", p)
 		var ce *coded.Error
 		if !errors.As(err, &ce) || ce.Code != "HOST_PATH_DENIED" || ce.Details["path"] != rel ||
 			!strings.Contains(ce.Message, rel) {

@@ -91,7 +91,8 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 	}
 	switch a.Kind {
 	case plan.Services:
-		if err := guest.ApplyProject(ctx, r, docker, l.Services); err != nil {
+		containers, err := guest.ApplyProject(ctx, r, docker, l.Services)
+		if err != nil {
 			return err
 		}
 		attempts := map[string]int{}
@@ -102,7 +103,7 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 			}
 		}
 		return e.note(a, func(rec *state.Sandbox) {
-			setProject(rec, "services.", l.Services)
+			setProject(rec, "services.", l.Services, containers)
 			g := guestOf(rec)
 			g.Network, g.Services = l.Network, map[string]state.ServiceRecord{}
 			for svc, started := range l.Started {
@@ -111,10 +112,11 @@ func (e *Executor) performLayer(ctx context.Context, drv Driver, a plan.Action) 
 			}
 		})
 	case plan.Compose:
-		if err := guest.ApplyProject(ctx, r, docker, l.Compose); err != nil {
+		containers, err := guest.ApplyProject(ctx, r, docker, l.Compose)
+		if err != nil {
 			return err
 		}
-		return e.note(a, func(rec *state.Sandbox) { setProject(rec, "compose.", l.Compose) })
+		return e.note(a, func(rec *state.Sandbox) { setProject(rec, "compose.", l.Compose, containers) })
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -165,8 +167,9 @@ func setApplied(rec *state.Sandbox, key, value string) {
 	rec.Applied[key] = value
 }
 
-// setProject records the per-service hashes a project was applied with.
-func setProject(rec *state.Sandbox, prefix string, p *guest.Project) {
+// setProject records the per-service hashes a project was applied with,
+// and its containers' config hashes as the up left them.
+func setProject(rec *state.Sandbox, prefix string, p *guest.Project, containers map[string]string) {
 	for k := range rec.Applied {
 		if strings.HasPrefix(k, prefix) {
 			delete(rec.Applied, k)
@@ -175,6 +178,13 @@ func setProject(rec *state.Sandbox, prefix string, p *guest.Project) {
 	for svc, h := range p.Services {
 		setApplied(rec, prefix+svc, h)
 	}
+	g := guestOf(rec)
+	byProject := maps.Clone(g.Containers) // a new map: a fork's record shares its source's
+	if byProject == nil {
+		byProject = map[string]map[string]string{}
+	}
+	byProject[p.Name] = containers
+	g.Containers = byProject
 }
 
 func (e *Executor) sleep(ctx context.Context, d time.Duration) error {

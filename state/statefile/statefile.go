@@ -134,6 +134,10 @@ type GuestRecord struct {
 	// EnvFiles are the host files that received connection variables,
 	// with the names (never the values) written.
 	EnvFiles map[string][]string `json:"env_files,omitempty"`
+	// Containers holds, per compose project, the config hash of each
+	// service's container as sbf's last `up` of it left them: a pass that
+	// finds exactly these running asks compose nothing (guest.ObserveRecorded).
+	Containers map[string]map[string]string `json:"containers,omitempty"`
 }
 
 // ServiceRecord is one service container as it was started.
