@@ -47,7 +47,7 @@ func ObserveRecorded(ctx context.Context, r Runner, docker string, projects []*P
 	if err != nil || res.ExitCode != 0 {
 		return nil, false
 	}
-	bundles, containers, ok := parseRecorded(res.Stdout)
+	bundles, containers, ok := parseRecorded(res.Stdout, projects)
 	if !ok {
 		return nil, false
 	}
@@ -68,9 +68,15 @@ func ObserveRecorded(ctx context.Context, r Runner, docker string, projects []*P
 }
 
 // parseRecorded reads ObserveRecorded's output: "@@bundle PROJECT MARKER"
-// lines, then "PROJECT SERVICE HASH STATE" lines after "@@ps". A project
-// listed twice for one service, or docker failing, is not a clean read.
-func parseRecorded(out string) (map[string]string, map[string]map[string]Container, bool) {
+// lines, then "PROJECT SERVICE HASH STATE" lines after "@@ps". Containers
+// of other projects (the guest's own stacks) are not looked at; one of
+// the projects' listed twice for a service or in another shape, or docker
+// failing, is not a clean read.
+func parseRecorded(out string, projects []*Project) (map[string]string, map[string]map[string]Container, bool) {
+	ours := map[string]bool{}
+	for _, p := range projects {
+		ours[p.Name] = true
+	}
 	bundles := map[string]string{}
 	containers := map[string]map[string]Container{}
 	inPS := false
@@ -83,6 +89,7 @@ func parseRecorded(out string) (map[string]string, map[string]map[string]Contain
 			return nil, nil, false
 		case f[0] == "@@ps":
 			inPS = true
+		case inPS && !ours[f[0]]:
 		case !inPS && f[0] == "@@bundle" && (len(f) == 2 || len(f) == 3):
 			bundles[f[1]] = strings.Join(f[2:], "")
 		case inPS && len(f) == 4:
