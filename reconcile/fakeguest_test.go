@@ -97,7 +97,7 @@ func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecReque
 		d.files[m[2]] = d.files[m[1]]
 		delete(d.files, m[1])
 		d.up(m[2], projectOf(cmd))
-		return drivers.ExecResult{Stdout: "@@ps\n" + d.ps(projectOf(cmd), false)}, nil
+		return drivers.ExecResult{Stdout: "@@ps\n" + d.ps(projectOf(cmd))}, nil
 	}
 	return drivers.ExecResult{}, nil // rm -rf, readiness probes, systemctl…
 }
@@ -147,20 +147,17 @@ func (d *fakeDocker) observe(dir, project string) string {
 	for _, svc := range slices.Sorted(maps.Keys(want)) {
 		fmt.Fprintf(&b, "%s %s\n", svc, want[svc])
 	}
-	b.WriteString("@@ps\n" + d.ps(project, false))
+	b.WriteString("@@ps\n" + d.ps(project))
 	return b.String()
 }
 
-// ps is `docker ps -a`'s listing of a project's containers: "service
-// hash state" lines, or with the project first.
-func (d *fakeDocker) ps(project string, named bool) string {
+// ps is `docker ps -a`'s listing of a project's containers: "project
+// service hash state" lines.
+func (d *fakeDocker) ps(project string) string {
 	var b strings.Builder
 	for _, svc := range slices.Sorted(maps.Keys(d.running[project])) {
 		c := d.running[project][svc]
-		if named {
-			b.WriteString(project + " ")
-		}
-		fmt.Fprintf(&b, "%s %s %s\n", svc, c.hash, c.state)
+		fmt.Fprintf(&b, "%s %s %s %s\n", project, svc, c.hash, c.state)
 	}
 	return b.String()
 }
@@ -178,7 +175,7 @@ func (d *fakeDocker) lookRecorded(cmd string) string {
 	}
 	b.WriteString("@@ps\n")
 	for _, project := range slices.Sorted(maps.Keys(d.running)) {
-		b.WriteString(d.ps(project, true))
+		b.WriteString(d.ps(project))
 	}
 	return b.String()
 }

@@ -49,17 +49,30 @@ echo '@@ps'; %s`,
 	if err != nil {
 		return ProjectState{}, fmt.Errorf("observing compose project %s: %w", project, err)
 	}
-	return parseObservation(res.Stdout), nil
+	return parseObservation(res.Stdout, project), nil
 }
 
-// psLine lists a project's containers, one "service config-hash state"
-// line each (the labels compose gives every container it makes).
+// psLine lists compose's containers (a project's; every project's when
+// project is ""), one "project service config-hash state" line each: the
+// labels compose gives every container it makes.
 func psLine(docker, project string) string {
-	return docker + " ps -a --filter label=com.docker.compose.project=" + shellquote.Quote(project) +
-		` --format '{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`
+	filter := "label=com.docker.compose.project"
+	if project != "" {
+		filter += "=" + shellquote.Quote(project)
+	}
+	return docker + " ps -a --filter " + filter + ` --format '{{.Label "com.docker.compose.project"}} ` +
+		`{{.Label "com.docker.compose.service"}} {{.Label "com.docker.compose.config-hash"}} {{.State}}'`
 }
 
-func parseObservation(out string) ProjectState {
+// psContainer reads one psLine line's fields.
+func psContainer(f []string) (project, service string, c Container, ok bool) {
+	if len(f) != 4 {
+		return "", "", Container{}, false
+	}
+	return f[0], f[1], Container{Hash: f[2], State: f[3]}, true
+}
+
+func parseObservation(out, project string) ProjectState {
 	s := ProjectState{Want: map[string]string{}, Containers: map[string]Container{}}
 	section := ""
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -82,8 +95,8 @@ func parseObservation(out string) ProjectState {
 				s.Error = line
 			}
 		case section == "@@ps":
-			if f := strings.Fields(line); len(f) == 3 {
-				s.Containers[f[0]] = Container{Hash: f[1], State: f[2]}
+			if p, svc, c, ok := psContainer(strings.Fields(line)); ok && p == project {
+				s.Containers[svc] = c
 			}
 		}
 	}
@@ -197,7 +210,7 @@ func ApplyProject(ctx context.Context, r Runner, docker string, p *Project) (map
 		}
 	}
 	hashes := map[string]string{}
-	for svc, c := range parseObservation(res.Stdout).Containers {
+	for svc, c := range parseObservation(res.Stdout, p.Name).Containers {
 		hashes[svc] = c.Hash
 	}
 	return hashes, nil

@@ -94,9 +94,10 @@ const observed = `@@bundle 0123456789abcdef
 web 1111
 db 2222
 @@ps
-web 1111 running
-db 9999 running
-old 3333 exited
+sbf-api web 1111 running
+sbf-api db 9999 running
+sbf-api old 3333 exited
+sbf-other web 1111 exited
 `
 
 func TestObserveAndDrift(t *testing.T) {
@@ -136,7 +137,7 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "app", "Dockerfile"), []byte("FROM scratch\n"), 0o644)
 	p := &Project{Name: "sbf-api", Root: dir, Dir: dir, Resolved: []byte("services: {}\n"), Extra: []string{"app"},
 		Bundle: "b1"}
-	r := &scripted{replies: []reply{{match: "up -d", res: out("Creating\n@@ps\nweb 1111 running\nold 2 exited\n", 0)}}}
+	r := &scripted{replies: []reply{{match: "up -d", res: out("Creating\n@@ps\nsbf-api web 1111 running\nsbf-api old 2 exited\n", 0)}}}
 	hashes, err := ApplyProject(context.Background(), r, "docker", p)
 	if err != nil || len(hashes) != 2 || hashes["web"] != "1111" || hashes["old"] != "2" {
 		t.Fatalf("containers after up: %v, %v", hashes, err)

@@ -40,9 +40,7 @@ func ObserveRecorded(ctx context.Context, r Runner, docker string, projects []*P
 		fmt.Fprintf(&script, "b=; { read -r b < %s; } 2>/dev/null; echo @@bundle %s \"$b\"\n",
 			shellquote.Quote(RemoteDir(p.Name)+"/.sbf-bundle"), shellquote.Quote(p.Name))
 	}
-	fmt.Fprintf(&script, "echo '@@ps'; %s ps -a --filter label=com.docker.compose.project --format "+
-		`'{{.Label "com.docker.compose.project"}} {{.Label "com.docker.compose.service"}} `+
-		`{{.Label "com.docker.compose.config-hash"}} {{.State}}' || echo '@@error'`, docker)
+	fmt.Fprintf(&script, "echo '@@ps'; %s || echo '@@error'", psLine(docker, ""))
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script.String(), Timeout: time.Minute})
 	if err != nil || res.ExitCode != 0 {
 		return nil, false
@@ -92,14 +90,18 @@ func parseRecorded(out string, projects []*Project) (map[string]string, map[stri
 		case inPS && !ours[f[0]]:
 		case !inPS && f[0] == "@@bundle" && (len(f) == 2 || len(f) == 3):
 			bundles[f[1]] = strings.Join(f[2:], "")
-		case inPS && len(f) == 4:
-			if containers[f[0]] == nil {
-				containers[f[0]] = map[string]Container{}
-			}
-			if _, twice := containers[f[0]][f[1]]; twice {
+		case inPS:
+			project, svc, c, ok := psContainer(f)
+			if !ok {
 				return nil, nil, false
 			}
-			containers[f[0]][f[1]] = Container{Hash: f[2], State: f[3]}
+			if containers[project] == nil {
+				containers[project] = map[string]Container{}
+			}
+			if _, twice := containers[project][svc]; twice {
+				return nil, nil, false
+			}
+			containers[project][svc] = c
 		default:
 			return nil, nil, false
 		}
