@@ -137,7 +137,8 @@ func TestApplyProjectShipsTheBundleAndRunsUp(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "app", "Dockerfile"), []byte("FROM scratch\n"), 0o644)
 	p := &Project{Name: "sbf-api", Root: dir, Dir: dir, Resolved: []byte("services: {}\n"), Extra: []string{"app"},
 		Bundle: "b1"}
-	r := &scripted{replies: []reply{{match: "up -d", res: out("Creating\n@@ps\nsbf-api web 1111 running\nsbf-api old 2 exited\n", 0)}}}
+	upped := out("Creating\n@@ps\nsbf-api web 1111 running\nsbf-api old 2 exited\n", 0)
+	r := &scripted{replies: []reply{{match: "up -d", res: upped}}}
 	hashes, err := ApplyProject(context.Background(), r, "docker", p)
 	if err != nil || len(hashes) != 2 || hashes["web"] != "1111" || hashes["old"] != "2" {
 		t.Fatalf("containers after up: %v, %v", hashes, err)
