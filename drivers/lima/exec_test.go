@@ -167,10 +167,10 @@ func TestCopyFallsBackToLimactlCopy(t *testing.T) {
 
 func TestParseSSHConfig(t *testing.T) {
 	config := "Host lima-x\n  IdentityFile \"/k 1\"\n  IdentityFile /k2\n" +
-		"  User u\n  Hostname 127.0.0.1\n  Port \"60022\"\n"
+		"  User u\n  ControlMaster auto\n  ControlPath \"/i x/ssh.sock\"\n  Hostname 127.0.0.1\n  Port \"60022\"\n"
 	got, err := parseSSHConfig(config)
 	if err != nil || got.Host != "127.0.0.1" || got.Port != "60022" || got.User != "u" ||
-		strings.Join(got.IdentityFiles, ",") != "/k 1,/k2" {
+		strings.Join(got.IdentityFiles, ",") != "/k 1,/k2" || got.ControlPath != "/i x/ssh.sock" {
 		t.Errorf("parsed %+v, %v", got, err)
 	}
 	if _, err := parseSSHConfig("Host lima-x\n  User u\n  Hostname 127.0.0.1\n  Port 22\n"); err == nil {

@@ -64,7 +64,8 @@ func bootingError(instance, step string) error {
 }
 
 // parseSSHConfig reads the Host block Lima writes to the instance's
-// ssh.config (Hostname, Port, User, IdentityFile; values may be quoted).
+// ssh.config (Hostname, Port, User, IdentityFile, ControlPath; values may
+// be quoted).
 func parseSSHConfig(data string) (sshexec.Target, error) {
 	var t sshexec.Target
 	sc := bufio.NewScanner(strings.NewReader(data))
@@ -87,6 +88,8 @@ func parseSSHConfig(data string) (sshexec.Target, error) {
 			t.User = value
 		case "identityfile":
 			t.IdentityFiles = append(t.IdentityFiles, value)
+		case "controlpath": // the master Lima keeps (sshexec.Target)
+			t.ControlPath = value
 		}
 	}
 	if t.Host == "" || t.Port == "" || t.User == "" || len(t.IdentityFiles) == 0 {

@@ -43,10 +43,11 @@ func (p *Pool) execShell(
 	if req.Stdin != nil {
 		return drivers.ExecResult{}, false, nil
 	}
-	if _, err := p.client(ctx, instance); err != nil {
+	c, err := p.shellConn(ctx, instance, redialFor)
+	if err != nil {
 		return drivers.ExecResult{}, true, err // a session would need the same connection
 	}
-	sh, err := p.freeShell(ctx, instance)
+	sh, err := p.freeShell(ctx, instance, c)
 	if err != nil || sh == nil {
 		return drivers.ExecResult{}, false, nil
 	}

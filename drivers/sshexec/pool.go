@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -24,6 +25,10 @@ type Target struct {
 	Port          string
 	User          string
 	IdentityFiles []string // private keys; unreadable or unparsable ones are skipped
+	// ControlPath is the control socket of an OpenSSH master connected to
+	// the instance, if one is kept (Lima keeps one): guest shells start
+	// there until this process has a connection of its own (master.go).
+	ControlPath string
 }
 
 // Fallbacks are a driver's other ways into a guest, used when SSH cannot
@@ -65,10 +70,13 @@ var (
 	_ drivers.Copier    = (*Pool)(nil)
 )
 
-// conn is one open SSH client to a running instance, and the guest shells
-// that run commands without stdin on it (started as commands need them).
+// conn is the way into a running instance: an open SSH client of ours, or
+// an OpenSSH master's control socket until a client is needed, and the
+// guest shells that run commands without stdin (started as commands need
+// them).
 type conn struct {
-	client   *ssh.Client
+	client   *ssh.Client // nil until something needs a connection of ours
+	master   string      // the master's control socket; "" once it failed
 	shells   []*shell
 	starting int // shells being started, counted against maxShells
 }
@@ -103,9 +111,15 @@ func (p *Pool) Drop(instance string) {
 	}
 	p.mu.Unlock()
 	if ok {
-		for _, sh := range c.shells {
-			sh.close()
-		}
+		c.close()
+	}
+}
+
+func (c *conn) close() {
+	for _, sh := range c.shells {
+		sh.close()
+	}
+	if c.client != nil {
 		c.client.Close()
 	}
 }
@@ -119,6 +133,9 @@ func (p *Pool) Alive(instance string) bool {
 	if !ok {
 		return false
 	}
+	if c.client == nil {
+		return masterAlive(c.master)
+	}
 	_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
 	return err == nil
 }
@@ -128,7 +145,7 @@ func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name, c := range p.conns {
-		c.client.Close()
+		c.close()
 		delete(p.conns, name)
 	}
 	for _, d := range p.dialing {
@@ -144,18 +161,19 @@ func (p *Pool) Connect(ctx context.Context, instance string) error {
 	return err
 }
 
-// Warm connects and starts a guest shell now, so the instance's first
-// command needs neither.
+// Warm starts a guest shell now (connecting first when no master serves
+// the instance), so the instance's first command needs neither.
 // A guest shell's start is not bounded by ctx (the SSH library's session
 // requests take none): Warm returns when ctx ends and leaves the start to
 // finish or fail on its own, so a loop's warm-up never hangs on a guest.
 func (p *Pool) Warm(ctx context.Context, instance string) error {
-	if err := p.Connect(ctx, instance); err != nil {
+	c, err := p.shellConn(ctx, instance, warmPatience)
+	if err != nil {
 		return err
 	}
 	started := make(chan error, 1)
 	go func() {
-		sh, err := p.freeShell(ctx, instance)
+		sh, err := p.freeShell(ctx, instance, c)
 		if sh != nil {
 			sh.mu.Unlock()
 		}
@@ -169,17 +187,20 @@ func (p *Pool) Warm(ctx context.Context, instance string) error {
 	}
 }
 
-// freeShell returns a guest shell of the instance that no command uses,
-// locked for the caller: an idle one, else a new one while fewer than
-// maxShells run; nil when every shell is busy.
-func (p *Pool) freeShell(ctx context.Context, instance string) (*shell, error) {
-	client, err := p.client(ctx, instance)
-	if err != nil {
-		return nil, err
-	}
+// shellConn returns the instance's way in for guest shells: the one kept,
+// else the OpenSSH master its target names when that answers, else a
+// connection of ours, dialled now (trying a guest that drops it early for
+// patience).
+func (p *Pool) shellConn(ctx context.Context, instance string, patience time.Duration) (*conn, error) {
+	return p.connWithin(ctx, instance, patience, false)
+}
+
+// freeShell returns a guest shell on c that no command uses, locked for
+// the caller: an idle one, else a new one while fewer than maxShells run;
+// nil when every shell is busy.
+func (p *Pool) freeShell(ctx context.Context, instance string, c *conn) (*shell, error) {
 	p.mu.Lock()
-	c, ok := p.conns[instance]
-	if !ok || c.client != client {
+	if p.conns[instance] != c {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("connection to %s closed", instance)
 	}
@@ -194,8 +215,9 @@ func (p *Pool) freeShell(ctx context.Context, instance string) (*shell, error) {
 		return nil, nil
 	}
 	c.starting++
+	master := c.master
 	p.mu.Unlock()
-	sh, err := startShell(client) // a round trip: other instances' commands need not wait for it
+	sh, err := p.startShell(ctx, instance, c, master) // a round trip: other instances' commands need not wait
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c.starting--
@@ -210,6 +232,25 @@ func (p *Pool) freeShell(ctx context.Context, instance string) (*shell, error) {
 	}
 	c.shells = append(c.shells, sh)
 	return sh, nil
+}
+
+// startShell starts a guest shell through the master, or on a connection
+// of ours once the master failed or when there is none.
+func (p *Pool) startShell(ctx context.Context, instance string, c *conn, master string) (*shell, error) {
+	if master != "" {
+		sh, err := startMasterShell(ctx, master)
+		if err == nil || ctx.Err() != nil {
+			return sh, err
+		}
+		p.mu.Lock()
+		c.master = "" // gone or refusing (the VM restarted, say): connect ourselves from now on
+		p.mu.Unlock()
+	}
+	client, err := p.client(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	return startShell(client)
 }
 
 // dropShell forgets a broken guest shell; a later command starts another.

@@ -28,7 +28,7 @@ import (
 // accident.
 type shell struct {
 	mu     sync.Mutex // one command at a time
-	sess   *ssh.Session
+	sess   io.Closer  // an SSH session of ours, or one an OpenSSH master opened (master.go)
 	stdin  io.WriteCloser
 	stdout *markedStream
 	stderr *markedStream
@@ -53,10 +53,26 @@ func startShell(c *ssh.Client) (*shell, error) {
 		sess.Close()
 		return nil, err
 	}
-	if err := sess.Start("exec sh -s"); err != nil {
+	if err := sess.Start(shellCommand); err != nil {
 		sess.Close()
 		return nil, err
 	}
+	return greetShell(sess, stdin, stdout, stderr)
+}
+
+const shellCommand = "exec sh -s"
+
+// startMasterShell starts a guest shell on a session the OpenSSH master at
+// controlPath opens.
+func startMasterShell(ctx context.Context, controlPath string) (*shell, error) {
+	s, err := openMasterSession(ctx, controlPath, shellCommand)
+	if err != nil {
+		return nil, err
+	}
+	return greetShell(s, s.stdin, s.stdout, s.stderr)
+}
+
+func greetShell(sess io.Closer, stdin io.WriteCloser, stdout, stderr io.Reader) (*shell, error) {
 	sh := &shell{
 		sess:   sess,
 		stdin:  stdin,

@@ -44,6 +44,9 @@ func killSession(pid int, sig drivers.Signal) string {
 func (p *Pool) signalSession(ctx context.Context, instance string, leader int, sig drivers.Signal) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalWait)
 	defer cancel()
+	if p.signalThroughMaster(ctx, instance, killSession(leader, sig)) {
+		return
+	}
 	s, err := p.session(ctx, instance)
 	if err != nil {
 		return
@@ -55,6 +58,32 @@ func (p *Pool) signalSession(ctx context.Context, instance string, leader int, s
 }
 
 const signalWait = 10 * time.Second
+
+// signalThroughMaster runs kill on a session of the instance's master,
+// when its shells run there (a connection of ours would cost a
+// handshake first), and says whether it asked the master.
+func (p *Pool) signalThroughMaster(ctx context.Context, instance, kill string) bool {
+	p.mu.Lock()
+	c, ok := p.conns[instance]
+	master := ""
+	if ok && c.client == nil {
+		master = c.master
+	}
+	p.mu.Unlock()
+	if master == "" {
+		return false
+	}
+	s, err := openMasterSession(ctx, master, kill)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	s.stdin.Close()
+	stop := context.AfterFunc(ctx, func() { s.ctl.Close() })
+	defer stop()
+	s.wait() // the kill was asked for: a second way would deliver it twice
+	return true
+}
 
 // forwarder passes a request's signals to the command once its session
 // leader is known, and can end the command outright.

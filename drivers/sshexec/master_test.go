@@ -1,0 +1,139 @@
+//go:build unix
+
+package sshexec
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/drivers/sshexec/sshtest"
+)
+
+// openSSHMaster starts a real OpenSSH client as a ControlMaster connected
+// to the stand-in guest, as Lima keeps one per instance, and returns its
+// control socket and process.
+func openSSHMaster(t *testing.T, g *sshtest.Server) (string, *exec.Cmd) {
+	ssh, err := exec.LookPath("ssh")
+	if err != nil {
+		t.Skip("no OpenSSH client here:", err)
+	}
+	sock := filepath.Join(t.TempDir(), "ssh.sock")
+	cmd := exec.Command(ssh, "-F", "/dev/null", "-N", "-p", g.Port, "-i", g.KeyFile, "-o", "IdentitiesOnly=yes",
+		"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "ControlMaster=yes", "-o", "ControlPath="+sock, "-o", "ControlPersist=no", "tester@"+g.Host)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); !masterAlive(sock); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the OpenSSH master did not answer on %s: %s", sock, stderr.String())
+		}
+	}
+	return sock, cmd
+}
+
+// A process without a connection of its own runs its commands on
+// sessions of the master's connection: no handshake of its own, output,
+// exit status and a deadline's kill as on its own connection; a master
+// that goes away leaves it to connect itself.
+func TestGuestShellsStartThroughAnOpenSSHMaster(t *testing.T) {
+	g := sshtest.Start(t)
+	sock, master := openSSHMaster(t, g)
+	p := New(Options{Target: func(context.Context, string) (Target, error) {
+		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
+			ControlPath: sock}, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	ctx := context.Background()
+	for range 3 {
+		res, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "echo out; echo err >&2; exit 7"})
+		if err != nil || res.ExitCode != 7 || res.Stdout != "out\n" || res.Stderr != "err\n" || res.Via != "ssh-shell" {
+			t.Fatalf("exec through the master = %+v, %v", res, err)
+		}
+	}
+	if p.Dials() != 0 || g.Connections.Load() != 1 || g.Sessions.Load() != 1 {
+		t.Errorf("%d dials, %d connections, %d sessions; want the master's connection and one shell on it",
+			p.Dials(), g.Connections.Load(), g.Sessions.Load())
+	}
+	if !p.Alive(instance) {
+		t.Error("Alive: the master answers, yet the instance reads as gone")
+	}
+	// A deadline kills the command through a session of the master too.
+	res, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "sleep 31.25", Timeout: 300 * time.Millisecond})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("a command past its deadline: %+v, %v", res, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); sleeping("31.25"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command outlived its deadline: the kill did not reach it")
+		}
+	}
+	if p.Dials() != 0 {
+		t.Errorf("%d dials to deliver a kill; want none, the master's connection serves it", p.Dials())
+	}
+	// A master that goes away (or refuses a session: sshd allows ten per
+	// connection) leaves the process to connect itself, once.
+	master.Process.Kill()
+	master.Wait()
+	for range 3 {
+		res, err = p.Exec(ctx, instance, drivers.ExecRequest{Command: "echo again"})
+		if err != nil || res.Stdout != "again\n" || p.Dials() != 1 {
+			t.Fatalf("after the master went: %+v, %v, %d dials; want the command on a connection of its own",
+				res, err, p.Dials())
+		}
+	}
+	if res.Via != "ssh-shell" {
+		t.Errorf("after the master went, commands ran %q; want a guest shell on the process's own connection", res.Via)
+	}
+}
+
+// sleeping reports whether a `sleep` with that argument still runs here.
+func sleeping(arg string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if b, err := os.ReadFile(f); err == nil && string(b) == "sleep\x00"+arg+"\x00" {
+			return true
+		}
+	}
+	return false
+}
+
+// Only a socket this user owns, not a link to one, is taken for a master.
+func TestAMasterIsOnlyASocketOfThisUser(t *testing.T) {
+	g := sshtest.Start(t)
+	sock, _ := openSSHMaster(t, g)
+	link := filepath.Join(t.TempDir(), "link.sock")
+	if err := os.Symlink(sock, link); err != nil {
+		t.Fatal(err)
+	}
+	if masterAlive(link) {
+		t.Error("a link to a master's socket was asked")
+	}
+	p := New(Options{Target: func(context.Context, string) (Target, error) {
+		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
+			ControlPath: link}, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	if res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo own"}); err != nil ||
+		res.Stdout != "own\n" || p.Dials() != 1 {
+		t.Errorf("with a link for a master: %+v, %v, %d dials; want a connection of its own", res, err, p.Dials())
+	}
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := os.Lchown(sock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if masterAlive(sock) {
+		t.Error("another user's socket was asked")
+	}
+}
