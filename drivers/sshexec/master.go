@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/sandboxforge/sbf/internal/clock"
 )
 
 // An OpenSSH master (ControlMaster) holds a connection to a guest and opens
@@ -131,7 +133,7 @@ func greetMaster(controlPath string, dial func(*net.Dialer) (net.Conn, error)) (
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoMaster, err)
 	}
-	ctl.SetDeadline(time.Now().Add(muxHandshakeBound))
+	ctl.SetDeadline(clock.Real{}.Now().Add(muxHandshakeBound)) // a socket deadline is a wall-clock instant
 	if err := hello(ctl); err != nil {
 		ctl.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoMaster, controlPath, err)
