@@ -142,10 +142,35 @@ func (d *Driver) configureGuestEgress(ctx context.Context, s drivers.Spec) {
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))
 	}
-	// sshd reads /etc/environment (pam_env) once per connection: the next
-	// command must come over a new one.
-	d.dropConn(s.Name)
+	d.environmentChanged(s.Name)
 	d.guestEgressDone(ctx, s, err)
+}
+
+// environmentChanged follows a script that may have rewritten the guest's
+// /etc/environment: sshd reads it (pam_env) once per connection, so the
+// next command must come over a new one, and not over the master Lima
+// connected at the boot, before the script ran (sshTarget).
+func (d *Driver) environmentChanged(instance string) {
+	if limaHome(d.opts.Getenv) != "" {
+		os.WriteFile(filepath.Join(d.instanceDir(instance), masterStale), nil, 0o600)
+	}
+	d.dropConn(instance)
+}
+
+// masterStale marks an instance whose /etc/environment sbf rewrote after
+// Lima's OpenSSH master connected: sessions on the master would miss (or
+// keep) the egress proxy's variables. The next start removes it.
+const masterStale = "sbf-master-stale"
+
+// masterIsStale says whether the instance's master may have another
+// environment than its guest now gives a new connection (or where Lima
+// keeps the instance is unknown).
+func (d *Driver) masterIsStale(instance string) bool {
+	if limaHome(d.opts.Getenv) == "" {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(d.instanceDir(instance), masterStale))
+	return err == nil
 }
 
 // guestEgressWanted says whether the guest's tools are to be pointed at

@@ -28,8 +28,8 @@ func guestFixture(t *testing.T) (*fake, *Driver, *sshtest.Server) {
 	cfg := filepath.Join(t.TempDir(), "ssh.config")
 	os.WriteFile(cfg,
 		[]byte(fmt.Sprintf("# This SSH config file can be passed to 'ssh -F'.\nHost lima-%s\n  IdentityFile \"%s\"\n"+
-			"  StrictHostKeyChecking no\n  User tester\n  ControlMaster auto\n  Hostname %s\n  Port %s\n", instance,
-			g.KeyFile, g.Host, g.Port)), 0o644)
+			"  StrictHostKeyChecking no\n  User tester\n  ControlMaster auto\n  ControlPath \"%s\"\n  Hostname %s\n"+
+			"  Port %s\n", instance, g.KeyFile, filepath.Join(f.instanceDir(), "ssh.sock"), g.Host, g.Port)), 0o644)
 	f.reply("list", fmt.Sprintf(`{"name":%q,"status":"Running","sshConfigFile":%q,"sshLocalPort":%s}`+"\n",
 		instance, cfg, g.Port), "", 0)
 	d := f.driver()
@@ -162,6 +162,46 @@ func TestCopyFallsBackToLimactlCopy(t *testing.T) {
 	if len(*debug) != 1 || !strings.Contains((*debug)[0], "is Stopped, not running") ||
 		!strings.Contains((*debug)[0], "falling back to limactl copy") {
 		t.Errorf("debug = %v", *debug)
+	}
+}
+
+// Sessions on Lima's master carry the environment of when it connected,
+// at the boot: once sbf's egress settings rewrote /etc/environment, the
+// instance is reached on a connection of sbf's own until a start boots it
+// again and its settings have not been run since (an instance whose
+// settings are taken off runs them once more, so stays off the master).
+func TestEgressSettingsTakeTheInstanceOffLimasMaster(t *testing.T) {
+	f, d, _ := guestFixture(t)
+	controlPath := func() string {
+		tgt, err := d.sshTarget(t.Context(), instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tgt.ControlPath
+	}
+	if got, want := controlPath(), filepath.Join(f.instanceDir(), "ssh.sock"); got != want {
+		t.Fatalf("ControlPath = %q, want Lima's %q", got, want)
+	}
+	bin := t.TempDir() // sudo -n sh -c SCRIPT, as the guest's: the settings are not run on this host
+	os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	os.MkdirAll(d.egressDir(instance), 0o700)
+	d.configureGuestEgress(t.Context(), drivers.Spec{Name: instance,
+		Egress: &drivers.Egress{Mode: "allowlist", Allow: []string{"example.test"}}})
+	if got := controlPath(); got != "" {
+		t.Errorf("after the egress settings, ControlPath = %q; want none", got)
+	}
+	if err := d.Start(t.Context(), drivers.Spec{Name: instance}); err != nil { // the settings are taken off
+		t.Fatal(err)
+	}
+	if got := controlPath(); got != "" {
+		t.Errorf("after a start that took the settings off, ControlPath = %q; want none", got)
+	}
+	if err := d.Start(t.Context(), drivers.Spec{Name: instance}); err != nil {
+		t.Fatal(err)
+	}
+	if got := controlPath(); got == "" {
+		t.Error("after a start that ran no settings, the master is still not offered")
 	}
 }
 

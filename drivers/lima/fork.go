@@ -371,7 +371,11 @@ func (f *forkImage) takeIdentity(ctx context.Context, child drivers.ForkChild) e
 	// one command would go with the connection.
 	res, err := d.Exec(ctx, s.Name, drivers.ExecRequest{Command: "sudo -n sh -c " + shellquote.Quote(script),
 		Stdin: strings.NewReader("")})
-	d.dropConn(s.Name)
+	if egress {
+		d.environmentChanged(s.Name)
+	} else {
+		d.dropConn(s.Name)
+	}
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d%s", res.ExitCode, coded.Said(res.Stderr))
 	}

@@ -38,6 +38,16 @@ func (f *fake) reply(cmd, stdout, stderr string, exit int) {
 	os.WriteFile(filepath.Join(f.dir, cmd+".exit"), []byte(strconv.Itoa(exit)), 0o644)
 }
 
+// instanceDir is the instance's folder in a Lima home of the test's.
+func (f *fake) instanceDir() string {
+	if f.env["LIMA_HOME"] == "" {
+		f.env["LIMA_HOME"] = f.t.TempDir()
+	}
+	dir := filepath.Join(f.env["LIMA_HOME"], instance)
+	os.MkdirAll(dir, 0o700)
+	return dir
+}
+
 func (f *fake) argv() []string {
 	data, _ := os.ReadFile(filepath.Join(f.dir, "argv.log"))
 	return strings.Split(strings.TrimSpace(string(data)), "\n")

@@ -52,6 +52,9 @@ func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target
 	if err != nil {
 		return sshexec.Target{}, fmt.Errorf("%s: %w", l.SSHConfigFile, err)
 	}
+	if d.masterIsStale(instance) {
+		t.ControlPath = "" // its sessions have the environment of before sbf's egress settings
+	}
 	return t, nil
 }
 

@@ -36,6 +36,7 @@ func (d *Driver) Start(ctx context.Context, s drivers.Spec) error {
 		return err
 	}
 	os.Remove(filepath.Join(d.instanceDir(s.Name), forkRestored)) // this start boots, unless a fork restores it
+	os.Remove(filepath.Join(d.instanceDir(s.Name), masterStale))  // the boot's master reads the environment anew
 	if err := d.limactlStart(ctx, s); err != nil {
 		return err
 	}

@@ -4,10 +4,13 @@ package sshexec
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,5 +138,36 @@ func TestAMasterIsOnlyASocketOfThisUser(t *testing.T) {
 	}
 	if masterAlive(sock) {
 		t.Error("another user's socket was asked")
+	}
+}
+
+// A process takes at most two of the master's sessions (sshd allows ten
+// per connection, and limactl and other processes share them): a third
+// command at once runs on a connection of its own.
+func TestAProcessTakesAtMostTwoOfTheMastersSessions(t *testing.T) {
+	g := sshtest.Start(t)
+	sock, _ := openSSHMaster(t, g)
+	p := New(Options{Target: func(context.Context, string) (Target, error) {
+		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
+			ControlPath: sock}, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	var wg sync.WaitGroup
+	for i := range maxMasterShells + 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprintf("n%d\n", i)
+			res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "sleep 0.5; echo n" +
+				strconv.Itoa(i)})
+			if err != nil || res.Stdout != want || res.Via != "ssh-shell" {
+				t.Errorf("command %d: %+v, %v", i, res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p.Dials() != 1 || g.Connections.Load() != 2 || g.Sessions.Load() != maxMasterShells+1 {
+		t.Errorf("%d dials, %d connections, %d sessions; want %d shells on the master's connection and one on "+
+			"a connection of the process's own", p.Dials(), g.Connections.Load(), g.Sessions.Load(), maxMasterShells)
 	}
 }

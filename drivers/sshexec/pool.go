@@ -79,6 +79,7 @@ type conn struct {
 	master   string      // the master's control socket; "" once it failed
 	shells   []*shell
 	starting int // shells being started, counted against maxShells
+	onMaster int // shells on the master's sessions, started or starting
 }
 
 // maxShells bounds the guest shells kept per instance. A command that finds
@@ -86,6 +87,12 @@ type conn struct {
 // an agent's long command do not send everyone else's commands to a new
 // session each (~10× the cost under software emulation).
 const maxShells = 4
+
+// maxMasterShells bounds the shells a process starts on the master's
+// sessions: sshd allows ten sessions per connection (MaxSessions), and
+// `limactl shell` and other sbf processes share the master's. A process
+// busy enough to want more connects itself.
+const maxMasterShells = 2
 
 // New returns an empty pool; connections are dialled on first use.
 func New(o Options) *Pool {
@@ -215,12 +222,19 @@ func (p *Pool) freeShell(ctx context.Context, instance string, c *conn) (*shell,
 		return nil, nil
 	}
 	c.starting++
-	master := c.master
+	master := ""
+	if c.master != "" && c.onMaster < maxMasterShells {
+		master = c.master
+		c.onMaster++
+	}
 	p.mu.Unlock()
 	sh, err := p.startShell(ctx, instance, c, master) // a round trip: other instances' commands need not wait
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c.starting--
+	if master != "" && (err != nil || !sh.onMaster) {
+		c.onMaster--
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting a guest shell of %s: %w", instance, err)
 	}
@@ -257,8 +271,11 @@ func (p *Pool) startShell(ctx context.Context, instance string, c *conn, master 
 func (p *Pool) dropShell(instance string, sh *shell) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.conns[instance]; ok {
+	if c, ok := p.conns[instance]; ok && slices.Contains(c.shells, sh) {
 		c.shells = slices.DeleteFunc(c.shells, func(s *shell) bool { return s == sh })
+		if sh.onMaster {
+			c.onMaster--
+		}
 	}
 	sh.close()
 }

@@ -34,8 +34,10 @@ type shell struct {
 	stderr *markedStream
 	token  string
 	pid    int // leads the POSIX session its commands run in
-	next   int
-	broken bool
+	// onMaster says sess is a session of an OpenSSH master's (master.go).
+	onMaster bool
+	next     int
+	broken   bool
 	// owedOut and owedErr are the markers whose shell line is still to
 	// come on each stream (the spare printed first); see protocol.go.
 	owedOut, owedErr string
@@ -69,7 +71,12 @@ func startMasterShell(ctx context.Context, controlPath string) (*shell, error) {
 	if err != nil {
 		return nil, err
 	}
-	return greetShell(s, s.stdin, s.stdout, s.stderr)
+	sh, err := greetShell(s, s.stdin, s.stdout, s.stderr)
+	if err != nil {
+		return nil, err
+	}
+	sh.onMaster = true
+	return sh, nil
 }
 
 func greetShell(sess io.Closer, stdin io.WriteCloser, stdout, stderr io.Reader) (*shell, error) {
