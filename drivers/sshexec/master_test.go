@@ -51,11 +51,7 @@ func openSSHMaster(t *testing.T, g *sshtest.Server) (string, *exec.Cmd) {
 func TestGuestShellsStartThroughAnOpenSSHMaster(t *testing.T) {
 	g := sshtest.Start(t)
 	sock, master := openSSHMaster(t, g)
-	p := New(Options{Target: func(context.Context, string) (Target, error) {
-		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
-			ControlPath: sock}, nil
-	}})
-	t.Cleanup(func() { p.Close() })
+	p := masterPool(t, g, sock)
 	ctx := context.Background()
 	for range 3 {
 		res, err := p.Exec(ctx, instance, drivers.ExecRequest{Command: "echo out; echo err >&2; exit 7"})
@@ -99,6 +95,17 @@ func TestGuestShellsStartThroughAnOpenSSHMaster(t *testing.T) {
 	}
 }
 
+// masterPool is a pool whose one instance is g, with a master's control
+// socket at controlPath.
+func masterPool(t *testing.T, g *sshtest.Server, controlPath string) *Pool {
+	p := New(Options{Target: func(context.Context, string) (Target, error) {
+		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
+			ControlPath: controlPath}, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // sleeping reports whether a `sleep` with that argument still runs here.
 func sleeping(arg string) bool {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -121,11 +128,7 @@ func TestAMasterIsOnlyASocketOfThisUser(t *testing.T) {
 	if masterAlive(link) {
 		t.Error("a link to a master's socket was asked")
 	}
-	p := New(Options{Target: func(context.Context, string) (Target, error) {
-		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
-			ControlPath: link}, nil
-	}})
-	t.Cleanup(func() { p.Close() })
+	p := masterPool(t, g, link)
 	if res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: "echo own"}); err != nil ||
 		res.Stdout != "own\n" || p.Dials() != 1 {
 		t.Errorf("with a link for a master: %+v, %v, %d dials; want a connection of its own", res, err, p.Dials())
@@ -147,11 +150,7 @@ func TestAMasterIsOnlyASocketOfThisUser(t *testing.T) {
 func TestAProcessTakesAtMostTwoOfTheMastersSessions(t *testing.T) {
 	g := sshtest.Start(t)
 	sock, _ := openSSHMaster(t, g)
-	p := New(Options{Target: func(context.Context, string) (Target, error) {
-		return Target{Host: g.Host, Port: g.Port, User: "tester", IdentityFiles: []string{g.KeyFile},
-			ControlPath: sock}, nil
-	}})
-	t.Cleanup(func() { p.Close() })
+	p := masterPool(t, g, sock)
 	var wg sync.WaitGroup
 	for i := range maxMasterShells + 1 {
 		wg.Add(1)
