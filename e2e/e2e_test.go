@@ -192,8 +192,8 @@ func TestRealVM(t *testing.T) {
 	t.Run("host-guard", func(t *testing.T) { testHostGuard(t, w, hosts.allowed) })
 
 	// One restart changes cpus and locks the network down (docs/egress.md).
-	var direct [2]time.Duration
-	t.Run("egress-control", func(t *testing.T) { direct[0], direct[1] = testEgressControl(t, w, hosts) })
+	var direct egressTimes
+	t.Run("egress-control", func(t *testing.T) { direct = testEgressControl(t, w, hosts) })
 	w.write(".sandboxforge.toml", specText(1, true)+hosts.networkSpec())
 	if r := w.sbf("", nil, "plan"); !strings.Contains(r.stdout, "update   cpus 2 → 1") ||
 		!strings.Contains(r.stdout, "egress allow → allowlist") {
