@@ -80,9 +80,9 @@ const gets = 7
 
 // settled waits, in the guest, until its vCPUs were at least 90% idle over
 // a second (at most two minutes), and says on stderr how many seconds that
-// took. A guest just restarted spends a minute or more on its services
-// under emulation, which halved the speed of the proxied downloads taken
-// then (1.69× one run) while the direct ones ran on a settled guest.
+// took, so the direct and the proxied GETs, taken on either side of a
+// restart, both start on an idle guest. (It did not explain a run whose
+// proxied downloads went at half speed: the guest was idle within a second.)
 const settled = `for w in $(seq 120); do set -- $(head -1 /proc/stat); t1=$(($2+$3+$4+$5+$6+$7+$8)) i1=$5; ` +
 	`sleep 1; set -- $(head -1 /proc/stat); t2=$(($2+$3+$4+$5+$6+$7+$8)) i2=$5; ` +
 	`[ $(((i2-i1)*100)) -ge $(((t2-t1)*90)) ] && break; done; echo "settled after ${w}s" >&2; `
