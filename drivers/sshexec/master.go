@@ -152,7 +152,8 @@ func hello(ctl net.Conn) error {
 	case typ != muxHello || len(body) < 4:
 		return fmt.Errorf("the master's first message is %#x, not a hello", typ)
 	case binary.BigEndian.Uint32(body) != muxVersion:
-		return fmt.Errorf("the master speaks version %d of the protocol, not %d", binary.BigEndian.Uint32(body), muxVersion)
+		return fmt.Errorf("the master speaks version %d of the protocol, not %d",
+			binary.BigEndian.Uint32(body), muxVersion)
 	}
 	return nil
 }
