@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,16 +20,17 @@ import (
 // directly. Here the queue is empty and the writer writes 50 ms later.
 func TestAStdioAnswerWaitsForItsProgressToBeWritten(t *testing.T) {
 	f := newFixture(t, simSpec)
-	var out bytes.Buffer
-	w := f.srv.StdioOutput(&out)
+	// The line counts as written when the writer beneath has it, which is
+	// before the counter counts it (a flag set after w.Write returned could
+	// still be unset when the flush, woken by the count, looks).
+	var written atomic.Bool
+	w := f.srv.StdioOutput(flagWriter{&written})
 	stdio := &caller{id: stdioSessionID, notes: make(chan mcp.JSONRPCNotification, 1)}
 	ctx := f.srv.mcp.WithContext(context.Background(), stdio)
 	f.srv.stdio.sent.Add(1) // as sendProgress counts what it queues for stdio
-	var written atomic.Bool
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		w.Write(append(progressLine, []byte(`,"params":{"progress":1}}`+"\n")...))
-		written.Store(true)
 	}()
 	f.srv.flushNotifications(ctx)
 	if !written.Load() {
@@ -42,6 +42,14 @@ func TestAStdioAnswerWaitsForItsProgressToBeWritten(t *testing.T) {
 	if f.srv.stdio.sent.Load() != 1 {
 		t.Errorf("an HTTP session's progress was counted as the stdio writer's: %d", f.srv.stdio.sent.Load())
 	}
+}
+
+// flagWriter notes that something was written.
+type flagWriter struct{ written *atomic.Bool }
+
+func (f flagWriter) Write(b []byte) (int, error) {
+	f.written.Store(true)
+	return len(b), nil
 }
 
 // Through mcp-go's own stdio server, over pipes: a create's progress lines
