@@ -24,8 +24,9 @@ export SBF_SOURCES_ID
 status=0
 # The parallel tests wait on leases, boots and elections, not the CPU: eight at a time (the
 # integration package, every test parallel: 110 s one at a time, 70 s four at a time, 50 s eight).
+# -vet=all is go vet's every analyzer on the race build (no second compile without -race).
 # shellcheck disable=SC2086 # the count is one word or none
-"$GO" test -race ${SBF_GO_TEST_COUNT--count=1} -parallel 8 -v "$@" ./... >"$out" 2>&1 || status=$?
+"$GO" test -race -vet=all ${SBF_GO_TEST_COUNT--count=1} -parallel 8 -v "$@" ./... >"$out" 2>&1 || status=$?
 grep -E '^(ok|FAIL|---|panic:)|^\?|WARNING: DATA RACE' "$out" | grep -v -e '^--- PASS' -e '^?' || true
 passed=$(grep -c -E '^\s*--- PASS' "$out" || true)
 skipped=$(grep -c -E '^\s*--- SKIP' "$out" || true)

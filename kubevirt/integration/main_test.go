@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/external"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/kubevirt/driver"
 	"github.com/sandboxforge/sbf/kubevirt/internal/fakevirt"
 	"github.com/sandboxforge/sbf/kubevirt/internal/kubetest"
@@ -34,7 +36,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var cleanups []func()
+	var cleanups []func() error
 	if kubetest.Bins() != "" {
 		dir, err := os.MkdirTemp("", "sbf-kubevirt-test")
 		if err != nil {
@@ -42,15 +44,49 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		plugin = filepath.Join(dir, "sbf-kubevirt")
-		build := exec.Command("go", "build", "-o", plugin, "../cmd/sbf-kubevirt")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
+		if err := buildPlugin(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "building sbf-kubevirt:", err)
 			os.Exit(1)
 		}
-		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		cleanups = append(cleanups, func() error {
+			defer os.RemoveAll(dir)
+			return pluginRaces(dir)
+		})
 	}
 	kubetest.Main(m, &cluster, cleanups...)
+}
+
+// buildPlugin builds sbf-kubevirt into dir as these tests are built: with the race detector
+// under -race, so that a race in the plugin's own goroutines (its controller, its leases, its
+// leader) fails the run, and its packages compile once for the tests and the plugin (client-go
+// both ways was ~110 s of a cold make test). Each plugin process writes what it found to
+// dir/race.PID (GORACE's log_path, which every process the tests start inherits).
+func buildPlugin(dir string) error {
+	args := []string{"build", "-o", plugin}
+	if testutil.Race {
+		args = append(args, "-race")
+		gorace := strings.TrimSpace(os.Getenv("GORACE") + " log_path=" + filepath.Join(dir, "race"))
+		if err := os.Setenv("GORACE", gorace); err != nil {
+			return err
+		}
+	}
+	build := exec.Command("go", append(args, "../cmd/sbf-kubevirt")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	return build.Run()
+}
+
+// pluginRaces fails the run with the races plugin processes reported, if any.
+func pluginRaces(dir string) error {
+	logs, err := filepath.Glob(filepath.Join(dir, "race.*"))
+	if err != nil || len(logs) == 0 {
+		return err
+	}
+	var reports strings.Builder
+	for _, log := range logs {
+		b, _ := os.ReadFile(log)
+		fmt.Fprintf(&reports, "%s:\n%s\n", filepath.Base(log), b)
+	}
+	return fmt.Errorf("%d sbf-kubevirt processes reported data races:\n%s", len(logs), reports.String())
 }
 
 var sourcesRead struct {

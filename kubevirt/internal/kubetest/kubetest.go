@@ -123,11 +123,15 @@ const SkipEnv = "SBF_KUBE_SKIP"
 
 // Main runs a test package's tests against one cluster, started once. Without the
 // binaries it fails the package, unless SkipEnv=1.
-// cleanups run before Main exits (os.Exit skips a TestMain's defers).
-func Main(m *testing.M, c **Cluster, cleanups ...func()) {
+// cleanups run before Main exits (os.Exit skips a TestMain's defers); one that returns an
+// error fails the package, saying it.
+func Main(m *testing.M, c **Cluster, cleanups ...func() error) {
 	code := run(m, c)
 	for _, f := range cleanups {
-		f()
+		if err := f(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
