@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -50,6 +51,7 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 	calls := 0
 	for _, tool := range []string{"list_instances", "get_desired_state"} {
 		b.Run(tool, func(b *testing.B) {
+			defer reportServerCPU(b, server.Process.Pid)()
 			for b.Loop() {
 				call(tool, nil)
 				calls++
@@ -60,6 +62,7 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 	// on this host): compare mcpserver's in-process BenchmarkRunCommand.
 	b.Run("run_command", func(b *testing.B) {
 		id := firstInstance(b, c)
+		defer reportServerCPU(b, server.Process.Pid)()
 		for b.Loop() {
 			call("run_command", map[string]any{"instance_id": id, "command": "true"})
 			calls++
@@ -95,6 +98,33 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 			}
 		}
 	})
+}
+
+// reportServerCPU reports, when the function it returns is called, the CPU
+// the server process spent per op since (its own threads, not its children:
+// the sim's shells are the command's cost, not the door's).
+func reportServerCPU(b *testing.B, pid int) func() {
+	before := procCPU(b, pid)
+	return func() {
+		b.ReportMetric(float64((procCPU(b, pid)-before).Microseconds())/float64(b.N), "server-cpu-µs/op")
+	}
+}
+
+// procCPU is the user and system time a process's threads have spent
+// (/proc/PID/stat's utime and stime, in the kernel's 100 Hz ticks).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command's parenthesised name: state is the 3rd, utime the 14th.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("reading %d's CPU: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // firstInstance is the instance id list_instances names first.

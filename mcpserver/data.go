@@ -125,6 +125,7 @@ func (s *Server) target(ctx context.Context, id string) (*sandbox.Target, hostpa
 		return nil, hostpath.Policy{}, err
 	}
 	s.remember(tgt.Resolved) // Target found a live lease: the loop watches it already
+	note(ctx, specsOf, tgt.Resolved.Root, tgt.Resolved)
 	s.used.touch(tgt.Resolved.Root, e.Sandbox, s.cfg.Engine.Clock.Now())
 	return tgt, s.cfg.Policy.HostPaths(tgt.Resolved.Root), nil
 }

@@ -46,7 +46,10 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 	if id == "" {
 		id = facts.instanceID
 	}
-	entry, found := s.index.Lookup(id)
+	entry, found := noted(ctx, instancesOf, id) // as the call found it
+	if !found {
+		entry, found = s.index.Lookup(id)
+	}
 	if id == "" || !found {
 		return
 	}
@@ -68,7 +71,10 @@ func (s *Server) recordCall(ctx context.Context, tool string, rawArgs any, out a
 		ws, werr = s.options(entry.WorkspaceRoot, nil)
 	}
 	if werr == nil {
-		r, _ := s.cfg.Engine.LoadShared(ws)
+		r, loaded := noted(ctx, specsOf, ws.Root)
+		if !loaded {
+			r, _ = s.cfg.Engine.LoadShared(ws)
+		}
 		redact = sandbox.Redactor(r, s.cfg.Engine.Env.Getenv)
 	} else {
 		redact = sandbox.Redactor(nil, nil)

@@ -142,6 +142,9 @@ func (s *Server) instance(ctx context.Context, id string) (state.IndexEntry, spe
 	if err == nil && !ok {
 		return state.IndexEntry{}, spec.Options{}, instanceNotFound(id)
 	}
+	if err == nil {
+		note(ctx, instancesOf, id, e) // callscope.go
+	}
 	return e, ws, err
 }
 

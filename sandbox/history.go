@@ -72,12 +72,13 @@ func (h History) limit() int64 {
 }
 
 // maxRead bounds a read of one history file: a file rotates once it
-// reaches the limit, so it holds at most the limit and one line.
+// reaches the limit, so it holds the limit and the few lines appended while
+// it was due (appendUnlocked); a read keeps to the newest maxRead bytes.
 func (h History) maxRead() int64 { return h.limit() + 64<<10 }
 
-// Append writes one event, redacted by redact, under the history's lock
-// (CLI and MCP server may append at once). A workspace without sbf's
-// folder has nothing to record (no sandbox ever ran there).
+// Append writes one event, redacted by redact (CLI and MCP server may
+// append at once: appendUnlocked). A workspace without sbf's folder has
+// nothing to record (no sandbox ever ran there).
 func (h History) Append(ctx context.Context, ev Event, redact func(string) string) error {
 	_, err := h.AppendOnce(ctx, ev, redact, nil, 0)
 	return err
@@ -105,6 +106,12 @@ func (h History) AppendOnce(ctx context.Context, ev Event, redact func(string) s
 	if err != nil {
 		return false, err
 	}
+	line = append(line, '\n')
+	if same == nil {
+		if wrote, locked, err := h.appendUnlocked(line); !locked {
+			return wrote, err
+		}
+	}
 	// A run the caller cancelled is recorded all the same: the wait for the
 	// lock is bounded by historyLockWait, not by the caller's end.
 	lock, err := flock.Acquire(context.WithoutCancel(ctx), own.File(HistoryFile+".lock"),
@@ -125,11 +132,39 @@ func (h History) AppendOnce(ctx context.Context, ev Event, redact func(string) s
 	if err != nil {
 		return false, fmt.Errorf("opening the history: %w", err)
 	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if _, err := f.Write(line); err != nil {
 		f.Close()
 		return false, fmt.Errorf("writing the history: %w", err)
 	}
 	return true, f.Close()
+}
+
+// appendUnlocked writes line without the history's lock unless the file is
+// due to rotate (then it writes nothing and says locked: the caller rotates
+// under the lock). The lock serialises rotations, not appends: one write
+// of one line to a file opened O_APPEND lands whole after the others, and
+// a line written to the file a rotation renamed meanwhile is kept in the
+// rotated file. A reader reads the newest maxRead bytes of a file, so the
+// lines racing past the bound are read as well. An append costs one open
+// then, not a lock's note written and cleared (a third of an MCP call's
+// own time).
+func (h History) appendUnlocked(line []byte) (wrote, locked bool, err error) {
+	f, err := h.own().OpenFile(HistoryFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // no state folder: no sandbox ever ran here
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("opening the history: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() >= h.limit() {
+		f.Close()
+		return false, true, nil
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return false, false, fmt.Errorf("writing the history: %w", err)
+	}
+	return true, false, f.Close()
 }
 
 func clipField(s string) string {

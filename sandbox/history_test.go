@@ -204,3 +204,39 @@ func TestAppendOnceWritesALineOnce(t *testing.T) {
 		t.Error("a departure at another time was not written")
 	}
 }
+
+// Appends take no lock, rotations do: many writers crossing the bound at
+// once rotate the history once, and every line is in one of its files.
+func TestAppendsCrossingTheBoundRotateOnce(t *testing.T) {
+	h := history(t, 16<<10)
+	const writers, each = 8, 40 // ~100-byte lines: 32 KiB, one rotation and not two
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := h.Append(t.Context(), sandbox.Event{Tool: "t", Sandbox: fmt.Sprint("w", w, "-", i)},
+					nil); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lines := 0
+	for _, name := range []string{sandbox.HistoryFile, sandbox.HistoryFile + ".1"} {
+		data, err := os.ReadFile(filepath.Join(h.Dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+			var ev sandbox.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: a line torn: %q", name, line)
+			}
+			lines++
+		}
+	}
+	if lines != writers*each {
+		t.Errorf("%d lines kept of %d (a second rotation replaced the first's file)", lines, writers*each)
+	}
+}
