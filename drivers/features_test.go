@@ -12,6 +12,11 @@ type copier struct{ Driver }
 func (copier) CopyIn(context.Context, string, string, string) error { return nil }
 func (copier) Remove(context.Context, string, []string) error       { return nil }
 
+// remover is a backend that removes guest paths alone.
+type remover struct{ Driver }
+
+func (remover) Remove(context.Context, string, []string) error { return nil }
+
 // Capabilities are found from the type alone: each field is an optional
 // interface (or HostShell's answer), so CapabilitiesOf fills any field
 // added to the struct without another list to keep in step.
@@ -23,12 +28,14 @@ func TestCapabilitiesComeFromTheType(t *testing.T) {
 			t.Errorf("capability %s is %s, not an optional interface", f.Name, f.Type)
 		}
 	}
-	c := CapabilitiesOf((*copier)(nil))
-	v := reflect.ValueOf(c)
-	for i := range v.NumField() {
-		name, set := ct.Field(i).Name, !v.Field(i).IsZero()
-		if set != (name == "CopyIn" || name == "Remove") {
-			t.Errorf("%s: set = %v", name, set)
+	// Asked again, and after another type, each type has its own (the answer is kept by type).
+	for _, d := range []Driver{(*copier)(nil), (*remover)(nil), (*copier)(nil)} {
+		v := reflect.ValueOf(CapabilitiesOf(d))
+		for i := range v.NumField() {
+			name, set := ct.Field(i).Name, !v.Field(i).IsZero()
+			if _, isCopier := d.(*copier); set != (name == "Remove" || isCopier && name == "CopyIn") {
+				t.Errorf("%T %s: set = %v", d, name, set)
+			}
 		}
 	}
 	if CapabilitiesOf(nil) != (Capabilities{}) {

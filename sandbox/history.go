@@ -92,10 +92,6 @@ func (h History) Append(ctx context.Context, ev Event, redact func(string) strin
 // writes. It says whether it wrote.
 func (h History) AppendOnce(ctx context.Context, ev Event, redact func(string) string, same func(Event) bool,
 	window time.Duration) (bool, error) {
-	own := h.own()
-	if ok, err := own.Exists(); !ok {
-		return false, err
-	}
 	if redact != nil {
 		ev.Command, ev.Path, ev.Detail, ev.Error = redact(ev.Command), redact(ev.Path), redact(ev.Detail),
 			redact(ev.Error)
@@ -111,6 +107,10 @@ func (h History) AppendOnce(ctx context.Context, ev Event, redact func(string) s
 		if wrote, locked, err := h.appendUnlocked(line); !locked {
 			return wrote, err
 		}
+	}
+	own := h.own()
+	if ok, err := own.Exists(); !ok {
+		return false, err
 	}
 	// A run the caller cancelled is recorded all the same: the wait for the
 	// lock is bounded by historyLockWait, not by the caller's end.
