@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -26,6 +27,7 @@ import (
 type mcpSession struct {
 	t      *testing.T
 	c      *client.Client
+	server *exec.Cmd // sbf mcp (sbf-server once it execs)
 	mu     sync.Mutex
 	stderr bytes.Buffer // the server's progress and debug lines, for a failure's log
 	steps  []timedStep  // the progress of calls made with timed, as it arrived
@@ -41,7 +43,13 @@ func (w *ws) mcp(extraArgs ...string) *mcpSession {
 	w.t.Helper()
 	args := append([]string{"-C", w.root, "mcp"}, extraArgs...)
 	env := append(append(os.Environ(), w.env...), "SBF_DEBUG=1")
-	c, err := client.NewStdioMCPClient(os.Getenv("SBF_BIN"), env, args...)
+	var server *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(os.Getenv("SBF_BIN"), env, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			server = exec.CommandContext(ctx, command, args...)
+			server.Env = env
+			return server, nil
+		}))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -56,7 +64,7 @@ func (w *ws) mcp(extraArgs ...string) *mcpSession {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		w.t.Fatal(err)
 	}
-	m := &mcpSession{t: w.t, c: c}
+	m := &mcpSession{t: w.t, c: c, server: server}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == "notifications/progress" {
 			msg, _ := n.Params.AdditionalFields["message"].(string)

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,20 @@ func limactl(t *testing.T, args ...string) string {
 		t.Fatalf("limactl %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// cpuOf is the CPU time the threads of process pid have had (the sum of
+// their schedstat, in nanoseconds); a thread gone meanwhile is not counted.
+func cpuOf(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, f := range tasks {
+		if data, err := os.ReadFile(f); err == nil && len(strings.Fields(string(data))) > 0 {
+			ns, _ := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -371,12 +386,13 @@ func testCompose(t *testing.T, w *ws) {
 // same VM, in the same run: the CLI (process start included), the engine
 // API (in this process) and MCP run_command over stdio to a real `sbf mcp`.
 // Each way runs in a block of its own after a warm-up, as hyperfine runs
-// commands, and the four blocks alternate twice so that every way sees the
+// commands, and the blocks alternate twice so that every way sees the
 // same moments of the machine (an emulated guest's answers drift by half
 // within a minute). Alternating command by command instead puts every
 // `sbf exec` right after a `limactl shell`, while the guest is still closing
 // that login: +1 to 2 ms on each `sbf exec` under emulation
-// (docs/performance.md).
+// (docs/performance.md). The engine API and MCP, which open no login,
+// alternate five calls at a time within their round.
 func testExecSpeed(t *testing.T, w *ws, name string) {
 	const n = 50
 	sbfExec := func(i int) {
@@ -413,20 +429,45 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 	// a call's cost, so the blocks begin once that pass is over.
 	time.Sleep(30 * time.Second)
 	dialled := drv.Dials()
+	timed := func(i, j int) {
+		start := time.Now()
+		ways[i](j)
+		took[i] = append(took[i], time.Since(start))
+	}
+	// What the engine API and MCP spend of the host's CPU, over their groups of five: the
+	// engine's in this process; MCP's in sbf mcp and in this process, its client.
+	var selfCPU [4]time.Duration
+	var serverCPU time.Duration
 	for round := 0; round < 2; round++ {
-		for i, way := range ways {
-			way(-1) // warm-up
+		for i := range 2 { // limactl shell, sbf exec: a block each
+			ways[i](-1) // warm-up
 			for j := 0; j < n/2; j++ {
-				start := time.Now()
-				way(j)
-				took[i] = append(took[i], time.Since(start))
+				timed(i, j)
+			}
+		}
+		// The engine API and MCP: five of one, then five of the other. Neither opens a login, and
+		// the MCP server's loop passes over the workspace every minute, each pass keeping the
+		// emulated guest busy for seconds (its compose stack's look): a block of 25 that one
+		// overlaps reads slower. Interleaved, such a pass lands on both doors alike, and the
+		// difference is the MCP door's.
+		ways[2](-1)
+		ways[3](-1)
+		for j := 0; j < n/2; j += 5 {
+			for i := 2; i < 4; i++ {
+				self, server := cpuOf(os.Getpid()), cpuOf(m.server.Process.Pid)
+				for k := j; k < j+5; k++ {
+					timed(i, k)
+				}
+				selfCPU[i] += cpuOf(os.Getpid()) - self
+				if i == 3 {
+					serverCPU += cpuOf(m.server.Process.Pid) - server
+				}
 			}
 		}
 	}
 	checkOneDial(t, drv, dialled)
-	// Each block's median apart: the MCP server's loop passes over the workspace once its
-	// first call touched it (docker probes in the guest, seconds under emulation), and a
-	// block it overlaps reads slower.
+	// Each round's median apart: a loop pass (docker probes in the guest, seconds under
+	// emulation) slows the round it overlaps.
 	var blocks strings.Builder
 	for i, name := range []string{"limactl shell", "sbf exec", "engine API", "MCP run_command"} {
 		fmt.Fprintf(&blocks, "  %-16s", name)
@@ -435,19 +476,22 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		}
 		blocks.WriteString("\n")
 	}
-	t.Logf("exec speed, each block's median:\n%s", blocks.String())
+	t.Logf("exec speed, each round's median:\n%s", blocks.String())
 	ms, mc, ma, mm := median(took[0]), median(took[1]), median(took[2]), median(took[3])
 	if mm > 100*time.Millisecond { // 20 ms when nothing else holds the guest shell
 		m.mu.Lock()
 		t.Logf("MCP run_command took %s (median); the server's stderr:\n%s", mm, lastLines(m.stderr.String(), 60))
 		m.mu.Unlock()
 	}
-	fmt.Printf("\nexec speed (median of %d on the same VM, blocks of %d alternated):\n"+
+	fmt.Printf("\nexec speed (median of %d on the same VM, blocks of %d alternated; engine API and MCP 5 by 5):\n"+
 		"  limactl shell NAME true  %8.1f ms\n"+
 		"  sbf exec -- true         %8.1f ms  (%.1fx faster)\n  engine API exec true     %8.1f ms  (%.1fx faster)\n"+
 		"  MCP run_command true     %8.1f ms  (%.1fx faster; %+.1f ms vs the engine API)\n",
 		n, n/2, ms.Seconds()*1000, mc.Seconds()*1000, ms.Seconds()/mc.Seconds(), ma.Seconds()*1000,
 		ms.Seconds()/ma.Seconds(), mm.Seconds()*1000, ms.Seconds()/mm.Seconds(), (mm-ma).Seconds()*1000)
+	perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	fmt.Printf("  host CPU a call: engine API %.0f µs; MCP %.0f µs in sbf mcp and %.0f µs in its client\n",
+		perCall(selfCPU[2]), perCall(serverCPU), perCall(selfCPU[3]))
 	timings = append(timings, timing{"median limactl shell true", ms}, timing{"median sbf exec -- true", mc},
 		timing{"median engine API exec", ma}, timing{"median MCP run_command (stdio round trip)", mm})
 }
