@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // BenchmarkMCPStdioProcess measures tool round trips to a real `sbf mcp`
@@ -104,27 +105,10 @@ func BenchmarkMCPStdioProcess(b *testing.B) {
 // the server process spent per op since (its own threads, not its children:
 // the sim's shells are the command's cost, not the door's).
 func reportServerCPU(b *testing.B, pid int) func() {
-	before := procCPU(b, pid)
+	before := testutil.ProcessCPU(pid)
 	return func() {
-		b.ReportMetric(float64((procCPU(b, pid)-before).Microseconds())/float64(b.N), "server-cpu-µs/op")
+		b.ReportMetric(float64((testutil.ProcessCPU(pid)-before).Microseconds())/float64(b.N), "server-cpu-µs/op")
 	}
-}
-
-// procCPU is the user and system time a process's threads have spent
-// (/proc/PID/stat's utime and stime, in the kernel's 100 Hz ticks).
-func procCPU(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Fields after the command's parenthesised name: state is the 3rd, utime the 14th.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("reading %d's CPU: %v %v", pid, err1, err2)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // firstInstance is the instance id list_instances names first.

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/lima"
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/testutil"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/sandbox"
 	"github.com/sandboxforge/sbf/spec"
@@ -142,20 +142,6 @@ func limactl(t *testing.T, args ...string) string {
 		t.Fatalf("limactl %v: %v\n%s", args, err, out)
 	}
 	return string(out)
-}
-
-// cpuOf is the CPU time the threads of process pid have had (the sum of
-// their schedstat, in nanoseconds); a thread gone meanwhile is not counted.
-func cpuOf(pid int) time.Duration {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	var sum time.Duration
-	for _, f := range tasks {
-		if data, err := os.ReadFile(f); err == nil && len(strings.Fields(string(data))) > 0 {
-			ns, _ := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
-			sum += time.Duration(ns)
-		}
-	}
-	return sum
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -454,13 +440,13 @@ func testExecSpeed(t *testing.T, w *ws, name string) {
 		ways[3](-1)
 		for j := 0; j < n/2; j += 5 {
 			for i := 2; i < 4; i++ {
-				self, server := cpuOf(os.Getpid()), cpuOf(m.server.Process.Pid)
+				self, server := testutil.ProcessCPU(os.Getpid()), testutil.ProcessCPU(m.server.Process.Pid)
 				for k := j; k < j+5; k++ {
 					timed(i, k)
 				}
-				selfCPU[i] += cpuOf(os.Getpid()) - self
+				selfCPU[i] += testutil.ProcessCPU(os.Getpid()) - self
 				if i == 3 {
-					serverCPU += cpuOf(m.server.Process.Pid) - server
+					serverCPU += testutil.ProcessCPU(m.server.Process.Pid) - server
 				}
 			}
 		}
