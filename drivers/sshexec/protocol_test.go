@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,6 +45,35 @@ func TestCommandsThatEndTheirSpareUnusually(t *testing.T) {
 	}
 	if s := g.Sessions.Load(); s != 1 {
 		t.Errorf("%d sessions; every command should have run in the one guest shell", s)
+	}
+}
+
+// A command's own EXIT trap runs as its spare ends: what it prints is that
+// command's output, before the markers (the spare leaves them to the
+// shell), not the start of the next command's. And the descriptors the
+// spare prints its markers on are closed for the command.
+func TestACommandsExitTrapAndTheMarkersDescriptors(t *testing.T) {
+	p, _ := guest(t, Fallbacks{})
+	run := func(command string) drivers.ExecResult {
+		t.Helper()
+		res, err := p.Exec(context.Background(), instance, drivers.ExecRequest{Command: command})
+		if err != nil {
+			t.Fatalf("%q: %v", command, err)
+		}
+		return res
+	}
+	if res := run("trap 'echo own trap' EXIT; echo first"); res.Stdout != "first\nown trap\n" || res.ExitCode != 0 {
+		t.Errorf("a command with an EXIT trap = %+v; want its trap's line in its own output", res)
+	}
+	if res := run("echo next"); res.Stdout != "next\n" {
+		t.Errorf("the command after it = %q", res.Stdout)
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to list a command's descriptors")
+	}
+	fds := strings.Fields(run("ls /proc/self/fd").Stdout)
+	if slices.Contains(fds, "8") || slices.Contains(fds, "9") {
+		t.Errorf("the command holds the markers' descriptors: %v", fds)
 	}
 }
 
