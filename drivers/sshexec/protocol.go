@@ -39,6 +39,9 @@ import (
 // (its text says "trap") is sent with trapMark before its line: its spare
 // prints nothing and ends after it, so the trap's output, which comes as
 // the spare ends, precedes the shell's markers and stays the command's.
+// (A trap that a sourced file sets is not seen: what it prints as the
+// spare ends comes after the markers, at the start of the next command's
+// output, as a background job's late output does.)
 //
 // A long command would cost a system call per byte: its line is instead
 // "@" and its length, followed by the command, which the spare reads with
