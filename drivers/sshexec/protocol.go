@@ -26,10 +26,9 @@ import (
 // redirection on its eval, which the shell undoes after it), so a command
 // that moved its stdout or stderr elsewhere (exec >file) does not get a
 // marker in its file, and nothing it starts holds them. Printed after the
-// eval, not from an EXIT trap, and with no redirection that opens a file:
-// under emulation the trap cost ~1 ms a command and an open of /dev/null
-// ~0.3 ms each (2026-12-01, interleaved on one guest: 7.0 -> 5.8 ms a
-// command 2 ms apart).
+// eval, with no /proc checks, EXIT trap or redirection that opens a file
+// (under emulation an open of /dev/null costs ~0.3 ms): 7.0 -> 5.8 ms a
+// command 2 ms apart, interleaved on one guest (docs/performance.md).
 //
 // The shell's markers are the fallback, read when the spare did not
 // print: the command ended the spare itself (exit, a failure under set -e,
