@@ -68,6 +68,10 @@ func TestACommandsExitTrapAndTheMarkersDescriptors(t *testing.T) {
 	if res := run("echo next"); res.Stdout != "next\n" {
 		t.Errorf("the command after it = %q", res.Stdout)
 	}
+	long := strings.Repeat("x", maxSpareLine)
+	if res := run("trap 'echo own trap' EXIT; echo " + long); res.Stdout != long+"\nown trap\n" {
+		t.Errorf("a long command with an EXIT trap: %.40q…", res.Stdout)
+	}
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("no /proc/self/fd to list a command's descriptors")
 	}
