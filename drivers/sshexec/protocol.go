@@ -95,7 +95,9 @@ func StatusPassing(command string) string {
 // descriptors 8 and 9 closed and prints the markers on them. A line with
 // trapMark first is evaluated the same way and the spare ends after it
 // (`exit`, with the command's status), printing nothing. At the end of its
-// input it ends the shell: the client has gone.
+// input it ends the shell: the client has gone. (The number is read after
+// the eval: a command that sets __sbf_n and ends on its own leaves a line
+// of output with another number, and the shell's markers end it.)
 func spare(token string) string {
 	const long = `__sbf_c=$(head -c "${__sbf_c#@}")`
 	const run = statusTrap + `; eval "$__sbf_c" 8>&- 9>&- </dev/null`
