@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/testutil"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 )
 
 // countingReader counts what the server read of a body.
@@ -71,7 +72,7 @@ func initialize(t *testing.T, h http.Handler) string {
 // most the limit to refuse: nothing when its length is declared.
 func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 	f := newFixture(t, simSpec)
-	h := f.srv.HTTPHandler(HTTPOptions{MaxBodyBytes: 1 << 20, Token: testToken})
+	h := streamhttp.New(f.srv.MCP(), streamhttp.Options{MaxBodyBytes: 1 << 20, Token: testToken})
 	defer h.Close()
 	big := func() io.Reader {
 		return io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call",`+
@@ -112,7 +113,7 @@ func TestBodyOverTheLimitIs413WithTheEnvelope(t *testing.T) {
 func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 	testutil.WithoutRace(t, "it sends MiB arguments, a call at a time")
 	f := newFixture(t, simSpec)
-	h := f.srv.HTTPHandler(HTTPOptions{Token: testToken})
+	h := streamhttp.New(f.srv.MCP(), streamhttp.Options{Token: testToken})
 	defer h.Close()
 	id := initialize(t, h)
 	arg := strings.Repeat("A", 3<<19)
@@ -132,7 +133,8 @@ func TestErrorsDoNotEchoLargeArguments(t *testing.T) {
 func TestSessionsAreCappedAndExpire(t *testing.T) {
 	f := newFixture(t, simSpec)
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h := f.srv.HTTPHandler(HTTPOptions{MaxSessions: 50, SessionIdle: time.Hour, clock: c, Token: testToken})
+	o := streamhttp.Options{MaxSessions: 50, SessionIdle: time.Hour, Clock: c, Token: testToken}
+	h := streamhttp.New(f.srv.MCP(), o)
 	defer h.Close()
 	base := f.srv.Sessions() // the fixture's in-process client
 	first := initialize(t, h)
@@ -147,8 +149,8 @@ func TestSessionsAreCappedAndExpire(t *testing.T) {
 			t.Fatalf("ping on a live session: %d %s", rec.Code, rec.Body)
 		}
 	}
-	if n := f.srv.Sessions() - base; n > 50 || h.sessions.Len() > 50 {
-		t.Fatalf("%d sessions held after 502 initializations (table %d), cap 50", n, h.sessions.Len())
+	if n := f.srv.Sessions() - base; n > 50 || h.Sessions() > 50 {
+		t.Fatalf("%d sessions held after 502 initializations (table %d), cap 50", n, h.Sessions())
 	}
 	if rec := post(h, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), -1,
 		first); rec.Code != http.StatusNotFound {
@@ -159,14 +161,14 @@ func TestSessionsAreCappedAndExpire(t *testing.T) {
 		t.Errorf("the active session was evicted: %d", rec.Code)
 	}
 	c.Advance(time.Hour)
-	h.sessions.Sweep()
+	h.SweepSessions()
 	// The handler's own sweeper may have woken on the same hour and be
 	// releasing them still.
 	for deadline := time.Now().Add(5 * time.Second); f.srv.Sessions() != base && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := f.srv.Sessions() - base; n != 0 || h.sessions.Len() != 0 {
-		t.Errorf("%d sessions held (table %d) after an hour idle", n, h.sessions.Len())
+	if n := f.srv.Sessions() - base; n != 0 || h.Sessions() != 0 {
+		t.Errorf("%d sessions held (table %d) after an hour idle", n, h.Sessions())
 	}
 }
 
@@ -180,9 +182,5 @@ func TestReadSettingsHTTPLimits(t *testing.T) {
 	zeroSessions := func(k string) string { return map[string]string{"MCP_HTTP_MAX_SESSIONS": "0"}[k] }
 	if _, err := ReadSettings(zeroSessions); err == nil {
 		t.Error("MCP_HTTP_MAX_SESSIONS=0 was accepted")
-	}
-	if o := (HTTPOptions{}).withDefaults(); o.MaxBodyBytes != DefaultMaxBodyBytes ||
-		o.MaxSessions != DefaultMaxSessions || o.SessionIdle != DefaultSessionIdle {
-		t.Errorf("defaults = %+v", o)
 	}
 }

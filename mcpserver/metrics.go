@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxforge/sbf/internal/promtext"
 	"github.com/sandboxforge/sbf/internal/readcount"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/reconcile/plan"
 	"github.com/sandboxforge/sbf/spec"
@@ -76,8 +77,8 @@ func newMetrics(s *Server) *metrics {
 // server listening on o.Addr: they name the server's workspaces, pools and
 // tools, which no process that merely reaches the port should read (a
 // Prometheus scrape sends the token with authorization.credentials_file).
-func (s *Server) MetricsHandler(o HTTPOptions) http.Handler {
-	return guard(promtext.Handler(s.metrics.families...), o.access())
+func (s *Server) MetricsHandler(o streamhttp.Options) http.Handler {
+	return streamhttp.Guard(promtext.Handler(s.metrics.families...), o)
 }
 
 // loopState sets the loop's gauges.

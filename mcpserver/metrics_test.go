@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sandboxforge/sbf/internal/readcount"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 	"github.com/sandboxforge/sbf/reconcile"
 )
 
@@ -75,7 +76,7 @@ func TestMetrics(t *testing.T) {
 	f.ok("run_command", map[string]any{"instance_id": id, "command": "true"})
 	f.fails("read_file", map[string]any{"instance_id": id, "path": "none"}, "GUEST_PATH_NOT_FOUND")
 	f.ok("expose_port", map[string]any{"instance_id": id, "port": guestHTTP(t, "x")})
-	h := f.srv.MetricsHandler(HTTPOptions{Addr: "127.0.0.1:9100", Token: testToken})
+	h := f.srv.MetricsHandler(streamhttp.Options{Addr: "127.0.0.1:9100", Token: testToken})
 	m := scrape(t, h, testToken)
 	for _, c := range []struct {
 		name   string

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 	"github.com/sandboxforge/sbf/spec"
 )
 
@@ -30,7 +31,7 @@ func modernClient(t *testing.T, f *fixture, over string, note func(mcp.JSONRPCNo
 	var err error
 	switch over {
 	case "http":
-		h := f.srv.HTTPHandler(HTTPOptions{Token: testToken})
+		h := streamhttp.New(f.srv.MCP(), streamhttp.Options{Token: testToken})
 		srv := httptest.NewServer(h)
 		t.Cleanup(func() { srv.Close(); h.Close() })
 		c, err = client.NewStreamableHttpClient(srv.URL+"/mcp",

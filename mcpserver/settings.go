@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 )
 
 // Settings are SandboxForge v1's server environment variables, read with
@@ -144,7 +145,7 @@ func ReadSettings(getenv func(string) string) (Settings, error) {
 // the operator typed it). localhost and ::1 stay: they are loopback, though
 // v1 replaced them too.
 func (s *Settings) keepLoopback() {
-	if s.AllowRemote || isLoopback(s.HTTPHost) {
+	if s.AllowRemote || streamhttp.IsLoopback(s.HTTPHost) {
 		return
 	}
 	s.Warnings = append(s.Warnings, fmt.Sprintf("MCP_HTTP_HOST=%s is not a loopback address and "+

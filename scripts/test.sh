@@ -170,7 +170,7 @@ fuzz_all() { # chained: it runs in a || list (background), where set -e is off
   fuzz FuzzLoad 3000x ./spec testdata/spec &&
     fuzz FuzzLoadWithinLimits 30000x ./spec testdata/spec &&
     fuzz FuzzTreeMatchesGoTOML 30000x ./spec testdata/spec &&
-    fuzz FuzzHTTPHandler 1000x ./mcpserver &&
+    fuzz FuzzHTTPHandler 10000x ./mcpserver/streamhttp &&
     fuzz FuzzUpsertEnv 20000x ./drivers/guest &&
     fuzz FuzzRenderedTextIsSafe 20000x ./internal/termsafe
 }

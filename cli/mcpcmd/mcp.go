@@ -24,6 +24,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/policy"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/mcpserver"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 	"github.com/sandboxforge/sbf/reconcile"
 	"github.com/sandboxforge/sbf/spec"
 )
@@ -56,24 +57,24 @@ func (f *mcpFlags) register(a cmds, cmd *cobra.Command) {
 		"(loopback and the bearer token, as the MCP endpoint)")
 	cmd.Flags().Int64Var(&f.maxBodyBytes, "max-body-bytes", 0,
 		fmt.Sprintf("largest HTTP request body in bytes (default %d, or "+
-			"MCP_HTTP_MAX_BODY_BYTES)", mcpserver.DefaultMaxBodyBytes),
+			"MCP_HTTP_MAX_BODY_BYTES)", streamhttp.DefaultMaxBodyBytes),
 	)
 	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", 0,
 		fmt.Sprintf("most live HTTP sessions; the longest idle is ended first (default %d, or "+
-			"MCP_HTTP_MAX_SESSIONS)", mcpserver.DefaultMaxSessions),
+			"MCP_HTTP_MAX_SESSIONS)", streamhttp.DefaultMaxSessions),
 	)
 	cmd.Flags().StringVar(&f.toolsets, "toolsets", "", "the toolsets tools/list holds: `NAMES` separated by "+
 		"commas, each all, default (core and every v1 tool) or one of "+strings.Join(mcpserver.ToolsetNames(), ", ")+
 		" (default: SBF_TOOLSETS, else default); a client lists more with enable_toolset")
 	cmd.Flags().DurationVar(&f.sessionIdle, "session-idle", 0,
 		fmt.Sprintf("end HTTP sessions idle this long (default %s, or "+
-			"MCP_HTTP_SESSION_IDLE_SECONDS)", mcpserver.DefaultSessionIdle),
+			"MCP_HTTP_SESSION_IDLE_SECONDS)", streamhttp.DefaultSessionIdle),
 	)
 }
 
 // httpOptions combines flags over the environment's settings.
-func (f *mcpFlags) httpOptions(addr string, s mcpserver.Settings) mcpserver.HTTPOptions {
-	o := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: f.allowNonLoopback || s.AllowRemote,
+func (f *mcpFlags) httpOptions(addr string, s mcpserver.Settings) streamhttp.Options {
+	o := streamhttp.Options{Addr: addr, AllowNonLoopback: f.allowNonLoopback || s.AllowRemote,
 		MaxBodyBytes: s.MaxBodyBytes, MaxSessions: s.MaxSessions, SessionIdle: s.SessionIdle}
 	if f.maxBodyBytes > 0 {
 		o.MaxBodyBytes = f.maxBodyBytes
@@ -173,8 +174,8 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	var tokenPath string
 	if httpAddr != "" || f.metrics != "" {
 		for _, addr := range []string{httpAddr, f.metrics} {
-			check := mcpserver.HTTPOptions{Addr: addr, AllowNonLoopback: opts.AllowNonLoopback}
-			if err := mcpserver.CheckListen(check); addr != "" && err != nil {
+			check := streamhttp.Options{Addr: addr, AllowNonLoopback: opts.AllowNonLoopback}
+			if err := streamhttp.CheckListen(check); addr != "" && err != nil {
 				return cli.UsageErrorf("%v", err)
 			}
 		}
@@ -212,9 +213,9 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 			wg.Wait()
 			return fmt.Errorf("listening on %s: %w", httpAddr, err)
 		}
-		handler := srv.HTTPHandler(opts)
+		handler := streamhttp.New(srv.MCP(), opts)
 		defer handler.Close()
-		hs = mcpserver.NewHTTPServer(handler)
+		hs = streamhttp.NewServer(handler)
 		httpErr = make(chan error, 1)
 		go func() { httpErr <- hs.Serve(ln) }()
 		fmt.Fprintf(a.Stderr(), "sbf: serving MCP on http://%s/mcp (every request needs the bearer token in %s)\n",

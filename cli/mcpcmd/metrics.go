@@ -9,15 +9,16 @@ import (
 
 	"github.com/sandboxforge/sbf/cli"
 	"github.com/sandboxforge/sbf/mcpserver"
+	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
 )
 
 // serveMetrics serves the server's Prometheus metrics at http://ADDR/metrics
 // until stop: on loopback unless --allow-non-loopback, and with the MCP
 // endpoint's bearer token and Host and Origin checks.
-func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, mcp mcpserver.HTTPOptions, tokenPath string) (
+func (a cmds) serveMetrics(srv *mcpserver.Server, f *mcpFlags, mcp streamhttp.Options, tokenPath string) (
 	stop func(), err error) {
-	o := mcpserver.HTTPOptions{Addr: f.metrics, AllowNonLoopback: mcp.AllowNonLoopback, Token: mcp.Token}
-	if err := mcpserver.CheckListen(o); err != nil {
+	o := streamhttp.Options{Addr: f.metrics, AllowNonLoopback: mcp.AllowNonLoopback, Token: mcp.Token}
+	if err := streamhttp.CheckListen(o); err != nil {
 		return nil, cli.UsageErrorf("--metrics: %v", err)
 	}
 	ln, err := net.Listen("tcp", f.metrics)

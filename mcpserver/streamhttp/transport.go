@@ -1,4 +1,9 @@
-package mcpserver
+// Package streamhttp is the MCP server's Streamable HTTP transport behind
+// sbf's checks and limits: the bearer token, loopback Host and Origin on a
+// loopback listener, a bound on request bodies, capped and expiring
+// sessions. It knows nothing of sbf's tools, so it is built (and fuzzed)
+// without the engine.
+package streamhttp
 
 import (
 	"bytes"
@@ -20,10 +25,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sandboxforge/sbf/internal/clock"
+	"github.com/sandboxforge/sbf/internal/coded"
 )
 
-// HTTPOptions secure and bound the Streamable HTTP transport.
-type HTTPOptions struct {
+// Options secure and bound the transport.
+type Options struct {
 	Addr             string // host:port
 	AllowNonLoopback bool   // --allow-non-loopback / MCP_HTTP_ALLOW_NON_LOOPBACK
 	// Token is the bearer token every request must carry, loopback
@@ -39,9 +45,9 @@ type HTTPOptions struct {
 	// means DefaultSessionIdle.
 	SessionIdle time.Duration
 
-	// clock times sessions; nil: the real clock (a session's idle time is
+	// Clock times sessions; nil: the real clock (a session's idle time is
 	// real time whatever SBF_NOW says).
-	clock clock.Clock
+	Clock clock.Clock
 }
 
 // Defaults of the HTTP limits: far above what an MCP client sends (tool
@@ -52,7 +58,7 @@ const (
 	DefaultSessionIdle  = 30 * time.Minute
 )
 
-func (o HTTPOptions) withDefaults() HTTPOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -68,12 +74,12 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // CheckListen refuses an address off loopback unless explicitly allowed.
 // localhost and ::1 count as loopback. Every request needs the bearer
 // token wherever the server listens.
-func CheckListen(o HTTPOptions) error {
+func CheckListen(o Options) error {
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", o.Addr, err)
 	}
-	if isLoopback(host) || o.AllowNonLoopback {
+	if IsLoopback(host) || o.AllowNonLoopback {
 		return nil
 	}
 	return fmt.Errorf("refusing to listen on %s: it is not a loopback address; pass --allow-non-loopback "+
@@ -84,43 +90,50 @@ func CheckListen(o HTTPOptions) error {
 // access is what a request must show: the bearer token, and, on a server
 // listening on loopback, a loopback Host (a web page whose name was made
 // to resolve to 127.0.0.1 sends its own name: DNS rebinding).
-func (o HTTPOptions) access() access {
+func (o Options) access() access {
 	host, _, err := net.SplitHostPort(o.Addr)
-	return access{token: o.Token, loopbackHost: o.Addr == "" || err == nil && isLoopback(host)}
+	return access{token: o.Token, loopbackHost: o.Addr == "" || err == nil && IsLoopback(host)}
 }
 
-// HTTP is the Streamable HTTP transport at /mcp behind sbf's checks and
+// Handler is the Streamable HTTP transport at /mcp behind sbf's checks and
 // limits. Close stops its session sweeper.
-type HTTP struct {
+type Handler struct {
 	handler  http.Handler
 	sessions *sessionTable
 	stop     chan struct{}
 	once     sync.Once
 }
 
-// HTTPHandler builds the transport. Its sessions expire after
+// New builds the transport in front of srv. Its sessions expire after
 // o.SessionIdle and are capped at o.MaxSessions; bodies over
 // o.MaxBodyBytes get 413 with the error envelope.
-func (s *Server) HTTPHandler(o HTTPOptions) *HTTP {
+func New(srv *server.MCPServer, o Options) *Handler {
 	o = o.withDefaults()
-	c := o.clock
+	c := o.Clock
 	if c == nil {
 		c = clock.Real{}
 	}
 	table := newSessionTable(o.MaxSessions, o.SessionIdle, c.Now)
-	mcp := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"), server.WithSessionIdManager(table))
+	mcp := server.NewStreamableHTTPServer(srv, server.WithEndpointPath("/mcp"), server.WithSessionIdManager(table))
 	table.end = func(id string) { endSession(mcp, id) }
-	h := &HTTP{handler: guard(limitBody(mcp, o.MaxBodyBytes), o.access()), sessions: table, stop: make(chan struct{})}
+	h := &Handler{handler: Guard(limitBody(mcp, o.MaxBodyBytes), o), sessions: table, stop: make(chan struct{})}
 	go h.sweep(c.NewTicker(max(o.SessionIdle/4, time.Second)))
 	return h
 }
 
-func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
 
 // Close stops the sweeper; sessions end with the process.
-func (h *HTTP) Close() { h.once.Do(func() { close(h.stop) }) }
+func (h *Handler) Close() { h.once.Do(func() { close(h.stop) }) }
 
-func (h *HTTP) sweep(t clock.Ticker) {
+// Sessions is the number of live sessions.
+func (h *Handler) Sessions() int { return h.sessions.Len() }
+
+// SweepSessions ends every session idle for longer than the idle time now,
+// as the sweeper does in its turn, and says how many it ended.
+func (h *Handler) SweepSessions() int { return h.sessions.Sweep() }
+
+func (h *Handler) sweep(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
@@ -129,7 +142,7 @@ func (h *HTTP) sweep(t clock.Ticker) {
 		case <-t.C():
 			// After a burst of sessions ends, hand the memory back now
 			// rather than over the runtime's next minutes.
-			if h.sessions.Sweep() >= 100 {
+			if h.SweepSessions() >= 100 {
 				debug.FreeOSMemory()
 			}
 		}
@@ -153,10 +166,10 @@ func (d discard) Header() http.Header         { return d.header }
 func (d discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d discard) WriteHeader(int)             {}
 
-// NewHTTPServer wraps a handler with timeouts, so no client holds a
+// NewServer wraps a handler with timeouts, so no client holds a
 // connection or a goroutine indefinitely. Writes may take as long as the
 // longest tool call (an apply that boots VMs); reads may not.
-func NewHTTPServer(h http.Handler) *http.Server {
+func NewServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -198,8 +211,8 @@ func limitBody(next http.Handler, max int64) http.Handler {
 // tooLarge answers as JSON-RPC (what the client speaks) carrying the v1
 // envelope as the error's data.
 func tooLarge(w http.ResponseWriter, max int64) {
-	te := newToolError("REQUEST_TOO_LARGE", fmt.Sprintf("the request body is larger than the limit of %d bytes", max),
-		map[string]any{"limit_bytes": max})
+	te := coded.New("REQUEST_TOO_LARGE", map[string]any{"limit_bytes": max},
+		"the request body is larger than the limit of %d bytes", max)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": mcpgo.INVALID_REQUEST, "message": te.Message, "data": te}})
 	w.Header().Set("Content-Type", "application/json")
@@ -213,9 +226,13 @@ type access struct {
 	loopbackHost bool
 }
 
-// guard lets a request through only with a loopback Origin (or none), a
-// loopback Host when the server listens on loopback, and the bearer token.
-// An empty token lets nothing through.
+// Guard lets a request through only with a loopback Origin (or none), a
+// loopback Host when o.Addr is on loopback, and o.Token as the bearer
+// token. An empty token lets nothing through.
+func Guard(next http.Handler, o Options) http.Handler {
+	return guard(next, o.access())
+}
+
 func guard(next http.Handler, a access) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
@@ -242,7 +259,7 @@ func loopbackHostHeader(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return host != "" && isLoopback(host)
+	return host != "" && IsLoopback(host)
 }
 
 // clipHeader bounds a header quoted back to the caller.
@@ -269,10 +286,12 @@ func loopbackOrigin(origin string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return isLoopback(u.Hostname())
+	return IsLoopback(u.Hostname())
 }
 
-func isLoopback(host string) bool {
+// IsLoopback says whether host (a name or an address, bracketed or not)
+// is loopback: localhost, 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
 	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true
