@@ -222,7 +222,9 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 			ln.Addr(), tokenPath)
 	}
 	if stdio {
-		err = server.NewStdioServer(srv.MCP()).Listen(ctx, a.Stdin(), srv.StdioOutput(a.Stdout()))
+		in, restore := polledInput(a.Stdin())
+		err = server.NewStdioServer(srv.MCP()).Listen(ctx, in, srv.StdioOutput(a.Stdout()))
+		restore()
 	} else {
 		select {
 		case <-ctx.Done():
