@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# heartbeat.sh — sourced by make run (scripts/run-example.sh) and scripts/build-lima.sh.
+# heartbeat.sh — sourced by make run (scripts/run-example.sh), make test (scripts/test.sh),
+# scripts/build-lima.sh and scripts/kube-test-bins.sh.
 #
 #   with_heartbeat LABEL CMD...  runs CMD; while it runs, writes "LABEL: still running (Ns)"
 #                                to stderr every SBF_HEARTBEAT_SECONDS (default 15, so that a
@@ -28,7 +29,10 @@ with_heartbeat() {
   hb=$!
   "$@"       # not in a || list: that would switch set -e off inside CMD's functions
   rc=$?
-  kill "$hb" 2>/dev/null || true
+  # SIGKILL: a subshell killed by SIGTERM before it has reset the traps it was forked with runs
+  # its caller's EXIT trap (make test's ends every job beside the step; another script's removes
+  # its work folder). A command that ends at once stops the heartbeat in that window.
+  kill -KILL "$hb" 2>/dev/null || true
   wait "$hb" 2>/dev/null || true
   return "$rc"
 }

@@ -41,24 +41,12 @@ command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
 command -v go >/dev/null || { echo "kube-test-bins: go not found" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sbf-kube-bins.XXXXXX")
-ticker=""
-cleanup() {
-  [[ -n "$ticker" ]] && kill "$ticker" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'rm -rf "$work"' EXIT
 
-# with_progress LABEL CMD...: run CMD, printing the elapsed time every 30 s so a long,
-# silent build is seen to be alive (CI and the shell tool read silence as a hang).
-with_progress() {
-  local label=$1 start=$SECONDS rc=0; shift
-  ( while sleep 30; do log "$label: still running ($(( SECONDS - start ))s)"; done ) &
-  ticker=$!
-  "$@" || rc=$?
-  kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
-  ticker=""
-  return $rc
-}
+# with_heartbeat LABEL CMD...: a long, silent build says it is alive (CI and the shell tool
+# read silence as a hang).
+# shellcheck source=heartbeat.sh
+source "$(dirname "$0")/heartbeat.sh"
 
 fetch_etcd() {
   command -v apt-get >/dev/null || { echo "kube-test-bins: apt-get not found (Debian's etcd)" >&2; return 1; }
@@ -102,9 +90,9 @@ build_apiserver() {
   [[ -d "$kdir" ]] || { echo "kube-test-bins: module download failed" >&2; return 1; }
   write_module "$kdir"
   log "go mod tidy ($(grep -c '^replace' "$work/mod/go.mod") staging modules)"
-  (cd "$work/mod" && with_progress "go mod tidy" go mod tidy)
+  (cd "$work/mod" && with_heartbeat "go mod tidy" go mod tidy)
   log "building kube-apiserver (cold: ~11 min on 2 cores)"
-  (cd "$work/mod" && CGO_ENABLED=0 with_progress "go build kube-apiserver" go build -trimpath \
+  (cd "$work/mod" && CGO_ENABLED=0 with_heartbeat "go build kube-apiserver" go build -trimpath \
     -ldflags "-s -w -X $v.gitVersion=v$KUBE_VERSION -X $v.gitMajor=1 -X $v.gitMinor=34" \
     -o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
   # Install last, atomically: a present binary that reports the version marks the cache done.

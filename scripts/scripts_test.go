@@ -72,6 +72,28 @@ echo "not reached"
 	}
 }
 
+// A heartbeat stopped just after it started (its command ended at once)
+// runs none of its caller's traps: a subshell killed by SIGTERM before it
+// had reset the traps it was forked with ran the caller's EXIT trap, which
+// in make test ended every job running beside the step (scripts/test.sh),
+// and elsewhere would remove the caller's work folder.
+func TestAHeartbeatStoppedAtOnceRunsNoTrapOfItsCaller(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	script := `source ./heartbeat.sh
+trap 'echo "$BASHPID" >>"$RAN"' EXIT
+for i in $(seq 100); do with_heartbeat "quick" true; done
+`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "RAN="+ran)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got, _ := os.ReadFile(ran)
+	if lines := strings.Fields(string(got)); len(lines) != 1 {
+		t.Errorf("the EXIT trap ran %d times (pids %v): want once, in the caller", len(lines), lines)
+	}
+}
+
 // On a loaded machine every turn of the heartbeat's loop takes longer than
 // its one-second sleep (here a ps that takes a second, as a busy fork
 // does): the lines still come at their interval, by the clock. Counting
