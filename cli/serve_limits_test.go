@@ -110,7 +110,7 @@ func TestServeMemoryAfter100MBBody(t *testing.T) {
 		`"arguments":{"workspace_root":"`
 	tail := `"}}}`
 	for _, declared := range []bool{true, false} {
-		body := io.MultiReader(strings.NewReader(head), io.LimitReader(repeatReader('A'), 100<<20),
+		body := io.MultiReader(strings.NewReader(head), io.LimitReader(testutil.Endless('A'), 100<<20),
 			strings.NewReader(tail))
 		length := int64(-1)
 		if declared {
@@ -135,15 +135,6 @@ func TestServeMemoryAfter100MBBody(t *testing.T) {
 	if after > idle+64 {
 		t.Errorf("resident memory grew from %.1f MiB to %.1f MiB", idle, after)
 	}
-}
-
-type repeatReader byte
-
-func (r repeatReader) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(r)
-	}
-	return len(p), nil
 }
 
 // 20,000 initialize calls leave at most the session cap behind, and idle

@@ -6,17 +6,8 @@ import (
 	"testing"
 
 	"github.com/sandboxforge/sbf/drivers"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
-
-// endless yields b forever.
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
-}
 
 // A marked stream passes output on and returns what follows the marker;
 // a guest that writes the marker and then never ends its line gets an
@@ -28,7 +19,7 @@ func TestMarkedStreamBoundsTheMarkerLine(t *testing.T) {
 	if err != nil || rest != "0" || out.String() != "out\nput " {
 		t.Fatalf("rest %q, out %q, %v", rest, out.String(), err)
 	}
-	m = newMarkedStream(io.MultiReader(strings.NewReader("TOKEN-2"), io.LimitReader(endless('x'), 64<<20)))
+	m = newMarkedStream(io.MultiReader(strings.NewReader("TOKEN-2"), io.LimitReader(testutil.Endless('x'), 64<<20)))
 	if _, err := m.readUntil("TOKEN-2", io.Discard); err == nil || !strings.Contains(err.Error(), "marker line") {
 		t.Fatalf("an endless marker line: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sandboxforge/sbf/internal/coded"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // testToken is the bearer token of the test transports.
@@ -71,7 +72,8 @@ func FuzzHTTPHandler(f *testing.F) {
 		declared bool) {
 		// padKiB stretches the body past the limit without storing large
 		// inputs in the corpus.
-		payload := io.MultiReader(bytes.NewReader([]byte(body)), io.LimitReader(repeat('x'), int64(padKiB%512)<<10))
+		pad := io.LimitReader(testutil.Endless('x'), int64(padKiB%512)<<10)
+		payload := io.MultiReader(bytes.NewReader([]byte(body)), pad)
 		size := int64(len(body)) + int64(padKiB%512)<<10
 		// A GET is a stream that lasts as long as the client stays.
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -111,13 +113,4 @@ func FuzzHTTPHandler(f *testing.F) {
 			t.Fatalf("%d sessions, cap %d", n, sessions)
 		}
 	})
-}
-
-type repeat byte
-
-func (r repeat) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(r)
-	}
-	return len(p), nil
 }
