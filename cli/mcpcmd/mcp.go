@@ -223,8 +223,8 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 	}
 	if stdio {
 		in, restore := polledInput(a.Stdin())
+		defer restore()
 		err = server.NewStdioServer(srv.MCP()).Listen(ctx, in, srv.StdioOutput(a.Stdout()))
-		restore()
 	} else {
 		select {
 		case <-ctx.Done():

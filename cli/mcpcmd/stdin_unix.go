@@ -5,7 +5,6 @@ package mcpcmd
 import (
 	"io"
 	"os"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -29,9 +28,9 @@ func polledInput(in io.Reader) (r io.Reader, restore func()) {
 		return in, func() {}
 	}
 	fd := int(f.Fd()) // blocking already, which is what Fd would make it
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil ||
-		st.Mode&syscall.S_IFMT != syscall.S_IFIFO && st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil ||
+		st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 		return in, func() {} // a terminal or a file: a person's, whose flags stay as they are
 	}
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
