@@ -118,11 +118,12 @@ func habitsOnATerminal(t *testing.T, w *simWorkspace,
 // says so and exits 130, and the sandbox runs.
 func ctrlCDuringUp(t *testing.T, w *simWorkspace) {
 	t.Helper()
-	tm := pseudoterm.Start(t, w.cmd([]string{"SBF_SIM_TOOL=sleep", "SBF_SIM_LATENCY=start=2s"},
-		"up", "slow", "--new", "--auto-approve"))
-	tm.WaitFor("slow: create...", 30*time.Second)
-	time.Sleep(300 * time.Millisecond) // its boot is in flight
+	boot := newHeldBoot(t)
+	tm := pseudoterm.Start(t, w.cmd(boot.env, "up", "slow", "--new", "--auto-approve"))
+	boot.waitStarted() // its boot is in flight
 	tm.CtrlC()
+	tm.WaitFor("Interrupt received", 30*time.Second)
+	boot.release()
 	code, out := tm.Wait(time.Minute)
 	t.Logf("$ sbf up slow --new --auto-approve (Ctrl-C)\n%s", out)
 	if code != 130 || !strings.Contains(out, "Interrupt received: finishing the steps in flight") ||
