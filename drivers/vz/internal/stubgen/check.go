@@ -21,11 +21,12 @@ type checkOptions struct {
 }
 
 // check type-checks the packages for macOS against a stub of the module:
-// go vet with GOOS=darwin and a temporary copy of go.mod that replaces the
-// module with the stub (-modfile), so the repository is never touched.
-// The cgo build tag is set by hand with cgo itself off: files built only
-// with cgo (all of the driver's framework calls) are checked, and no C
-// compiler for darwin is needed since the stub has no cgo left.
+// go vet's checks from source (internal/tools/crossvet) for GOOS=darwin
+// with a temporary copy of go.mod that replaces the module with the stub
+// (-modfile), so the repository is never touched. The cgo build tag is set
+// by hand with cgo itself off: files built only with cgo (all of the
+// driver's framework calls) are checked, and no C compiler for darwin is
+// needed since the stub has no cgo left.
 func check(o checkOptions) error {
 	dir, err := locate(o)
 	if err != nil {
@@ -46,14 +47,14 @@ func check(o checkOptions) error {
 	}
 	var failed []string
 	for _, arch := range o.Arches {
-		args := []string{"vet", "-modfile=" + modfile}
+		args := []string{"run", "./internal/tools/crossvet", "-os", "darwin", "-arch", arch, "-tags", "cgo",
+			"-modfile", modfile}
 		if o.Overlay != "" {
-			args = append(args, "-overlay="+o.Overlay)
+			args = append(args, "-overlay", o.Overlay)
 		}
 		cmd := exec.Command(o.Go, append(args, o.Packages...)...)
 		cmd.Dir = o.Root
-		cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH="+arch, "GOWORK=off", "CGO_ENABLED=0",
-			"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -tags=cgo"))
+		cmd.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			failed = append(failed, fmt.Sprintf("darwin/%s: %v\n%s", arch, err, out))
 		}

@@ -14,7 +14,7 @@ import (
 // reject, and the check must reject each, naming it.
 func TestCheckCatchesMisuseOfTheVzAPI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs go vet for darwin several times")
+		t.Skip("checks the driver for darwin several times")
 	}
 	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {

@@ -2,9 +2,10 @@
 // (`make check-darwin`). github.com/Code-Hex/vz/v3 is cgo and darwin only,
 // so it cannot be compiled here; stubgen generates a stub module from that
 // module's own source (every declaration and signature kept, bodies
-// replaced by panics, cgo removed) and runs go vet for darwin/arm64 and
-// darwin/amd64 with the module replaced by the stub. A misspelt call or a
-// wrong argument type in the driver therefore fails as it would on a Mac.
+// replaced by panics, cgo removed) and runs go vet's checks from source
+// (internal/tools/crossvet) for darwin/arm64 and darwin/amd64 with the
+// module replaced by the stub. A misspelt call or a wrong argument type in
+// the driver therefore fails as it would on a Mac.
 //
 //	stubgen [-go GO] [-overlay FILE] [-arch arm64,amd64] [PACKAGE...]   check (default ./drivers/vz/...)
 //	stubgen -out DIR                                                   only write the stub module
