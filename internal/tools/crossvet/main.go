@@ -72,8 +72,8 @@ func run(t target, patterns []string, w io.Writer) int {
 		fmt.Fprintf(w, "crossvet: %v\n", err)
 		return 1
 	}
-	for _, root := range graph.Roots {
-		if root.Err != nil || len(root.Diagnostics) > 0 {
+	for act := range graph.All() { // an analyzer's failure on a dependency is printed, and fails too
+		if act.Err != nil || act.IsRoot && len(act.Diagnostics) > 0 {
 			return 3
 		}
 	}
