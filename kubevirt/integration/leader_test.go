@@ -151,7 +151,7 @@ func TestTwoReplicasOnlyTheLeaderActs(t *testing.T) {
 		t.Errorf("b's graceful shutdown: %v\n%s", b.err, b.stderr.String())
 	}
 	if h := holder(t, s); h == "b" {
-		t.Errorf("b shut down but the Lease is still held by b")
+		t.Errorf("b shut down but the Lease is still held by b; b said:\n%s", b.stderr.String())
 	}
 	waitFor(t, "replica c to take over from b", func() bool { return len(acting(t, log)) == 4 })
 	got = acting(t, log)
