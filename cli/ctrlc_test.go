@@ -20,14 +20,13 @@ import (
 type heldBoot struct {
 	t         *testing.T
 	env       []string
-	dir       string
 	started   string
 	releasing string
 }
 
 func newHeldBoot(t *testing.T) *heldBoot {
 	dir := t.TempDir()
-	b := &heldBoot{t: t, dir: dir, started: filepath.Join(dir, "started"), releasing: filepath.Join(dir, "release")}
+	b := &heldBoot{t: t, started: filepath.Join(dir, "started"), releasing: filepath.Join(dir, "release")}
 	tool := filepath.Join(dir, "boot")
 	script := "#!/bin/sh\n: > " + b.started + "\nwhile [ ! -e " + b.releasing + " ]; do sleep 0.05; done\n"
 	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {

@@ -13,17 +13,17 @@ import (
 // finding in a windows-only file is reported for windows alone.
 func TestCrossvetChecksTheTargetPlatform(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string]string{
-		"go.mod":       "module example.com/a\n\ngo 1.24\n",
-		"a.go":         "package a\n\nimport \"syscall\"\n\nfunc Pid() int { return syscall.Getpid() }\n",
-		"kill_unix.go": "//go:build unix\n\npackage a\n\nimport \"syscall\"\n\nfunc Kill() { syscall.Kill(1, 0) }\n",
-		"p_windows.go": "package a\n\nfunc P(x int) int { x = x; return x }\n",
-	}
-	for name, text := range files {
+	write := func(name, text string) {
+		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	write("go.mod", "module example.com/a\n\ngo 1.24\n")
+	write("a.go", "package a\n\nimport \"syscall\"\n\nfunc Pid() int { return syscall.Getpid() }\n")
+	const kill = "package a\n\nimport \"syscall\"\n\nfunc Kill() { syscall.Kill(1, 0) }\n"
+	write("kill_unix.go", "//go:build unix\n\n"+kill)
+	write("p_windows.go", "package a\n\nfunc P(x int) int { x = x; return x }\n")
 	t.Chdir(dir)
 	check := func(goos string, wantCode int, want string) {
 		t.Helper()
@@ -36,10 +36,10 @@ func TestCrossvetChecksTheTargetPlatform(t *testing.T) {
 	check("linux", 0, "")
 	check("windows", 3, "p_windows.go:3:21: self-assignment of x")
 	// A unix file's call, moved where every platform builds it, fails for windows as a compiler would.
-	unix := filepath.Join(dir, "kill_unix.go")
-	text, _ := os.ReadFile(unix)
-	os.Remove(unix)
-	os.WriteFile(filepath.Join(dir, "kill.go"), bytes.TrimPrefix(text, []byte("//go:build unix\n\n")), 0o644)
+	if err := os.Remove(filepath.Join(dir, "kill_unix.go")); err != nil {
+		t.Fatal(err)
+	}
+	write("kill.go", kill)
 	check("linux", 0, "")
 	check("windows", 1, "kill.go:5:23: undefined: syscall.Kill")
 }
