@@ -44,6 +44,7 @@ type Capabilities struct {
 	EgressLog       EgressLogger   // the policy's decision log
 	GuardLog        GuardLogger    // refused reaches for the host's services
 	DialGuest       PortDialer     // port forwards
+	DialSocket      SocketDialer   // unix sockets in the guest (the cheap look asks dockerd)
 	Snapshots       Snapshotter
 	ExportSnapshots SnapshotPorter    // snapshots outlive their instance
 	Clone           Cloner            // clone_of, from_snapshot

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
 	"testing"
 
 	"github.com/sandboxforge/sbf/internal/testutil"
@@ -45,3 +46,30 @@ func TestDialGuestUsesTheKeptConnection(t *testing.T) {
 
 // echoServer answers every connection with what it sent, until its end.
 func echoServer(t *testing.T) int { return testutil.ServeTCP(t, testutil.Echo).Port }
+
+// A guest's unix socket is reached over the same kept-open connection (a
+// streamlocal channel); a path where nothing listens is the guest's
+// refusal, with no redial.
+func TestDialGuestSocketUsesTheKeptConnection(t *testing.T) {
+	p, g := guest(t, Fallbacks{})
+	sock := filepath.Join(t.TempDir(), "echo.sock")
+	testutil.ServeUnix(t, sock, testutil.Echo)
+	ctx := context.Background()
+	for range 2 {
+		c, err := p.DialGuestSocket(ctx, instance, sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("ping"))
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+			t.Errorf("echo = %q, %v", buf, err)
+		}
+		c.Close()
+	}
+	_, err := p.DialGuestSocket(ctx, instance, sock+".none")
+	var refused *ssh.OpenChannelError
+	if !errors.As(err, &refused) || g.Connections.Load() != 1 {
+		t.Errorf("dial of a missing socket: %v (%d connections)", err, g.Connections.Load())
+	}
+}

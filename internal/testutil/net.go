@@ -12,8 +12,17 @@ import (
 // (closing each connection after it) until the test ends, and returns the
 // listener's address.
 func ServeTCP(t testing.TB, handle func(net.Conn)) *net.TCPAddr {
+	return serve(t, "tcp", "127.0.0.1:0", handle).(*net.TCPAddr)
+}
+
+// ServeUnix is ServeTCP on a unix socket at path.
+func ServeUnix(t testing.TB, path string, handle func(net.Conn)) {
+	serve(t, "unix", path, handle)
+}
+
+func serve(t testing.TB, network, addr string, handle func(net.Conn)) net.Addr {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +39,7 @@ func ServeTCP(t testing.TB, handle func(net.Conn)) *net.TCPAddr {
 			}()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr)
+	return ln.Addr()
 }
 
 // Echo is a ServeTCP handler that sends back what it reads.

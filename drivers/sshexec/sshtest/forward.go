@@ -22,7 +22,27 @@ func directTCPIP(nch ssh.NewChannel) {
 		nch.Reject(ssh.Prohibited, "bad request")
 		return
 	}
-	c, err := net.Dial("tcp", net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port))))
+	relay(nch, "tcp", net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port))))
+}
+
+// directStreamLocal serves a direct-streamlocal channel (`ssh -L` to a
+// unix socket) as sshd does.
+func directStreamLocal(nch ssh.NewChannel) {
+	var req struct {
+		Path      string
+		Reserved0 string
+		Reserved1 uint32
+	}
+	if err := ssh.Unmarshal(nch.ExtraData(), &req); err != nil {
+		nch.Reject(ssh.Prohibited, "bad request")
+		return
+	}
+	relay(nch, "unix", req.Path)
+}
+
+// relay connects to addr and carries the channel's bytes both ways.
+func relay(nch ssh.NewChannel, network, addr string) {
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		nch.Reject(ssh.ConnectionFailed, err.Error())
 		return
@@ -35,7 +55,7 @@ func directTCPIP(nch ssh.NewChannel) {
 	go ssh.DiscardRequests(reqs)
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(ch, c); ch.CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(c, ch); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(c, ch); c.(interface{ CloseWrite() error }).CloseWrite(); done <- struct{}{} }()
 	<-done
 	<-done
 	ch.Close()

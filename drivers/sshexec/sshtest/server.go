@@ -86,8 +86,12 @@ func (g *Server) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	}
 	go ssh.DiscardRequests(reqs)
 	for nch := range chans {
-		if nch.ChannelType() == "direct-tcpip" {
+		switch nch.ChannelType() {
+		case "direct-tcpip":
 			go directTCPIP(nch)
+			continue
+		case "direct-streamlocal@openssh.com":
+			go directStreamLocal(nch)
 			continue
 		}
 		ch, requests, err := nch.Accept()
