@@ -30,14 +30,17 @@ type fakeDocker struct {
 	ups       []string // projects `up` was run for, in order
 	recreated []string // project/service recreated by up
 	composes  int      // commands that started compose or probed the runtime: what a converged look avoids
+	psRuns    int      // commands that ran docker ps
+	apiLists  int      // container lists asked of dockerd's socket
 }
 
 type fakeContainer struct{ hash, state string }
 
 // guestWorld is every fake guest, shared by all drivers of a harness.
 type guestWorld struct {
-	mu     sync.Mutex
-	guests map[string]*fakeDocker
+	mu      sync.Mutex
+	guests  map[string]*fakeDocker
+	sockets bool // the guests' dockerd answers on its socket too (socketGuestSim)
 }
 
 func (w *guestWorld) get(instance string) *fakeDocker {
@@ -78,6 +81,9 @@ func (g guestSim) Exec(_ context.Context, instance string, req drivers.ExecReque
 	cmd := req.Command
 	if strings.Contains(cmd, "compose ") {
 		d.composes++
+	}
+	if strings.Contains(cmd, "docker ps") {
+		d.psRuns++
 	}
 	switch {
 	case strings.Contains(cmd, "compose version"): // runtime probe

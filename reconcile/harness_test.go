@@ -74,6 +74,9 @@ func (h *harness) driver(name string, _ *spec.Resolved) (Driver, error) {
 	if err != nil || h.guests == nil {
 		return d, err
 	}
+	if h.guests.sockets {
+		return socketGuestSim{guestSim{Driver: d, world: h.guests}}, nil
+	}
 	return guestSim{Driver: d, world: h.guests}, nil
 }
 

@@ -311,3 +311,33 @@ func TestEnvCheckNeverReadsThroughALink(t *testing.T) {
 		}
 	}
 }
+
+// Where the guest's dockerd answers on its socket, looking at a converged
+// guest starts no docker CLI there (a large program, ~0.8 s of an emulated
+// guest's CPU) and still sees drift.
+func TestAConvergedGuestIsLookedAtThroughDockerdsSocket(t *testing.T) {
+	h := layeredHarness(t)
+	h.guests.sockets = true
+	h.mustApply()
+	g := h.guests.get(h.instance("api"))
+	counts := func() (ps, lists, composes int) {
+		h.guests.mu.Lock()
+		defer h.guests.mu.Unlock()
+		return g.psRuns, g.apiLists, g.composes
+	}
+	ps0, lists0, composes0 := counts()
+	if p := h.plan(); !p.Empty() {
+		t.Fatalf("plan after apply: %s", kinds(p))
+	}
+	if ps, lists, composes := counts(); ps != ps0 || lists != lists0+2 || composes != composes0 {
+		t.Errorf("the converged look ran docker ps %d times, compose %d times and asked dockerd %d times "+
+			"(want 0, 0, 2: a list for the services and one for compose)", ps-ps0, composes-composes0, lists-lists0)
+	}
+	h.guests.mu.Lock()
+	hash := g.running["sbf-api"]["worker"].hash
+	g.running["sbf-api"]["worker"] = fakeContainer{hash: hash, state: "exited"}
+	h.guests.mu.Unlock()
+	if got := kinds(h.plan()); got != "compose(worker is exited)" {
+		t.Fatalf("plan after the worker stopped: %s", got)
+	}
+}

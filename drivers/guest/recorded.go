@@ -13,11 +13,12 @@ import (
 )
 
 // ObserveRecorded is the cheap look at a guest that the last apply left
-// converged: one command that reads each project's bundle marker and
-// lists the compose containers with a single `docker ps`, starting no
-// compose. Under emulation the runtime probe and `compose config --hash`
-// cost ~3.8 s of the guest's CPU on every loop pass, beside the commands
-// an agent runs there; `docker ps` ~0.8 s.
+// converged: one command that reads each project's bundle marker, and the
+// compose containers listed by dockerd's API (dockerapi.go) or, where that
+// cannot be asked, a single `docker ps` in the same command; no compose.
+// Under emulation the runtime probe and `compose config --hash` cost
+// ~3.8 s of the guest's CPU on every loop pass, beside the commands an
+// agent runs there; `docker ps` ~0.8 s.
 //
 // recorded holds, per project, the config hash of each service's
 // container as ApplyProject left it. When every project still has its
@@ -40,14 +41,21 @@ func ObserveRecorded(ctx context.Context, r Runner, docker string, projects []*P
 		fmt.Fprintf(&script, "b=; { read -r b < %s; } 2>/dev/null; echo @@bundle %s \"$b\"\n",
 			shellquote.Quote(RemoteDir(p.Name)+"/.sbf-bundle"), shellquote.Quote(p.Name))
 	}
-	fmt.Fprintf(&script, "echo '@@ps'; %s || echo '@@error'", psLine(docker, ""))
+	script.WriteString("echo '@@ps'")
+	containers, viaAPI := listByAPI(ctx, r, docker, projects)
+	if !viaAPI {
+		fmt.Fprintf(&script, "; %s || echo '@@error'", psLine(docker, ""))
+	}
 	res, err := r.Exec(ctx, drivers.ExecRequest{Command: script.String(), Timeout: time.Minute})
 	if err != nil || res.ExitCode != 0 {
 		return nil, false
 	}
-	bundles, containers, ok := parseRecorded(res.Stdout, projects)
+	bundles, listed, ok := parseRecorded(res.Stdout, projects)
 	if !ok {
 		return nil, false
+	}
+	if !viaAPI {
+		containers = listed
 	}
 	states = map[string]ProjectState{}
 	for _, p := range projects {

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -22,10 +24,12 @@ import (
 // readinessTimeout bounds how long services may take to answer.
 const readinessTimeout = 90 * time.Second
 
-// guestRunner binds a driver's exec and copy to one instance.
+// guestRunner binds a driver's exec, copy and socket dialer (nil when the
+// driver has none) to one instance.
 type guestRunner struct {
 	exec     drivers.Execer
 	copy     drivers.Copier
+	sockets  drivers.SocketDialer
 	instance string
 }
 
@@ -35,6 +39,14 @@ func (g guestRunner) Exec(ctx context.Context, req drivers.ExecRequest) (drivers
 
 func (g guestRunner) CopyIn(ctx context.Context, local, remote string) error {
 	return g.copy.CopyIn(ctx, g.instance, local, remote)
+}
+
+// DialSocket makes guestRunner a guest.SocketDialer.
+func (g guestRunner) DialSocket(ctx context.Context, path string) (net.Conn, error) {
+	if g.sockets == nil {
+		return nil, errors.New("the driver opens no sockets in its guests")
+	}
+	return g.sockets.DialGuestSocket(ctx, g.instance, path)
 }
 
 // RunnerFor gives the guest layer a way into an instance, or says why the
@@ -52,7 +64,7 @@ func RunnerFor(d Driver, driverName, instance string) (guest.Runner, error) {
 			driverName,
 		)
 	}
-	return guestRunner{exec: x, copy: c, instance: instance}, nil
+	return guestRunner{exec: x, copy: c, sockets: caps.DialSocket, instance: instance}, nil
 }
 
 // performLayer carries out an in-guest step. The layer values come from
