@@ -342,6 +342,7 @@ func testCompose(t *testing.T, w *ws) {
 		"No changes.") {
 		t.Errorf("plan after compose up:\n%s", r.stdout)
 	}
+	testDockerdSocket(t, w)
 	ids := func() string {
 		return w.must("docker ps (ids)", "exec", "api", "--", "docker", "ps", "--format", "{{.Names}} {{.ID}}").stdout
 	}
