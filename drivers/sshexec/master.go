@@ -27,18 +27,23 @@ import (
 // session's stdin, stdout and stderr passed as file descriptors. A master
 // serves one session per control connection.
 const (
-	muxHello          = 0x00000001
-	muxNewSession     = 0x10000002
-	muxAliveCheck     = 0x10000004
-	muxPermDenied     = 0x80000002
-	muxFailure        = 0x80000003
-	muxExitMessage    = 0x80000004
-	muxAlive          = 0x80000005
-	muxSessionOpened  = 0x80000006
-	muxVersion        = 4
-	muxNoEscape       = 0xffffffff
-	muxMaxPacket      = 256 << 10 // a master's replies are a few words; a longer one is not a master's
-	muxHandshakeBound = 10 * time.Second
+	muxHello           = 0x00000001
+	muxNewSession      = 0x10000002
+	muxAliveCheck      = 0x10000004
+	muxOpenFwd         = 0x10000006
+	muxCloseFwd        = 0x10000007
+	muxOK              = 0x80000001
+	muxFwdLocal        = 1
+	muxPermDenied      = 0x80000002
+	muxFailure         = 0x80000003
+	muxExitMessage     = 0x80000004
+	muxAlive           = 0x80000005
+	muxSessionOpened   = 0x80000006
+	muxVersion         = 4
+	muxNoEscape        = 0xffffffff
+	muxPortStreamLocal = 0xfffffffe // PORT_STREAMLOCAL (-2): the host is a socket path
+	muxMaxPacket       = 256 << 10  // a master's replies are a few words; a longer one is not a master's
+	muxHandshakeBound  = 10 * time.Second
 )
 
 // ErrNoMaster says the target names no usable master: the caller connects
@@ -183,7 +188,7 @@ func requestSession(ctl net.Conn, command string) (*masterSession, error) {
 		f.Close() // the master has its own copies now
 	}
 	if err == nil {
-		err = sessionOpened(ctl)
+		err = muxAnswer(ctl, muxSessionOpened, "session")
 	}
 	if err != nil {
 		s.stdin.Close()
@@ -217,17 +222,19 @@ func sessionPipes(ctl net.Conn) (*masterSession, [3]*os.File, error) {
 	return &masterSession{ctl: ctl, stdin: ours[0], stdout: ours[1], stderr: ours[2]}, theirs, nil
 }
 
-func sessionOpened(ctl net.Conn) error {
+// muxAnswer reads the master's answer to a request for what: nil when it
+// is want, else why not.
+func muxAnswer(ctl net.Conn, want uint32, what string) error {
 	typ, body, err := readMux(ctl)
 	switch {
 	case err != nil:
 		return err
-	case typ == muxSessionOpened:
+	case typ == want:
 		return nil
 	case (typ == muxPermDenied || typ == muxFailure) && len(body) >= 8:
-		return fmt.Errorf("the master refused the session: %s", body[8:])
+		return fmt.Errorf("the master refused the %s: %s", what, body[8:])
 	}
-	return fmt.Errorf("the master answered the session request with %#x", typ)
+	return fmt.Errorf("the master answered the %s request with %#x", what, typ)
 }
 
 func writeMux(w io.Writer, typ uint32, body []byte) error {

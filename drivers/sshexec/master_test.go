@@ -5,6 +5,7 @@ package sshexec
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandboxforge/sbf/drivers"
 	"github.com/sandboxforge/sbf/drivers/sshexec/sshtest"
+	"github.com/sandboxforge/sbf/internal/testutil"
 )
 
 // openSSHMaster starts a real OpenSSH client as a ControlMaster connected
@@ -168,5 +170,74 @@ func TestAProcessTakesAtMostTwoOfTheMastersSessions(t *testing.T) {
 	if p.Dials() != 1 || g.Connections.Load() != 2 || g.Sessions.Load() != maxMasterShells+1 {
 		t.Errorf("%d dials, %d connections, %d sessions; want %d shells on the master's connection and one on "+
 			"a connection of the process's own", p.Dials(), g.Connections.Load(), g.Sessions.Load(), maxMasterShells)
+	}
+}
+
+// A guest's unix socket is reached through the master too (`ssh -W PATH`
+// on its control socket): no connection of the process's own, the bytes
+// both ways; a master that went leaves the process to connect itself.
+func TestAGuestSocketThroughTheMaster(t *testing.T) {
+	g := sshtest.Start(t)
+	sock, master := openSSHMaster(t, g)
+	p := masterPool(t, g, sock)
+	guestSock := filepath.Join(t.TempDir(), "echo.sock")
+	testutil.ServeUnix(t, guestSock, testutil.Echo)
+	ctx := context.Background()
+	echo := func(want string) {
+		t.Helper()
+		c, err := p.DialGuestSocket(ctx, instance, guestSock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(want))
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+			t.Fatalf("echo = %q, %v", buf, err)
+		}
+	}
+	echo("through the master")
+	echo("and again")
+	if p.Dials() != 0 || g.Connections.Load() != 1 {
+		t.Errorf("%d dials, %d connections; want the master's connection alone", p.Dials(), g.Connections.Load())
+	}
+	if c, err := p.DialGuestSocket(ctx, instance, guestSock+".none"); err == nil {
+		if n, _ := c.Read(make([]byte, 1)); n != 0 {
+			t.Error("a socket where nothing listens answered")
+		}
+		c.Close()
+	}
+	// The master keeps one forward per socket, cancelled when the pool closes.
+	p.mu.Lock()
+	local := p.conns[instance].forwards[guestSock].local
+	p.mu.Unlock()
+	master.Process.Kill()
+	master.Wait()
+	echo("on a connection of its own")
+	if p.Dials() != 1 {
+		t.Errorf("after the master went: %d dials; want one", p.Dials())
+	}
+	p.Close()
+	if _, err := os.Stat(filepath.Dir(local)); !os.IsNotExist(err) {
+		t.Errorf("the forward's folder is still there after the pool closed: %v", err)
+	}
+}
+
+// The master takes the forward's close as OpenSSH's own client sends it:
+// closed once, then unknown.
+func TestAMasterForwardIsCancelled(t *testing.T) {
+	g := sshtest.Start(t)
+	sock, _ := openSSHMaster(t, g)
+	ctx := context.Background()
+	f, err := openMasterForward(ctx, sock, "/nonexistent/guest.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Dir(f.local))
+	if err := f.request(ctx, muxCloseFwd); err != nil {
+		t.Fatalf("closing the forward: %v", err)
+	}
+	if err := f.request(ctx, muxCloseFwd); err == nil {
+		t.Error("a forward closed twice: the master took the second close, so the first closed nothing")
 	}
 }

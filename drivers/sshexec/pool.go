@@ -78,8 +78,9 @@ type conn struct {
 	client   *ssh.Client // nil until something needs a connection of ours
 	master   string      // the master's control socket; "" once it failed
 	shells   []*shell
-	starting int // shells being started, counted against maxShells
-	onMaster int // shells on the master's sessions, started or starting
+	starting int                       // shells being started, counted against maxShells
+	onMaster int                       // shells on the master's sessions, started or starting
+	forwards map[string]*masterForward // by guest socket path, kept by the master for us
 }
 
 // maxShells bounds the guest shells kept per instance. A command that finds
@@ -125,6 +126,9 @@ func (p *Pool) Drop(instance string) {
 func (c *conn) close() {
 	for _, sh := range c.shells {
 		sh.close()
+	}
+	for _, f := range c.forwards {
+		f.cancel()
 	}
 	if c.client != nil {
 		c.client.Close()
