@@ -233,11 +233,13 @@ func TestAMasterForwardIsCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(filepath.Dir(f.local))
-	if err := f.request(ctx, muxCloseFwd); err != nil {
+	if err := f.cancel(); err != nil {
 		t.Fatalf("closing the forward: %v", err)
 	}
-	if err := f.request(ctx, muxCloseFwd); err == nil {
+	if err := f.cancel(); err == nil {
 		t.Error("a forward closed twice: the master took the second close, so the first closed nothing")
+	}
+	if _, err := os.Stat(filepath.Dir(f.local)); !os.IsNotExist(err) {
+		t.Errorf("the forward's folder is still there: %v", err)
 	}
 }

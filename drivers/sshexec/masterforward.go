@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,30 +26,35 @@ func openMasterForward(ctx context.Context, controlPath, path string) (*masterFo
 		return nil, err
 	}
 	f := &masterForward{controlPath: controlPath, local: filepath.Join(dir, "s"), path: path}
-	if err := f.request(ctx, muxOpenFwd); err != nil {
+	ctl, err := dialMaster(ctx, controlPath)
+	if err == nil {
+		stop := context.AfterFunc(ctx, func() { ctl.SetDeadline(time.Unix(1, 0)) })
+		err = f.send(ctl, muxOpenFwd)
+		stop()
+		ctl.Close()
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("forwarding %s through the OpenSSH master at %s: %w", path, controlPath, err)
 	}
 	return f, nil
 }
 
-// cancel asks the master to close the forward (bounded by
-// muxHandshakeBound) and removes the folder of its socket.
-func (f *masterForward) cancel() {
-	f.request(context.Background(), muxCloseFwd)
+// cancel asks the master to close the forward (within muxHandshakeBound:
+// a connection closing has no context) and removes its socket's folder.
+func (f *masterForward) cancel() error {
+	ctl, err := greetMaster(f.controlPath, func(d *net.Dialer) (net.Conn, error) { return d.Dial("unix", f.controlPath) })
+	if err == nil {
+		err = f.send(ctl, muxCloseFwd)
+		ctl.Close()
+	}
 	os.RemoveAll(filepath.Dir(f.local))
+	return err
 }
 
-// request sends the forward's spec with typ (open or close) on a control
-// connection of its own and reads the master's answer.
-func (f *masterForward) request(ctx context.Context, typ uint32) error {
-	ctl, err := dialMaster(ctx, f.controlPath)
-	if err != nil {
-		return err
-	}
-	defer ctl.Close()
-	stop := context.AfterFunc(ctx, func() { ctl.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+// send sends the forward's spec with typ (open or close) and reads the
+// master's answer.
+func (f *masterForward) send(ctl net.Conn, typ uint32) error {
 	var req bytes.Buffer
 	req.Write(u32(0)) // request id
 	req.Write(u32(muxFwdLocal))
