@@ -68,9 +68,6 @@ func (tm *Terminal) WaitFor(s string, within time.Duration) {
 // sends SIGINT to the foreground process group.
 func (tm *Terminal) CtrlC() { tm.tty.Write([]byte{3}) }
 
-// Type types text.
-func (tm *Terminal) Type(text string) { tm.tty.Write([]byte(text)) }
-
 // Wait waits for the command to end (failing the test after within) and
 // returns its exit code and everything it showed.
 func (tm *Terminal) Wait(within time.Duration) (int, string) {
