@@ -21,6 +21,7 @@ import (
 // this is sshd's permission and dockerd's answer.
 func testDockerdSocket(t *testing.T, w *ws) {
 	drv, tgt := engineTarget(t, w)
+	defer drv.Close() // cancels the master's forward and removes its folder
 	sockets := drivers.CapabilitiesOf(drv).DialSocket
 	if sockets == nil {
 		t.Fatal("the lima driver opens no guest sockets: the cheap look would run docker ps")
