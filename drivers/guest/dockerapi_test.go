@@ -75,7 +75,8 @@ func TestObserveRecordedAsksDockerdThroughItsSocket(t *testing.T) {
 	type lists = map[string][]apiContainer
 	cleanLists := func() lists {
 		return lists{
-			"sbf-api":          {composed("sbf-api", "web", "h1", "running"), composed("sbf-api", "idle", "h2", "running")},
+			"sbf-api": {composed("sbf-api", "web", "h1", "running"),
+				composed("sbf-api", "idle", "h2", "running")},
 			"sbf-api-services": {composed("sbf-api-services", "mysql", "m1", "running")},
 		}
 	}
@@ -122,8 +123,10 @@ func TestObserveRecordedAsksDockerdThroughItsSocket(t *testing.T) {
 			rw.Header().Set("Location", "/containers/json?all=1")
 			rw.WriteHeader(http.StatusFound)
 		},
-		"not JSON":          func(rw http.ResponseWriter) { rw.Write([]byte("<html>")) },
-		"past the bound":    func(rw http.ResponseWriter) { rw.Write([]byte(`[` + strings.Repeat(" ", maxListBytes) + `]`)) },
+		"not JSON": func(rw http.ResponseWriter) { rw.Write([]byte("<html>")) },
+		"past the bound": func(rw http.ResponseWriter) {
+			rw.Write([]byte(`[` + strings.Repeat(" ", maxListBytes) + `]`))
+		},
 		"no service label":  func(rw http.ResponseWriter) { rw.Write([]byte(`[{"State":"running","Labels":{}}]`)) },
 		"another project's": func(rw http.ResponseWriter) { json.NewEncoder(rw).Encode(clean["sbf-api-services"]) },
 		"listed twice": func(rw http.ResponseWriter) {

@@ -43,7 +43,8 @@ func openMasterForward(ctx context.Context, controlPath, path string) (*masterFo
 // cancel asks the master to close the forward (within muxHandshakeBound:
 // a connection closing has no context) and removes its socket's folder.
 func (f *masterForward) cancel() error {
-	ctl, err := greetMaster(f.controlPath, func(d *net.Dialer) (net.Conn, error) { return d.Dial("unix", f.controlPath) })
+	dial := func(d *net.Dialer) (net.Conn, error) { return d.Dial("unix", f.controlPath) }
+	ctl, err := greetMaster(f.controlPath, dial)
 	if err == nil {
 		err = f.send(ctl, muxCloseFwd)
 		ctl.Close()
