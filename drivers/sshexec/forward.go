@@ -48,13 +48,16 @@ func (p *Pool) DialGuestSocket(ctx context.Context, instance, path string) (net.
 }
 
 // masterForward returns the master's forward of path for c, opening it
-// once; nil when c has a client of ours or no master, or the master
-// refuses.
+// once; nil when c has a client of ours (then that carries the socket) or
+// no master, or the master refuses.
 func (p *Pool) masterForward(ctx context.Context, instance string, c *conn, path string) *masterForward {
 	p.mu.Lock()
 	master, f, ours := c.master, c.forwards[path], c.client != nil
 	p.mu.Unlock()
-	if f != nil || master == "" || ours {
+	if ours || master == "" { // a connection of ours carries it; a dead master's forward is not tried first
+		return nil
+	}
+	if f != nil {
 		return f
 	}
 	f, err := openMasterForward(ctx, master, path)
