@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -109,14 +108,7 @@ func (a *app) execBrokerCommand() *cobra.Command {
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(_ *cobra.Command, list []string) error {
-			if a.getenv("GOMAXPROCS") == "" {
-				// A command's round trip hops across half a dozen goroutines (the client's
-				// connection, the SSH connection's reader, the guest shell's two streams):
-				// on one P they hand over without waking another thread. Measured on a Lima
-				// VM under emulation, 6 brokers each way, 60 commands 4 ms apart: p50 4.34 →
-				// 4.07 ms, p90 6.5 → 5.6 ms. A broker's work is waiting on the guest.
-				runtime.GOMAXPROCS(1)
-			}
+			proc.OneP(a.getenv) // a broker's work is waiting on the guest
 			return a.serveBroker(a.context(), list[0])
 		},
 	}

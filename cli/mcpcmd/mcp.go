@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/mcptoken"
 	"github.com/sandboxforge/sbf/internal/policy"
+	"github.com/sandboxforge/sbf/internal/proc"
 	"github.com/sandboxforge/sbf/internal/termsafe"
 	"github.com/sandboxforge/sbf/mcpserver"
 	"github.com/sandboxforge/sbf/mcpserver/streamhttp"
@@ -161,6 +162,9 @@ func (a cmds) serveMCP(f *mcpFlags, stdio bool) error {
 		}
 	}
 	opts := f.httpOptions(httpAddr, settings)
+	if stdio && httpAddr == "" {
+		proc.OneP(a.Getenv) // one client, whose calls wait on guests (a server on HTTP may have many)
+	}
 	command := "serve"
 	if stdio {
 		command = "mcp"
