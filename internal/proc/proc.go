@@ -4,6 +4,8 @@
 // group: had limactl, QEMU's wrappers, a compose loader or a plugin been in
 // it, the first Ctrl-C — which promises to let the steps in flight finish —
 // would have killed them. Only sbf decides what an interrupt does to them.
+// Also how a process of sbf's own that waits on guests schedules itself
+// (OneP).
 package proc
 
 import (
