@@ -29,10 +29,15 @@ func (d *Driver) sshOptions() sshexec.Options {
 // dropConn closes an instance's SSH connection (it is stopping or going away).
 func (d *Driver) dropConn(instance string) { d.Pool.Drop(instance) }
 
-// sshTarget finds a running instance's ssh.config through limactl. A
+// sshTarget finds a running instance's ssh.config: at once when its host
+// agent vouches for it (liveTarget), else through limactl. A
 // booting one is not dialled: its sshd may not answer yet, and a user it
 // answers for may not have the groups the boot gives (drivers.ErrBooting).
 func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target, error) {
+	t, err := d.liveTarget(ctx, instance)
+	if err == nil {
+		return d.onMaster(instance, t), nil
+	}
 	l, inst, err := d.listOne(ctx, instance)
 	switch {
 	case err != nil:
@@ -48,14 +53,19 @@ func (d *Driver) sshTarget(ctx context.Context, instance string) (sshexec.Target
 	if err != nil {
 		return sshexec.Target{}, fmt.Errorf("reading %s: %w", l.SSHConfigFile, err)
 	}
-	t, err := parseSSHConfig(string(data))
-	if err != nil {
+	if t, err = parseSSHConfig(string(data)); err != nil {
 		return sshexec.Target{}, fmt.Errorf("%s: %w", l.SSHConfigFile, err)
 	}
+	return d.onMaster(instance, t), nil
+}
+
+// onMaster is a target that keeps Lima's master while its sessions are
+// still good for sbf.
+func (d *Driver) onMaster(instance string, t sshexec.Target) sshexec.Target {
 	if d.masterIsStale(instance) {
 		t.ControlPath = "" // its sessions have the environment of before sbf's egress settings
 	}
-	return t, nil
+	return t
 }
 
 // bootingError says that an instance still boots, and what for.
