@@ -281,6 +281,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, res.Plan)
 	}
+	exec.Warmed() // an adopted spare's first command finds its connection made
 	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.

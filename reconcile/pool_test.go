@@ -608,3 +608,56 @@ func TestALoopConnectsToItsReadySpares(t *testing.T) {
 		t.Errorf("the loop's pool pass warmed %v; want the ready spare %v", got, spares)
 	}
 }
+
+// besideSim tells whether an adopt's early connection was still being
+// made when the run looked again at the instances its actions touched.
+type besideSim struct {
+	*sim.Driver
+	warming, beside, warmed atomic.Bool
+	looked                  chan struct{}
+	once                    sync.Once
+}
+
+func (b *besideSim) Inspect(ctx context.Context, names []string) ([]drivers.Instance, error) {
+	if b.warming.Load() {
+		b.once.Do(func() { close(b.looked) })
+	}
+	return b.Driver.Inspect(ctx, names)
+}
+
+func (b *besideSim) Warm(context.Context, string) error {
+	b.warming.Store(true)
+	select {
+	case <-b.looked:
+		b.beside.Store(true)
+		time.Sleep(300 * time.Millisecond) // the handshake outlasts the look: the run must wait for it
+	case <-time.After(5 * time.Second):
+	}
+	b.warmed.Store(true)
+	return nil
+}
+
+// An adopt connects to its spare beside the run's last look at what it
+// made (on Lima a limactl run of ~0.1 s), and the run ends with the
+// connection made: a warm create's answer waits for the longer of the
+// two, not for both.
+func TestAnAdoptConnectsBesideTheRunsLastLook(t *testing.T) {
+	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
+	inner, err := h.driver(sim.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &besideSim{Driver: inner.(*sim.Driver), looked: make(chan struct{})}
+	h.eng.Drivers = func(string, *spec.Resolved) (Driver, error) { return b, nil }
+	h.fill()
+	res, err := h.up("api")
+	if err != nil || steps(res.Plan) != "api:adopt" {
+		t.Fatalf("up: %v, plan %s", err, steps(res.Plan))
+	}
+	if !b.warmed.Load() {
+		t.Error("the run ended before its early connection was made")
+	}
+	if !b.beside.Load() {
+		t.Error("the run looked at what it made only after the connection was made")
+	}
+}

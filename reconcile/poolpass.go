@@ -114,6 +114,7 @@ func (e *Engine) convergePools(ctx context.Context, u *run, res *Result) (*Resul
 	if len(res.Plan.Actions) > 0 {
 		exec := e.executor(ctx, u, d)
 		err = exec.Apply(ctx, res.Plan)
+		exec.Warmed()
 		outcome := exec.Outcome()
 		res.Applied, res.Outcome = true, &outcome
 		res.Observed = e.observe(ctx, r, d, u.rec)

@@ -70,11 +70,13 @@ func (e *Engine) undoCreates(ctx context.Context, u *run, res *Result, failed []
 		res.Observed = e.observe(ctx, r, desired, res.recorded)
 	}
 	p := plan.ComputeFor(desired, res.recorded, res.Observed, u.now, failed).Only(failed)
-	applyErr := errors.Join(e.executor(ctx, u, desired).Apply(ctx, p), problemsError(p))
+	exec := e.executor(ctx, u, desired)
+	applyErr := errors.Join(exec.Apply(ctx, p), problemsError(p))
 	res.Resolved, res.recorded = r, u.store.SnapshotAfter(u.looked)
 	if len(p.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, p)
 	}
+	exec.Warmed()
 	if applyErr != nil {
 		return applyErr
 	}

@@ -83,7 +83,8 @@ type Executor struct {
 	Who     flock.Holder
 
 	emitMu  sync.Mutex
-	adopted sync.Map // sandbox → the instance its adopt ended with
+	adopted sync.Map       // sandbox → the instance its adopt ended with
+	warming sync.WaitGroup // adopts' connections made ahead (Warmed)
 	outcome Outcome
 	// runID and steps are what every event of the current Apply carries.
 	runID uint64
