@@ -38,8 +38,9 @@ const hostAgentPatience = time.Second
 // own test of a running instance (its host agent answers, its VM process
 // lives) and the ssh.config naming the port the host agent says it
 // forwards, so a stale file (a stopped instance, a port another took) is
-// never dialled (SECURITY.md rule 70). An instance still booting, or anything unsure, is not
-// taken: sshTarget asks limactl, whose answer says why.
+// never dialled (SECURITY.md rule 70). An instance still booting, or
+// anything unsure, is not taken: sshTarget asks limactl, whose answer
+// says why.
 func (d *Driver) liveTarget(ctx context.Context, instance string) (sshexec.Target, error) {
 	dir := d.instanceDir(instance)
 	probe := drivers.Instance{Status: drivers.Running}
