@@ -15,14 +15,22 @@ import (
 	"github.com/sandboxforge/sbf/internal/clock"
 )
 
-// Files of an instance's folder that say how its boot goes (Lima v1.2.1):
-// the host agent's events, one JSON object a line, rewritten at every
-// start; its log; and the version file `limactl create` writes once.
+// Files of an instance's folder that sbf reads (Lima v1.2.1, its
+// pkg/store/filenames): the host agent's events, one JSON object a line,
+// rewritten at every start; its log; the version file `limactl create`
+// writes once; the host agent's socket and the ssh.config it writes
+// (liveTarget).
 const (
-	eventsFile  = "ha.stdout.log"
-	agentLog    = "ha.stderr.log"
-	versionFile = "lima-version"
+	eventsFile    = "ha.stdout.log"
+	agentLog      = "ha.stderr.log"
+	versionFile   = "lima-version"
+	hostAgentSock = "ha.sock"
+	sshConfigFile = "ssh.config"
 )
+
+// vmPIDFiles are the VM processes' pid files, one per vmType sbf runs
+// (Lima's filenames.PIDFile).
+var vmPIDFiles = []string{"qemu.pid", "vz.pid"}
 
 // maxBootRead bounds what is read of the host agent's files per look.
 const maxBootRead = 1 << 20

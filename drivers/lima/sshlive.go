@@ -19,16 +19,6 @@ import (
 	"github.com/sandboxforge/sbf/drivers/sshexec"
 )
 
-// Lima's names in an instance's folder (its pkg/store/filenames).
-const (
-	hostAgentSock = "ha.sock"
-	sshConfigFile = "ssh.config"
-)
-
-// vmPIDFiles are the VM processes' pid files, one per vmType sbf runs
-// (Lima's filenames.PIDFile).
-var vmPIDFiles = []string{"qemu.pid", "vz.pid"}
-
 // hostAgentPatience bounds the host agent's answer; limactl waits 3 s,
 // and a slower answer is left to limactl.
 const hostAgentPatience = time.Second

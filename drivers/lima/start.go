@@ -322,7 +322,7 @@ func (d *Driver) bootFailure(err error, stderr, name string) error {
 		return err
 	}
 	dir := filepath.Join(home, name)
-	ha, _ := os.ReadFile(filepath.Join(dir, "ha.stderr.log"))
+	ha, _ := os.ReadFile(filepath.Join(dir, agentLog))
 	hint := ""
 	switch {
 	case bytes.Contains(ha, []byte("Could not access KVM kernel module")),
@@ -332,5 +332,5 @@ func (d *Driver) bootFailure(err error, stderr, name string) error {
 		hint = "\nhint: the VM booted but Lima's guest agent did not come up"
 	}
 	return fmt.Errorf("%w%s\nserial console: %s\nhost agent log: %s", err, hint,
-		filepath.Join(dir, "serial.log"), filepath.Join(dir, "ha.stderr.log"))
+		filepath.Join(dir, "serial.log"), filepath.Join(dir, agentLog))
 }
