@@ -124,6 +124,9 @@ HOME=$work/home XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state SBF_STAT
   "$work/bin/sbf" -C "$work/ws" serve "127.0.0.1:$port" --token-file "$work/token" \
   --log-file "$work/serve.log" &
 pids+=($!)
+# The file exists before the wait below reads it: a background command's redirection happens in
+# its own process, which a loaded machine may not have run yet (the first sed then failed the run).
+: >"$work/proxy.out"
 "$node" scripts/conformance-proxy.mjs 0 "$port" "$work/token" >"$work/proxy.out" &
 pids+=($!)
 
