@@ -62,9 +62,9 @@ rm -rf "$TSCLIENT" && cp -r "$REPO/mcpserver/testdata/tsclient" "$TSCLIENT" && c
 sbf_e2e_delete_all
 
 status=0
-# sbf's template resolution agrees with the real limactl on Lima's own templates.
+# sbf's template resolution, and its reading of instance folders, agree with the real limactl.
 (as_e2e_user env TMPDIR=/tmp SBF_TEST_LIMACTL="$SBF_E2E_LIMA_PREFIX/bin/limactl" \
-  "$BIN/lima.test" -test.run 'TestTemplatesMatchRealLimactl' -test.v -test.count 1) || status=$?
+  "$BIN/lima.test" -test.run 'TestTemplatesMatchRealLimactl|TestFoldersReadAsRealLimactlLists' -test.v -test.count 1) || status=$?
 as_e2e_user env TMPDIR=/tmp SBF_E2E_ROOTFS="$ROOTFS" SBF_BIN="$BIN/sbf" SBF_E2E_TSCLIENT="$TSCLIENT" \
   "$BIN/e2e.test" -test.v -test.timeout 60m -test.count 1 ${SBF_E2E_RUN:+-test.run "$SBF_E2E_RUN"} || status=$?
 

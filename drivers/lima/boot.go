@@ -114,14 +114,10 @@ func lastWaiting(path string) string {
 
 // listOne lists one instance, its boot observed.
 func (d *Driver) listOne(ctx context.Context, name string) (listedInstance, drivers.Instance, error) {
-	out, _, err := d.run(ctx, nil, "list", "--json", name)
-	if err != nil {
-		return listedInstance{}, drivers.Instance{}, notFound(err, name)
-	}
-	listed, err := parseList(out)
+	listed, err := d.listJSON(ctx, anyInstance, name)
 	switch {
 	case err != nil:
-		return listedInstance{}, drivers.Instance{}, fmt.Errorf("listing %s: %w", name, err)
+		return listedInstance{}, drivers.Instance{}, notFound(err, name)
 	case len(listed) == 0:
 		return listedInstance{}, drivers.Instance{}, fmt.Errorf("listing %s: limactl lists no such instance: %w",
 			name, drivers.ErrNotFound)

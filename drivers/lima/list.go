@@ -27,7 +27,8 @@ type listedInstance struct {
 	SSHConfigFile string `json:"sshConfigFile"`
 }
 
-// List reports sbf's Lima instances with one `limactl list --json`. Lima
+// List reports sbf's Lima instances as one `limactl list --json` would
+// (from their folders when that is sure: readFolders). Lima
 // keeps no labels, so sbf's are the ones named as sbf names them, and
 // those carrying sbf's label files in their folder (drivers.Labeler).
 func (d *Driver) List(ctx context.Context) ([]drivers.Instance, error) {
@@ -38,8 +39,8 @@ func managedOrLabelled(name string, label *drivers.Label) bool {
 	return drivers.ManagedName(name) || label != nil
 }
 
-// Inspect reports the named instances that exist, as List would, with one
-// `limactl list --json NAME...`, which reads only their folders. A name
+// Inspect reports the named instances that exist, as List would, as one
+// `limactl list --json NAME...` would, which reads only their folders. A name
 // without a folder is left out beforehand: limactl fails on one it cannot
 // match.
 func (d *Driver) Inspect(ctx context.Context, names []string) ([]drivers.Instance, error) {
@@ -62,11 +63,7 @@ func (d *Driver) list(
 	keep func(name string, label *drivers.Label) bool,
 	names ...string,
 ) ([]drivers.Instance, error) {
-	out, _, err := d.run(ctx, nil, append([]string{"list", "--json"}, names...)...)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := parseList(out)
+	listed, err := d.listJSON(ctx, keep, names...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +86,28 @@ func (d *Driver) list(
 	}
 	return insts, nil
 }
+
+// listJSON is what `limactl list --json [NAME...]` says of the instances
+// (all when none is named), read from their folders when that is sure
+// (readFolders: then only those keep passes). limactl's own failure is
+// returned as it is, for the caller to word.
+func (d *Driver) listJSON(
+	ctx context.Context,
+	keep func(name string, label *drivers.Label) bool,
+	names ...string,
+) ([]listedInstance, error) {
+	if listed, sure := d.readFolders(ctx, keep, names); sure {
+		return listed, nil
+	}
+	out, _, err := d.run(ctx, nil, append([]string{"list", "--json"}, names...)...)
+	if err != nil {
+		return nil, err
+	}
+	return parseList(out)
+}
+
+// anyInstance keeps every instance listed, sbf's or not.
+func anyInstance(string, *drivers.Label) bool { return true }
 
 // parseList accepts the three shapes limactl has printed: NDJSON (one
 // object per line), a JSON array, and {"instances": [...]}. A malformed

@@ -119,16 +119,11 @@ func (d *Driver) ListSnapshots(ctx context.Context, instance string) ([]drivers.
 
 // inspect is what `limactl list --json NAME` says of one instance.
 func (d *Driver) inspect(ctx context.Context, instance string) (listedInstance, error) {
-	out, _, err := d.run(ctx, nil, "list", "--json", instance)
+	listed, err := d.listJSON(ctx, anyInstance, instance)
 	var ce *CommandError
-	if errors.As(err, &ce) && strings.Contains(ce.Stderr, "No instance matching") {
-		return listedInstance{}, fmt.Errorf("lima instance %s: %w", instance, drivers.ErrNotFound)
-	}
-	if err != nil {
-		return listedInstance{}, err
-	}
-	listed, err := parseList(out)
 	switch {
+	case errors.As(err, &ce) && strings.Contains(ce.Stderr, "No instance matching"):
+		return listedInstance{}, fmt.Errorf("lima instance %s: %w", instance, drivers.ErrNotFound)
 	case err != nil:
 		return listedInstance{}, fmt.Errorf("inspecting %s: %w", instance, err)
 	case len(listed) != 1 || listed[0].Name != instance:

@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sandboxforge/sbf/drivers"
@@ -63,19 +61,7 @@ func (d *Driver) liveTarget(ctx context.Context, instance string) (sshexec.Targe
 // Windows cannot tell, and limactl is asked).
 func vmProcessLives(dir string) bool {
 	for _, name := range vmPIDFiles {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || pid <= 0 {
-			continue
-		}
-		p, err := os.FindProcess(pid)
-		if err != nil {
-			continue
-		}
-		if err := p.Signal(syscall.Signal(0)); err == nil || errors.Is(err, os.ErrPermission) {
+		if pidFileState(filepath.Join(dir, name)) == pidLives {
 			return true
 		}
 	}
