@@ -97,7 +97,8 @@ func TestFoldersUnsureAreLeftToLimactl(t *testing.T) {
 			os.WriteFile(filepath.Join(home, "sbf-01234567-db", "ha.pid"), []byte("x\n"), 0o644)
 		},
 		"a lima.yaml without its cpus": func(home string) {
-			os.WriteFile(filepath.Join(home, "sbf-01234567-db", "lima.yaml"), []byte("memory: 1GiB\ndisk: 5GiB\n"), 0o644)
+			os.WriteFile(filepath.Join(home, "sbf-01234567-db", "lima.yaml"),
+				[]byte("memory: 1GiB\ndisk: 5GiB\n"), 0o644)
 		},
 		"a size Lima would not read": func(home string) {
 			os.WriteFile(filepath.Join(home, "sbf-01234567-db", "lima.yaml"),
