@@ -32,7 +32,7 @@ func (e *Engine) planSandboxes(ctx context.Context, u *run, res *Result, first *
 	desired.Force = forced(u.opts.Intent)
 	look.desired = desired
 	var err error
-	if look.layers, err = resolveLayers(ctx, r, leaseLive(desired, u.now), e.Env); err != nil {
+	if look.layers, err = resolveLayers(ctx, r, leaseLive(desired, u.now), u.opts.Targets, e.Env); err != nil {
 		return look, false, err
 	}
 	for name, l := range look.layers {

@@ -69,7 +69,7 @@ func planFromArchive(t *testing.T, ar *txtar.Archive) *plan.Plan {
 	}
 	r.WorkspaceID = goldenWorkspaceID
 	d := plan.DesiredFrom(r)
-	layers, err := resolveLayers(context.Background(), r, func(string) bool { return true },
+	layers, err := resolveLayers(context.Background(), r, func(string) bool { return true }, nil,
 		LayerEnv{Compose: composefile.LoadProject})
 	if err != nil {
 		t.Fatalf("layers: %v", err)

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/sandboxforge/sbf/reconcile/plan"
 
 	"github.com/sandboxforge/sbf/drivers/guest"
+	"github.com/sandboxforge/sbf/drivers/guest/composefile"
 	"github.com/sandboxforge/sbf/internal/coded"
 	"github.com/sandboxforge/sbf/internal/hostpath"
 	"github.com/sandboxforge/sbf/internal/testutil"
@@ -339,5 +341,30 @@ func TestAConvergedGuestIsLookedAtThroughDockerdsSocket(t *testing.T) {
 	h.guests.mu.Unlock()
 	if got := kinds(h.plan()); got != "compose(worker is exited)" {
 		t.Fatalf("plan after the worker stopped: %s", got)
+	}
+}
+
+// A create beside a sandbox with a compose stack loads no compose file:
+// the run acts on the new sandbox alone, and each load is a child process
+// (~0.1 s on a loaded host). A broken file of the other sandbox holds the
+// create back no more; the files of a sandbox the run acts on are loaded.
+func TestARunLoadsOnlyTheComposeFilesOfWhatItActsOn(t *testing.T) {
+	h := layeredHarness(t)
+	h.mustApply()
+	var loaded []string
+	h.eng.Env.Compose = func(ctx context.Context, o guest.LoadOptions) (*guest.Project, error) {
+		loaded = append(loaded, o.Sandbox)
+		return composefile.LoadProject(ctx, o)
+	}
+	testutil.WriteFile(t, filepath.Join(h.root, "compose.yaml"), "services: [not, a, map")
+	if _, err := h.converge(Options{Targets: []string{"web"}, Intent: Up{Sandboxes: []string{"web"}}}); err != nil {
+		t.Fatalf("a create beside a broken compose file of another sandbox: %v", err)
+	}
+	if len(loaded) != 0 {
+		t.Errorf("the create of web loaded the compose files of %v", loaded)
+	}
+	_, err := h.converge(Options{Targets: []string{"api"}, Intent: Up{Sandboxes: []string{"api"}}})
+	if err == nil || !strings.Contains(err.Error(), "compose") || !slices.Equal(loaded, []string{"api"}) {
+		t.Errorf("a run on api with its compose file broken: %v; loaded %v", err, loaded)
 	}
 }
