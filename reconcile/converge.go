@@ -31,15 +31,18 @@ type run struct {
 	store    *state.Store
 	looked   *state.Looked // the request's first look at the state
 	locks    *admission.Held
-	waited   []string // the sandboxes a first plan acted on (lockActedOn)
-	reserved reserved // the slots the run reserved under the instance cap
-	renewing bool     // its first plan renews leases it holds no lock for (plan.RenewalsAlone)
+	waited   []string           // the sandboxes a first plan acted on (lockActedOn)
+	reserved reserved           // the slots the run reserved under the instance cap
+	renewing bool               // its first plan renews leases it holds no lock for (plan.RenewalsAlone)
+	warming  *executor.Executor // whose adopts connect ahead of their first commands (settle)
+	refill   func()             // tells the loops a spare was taken, once the connections are made
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	u, err := e.begin(ctx, ws, opts, planOnly)
 	if u != nil {
 		defer u.release() // the sandbox locks the run took, whenever it took them
+		defer u.settle()
 		defer e.unreserve(ctx, u)
 	}
 	if u != nil && u.store != nil {
@@ -281,18 +284,33 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if len(res.Plan.Actions) > 0 {
 		res.Observed = e.observeAfter(ctx, r, desired, res.recorded, res.Observed, res.Plan)
 	}
-	exec.Warmed() // an adopted spare's first command finds its connection made
+	u.warming = exec
 	res.Warnings = append(res.Warnings, e.recordLeases(ctx, u, res)...)
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
 		applyErr = errors.Join(applyErr, e.indexLeases(ctx, r, res.recorded))
-		e.adoptions.notify()
+		u.refill = e.adoptions.notify
 	}
 	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.recorded, res.Plan.Forgotten()))
 	if applyErr != nil {
+		exec.Warmed() // a rollback may delete what an adopt is connecting to
 		applyErr = errors.Join(applyErr, e.rollBack(ctx, u, res))
 	}
 	return res, errors.Join(applyErr, problemsError(res.Plan))
+}
+
+// settle waits, once the run's writes are done, for the connections its
+// adopts opened ahead of their sandboxes' first commands (so the answer
+// finds them made, and they outlive no run), then tells the loops to
+// refill: a refill's boot beside that connection would take the host's
+// cores it needs.
+func (u *run) settle() {
+	if u.warming != nil {
+		u.warming.Warmed()
+	}
+	if u.refill != nil {
+		u.refill()
+	}
 }
 
 // nothingHeld is the result of a run every sandbox of which is another

@@ -614,7 +614,11 @@ func TestALoopConnectsToItsReadySpares(t *testing.T) {
 type besideSim struct {
 	*sim.Driver
 	warming, beside, warmed atomic.Bool
+	heardEarly              atomic.Bool // the loops heard of the adoption before the connection was made
+	indexedBeside           atomic.Bool // the host index learnt the adoption while the connection was made
+	hostDir                 string
 	looked                  chan struct{}
+	adopted                 <-chan struct{} // what a loop hears of adoptions
 	once                    sync.Once
 }
 
@@ -625,13 +629,25 @@ func (b *besideSim) Inspect(ctx context.Context, names []string) ([]drivers.Inst
 	return b.Driver.Inspect(ctx, names)
 }
 
-func (b *besideSim) Warm(context.Context, string) error {
+func (b *besideSim) Warm(_ context.Context, instance string) error {
 	b.warming.Store(true)
 	select {
 	case <-b.looked:
 		b.beside.Store(true)
 		time.Sleep(300 * time.Millisecond) // the handshake outlasts the look: the run must wait for it
 	case <-time.After(5 * time.Second):
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		entries, _ := state.OpenHostIndex(b.hostDir).All()
+		if slices.ContainsFunc(entries, func(e state.IndexEntry) bool { return e.Instance == instance }) {
+			b.indexedBeside.Store(true)
+			break
+		}
+	}
+	select {
+	case <-b.adopted:
+		b.heardEarly.Store(true)
+	default:
 	}
 	b.warmed.Store(true)
 	return nil
@@ -640,14 +656,19 @@ func (b *besideSim) Warm(context.Context, string) error {
 // An adopt connects to its spare beside the run's last look at what it
 // made (on Lima a limactl run of ~0.1 s), and the run ends with the
 // connection made: a warm create's answer waits for the longer of the
-// two, not for both.
+// two, not for both; the run's closing writes (the host index, the state)
+// go on beside it too. The loops hear of the adoption (and refill, a boot
+// beside the connection) only once it is made.
 func TestAnAdoptConnectsBesideTheRunsLastLook(t *testing.T) {
 	h := newHarness(t, poolSpec+"[sandboxes.api]\n")
 	inner, err := h.driver(sim.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &besideSim{Driver: inner.(*sim.Driver), looked: make(chan struct{})}
+	adopted, stop := h.eng.adoptions.subscribe()
+	defer stop()
+	b := &besideSim{Driver: inner.(*sim.Driver), looked: make(chan struct{}), adopted: adopted,
+		hostDir: h.hostDir}
 	h.eng.Drivers = func(string, *spec.Resolved) (Driver, error) { return b, nil }
 	h.fill()
 	res, err := h.up("api")
@@ -659,5 +680,16 @@ func TestAnAdoptConnectsBesideTheRunsLastLook(t *testing.T) {
 	}
 	if !b.beside.Load() {
 		t.Error("the run looked at what it made only after the connection was made")
+	}
+	if !b.indexedBeside.Load() {
+		t.Error("the run wrote the host index only after the connection was made")
+	}
+	if b.heardEarly.Load() {
+		t.Error("the loops heard of the adoption before its connection was made")
+	}
+	select {
+	case <-adopted:
+	default:
+		t.Error("the loops never heard of the adoption")
 	}
 }
