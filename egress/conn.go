@@ -59,7 +59,10 @@ func (m *meter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// copyBufSize is how much the proxy moves in one write.
+const copyBufSize = 32 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
 // pump copies src to dst through a pooled buffer (bounded memory per
 // connection whatever the peers do).

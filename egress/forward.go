@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // Bounds on what an upstream sends before its response body.
@@ -112,7 +113,46 @@ func (s *session) exchange(req *http.Request, up io.Reader, upM, downM *meter) (
 	if resp.ContentLength < 0 && !isChunked(resp.TransferEncoding) {
 		keep = false
 	}
-	return keep, resp.Write(downM)
+	return keep, writeGathered(downM, resp, br)
+}
+
+// writeGathered writes resp to the client in as few writes as its body
+// allows. Response.Write writes its head a field at a time: a dozen
+// writes, each a segment on a TCP_NODELAY socket and a packet an emulated
+// guest takes in one by one. Here they are gathered with the body's first
+// bytes, and what is gathered goes out before any read of the body that
+// would wait for upstream, so a slow stream's bytes are never held.
+func writeGathered(down io.Writer, resp *http.Response, upstream *bufio.Reader) error {
+	out := gatherers.Get().(*bufio.Writer)
+	out.Reset(down)
+	defer func() { out.Reset(nil); gatherers.Put(out) }()
+	resp.Body = flushBeforeWait{ReadCloser: resp.Body, out: out, in: upstream}
+	// Write alone: as an io.ReaderFrom, out would read the body into its
+	// own buffer, which a flush before that read would leave misplaced.
+	err := resp.Write(struct{ io.Writer }{out})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+var gatherers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, copyBufSize) }}
+
+// flushBeforeWait is a response body that writes out what is gathered
+// before a read that upstream's buffered bytes cannot serve.
+type flushBeforeWait struct {
+	io.ReadCloser
+	out *bufio.Writer
+	in  *bufio.Reader
+}
+
+func (f flushBeforeWait) Read(p []byte) (int, error) {
+	if f.in.Buffered() == 0 && f.out.Buffered() > 0 {
+		if err := f.out.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return f.ReadCloser.Read(p)
 }
 
 // readFinalResponse reads the upstream response, passing interim (1xx)

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func proxyClient(proxyAddr string) *http.Client {
@@ -149,5 +151,83 @@ func TestPlainHTTPUploadWithExpectContinue(t *testing.T) {
 	}
 	if e := tp.waitLog(t, 1)[0]; e.BytesUp < 100000 {
 		t.Errorf("bytes_up %d, want the upload counted", e.BytesUp)
+	}
+}
+
+// writes records each Write it is given, as the guest's socket would see
+// segments, and hands each on to seen.
+type writes struct {
+	got  [][]byte
+	seen chan []byte
+}
+
+func (w *writes) Write(b []byte) (int, error) {
+	w.got = append(w.got, bytes.Clone(b))
+	if w.seen != nil {
+		w.seen <- bytes.Clone(b)
+	}
+	return len(b), nil
+}
+
+// A response whose body upstream sent with its head reaches the guest in
+// one write, not a write for each piece of the head (each a packet for
+// an emulated guest to take in).
+func TestAForwardedAnswerIsOneWrite(t *testing.T) {
+	upstream := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n" +
+		"Content-Type: text/plain\r\nDate: Thu, 03 Dec 2026 06:41:58 GMT\r\n\r\nhello"))
+	resp, err := http.ReadResponse(upstream, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w writes
+	if err := writeGathered(&w, resp, upstream); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.got) != 1 || !bytes.HasSuffix(w.got[0], []byte("\r\n\r\nhello")) {
+		t.Errorf("the answer went out in %d writes: %q", len(w.got), w.got)
+	}
+}
+
+// What upstream has sent goes on to the guest before the proxy waits for
+// more: a slow stream's bytes are never held back for the gathering, and
+// every byte arrives once, in order.
+func TestAForwardedStreamIsNotHeldBack(t *testing.T) {
+	for _, framing := range []struct{ name, head, first, rest string }{
+		{"length", "Content-Length: 9\r\n", "first", "last"},
+		{"chunked", "Transfer-Encoding: chunked\r\n", "5\r\nfirst\r\n", "4\r\nlast\r\n0\r\n\r\n"},
+	} {
+		t.Run(framing.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			upstream := bufio.NewReader(pr)
+			go io.WriteString(pw, "HTTP/1.1 200 OK\r\n"+framing.head+"\r\n"+framing.first)
+			resp, err := http.ReadResponse(upstream, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := writes{seen: make(chan []byte, 16)}
+			done := make(chan error, 1)
+			go func() { done <- writeGathered(&w, resp, upstream) }()
+			var sent []byte
+			for deadline := time.After(5 * time.Second); !bytes.Contains(sent, []byte("first")); {
+				select {
+				case b := <-w.seen:
+					sent = append(sent, b...)
+				case <-deadline:
+					t.Fatalf("upstream's first bytes never reached the guest while upstream waited: %q", sent)
+				}
+			}
+			io.WriteString(pw, framing.rest)
+			pw.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for len(w.seen) > 0 {
+				sent = append(sent, <-w.seen...)
+			}
+			head, body, _ := bytes.Cut(sent, []byte("\r\n\r\n"))
+			if !bytes.HasPrefix(head, []byte("HTTP/1.1 200 OK\r\n")) || string(body) != framing.first+framing.rest {
+				t.Errorf("the guest got %q", sent)
+			}
+		})
 	}
 }
