@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -41,7 +42,12 @@ func RelayStdio(ctx context.Context, addr string, slots RelaySlots) error {
 	}
 	defer release()
 	// libslirp hands over one end of a loopback TCP pair; as a net.Conn it
-	// can be half-closed, which os.Stdout cannot.
+	// can be half-closed, which os.Stdout cannot. Only a socket is tried:
+	// net.FileConn sets O_NONBLOCK on the shared descriptor before it
+	// checks, and a pipe's reads then fail (EAGAIN) whenever it is empty.
+	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return Relay(ctx, stdio{}, addr)
+	}
 	c, err := net.FileConn(os.Stdin)
 	if err != nil {
 		return Relay(ctx, stdio{}, addr)

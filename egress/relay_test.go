@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The test binary is the relay when these are set, as QEMU runs sbf's:
@@ -94,6 +95,30 @@ func TestRelayHandsTheGuestConnectionToTheProxy(t *testing.T) {
 	if got, err := io.ReadAll(guest); err != nil || string(got) != "ping" {
 		t.Errorf("echo through the tunnel: %q %v", got, err)
 	}
+}
+
+// A relay whose stdin and stdout are pipes (a terminal, a test) copies:
+// a request that comes a moment after it started still reaches the proxy,
+// and the answer comes back (the pipe was once left non-blocking, and the
+// relay read "nothing yet" as the end).
+func TestARelayOnPipesWaitsForTheRequest(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	startProxyOn(t, "unix", sock, mustPolicy(t, "deny"), StaticResolver{})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayHelperAddr+"=unix:"+sock)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the relay is up and reading before the request comes
+	io.WriteString(in, "GET http://x.example/ HTTP/1.1\r\nHost: x.example\r\n\r\n")
+	buf := make([]byte, 12)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "HTTP/1.1 403" {
+		t.Errorf("the answer through a relay on pipes: %q %v", buf, err)
+	}
+	in.Close()
+	cmd.Wait()
 }
 
 // A proxy over its connection cap answers 503 without taking the
