@@ -35,14 +35,14 @@ type run struct {
 	reserved reserved           // the slots the run reserved under the instance cap
 	renewing bool               // its first plan renews leases it holds no lock for (plan.RenewalsAlone)
 	warming  *executor.Executor // whose adopts connect ahead of their first commands (settle)
-	refill   func()             // tells the loops a spare was taken, once the connections are made
+	adopted  bool               // it took spares: the loops refill once the connections are made
 }
 
 func (e *Engine) converge(ctx context.Context, ws spec.Options, opts Options, planOnly bool) (*Result, error) {
 	u, err := e.begin(ctx, ws, opts, planOnly)
 	if u != nil {
 		defer u.release() // the sandbox locks the run took, whenever it took them
-		defer u.settle()
+		defer e.settle(u)
 		defer e.unreserve(ctx, u)
 	}
 	if u != nil && u.store != nil {
@@ -194,7 +194,7 @@ func (u *run) targets() (targets []string, none bool) {
 	}
 	var held []string
 	for _, name := range u.locks.Names() {
-		if len(u.opts.Targets) == 0 || slices.Contains(u.opts.Targets, name) {
+		if plan.Targeted(u.opts.Targets, name) {
 			held = append(held, name)
 		}
 	}
@@ -289,7 +289,7 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 	if res.Plan.Adopts() {
 		// The host index learns the instances adopted; loops refill.
 		applyErr = errors.Join(applyErr, e.indexLeases(ctx, r, res.recorded))
-		u.refill = e.adoptions.notify
+		u.adopted = true
 	}
 	applyErr = errors.Join(applyErr, e.pruneIndex(ctx, r, res.recorded, res.Plan.Forgotten()))
 	if applyErr != nil {
@@ -304,12 +304,12 @@ func (e *Engine) convergeSandboxes(ctx context.Context, u *run, res *Result) (*R
 // finds them made, and they outlive no run), then tells the loops to
 // refill: a refill's boot beside that connection would take the host's
 // cores it needs.
-func (u *run) settle() {
+func (e *Engine) settle(u *run) {
 	if u.warming != nil {
 		u.warming.Warmed()
 	}
-	if u.refill != nil {
-		u.refill()
+	if u.adopted {
+		e.adoptions.notify()
 	}
 }
 

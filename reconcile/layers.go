@@ -84,7 +84,7 @@ func resolveLayers(
 		if !sb.Compose && len(sb.Services) == 0 && !sb.Runtime || !needed(name) {
 			continue
 		}
-		acted := len(targets) == 0 || slices.Contains(targets, name)
+		acted := plan.Targeted(targets, name)
 		l, err := sandboxLayers(ctx, r, name, sb, acted, env)
 		if err != nil {
 			errs = append(errs, err)

@@ -168,7 +168,7 @@ func newWarmSpares(obs Observed, now time.Time, gc []Action, targets []string) *
 
 // targeted reports whether the plan may give the sandbox a spare.
 func (w *warmSpares) targeted(ds DesiredSandbox) bool {
-	return w != nil && (len(w.targets) == 0 || slices.Contains(w.targets, ds.Name))
+	return w != nil && Targeted(w.targets, ds.Name)
 }
 
 // template is the memory template a sandbox's create starts from ("" for

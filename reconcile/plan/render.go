@@ -277,6 +277,12 @@ func (p *Plan) Holding(held func(sandbox string) bool, spares bool) *Plan {
 	return out
 }
 
+// Targeted says whether a run with these targets acts on the sandbox:
+// none names every sandbox.
+func Targeted(targets []string, sandbox string) bool {
+	return len(targets) == 0 || slices.Contains(targets, sandbox)
+}
+
 func setOf(names []string) map[string]bool {
 	set := make(map[string]bool, len(names))
 	for _, n := range names {
